@@ -1,0 +1,44 @@
+// Command csisim emulates the Kubernetes CSI volume lifecycle on one
+// machine: it runs scenarios against a simulated cluster whose components
+// talk to real CSI drivers over gRPC, and prints a timeline of every API
+// write and CSI call.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `csisim emulates the Kubernetes CSI volume lifecycle on one machine.
+
+Usage:
+  csisim run [flags] SCENARIO.yaml   run a scenario on the simulator and print its timeline
+  csisim driver [flags]              run csisim's CSI driver on a unix socket (see csisim driver --help)
+  csisim help                        show this help
+
+Run 'csisim run --help' for the flags of run.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runScenario(args[1:], stdout, stderr)
+	case "driver":
+		return driverMain(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "csisim: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}

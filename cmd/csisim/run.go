@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/utils/clock"
+
+	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/trace"
+)
+
+// runScenario is `csisim run`: start a simulated cluster, run one scenario
+// on it with the timeline printed as it happens, and tear everything down,
+// also when interrupted.
+func runScenario(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("csisim run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	seed := fs.Uint64("seed", 1, "seed for UIDs and generated names; the same seed gives the same names")
+	driverLog := fs.String("driver-log", "", "write the CSI driver processes' output to this file")
+	quiet := fs.Bool("quiet", false, "print only the result, not the timeline")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: csisim run [flags] SCENARIO.yaml\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	sc, err := scenario.Load(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	rec := trace.New(clock.RealClock{})
+	if !*quiet {
+		rec.Subscribe(func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) })
+	}
+	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Seed: *seed, Recorder: rec}
+	if *driverLog != "" {
+		f, err := os.Create(*driverLog)
+		if err != nil {
+			fmt.Fprintf(stderr, "csisim: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		cfg.DriverLog = f
+	}
+	fmt.Fprintf(stdout, "scenario %s (%s), seed %d\n", sc.Name, sc.File, *seed)
+	c, err := cluster.Start(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim: starting the simulated cluster: %v\n", err)
+		return 1
+	}
+	runner := &scenario.Runner{Backend: c, Recorder: rec}
+	res, runErr := runner.Run(ctx, sc)
+	closeErr := c.Close()
+
+	code := 0
+	var stepErr *scenario.StepError
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintln(stderr, "csisim: interrupted; the cluster was torn down")
+		code = 130
+	case errors.As(runErr, &stepErr):
+		fmt.Fprintf(stderr, "\nFAILED: %v\n", stepErr)
+		if stepErr.Expected != "" || stepErr.Observed != "" {
+			fmt.Fprintf(stderr, "  expected: %s\n  observed: %s\n", stepErr.Expected, stepErr.Observed)
+		}
+		code = 1
+	case runErr != nil:
+		fmt.Fprintf(stderr, "csisim: %v\n", runErr)
+		code = 1
+	default:
+		fmt.Fprintf(stdout, "\nPASSED: %d steps in %s\n", len(res.Steps), res.Duration.Round(1e6))
+	}
+	if closeErr != nil {
+		fmt.Fprintf(stderr, "csisim: cleaning up: %v\n", closeErr)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}

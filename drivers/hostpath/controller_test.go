@@ -1,0 +1,388 @@
+package hostpath
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+const mib = 1 << 20
+
+func createReq(name string, required, limit int64) *csi.CreateVolumeRequest {
+	req := &csi.CreateVolumeRequest{Name: name, VolumeCapabilities: []*csi.VolumeCapability{rwo}}
+	if required != 0 || limit != 0 {
+		req.CapacityRange = &csi.CapacityRange{RequiredBytes: required, LimitBytes: limit}
+	}
+	return req
+}
+
+func TestCreateVolume(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.start(t, Config{Mode: ModeController})
+	blockCap := &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+	tests := []struct {
+		name         string
+		req          *csi.CreateVolumeRequest
+		wantCode     codes.Code
+		wantCapacity int64
+	}{
+		{"default capacity", createReq("pvc-default", 0, 0), codes.OK, 1 << 30},
+		{"required capacity", createReq("pvc-5m", 5*mib, 0), codes.OK, 5 * mib},
+		{"limit below default", createReq("pvc-limit", 0, 3*mib), codes.OK, 3 * mib},
+		{"no name", createReq("", 0, 0), codes.InvalidArgument, 0},
+		{"name with slash", createReq("a/b", 0, 0), codes.InvalidArgument, 0},
+		{"name with dotdot", createReq("..", 0, 0), codes.InvalidArgument, 0},
+		{"name with NUL", createReq("a\x00b", 0, 0), codes.InvalidArgument, 0},
+		{"no capabilities", &csi.CreateVolumeRequest{Name: "pvc-nocap"}, codes.InvalidArgument, 0},
+		{"block access", &csi.CreateVolumeRequest{Name: "pvc-block", VolumeCapabilities: []*csi.VolumeCapability{blockCap}}, codes.InvalidArgument, 0},
+		{"unknown access mode", &csi.CreateVolumeRequest{Name: "pvc-unknown", VolumeCapabilities: []*csi.VolumeCapability{mountCap(csi.VolumeCapability_AccessMode_UNKNOWN)}}, codes.InvalidArgument, 0},
+		{"required above limit", createReq("pvc-inverted", 2*mib, mib), codes.InvalidArgument, 0},
+		{"negative", createReq("pvc-negative", -1, 0), codes.InvalidArgument, 0},
+		{"content source", &csi.CreateVolumeRequest{
+			Name: "pvc-clone", VolumeCapabilities: []*csi.VolumeCapability{rwo},
+			VolumeContentSource: &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: "vol-x"}}},
+		}, codes.InvalidArgument, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := r.ctrl.CreateVolume(context.Background(), tc.req)
+			wantCode(t, err, tc.wantCode)
+			if err != nil {
+				return
+			}
+			v := resp.GetVolume()
+			if v.GetVolumeId() != volumeIDFor(tc.req.GetName()) {
+				t.Errorf("volume id = %q, want %q", v.GetVolumeId(), volumeIDFor(tc.req.GetName()))
+			}
+			if v.GetCapacityBytes() != tc.wantCapacity {
+				t.Errorf("capacity = %d, want %d", v.GetCapacityBytes(), tc.wantCapacity)
+			}
+			if fi, err := os.Stat(filepath.Join(env.root, "volumes", v.GetVolumeId())); err != nil || !fi.IsDir() {
+				t.Errorf("volume directory missing: %v", err)
+			}
+		})
+	}
+}
+
+func TestCreateVolumeIdempotent(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.start(t, Config{Mode: ModeController})
+	ctx := context.Background()
+
+	first, err := r.ctrl.CreateVolume(ctx, createReq("pvc-a", 10*mib, 10*mib))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		req      *csi.CreateVolumeRequest
+		wantCode codes.Code
+	}{
+		{"same request", createReq("pvc-a", 10*mib, 10*mib), codes.OK},
+		{"smaller requirement still fits", createReq("pvc-a", mib, 0), codes.OK},
+		{"no capacity range", createReq("pvc-a", 0, 0), codes.OK},
+		{"larger requirement", createReq("pvc-a", 20*mib, 20*mib), codes.AlreadyExists},
+		{"limit below capacity", createReq("pvc-a", 0, 5*mib), codes.AlreadyExists},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := r.ctrl.CreateVolume(ctx, tc.req)
+			wantCode(t, err, tc.wantCode)
+			if err == nil && resp.GetVolume().GetVolumeId() != first.GetVolume().GetVolumeId() {
+				t.Fatalf("retry gave volume %q, first call gave %q", resp.GetVolume().GetVolumeId(), first.GetVolume().GetVolumeId())
+			}
+		})
+	}
+}
+
+func TestDeleteVolumeIdempotent(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.start(t, Config{Mode: ModeController})
+	ctx := context.Background()
+
+	resp, err := r.ctrl.CreateVolume(ctx, createReq("pvc-del", 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.GetVolume().GetVolumeId()
+	dir := filepath.Join(env.root, "volumes", id)
+	if err := os.WriteFile(filepath.Join(dir, "data"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := r.ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {
+			t.Fatalf("DeleteVolume #%d: %v", i+1, err)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("volume directory still there: %v", err)
+	}
+	if _, err := r.ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "vol-never-existed"}); err != nil {
+		t.Fatalf("DeleteVolume of unknown volume: %v", err)
+	}
+	_, err = r.ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{})
+	wantCode(t, err, codes.InvalidArgument)
+
+	// The name is free again and gives the same ID.
+	again, err := r.ctrl.CreateVolume(ctx, createReq("pvc-del", 20*mib, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.GetVolume().GetVolumeId() != id || again.GetVolume().GetCapacityBytes() != 20*mib {
+		t.Fatalf("re-created volume = %v", again.GetVolume())
+	}
+}
+
+func TestControllerPublish(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.start(t, Config{}) // ModeAll registers node-1
+	if err := registerNode(env.root, nodeRecord{NodeID: "node-2"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	create := func(name string) string {
+		t.Helper()
+		resp, err := r.ctrl.CreateVolume(ctx, createReq(name, 0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetVolume().GetVolumeId()
+	}
+	rwoVol, rwxVol := create("pvc-rwo"), create("pvc-rwx")
+	rwx := mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER)
+	pub := func(vol, node string, c *csi.VolumeCapability, ro bool) (*csi.ControllerPublishVolumeResponse, error) {
+		return r.ctrl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: vol, NodeId: node, VolumeCapability: c, Readonly: ro})
+	}
+
+	steps := []struct {
+		name     string
+		vol      string
+		node     string
+		cap      *csi.VolumeCapability
+		readonly bool
+		wantCode codes.Code
+	}{
+		{"publish", rwoVol, "node-1", rwo, false, codes.OK},
+		{"again is idempotent", rwoVol, "node-1", rwo, false, codes.OK},
+		{"again readonly is incompatible", rwoVol, "node-1", rwo, true, codes.AlreadyExists},
+		{"single-node volume on a second node", rwoVol, "node-2", rwo, false, codes.FailedPrecondition},
+		{"multi-node volume on node-1", rwxVol, "node-1", rwx, false, codes.OK},
+		{"multi-node volume on node-2", rwxVol, "node-2", rwx, false, codes.OK},
+		{"unknown volume", "vol-00000000000000000000", "node-1", rwo, false, codes.NotFound},
+		{"unknown node", rwoVol, "node-9", rwo, false, codes.NotFound},
+		{"no node", rwoVol, "", rwo, false, codes.InvalidArgument},
+		{"no volume", "", "node-1", rwo, false, codes.InvalidArgument},
+		{"no capability", rwoVol, "node-1", nil, false, codes.InvalidArgument},
+	}
+	for _, s := range steps {
+		resp, err := pub(s.vol, s.node, s.cap, s.readonly)
+		if got := status.Code(err); got != s.wantCode {
+			t.Fatalf("%s: got %v (%v), want %v", s.name, got, err, s.wantCode)
+		}
+		if err == nil && resp.GetPublishContext()[PublishContextNodeKey] != s.node {
+			t.Fatalf("%s: publish context = %v", s.name, resp.GetPublishContext())
+		}
+	}
+
+	list, err := r.ctrl.ListVolumes(ctx, &csi.ListVolumesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	published := map[string]string{}
+	for _, e := range list.GetEntries() {
+		published[e.GetVolume().GetVolumeId()] = fmt.Sprint(e.GetStatus().GetPublishedNodeIds())
+	}
+	if published[rwoVol] != "[node-1]" || published[rwxVol] != "[node-1 node-2]" {
+		t.Fatalf("published nodes = %v", published)
+	}
+
+	_, err = r.ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: rwoVol})
+	wantCode(t, err, codes.FailedPrecondition)
+
+	for i := range 2 {
+		if _, err := r.ctrl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: rwoVol, NodeId: "node-1"}); err != nil {
+			t.Fatalf("ControllerUnpublishVolume #%d: %v", i+1, err)
+		}
+	}
+	// Now free for another node.
+	if _, err := pub(rwoVol, "node-2", rwo, false); err != nil {
+		t.Fatalf("publish on node-2 after unpublish: %v", err)
+	}
+	// An empty node ID unpublishes from every node.
+	if _, err := r.ctrl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: rwxVol}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ctrl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: "vol-gone", NodeId: "node-1"}); err != nil {
+		t.Fatalf("unpublish of unknown volume: %v", err)
+	}
+	_, err = r.ctrl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{NodeId: "node-1"})
+	wantCode(t, err, codes.InvalidArgument)
+	if _, err := r.ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: rwxVol}); err != nil {
+		t.Fatalf("delete after unpublish: %v", err)
+	}
+}
+
+func TestControllerPublishEnforcesNodeLimit(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.start(t, Config{MaxVolumesPerNode: 2})
+	ctx := context.Background()
+	for i := range 3 {
+		vol, err := r.ctrl.CreateVolume(ctx, createReq(fmt.Sprintf("pvc-%d", i), 0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.ctrl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: vol.GetVolume().GetVolumeId(), NodeId: "node-1", VolumeCapability: rwo})
+		want := codes.OK
+		if i == 2 {
+			want = codes.ResourceExhausted
+		}
+		wantCode(t, err, want)
+	}
+}
+
+func TestListVolumesPages(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.start(t, Config{Mode: ModeController})
+	ctx := context.Background()
+	created := map[string]bool{}
+	for i := range 5 {
+		resp, err := r.ctrl.CreateVolume(ctx, createReq(fmt.Sprintf("pvc-%d", i), 0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		created[resp.GetVolume().GetVolumeId()] = true
+	}
+
+	for _, pageSize := range []int32{0, 1, 2, 5, 6} {
+		t.Run(fmt.Sprintf("max_entries=%d", pageSize), func(t *testing.T) {
+			seen := map[string]bool{}
+			token := ""
+			for pages := 0; ; pages++ {
+				if pages > 10 {
+					t.Fatal("pagination does not end")
+				}
+				resp, err := r.ctrl.ListVolumes(ctx, &csi.ListVolumesRequest{MaxEntries: pageSize, StartingToken: token})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pageSize > 0 && len(resp.GetEntries()) > int(pageSize) {
+					t.Fatalf("page of %d entries, max %d", len(resp.GetEntries()), pageSize)
+				}
+				for _, e := range resp.GetEntries() {
+					id := e.GetVolume().GetVolumeId()
+					if seen[id] {
+						t.Fatalf("volume %s listed twice", id)
+					}
+					seen[id] = true
+				}
+				if token = resp.GetNextToken(); token == "" {
+					break
+				}
+			}
+			if len(seen) != len(created) {
+				t.Fatalf("listed %d volumes, want %d", len(seen), len(created))
+			}
+		})
+	}
+
+	t.Run("token survives deleting the last listed volume", func(t *testing.T) {
+		first, err := r.ctrl.ListVolumes(ctx, &csi.ListVolumesRequest{MaxEntries: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := first.GetEntries()[1].GetVolume().GetVolumeId()
+		if _, err := r.ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: last}); err != nil {
+			t.Fatal(err)
+		}
+		rest, err := r.ctrl.ListVolumes(ctx, &csi.ListVolumesRequest{StartingToken: first.GetNextToken()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(rest.GetEntries()); got != 3 {
+			t.Fatalf("second page has %d entries, want 3", got)
+		}
+	})
+
+	for _, tc := range []struct {
+		name string
+		req  *csi.ListVolumesRequest
+		want codes.Code
+	}{
+		{"invalid token", &csi.ListVolumesRequest{StartingToken: "invalid-token"}, codes.Aborted},
+		{"negative max", &csi.ListVolumesRequest{MaxEntries: -1}, codes.InvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := r.ctrl.ListVolumes(ctx, tc.req)
+			wantCode(t, err, tc.want)
+		})
+	}
+}
+
+func TestValidateVolumeCapabilities(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.start(t, Config{Mode: ModeController})
+	ctx := context.Background()
+	vol, err := r.ctrl.CreateVolume(ctx, createReq("pvc-v", 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := vol.GetVolume().GetVolumeId()
+	block := &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+	tests := []struct {
+		name          string
+		req           *csi.ValidateVolumeCapabilitiesRequest
+		wantCode      codes.Code
+		wantConfirmed bool
+	}{
+		{"supported", &csi.ValidateVolumeCapabilitiesRequest{VolumeId: id, VolumeCapabilities: []*csi.VolumeCapability{rwo}}, codes.OK, true},
+		{"block unsupported", &csi.ValidateVolumeCapabilitiesRequest{VolumeId: id, VolumeCapabilities: []*csi.VolumeCapability{block}}, codes.OK, false},
+		{"no id", &csi.ValidateVolumeCapabilitiesRequest{VolumeCapabilities: []*csi.VolumeCapability{rwo}}, codes.InvalidArgument, false},
+		{"no capabilities", &csi.ValidateVolumeCapabilitiesRequest{VolumeId: id}, codes.InvalidArgument, false},
+		{"unknown volume", &csi.ValidateVolumeCapabilitiesRequest{VolumeId: "vol-unknown", VolumeCapabilities: []*csi.VolumeCapability{rwo}}, codes.NotFound, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := r.ctrl.ValidateVolumeCapabilities(ctx, tc.req)
+			wantCode(t, err, tc.wantCode)
+			if err == nil && (resp.GetConfirmed() != nil) != tc.wantConfirmed {
+				t.Fatalf("confirmed = %v, want confirmed %v", resp.GetConfirmed(), tc.wantConfirmed)
+			}
+		})
+	}
+}
+
+func TestGetCapacity(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.start(t, Config{Mode: ModeController})
+	ctx := context.Background()
+	resp, err := r.ctrl.GetCapacity(ctx, &csi.GetCapacityRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetAvailableCapacity() <= 0 {
+		t.Fatalf("available capacity = %d", resp.GetAvailableCapacity())
+	}
+	block := &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+	resp, err = r.ctrl.GetCapacity(ctx, &csi.GetCapacityRequest{VolumeCapabilities: []*csi.VolumeCapability{block}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetAvailableCapacity() != 0 {
+		t.Fatalf("capacity for block volumes = %d, want 0", resp.GetAvailableCapacity())
+	}
+}

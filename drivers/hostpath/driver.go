@@ -1,0 +1,322 @@
+// Package hostpath is csisim's own CSI driver. Its volumes are plain
+// directories below a storage root that the controller process and every
+// node process of one run share, so a volume created by the controller can be
+// bind-mounted on any node. Each process persists what it did in a state
+// directory, so a restarted plugin carries on where it stopped.
+package hostpath
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	mount "k8s.io/mount-utils"
+)
+
+// DefaultDriverName is the CSI driver name used unless Config says otherwise.
+const DefaultDriverName = "hostpath.csisim.io"
+
+// VendorVersion is reported by GetPluginInfo.
+const VendorVersion = "0.1.0"
+
+// Mode selects which CSI services a plugin process serves. Identity is always
+// served.
+type Mode string
+
+const (
+	// ModeAll serves the controller and the node service.
+	ModeAll Mode = "all"
+	// ModeController serves the controller service only.
+	ModeController Mode = "controller"
+	// ModeNode serves the node service only.
+	ModeNode Mode = "node"
+)
+
+// ParseMode turns a --mode value into a Mode.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeAll, ModeController, ModeNode:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown mode %q (want all, controller or node)", s)
+}
+
+func (m Mode) servesController() bool { return m == ModeAll || m == ModeController }
+func (m Mode) servesNode() bool       { return m == ModeAll || m == ModeNode }
+
+// Config describes one plugin process.
+type Config struct {
+	// DriverName is reported by GetPluginInfo; DefaultDriverName if empty.
+	DriverName string
+	// Endpoint is the unix socket to serve on: unix:///path/csi.sock or an
+	// absolute path.
+	Endpoint string
+	// NodeID identifies the node; required when the node service is served.
+	NodeID string
+	// Root is the storage backend shared by all processes of one run;
+	// volumes live in Root/volumes/<volumeID>.
+	Root string
+	// StateDir is where this process persists its state; see
+	// DefaultStateDir.
+	StateDir string
+	// Mode selects the services to serve; ModeAll if empty.
+	Mode Mode
+	// MaxVolumesPerNode is reported by NodeGetInfo and enforced by
+	// ControllerPublishVolume; 0 means unlimited.
+	MaxVolumesPerNode int64
+	// Log receives one line per CSI call; os.Stderr if nil.
+	Log io.Writer
+}
+
+// DefaultStateDir is the state directory used when Config.StateDir is empty:
+// a "state" directory beside the root, with one subdirectory per node and
+// one for the controller.
+func DefaultStateDir(root string, mode Mode, nodeID string) string {
+	owner := "controller"
+	if mode.servesNode() && nodeID != "" {
+		owner = nodeID
+	}
+	return filepath.Join(filepath.Dir(filepath.Clean(root)), "state", owner)
+}
+
+// Driver is one plugin process: the CSI services plus the state behind them.
+type Driver struct {
+	cfg     Config
+	socket  string
+	log     *log.Logger
+	mounter mount.Interface
+
+	// mu serialises every state-changing call; the plugin is a test
+	// double, so simplicity beats parallelism.
+	mu    sync.Mutex
+	store *stateStore
+	state *state
+}
+
+// New validates cfg, loads the persisted state and prepares the backend
+// directories. It does not listen yet; see Run.
+func New(cfg Config) (*Driver, error) {
+	if cfg.DriverName == "" {
+		cfg.DriverName = DefaultDriverName
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = ModeAll
+	}
+	if _, err := ParseMode(string(cfg.Mode)); err != nil {
+		return nil, err
+	}
+	if cfg.Root == "" {
+		return nil, errors.New("storage root is required")
+	}
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("storage root: %w", err)
+	}
+	cfg.Root = root
+	if cfg.Mode.servesNode() {
+		if err := checkNodeID(cfg.NodeID); err != nil {
+			return nil, fmt.Errorf("node id: %w", err)
+		}
+	}
+	if cfg.MaxVolumesPerNode < 0 {
+		return nil, fmt.Errorf("max volumes per node must not be negative, got %d", cfg.MaxVolumesPerNode)
+	}
+	socket, err := socketPath(cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = DefaultStateDir(cfg.Root, cfg.Mode, cfg.NodeID)
+	}
+	if cfg.Log == nil {
+		cfg.Log = os.Stderr
+	}
+
+	d := &Driver{
+		cfg:    cfg,
+		socket: socket,
+		log:    log.New(cfg.Log, logPrefix(cfg), log.Lmsgprefix|log.Ltime|log.Lmicroseconds),
+		// Without systemd: a bind mount needs no transient systemd scope,
+		// and probing for systemd costs an exec per process.
+		mounter: mount.NewWithoutSystemd(""),
+		store:   &stateStore{path: filepath.Join(cfg.StateDir, stateFileName)},
+	}
+	if d.state, err = d.store.load(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(d.volumesDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("prepare storage root: %w", err)
+	}
+	if cfg.Mode.servesNode() {
+		if err := registerNode(cfg.Root, nodeRecord{NodeID: cfg.NodeID, MaxVolumesPerNode: cfg.MaxVolumesPerNode}); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func logPrefix(cfg Config) string {
+	who := string(cfg.Mode)
+	if cfg.Mode.servesNode() {
+		who += "/" + cfg.NodeID
+	}
+	return fmt.Sprintf("%s[%s] ", cfg.DriverName, who)
+}
+
+// Config returns the configuration with defaults filled in.
+func (d *Driver) Config() Config { return d.cfg }
+
+// gracefulStopTimeout bounds how long Run waits for in-flight calls once its
+// context is done.
+const gracefulStopTimeout = 5 * time.Second
+
+// Run serves the CSI services on the endpoint until ctx is done, then stops
+// gracefully and removes the socket.
+func (d *Driver) Run(ctx context.Context) error {
+	lis, err := listenUnix(d.socket)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(d.socket)
+
+	srv := grpc.NewServer(grpc.UnaryInterceptor(d.intercept))
+	csi.RegisterIdentityServer(srv, &identityServer{d: d})
+	csi.RegisterControllerServer(srv, &controllerServer{d: d})
+	csi.RegisterNodeServer(srv, &nodeServer{d: d})
+
+	serveDone := make(chan struct{})
+	stopperDone := make(chan struct{})
+	go func() {
+		defer close(stopperDone)
+		select {
+		case <-ctx.Done():
+		case <-serveDone:
+			return
+		}
+		graceful := make(chan struct{})
+		go func() { srv.GracefulStop(); close(graceful) }()
+		select {
+		case <-graceful:
+		case <-time.After(gracefulStopTimeout):
+			srv.Stop()
+		}
+	}()
+	d.log.Printf("serving %s on %s (root %s, state %s)", d.cfg.Mode, d.socket, d.cfg.Root, d.cfg.StateDir)
+	err = srv.Serve(lis)
+	close(serveDone)
+	<-stopperDone
+	srv.Stop() // no-op after a graceful stop; frees resources if Serve failed
+	if err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("serve %s: %w", d.socket, err)
+	}
+	d.log.Printf("stopped")
+	return nil
+}
+
+// socketPath extracts the socket path from a unix endpoint.
+func socketPath(endpoint string) (string, error) {
+	if endpoint == "" {
+		return "", errors.New("endpoint is required")
+	}
+	p := endpoint
+	switch {
+	case strings.HasPrefix(p, "unix://"):
+		p = strings.TrimPrefix(p, "unix://")
+	case strings.HasPrefix(p, "unix:"):
+		p = strings.TrimPrefix(p, "unix:")
+	case strings.Contains(p, "://"):
+		return "", fmt.Errorf("endpoint %q: only unix sockets are supported", endpoint)
+	}
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("endpoint %q: socket path must be absolute", endpoint)
+	}
+	return filepath.Clean(p), nil
+}
+
+// listenUnix listens on path, first removing a socket left behind by an
+// earlier process. It refuses to remove anything that is not a socket, or a
+// socket that something still answers on.
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create socket directory: %w", err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("endpoint %s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("endpoint %s is in use by another process", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	return lis, nil
+}
+
+// intercept logs every call in one line and refuses the services this
+// process does not serve.
+func (d *Driver) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	var resp any
+	var err error
+	switch {
+	case strings.HasPrefix(info.FullMethod, "/csi.v1.Controller/") && !d.cfg.Mode.servesController():
+		err = status.Errorf(codes.Unimplemented, "controller service is not served in %s mode", d.cfg.Mode)
+	case strings.HasPrefix(info.FullMethod, "/csi.v1.Node/") && !d.cfg.Mode.servesNode():
+		err = status.Errorf(codes.Unimplemented, "node service is not served in %s mode", d.cfg.Mode)
+	default:
+		resp, err = handler(ctx, req)
+	}
+	method := info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]
+	subject := ""
+	if r, ok := req.(interface{ GetVolumeId() string }); ok && r.GetVolumeId() != "" {
+		subject = fmt.Sprintf(" volume=%q", r.GetVolumeId())
+	} else if r, ok := req.(interface{ GetName() string }); ok && r.GetName() != "" {
+		subject = fmt.Sprintf(" name=%q", r.GetName())
+	}
+	elapsed := time.Since(start).Round(time.Microsecond)
+	if err != nil {
+		st := status.Convert(err)
+		d.log.Printf("%s%s: %s: %s (%s)", method, subject, st.Code(), st.Message(), elapsed)
+	} else {
+		d.log.Printf("%s%s: OK (%s)", method, subject, elapsed)
+	}
+	return resp, err
+}
+
+// volumesDir is where the backend keeps the volume directories.
+func (d *Driver) volumesDir() string { return filepath.Join(d.cfg.Root, "volumes") }
+
+// volumeDir is the backend directory of one volume; id must have passed
+// checkVolumeID.
+func (d *Driver) volumeDir(id string) string { return filepath.Join(d.volumesDir(), id) }
+
+// volumeExists reports whether the backend holds the volume's directory.
+func (d *Driver) volumeExists(id string) (bool, error) {
+	fi, err := os.Stat(d.volumeDir(id))
+	switch {
+	case err == nil:
+		return fi.IsDir(), nil
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	}
+	return false, status.Errorf(codes.Internal, "look up volume %s: %v", id, err)
+}

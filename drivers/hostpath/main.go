@@ -1,0 +1,91 @@
+package hostpath
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+)
+
+// Main runs the driver as the `csisim driver` subcommand. args are the
+// arguments after the subcommand name, i.e. flags only:
+//
+//	csisim driver --endpoint unix:///run/csi.sock --node-id n1 --root /srv/backend
+//
+// becomes Main([]string{"--endpoint", ..., "--root", "/srv/backend"}, ...).
+// SIGTERM and SIGINT stop it gracefully. It returns the process exit code: 0
+// after a clean stop or --help, 2 for bad usage, 1 for any other failure.
+func Main(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("csisim driver", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // Main reports usage and errors itself, see below
+	var (
+		cfg  Config
+		mode string
+	)
+	fs.StringVar(&cfg.Endpoint, "endpoint", "", "unix socket to serve CSI on, e.g. unix:///run/csi/csi.sock (required)")
+	fs.StringVar(&cfg.NodeID, "node-id", "", "node ID reported by NodeGetInfo (required when --mode serves the node service)")
+	fs.StringVar(&cfg.Root, "root", "", "storage backend root shared by all plugin processes of a run; volumes live in ROOT/volumes/<id> (required)")
+	fs.StringVar(&cfg.StateDir, "state-dir", "", "where this process persists its state (default: <dir of root>/state/<node-id or \"controller\">)")
+	fs.StringVar(&mode, "mode", string(ModeAll), "services to serve besides identity: all, controller or node")
+	fs.StringVar(&cfg.DriverName, "driver-name", DefaultDriverName, "CSI driver name reported by GetPluginInfo")
+	fs.Int64Var(&cfg.MaxVolumesPerNode, "max-volumes-per-node", 0, "volume limit reported by NodeGetInfo and enforced by ControllerPublishVolume; 0 means unlimited")
+	printUsage := func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: csisim driver [flags]\n\nRuns csisim's hostpath CSI driver.\n\nFlags:\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			kind, text := flag.UnquoteUsage(f)
+			fmt.Fprintf(w, "  --%s %s\n    \t%s", f.Name, kind, text)
+			if f.DefValue != "" && f.DefValue != "0" {
+				fmt.Fprintf(w, " (default %q)", f.DefValue)
+			}
+			fmt.Fprintln(w)
+		})
+	}
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout)
+			return 0
+		}
+		return usageError(stderr, "%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "unexpected argument %q", fs.Arg(0))
+	}
+	var err error
+	if cfg.Mode, err = ParseMode(mode); err != nil {
+		return usageError(stderr, "--mode: %v", err)
+	}
+	for _, req := range []struct{ name, value string }{{"endpoint", cfg.Endpoint}, {"root", cfg.Root}} {
+		if req.value == "" {
+			return usageError(stderr, "--%s is required", req.name)
+		}
+	}
+	if cfg.Mode.servesNode() && cfg.NodeID == "" {
+		return usageError(stderr, "--node-id is required in %s mode", cfg.Mode)
+	}
+	cfg.Log = stderr
+
+	d, err := New(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim driver: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := d.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "csisim driver: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// usageError reports bad usage in one line, which stays readable when a
+// launcher quotes the last lines of a failed driver's output, and returns
+// the exit code for it.
+func usageError(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "csisim driver: %s (see --help)\n", fmt.Sprintf(format, args...))
+	return 2
+}

@@ -1,0 +1,50 @@
+package hostpath
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestMainUsage(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout []string
+		wantStderr []string
+	}{
+		{
+			name:     "help",
+			args:     []string{"--help"},
+			wantCode: 0,
+			wantStdout: []string{"--endpoint", "--node-id", "--root", "--state-dir", "--mode",
+				"--driver-name", "--max-volumes-per-node"},
+		},
+		{name: "no flags", args: nil, wantCode: 2, wantStderr: []string{"--endpoint is required"}},
+		{name: "no root", args: []string{"--endpoint", "unix:///tmp/x.sock"}, wantCode: 2, wantStderr: []string{"--root is required"}},
+		{name: "no node id", args: []string{"--endpoint", "unix:///tmp/x.sock", "--root", "/tmp/r"}, wantCode: 2, wantStderr: []string{"--node-id is required"}},
+		{name: "bad mode", args: []string{"--mode", "both"}, wantCode: 2, wantStderr: []string{"unknown mode"}},
+		{name: "unknown flag", args: []string{"--nodeid", "x"}, wantCode: 2, wantStderr: []string{"nodeid"}},
+		{name: "leading subcommand", args: []string{"driver", "--endpoint", "x"}, wantCode: 2, wantStderr: []string{`unexpected argument "driver"`}},
+		{name: "bad endpoint", args: []string{"--endpoint", "tcp://x:1", "--root", "/tmp/r", "--mode", "controller"}, wantCode: 1, wantStderr: []string{"only unix sockets"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if got := Main(tc.args, &stdout, &stderr); got != tc.wantCode {
+				t.Fatalf("exit code %d, want %d; stderr:\n%s", got, tc.wantCode, stderr.String())
+			}
+			for _, s := range tc.wantStdout {
+				if !strings.Contains(stdout.String(), s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout.String())
+				}
+			}
+			for _, s := range tc.wantStderr {
+				if !strings.Contains(stderr.String(), s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr.String())
+				}
+			}
+		})
+	}
+}

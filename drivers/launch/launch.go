@@ -1,0 +1,396 @@
+// Package launch starts CSI driver binaries as separate processes from a
+// command template, waits until they answer on their socket and stops them
+// again. Any CSI driver can be described by a template: csisim's own
+// (OurDriver) or a third-party one such as csi-driver-host-path.
+package launch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Template describes how to run a driver. Args and Env may contain the
+// placeholders {endpoint}, {nodeID}, {stateDir} and {root}, anywhere in a
+// string (e.g. "--endpoint={endpoint}"); Start replaces them from Vars.
+type Template struct {
+	// Path is the executable.
+	Path string
+	// Args are the arguments after the executable name.
+	Args []string
+	// Env is added to the simulator's own environment, as KEY=value.
+	Env []string
+}
+
+// Vars are the values substituted into a Template.
+type Vars struct {
+	// Endpoint is the CSI endpoint, e.g. unix:///run/x/csi.sock; a bare
+	// absolute path is taken as a unix socket.
+	Endpoint string
+	NodeID   string
+	StateDir string
+	Root     string
+}
+
+// OurDriver returns the template for csisim's own driver, run as
+// `<binary> driver ...`. The controller does not take a node ID, so in
+// "controller" mode the template leaves --node-id out; an empty driverName
+// leaves the driver's default.
+func OurDriver(binary, mode, driverName string) Template {
+	args := []string{"driver", "--endpoint", "{endpoint}"}
+	if mode != "controller" {
+		args = append(args, "--node-id", "{nodeID}")
+	}
+	args = append(args, "--root", "{root}", "--state-dir", "{stateDir}", "--mode", mode)
+	if driverName != "" {
+		args = append(args, "--driver-name", driverName)
+	}
+	return Template{Path: binary, Args: args}
+}
+
+var placeholder = regexp.MustCompile(`\{[A-Za-z_][A-Za-z0-9_]*\}`)
+
+// Expand returns the template with every placeholder replaced. A placeholder
+// it does not know, or one whose value is empty, is an error: either would
+// otherwise reach the driver as a confusing flag value.
+func (t Template) Expand(v Vars) (Template, error) {
+	values := map[string]string{
+		"{endpoint}": v.Endpoint,
+		"{nodeID}":   v.NodeID,
+		"{stateDir}": v.StateDir,
+		"{root}":     v.Root,
+	}
+	var errs []error
+	expand := func(what, s string) string {
+		return placeholder.ReplaceAllStringFunc(s, func(p string) string {
+			val, known := values[p]
+			switch {
+			case !known:
+				errs = append(errs, fmt.Errorf("%s %q: unknown placeholder %s (known: {endpoint} {nodeID} {stateDir} {root})", what, s, p))
+			case val == "":
+				errs = append(errs, fmt.Errorf("%s %q: placeholder %s has no value", what, s, p))
+			}
+			return val
+		})
+	}
+	out := Template{Path: expand("path", t.Path)}
+	for i, a := range t.Args {
+		out.Args = append(out.Args, expand(fmt.Sprintf("argument %d", i+1), a))
+	}
+	for _, e := range t.Env {
+		out.Env = append(out.Env, expand("environment entry", e))
+	}
+	if out.Path == "" && len(errs) == 0 {
+		errs = append(errs, errors.New("template has no executable path"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Template{}, fmt.Errorf("expand driver template: %w", err)
+	}
+	return out, nil
+}
+
+// Process is a running driver.
+type Process struct {
+	name     string
+	endpoint string
+	cmd      *exec.Cmd
+	out      *outputLog
+
+	exited  chan struct{}
+	waitErr error // set before exited is closed
+}
+
+// Timing defaults.
+const (
+	// ctxStopGrace is how long a driver whose Start context ended gets
+	// between SIGTERM and SIGKILL.
+	ctxStopGrace = 5 * time.Second
+	// outputWaitDelay bounds how long reaping waits for the driver's
+	// output pipe after it exited, in case a child of it still holds it.
+	outputWaitDelay = 2 * time.Second
+	// killWait bounds the wait for a SIGKILLed process to be reaped (a
+	// process stuck in the kernel, e.g. in a hung mount, may never go).
+	killWait = 10 * time.Second
+	// tailLines is how many lines of output an error quotes.
+	tailLines = 20
+)
+
+// Start runs the driver described by t with v substituted. Its output goes
+// line by line to log, prefixed with "[name] ". The process runs until Stop
+// or Kill, or until ctx is done, which stops it as Stop does with a grace
+// period of a few seconds.
+//
+// The driver runs in its own process group, so that signals from the
+// terminal do not reach it directly and Stop can kill any helpers it forked,
+// and with SIGKILL as parent-death signal, so that it never outlives the
+// simulator, even if the simulator dies without cleaning up.
+func Start(ctx context.Context, name string, t Template, v Vars, log io.Writer) (*Process, error) {
+	x, err := t.Expand(v)
+	if err != nil {
+		return nil, fmt.Errorf("start driver %s: %w", name, err)
+	}
+	if log == nil {
+		log = io.Discard
+	}
+	out := &outputLog{prefix: "[" + name + "] ", dst: log}
+	cmd := exec.Command(x.Path, x.Args...)
+	cmd.Env = append(os.Environ(), x.Env...)
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.WaitDelay = outputWaitDelay
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	p := &Process{name: name, endpoint: v.Endpoint, cmd: cmd, out: out, exited: make(chan struct{})}
+
+	// The kernel sends the parent-death signal when the *thread* that
+	// forked the child exits, not the process. The Go runtime ends a
+	// thread when a goroutine locked to it returns, so a caller that had
+	// locked its thread would take the driver down with it. Forking from
+	// a goroutine of our own that stays locked to its thread until the
+	// child is reaped keeps that thread alive exactly as long as the
+	// driver; only the death of the whole simulator ends it early, which
+	// is when the signal is meant to fire.
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.waitErr = cmd.Wait()
+		out.flush()
+		close(p.exited)
+	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("start driver %s: %w", name, err)
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = p.Stop(ctxStopGrace)
+		case <-p.exited:
+		}
+	}()
+	return p, nil
+}
+
+// PID is the driver's process ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Exited is closed once the driver has exited and been reaped.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Wait blocks until the driver has exited and returns how it ended, as
+// exec.Cmd.Wait does.
+func (p *Process) Wait() error {
+	<-p.exited
+	return p.waitErr
+}
+
+// probeInterval is the pause between readiness probes.
+const probeInterval = 50 * time.Millisecond
+
+// WaitReady calls Identity.Probe on the driver's endpoint until it reports
+// ready, ctx is done, or the driver exits. The errors for the last two quote
+// the driver's most recent output.
+func (p *Process) WaitReady(ctx context.Context) error {
+	target, err := dialTarget(p.endpoint)
+	if err != nil {
+		return fmt.Errorf("driver %s: %w", p.name, err)
+	}
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// The socket appears some time after the process starts; retry
+		// at the probe's pace rather than grpc's default backoff.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
+			BaseDelay: probeInterval, Multiplier: 1, MaxDelay: probeInterval,
+		}}))
+	if err != nil {
+		return fmt.Errorf("driver %s: dial %s: %w", p.name, target, err)
+	}
+	defer conn.Close()
+	identity := csi.NewIdentityClient(conn)
+
+	lastProbe := errors.New("no probe answered yet")
+	for {
+		select {
+		case <-p.exited:
+			return p.exitError("exited before becoming ready")
+		default:
+		}
+		probeCtx, cancel := context.WithTimeout(ctx, time.Second)
+		resp, err := identity.Probe(probeCtx, &csi.ProbeRequest{})
+		cancel()
+		switch {
+		case err != nil:
+			lastProbe = err
+		// An unset ready field means ready: the plugin has nothing to
+		// wait for.
+		case resp.GetReady() == nil || resp.GetReady().GetValue():
+			return nil
+		default:
+			lastProbe = errors.New("probe answered ready=false")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("driver %s (pid %d) not ready on %s: %w (last probe: %v)%s",
+				p.name, p.PID(), p.endpoint, ctx.Err(), lastProbe, p.out.quote())
+		case <-p.exited:
+			return p.exitError("exited before becoming ready")
+		case <-time.After(probeInterval):
+		}
+	}
+}
+
+// dialTarget turns an endpoint into a grpc target.
+func dialTarget(endpoint string) (string, error) {
+	switch {
+	case endpoint == "":
+		return "", errors.New("no endpoint to probe")
+	case strings.HasPrefix(endpoint, "unix:"):
+		return endpoint, nil
+	case strings.HasPrefix(endpoint, "/"):
+		return "unix://" + endpoint, nil
+	}
+	return "", fmt.Errorf("endpoint %q is not a unix socket", endpoint)
+}
+
+func (p *Process) exitError(what string) error {
+	state := "unknown exit status"
+	if ps := p.cmd.ProcessState; ps != nil {
+		state = ps.String()
+	} else if p.waitErr != nil {
+		state = p.waitErr.Error()
+	}
+	return fmt.Errorf("driver %s (pid %d) %s: %s%s", p.name, p.PID(), what, state, p.out.quote())
+}
+
+// Stop asks the driver to exit with SIGTERM and, if it is still running
+// after grace, kills its whole process group with SIGKILL. It returns once
+// the driver is reaped; stopping an exited driver does nothing.
+func (p *Process) Stop(grace time.Duration) error {
+	select {
+	case <-p.exited:
+		return nil
+	default:
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("stop driver %s: %w", p.name, err)
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-p.exited:
+		return nil
+	case <-timer.C:
+	}
+	p.out.note(fmt.Sprintf("still running %s after SIGTERM; sending SIGKILL", grace))
+	return p.Kill()
+}
+
+// Kill kills the driver's process group with SIGKILL and waits until the
+// driver is reaped.
+func (p *Process) Kill() error {
+	select {
+	case <-p.exited:
+		return nil
+	default:
+	}
+	// The group ID is the driver's PID. It could only name a stranger if
+	// the driver were reaped, and its PID reused by a new group leader, in
+	// the instant since the check above; helpers the driver forked die
+	// with it.
+	if err := unix.Kill(-p.PID(), unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("kill driver %s: %w", p.name, err)
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(killWait):
+		return fmt.Errorf("kill driver %s (pid %d): not reaped %s after SIGKILL", p.name, p.PID(), killWait)
+	}
+}
+
+// outputLog forwards a driver's output line by line with a prefix and keeps
+// the last lines for error messages.
+type outputLog struct {
+	prefix string
+	dst    io.Writer
+
+	mu      sync.Mutex
+	partial []byte
+	tail    []string
+}
+
+func (o *outputLog) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.partial = append(o.partial, b...)
+	for {
+		i := bytes.IndexByte(o.partial, '\n')
+		if i < 0 {
+			break
+		}
+		o.line(string(o.partial[:i]))
+		o.partial = o.partial[i+1:]
+	}
+	return len(b), nil
+}
+
+// flush emits an unterminated last line.
+func (o *outputLog) flush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.partial) > 0 {
+		o.line(string(o.partial))
+		o.partial = nil
+	}
+}
+
+// note logs a line of the launcher's own, not kept for error messages.
+func (o *outputLog) note(s string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fmt.Fprintf(o.dst, "%s%s\n", o.prefix, s)
+}
+
+// line handles one complete line; the caller holds mu.
+func (o *outputLog) line(s string) {
+	fmt.Fprintf(o.dst, "%s%s\n", o.prefix, s)
+	o.tail = append(o.tail, s)
+	if len(o.tail) > tailLines {
+		o.tail = o.tail[len(o.tail)-tailLines:]
+	}
+}
+
+// quote renders the kept lines for an error message.
+func (o *outputLog) quote() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	lines := o.tail
+	if len(o.partial) > 0 {
+		lines = append(lines[:len(lines):len(lines)], string(o.partial))
+	}
+	if len(lines) == 0 {
+		return "; no output"
+	}
+	return "; last output:\n\t" + strings.Join(lines, "\n\t")
+}

@@ -1,0 +1,92 @@
+// Package fakekube is an in-process Kubernetes API server for the objects of
+// the volume lifecycle. It keeps the semantics controllers depend on —
+// resourceVersion, optimistic concurrency, finalizers and deletionTimestamp,
+// graceful pod deletion, status subresources, list and watch with selectors —
+// and speaks the real REST protocol, so controllers use it through real
+// client-go (in-process, without sockets) and people through kubectl (HTTP).
+package fakekube
+
+import (
+	"net"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+)
+
+// scheme knows every type the server serves; it is built once and only read.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+var codecs = serializer.NewCodecFactory(scheme)
+
+// Options configure a Server. The zero value is usable.
+type Options struct {
+	// Clock stamps creationTimestamp and deletionTimestamp; default: real time.
+	Clock clock.PassiveClock
+	// Seed makes UIDs and generated names reproducible.
+	Seed uint64
+	// HistoryLimit is how many changes are kept for watches that resume
+	// from an older resourceVersion (older ones get 410 Gone). Default 10000.
+	HistoryLimit int
+	// OnWrite, if set, is called for every accepted write, in
+	// resourceVersion order, while the store is locked: it must not call
+	// back into the server.
+	OnWrite func(Write)
+}
+
+// Server is one API server: a store and the REST protocol in front of it.
+type Server struct {
+	reg   *registry
+	store *store
+	clock clock.PassiveClock
+}
+
+// New returns a server with the namespaces a fresh cluster has.
+func New(opts Options) *Server {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.HistoryLimit <= 0 {
+		opts.HistoryLimit = 10000
+	}
+	reg := newRegistry(defaultResources())
+	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts.Clock, opts.Seed, opts.HistoryLimit, opts.OnWrite)}
+	nsRes := reg.byGVR[coreV1.WithResource("namespaces")]
+	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := s.store.create("kube-apiserver", nsRes, "", ns); err != nil {
+			panic(err) // cannot happen on an empty store
+		}
+	}
+	return s
+}
+
+// RESTConfig returns a client configuration that reaches this server
+// in-process, without a socket. userAgent names the client in the timeline.
+func (s *Server) RESTConfig(userAgent string) *rest.Config {
+	return &rest.Config{
+		Host:      "http://fakekube.invalid",
+		UserAgent: userAgent,
+		Transport: &inProcessTransport{handler: s},
+		QPS:       -1, // no client-side throttling: the server is in-process
+		Timeout:   0,
+	}
+}
+
+// Serve answers HTTP requests on l until l is closed.
+func (s *Server) Serve(l net.Listener) error {
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	return srv.Serve(l)
+}

@@ -1,0 +1,490 @@
+package fakekube
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
+)
+
+// Write describes one accepted write, for the run's timeline.
+type Write struct {
+	Actor     string // the client's user agent: which component wrote
+	Verb      string // create, update, patch, delete, bind
+	Resource  string // plural resource name, e.g. persistentvolumeclaims
+	Kind      string
+	Namespace string
+	Name      string
+	// Subresource is "status" or "binding" when the write went there.
+	Subresource string
+	// Object is the object as stored after the write (for a removal, as it was
+	// last stored). Callers must not modify it.
+	Object runtime.Object
+	// Removed is true when the write took the object out of the store.
+	Removed bool
+}
+
+// store holds the server's objects. One mutex orders every write, as etcd's
+// single revision counter does, so resourceVersions are a total order and a
+// watcher resumed from any of them misses nothing.
+type store struct {
+	reg     *registry
+	clock   clock.PassiveClock
+	rand    *rand.Rand
+	onWrite func(Write)
+
+	mu           sync.Mutex
+	rv           uint64
+	objects      map[*resource]map[string]runtime.Object // key: namespace/name
+	history      []*event                                // oldest first
+	historyLimit int
+	watchers     map[*watcher]struct{}
+}
+
+func newStore(reg *registry, clk clock.PassiveClock, seed uint64, historyLimit int, onWrite func(Write)) *store {
+	s := &store{
+		reg:          reg,
+		clock:        clk,
+		rand:         rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		onWrite:      onWrite,
+		objects:      map[*resource]map[string]runtime.Object{},
+		historyLimit: historyLimit,
+		watchers:     map[*watcher]struct{}{},
+	}
+	for _, r := range reg.all {
+		s.objects[r] = map[string]runtime.Object{}
+	}
+	return s
+}
+
+func objectKey(namespace, name string) string { return namespace + "/" + name }
+
+// currentRV is the store's resourceVersion: that of the last write.
+func (s *store) currentRV() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strconv.FormatUint(s.rv, 10)
+}
+
+func (s *store) now() metav1.Time {
+	return metav1.NewTime(s.clock.Now()).Rfc3339Copy()
+}
+
+// newUID returns a version-4 UUID drawn from the store's seeded generator,
+// so a run with the same seed hands out the same UIDs.
+func (s *store) newUID() types.UID {
+	var b [16]byte
+	for i := 0; i < 16; i += 8 {
+		v := s.rand.Uint64()
+		for j := 0; j < 8; j++ {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
+}
+
+// generatedNameSuffix mirrors the real server's SimpleNameGenerator: five
+// characters from an alphabet without vowels or look-alike digits.
+func (s *store) generatedNameSuffix() string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 5)
+	for i := range b {
+		b[i] = alphabet[s.rand.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+func (s *store) get(res *resource, namespace, name string) (runtime.Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.objects[res][objectKey(namespace, name)]
+	if !ok {
+		return nil, apierrors.NewNotFound(res.groupResource(), name)
+	}
+	return obj.DeepCopyObject(), nil
+}
+
+// selector is a list or watch filter.
+type selector struct {
+	namespace string // "" means all namespaces
+	labels    labels.Selector
+	fields    fields.Selector
+}
+
+func (sel selector) matches(res *resource, obj runtime.Object) bool {
+	m, _ := meta.Accessor(obj)
+	if sel.namespace != "" && m.GetNamespace() != sel.namespace {
+		return false
+	}
+	if sel.labels != nil && !sel.labels.Empty() && !sel.labels.Matches(labels.Set(m.GetLabels())) {
+		return false
+	}
+	if sel.fields != nil && !sel.fields.Empty() && !sel.fields.Matches(fieldSet(res, obj)) {
+		return false
+	}
+	return true
+}
+
+// fieldSet is the set of field labels the real server supports for a kind.
+func fieldSet(res *resource, obj runtime.Object) fields.Set {
+	m, _ := meta.Accessor(obj)
+	set := fields.Set{"metadata.name": m.GetName()}
+	if res.namespaced {
+		set["metadata.namespace"] = m.GetNamespace()
+	}
+	if res.fields != nil {
+		for k, v := range res.fields(obj) {
+			set[k] = v
+		}
+	}
+	return set
+}
+
+// list returns deep copies of the matching objects, sorted by namespace and
+// name as etcd returns them, and the resourceVersion of the list.
+func (s *store) list(res *resource, sel selector) ([]runtime.Object, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listLocked(res, sel), strconv.FormatUint(s.rv, 10)
+}
+
+func (s *store) listLocked(res *resource, sel selector) []runtime.Object {
+	keys := make([]string, 0, len(s.objects[res]))
+	for k := range s.objects[res] {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []runtime.Object
+	for _, k := range keys {
+		obj := s.objects[res][k]
+		if sel.matches(res, obj) {
+			out = append(out, obj.DeepCopyObject())
+		}
+	}
+	return out
+}
+
+// create stores a new object after defaulting, admission and validation.
+func (s *store) create(actor string, res *resource, namespace string, obj runtime.Object) (runtime.Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if err := s.checkNamespaceLocked(res, namespace, m); err != nil {
+		return nil, err
+	}
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(m.GetGenerateName() + s.generatedNameSuffix())
+	}
+	if errs := validateObjectMeta(res, m); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(res.gvk().GroupKind(), m.GetName(), errs)
+	}
+	key := objectKey(m.GetNamespace(), m.GetName())
+	if _, exists := s.objects[res][key]; exists {
+		return nil, apierrors.NewAlreadyExists(res.groupResource(), m.GetName())
+	}
+	prepareForCreate(res, obj)
+	if errs := validateCreate(res, obj); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(res.gvk().GroupKind(), m.GetName(), errs)
+	}
+	m.SetUID(s.newUID())
+	m.SetCreationTimestamp(s.now())
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetManagedFields(nil)
+	if hasField(obj, "Spec") {
+		m.SetGeneration(1)
+	}
+	s.commitLocked(actor, "create", "", res, nil, obj)
+	return obj.DeepCopyObject(), nil
+}
+
+// checkNamespaceLocked enforces that namespaced objects name an existing
+// namespace matching the request, and cluster-scoped ones name none.
+func (s *store) checkNamespaceLocked(res *resource, namespace string, m metav1.Object) error {
+	if !res.namespaced {
+		m.SetNamespace("")
+		return nil
+	}
+	if m.GetNamespace() == "" {
+		m.SetNamespace(namespace)
+	}
+	if m.GetNamespace() != namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	nsRes := s.reg.byGVR[coreV1.WithResource("namespaces")]
+	ns, ok := s.objects[nsRes][objectKey("", namespace)]
+	if !ok {
+		return apierrors.NewNotFound(nsRes.groupResource(), namespace)
+	}
+	if ns.(*corev1.Namespace).DeletionTimestamp != nil {
+		return apierrors.NewForbidden(res.groupResource(), m.GetName(),
+			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
+	}
+	return nil
+}
+
+// update replaces an object (subresource "") or its status ("status").
+// mutate, when set, computes the new object from a copy of the stored one
+// under the store's lock; that is how patches apply without races.
+func (s *store) update(actor, verb string, res *resource, namespace, name, subresource string,
+	newObj runtime.Object, mutate func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := objectKey(namespace, name)
+	old, ok := s.objects[res][key]
+	if !ok {
+		return nil, apierrors.NewNotFound(res.groupResource(), name)
+	}
+	if mutate != nil {
+		var err error
+		if newObj, err = mutate(old.DeepCopyObject()); err != nil {
+			return nil, err
+		}
+	}
+	oldMeta, _ := meta.Accessor(old)
+	newMeta, err := meta.Accessor(newObj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if newMeta.GetName() != "" && newMeta.GetName() != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", newMeta.GetName(), name))
+	}
+	if res.namespaced && newMeta.GetNamespace() != "" && newMeta.GetNamespace() != namespace {
+		return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	if rv := newMeta.GetResourceVersion(); rv != "" && rv != oldMeta.GetResourceVersion() {
+		return nil, conflict(res, name)
+	}
+	if uid := newMeta.GetUID(); uid != "" && uid != oldMeta.GetUID() {
+		return nil, apierrors.NewConflict(res.groupResource(), name,
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, oldMeta.GetUID()))
+	}
+
+	var next runtime.Object
+	if subresource == "status" {
+		// A status write changes the status and nothing else.
+		next = old.DeepCopyObject()
+		copyField(next, newObj, "Status")
+	} else {
+		next = newObj
+		m, _ := meta.Accessor(next)
+		m.SetNamespace(oldMeta.GetNamespace())
+		m.SetName(oldMeta.GetName())
+		m.SetUID(oldMeta.GetUID())
+		m.SetCreationTimestamp(oldMeta.GetCreationTimestamp())
+		m.SetDeletionTimestamp(oldMeta.GetDeletionTimestamp())
+		m.SetDeletionGracePeriodSeconds(oldMeta.GetDeletionGracePeriodSeconds())
+		m.SetGeneration(oldMeta.GetGeneration())
+		m.SetResourceVersion(oldMeta.GetResourceVersion())
+		m.SetManagedFields(oldMeta.GetManagedFields())
+		// Only a binding may write spec and status together.
+		if res.hasStatus && subresource != "binding" {
+			copyField(next, old, "Status")
+		}
+		if oldMeta.GetDeletionTimestamp() != nil {
+			if added := newFinalizers(oldMeta.GetFinalizers(), m.GetFinalizers()); len(added) > 0 {
+				return nil, apierrors.NewInvalid(res.gvk().GroupKind(), name, field.ErrorList{field.Forbidden(
+					field.NewPath("metadata", "finalizers"),
+					fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", added))})
+			}
+		}
+		if errs := validateObjectMeta(res, m); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(res.gvk().GroupKind(), name, errs)
+		}
+		if errs := validateUpdate(res, next, old); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(res.gvk().GroupKind(), name, errs)
+		}
+		if hasField(next, "Spec") && !apiequality.Semantic.DeepEqual(fieldOf(next, "Spec"), fieldOf(old, "Spec")) {
+			m.SetGeneration(oldMeta.GetGeneration() + 1)
+		}
+	}
+	// Like the real server, an update that changes nothing is not a write:
+	// no new resourceVersion, no watch event.
+	if apiequality.Semantic.DeepEqual(next, old) {
+		return old.DeepCopyObject(), nil
+	}
+	s.commitLocked(actor, verb, subresource, res, old, next)
+	return s.finishDeletionLocked(actor, res, next), nil
+}
+
+// finishDeletionLocked removes an object whose deletion is due: it has a
+// deletionTimestamp, no finalizers and no grace period left to run.
+func (s *store) finishDeletionLocked(actor string, res *resource, obj runtime.Object) runtime.Object {
+	m, _ := meta.Accessor(obj)
+	if m.GetDeletionTimestamp() == nil || len(m.GetFinalizers()) > 0 {
+		return obj.DeepCopyObject()
+	}
+	if g := m.GetDeletionGracePeriodSeconds(); g != nil && *g > 0 {
+		return obj.DeepCopyObject()
+	}
+	s.removeLocked(actor, res, obj)
+	return obj.DeepCopyObject()
+}
+
+func (s *store) removeLocked(actor string, res *resource, obj runtime.Object) {
+	m, _ := meta.Accessor(obj)
+	key := objectKey(m.GetNamespace(), m.GetName())
+	delete(s.objects[res], key)
+	s.rv++
+	gone := obj.DeepCopyObject()
+	gone.GetObjectKind().SetGroupVersionKind(res.gvk())
+	gm, _ := meta.Accessor(gone)
+	gm.SetResourceVersion(strconv.FormatUint(s.rv, 10))
+	s.publishLocked(&event{typ: watch.Deleted, res: res, obj: gone, rv: s.rv})
+	s.notifyWrite(Write{Actor: actor, Verb: "delete", Resource: res.gvr.Resource, Kind: res.kind,
+		Namespace: gm.GetNamespace(), Name: gm.GetName(), Object: gone, Removed: true})
+}
+
+// delete deletes an object the way the real server does: at once when
+// nothing holds it, otherwise by setting deletionTimestamp and leaving it to
+// its finalizers (or, for a pod on a node, to its kubelet's grace period).
+func (s *store) delete(actor string, res *resource, namespace, name string, opts metav1.DeleteOptions) (runtime.Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := objectKey(namespace, name)
+	cur, ok := s.objects[res][key]
+	if !ok {
+		return nil, apierrors.NewNotFound(res.groupResource(), name)
+	}
+	m, _ := meta.Accessor(cur)
+	if p := opts.Preconditions; p != nil {
+		if p.UID != nil && *p.UID != m.GetUID() {
+			return nil, apierrors.NewConflict(res.groupResource(), name,
+				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
+		}
+		if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
+			return nil, apierrors.NewConflict(res.groupResource(), name,
+				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
+		}
+	}
+	grace := gracePeriod(cur, opts)
+	next := cur.DeepCopyObject()
+	nm, _ := meta.Accessor(next)
+
+	if dt := m.GetDeletionTimestamp(); dt != nil {
+		// Already being deleted: a shorter grace period may hurry it along.
+		cg := m.GetDeletionGracePeriodSeconds()
+		if cg == nil || grace >= *cg {
+			return cur.DeepCopyObject(), nil
+		}
+		nm.SetDeletionGracePeriodSeconds(&grace)
+		t := metav1.NewTime(s.clock.Now().Add(secondsDuration(grace))).Rfc3339Copy()
+		nm.SetDeletionTimestamp(&t)
+		s.commitLocked(actor, "delete", "", res, cur, next)
+		return s.finishDeletionLocked(actor, res, next), nil
+	}
+
+	if grace == 0 && len(m.GetFinalizers()) == 0 {
+		s.removeLocked(actor, res, cur)
+		return cur.DeepCopyObject(), nil
+	}
+	t := metav1.NewTime(s.clock.Now().Add(secondsDuration(grace))).Rfc3339Copy()
+	nm.SetDeletionTimestamp(&t)
+	nm.SetDeletionGracePeriodSeconds(&grace)
+	s.commitLocked(actor, "delete", "", res, cur, next)
+	return next.DeepCopyObject(), nil
+}
+
+// gracePeriod is the grace a deletion gets: only pods that may still have
+// running containers on a node get one; everything else goes at once.
+func gracePeriod(obj runtime.Object, opts metav1.DeleteOptions) int64 {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return 0
+	}
+	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return 0
+	}
+	if opts.GracePeriodSeconds != nil {
+		if *opts.GracePeriodSeconds < 0 {
+			return 1
+		}
+		return *opts.GracePeriodSeconds
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return corev1.DefaultTerminationGracePeriodSeconds
+}
+
+// commitLocked gives obj the next resourceVersion, stores it and tells
+// watchers and the write hook.
+func (s *store) commitLocked(actor, verb, subresource string, res *resource, old, obj runtime.Object) {
+	s.rv++
+	m, _ := meta.Accessor(obj)
+	m.SetResourceVersion(strconv.FormatUint(s.rv, 10))
+	stored := obj.DeepCopyObject()
+	stored.GetObjectKind().SetGroupVersionKind(res.gvk())
+	s.objects[res][objectKey(m.GetNamespace(), m.GetName())] = stored
+	typ := watch.Modified
+	if old == nil {
+		typ = watch.Added
+	}
+	s.publishLocked(&event{typ: typ, res: res, obj: stored, old: old, rv: s.rv})
+	s.notifyWrite(Write{Actor: actor, Verb: verb, Resource: res.gvr.Resource, Kind: res.kind,
+		Namespace: m.GetNamespace(), Name: m.GetName(), Subresource: subresource, Object: stored})
+}
+
+func (s *store) notifyWrite(w Write) {
+	if s.onWrite != nil {
+		s.onWrite(w)
+	}
+}
+
+func conflict(res *resource, name string) error {
+	return apierrors.NewConflict(res.groupResource(), name,
+		fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+}
+
+func newFinalizers(old, cur []string) []string {
+	var added []string
+	for _, f := range cur {
+		if !slices.Contains(old, f) {
+			added = append(added, f)
+		}
+	}
+	return added
+}
+
+// hasField, fieldOf and copyField reach the Spec and Status of any typed
+// object, so one code path serves every kind.
+func hasField(obj runtime.Object, name string) bool {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer {
+		return false
+	}
+	return v.Elem().FieldByName(name).IsValid()
+}
+
+func fieldOf(obj runtime.Object, name string) any {
+	return reflect.ValueOf(obj).Elem().FieldByName(name).Interface()
+}
+
+func copyField(dst, src runtime.Object, name string) {
+	d := reflect.ValueOf(dst).Elem().FieldByName(name)
+	s := reflect.ValueOf(src).Elem().FieldByName(name)
+	if d.IsValid() && s.IsValid() && d.CanSet() {
+		d.Set(s)
+	}
+}

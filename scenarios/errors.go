@@ -1,0 +1,81 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ParseError is one problem found in a scenario file or in a manifest it
+// refers to. It prints as "file:line: step N (action): problem".
+type ParseError struct {
+	File   string
+	Line   int
+	Step   int    // 1-based; 0 when the problem is outside the steps
+	Action string // the step's action, when known
+	Msg    string
+}
+
+func (e *ParseError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+	if e.Step > 0 {
+		fmt.Fprintf(&b, "step %d", e.Step)
+		if e.Action != "" {
+			fmt.Fprintf(&b, " (%s)", e.Action)
+		}
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// ParseErrors is every problem found in one file, in file order. Parsing
+// goes on after a bad step so that one run shows all the mistakes.
+type ParseErrors []*ParseError
+
+func (es ParseErrors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap lets errors.As find the individual *ParseError values.
+func (es ParseErrors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// StepError is why a scenario run stopped: a step failed.
+type StepError struct {
+	Step   int // 1-based
+	Name   string
+	Action string
+	File   string
+	Line   int
+	// Expected and Observed describe a condition that did not hold; both
+	// are empty when the step failed for another reason (an API error).
+	Expected string
+	Observed string
+	Err      error
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("step %d %q at %s:%d: %v", e.Step, e.Name, e.File, e.Line, e.Err)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// conditionError is a check that did not hold; the runner copies its
+// expected and observed values into the StepError.
+type conditionError struct {
+	expected string
+	observed string
+	msg      string
+}
+
+func (e *conditionError) Error() string { return e.msg }

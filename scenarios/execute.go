@@ -1,0 +1,191 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/clock"
+
+	"github.com/csisim/csisim/trace"
+)
+
+// executor carries out the actions of one run's steps.
+type executor struct {
+	runner  *Runner
+	objects objectStore
+	clock   clock.WithTicker
+
+	csi         CSICallSource // nil when the backend cannot see CSI calls
+	csiBaseline int           // calls made before the scenario started
+}
+
+// stepOutcome is what a passing step reports.
+type stepOutcome struct {
+	detail string
+	saved  map[string]string
+}
+
+func (ex *executor) execute(ctx context.Context, st Step) (stepOutcome, error) {
+	switch {
+	case st.Apply != nil:
+		return ex.apply(ctx, st.Apply)
+	case st.Wait != nil:
+		return ex.wait(ctx, st.Wait)
+	case st.Assert != nil:
+		return ex.assert(ctx, st.Assert)
+	case st.Delete != nil:
+		return ex.delete(ctx, st.Delete)
+	case st.Sleep != nil:
+		return ex.sleep(ctx, st.Sleep)
+	}
+	return stepOutcome{}, errors.New("step has no action")
+}
+
+func (ex *executor) apply(ctx context.Context, a *Apply) (stepOutcome, error) {
+	done := make([]string, 0, len(a.Objects))
+	for _, m := range a.Objects {
+		applied, err := ex.objects.apply(ctx, &unstructured.Unstructured{Object: m.Object}, a.Namespace)
+		if err != nil {
+			return stepOutcome{}, fmt.Errorf("%s:%d: apply %s: %w", m.File, m.Line, m.Describe(), err)
+		}
+		done = append(done, applied+" "+m.Describe())
+	}
+	return stepOutcome{detail: strings.Join(done, ", ")}, nil
+}
+
+// look evaluates c once. An error means the cluster could not be asked,
+// which is different from the check not holding.
+func (ex *executor) look(ctx context.Context, c *Check) (verdict, map[string]any, error) {
+	if c.CSICalls != nil {
+		return c.CSICalls.evaluate(ex.csiCalls()), nil, nil
+	}
+	var obj map[string]any
+	var err error
+	if c.Object.Name == "" {
+		obj, err = ex.objects.list(ctx, c.Object.Kind, c.Namespace, c.LabelSelector)
+	} else {
+		obj, err = ex.objects.get(ctx, c.Object, c.Namespace)
+	}
+	if err != nil {
+		return verdict{seen: "error: " + err.Error()}, nil, fmt.Errorf("look up %s: %w", c.Object, err)
+	}
+	return c.evaluate(obj), obj, nil
+}
+
+// csiCalls returns the CSI calls made since the scenario started.
+func (ex *executor) csiCalls() []trace.Entry {
+	calls := ex.csi.CSICalls()
+	if len(calls) >= ex.csiBaseline {
+		return calls[ex.csiBaseline:]
+	}
+	return calls
+}
+
+// wait looks until the check holds, the timeout elapses or ctx ends. Errors
+// from the API server do not end the wait: they are often transient (a kind
+// not installed yet), and the last one is reported if time runs out.
+func (ex *executor) wait(ctx context.Context, w *Wait) (stepOutcome, error) {
+	// A hung API call must not stretch the wait past its timeout either, so
+	// the calls also get a real-time deadline.
+	callCtx, cancel := context.WithTimeout(ctx, w.Timeout)
+	defer cancel()
+	deadline := ex.clock.NewTimer(w.Timeout)
+	defer deadline.Stop()
+	ticker := ex.clock.NewTicker(ex.runner.pollInterval())
+	defer ticker.Stop()
+
+	for {
+		v, obj, err := ex.look(callCtx, &w.Check)
+		if err == nil && v.held {
+			return passed(&w.Check, obj)
+		}
+		select {
+		case <-ticker.C():
+			continue
+		case <-deadline.C():
+		case <-callCtx.Done():
+			if ctx.Err() != nil {
+				return stepOutcome{}, fmt.Errorf("stopped waiting for %s: %w", w.expectation(), ctx.Err())
+			}
+			// Otherwise the real-time guard expired: a timeout all the same.
+		}
+		msg := fmt.Sprintf("timed out after %s waiting for %s; last seen: %s", formatDuration(w.Timeout), w.expectation(), v.seen)
+		if v.explain != "" {
+			msg += "\n" + v.explain
+		}
+		return stepOutcome{}, &conditionError{expected: w.expectation(), observed: v.seen, msg: msg}
+	}
+}
+
+func (ex *executor) assert(ctx context.Context, a *Assert) (stepOutcome, error) {
+	v, obj, err := ex.look(ctx, &a.Check)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	if !v.held {
+		msg := fmt.Sprintf("expected %s; seen: %s", a.expectation(), v.seen)
+		if v.explain != "" {
+			msg += "\n" + v.explain
+		}
+		return stepOutcome{}, &conditionError{expected: a.expectation(), observed: v.seen, msg: msg}
+	}
+	return passed(&a.Check, obj)
+}
+
+// passed reports a check that held, saving the variables it asks for from
+// the object it held on.
+func passed(c *Check, obj map[string]any) (stepOutcome, error) {
+	out := stepOutcome{detail: c.expectation()}
+	if len(c.Save) == 0 {
+		return out, nil
+	}
+	out.saved = map[string]string{}
+	var shown []string
+	for _, sv := range c.Save {
+		value, err := evalJSONPath(sv.JSONPath, obj)
+		if err != nil {
+			return stepOutcome{}, fmt.Errorf("save %s: %w", sv.Name, err)
+		}
+		if value == "" {
+			// An empty variable would silently turn pv/${pv} into "pv/"
+			// later; stop here, where the cause is visible.
+			return stepOutcome{}, fmt.Errorf("save %s: %s is empty on %s", sv.Name, sv.JSONPath, c.Object)
+		}
+		out.saved[sv.Name] = value
+		shown = append(shown, sv.Name+"="+value)
+	}
+	out.detail += "; saved " + strings.Join(shown, ", ")
+	return out, nil
+}
+
+func (ex *executor) delete(ctx context.Context, d *Delete) (stepOutcome, error) {
+	found, err := ex.objects.delete(ctx, d.Object, d.Namespace, d.Propagation)
+	if err != nil {
+		return stepOutcome{}, fmt.Errorf("delete %s: %w", d.Object, err)
+	}
+	if found {
+		return stepOutcome{detail: "deleted " + d.Object.String()}, nil
+	}
+	if d.IgnoreNotFound {
+		return stepOutcome{detail: d.Object.String() + " was already gone"}, nil
+	}
+	return stepOutcome{}, &conditionError{
+		expected: d.Object.String() + " to exist",
+		observed: seenNotFound,
+		msg:      fmt.Sprintf("cannot delete %s: it does not exist (add ignoreNotFound: true if that is expected)", d.Object),
+	}
+}
+
+func (ex *executor) sleep(ctx context.Context, s *Sleep) (stepOutcome, error) {
+	t := ex.clock.NewTimer(s.Duration)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return stepOutcome{detail: "slept " + formatDuration(s.Duration)}, nil
+	case <-ctx.Done():
+		return stepOutcome{}, fmt.Errorf("sleep interrupted: %w", ctx.Err())
+	}
+}

@@ -1,0 +1,46 @@
+package scenario
+
+import "time"
+
+// Outcome is how a step ended.
+type Outcome string
+
+const (
+	Passed Outcome = "passed"
+	Failed Outcome = "failed"
+	// NotRun marks the steps after a failure, which the runner skips.
+	NotRun Outcome = "not run"
+)
+
+// Result is the record of one scenario run.
+type Result struct {
+	Scenario string
+	File     string
+	Steps    []StepResult
+	// Vars holds the variables saved by the steps that ran.
+	Vars     map[string]string
+	Duration time.Duration
+}
+
+// StepResult is the record of one step.
+type StepResult struct {
+	Step     int // 1-based
+	Name     string
+	Action   string
+	Line     int
+	Outcome  Outcome
+	Duration time.Duration
+	// Detail says what the step did or saw: "created StorageClass/fast",
+	// "{.status.phase} == Bound", or the failure.
+	Detail string
+}
+
+// Passed reports whether every step passed.
+func (r *Result) Passed() bool {
+	for _, s := range r.Steps {
+		if s.Outcome != Passed {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,146 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/csisim/csisim/trace"
+)
+
+// DefaultPollInterval is how often a wait step looks at the cluster when
+// Runner.PollInterval is not set.
+const DefaultPollInterval = 20 * time.Millisecond
+
+// Runner runs scenarios against a backend. A Runner holds no state between
+// runs.
+type Runner struct {
+	Backend Backend
+	// Recorder, if set, receives a trace.Step entry when each step starts,
+	// passes or fails, interleaved with whatever else the backend records.
+	Recorder *trace.Recorder
+	// Clock times waits, sleeps and durations; nil means the real clock.
+	Clock clock.WithTicker
+	// PollInterval is how often a wait looks; 0 means DefaultPollInterval.
+	PollInterval time.Duration
+	// Out, if set, receives one progress line per step.
+	Out io.Writer
+}
+
+// Run executes the steps of s in order and stops at the first failure,
+// returning the partial Result and a *StepError. Other errors (a nil
+// Backend, an unreachable API server config) are returned as plain errors.
+func (r *Runner) Run(ctx context.Context, s *Scenario) (*Result, error) {
+	if r.Backend == nil {
+		return nil, errors.New("run scenario: Runner.Backend is nil")
+	}
+	cfg := r.Backend.RESTConfig()
+	if cfg == nil {
+		return nil, errors.New("run scenario: backend has no REST config")
+	}
+	objects, err := newKubeObjects(cfg, r.clock())
+	if err != nil {
+		return nil, fmt.Errorf("run scenario %s: %w", s.Name, err)
+	}
+	return r.run(ctx, s, objects)
+}
+
+func (r *Runner) clock() clock.WithTicker {
+	if r.Clock == nil {
+		return clock.RealClock{}
+	}
+	return r.Clock
+}
+
+func (r *Runner) pollInterval() time.Duration {
+	if r.PollInterval <= 0 {
+		return DefaultPollInterval
+	}
+	return r.PollInterval
+}
+
+// run is Run with the cluster access supplied, so tests can use a fake.
+func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Result, error) {
+	clk := r.clock()
+	started := clk.Now()
+	res := &Result{Scenario: s.Name, File: s.File, Vars: map[string]string{}}
+	for _, st := range s.Steps {
+		res.Steps = append(res.Steps, StepResult{Step: st.Index, Name: st.Name, Action: st.Action(), Line: st.Line, Outcome: NotRun})
+	}
+	r.printf("scenario %s (%s): %d steps\n", s.Name, s.File, len(s.Steps))
+
+	// Refuse up front a scenario the backend cannot run to the end.
+	for i := range s.Steps {
+		if why := unsupported(&s.Steps[i], r.Backend); why != "" {
+			serr := r.stepError(s, s.Steps[i], errors.New(why))
+			r.printf("  cannot run: %v\n", serr)
+			res.Duration = clk.Since(started)
+			return res, serr
+		}
+	}
+
+	ex := &executor{runner: r, objects: objects, clock: clk}
+	if src, ok := r.Backend.(CSICallSource); ok {
+		ex.csi = src
+		// Only calls made while this scenario runs count.
+		ex.csiBaseline = len(src.CSICalls())
+	}
+
+	for i, raw := range s.Steps {
+		stepStart := clk.Now()
+		st, err := expandStep(raw, res.Vars)
+		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d/%d started at %s:%d", st.Index, len(s.Steps), s.File, st.Line)})
+
+		var out stepOutcome
+		if err == nil {
+			out, err = ex.execute(ctx, st)
+		}
+		elapsed := clk.Since(stepStart)
+		sr := &res.Steps[i]
+		sr.Name, sr.Duration = st.Name, elapsed
+		if err != nil {
+			serr := r.stepError(s, st, err)
+			sr.Outcome, sr.Detail = Failed, err.Error()
+			r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d failed after %s", st.Index, formatDuration(elapsed)), Err: err.Error()})
+			r.printf("  FAIL %d/%d %s (%s)\n%v\n", st.Index, len(s.Steps), st.Name, formatDuration(elapsed), serr)
+			res.Duration = clk.Since(started)
+			return res, serr
+		}
+		maps.Copy(res.Vars, out.saved)
+		sr.Outcome, sr.Detail = Passed, out.detail
+		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d passed in %s: %s", st.Index, formatDuration(elapsed), out.detail)})
+		r.printf("  ok   %d/%d %s (%s)\n", st.Index, len(s.Steps), st.Name, formatDuration(elapsed))
+	}
+	res.Duration = clk.Since(started)
+	return res, nil
+}
+
+// stepError wraps a step's failure with where the step is.
+func (r *Runner) stepError(s *Scenario, st Step, err error) *StepError {
+	serr := &StepError{Step: st.Index, Name: st.Name, Action: st.Action(), File: s.File, Line: st.Line, Err: err}
+	var cerr *conditionError
+	if errors.As(err, &cerr) {
+		serr.Expected, serr.Observed = cerr.expected, cerr.observed
+	}
+	return serr
+}
+
+// record adds a step entry to the trace; e carries Detail and Err.
+func (r *Runner) record(st Step, e trace.Entry) {
+	if r.Recorder == nil {
+		return
+	}
+	e.Kind, e.Actor, e.Verb, e.Object = trace.Step, "scenario", st.Action(), st.Name
+	r.Recorder.Add(e)
+}
+
+func (r *Runner) printf(format string, args ...any) {
+	if r.Out != nil {
+		fmt.Fprintf(r.Out, format, args...)
+	}
+}

@@ -1,0 +1,195 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Scenario is one parsed scenario file.
+type Scenario struct {
+	Name        string
+	Description string
+	// File is the path the scenario was loaded from, as used in messages.
+	File    string
+	Cluster Cluster
+	Steps   []Step
+}
+
+// Cluster says what the scenario needs from the cluster it runs on. The
+// simulator builds it; backends that talk to an existing cluster may ignore it.
+type Cluster struct {
+	// Nodes names the worker nodes. Empty means the backend decides.
+	Nodes []string
+}
+
+// Step is one thing a scenario does. Exactly one of the action pointers is
+// set; new kinds of action (faults, for example) get a pointer of their own.
+type Step struct {
+	Index int    // position in the scenario, from 1
+	Name  string // from the file, or derived from the action
+	Line  int    // line of the step in the scenario file
+
+	Apply  *Apply
+	Wait   *Wait
+	Assert *Assert
+	Delete *Delete
+	Sleep  *Sleep
+}
+
+// Action names the step's action as written in the file: "apply", "wait", ...
+func (s *Step) Action() string {
+	switch {
+	case s.Apply != nil:
+		return actionApply
+	case s.Wait != nil:
+		return actionWait
+	case s.Assert != nil:
+		return actionAssert
+	case s.Delete != nil:
+		return actionDelete
+	case s.Sleep != nil:
+		return actionSleep
+	}
+	return ""
+}
+
+// The action keys of a step, in the order they are listed in messages.
+const (
+	actionApply  = "apply"
+	actionWait   = "wait"
+	actionAssert = "assert"
+	actionDelete = "delete"
+	actionSleep  = "sleep"
+)
+
+var actionKeys = []string{actionApply, actionWait, actionAssert, actionDelete, actionSleep}
+
+// Apply creates each object, or replaces it when it already exists.
+type Apply struct {
+	// File is the manifest file as written in the scenario (relative to the
+	// scenario file); empty for an inline manifest.
+	File string
+	// Namespace is used for namespaced objects whose manifest has none.
+	// Empty means "default".
+	Namespace string
+	Objects   []Manifest
+}
+
+// Manifest is one object read from a manifest, with where it came from so
+// that a failure to apply it can point at it.
+type Manifest struct {
+	File   string // the scenario file for inline manifests, else the manifest file
+	Line   int    // first line of the object's YAML document in File
+	Object map[string]any
+}
+
+// Describe names the object the way messages and step names do: Kind/name.
+func (m Manifest) Describe() string {
+	kind, _ := m.Object["kind"].(string)
+	meta, _ := m.Object["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	return kind + "/" + name
+}
+
+// DefaultWaitTimeout bounds a wait step that sets no timeout, so that a
+// scenario can never hang forever.
+const DefaultWaitTimeout = 60 * time.Second
+
+// Wait polls until its Check holds or Timeout elapses.
+type Wait struct {
+	Check
+	Timeout time.Duration
+}
+
+// Assert evaluates its Check once.
+type Assert struct {
+	Check
+}
+
+// Check is a condition on the cluster, shared by wait and assert. Either
+// Object or CSICalls is set.
+type Check struct {
+	Object        ObjectRef
+	Namespace     string
+	LabelSelector string
+	// JSONPath is evaluated on the object (or, for a kind without a name, on
+	// the list with its items). With Equals the output must equal it;
+	// without, it must be non-empty.
+	JSONPath string
+	Equals   *string
+	// Gone holds when the named object does not exist.
+	Gone bool
+	// Count, for a kind without a name, is the number of items to expect.
+	Count *int
+	// Save captures values from the object once the check holds.
+	Save     []SaveVar
+	CSICalls *CSICallCheck
+}
+
+// SaveVar captures the output of JSONPath into the variable Name.
+type SaveVar struct {
+	Name     string
+	JSONPath string
+}
+
+// CSICallCheck compares the CSI calls a driver received with a list of
+// method names. Informational calls (GetPluginInfo, Probe, NodeGetInfo, ...)
+// are left out before comparing.
+type CSICallCheck struct {
+	// Sequence must equal the calls exactly; Contains must appear among them
+	// in order, with other calls allowed in between. Exactly one is set.
+	Sequence []string
+	Contains []string
+	// Volume, if set, keeps only the calls on that volume ID.
+	Volume string
+}
+
+// Delete deletes one object. It does not wait for the object to disappear:
+// follow it with a wait step with gone: true.
+type Delete struct {
+	Object    ObjectRef
+	Namespace string
+	// Propagation is "Foreground", "Background" or "Orphan"; empty leaves
+	// the choice to the server.
+	Propagation string
+	// IgnoreNotFound makes deleting an object that does not exist a pass.
+	IgnoreNotFound bool
+}
+
+// Sleep pauses the scenario on the runner's clock.
+type Sleep struct {
+	Duration time.Duration
+}
+
+// ObjectRef is a kubectl-style reference: "pvc/data" names one object;
+// "persistentvolumes" (no name) means every object of that kind. Kind is
+// anything discovery resolves: a short name, plural, singular or Kind,
+// optionally qualified by group ("volumeattachments.storage.k8s.io").
+type ObjectRef struct {
+	Kind string
+	Name string
+}
+
+func (r ObjectRef) String() string {
+	if r.Name == "" {
+		return r.Kind
+	}
+	return r.Kind + "/" + r.Name
+}
+
+// parseObjectRef splits "kind/name" or "kind".
+func parseObjectRef(s string) (ObjectRef, error) {
+	kind, name, hasName := strings.Cut(s, "/")
+	switch {
+	case strings.TrimSpace(s) != s || strings.ContainsAny(s, " \t\n"):
+		return ObjectRef{}, fmt.Errorf("object %q contains spaces; write kind/name, e.g. pvc/data", s)
+	case kind == "":
+		return ObjectRef{}, fmt.Errorf("object %q has no kind; write kind/name, e.g. pvc/data", s)
+	case hasName && name == "":
+		return ObjectRef{}, fmt.Errorf("object %q has an empty name; write kind/name, or just the kind to list", s)
+	case strings.Contains(name, "/"):
+		return ObjectRef{}, fmt.Errorf("object %q has more than one '/'; write kind/name (the namespace goes in namespace:)", s)
+	}
+	return ObjectRef{Kind: kind, Name: name}, nil
+}

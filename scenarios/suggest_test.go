@@ -1,0 +1,46 @@
+package scenario
+
+import "testing"
+
+func TestSuggest(t *testing.T) {
+	fields := []string{"object", "namespace", "labelSelector", "jsonpath", "equals", "gone", "count", "save", "csiCalls", "timeout"}
+	tests := []struct{ word, want string }{
+		{"equal", "equals"},
+		{"Equals", "equals"},
+		{"jsonPath", "jsonpath"},
+		{"json_path", "jsonpath"},
+		{"label_selector", "labelSelector"},
+		{"timout", "timeout"},
+		{"nmaespace", "namespace"},
+		{"csicall", "csiCalls"},
+		{"wiat", ""}, // not a field of this set
+		{"banana", ""},
+		{"x", ""},
+	}
+	for _, tt := range tests {
+		if got := suggest(tt.word, fields); got != tt.want {
+			t.Errorf("suggest(%q) = %q, want %q", tt.word, got, tt.want)
+		}
+	}
+	if got := suggest("wiat", actionKeys); got != "wait" {
+		t.Errorf("suggest(wiat) = %q, want wait", got)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"abc", "abc", 0},
+		{"abc", "", 3},
+		{"wiat", "wait", 1},
+		{"kitten", "sitting", 3},
+	}
+	for _, tt := range tests {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

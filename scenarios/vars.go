@@ -1,0 +1,175 @@
+package scenario
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// expandVars replaces each ${name} in s with vars[name]. "$${" stands for a
+// literal "${", for the rare manifest (a shell command, say) that needs one.
+func expandVars(s string, vars map[string]string) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		if i > 0 && s[i-1] == '$' {
+			// "$${": drop one '$' and keep the rest literally.
+			b.WriteString(s[:i-1])
+			b.WriteString("${")
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return "", fmt.Errorf("unterminated ${ in %q", s[i:])
+		}
+		name := s[i+2 : i+end]
+		if !isVarName(name) {
+			return "", fmt.Errorf("invalid variable name %q in ${...}: use letters, digits and _", name)
+		}
+		value, ok := vars[name]
+		if !ok {
+			return "", undefinedVarError(name, vars)
+		}
+		b.WriteString(value)
+		s = s[i+end+1:]
+	}
+}
+
+func undefinedVarError(name string, vars map[string]string) error {
+	if len(vars) == 0 {
+		return fmt.Errorf("undefined variable ${%s}: no variables are set yet (save: in a wait or assert sets them for later steps)", name)
+	}
+	known := make([]string, 0, len(vars))
+	for k := range vars {
+		known = append(known, k)
+	}
+	slices.Sort(known)
+	return fmt.Errorf("undefined variable ${%s}%s; set so far: %s", name, didYouMean(name, known), strings.Join(known, ", "))
+}
+
+// isVarName reports whether s is a valid variable name: a letter or '_'
+// followed by letters, digits or '_'.
+func isVarName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+		case i > 0 && '0' <= r && r <= '9':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// expander substitutes variables into a copy of a step, remembering the
+// first failure so the copying code stays a plain list of fields.
+type expander struct {
+	vars map[string]string
+	err  error
+}
+
+func (x *expander) str(s string) string {
+	if x.err != nil {
+		return s
+	}
+	out, err := expandVars(s, x.vars)
+	if err != nil {
+		x.err = err
+		return s
+	}
+	return out
+}
+
+// expandStep returns a copy of s with variables substituted in every string
+// value: names, object references, jsonpaths, expected values and manifest
+// contents. File paths and CSI method names are not expanded: files are read
+// when the scenario loads, and method names are checked then too.
+func expandStep(s Step, vars map[string]string) (Step, error) {
+	x := &expander{vars: vars}
+	out := s
+	out.Name = x.str(s.Name)
+	switch {
+	case s.Apply != nil:
+		a := *s.Apply
+		a.Namespace = x.str(a.Namespace)
+		a.Objects = make([]Manifest, len(s.Apply.Objects))
+		for i, m := range s.Apply.Objects {
+			a.Objects[i] = Manifest{File: m.File, Line: m.Line, Object: x.value(m.Object).(map[string]any)}
+		}
+		out.Apply = &a
+	case s.Wait != nil:
+		out.Wait = &Wait{Check: x.check(s.Wait.Check), Timeout: s.Wait.Timeout}
+	case s.Assert != nil:
+		out.Assert = &Assert{Check: x.check(s.Assert.Check)}
+	case s.Delete != nil:
+		d := *s.Delete
+		d.Object = x.ref(d.Object)
+		d.Namespace = x.str(d.Namespace)
+		out.Delete = &d
+	}
+	if x.err != nil {
+		return s, x.err
+	}
+	return out, nil
+}
+
+func (x *expander) ref(r ObjectRef) ObjectRef {
+	return ObjectRef{Kind: x.str(r.Kind), Name: x.str(r.Name)}
+}
+
+func (x *expander) check(c Check) Check {
+	out := c
+	out.Object = x.ref(c.Object)
+	out.Namespace = x.str(c.Namespace)
+	out.LabelSelector = x.str(c.LabelSelector)
+	out.JSONPath = x.str(c.JSONPath)
+	if c.Equals != nil {
+		e := x.str(*c.Equals)
+		out.Equals = &e
+	}
+	out.Save = make([]SaveVar, len(c.Save))
+	for i, sv := range c.Save {
+		out.Save[i] = SaveVar{Name: sv.Name, JSONPath: x.str(sv.JSONPath)}
+	}
+	if c.CSICalls != nil {
+		cc := *c.CSICalls
+		cc.Volume = x.str(cc.Volume)
+		out.CSICalls = &cc
+	}
+	return out
+}
+
+// value deep-copies a decoded manifest value, expanding every string in it.
+// Map keys are left alone: they are field names, not values.
+func (x *expander) value(v any) any {
+	switch v := v.(type) {
+	case string:
+		return x.str(v)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = x.value(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = x.value(e)
+		}
+		return out
+	default:
+		return v
+	}
+}

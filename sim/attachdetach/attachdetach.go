@@ -1,0 +1,324 @@
+// Package attachdetach is the simulated attach/detach controller of
+// kube-controller-manager. For every node whose kubelet lets the controller
+// manage attachment, it makes the VolumeAttachments that the node's pods
+// need, deletes those no longer needed once the kubelet reports the volume
+// unmounted (it leaves node.status.volumesInUse), and reports attached
+// volumes in node.status.volumesAttached.
+package attachdetach
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/csisim/csisim/sim/controller"
+)
+
+// AnnControllerManagedAttachDetach is set on a Node by its kubelet when the
+// controller, not the kubelet, attaches and detaches its volumes.
+const AnnControllerManagedAttachDetach = "volumes.kubernetes.io/controller-managed-attach-detach"
+
+// AttachmentName is the VolumeAttachment name the real controller uses:
+// csi-<sha256 of PV name, driver and node name>.
+func AttachmentName(pvName, driver, nodeName string) string {
+	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(pvName+driver+nodeName)))
+}
+
+// UniqueVolumeName is the name under which node status lists a CSI volume.
+func UniqueVolumeName(driver, volumeHandle string) corev1.UniqueVolumeName {
+	return corev1.UniqueVolumeName("kubernetes.io/csi/" + driver + "^" + volumeHandle)
+}
+
+// Controller is the attach/detach controller. Its work queue holds node
+// names: each sync reconciles one node's attachments.
+type Controller struct {
+	client   kubernetes.Interface
+	events   record.EventRecorder
+	stopRecs func()
+	pods     corelisters.PodLister
+	nodes    corelisters.NodeLister
+	claims   corelisters.PersistentVolumeClaimLister
+	volumes  corelisters.PersistentVolumeLister
+	drivers  storagelisters.CSIDriverLister
+	vas      storagelisters.VolumeAttachmentLister
+	queue    controller.Queue
+	synced   []cache.InformerSynced
+
+	mu       sync.Mutex
+	reported map[string]bool // pod UID + volume: SuccessfulAttachVolume sent
+}
+
+// New wires the controller to the factory's informers.
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory) *Controller {
+	events, stop := controller.NewEventRecorder(client, "attachdetach-controller", "")
+	c := &Controller{client: client, events: events, stopRecs: stop, queue: controller.NewQueue("attachdetach"),
+		reported: map[string]bool{}}
+	podInf := factory.Core().V1().Pods()
+	nodeInf := factory.Core().V1().Nodes()
+	pvcInf := factory.Core().V1().PersistentVolumeClaims()
+	pvInf := factory.Core().V1().PersistentVolumes()
+	drvInf := factory.Storage().V1().CSIDrivers()
+	vaInf := factory.Storage().V1().VolumeAttachments()
+	c.pods, c.nodes, c.claims, c.volumes = podInf.Lister(), nodeInf.Lister(), pvcInf.Lister(), pvInf.Lister()
+	c.drivers, c.vas = drvInf.Lister(), vaInf.Lister()
+
+	_, _ = podInf.Informer().AddEventHandler(c.handler(func(obj any) []string {
+		return []string{obj.(*corev1.Pod).Spec.NodeName}
+	}))
+	_, _ = nodeInf.Informer().AddEventHandler(c.handler(func(obj any) []string {
+		return []string{obj.(*corev1.Node).Name}
+	}))
+	_, _ = vaInf.Informer().AddEventHandler(c.handler(func(obj any) []string {
+		return []string{obj.(*storagev1.VolumeAttachment).Spec.NodeName}
+	}))
+	// A claim getting bound can make a pod's volume attachable anywhere.
+	allNodes := func(any) []string { return c.allNodeNames() }
+	_, _ = pvcInf.Informer().AddEventHandler(c.handler(allNodes))
+	_, _ = pvInf.Informer().AddEventHandler(c.handler(allNodes))
+	c.synced = []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, pvcInf.Informer().HasSynced,
+		pvInf.Informer().HasSynced, drvInf.Informer().HasSynced, vaInf.Informer().HasSynced}
+	return c
+}
+
+// handler enqueues the nodes an object concerns.
+func (c *Controller) handler(nodesOf func(any) []string) cache.ResourceEventHandlerFuncs {
+	enqueue := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		for _, n := range nodesOf(obj) {
+			if n != "" {
+				c.queue.Add(n)
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue}
+}
+
+func (c *Controller) allNodeNames() []string {
+	nodes, _ := c.nodes.List(labels.Everything())
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// Run reconciles until ctx is done.
+func (c *Controller) Run(ctx context.Context) {
+	defer c.stopRecs()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	controller.Run(ctx, "attachdetach", c.queue, 1, c.syncNode)
+}
+
+// wanted is one volume some pod on the node needs attached.
+type wanted struct {
+	pv     *corev1.PersistentVolume
+	driver string
+	pods   []*corev1.Pod
+}
+
+func (c *Controller) syncNode(ctx context.Context, nodeName string) error {
+	node, err := c.nodes.Get(nodeName)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if node.Annotations[AnnControllerManagedAttachDetach] != "true" {
+		return nil
+	}
+	desired, err := c.desiredAttachments(nodeName)
+	if err != nil {
+		return err
+	}
+	for name, w := range desired {
+		if err := c.attach(ctx, name, w, nodeName); err != nil {
+			return err
+		}
+	}
+	if err := c.detachUnneeded(ctx, node, desired); err != nil {
+		return err
+	}
+	return c.reportAttached(ctx, node)
+}
+
+// desiredAttachments maps VolumeAttachment names to the volumes that the
+// node's running pods need and whose driver requires attachment.
+func (c *Controller) desiredAttachments(nodeName string) (map[string]*wanted, error) {
+	pods, err := c.pods.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	desired := map[string]*wanted{}
+	for _, pod := range pods {
+		if pod.Spec.NodeName != nodeName || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		// A terminating pod keeps its volumes until the kubelet is done
+		// with them, which it reports through volumesInUse.
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil {
+				continue
+			}
+			pv := c.boundVolume(pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+			if pv == nil || pv.Spec.CSI == nil || !c.attachRequired(pv.Spec.CSI.Driver) {
+				continue
+			}
+			name := AttachmentName(pv.Name, pv.Spec.CSI.Driver, nodeName)
+			if desired[name] == nil {
+				desired[name] = &wanted{pv: pv, driver: pv.Spec.CSI.Driver}
+			}
+			desired[name].pods = append(desired[name].pods, pod)
+		}
+	}
+	return desired, nil
+}
+
+func (c *Controller) boundVolume(namespace, claimName string) *corev1.PersistentVolume {
+	claim, err := c.claims.PersistentVolumeClaims(namespace).Get(claimName)
+	if err != nil || claim.Spec.VolumeName == "" {
+		return nil
+	}
+	pv, err := c.volumes.Get(claim.Spec.VolumeName)
+	if err != nil {
+		return nil
+	}
+	return pv
+}
+
+// attachRequired follows the CSIDriver object; a driver without one is
+// attached, as in Kubernetes.
+func (c *Controller) attachRequired(driver string) bool {
+	d, err := c.drivers.Get(driver)
+	if err != nil || d.Spec.AttachRequired == nil {
+		return true
+	}
+	return *d.Spec.AttachRequired
+}
+
+func (c *Controller) attach(ctx context.Context, name string, w *wanted, nodeName string) error {
+	va, err := c.vas.Get(name)
+	if apierrors.IsNotFound(err) {
+		pvName := w.pv.Name
+		va = &storagev1.VolumeAttachment{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: storagev1.VolumeAttachmentSpec{
+				Attacher: w.driver,
+				NodeName: nodeName,
+				Source:   storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName},
+			},
+		}
+		_, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating VolumeAttachment %s: %w", name, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if va.Status.Attached && va.DeletionTimestamp == nil {
+		c.reportAttachSucceeded(w)
+	}
+	return nil
+}
+
+func (c *Controller) reportAttachSucceeded(w *wanted) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, pod := range w.pods {
+		key := string(pod.UID) + "/" + w.pv.Name
+		if !c.reported[key] {
+			c.reported[key] = true
+			c.events.Eventf(pod, corev1.EventTypeNormal, "SuccessfulAttachVolume", "AttachVolume.Attach succeeded for volume %q", w.pv.Name)
+		}
+	}
+}
+
+// detachUnneeded deletes the node's VolumeAttachments that no pod needs,
+// but only once the kubelet no longer lists the volume as in use.
+func (c *Controller) detachUnneeded(ctx context.Context, node *corev1.Node, desired map[string]*wanted) error {
+	vas, err := c.vas.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, va := range vas {
+		if va.Spec.NodeName != node.Name || desired[va.Name] != nil || va.DeletionTimestamp != nil {
+			continue
+		}
+		if c.inUse(node, va) {
+			continue // the node's status update will bring us back
+		}
+		err := c.client.StorageV1().VolumeAttachments().Delete(ctx, va.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting VolumeAttachment %s: %w", va.Name, err)
+		}
+	}
+	return nil
+}
+
+func (c *Controller) inUse(node *corev1.Node, va *storagev1.VolumeAttachment) bool {
+	if va.Spec.Source.PersistentVolumeName == nil {
+		return false
+	}
+	pv, err := c.volumes.Get(*va.Spec.Source.PersistentVolumeName)
+	if err != nil || pv.Spec.CSI == nil {
+		return false
+	}
+	return slices.Contains(node.Status.VolumesInUse, UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle))
+}
+
+// reportAttached writes node.status.volumesAttached from the node's
+// VolumeAttachments that the attacher marked attached.
+func (c *Controller) reportAttached(ctx context.Context, node *corev1.Node) error {
+	vas, err := c.vas.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	var attached []corev1.AttachedVolume
+	for _, va := range vas {
+		if va.Spec.NodeName != node.Name || !va.Status.Attached || va.Spec.Source.PersistentVolumeName == nil {
+			continue
+		}
+		pv, err := c.volumes.Get(*va.Spec.Source.PersistentVolumeName)
+		if err != nil || pv.Spec.CSI == nil {
+			continue
+		}
+		attached = append(attached, corev1.AttachedVolume{Name: UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)})
+	}
+	sort.Slice(attached, func(i, j int) bool { return attached[i].Name < attached[j].Name })
+	if slices.Equal(attached, node.Status.VolumesAttached) {
+		return nil
+	}
+	// A merge patch of this one field, so it never conflicts with the
+	// kubelet's own status updates.
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"volumesAttached": attached}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("updating volumesAttached of node %s: %w", node.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,322 @@
+// Package attacher is the simulated external-attacher sidecar: it turns
+// VolumeAttachments for its driver into ControllerPublishVolume and
+// ControllerUnpublishVolume calls and reports the result in their status.
+package attacher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/csiclient"
+)
+
+// FinalizerFor is the finalizer the attacher puts on VolumeAttachments and
+// PersistentVolumes: "external-attacher/" and the driver name with every
+// character outside [a-zA-Z0-9-] replaced by "-".
+func FinalizerFor(driver string) string {
+	return "external-attacher/" + unsafeChars.ReplaceAllString(driver, "-")
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
+
+// Config configures the attacher.
+type Config struct {
+	DriverName string
+	// Timeout bounds every CSI call, like the sidecar's --timeout (15 s).
+	Timeout time.Duration
+	Clock   clock.PassiveClock
+}
+
+// Attacher is one external-attacher for one driver.
+type Attacher struct {
+	cfg       Config
+	finalizer string
+	client    kubernetes.Interface
+	csi       csi.ControllerClient
+	vas       storagelisters.VolumeAttachmentLister
+	volumes   corelisters.PersistentVolumeLister
+	csiNodes  storagelisters.CSINodeLister
+	vaQ       controller.Queue
+	pvQ       controller.Queue
+	synced    []cache.InformerSynced
+}
+
+// New wires an attacher to the factory's informers and a CSI controller client.
+func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient) *Attacher {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 15 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	a := &Attacher{cfg: cfg, finalizer: FinalizerFor(cfg.DriverName), client: client, csi: ctrl,
+		vaQ: controller.NewQueue("attacher-va"), pvQ: controller.NewQueue("attacher-pv")}
+	vaInf := factory.Storage().V1().VolumeAttachments()
+	pvInf := factory.Core().V1().PersistentVolumes()
+	nodeInf := factory.Storage().V1().CSINodes()
+	a.vas, a.volumes, a.csiNodes = vaInf.Lister(), pvInf.Lister(), nodeInf.Lister()
+	_, _ = vaInf.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			va, ok := obj.(*storagev1.VolumeAttachment)
+			return ok && va.Spec.Attacher == cfg.DriverName
+		},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    a.enqueueVA,
+			UpdateFunc: func(_, obj any) { a.enqueueVA(obj) },
+			DeleteFunc: a.enqueueVA,
+		},
+	})
+	_, _ = pvInf.Informer().AddEventHandler(controller.EnqueueHandler(a.pvQ))
+	a.synced = []cache.InformerSynced{vaInf.Informer().HasSynced, pvInf.Informer().HasSynced, nodeInf.Informer().HasSynced}
+	return a
+}
+
+// enqueueVA queues the attachment and its volume, whose finalizer depends
+// on the attachments that refer to it.
+func (a *Attacher) enqueueVA(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	va := obj.(*storagev1.VolumeAttachment)
+	a.vaQ.Add(va.Name)
+	if pv := va.Spec.Source.PersistentVolumeName; pv != nil {
+		a.pvQ.Add(*pv)
+	}
+}
+
+// Run attaches and detaches until ctx is done.
+func (a *Attacher) Run(ctx context.Context) {
+	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
+		return
+	}
+	done := make(chan struct{})
+	go func() { controller.Run(ctx, "attacher-pv", a.pvQ, 1, a.syncVolume); close(done) }()
+	controller.Run(ctx, "attacher-va", a.vaQ, 1, a.syncAttachment)
+	<-done
+}
+
+func (a *Attacher) syncAttachment(ctx context.Context, name string) error {
+	va, err := a.vas.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if va.DeletionTimestamp != nil {
+		return a.detach(ctx, va)
+	}
+	if va.Status.Attached {
+		return nil
+	}
+	// The cache may not have seen our own last write yet; ask the API
+	// server before calling the driver again.
+	va, err = a.client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if va.Status.Attached || va.DeletionTimestamp != nil {
+		return nil
+	}
+	return a.attach(ctx, va)
+}
+
+func (a *Attacher) attach(ctx context.Context, va *storagev1.VolumeAttachment) error {
+	if !slices.Contains(va.Finalizers, a.finalizer) {
+		v := va.DeepCopy()
+		v.Finalizers = append(v.Finalizers, a.finalizer)
+		updated, err := a.client.StorageV1().VolumeAttachments().Update(ctx, v, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("adding finalizer to VolumeAttachment %s: %w", va.Name, err)
+		}
+		va = updated
+	}
+	pv, err := a.volumeOf(va)
+	if err != nil {
+		return a.attachFailed(ctx, va, err)
+	}
+	if err := a.protectVolume(ctx, pv); err != nil {
+		return err
+	}
+	nodeID, err := a.nodeID(va.Spec.NodeName)
+	if err != nil {
+		return a.attachFailed(ctx, va, err)
+	}
+	req := &csi.ControllerPublishVolumeRequest{
+		VolumeId:         pv.Spec.CSI.VolumeHandle,
+		NodeId:           nodeID,
+		VolumeCapability: csiclient.CapabilityOf(pv),
+		Readonly:         pv.Spec.CSI.ReadOnly,
+		VolumeContext:    pv.Spec.CSI.VolumeAttributes,
+	}
+	callCtx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	resp, err := a.csi.ControllerPublishVolume(callCtx, req)
+	cancel()
+	if err != nil {
+		return a.attachFailed(ctx, va, fmt.Errorf("rpc error: %w", err))
+	}
+	return a.patchStatus(ctx, va.Name, map[string]any{
+		"attached": true, "attachmentMetadata": resp.GetPublishContext(), "attachError": nil,
+	})
+}
+
+// attachFailed records the error in status.attachError and retries.
+func (a *Attacher) attachFailed(ctx context.Context, va *storagev1.VolumeAttachment, cause error) error {
+	if err := a.patchStatus(ctx, va.Name, map[string]any{"attachError": a.volumeError(cause)}); err != nil {
+		return err
+	}
+	return fmt.Errorf("attaching %s: %w", va.Name, cause)
+}
+
+func (a *Attacher) detach(ctx context.Context, va *storagev1.VolumeAttachment) error {
+	if !slices.Contains(va.Finalizers, a.finalizer) {
+		return nil
+	}
+	pv, err := a.volumeOf(va)
+	if err == nil {
+		nodeID, nerr := a.nodeID(va.Spec.NodeName)
+		if nerr != nil {
+			return a.detachFailed(ctx, va, nerr)
+		}
+		callCtx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+		_, err = a.csi.ControllerUnpublishVolume(callCtx, &csi.ControllerUnpublishVolumeRequest{
+			VolumeId: pv.Spec.CSI.VolumeHandle, NodeId: nodeID})
+		cancel()
+		if err != nil {
+			return a.detachFailed(ctx, va, fmt.Errorf("rpc error: %w", err))
+		}
+	}
+	if err := a.patchStatus(ctx, va.Name, map[string]any{"attached": false, "attachmentMetadata": nil, "detachError": nil}); err != nil {
+		return err
+	}
+	v, err := a.client.StorageV1().VolumeAttachments().Get(ctx, va.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	v.Finalizers = slices.DeleteFunc(v.Finalizers, func(f string) bool { return f == a.finalizer })
+	if _, err := a.client.StorageV1().VolumeAttachments().Update(ctx, v, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizer from VolumeAttachment %s: %w", va.Name, err)
+	}
+	return nil
+}
+
+func (a *Attacher) detachFailed(ctx context.Context, va *storagev1.VolumeAttachment, cause error) error {
+	if err := a.patchStatus(ctx, va.Name, map[string]any{"detachError": a.volumeError(cause)}); err != nil {
+		return err
+	}
+	return fmt.Errorf("detaching %s: %w", va.Name, cause)
+}
+
+func (a *Attacher) volumeError(err error) map[string]any {
+	return map[string]any{"time": metav1.NewTime(a.cfg.Clock.Now()).Rfc3339Copy(), "message": err.Error()}
+}
+
+func (a *Attacher) patchStatus(ctx context.Context, name string, status map[string]any) error {
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	_, err = a.client.StorageV1().VolumeAttachments().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("updating status of VolumeAttachment %s: %w", name, err)
+	}
+	return nil
+}
+
+func (a *Attacher) volumeOf(va *storagev1.VolumeAttachment) (*corev1.PersistentVolume, error) {
+	if va.Spec.Source.PersistentVolumeName == nil {
+		return nil, fmt.Errorf("VolumeAttachment %s has no persistentVolumeName (inline volumes are not supported yet)", va.Name)
+	}
+	pv, err := a.volumes.Get(*va.Spec.Source.PersistentVolumeName)
+	if err != nil {
+		return nil, fmt.Errorf("persistentvolume %q: %w", *va.Spec.Source.PersistentVolumeName, err)
+	}
+	if pv.Spec.CSI == nil {
+		return nil, fmt.Errorf("persistentvolume %q is not a CSI volume", pv.Name)
+	}
+	return pv, nil
+}
+
+// nodeID is the driver's ID for a node, from the node's CSINode object,
+// which the kubelet fills in when the driver registers.
+func (a *Attacher) nodeID(nodeName string) (string, error) {
+	n, err := a.csiNodes.Get(nodeName)
+	if err != nil {
+		return "", fmt.Errorf("CSINode %s: %w", nodeName, err)
+	}
+	for _, d := range n.Spec.Drivers {
+		if d.Name == a.cfg.DriverName {
+			return d.NodeID, nil
+		}
+	}
+	return "", fmt.Errorf("CSINode %s does not contain driver %s", nodeName, a.cfg.DriverName)
+}
+
+// protectVolume puts the attacher's finalizer on the PV while an
+// attachment may refer to it.
+func (a *Attacher) protectVolume(ctx context.Context, pv *corev1.PersistentVolume) error {
+	if slices.Contains(pv.Finalizers, a.finalizer) || pv.DeletionTimestamp != nil {
+		return nil
+	}
+	v := pv.DeepCopy()
+	v.Finalizers = append(v.Finalizers, a.finalizer)
+	if _, err := a.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("adding finalizer to PV %s: %w", pv.Name, err)
+	}
+	return nil
+}
+
+// syncVolume removes the attacher's finalizer from a PV that no
+// VolumeAttachment refers to any more.
+func (a *Attacher) syncVolume(ctx context.Context, name string) error {
+	pv, err := a.volumes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(pv.Finalizers, a.finalizer) {
+		return nil
+	}
+	vas, err := a.vas.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, va := range vas {
+		if src := va.Spec.Source.PersistentVolumeName; src != nil && *src == name {
+			return nil
+		}
+	}
+	v := pv.DeepCopy()
+	v.Finalizers = slices.DeleteFunc(v.Finalizers, func(f string) bool { return f == a.finalizer })
+	if _, err := a.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizer from PV %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+// Package controller holds the loop every simulated controller shares, in
+// the shape of k8s.io/sample-controller: informer handlers enqueue keys,
+// workers take a key at a time and call the controller's sync function.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// Queue is a rate-limited work queue of object keys.
+type Queue = workqueue.TypedRateLimitingInterface[string]
+
+// NewQueue returns a queue with client-go's default controller rate limiter
+// (per-item exponential backoff from 5 ms, plus an overall bucket).
+func NewQueue(name string) Queue {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
+}
+
+// EnqueueHandler returns informer handlers that add the key of every added,
+// updated or deleted object to q.
+func EnqueueHandler(q Queue) cache.ResourceEventHandlerFuncs {
+	add := func(obj any) {
+		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		if err != nil {
+			runtime.HandleError(err)
+			return
+		}
+		q.Add(key)
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    add,
+		UpdateFunc: func(_, obj any) { add(obj) },
+		DeleteFunc: add,
+	}
+}
+
+// Sync handles one key. An error retries the key with backoff; a
+// RequeueAfter error retries it after the given delay without counting as
+// a failure.
+type Sync func(ctx context.Context, key string) error
+
+// RequeueAfter asks for the key to be processed again after a delay: the
+// object is waiting for something another component will do.
+type RequeueAfter time.Duration
+
+func (r RequeueAfter) Error() string { return fmt.Sprintf("requeue after %s", time.Duration(r)) }
+
+// Run processes q with workers goroutines until ctx is done, then shuts q
+// down. It returns once the workers have stopped.
+func Run(ctx context.Context, name string, q Queue, workers int, sync Sync) {
+	defer q.ShutDown()
+	done := make(chan struct{})
+	for i := 0; i < workers; i++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for processNext(ctx, name, q, sync) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	q.ShutDown()
+	for i := 0; i < workers; i++ {
+		<-done
+	}
+}
+
+func processNext(ctx context.Context, name string, q Queue, sync Sync) bool {
+	key, shutdown := q.Get()
+	if shutdown {
+		return false
+	}
+	defer q.Done(key)
+	err := sync(ctx, key)
+	var again RequeueAfter
+	switch {
+	case err == nil:
+		q.Forget(key)
+	case asRequeue(err, &again):
+		q.Forget(key)
+		q.AddAfter(key, time.Duration(again))
+	case ctx.Err() != nil:
+		// Shutting down: the error is a consequence, not news.
+	default:
+		klog.FromContext(ctx).V(2).Info("sync failed, retrying", "controller", name, "key", key, "err", err)
+		q.AddRateLimited(key)
+	}
+	return true
+}
+
+func asRequeue(err error, out *RequeueAfter) bool {
+	r, ok := err.(RequeueAfter)
+	if ok {
+		*out = r
+	}
+	return ok
+}

@@ -1,0 +1,91 @@
+// Package csiclient connects simulated components to CSI drivers over gRPC
+// on unix sockets, recording every call in the run's timeline.
+package csiclient
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"k8s.io/utils/clock"
+
+	"github.com/csisim/csisim/trace"
+)
+
+// Conn is a connection to one CSI driver endpoint with typed clients for
+// its three services.
+type Conn struct {
+	conn       *grpc.ClientConn
+	Identity   csi.IdentityClient
+	Controller csi.ControllerClient
+	Node       csi.NodeClient
+}
+
+// Dial connects to endpoint ("unix:///path/csi.sock") as actor; every call
+// is added to rec (if not nil) when it completes.
+func Dial(endpoint, actor string, rec *trace.Recorder, clk clock.PassiveClock) (*Conn, error) {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	cc, err := grpc.NewClient(endpoint,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(recordCalls(actor, rec, clk)))
+	if err != nil {
+		return nil, fmt.Errorf("connecting to CSI driver at %s: %w", endpoint, err)
+	}
+	return &Conn{
+		conn:       cc,
+		Identity:   csi.NewIdentityClient(cc),
+		Controller: csi.NewControllerClient(cc),
+		Node:       csi.NewNodeClient(cc),
+	}, nil
+}
+
+// Close closes the connection.
+func (c *Conn) Close() error { return c.conn.Close() }
+
+// volumeIDer is what the CSI requests that concern one volume have in common.
+type volumeIDer interface{ GetVolumeId() string }
+
+// recordCalls returns an interceptor that adds one CSI entry per call:
+// method, volume, result code and duration.
+func recordCalls(actor string, rec *trace.Recorder, clk clock.PassiveClock) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		start := clk.Now()
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if rec == nil {
+			return err
+		}
+		e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: path.Base(method), Object: VolumeOf(req, reply)}
+		took := clk.Since(start).Round(time.Microsecond)
+		if err != nil {
+			st, _ := status.FromError(err)
+			e.Detail = fmt.Sprintf("%s after %s", st.Code(), took)
+			e.Err = st.Message()
+		} else {
+			e.Detail = "OK " + took.String()
+		}
+		rec.Add(e)
+		return err
+	}
+}
+
+// VolumeOf names the volume a call concerns: the request's volume ID, or for
+// CreateVolume the name asked for and the ID returned.
+func VolumeOf(req, reply any) string {
+	switch r := req.(type) {
+	case *csi.CreateVolumeRequest:
+		if resp, ok := reply.(*csi.CreateVolumeResponse); ok && resp.GetVolume().GetVolumeId() != "" {
+			return r.GetName() + " -> " + resp.GetVolume().GetVolumeId()
+		}
+		return r.GetName()
+	case volumeIDer:
+		return r.GetVolumeId()
+	}
+	return ""
+}

@@ -1,0 +1,641 @@
+// Package kubelet is a simulated kubelet for one node: it registers the
+// Node and its CSI driver (as node-driver-registrar and the plugin watcher
+// do), and runs the volume manager for the pods bound to the node — wait
+// for attachment, NodeStageVolume, NodePublishVolume, then the pod Runs; on
+// deletion NodeUnpublishVolume, NodeUnstageVolume, then the pod goes. There
+// are no containers: a pod is Running once its volumes are mounted.
+package kubelet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/moby/sys/mountinfo"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/csisim/csisim/sim/attachdetach"
+	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/csiclient"
+)
+
+// Version is the kubelet version the Node reports.
+const Version = "v1.37.2"
+
+// waitRetry is how soon a pod whose volumes are not ready is tried again.
+const waitRetry = 50 * time.Millisecond
+
+// Config configures one kubelet.
+type Config struct {
+	NodeName   string
+	DriverName string
+	// Dir is the kubelet's root directory (the real one is /var/lib/kubelet).
+	Dir string
+	// Timeout bounds every CSI call (the real kubelet uses 2 minutes).
+	Timeout time.Duration
+	Clock   clock.PassiveClock
+}
+
+// Kubelet is one simulated node agent.
+type Kubelet struct {
+	cfg      Config
+	client   kubernetes.Interface
+	csi      csi.NodeClient
+	events   record.EventRecorder
+	stopRecs func()
+
+	pods    corelisters.PodLister
+	claims  corelisters.PersistentVolumeClaimLister
+	volumes corelisters.PersistentVolumeLister
+	nodes   corelisters.NodeLister
+	drivers storagelisters.CSIDriverLister
+	vas     storagelisters.VolumeAttachmentLister
+	queue   controller.Queue
+	synced  []cache.InformerSynced
+
+	mu     sync.Mutex
+	actual actualState
+	inUse  []corev1.UniqueVolumeName // last volumesInUse reported
+}
+
+// actualState is what is mounted on the node: the volume manager's
+// "actual state of world".
+type actualState struct {
+	staged  map[corev1.UniqueVolumeName]string      // → staging path
+	mounted map[types.UID]map[string]mountedVolume  // pod UID → PV name → mount
+	podKeys map[string]types.UID                    // namespace/name → UID, to tear down pods that vanished
+	wanted  map[types.UID][]corev1.UniqueVolumeName // volumes pods are being set up with
+}
+
+type mountedVolume struct {
+	unique  corev1.UniqueVolumeName
+	handle  string
+	target  string
+	staging string
+}
+
+// New wires a kubelet to informers: podFactory must list only this node's
+// pods (field selector spec.nodeName), factory everything else.
+func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.SharedInformerFactory, node csi.NodeClient) *Kubelet {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 2 * time.Minute
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	events, stop := controller.NewEventRecorder(client, "kubelet", cfg.NodeName)
+	k := &Kubelet{cfg: cfg, client: client, csi: node, events: events, stopRecs: stop,
+		queue: controller.NewQueue("kubelet-" + cfg.NodeName),
+		actual: actualState{
+			staged:  map[corev1.UniqueVolumeName]string{},
+			mounted: map[types.UID]map[string]mountedVolume{},
+			podKeys: map[string]types.UID{},
+			wanted:  map[types.UID][]corev1.UniqueVolumeName{},
+		}}
+	podInf := podFactory.Core().V1().Pods()
+	k.pods = podInf.Lister()
+	_, _ = podInf.Informer().AddEventHandler(controller.EnqueueHandler(k.queue))
+	pvcInf, pvInf := factory.Core().V1().PersistentVolumeClaims(), factory.Core().V1().PersistentVolumes()
+	nodeInf, drvInf, vaInf := factory.Core().V1().Nodes(), factory.Storage().V1().CSIDrivers(), factory.Storage().V1().VolumeAttachments()
+	k.claims, k.volumes, k.nodes, k.drivers, k.vas = pvcInf.Lister(), pvInf.Lister(), nodeInf.Lister(), drvInf.Lister(), vaInf.Lister()
+	// Anything a waiting pod may be waiting for wakes the node's pods.
+	wake := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { k.enqueuePending() },
+		UpdateFunc: func(any, any) { k.enqueuePending() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{pvcInf.Informer(), pvInf.Informer(), nodeInf.Informer(), vaInf.Informer()} {
+		_, _ = inf.AddEventHandler(wake)
+	}
+	k.synced = []cache.InformerSynced{podInf.Informer().HasSynced, pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced,
+		nodeInf.Informer().HasSynced, drvInf.Informer().HasSynced, vaInf.Informer().HasSynced}
+	return k
+}
+
+// enqueuePending queues this node's pods that are not yet running.
+func (k *Kubelet) enqueuePending() {
+	pods, _ := k.pods.List(labels.Everything())
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodPending || p.DeletionTimestamp != nil {
+			k.queue.Add(p.Namespace + "/" + p.Name)
+		}
+	}
+}
+
+// Register creates the Node and its CSINode and registers the node plugin:
+// NodeGetInfo gives the driver's node ID, topology and volume limit.
+func (k *Kubelet) Register(ctx context.Context, identity csi.IdentityClient) error {
+	if err := k.registerNode(ctx); err != nil {
+		return err
+	}
+	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	defer cancel()
+	info, err := identity.GetPluginInfo(callCtx, &csi.GetPluginInfoRequest{})
+	if err != nil {
+		return fmt.Errorf("node %s: registering CSI plugin: GetPluginInfo: %w", k.cfg.NodeName, err)
+	}
+	if info.GetName() != k.cfg.DriverName {
+		return fmt.Errorf("node %s: the node plugin says its name is %q, expected %q", k.cfg.NodeName, info.GetName(), k.cfg.DriverName)
+	}
+	nodeInfo, err := k.csi.NodeGetInfo(callCtx, &csi.NodeGetInfoRequest{})
+	if err != nil {
+		return fmt.Errorf("node %s: registering CSI plugin %s: NodeGetInfo: %w", k.cfg.NodeName, info.GetName(), err)
+	}
+	return k.registerDriver(ctx, nodeInfo)
+}
+
+func (k *Kubelet) registerNode(ctx context.Context) error {
+	now := metav1.NewTime(k.cfg.Clock.Now()).Rfc3339Copy()
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: k.cfg.NodeName,
+			Labels: map[string]string{
+				corev1.LabelHostname: k.cfg.NodeName, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
+			},
+			Annotations: map[string]string{attachdetach.AnnControllerManagedAttachDetach: "true"},
+		},
+		Status: corev1.NodeStatus{
+			Capacity:    nodeResources(),
+			Allocatable: nodeResources(),
+			Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
+			}},
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: Version, OperatingSystem: "linux", Architecture: "amd64",
+				ContainerRuntimeVersion: "csisim://none"},
+		},
+	}
+	if _, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("registering node %s: %w", k.cfg.NodeName, err)
+	}
+	return nil
+}
+
+func nodeResources() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("2"),
+		corev1.ResourceMemory: resource.MustParse("8Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+}
+
+// registerDriver records the driver in the node's CSINode (owned by the
+// Node), its node ID in the csi.volume.kubernetes.io/nodeid annotation and
+// its topology as node labels.
+func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoResponse) error {
+	node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("node %s: %w", k.cfg.NodeName, err)
+	}
+	var topologyKeys []string
+	for key := range info.GetAccessibleTopology().GetSegments() {
+		topologyKeys = append(topologyKeys, key)
+	}
+	sort.Strings(topologyKeys)
+	drv := storagev1.CSINodeDriver{Name: k.cfg.DriverName, NodeID: info.GetNodeId(), TopologyKeys: topologyKeys}
+	if n := info.GetMaxVolumesPerNode(); n > 0 {
+		count := int32(n)
+		drv.Allocatable = &storagev1.VolumeNodeResources{Count: &count}
+	}
+	csiNode := &storagev1.CSINode{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            k.cfg.NodeName,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}},
+		},
+		Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{drv}},
+	}
+	if _, err := k.client.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("node %s: creating CSINode: %w", k.cfg.NodeName, err)
+	}
+	ids, _ := json.Marshal(map[string]string{k.cfg.DriverName: info.GetNodeId()})
+	n := node.DeepCopy()
+	n.Annotations["csi.volume.kubernetes.io/nodeid"] = string(ids)
+	for key, v := range info.GetAccessibleTopology().GetSegments() {
+		n.Labels[key] = v
+	}
+	if _, err := k.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("node %s: recording driver %s: %w", k.cfg.NodeName, k.cfg.DriverName, err)
+	}
+	return nil
+}
+
+// Run runs the volume manager until ctx is done.
+func (k *Kubelet) Run(ctx context.Context) {
+	defer k.stopRecs()
+	if !cache.WaitForCacheSync(ctx.Done(), k.synced...) {
+		return
+	}
+	controller.Run(ctx, "kubelet-"+k.cfg.NodeName, k.queue, 1, k.syncPod)
+}
+
+func (k *Kubelet) syncPod(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	pod, err := k.pods.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		// Force-deleted, or gone while we were not looking: clean up.
+		k.mu.Lock()
+		uid, known := k.actual.podKeys[key]
+		k.mu.Unlock()
+		if known {
+			return k.tearDown(ctx, uid, key)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	if old, ok := k.actual.podKeys[key]; ok && old != pod.UID {
+		k.mu.Unlock()
+		if err := k.tearDown(ctx, old, key); err != nil {
+			return err
+		}
+		k.mu.Lock()
+	}
+	k.actual.podKeys[key] = pod.UID
+	k.mu.Unlock()
+
+	if pod.DeletionTimestamp != nil {
+		if err := k.tearDown(ctx, pod.UID, key); err != nil {
+			return err
+		}
+		// Containers are stopped and volumes cleaned up: the pod may go.
+		zero := int64(0)
+		err := k.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{
+			GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting pod %s: %w", key, err)
+		}
+		return nil
+	}
+	if pod.Status.Phase != corev1.PodPending {
+		return nil
+	}
+	if err := k.setUp(ctx, pod); err != nil {
+		return err
+	}
+	return k.markRunning(ctx, pod)
+}
+
+// volumeToMount is one CSI volume of a pod, resolved through its claim.
+type volumeToMount struct {
+	pv     *corev1.PersistentVolume
+	unique corev1.UniqueVolumeName
+}
+
+// resolveVolumes finds each PVC volume's PV. A claim that is not bound yet
+// makes the pod wait.
+func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
+	var out []volumeToMount
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		claim, err := k.claims.PersistentVolumeClaims(pod.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
+		if err != nil || claim.Spec.VolumeName == "" || claim.Status.Phase != corev1.ClaimBound {
+			return nil, controller.RequeueAfter(waitRetry)
+		}
+		pv, err := k.volumes.Get(claim.Spec.VolumeName)
+		if err != nil {
+			return nil, controller.RequeueAfter(waitRetry)
+		}
+		if pv.Spec.CSI == nil {
+			return nil, fmt.Errorf("volume %s of pod %s/%s is not a CSI volume", pv.Name, pod.Namespace, pod.Name)
+		}
+		if pv.Spec.CSI.Driver != k.cfg.DriverName {
+			k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount",
+				"MountVolume.MountDevice failed for volume %q : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name %s not found in the list of registered CSI drivers",
+				pv.Name, pv.Spec.CSI.Driver)
+			return nil, controller.RequeueAfter(time.Second)
+		}
+		out = append(out, volumeToMount{pv: pv, unique: attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)})
+	}
+	return out, nil
+}
+
+func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod) error {
+	vols, err := k.resolveVolumes(pod)
+	if err != nil {
+		return err
+	}
+	var uniques []corev1.UniqueVolumeName
+	for _, v := range vols {
+		uniques = append(uniques, v.unique)
+	}
+	k.mu.Lock()
+	k.actual.wanted[pod.UID] = uniques
+	k.mu.Unlock()
+	// Report the volumes in use before mounting, so the attach/detach
+	// controller never detaches what we are about to mount.
+	if err := k.reportVolumesInUse(ctx); err != nil {
+		return err
+	}
+	for _, v := range vols {
+		if err := k.mountVolume(ctx, pod, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v volumeToMount) error {
+	k.mu.Lock()
+	_, done := k.actual.mounted[pod.UID][v.pv.Name]
+	k.mu.Unlock()
+	if done {
+		return nil
+	}
+	publishContext, err := k.waitForAttach(v)
+	if err != nil {
+		return err
+	}
+	src := v.pv.Spec.CSI
+	capability := csiclient.CapabilityOf(v.pv)
+	staging, err := k.stage(ctx, pod, v, publishContext, capability)
+	if err != nil {
+		return err
+	}
+	target := filepath.Join(k.cfg.Dir, "pods", string(pod.UID), "volumes", "kubernetes.io~csi", v.pv.Name, "mount")
+	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+		return fmt.Errorf("creating pod volume dir: %w", err)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	_, err = k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
+		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
+		VolumeCapability: capability, Readonly: src.ReadOnly, VolumeContext: src.VolumeAttributes,
+	})
+	cancel()
+	if err != nil {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q : rpc error: %v", v.pv.Name, err)
+		return fmt.Errorf("NodePublishVolume %s for pod %s: %w", v.pv.Name, pod.Name, err)
+	}
+	// The driver said yes; the mount must also be visible here, in the
+	// kubelet's mount namespace, or the container would see an empty dir.
+	if mounted, err := mountinfo.Mounted(target); err != nil || !mounted {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount",
+			"MountVolume.SetUp failed for volume %q : the driver reported success but %s is not a mount point in the kubelet's mount namespace", v.pv.Name, target)
+		return fmt.Errorf("volume %s of pod %s: target %s is not mounted", v.pv.Name, pod.Name, target)
+	}
+	k.mu.Lock()
+	if k.actual.mounted[pod.UID] == nil {
+		k.actual.mounted[pod.UID] = map[string]mountedVolume{}
+	}
+	k.actual.mounted[pod.UID][v.pv.Name] = mountedVolume{unique: v.unique, handle: src.VolumeHandle, target: target, staging: staging}
+	k.mu.Unlock()
+	return nil
+}
+
+// waitForAttach returns the publish context of an attached volume, or asks
+// to be retried: the volume must be in node.status.volumesAttached and its
+// VolumeAttachment must say attached, as the real kubelet checks.
+func (k *Kubelet) waitForAttach(v volumeToMount) (map[string]string, error) {
+	drv, err := k.drivers.Get(v.pv.Spec.CSI.Driver)
+	if err == nil && drv.Spec.AttachRequired != nil && !*drv.Spec.AttachRequired {
+		return nil, nil
+	}
+	node, err := k.nodes.Get(k.cfg.NodeName)
+	if err != nil {
+		return nil, controller.RequeueAfter(waitRetry)
+	}
+	listed := slices.ContainsFunc(node.Status.VolumesAttached, func(a corev1.AttachedVolume) bool { return a.Name == v.unique })
+	if !listed {
+		return nil, controller.RequeueAfter(waitRetry)
+	}
+	va, err := k.vas.Get(attachdetach.AttachmentName(v.pv.Name, v.pv.Spec.CSI.Driver, k.cfg.NodeName))
+	if err != nil || !va.Status.Attached {
+		return nil, controller.RequeueAfter(waitRetry)
+	}
+	return va.Status.AttachmentMetadata, nil
+}
+
+// stage makes the volume available at its node-wide staging path once,
+// when the driver has STAGE_UNSTAGE_VOLUME, and returns that path.
+func (k *Kubelet) stage(ctx context.Context, pod *corev1.Pod, v volumeToMount, publishContext map[string]string, capability *csi.VolumeCapability) (string, error) {
+	src := v.pv.Spec.CSI
+	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	defer cancel()
+	caps, err := k.csi.NodeGetCapabilities(callCtx, &csi.NodeGetCapabilitiesRequest{})
+	if err != nil {
+		return "", fmt.Errorf("NodeGetCapabilities: %w", err)
+	}
+	if !hasCapability(caps, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) {
+		return "", nil
+	}
+	k.mu.Lock()
+	staging, staged := k.actual.staged[v.unique]
+	k.mu.Unlock()
+	if staged {
+		return staging, nil
+	}
+	staging = StagingPath(k.cfg.Dir, src.Driver, src.VolumeHandle)
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return "", fmt.Errorf("creating staging dir: %w", err)
+	}
+	_, err = k.csi.NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
+		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging,
+		VolumeCapability: capability, VolumeContext: src.VolumeAttributes,
+	})
+	if err != nil {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.MountDevice failed for volume %q : rpc error: %v", v.pv.Name, err)
+		return "", fmt.Errorf("NodeStageVolume %s: %w", v.pv.Name, err)
+	}
+	k.mu.Lock()
+	k.actual.staged[v.unique] = staging
+	k.mu.Unlock()
+	return staging, nil
+}
+
+// StagingPath is where the kubelet stages a CSI volume:
+// <kubelet dir>/plugins/kubernetes.io/csi/<driver>/<sha256(volume handle)>/globalmount.
+func StagingPath(kubeletDir, driver, volumeHandle string) string {
+	return filepath.Join(kubeletDir, "plugins", "kubernetes.io", "csi", driver,
+		fmt.Sprintf("%x", sha256.Sum256([]byte(volumeHandle))), "globalmount")
+}
+
+// tearDown unpublishes a pod's volumes, then unstages those no other pod
+// on the node still uses, and reports the change in volumesInUse.
+func (k *Kubelet) tearDown(ctx context.Context, uid types.UID, key string) error {
+	k.mu.Lock()
+	mounts := k.actual.mounted[uid]
+	names := make([]string, 0, len(mounts))
+	for n := range mounts {
+		names = append(names, n)
+	}
+	k.mu.Unlock()
+	sort.Strings(names)
+	for _, n := range names {
+		m := mounts[n]
+		callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+		_, err := k.csi.NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("NodeUnpublishVolume %s: %w", n, err)
+		}
+		k.mu.Lock()
+		delete(k.actual.mounted[uid], n)
+		k.mu.Unlock()
+	}
+	if err := os.RemoveAll(filepath.Join(k.cfg.Dir, "pods", string(uid))); err != nil {
+		return fmt.Errorf("removing pod dir: %w", err)
+	}
+	k.mu.Lock()
+	delete(k.actual.mounted, uid)
+	delete(k.actual.wanted, uid)
+	if k.actual.podKeys[key] == uid {
+		delete(k.actual.podKeys, key)
+	}
+	k.mu.Unlock()
+	if err := k.unstageUnused(ctx); err != nil {
+		return err
+	}
+	return k.reportVolumesInUse(ctx)
+}
+
+func (k *Kubelet) unstageUnused(ctx context.Context) error {
+	k.mu.Lock()
+	used := map[corev1.UniqueVolumeName]bool{}
+	for _, vols := range k.actual.mounted {
+		for _, m := range vols {
+			used[m.unique] = true
+		}
+	}
+	var unused []corev1.UniqueVolumeName
+	for u := range k.actual.staged {
+		if !used[u] {
+			unused = append(unused, u)
+		}
+	}
+	k.mu.Unlock()
+	slices.Sort(unused)
+	for _, u := range unused {
+		k.mu.Lock()
+		staging := k.actual.staged[u]
+		k.mu.Unlock()
+		handle := handleOf(u)
+		callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+		_, err := k.csi.NodeUnstageVolume(callCtx, &csi.NodeUnstageVolumeRequest{VolumeId: handle, StagingTargetPath: staging})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("NodeUnstageVolume %s: %w", handle, err)
+		}
+		_ = os.RemoveAll(filepath.Dir(staging))
+		k.mu.Lock()
+		delete(k.actual.staged, u)
+		k.mu.Unlock()
+	}
+	return nil
+}
+
+// handleOf takes the volume handle out of a unique name "kubernetes.io/csi/<driver>^<handle>".
+func handleOf(u corev1.UniqueVolumeName) string {
+	s := string(u)
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '^' {
+			return s[i+1:]
+		}
+	}
+	return s
+}
+
+// reportVolumesInUse writes node.status.volumesInUse: every volume a pod
+// here is set up with or that is still staged.
+func (k *Kubelet) reportVolumesInUse(ctx context.Context) error {
+	k.mu.Lock()
+	set := map[corev1.UniqueVolumeName]bool{}
+	for _, vols := range k.actual.wanted {
+		for _, u := range vols {
+			set[u] = true
+		}
+	}
+	for u := range k.actual.staged {
+		set[u] = true
+	}
+	inUse := make([]corev1.UniqueVolumeName, 0, len(set))
+	for u := range set {
+		inUse = append(inUse, u)
+	}
+	slices.Sort(inUse)
+	unchanged := slices.Equal(inUse, k.inUse)
+	k.mu.Unlock()
+	if unchanged {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"volumesInUse": inUse}})
+	if err != nil {
+		return err
+	}
+	if _, err := k.client.CoreV1().Nodes().Patch(ctx, k.cfg.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("reporting volumesInUse of node %s: %w", k.cfg.NodeName, err)
+	}
+	k.mu.Lock()
+	k.inUse = inUse
+	k.mu.Unlock()
+	return nil
+}
+
+// markRunning reports the pod Running with its conditions and container
+// statuses, as the kubelet's status manager does once containers start.
+func (k *Kubelet) markRunning(ctx context.Context, pod *corev1.Pod) error {
+	now := metav1.NewTime(k.cfg.Clock.Now()).Rfc3339Copy()
+	p := pod.DeepCopy()
+	p.Status.Phase = corev1.PodRunning
+	p.Status.HostIP = "127.0.0.1"
+	p.Status.StartTime = &now
+	for _, t := range []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+		setCondition(&p.Status, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	p.Status.ContainerStatuses = nil
+	for _, c := range pod.Spec.Containers {
+		started := true
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: true, Started: &started,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+		})
+	}
+	if _, err := k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("reporting pod %s/%s Running: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+func setCondition(s *corev1.PodStatus, c corev1.PodCondition) {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == c.Type {
+			s.Conditions[i] = c
+			return
+		}
+	}
+	s.Conditions = append(s.Conditions, c)
+}
+
+func hasCapability(resp *csi.NodeGetCapabilitiesResponse, want csi.NodeServiceCapability_RPC_Type) bool {
+	for _, c := range resp.GetCapabilities() {
+		if c.GetRpc().GetType() == want {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,304 @@
+// Package provisioner is the simulated external-provisioner sidecar: it
+// creates a volume with CreateVolume for every claim handed to its driver
+// and a PersistentVolume for it, and deletes both when a volume it made is
+// Released with reclaim policy Delete.
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/pvcontroller"
+)
+
+// Names the real external-provisioner writes.
+const (
+	AnnProvisionedBy                 = "pv.kubernetes.io/provisioned-by"
+	AnnDeletionSecretName            = "volume.kubernetes.io/provisioner-deletion-secret-name"
+	AnnDeletionSecretNamespace       = "volume.kubernetes.io/provisioner-deletion-secret-namespace"
+	Finalizer                        = "external-provisioner.volume.kubernetes.io/finalizer"
+	provisionerIdentityKey           = "storage.kubernetes.io/csiProvisionerIdentity"
+	csiParameterPrefix               = "csi.storage.k8s.io/"
+	defaultCapacity            int64 = 1 << 30
+)
+
+// Config configures the provisioner.
+type Config struct {
+	DriverName string
+	// Timeout bounds every CSI call, like the sidecar's --timeout (15 s).
+	Timeout time.Duration
+}
+
+// Provisioner is one external-provisioner for one driver.
+type Provisioner struct {
+	cfg      Config
+	client   kubernetes.Interface
+	csi      csi.ControllerClient
+	events   record.EventRecorder
+	stopRecs func()
+	identity string
+	claims   corelisters.PersistentVolumeClaimLister
+	volumes  corelisters.PersistentVolumeLister
+	classes  storagelisters.StorageClassLister
+	vas      storagelisters.VolumeAttachmentLister
+	claimQ   controller.Queue
+	volumeQ  controller.Queue
+	synced   []cache.InformerSynced
+}
+
+// New wires a provisioner to the factory's informers and a CSI controller
+// client.
+func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, now time.Time) *Provisioner {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 15 * time.Second
+	}
+	events, stop := controller.NewEventRecorder(client, cfg.DriverName+"_csisim", "")
+	p := &Provisioner{
+		cfg: cfg, client: client, csi: ctrl, events: events, stopRecs: stop,
+		// The sidecar's identity: start time, a number and the driver name.
+		identity: fmt.Sprintf("%d-%d-%s", now.UnixMilli(), 1, cfg.DriverName),
+		claimQ:   controller.NewQueue("provisioner-claims"),
+		volumeQ:  controller.NewQueue("provisioner-volumes"),
+	}
+	pvcInf := factory.Core().V1().PersistentVolumeClaims()
+	pvInf := factory.Core().V1().PersistentVolumes()
+	scInf := factory.Storage().V1().StorageClasses()
+	vaInf := factory.Storage().V1().VolumeAttachments()
+	p.claims, p.volumes, p.classes, p.vas = pvcInf.Lister(), pvInf.Lister(), scInf.Lister(), vaInf.Lister()
+	_, _ = pvcInf.Informer().AddEventHandler(controller.EnqueueHandler(p.claimQ))
+	_, _ = pvInf.Informer().AddEventHandler(controller.EnqueueHandler(p.volumeQ))
+	// A volume waiting to be deleted waits for its attachments to go.
+	_, _ = vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if pv := obj.(*storagev1.VolumeAttachment).Spec.Source.PersistentVolumeName; pv != nil {
+			p.volumeQ.Add(*pv)
+		}
+	}})
+	p.synced = []cache.InformerSynced{pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced, scInf.Informer().HasSynced,
+		vaInf.Informer().HasSynced}
+	return p
+}
+
+// Run provisions and deletes until ctx is done.
+func (p *Provisioner) Run(ctx context.Context) {
+	defer p.stopRecs()
+	if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
+		return
+	}
+	done := make(chan struct{})
+	go func() { controller.Run(ctx, "provisioner-claims", p.claimQ, 1, p.syncClaim); close(done) }()
+	controller.Run(ctx, "provisioner-volumes", p.volumeQ, 1, p.syncVolume)
+	<-done
+}
+
+func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	claim, err := p.claims.PersistentVolumeClaims(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !p.shouldProvision(claim) {
+		return nil
+	}
+	pvName := "pvc-" + string(claim.UID)
+	if _, err := p.volumes.Get(pvName); err == nil {
+		return nil // provisioned already; the PV controller binds it
+	}
+	// The cache may lag behind our own last write; ask the API server.
+	if _, err := p.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{}); err == nil {
+		return nil
+	}
+	className := *claim.Spec.StorageClassName
+	class, err := p.classes.Get(className)
+	if err != nil {
+		return fmt.Errorf("getting storage class %s: %w", className, err)
+	}
+	p.events.Eventf(claim, corev1.EventTypeNormal, "Provisioning", "External provisioner is provisioning volume for claim %q", ns+"/"+name)
+
+	req := &csi.CreateVolumeRequest{
+		Name:               pvName,
+		Parameters:         driverParameters(class.Parameters),
+		VolumeCapabilities: capabilities(claim.Spec.AccessModes, claim.Spec.VolumeMode, class.Parameters[csiParameterPrefix+"fstype"], class.MountOptions),
+		CapacityRange:      &csi.CapacityRange{RequiredBytes: requestedBytes(claim)},
+	}
+	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	resp, err := p.csi.CreateVolume(callCtx, req)
+	cancel()
+	if err != nil {
+		p.events.Eventf(claim, corev1.EventTypeWarning, "ProvisioningFailed",
+			"failed to provision volume with StorageClass %q: rpc error: %v", className, err)
+		return fmt.Errorf("CreateVolume for claim %s: %w", key, err)
+	}
+	pv := p.volumeFor(claim, class.ReclaimPolicy, class.MountOptions, resp.GetVolume())
+	if _, err := p.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating PersistentVolume %s: %w", pvName, err)
+	}
+	p.events.Eventf(claim, corev1.EventTypeNormal, "ProvisioningSucceeded", "Successfully provisioned volume %s", pvName)
+	return nil
+}
+
+// shouldProvision: the claim is handed to this driver, unbound, not being
+// deleted, and of a storage class (WaitForFirstConsumer is sim part 1).
+func (p *Provisioner) shouldProvision(claim *corev1.PersistentVolumeClaim) bool {
+	if claim.Spec.VolumeName != "" || claim.DeletionTimestamp != nil || claim.Spec.StorageClassName == nil {
+		return false
+	}
+	return claim.Annotations[pvcontroller.AnnStorageProvisioner] == p.cfg.DriverName ||
+		claim.Annotations[pvcontroller.AnnBetaStorageProvisioner] == p.cfg.DriverName
+}
+
+func (p *Provisioner) volumeFor(claim *corev1.PersistentVolumeClaim, reclaim *corev1.PersistentVolumeReclaimPolicy,
+	mountOptions []string, vol *csi.Volume) *corev1.PersistentVolume {
+	capacity := vol.GetCapacityBytes()
+	if capacity == 0 {
+		capacity = requestedBytes(claim)
+	}
+	attrs := map[string]string{provisionerIdentityKey: p.identity}
+	for k, v := range vol.GetVolumeContext() {
+		attrs[k] = v
+	}
+	policy := corev1.PersistentVolumeReclaimDelete
+	if reclaim != nil {
+		policy = *reclaim
+	}
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "pvc-" + string(claim.UID),
+			Annotations: map[string]string{
+				AnnProvisionedBy:           p.cfg.DriverName,
+				AnnDeletionSecretName:      "",
+				AnnDeletionSecretNamespace: "",
+			},
+			Finalizers: []string{Finalizer},
+		},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:    corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(capacity, resource.BinarySI)},
+			AccessModes: claim.Spec.AccessModes,
+			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: claim.Namespace,
+				Name: claim.Name, UID: claim.UID, ResourceVersion: claim.ResourceVersion},
+			PersistentVolumeReclaimPolicy: policy,
+			StorageClassName:              *claim.Spec.StorageClassName,
+			MountOptions:                  mountOptions,
+			VolumeMode:                    claim.Spec.VolumeMode,
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver:           p.cfg.DriverName,
+				VolumeHandle:     vol.GetVolumeId(),
+				VolumeAttributes: attrs,
+			}},
+		},
+	}
+}
+
+func (p *Provisioner) syncVolume(ctx context.Context, name string) error {
+	pv, err := p.volumes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !p.shouldDelete(pv) {
+		return nil
+	}
+	// Like the real sidecar, never delete a volume that is still attached.
+	if node := p.attachedTo(name); node != "" {
+		err := fmt.Errorf("persistentvolume %s is still attached to node %s", name, node)
+		p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
+		return err
+	}
+	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	_, err = p.csi.DeleteVolume(callCtx, &csi.DeleteVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle})
+	cancel()
+	if err != nil {
+		p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "rpc error: %v", err)
+		return fmt.Errorf("DeleteVolume %s for PV %s: %w", pv.Spec.CSI.VolumeHandle, name, err)
+	}
+	// The volume is gone: let the PV object go too.
+	if slices.Contains(pv.Finalizers, Finalizer) {
+		v := pv.DeepCopy()
+		v.Finalizers = slices.DeleteFunc(v.Finalizers, func(f string) bool { return f == Finalizer })
+		if _, err := p.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("removing finalizer from PV %s: %w", name, err)
+		}
+	}
+	if pv.DeletionTimestamp == nil {
+		err := p.client.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting PV %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (p *Provisioner) attachedTo(pvName string) string {
+	vas, _ := p.vas.List(labels.Everything())
+	for _, va := range vas {
+		if src := va.Spec.Source.PersistentVolumeName; src != nil && *src == pvName {
+			return va.Spec.NodeName
+		}
+	}
+	return ""
+}
+
+// shouldDelete: a Released volume this driver provisioned, reclaim Delete.
+func (p *Provisioner) shouldDelete(pv *corev1.PersistentVolume) bool {
+	return pv.Status.Phase == corev1.VolumeReleased &&
+		pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete &&
+		pv.Annotations[AnnProvisionedBy] == p.cfg.DriverName &&
+		pv.Spec.CSI != nil && slices.Contains(pv.Finalizers, Finalizer)
+}
+
+// driverParameters drops the csi.storage.k8s.io/ keys, which are for the
+// sidecar (secrets, fstype), not the driver.
+func driverParameters(params map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range params {
+		if !strings.HasPrefix(k, csiParameterPrefix) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func requestedBytes(claim *corev1.PersistentVolumeClaim) int64 {
+	if q, ok := claim.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+		return q.Value()
+	}
+	return defaultCapacity
+}
+
+// capabilities are the capabilities a claim asks for: one per access mode.
+func capabilities(modes []corev1.PersistentVolumeAccessMode, volumeMode *corev1.PersistentVolumeMode, fsType string, mountFlags []string) []*csi.VolumeCapability {
+	var out []*csi.VolumeCapability
+	for _, m := range modes {
+		out = append(out, csiclient.Capability(m, volumeMode, fsType, mountFlags))
+	}
+	return out
+}

@@ -1,0 +1,377 @@
+// Package pvcontroller is the simulated PersistentVolume controller of
+// kube-controller-manager: it binds claims to volumes, hands dynamic
+// provisioning to the external provisioner through the storage-provisioner
+// annotation, tracks volume and claim phases, and runs the pvc-protection
+// and pv-protection finalizer controllers.
+package pvcontroller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/csisim/csisim/sim/controller"
+)
+
+// Annotations and finalizers the real PV controller and API server use.
+const (
+	AnnStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
+	AnnBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
+	AnnBindCompleted          = "pv.kubernetes.io/bind-completed"
+	AnnBoundByController      = "pv.kubernetes.io/bound-by-controller"
+	PVCProtectionFinalizer    = "kubernetes.io/pvc-protection"
+	PVProtectionFinalizer     = "kubernetes.io/pv-protection"
+)
+
+// Controller is the PV controller plus the two protection controllers.
+type Controller struct {
+	client   kubernetes.Interface
+	events   record.EventRecorder
+	claims   corelisters.PersistentVolumeClaimLister
+	volumes  corelisters.PersistentVolumeLister
+	classes  storagelisters.StorageClassLister
+	pods     corelisters.PodLister
+	claimQ   controller.Queue
+	volumeQ  controller.Queue
+	synced   []cache.InformerSynced
+	stopRecs func()
+}
+
+// New wires the controller to the factory's informers.
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory) *Controller {
+	events, stop := controller.NewEventRecorder(client, "persistentvolume-controller", "")
+	c := &Controller{
+		client:   client,
+		events:   events,
+		stopRecs: stop,
+		claimQ:   controller.NewQueue("claims"),
+		volumeQ:  controller.NewQueue("volumes"),
+	}
+	pvcInf := factory.Core().V1().PersistentVolumeClaims()
+	pvInf := factory.Core().V1().PersistentVolumes()
+	podInf := factory.Core().V1().Pods()
+	scInf := factory.Storage().V1().StorageClasses()
+	c.claims, c.volumes, c.classes, c.pods = pvcInf.Lister(), pvInf.Lister(), scInf.Lister(), podInf.Lister()
+	_, _ = pvcInf.Informer().AddEventHandler(controller.EnqueueHandler(c.claimQ))
+	_, _ = pvInf.Informer().AddEventHandler(controller.EnqueueHandler(c.volumeQ))
+	// A claim that goes releases its volume.
+	_, _ = pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok && claim.Spec.VolumeName != "" {
+			c.volumeQ.Add(claim.Spec.VolumeName)
+		}
+	}})
+	// A claim's protection depends on the pods that use it.
+	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { c.enqueuePodClaims(obj) },
+		DeleteFunc: c.enqueuePodClaims,
+	})
+	c.synced = []cache.InformerSynced{pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced,
+		podInf.Informer().HasSynced, scInf.Informer().HasSynced}
+	return c
+}
+
+func (c *Controller) enqueuePodClaims(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			c.claimQ.Add(pod.Namespace + "/" + v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+}
+
+// Run processes claims and volumes until ctx is done.
+func (c *Controller) Run(ctx context.Context) {
+	defer c.stopRecs()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	done := make(chan struct{})
+	go func() { controller.Run(ctx, "pv-controller-claims", c.claimQ, 1, c.syncClaim); close(done) }()
+	controller.Run(ctx, "pv-controller-volumes", c.volumeQ, 1, c.syncVolume)
+	<-done
+}
+
+func (c *Controller) syncClaim(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		// Its volume learns of it through its own sync.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if claim.DeletionTimestamp != nil {
+		return c.releaseClaimProtection(ctx, claim)
+	}
+	if claim.Spec.VolumeName == "" {
+		return c.syncUnboundClaim(ctx, claim)
+	}
+	return c.syncBoundClaim(ctx, claim)
+}
+
+// syncUnboundClaim binds the claim to a volume that is pre-bound to it or
+// matches it, or asks the external provisioner for one.
+func (c *Controller) syncUnboundClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	pv, err := c.findVolumeFor(claim)
+	if err != nil {
+		return err
+	}
+	if pv != nil {
+		return c.bind(ctx, claim, pv)
+	}
+	className := storageClassName(claim)
+	if className == "" {
+		return nil // waits for a matching volume to appear
+	}
+	class, err := c.classes.Get(className)
+	if apierrors.IsNotFound(err) {
+		c.events.Eventf(claim, corev1.EventTypeWarning, "ProvisioningFailed", "storageclass.storage.k8s.io %q not found", className)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
+		c.events.Event(claim, corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
+		return nil
+	}
+	if claim.Annotations[AnnStorageProvisioner] == class.Provisioner {
+		return nil // already handed over
+	}
+	updated := claim.DeepCopy()
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
+	}
+	updated.Annotations[AnnStorageProvisioner] = class.Provisioner
+	updated.Annotations[AnnBetaStorageProvisioner] = class.Provisioner
+	if _, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("handing claim %s/%s to provisioner %s: %w", claim.Namespace, claim.Name, class.Provisioner, err)
+	}
+	c.events.Eventf(claim, corev1.EventTypeNormal, "ExternalProvisioning",
+		"Waiting for a volume to be created either by the external provisioner '%s' or manually by the system administrator. "+
+			"If volume creation is delayed, please verify that the provisioner is running and correctly registered.", class.Provisioner)
+	return nil
+}
+
+// findVolumeFor returns a volume pre-bound to the claim (claimRef with its
+// UID), or nil. Matching unclaimed volumes by size and class is part 1 of
+// the sim issue.
+func (c *Controller) findVolumeFor(claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolume, error) {
+	pvs, err := c.volumes.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	for _, pv := range pvs {
+		ref := pv.Spec.ClaimRef
+		if ref != nil && ref.Namespace == claim.Namespace && ref.Name == claim.Name && (ref.UID == "" || ref.UID == claim.UID) {
+			return pv, nil
+		}
+	}
+	return nil, nil
+}
+
+// bind completes the binding on both objects, volume first, as the real
+// controller does, so a crash in between leaves a state it can finish.
+func (c *Controller) bind(ctx context.Context, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
+	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != claim.UID {
+		v := pv.DeepCopy()
+		v.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
+			Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID, ResourceVersion: claim.ResourceVersion}
+		setAnnotation(&v.ObjectMeta, AnnBoundByController, "yes")
+		var err error
+		if pv, err = c.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("binding volume %s to claim %s/%s: %w", pv.Name, claim.Namespace, claim.Name, err)
+		}
+	}
+	if err := c.setVolumePhase(ctx, pv, corev1.VolumeBound); err != nil {
+		return err
+	}
+	cl := claim.DeepCopy()
+	cl.Spec.VolumeName = pv.Name
+	setAnnotation(&cl.ObjectMeta, AnnBindCompleted, "yes")
+	setAnnotation(&cl.ObjectMeta, AnnBoundByController, "yes")
+	updated, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, cl, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("binding claim %s/%s to volume %s: %w", claim.Namespace, claim.Name, pv.Name, err)
+	}
+	return c.setClaimBound(ctx, updated, pv)
+}
+
+func (c *Controller) syncBoundClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	pv, err := c.volumes.Get(claim.Spec.VolumeName)
+	if apierrors.IsNotFound(err) {
+		if claim.Status.Phase == corev1.ClaimBound {
+			c.events.Event(claim, corev1.EventTypeWarning, "ClaimLost", "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!")
+			cl := claim.DeepCopy()
+			cl.Status.Phase = corev1.ClaimLost
+			_, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, cl, metav1.UpdateOptions{})
+			return err
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != claim.UID {
+		return c.bind(ctx, claim, pv)
+	}
+	if claim.Status.Phase != corev1.ClaimBound {
+		return c.setClaimBound(ctx, claim, pv)
+	}
+	return nil
+}
+
+func (c *Controller) setClaimBound(ctx context.Context, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
+	if claim.Status.Phase == corev1.ClaimBound {
+		return nil
+	}
+	cl := claim.DeepCopy()
+	cl.Status.Phase = corev1.ClaimBound
+	cl.Status.AccessModes = pv.Spec.AccessModes
+	cl.Status.Capacity = pv.Spec.Capacity
+	if _, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, cl, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("marking claim %s/%s Bound: %w", claim.Namespace, claim.Name, err)
+	}
+	return nil
+}
+
+func (c *Controller) syncVolume(ctx context.Context, name string) error {
+	pv, err := c.volumes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if pv.DeletionTimestamp != nil {
+		return c.releaseVolumeProtection(ctx, pv)
+	}
+	ref := pv.Spec.ClaimRef
+	if ref == nil {
+		return c.setVolumePhase(ctx, pv, corev1.VolumeAvailable)
+	}
+	claim, err := c.claims.PersistentVolumeClaims(ref.Namespace).Get(ref.Name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if claim == nil || (ref.UID != "" && claim.UID != ref.UID) {
+		// The claim is gone: the volume is Released, and what happens to it
+		// depends on its reclaim policy. For Delete, the external
+		// provisioner that made it deletes it.
+		if pv.Status.Phase == corev1.VolumeReleased || pv.Status.Phase == corev1.VolumeFailed {
+			return nil
+		}
+		if pv.Status.Phase != corev1.VolumeBound {
+			// Never bound (pre-bound to a claim that is not there yet).
+			return c.setVolumePhase(ctx, pv, corev1.VolumeAvailable)
+		}
+		return c.setVolumePhase(ctx, pv, corev1.VolumeReleased)
+	}
+	if claim.Spec.VolumeName == "" {
+		// Pre-bound (by a provisioner or an admin) and waiting for the
+		// claim's sync to finish the binding: hurry that along.
+		c.claimQ.Add(claim.Namespace + "/" + claim.Name)
+		return nil
+	}
+	if claim.Spec.VolumeName == pv.Name {
+		return c.setVolumePhase(ctx, pv, corev1.VolumeBound)
+	}
+	return nil
+}
+
+func (c *Controller) setVolumePhase(ctx context.Context, pv *corev1.PersistentVolume, phase corev1.PersistentVolumePhase) error {
+	if pv.Status.Phase == phase {
+		return nil
+	}
+	v := pv.DeepCopy()
+	v.Status.Phase = phase
+	now := metav1.Now().Rfc3339Copy()
+	v.Status.LastPhaseTransitionTime = &now
+	if _, err := c.client.CoreV1().PersistentVolumes().UpdateStatus(ctx, v, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("setting volume %s phase %s: %w", pv.Name, phase, err)
+	}
+	return nil
+}
+
+// releaseClaimProtection removes kubernetes.io/pvc-protection from a
+// deleted claim once no pod that may still run uses it.
+func (c *Controller) releaseClaimProtection(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	if !slices.Contains(claim.Finalizers, PVCProtectionFinalizer) {
+		return nil
+	}
+	pods, err := c.pods.Pods(claim.Namespace).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, pod := range pods {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim.Name {
+				return nil // in use; the pod's deletion enqueues the claim again
+			}
+		}
+	}
+	cl := claim.DeepCopy()
+	cl.Finalizers = slices.DeleteFunc(cl.Finalizers, func(f string) bool { return f == PVCProtectionFinalizer })
+	_, err = c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, cl, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// releaseVolumeProtection removes kubernetes.io/pv-protection from a
+// deleted volume that is no longer Bound.
+func (c *Controller) releaseVolumeProtection(ctx context.Context, pv *corev1.PersistentVolume) error {
+	if !slices.Contains(pv.Finalizers, PVProtectionFinalizer) || pv.Status.Phase == corev1.VolumeBound {
+		return nil
+	}
+	v := pv.DeepCopy()
+	v.Finalizers = slices.DeleteFunc(v.Finalizers, func(f string) bool { return f == PVProtectionFinalizer })
+	_, err := c.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func storageClassName(claim *corev1.PersistentVolumeClaim) string {
+	if claim.Spec.StorageClassName != nil {
+		return *claim.Spec.StorageClassName
+	}
+	return ""
+}
+
+func setAnnotation(m *metav1.ObjectMeta, k, v string) {
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[k] = v
+}

@@ -1,0 +1,127 @@
+// Package trace records what happens during a run — API writes, CSI calls and
+// scenario steps — as one ordered timeline that a person can read and a test
+// can assert on.
+package trace
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Kind says which layer an entry comes from.
+type Kind string
+
+const (
+	// API is a write accepted by the Kubernetes API server.
+	API Kind = "API"
+	// CSI is a completed gRPC call to a CSI driver.
+	CSI Kind = "CSI"
+	// Step is a scenario step starting, passing or failing.
+	Step Kind = "STEP"
+	// Fault is a fault injected into the run.
+	Fault Kind = "FAULT"
+)
+
+// Entry is one line of the timeline.
+type Entry struct {
+	Seq    int           // position in the timeline, from 1
+	At     time.Duration // time since the recorder started
+	Kind   Kind
+	Actor  string // who did it: "external-provisioner", "kubelet/node-1", "scenario"
+	Verb   string // create/update/patch/delete; CSI method; step action
+	Object string // "PersistentVolumeClaim default/data"; CSI volume ID
+	Detail string // free text: resourceVersion, phase, return code, duration
+	Err    string // non-empty when the action failed
+}
+
+// String renders the entry as one timeline line.
+func (e Entry) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%9s  %-5s %-24s %-26s %s", formatOffset(e.At), e.Kind, e.Actor, e.Verb, e.Object)
+	if e.Detail != "" {
+		b.WriteString("  ")
+		b.WriteString(e.Detail)
+	}
+	if e.Err != "" {
+		b.WriteString("  ERROR: ")
+		b.WriteString(e.Err)
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+func formatOffset(d time.Duration) string {
+	return fmt.Sprintf("+%.3fs", d.Seconds())
+}
+
+// Recorder collects entries in the order they are added. It is safe for
+// concurrent use; the zero value is not usable, call New.
+type Recorder struct {
+	clock clock.PassiveClock
+	start time.Time
+
+	mu          sync.Mutex
+	entries     []Entry
+	subscribers []func(Entry)
+}
+
+// New returns a recorder whose offsets are measured on clk from now.
+func New(clk clock.PassiveClock) *Recorder {
+	return &Recorder{clock: clk, start: clk.Now()}
+}
+
+// Add stamps e with its sequence number and time and appends it.
+// Subscribers are called in order, under the recorder's lock, so they see
+// entries exactly in timeline order; they must not call back into the recorder.
+func (r *Recorder) Add(e Entry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e.Seq = len(r.entries) + 1
+	e.At = r.clock.Since(r.start)
+	r.entries = append(r.entries, e)
+	for _, s := range r.subscribers {
+		s(e)
+	}
+}
+
+// Subscribe calls fn for every entry added from now on.
+func (r *Recorder) Subscribe(fn func(Entry)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.subscribers = append(r.subscribers, fn)
+}
+
+// Entries returns a copy of the timeline so far.
+func (r *Recorder) Entries() []Entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Entry(nil), r.entries...)
+}
+
+// Filter returns the entries of the given kind.
+func (r *Recorder) Filter(kind Kind) []Entry {
+	var out []Entry
+	for _, e := range r.Entries() {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// WriteTo prints the whole timeline, one entry per line.
+func (r *Recorder) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for _, e := range r.Entries() {
+		m, err := fmt.Fprintln(w, e.String())
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
