@@ -174,10 +174,13 @@ func describeItems(items []any) string {
 }
 
 // formatDuration prints whole seconds as "60s" rather than Go's "1m0s",
-// which reads oddly in "timed out after 1m0s".
+// which reads oddly in "timed out after 1m0s", and rounds to milliseconds.
 func formatDuration(d time.Duration) string {
-	if d >= time.Second && d%time.Second == 0 {
+	switch {
+	case d >= time.Second && d%time.Second == 0:
 		return fmt.Sprintf("%ds", d/time.Second)
+	case d < time.Millisecond:
+		return "<1ms"
 	}
 	return d.Round(time.Millisecond).String()
 }

@@ -105,6 +105,7 @@ func TestFormatDuration(t *testing.T) {
 		1500 * time.Millisecond:   "1.5s",
 		20 * time.Millisecond:     "20ms",
 		1234567 * time.Nanosecond: "1ms",
+		300 * time.Microsecond:    "<1ms",
 	}
 	for d, want := range tests {
 		if got := formatDuration(d); got != want {

@@ -151,7 +151,7 @@ func explainSequence(want []string, calls []trace.Entry) string {
 	case len(calls) < len(want) && first == len(calls):
 		fmt.Fprintf(&b, "missing %d call(s) at the end of the sequence", len(want)-len(calls))
 	default:
-		fmt.Fprintf(&b, "calls differ from call %d on", first+1)
+		fmt.Fprintf(&b, "first difference at call %d", first+1)
 	}
 	b.WriteString(":\n")
 	writeTable(&b, table, first+1)

@@ -44,14 +44,14 @@ func TestCSICallCheck(t *testing.T) {
 			check:       CSICallCheck{Sequence: []string{"CreateVolume", "NodeStageVolume", "NodePublishVolume"}},
 			calls:       csiLog("CreateVolume", "NodePublishVolume"),
 			wantSeen:    "CreateVolume, NodePublishVolume",
-			wantExplain: []string{"calls differ from call 2 on", ">> 2  NodeStageVolume    NodePublishVolume", "3  NodePublishVolume  -"},
+			wantExplain: []string{"first difference at call 2", ">> 2  NodeStageVolume    NodePublishVolume", "3  NodePublishVolume  -"},
 		},
 		{
 			name:        "reordered calls",
 			check:       CSICallCheck{Sequence: []string{"NodeStageVolume", "NodePublishVolume"}},
 			calls:       csiLog("NodePublishVolume@v", "NodeStageVolume@v"),
 			wantSeen:    "NodePublishVolume, NodeStageVolume",
-			wantExplain: []string{"calls differ from call 1 on", ">> 1  NodeStageVolume    NodePublishVolume v"},
+			wantExplain: []string{"first difference at call 1", ">> 1  NodeStageVolume    NodePublishVolume v"},
 		},
 		{
 			name:        "extra call at the end",

@@ -29,8 +29,8 @@ func (e *ParseError) Error() string {
 	return b.String()
 }
 
-// ParseErrors is every problem found in one file, in file order. Parsing
-// goes on after a bad step so that one run shows all the mistakes.
+// ParseErrors is every problem found in one scenario, in the order found.
+// Parsing goes on after a bad step so that one run shows all the mistakes.
 type ParseErrors []*ParseError
 
 func (es ParseErrors) Error() string {

@@ -97,11 +97,18 @@ func (ex *executor) wait(ctx context.Context, w *Wait) (stepOutcome, error) {
 	ticker := ex.clock.NewTicker(ex.runner.pollInterval())
 	defer ticker.Stop()
 
+	var last verdict // what the last look that finished in time saw
 	for {
 		v, obj, err := ex.look(callCtx, &w.Check)
 		if err == nil && v.held {
 			return passed(&w.Check, obj)
 		}
+		// A look cut short by the deadline itself says nothing about the
+		// cluster; report what was seen before it.
+		if callCtx.Err() == nil || last.seen == "" {
+			last = v
+		}
+		v = last
 		select {
 		case <-ticker.C():
 			continue

@@ -92,14 +92,31 @@ func (k *kubeObjects) withRediscovery(resolve func() (*meta.RESTMapping, error))
 // (pvc), plural (persistentvolumeclaims), singular (persistentvolumeclaim)
 // or Kind (PersistentVolumeClaim), optionally with .group or .version.group.
 func (k *kubeObjects) mappingForKind(kind string) (*meta.RESTMapping, error) {
-	return k.withRediscovery(func() (*meta.RESTMapping, error) {
+	m, err := k.withRediscovery(func() (*meta.RESTMapping, error) {
 		gvk, err := k.kindFor(kind)
 		if err != nil {
 			return nil, err
 		}
 		return k.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	})
+	if meta.IsNoMatchError(err) {
+		return nil, &unknownKindError{kind: kind, err: err}
+	}
+	return m, err
 }
+
+// unknownKindError replaces the mapper's "no matches for /, Resource=x"
+// with a message in the scenario's terms; meta.IsNoMatchError still holds.
+type unknownKindError struct {
+	kind string
+	err  error
+}
+
+func (e *unknownKindError) Error() string {
+	return fmt.Sprintf("unknown kind %q: the API server has no resource, short name or Kind of that name", e.kind)
+}
+
+func (e *unknownKindError) Unwrap() error { return e.err }
 
 func (k *kubeObjects) kindFor(kind string) (schema.GroupVersionKind, error) {
 	// As a resource name: "pvc", "persistentvolumeclaims", "volumeattachments.storage.k8s.io".

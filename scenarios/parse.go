@@ -31,7 +31,7 @@ func Load(path string) (*Scenario, error) {
 // any, is a ParseErrors listing every problem found.
 func Parse(name string, data []byte, baseDir string) (*Scenario, error) {
 	p := &parser{file: name, baseDir: baseDir, vars: map[string]string{}, source: data}
-	s := p.scenario(data)
+	s := p.scenario()
 	if len(p.errs) > 0 {
 		return nil, p.errs
 	}
@@ -73,8 +73,8 @@ func (p *parser) checkVars(line int, s string) bool {
 
 var scenarioFields = []string{"name", "description", "cluster", "steps"}
 
-func (p *parser) scenario(data []byte) *Scenario {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+func (p *parser) scenario() *Scenario {
+	dec := yaml.NewDecoder(bytes.NewReader(p.source))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -102,7 +102,8 @@ func (p *parser) scenario(data []byte) *Scenario {
 	s := &Scenario{File: p.file}
 	if f.has("name") {
 		s.Name, _ = p.text(f.vals["name"], "name")
-	} else {
+	}
+	if s.Name == "" {
 		s.Name = strings.TrimSuffix(filepath.Base(p.file), filepath.Ext(p.file))
 	}
 	if f.has("description") {
@@ -125,7 +126,7 @@ func (p *parser) yamlError(err error) {
 	hint := withinHint(msg, within)
 	// The braces of ${var} end a {flow: mapping} early; say so, since the
 	// YAML message alone does not point at the cause.
-	if src := sourceLine(p.source, line); strings.Contains(src, "${") && strings.Contains(src, "{") {
+	if src := sourceLine(p.source, line); strings.Contains(src, "${") && strings.Count(src, "{") > strings.Count(src, "${") {
 		hint = ` (inside {...}, quote values that use variables: 'pv/${pv}')`
 	}
 	p.failAt(max(line, 1), "invalid YAML: %s%s", msg, hint)

@@ -10,6 +10,9 @@ const (
 	Failed Outcome = "failed"
 	// NotRun marks the steps after a failure, which the runner skips.
 	NotRun Outcome = "not run"
+	// Skipped marks a step the backend cannot run (with
+	// Runner.SkipUnsupported), e.g. a CSI call check on a real cluster.
+	Skipped Outcome = "skipped"
 )
 
 // Result is the record of one scenario run.
@@ -33,6 +36,16 @@ type StepResult struct {
 	// Detail says what the step did or saw: "created StorageClass/fast",
 	// "{.status.phase} == Bound", or the failure.
 	Detail string
+}
+
+// Failed reports whether a step failed.
+func (r *Result) Failed() bool {
+	for _, s := range r.Steps {
+		if s.Outcome == Failed {
+			return true
+		}
+	}
+	return false
 }
 
 // Passed reports whether every step passed.

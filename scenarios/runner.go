@@ -30,6 +30,10 @@ type Runner struct {
 	PollInterval time.Duration
 	// Out, if set, receives one progress line per step.
 	Out io.Writer
+	// SkipUnsupported skips the steps the backend cannot run (marking them
+	// Skipped) instead of refusing the scenario before it starts. A real
+	// cluster runs the library this way: it cannot see CSI calls.
+	SkipUnsupported bool
 }
 
 // Run executes the steps of s in order and stops at the first failure,
@@ -75,8 +79,13 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	r.printf("scenario %s (%s): %d steps\n", s.Name, s.File, len(s.Steps))
 
 	// Refuse up front a scenario the backend cannot run to the end.
+	skip := map[int]string{}
 	for i := range s.Steps {
 		if why := unsupported(&s.Steps[i], r.Backend); why != "" {
+			if r.SkipUnsupported {
+				skip[i] = why
+				continue
+			}
 			serr := r.stepError(s, s.Steps[i], errors.New(why))
 			r.printf("  cannot run: %v\n", serr)
 			res.Duration = clk.Since(started)
@@ -92,6 +101,12 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	}
 
 	for i, raw := range s.Steps {
+		if why, ok := skip[i]; ok {
+			res.Steps[i].Outcome, res.Steps[i].Detail = Skipped, why
+			r.record(raw, trace.Entry{Detail: fmt.Sprintf("step %d skipped: %s", raw.Index, why)})
+			r.printf("  skip %d/%d %s: %s\n", raw.Index, len(s.Steps), raw.Name, why)
+			continue
+		}
 		stepStart := clk.Now()
 		st, err := expandStep(raw, res.Vars)
 		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d/%d started at %s:%d", st.Index, len(s.Steps), s.File, st.Line)})

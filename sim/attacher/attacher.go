@@ -125,10 +125,7 @@ func (a *Attacher) syncAttachment(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if va.DeletionTimestamp != nil {
-		return a.detach(ctx, va)
-	}
-	if va.Status.Attached {
+	if va.DeletionTimestamp == nil && va.Status.Attached {
 		return nil
 	}
 	// The cache may not have seen our own last write yet; ask the API
@@ -140,7 +137,10 @@ func (a *Attacher) syncAttachment(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if va.Status.Attached || va.DeletionTimestamp != nil {
+	if va.DeletionTimestamp != nil {
+		return a.detach(ctx, va)
+	}
+	if va.Status.Attached {
 		return nil
 	}
 	return a.attach(ctx, va)

@@ -1,0 +1,130 @@
+// The csisim command as a user runs it: the demo scenario, a malformed
+// file, and Ctrl-C in the middle of a run, which must leave no mount,
+// directory or driver process behind.
+package main_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+	"github.com/onsi/gomega/gexec"
+)
+
+func TestCLI(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "csisim command")
+}
+
+var csisim string
+
+var _ = BeforeSuite(func() {
+	var err error
+	csisim, err = gexec.Build("github.com/csisim/csisim/cmd/csisim")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(gexec.CleanupBuildArtifacts)
+})
+
+// start runs csisim with its temporary files in a directory of the test's
+// own, so that what a run leaves behind can be found.
+func start(tmp string, args ...string) *gexec.Session {
+	cmd := exec.Command(csisim, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
+	return s
+}
+
+func expectNothingLeftIn(tmp string) {
+	entries, err := os.ReadDir(tmp)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(entries).To(BeEmpty(), "the run left files in %s", tmp)
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(string(mounts)).NotTo(ContainSubstring(tmp), "the run left a mount behind")
+	out, _ := exec.Command("pgrep", "-f", tmp).Output()
+	Expect(strings.TrimSpace(string(out))).To(BeEmpty(), "the run left a driver process behind")
+}
+
+var _ = Describe("csisim run", func() {
+	It("runs the basic lifecycle and prints the CSI calls in lifecycle order", func() {
+		tmp := GinkgoT().TempDir()
+		s := start(tmp, "run", "../../scenarios/library/basic-lifecycle.yaml")
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(0))
+		out := string(s.Out.Contents())
+		Expect(out).To(ContainSubstring("PASSED"))
+		last := -1
+		for _, call := range []string{"CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume",
+			"NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume", "DeleteVolume"} {
+			i := strings.Index(out, " "+call+" ")
+			Expect(i).To(BeNumerically(">", last), "%s is missing or out of order in the timeline", call)
+			last = i
+		}
+		expectNothingLeftIn(tmp)
+	})
+
+	It("names the file, line and problem of a malformed scenario", func() {
+		tmp := GinkgoT().TempDir()
+		file := filepath.Join(tmp, "bad.yaml")
+		Expect(os.WriteFile(file, []byte("name: bad\nsteps:\n  - wait:\n      object: pvc/data\n      equal: Bound\n"), 0o644)).To(Succeed())
+		s := start(tmp, "run", file)
+		Eventually(s, time.Minute).Should(gexec.Exit(2))
+		Expect(string(s.Err.Contents())).To(ContainSubstring("bad.yaml:5"))
+		Expect(string(s.Err.Contents())).To(ContainSubstring(`"equal"`))
+		Expect(os.Remove(file)).To(Succeed())
+		expectNothingLeftIn(tmp)
+	})
+
+	It("tears everything down when interrupted in the middle of a run", func() {
+		tmp := GinkgoT().TempDir()
+		scenarioDir := GinkgoT().TempDir()
+		file := filepath.Join(scenarioDir, "long.yaml")
+		Expect(os.WriteFile(file, []byte(longScenario), 0o644)).To(Succeed())
+		s := start(tmp, "run", file)
+		Eventually(s.Out, 2*time.Minute).Should(gbytes.Say(`NodePublishVolume`))
+		Eventually(s.Out, time.Minute).Should(gbytes.Say(`step 4/4 started`))
+		s.Interrupt()
+		Eventually(s, time.Minute).Should(gexec.Exit(130))
+		expectNothingLeftIn(tmp)
+	})
+})
+
+// longScenario mounts a volume in a pod and then waits for a long time.
+const longScenario = `name: long
+steps:
+  - apply:
+      manifest: |
+        apiVersion: storage.k8s.io/v1
+        kind: CSIDriver
+        metadata: {name: hostpath.csisim.io}
+        spec: {attachRequired: true}
+        ---
+        apiVersion: storage.k8s.io/v1
+        kind: StorageClass
+        metadata: {name: sc}
+        provisioner: hostpath.csisim.io
+        ---
+        apiVersion: v1
+        kind: PersistentVolumeClaim
+        metadata: {name: data}
+        spec:
+          accessModes: [ReadWriteOnce]
+          storageClassName: sc
+          resources: {requests: {storage: 1Gi}}
+  - apply:
+      manifest: |
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: app}
+        spec:
+          containers: [{name: app, image: busybox}]
+          volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - sleep: 10m
+`

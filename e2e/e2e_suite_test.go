@@ -1,0 +1,65 @@
+//go:build e2e
+
+// Package e2e runs the scenario library against a real cluster: the one in
+// -kubeconfig (default $KUBECONFIG), with csisim's driver deployed under
+// the name hostpath.csisim.io. Build tag e2e keeps it out of `go test ./...`:
+//
+//	make e2e KUBECONFIG=~/.kube/config
+//
+// Steps that need what only the simulator sees (CSI call assertions) are
+// skipped on a real cluster and reported as such.
+package e2e
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	scenario "github.com/csisim/csisim/scenarios"
+)
+
+var kubeconfig = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to run the scenarios on")
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Scenario library on a real cluster")
+}
+
+// clusterBackend is a real cluster reached through a kubeconfig.
+type clusterBackend struct{ cfg *rest.Config }
+
+func (b clusterBackend) RESTConfig() *rest.Config { return b.cfg }
+
+var backend clusterBackend
+
+var _ = BeforeSuite(func() {
+	Expect(*kubeconfig).NotTo(BeEmpty(), "set -kubeconfig or KUBECONFIG to the cluster to test")
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	Expect(err).NotTo(HaveOccurred())
+	cfg.UserAgent = "csisim-e2e"
+	backend = clusterBackend{cfg: cfg}
+})
+
+var _ = Describe("the scenario library", func() {
+	files, _ := filepath.Glob("../scenarios/library/*.yaml")
+	for _, file := range files {
+		It("passes on the cluster: "+filepath.Base(file), func() {
+			sc, err := scenario.Load(file)
+			Expect(err).NotTo(HaveOccurred())
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			runner := &scenario.Runner{Backend: backend, Out: GinkgoWriter, SkipUnsupported: true}
+			res, err := runner.Run(ctx, sc)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Failed()).To(BeFalse())
+		})
+	}
+})

@@ -1,0 +1,155 @@
+// The scenario library, run on the simulator: every scenario file must
+// pass, and the basic lifecycle must make exactly the CSI calls Kubernetes
+// makes, in the order it makes them, and leave nothing behind.
+package library_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
+
+	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/trace"
+)
+
+func TestLibrary(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Scenario library on the simulator")
+}
+
+// csisimBinary is the csisim command, built once: the simulator starts the
+// CSI driver as `csisim driver`, a process of its own.
+var csisimBinary string
+
+var _ = BeforeSuite(func() {
+	var err error
+	csisimBinary, err = gexec.Build("github.com/csisim/csisim/cmd/csisim")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(gexec.CleanupBuildArtifacts)
+})
+
+// lifecycleMethods are the CSI calls that change a volume's state; the
+// informational ones (Probe, capabilities, GetPluginInfo…) are left out.
+var lifecycleMethods = map[string]bool{
+	"CreateVolume": true, "DeleteVolume": true, "ControllerPublishVolume": true, "ControllerUnpublishVolume": true,
+	"NodeStageVolume": true, "NodeUnstageVolume": true, "NodePublishVolume": true, "NodeUnpublishVolume": true,
+}
+
+func lifecycleCalls(entries []trace.Entry) []string {
+	var out []string
+	for _, e := range entries {
+		if lifecycleMethods[e.Verb] && e.Err == "" {
+			out = append(out, e.Verb)
+		}
+	}
+	return out
+}
+
+// runOnSimulator starts a cluster for sc, runs it and tears the cluster
+// down, returning the result, the run error and the run's root directory.
+func runOnSimulator(sc *scenario.Scenario) (*scenario.Result, error, *trace.Recorder, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, DriverBinary: csisimBinary, Seed: 1, DriverLog: GinkgoWriter})
+	Expect(err).NotTo(HaveOccurred())
+	root := c.Root()
+	res, runErr := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Out: GinkgoWriter}).Run(ctx, sc)
+	Expect(c.Close()).To(Succeed())
+	return res, runErr, c.Recorder(), root
+}
+
+// expectNothingLeft checks that a run's mounts and files are gone.
+func expectNothingLeft(root string) {
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(string(mounts)).NotTo(ContainSubstring(root), "a mount of the run is left behind")
+	_, err = os.Stat(root)
+	Expect(os.IsNotExist(err)).To(BeTrue(), "the run's root %s is left behind", root)
+}
+
+var _ = Describe("every scenario in the library", func() {
+	files, _ := filepath.Glob("*.yaml")
+	for _, file := range files {
+		It("passes: "+file, func() {
+			sc, err := scenario.Load(file)
+			Expect(err).NotTo(HaveOccurred())
+			res, runErr, _, root := runOnSimulator(sc)
+			Expect(runErr).NotTo(HaveOccurred())
+			Expect(res.Passed()).To(BeTrue())
+			expectNothingLeft(root)
+		})
+	}
+})
+
+var _ = Describe("basic-lifecycle", func() {
+	It("makes the CSI calls of the real volume lifecycle, in order", func() {
+		sc, err := scenario.Load("basic-lifecycle.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		_, runErr, rec, _ := runOnSimulator(sc)
+		Expect(runErr).NotTo(HaveOccurred())
+		Expect(lifecycleCalls(rec.Filter(trace.CSI))).To(Equal([]string{
+			"CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume",
+			"NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume", "DeleteVolume",
+		}))
+	})
+
+	It("writes the objects' names, annotations and finalizers as Kubernetes does", func() {
+		sc, err := scenario.Load("basic-lifecycle.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		_, runErr, rec, _ := runOnSimulator(sc)
+		Expect(runErr).NotTo(HaveOccurred())
+		api := rec.Filter(trace.API)
+		Expect(api).To(ContainElement(SatisfyAll(
+			HaveField("Actor", "external-provisioner"), HaveField("Verb", "create"),
+			HaveField("Object", MatchRegexp(`^PersistentVolume pvc-[0-9a-f-]{36}$`)),
+			HaveField("Detail", ContainSubstring("external-provisioner.volume.kubernetes.io/finalizer,kubernetes.io/pv-protection")))))
+		Expect(api).To(ContainElement(SatisfyAll(
+			HaveField("Actor", "attachdetach-controller"), HaveField("Verb", "create"),
+			HaveField("Object", MatchRegexp(`^VolumeAttachment csi-[0-9a-f]{64}$`)))))
+		Expect(api).To(ContainElement(SatisfyAll(
+			HaveField("Actor", "external-attacher"),
+			HaveField("Detail", ContainSubstring("external-attacher/hostpath-csisim-io")))))
+		// The kubelet deletes the pod only after unpublishing its volume.
+		unpublish := indexOf(rec.Entries(), func(e trace.Entry) bool { return e.Verb == "NodeUnpublishVolume" })
+		podGone := indexOf(rec.Entries(), func(e trace.Entry) bool {
+			return e.Kind == trace.API && e.Object == "Pod default/app" && e.Detail == "removed"
+		})
+		Expect(unpublish).To(BeNumerically(">=", 0))
+		Expect(podGone).To(BeNumerically(">", unpublish))
+	})
+
+	It("fails with the step, what was expected and what was seen, and still cleans up", func() {
+		data, err := os.ReadFile("basic-lifecycle.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		broken := strings.Replace(string(data), "equals: Running\n      timeout: 60s", "equals: Succeeded\n      timeout: 2s", 1)
+		Expect(broken).NotTo(Equal(string(data)), "the scenario no longer has the step this test breaks")
+		sc, err := scenario.Parse("broken.yaml", []byte(broken), ".")
+		Expect(err).NotTo(HaveOccurred())
+		_, runErr, _, root := runOnSimulator(sc)
+		var stepErr *scenario.StepError
+		Expect(errors.As(runErr, &stepErr)).To(BeTrue(), "got %v", runErr)
+		Expect(stepErr.File).To(Equal("broken.yaml"))
+		Expect(stepErr.Line).To(BeNumerically(">", 0))
+		Expect(stepErr.Expected).To(ContainSubstring("Succeeded"))
+		Expect(stepErr.Observed).To(ContainSubstring("Running"))
+		expectNothingLeft(root)
+	})
+})
+
+func indexOf(entries []trace.Entry, match func(trace.Entry) bool) int {
+	for i, e := range entries {
+		if match(e) {
+			return i
+		}
+	}
+	return -1
+}
