@@ -23,6 +23,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
@@ -214,12 +215,18 @@ func (a *Attacher) detach(ctx context.Context, va *storagev1.VolumeAttachment) e
 	if err := a.patchStatus(ctx, va.Name, map[string]any{"attached": false, "attachmentMetadata": nil, "detachError": nil}); err != nil {
 		return err
 	}
-	v, err := a.client.StorageV1().VolumeAttachments().Get(ctx, va.Name, metav1.GetOptions{})
-	if err != nil {
+	// Retry conflicts here rather than the whole sync, which would call
+	// ControllerUnpublishVolume again.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		v, err := a.client.StorageV1().VolumeAttachments().Get(ctx, va.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		v.Finalizers = slices.DeleteFunc(v.Finalizers, func(f string) bool { return f == a.finalizer })
+		_, err = a.client.StorageV1().VolumeAttachments().Update(ctx, v, metav1.UpdateOptions{})
 		return err
-	}
-	v.Finalizers = slices.DeleteFunc(v.Finalizers, func(f string) bool { return f == a.finalizer })
-	if _, err := a.client.StorageV1().VolumeAttachments().Update(ctx, v, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing finalizer from VolumeAttachment %s: %w", va.Name, err)
 	}
 	return nil

@@ -24,6 +24,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
@@ -227,6 +228,18 @@ func (p *Provisioner) syncVolume(ctx context.Context, name string) error {
 	if !p.shouldDelete(pv) {
 		return nil
 	}
+	// The cache may lag behind our own last write (the finalizer we just
+	// removed); ask the API server before deleting again.
+	pv, err = p.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !p.shouldDelete(pv) {
+		return nil
+	}
 	// Like the real sidecar, never delete a volume that is still attached.
 	if node := p.attachedTo(name); node != "" {
 		err := fmt.Errorf("persistentvolume %s is still attached to node %s", name, node)
@@ -240,13 +253,22 @@ func (p *Provisioner) syncVolume(ctx context.Context, name string) error {
 		p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "rpc error: %v", err)
 		return fmt.Errorf("DeleteVolume %s for PV %s: %w", pv.Spec.CSI.VolumeHandle, name, err)
 	}
-	// The volume is gone: let the PV object go too.
-	if slices.Contains(pv.Finalizers, Finalizer) {
-		v := pv.DeepCopy()
-		v.Finalizers = slices.DeleteFunc(v.Finalizers, func(f string) bool { return f == Finalizer })
-		if _, err := p.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("removing finalizer from PV %s: %w", name, err)
+	// The volume is gone: let the PV object go too. Retry conflicts here
+	// rather than the whole sync, which would call DeleteVolume again.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := p.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil || !slices.Contains(cur.Finalizers, Finalizer) {
+			return err
 		}
+		cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == Finalizer })
+		_, err = p.client.CoreV1().PersistentVolumes().Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("removing finalizer from PV %s: %w", name, err)
 	}
 	if pv.DeletionTimestamp == nil {
 		err := p.client.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{})

@@ -9,12 +9,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -108,8 +110,26 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 	done := make(chan struct{})
 	go func() { controller.Run(ctx, "pv-controller-claims", c.claimQ, 1, c.syncClaim); close(done) }()
+	go wait.UntilWithContext(ctx, c.resync, SyncPeriod)
 	controller.Run(ctx, "pv-controller-volumes", c.volumeQ, 1, c.syncVolume)
 	<-done
+}
+
+// SyncPeriod is how often every claim and volume is synced again, as the
+// real controller's --pvclaimbinder-sync-period (15 s). It is what binds a
+// claim whose storage class or matching volume appeared after the claim:
+// the controller does not watch for those.
+const SyncPeriod = 15 * time.Second
+
+func (c *Controller) resync(context.Context) {
+	claims, _ := c.claims.List(labels.Everything())
+	for _, claim := range claims {
+		c.claimQ.Add(claim.Namespace + "/" + claim.Name)
+	}
+	volumes, _ := c.volumes.List(labels.Everything())
+	for _, v := range volumes {
+		c.volumeQ.Add(v.Name)
+	}
 }
 
 func (c *Controller) syncClaim(ctx context.Context, key string) error {
