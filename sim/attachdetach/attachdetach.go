@@ -100,9 +100,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory) *
 // handler enqueues the nodes an object concerns.
 func (c *Controller) handler(nodesOf func(any) []string) cache.ResourceEventHandlerFuncs {
 	enqueue := func(obj any) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
+		obj = controller.Unwrap(obj)
 		for _, n := range nodesOf(obj) {
 			if n != "" {
 				c.queue.Add(n)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -32,9 +33,14 @@ import (
 
 // FinalizerFor is the finalizer the attacher puts on VolumeAttachments and
 // PersistentVolumes: "external-attacher/" and the driver name with every
-// character outside [a-zA-Z0-9-] replaced by "-".
+// character outside [a-zA-Z0-9-] replaced by "-" (and an "X" appended if
+// that leaves a trailing "-"), as the real sidecar names it.
 func FinalizerFor(driver string) string {
-	return "external-attacher/" + unsafeChars.ReplaceAllString(driver, "-")
+	name := unsafeChars.ReplaceAllString(driver, "-")
+	if strings.HasSuffix(name, "-") {
+		name += "X"
+	}
+	return "external-attacher/" + name
 }
 
 var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
@@ -77,9 +83,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	a.vas, a.volumes, a.csiNodes = vaInf.Lister(), pvInf.Lister(), nodeInf.Lister()
 	_, _ = vaInf.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
+			obj = controller.Unwrap(obj)
 			va, ok := obj.(*storagev1.VolumeAttachment)
 			return ok && va.Spec.Attacher == cfg.DriverName
 		},
@@ -97,9 +101,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 // enqueueVA queues the attachment and its volume, whose finalizer depends
 // on the attachments that refer to it.
 func (a *Attacher) enqueueVA(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
+	obj = controller.Unwrap(obj)
 	va := obj.(*storagev1.VolumeAttachment)
 	a.vaQ.Add(va.Name)
 	if pv := va.Spec.Source.PersistentVolumeName; pv != nil {
@@ -112,10 +114,9 @@ func (a *Attacher) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
 		return
 	}
-	done := make(chan struct{})
-	go func() { controller.Run(ctx, "attacher-pv", a.pvQ, 1, a.syncVolume); close(done) }()
-	controller.Run(ctx, "attacher-va", a.vaQ, 1, a.syncAttachment)
-	<-done
+	controller.RunAll(ctx,
+		controller.Worker{Name: "attacher-va", Queue: a.vaQ, Sync: a.syncAttachment},
+		controller.Worker{Name: "attacher-pv", Queue: a.pvQ, Sync: a.syncVolume})
 }
 
 func (a *Attacher) syncAttachment(ctx context.Context, name string) error {

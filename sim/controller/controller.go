@@ -6,6 +6,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/runtime"
@@ -23,6 +24,36 @@ func NewQueue(name string) Queue {
 	return workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
+}
+
+// Unwrap returns the object an informer handler was given, taking it out of
+// the tombstone a delete notification may wrap it in.
+func Unwrap(obj any) any {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return obj
+}
+
+// Worker is one queue and the function that syncs its keys.
+type Worker struct {
+	Name  string
+	Queue Queue
+	Sync  Sync
+}
+
+// RunAll runs each worker's queue with one goroutine until ctx is done and
+// returns when all have stopped.
+func RunAll(ctx context.Context, workers ...Worker) {
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			Run(ctx, w.Name, w.Queue, 1, w.Sync)
+		}()
+	}
+	wg.Wait()
 }
 
 // EnqueueHandler returns informer handlers that add the key of every added,

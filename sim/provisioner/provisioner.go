@@ -89,9 +89,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	_, _ = pvInf.Informer().AddEventHandler(controller.EnqueueHandler(p.volumeQ))
 	// A volume waiting to be deleted waits for its attachments to go.
 	_, _ = vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
+		obj = controller.Unwrap(obj)
 		if pv := obj.(*storagev1.VolumeAttachment).Spec.Source.PersistentVolumeName; pv != nil {
 			p.volumeQ.Add(*pv)
 		}
@@ -107,10 +105,9 @@ func (p *Provisioner) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
 		return
 	}
-	done := make(chan struct{})
-	go func() { controller.Run(ctx, "provisioner-claims", p.claimQ, 1, p.syncClaim); close(done) }()
-	controller.Run(ctx, "provisioner-volumes", p.volumeQ, 1, p.syncVolume)
-	<-done
+	controller.RunAll(ctx,
+		controller.Worker{Name: "provisioner-claims", Queue: p.claimQ, Sync: p.syncClaim},
+		controller.Worker{Name: "provisioner-volumes", Queue: p.volumeQ, Sync: p.syncVolume})
 }
 
 func (p *Provisioner) syncClaim(ctx context.Context, key string) error {

@@ -70,9 +70,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory) *
 	_, _ = pvInf.Informer().AddEventHandler(controller.EnqueueHandler(c.volumeQ))
 	// A claim that goes releases its volume.
 	_, _ = pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
+		obj = controller.Unwrap(obj)
 		if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok && claim.Spec.VolumeName != "" {
 			c.volumeQ.Add(claim.Spec.VolumeName)
 		}
@@ -88,9 +86,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory) *
 }
 
 func (c *Controller) enqueuePodClaims(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
+	obj = controller.Unwrap(obj)
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -108,11 +104,10 @@ func (c *Controller) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return
 	}
-	done := make(chan struct{})
-	go func() { controller.Run(ctx, "pv-controller-claims", c.claimQ, 1, c.syncClaim); close(done) }()
 	go wait.UntilWithContext(ctx, c.resync, SyncPeriod)
-	controller.Run(ctx, "pv-controller-volumes", c.volumeQ, 1, c.syncVolume)
-	<-done
+	controller.RunAll(ctx,
+		controller.Worker{Name: "pv-controller-claims", Queue: c.claimQ, Sync: c.syncClaim},
+		controller.Worker{Name: "pv-controller-volumes", Queue: c.volumeQ, Sync: c.syncVolume})
 }
 
 // SyncPeriod is how often every claim and volume is synced again, as the
