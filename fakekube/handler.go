@@ -41,8 +41,13 @@ type request struct {
 	actor       string
 }
 
+// serverContextKey carries the Server in a request's context, for the
+// parts of a response (tables) that need the server's clock and objects.
+type serverContextKey struct{}
+
 // ServeHTTP answers the Kubernetes REST protocol.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = r.WithContext(context.WithValue(r.Context(), serverContextKey{}, s))
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
 	case path == "/version":
@@ -51,6 +56,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/healthz" || path == "/readyz" || path == "/livez":
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok")
+		return
+	case path == openAPIPathPrefix || strings.HasPrefix(path, openAPIPathPrefix+"/"):
+		s.serveOpenAPI(w, r, path)
 		return
 	case path == "/api":
 		writeJSON(w, http.StatusOK, s.coreVersions())
@@ -123,7 +131,8 @@ func (s *Server) parseResourcePath(gv schema.GroupVersion, segs []string) (reque
 	}
 	res, err := s.reg.lookup(gv.WithResource(resName))
 	if err != nil {
-		return req, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: resName}, "")
+		// What the real server says for a path it does not serve.
+		return req, apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "", 0, false)
 	}
 	req.res = res
 	if !res.namespaced && req.namespace != "" {
@@ -237,7 +246,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req request) 
 	lm, _ := meta.ListAccessor(list)
 	lm.SetResourceVersion(rv)
 	list.GetObjectKind().SetGroupVersionKind(req.res.listGVK())
-	respond(w, r, http.StatusOK, list, nil)
+	writeObject(w, r, http.StatusOK, list, s.tableConvertor())
 }
 
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request) {
@@ -272,7 +281,18 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 		return
 	}
 	defer s.store.closeWatch(watcher)
-	info := negotiate(r.Header.Get("Accept"))
+	media := negotiateWatch(r.Header.Get("Accept"))
+	var table *tableOptions
+	if media.table != nil {
+		opts, err := tableOptionsFrom(*media.table, q)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		table = &opts
+	}
+	conv := s.tableConvertor()
+	info := media.info
 	stream := info.StreamSerializer
 	if stream == nil {
 		writeError(w, unsupportedMediaType(info.MediaType))
@@ -296,9 +316,19 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 				continue
 			}
 			// The object inside the event is encoded on its own first, as
-			// the real server's embedded encoder does.
+			// the real server's embedded encoder does — as a one-row Table
+			// if the client asked for Tables. Only the first event's Table
+			// defines the columns; an object that cannot be printed goes
+			// out as it is.
+			obj := withTypeMeta(req.res, ev.Object)
+			if table != nil {
+				if t, err := conv.convert(obj, *table); err == nil {
+					obj = t
+				}
+				table.noHeaders = true
+			}
 			buf.Reset()
-			if err := info.Serializer.Encode(withTypeMeta(req.res, ev.Object), &buf); err != nil {
+			if err := info.Serializer.Encode(obj, &buf); err != nil {
 				return
 			}
 			raw := append([]byte(nil), buf.Bytes()...)
@@ -569,7 +599,8 @@ func withTypeMeta(res *resource, obj runtime.Object) runtime.Object {
 	return c
 }
 
-// respond writes obj in the encoding the client accepts, or the error.
+// respond writes obj (or its Table, for a client that asks for one) in the
+// encoding the client accepts, or the error.
 func respond(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object, err error) {
 	if err != nil {
 		writeError(w, err)
@@ -580,15 +611,7 @@ func respond(w http.ResponseWriter, r *http.Request, code int, obj runtime.Objec
 			obj.GetObjectKind().SetGroupVersionKind(gvks[0])
 		}
 	}
-	info := negotiate(r.Header.Get("Accept"))
-	var buf bytes.Buffer
-	if err := info.Serializer.Encode(obj, &buf); err != nil {
-		writeError(w, apierrors.NewInternalError(err))
-		return
-	}
-	w.Header().Set("Content-Type", info.MediaType)
-	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	writeObject(w, r, code, obj, tableConvertorFor(r))
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,6 +33,13 @@ type resource struct {
 	subresources []string
 	// fields adds the kind's own field-selector labels to metadata.name/namespace.
 	fields func(obj runtime.Object) fields.Set
+	// crd: served as a CustomResourceDefinition is on a real cluster, so
+	// JSON only (no protobuf).
+	crd bool
+	// generation: the kind's metadata.generation counts spec changes (from 1
+	// on create), as the real strategies of these kinds and every custom
+	// resource do; PVs, PVCs and most storage kinds have none.
+	generation bool
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
@@ -92,13 +101,13 @@ func (reg *registry) groupVersions() []schema.GroupVersion {
 }
 
 var (
-	coreV1       = corev1.SchemeGroupVersion
-	storageV1    = storagev1.SchemeGroupVersion
-	appsV1       = appsv1.SchemeGroupVersion
-	coordV1      = coordinationv1.SchemeGroupVersion
-	eventsV1     = eventsv1.SchemeGroupVersion
-	allCategory  = []string{"all"}
-	noFieldsFunc = func(runtime.Object) fields.Set { return nil }
+	coreV1      = corev1.SchemeGroupVersion
+	storageV1   = storagev1.SchemeGroupVersion
+	appsV1      = appsv1.SchemeGroupVersion
+	coordV1     = coordinationv1.SchemeGroupVersion
+	eventsV1    = eventsv1.SchemeGroupVersion
+	snapshotV1  = snapshotv1.SchemeGroupVersion
+	allCategory = []string{"all"}
 )
 
 // defaultResources is what the server serves: the kinds the volume lifecycle
@@ -115,7 +124,7 @@ func defaultResources() []*resource {
 				return fields.Set{"spec.unschedulable": fmt.Sprint(o.(*corev1.Node).Spec.Unschedulable)}
 			}},
 		{gvr: coreV1.WithResource("pods"), kind: "Pod", namespaced: true, shortNames: []string{"po"}, categories: allCategory,
-			hasStatus: true, subresources: []string{"binding"}, fields: podFields},
+			hasStatus: true, subresources: []string{"binding"}, fields: podFields, generation: true},
 		{gvr: coreV1.WithResource("persistentvolumes"), kind: "PersistentVolume", shortNames: []string{"pv"}, hasStatus: true},
 		{gvr: coreV1.WithResource("persistentvolumeclaims"), kind: "PersistentVolumeClaim", namespaced: true,
 			shortNames: []string{"pvc"}, hasStatus: true},
@@ -132,9 +141,16 @@ func defaultResources() []*resource {
 		{gvr: storageV1.WithResource("volumeattachments"), kind: "VolumeAttachment", hasStatus: true},
 		{gvr: storageV1.WithResource("csistoragecapacities"), kind: "CSIStorageCapacity", namespaced: true},
 		{gvr: appsV1.WithResource("statefulsets"), kind: "StatefulSet", namespaced: true, shortNames: []string{"sts"},
-			categories: allCategory, hasStatus: true},
+			categories: allCategory, hasStatus: true, generation: true},
 		{gvr: coordV1.WithResource("leases"), kind: "Lease", namespaced: true},
 		{gvr: eventsV1.WithResource("events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, fields: eventsV1Fields},
+		// The snapshot CRDs of kubernetes-csi/external-snapshotter.
+		{gvr: snapshotV1.WithResource("volumesnapshots"), kind: "VolumeSnapshot", namespaced: true,
+			shortNames: []string{"vs"}, hasStatus: true, crd: true, generation: true},
+		{gvr: snapshotV1.WithResource("volumesnapshotcontents"), kind: "VolumeSnapshotContent",
+			shortNames: []string{"vsc", "vscs"}, hasStatus: true, crd: true, generation: true},
+		{gvr: snapshotV1.WithResource("volumesnapshotclasses"), kind: "VolumeSnapshotClass",
+			shortNames: []string{"vsclass", "vsclasses"}, crd: true, generation: true},
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 )
@@ -23,8 +25,10 @@ import (
 // scheme knows every type the server serves; it is built once and only read.
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, snapshotv1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
 	}
 	return s
 }()

@@ -204,6 +204,7 @@ func (s *store) create(actor string, res *resource, namespace string, obj runtim
 		return nil, apierrors.NewAlreadyExists(res.groupResource(), m.GetName())
 	}
 	prepareForCreate(res, obj)
+	s.admitLocked(obj)
 	if errs := validateCreate(res, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.gvk().GroupKind(), m.GetName(), errs)
 	}
@@ -212,7 +213,8 @@ func (s *store) create(actor string, res *resource, namespace string, obj runtim
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetManagedFields(nil)
-	if hasField(obj, "Spec") {
+	m.SetGeneration(0)
+	if res.generation {
 		m.SetGeneration(1)
 	}
 	s.commitLocked(actor, "create", "", res, nil, obj)
@@ -315,7 +317,7 @@ func (s *store) update(actor, verb string, res *resource, namespace, name, subre
 		if errs := validateUpdate(res, next, old); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(res.gvk().GroupKind(), name, errs)
 		}
-		if hasField(next, "Spec") && !apiequality.Semantic.DeepEqual(fieldOf(next, "Spec"), fieldOf(old, "Spec")) {
+		if res.generation && specChanged(next, old) {
 			m.SetGeneration(oldMeta.GetGeneration() + 1)
 		}
 	}
@@ -325,7 +327,9 @@ func (s *store) update(actor, verb string, res *resource, namespace, name, subre
 		return old.DeepCopyObject(), nil
 	}
 	s.commitLocked(actor, verb, subresource, res, old, next)
-	return s.finishDeletionLocked(actor, res, next), nil
+	out := s.finishDeletionLocked(actor, res, next)
+	s.collectGarbageLocked()
+	return out, nil
 }
 
 // finishDeletionLocked removes an object whose deletion is due: it has a
@@ -362,6 +366,14 @@ func (s *store) removeLocked(actor string, res *resource, obj runtime.Object) {
 func (s *store) delete(actor string, res *resource, namespace, name string, opts metav1.DeleteOptions) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	obj, err := s.deleteLocked(actor, res, namespace, name, opts)
+	if err == nil {
+		s.collectGarbageLocked()
+	}
+	return obj, err
+}
+
+func (s *store) deleteLocked(actor string, res *resource, namespace, name string, opts metav1.DeleteOptions) (runtime.Object, error) {
 	key := objectKey(namespace, name)
 	cur, ok := s.objects[res][key]
 	if !ok {
@@ -395,7 +407,20 @@ func (s *store) delete(actor string, res *resource, namespace, name string, opts
 		return s.finishDeletionLocked(actor, res, next), nil
 	}
 
-	if grace == 0 && len(m.GetFinalizers()) == 0 {
+	policy, err := propagationPolicy(opts)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case policy == metav1.DeletePropagationForeground:
+		addFinalizerTo(nm, metav1.FinalizerDeleteDependents)
+	case policy == metav1.DeletePropagationOrphan:
+		addFinalizerTo(nm, metav1.FinalizerOrphanDependents)
+	}
+	if ns, ok := next.(*corev1.Namespace); ok {
+		// The namespace controller empties it, then lets it go.
+		ns.Status.Phase = corev1.NamespaceTerminating
+	} else if grace == 0 && len(nm.GetFinalizers()) == 0 {
 		s.removeLocked(actor, res, cur)
 		return cur.DeepCopyObject(), nil
 	}
@@ -465,6 +490,21 @@ func newFinalizers(old, cur []string) []string {
 		}
 	}
 	return added
+}
+
+// specChanged compares the Spec fields, or for a kind without one (a
+// VolumeSnapshotClass) everything but metadata, as custom resources count it.
+func specChanged(obj, old runtime.Object) bool {
+	if hasField(obj, "Spec") {
+		return !apiequality.Semantic.DeepEqual(fieldOf(obj, "Spec"), fieldOf(old, "Spec"))
+	}
+	a, b := obj.DeepCopyObject(), old.DeepCopyObject()
+	am, _ := meta.Accessor(a)
+	bm, _ := meta.Accessor(b)
+	am.SetResourceVersion("")
+	bm.SetResourceVersion("")
+	copyField(a, b, "ObjectMeta")
+	return !apiequality.Semantic.DeepEqual(a, b)
 }
 
 // hasField, fieldOf and copyField reach the Spec and Status of any typed

@@ -1,6 +1,7 @@
 package fakekube
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -14,6 +15,9 @@ type inProcessTransport struct {
 }
 
 func (t *inProcessTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if q := req.URL.Query().Get("watch"); q != "true" && q != "1" {
+		return t.roundTripBuffered(req)
+	}
 	ctx, cancel := context.WithCancel(req.Context())
 	req = req.Clone(ctx)
 	if req.Body == nil {
@@ -89,3 +93,48 @@ func (w *pipeResponseWriter) Write(p []byte) (int, error) {
 
 // Flush is a no-op: every Write already reaches the reader.
 func (w *pipeResponseWriter) Flush() {}
+
+// roundTripBuffered serves a request that is not a watch in the caller's
+// goroutine, into a buffer: no pipe, no goroutine per request.
+func (t *inProcessTransport) roundTripBuffered(req *http.Request) (*http.Response, error) {
+	if req.Body == nil {
+		req = req.Clone(req.Context())
+		req.Body = http.NoBody
+	}
+	rw := &bufferResponseWriter{header: http.Header{}}
+	t.handler.ServeHTTP(rw, req)
+	if rw.status == 0 {
+		rw.status = http.StatusOK
+	}
+	return &http.Response{
+		Status:        http.StatusText(rw.status),
+		StatusCode:    rw.status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        rw.header,
+		Body:          io.NopCloser(&rw.body),
+		ContentLength: int64(rw.body.Len()),
+		Request:       req,
+	}, nil
+}
+
+// bufferResponseWriter collects a whole response in memory.
+type bufferResponseWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *bufferResponseWriter) Header() http.Header { return w.header }
+
+func (w *bufferResponseWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *bufferResponseWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(p)
+}

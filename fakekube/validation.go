@@ -33,9 +33,6 @@ func prepareForCreate(res *resource, obj runtime.Object) {
 	case *corev1.PersistentVolume:
 		o.Status = corev1.PersistentVolumeStatus{Phase: corev1.VolumePending}
 		addFinalizer(&o.ObjectMeta, PVProtectionFinalizer)
-		if o.Spec.PersistentVolumeReclaimPolicy == "" {
-			o.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
-		}
 	case *corev1.Namespace:
 		o.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
 		if len(o.Spec.Finalizers) == 0 {
@@ -43,16 +40,8 @@ func prepareForCreate(res *resource, obj runtime.Object) {
 		}
 	case *storagev1.VolumeAttachment:
 		o.Status = storagev1.VolumeAttachmentStatus{}
-	case *storagev1.StorageClass:
-		if o.ReclaimPolicy == nil {
-			p := corev1.PersistentVolumeReclaimDelete
-			o.ReclaimPolicy = &p
-		}
-		if o.VolumeBindingMode == nil {
-			m := storagev1.VolumeBindingImmediate
-			o.VolumeBindingMode = &m
-		}
 	}
+	setDefaults(obj)
 }
 
 func addFinalizer(m *metav1.ObjectMeta, f string) {
@@ -119,8 +108,13 @@ func validateCreate(res *resource, obj runtime.Object) field.ErrorList {
 		if len(o.Spec.Containers) == 0 {
 			errs = append(errs, field.Required(field.NewPath("spec", "containers"), ""))
 		}
+	case *corev1.Namespace:
+		// Namespace names are DNS-1123 labels: no dots.
+		for _, msg := range validation.IsDNS1123Label(o.Name) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), o.Name, msg))
+		}
 	}
-	return errs
+	return append(errs, validateSnapshotCreate(obj)...)
 }
 
 // validateUpdate enforces the immutable fields of the lifecycle objects.
@@ -162,11 +156,15 @@ func validateUpdate(res *resource, obj, old runtime.Object) field.ErrorList {
 		}
 	case *storagev1.CSIDriver:
 		was := old.(*storagev1.CSIDriver)
+		// The real path really says "attachedRequired".
 		if !apiequality.Semantic.DeepEqual(o.Spec.AttachRequired, was.Spec.AttachRequired) {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "attachRequired"), o.Spec.AttachRequired, "field is immutable"))
+			errs = append(errs, field.Invalid(field.NewPath("spec", "attachedRequired"), o.Spec.AttachRequired, "field is immutable"))
+		}
+		if !apiequality.Semantic.DeepEqual(o.Spec.VolumeLifecycleModes, was.Spec.VolumeLifecycleModes) {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "volumeLifecycleModes"), o.Spec.VolumeLifecycleModes, "field is immutable"))
 		}
 	}
-	return errs
+	return append(errs, validateSnapshotUpdate(obj, old)...)
 }
 
 func countVolumeSources(src corev1.PersistentVolumeSource) int {

@@ -263,6 +263,9 @@ func (c *Cluster) CSICalls() []trace.Entry { return c.rec.Filter(trace.CSI) }
 // Recorder is the cluster's timeline.
 func (c *Cluster) Recorder() *trace.Recorder { return c.rec }
 
+// DriverName is the name of the cluster's CSI driver.
+func (c *Cluster) DriverName() string { return c.cfg.DriverName }
+
 // Root is the run's temporary directory.
 func (c *Cluster) Root() string { return c.root.Path() }
 

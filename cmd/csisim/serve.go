@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/clock"
+
+	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/trace"
+)
+
+// serve is `csisim serve`: a simulated cluster behind an HTTP API server on
+// 127.0.0.1 that real kubectl and any client-go program can use, until
+// interrupted.
+func serve(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("csisim serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	port := fs.Int("port", 0, "port to listen on, on 127.0.0.1; 0 picks a free one")
+	kubeconfig := fs.String("kubeconfig", "", "write the kubeconfig here (default: inside the run's temporary directory)")
+	nodes := fs.String("nodes", "node-1", "comma-separated node names")
+	seed := fs.Uint64("seed", 1, "seed for UIDs and generated names")
+	quiet := fs.Bool("quiet", false, "do not print the timeline")
+	bare := fs.Bool("bare", false, "do not create the driver's CSIDriver and default StorageClass")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: csisim serve [flags]\n\nRuns a simulated cluster and serves its API on 127.0.0.1 for kubectl.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	rec := trace.New(clock.RealClock{})
+	if !*quiet {
+		rec.Subscribe(func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) })
+	}
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: strings.Split(*nodes, ","), Seed: *seed, Recorder: rec})
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim: starting the simulated cluster: %v\n", err)
+		return 1
+	}
+	code := serveCluster(ctx, c, *port, *kubeconfig, !*bare, stdout, stderr)
+	if err := c.Close(); err != nil {
+		fmt.Fprintf(stderr, "csisim: cleaning up: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func serveCluster(ctx context.Context, c *cluster.Cluster, port int, kubeconfig string, setup bool, stdout, stderr io.Writer) int {
+	if setup {
+		if err := createDriverObjects(ctx, c); err != nil {
+			fmt.Fprintf(stderr, "csisim: %v\n", err)
+			return 1
+		}
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		return 1
+	}
+	srv := &http.Server{Handler: c.API(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+
+	if kubeconfig == "" {
+		kubeconfig = c.Root() + "/kubeconfig"
+	}
+	created, err := writeKubeconfig(kubeconfig, "http://"+l.Addr().String())
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		_ = srv.Close()
+		return 1
+	}
+	if created {
+		defer os.Remove(kubeconfig)
+	}
+	fmt.Fprintf(stdout, "csisim: API server on http://%s\ncsisim: kubeconfig %s\ncsisim: try: export KUBECONFIG=%s; kubectl get nodes,sc,csidrivers\ncsisim: Ctrl-C stops the cluster and removes everything it made\n",
+		l.Addr(), kubeconfig, kubeconfig)
+
+	code := 0
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		fmt.Fprintf(stderr, "csisim: serving: %v\n", err)
+		code = 1
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// Watches never end on their own: close what Shutdown cannot drain.
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+	}
+	return code
+}
+
+func createDriverObjects(ctx context.Context, c *cluster.Cluster) error {
+	cs, err := kubernetes.NewForConfig(c.API().RESTConfig("csisim-setup"))
+	if err != nil {
+		return err
+	}
+	drv, sc := cluster.DriverObjects(c.DriverName())
+	if _, err := cs.StorageV1().CSIDrivers().Create(ctx, drv, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating CSIDriver %s: %w", drv.Name, err)
+	}
+	if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating StorageClass %s: %w", sc.Name, err)
+	}
+	return nil
+}
+
+// writeKubeconfig writes a kubeconfig for server to path and says whether
+// it created the file (and so should remove it on exit).
+func writeKubeconfig(path, server string) (bool, error) {
+	_, statErr := os.Stat(path)
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["csisim"] = &clientcmdapi.Cluster{Server: server}
+	cfg.AuthInfos["csisim"] = &clientcmdapi.AuthInfo{}
+	cfg.Contexts["csisim"] = &clientcmdapi.Context{Cluster: "csisim", AuthInfo: "csisim", Namespace: "default"}
+	cfg.CurrentContext = "csisim"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return false, fmt.Errorf("writing kubeconfig %s: %w", path, err)
+	}
+	return os.IsNotExist(statErr), nil
+}

@@ -1,0 +1,33 @@
+package cluster
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultStorageClass is the name of the StorageClass DriverObjects makes.
+const DefaultStorageClass = "csisim-hostpath"
+
+// DriverObjects are what deploying the driver puts in a cluster: its
+// CSIDriver object (volumes are attached) and a default StorageClass that
+// provisions with it, reclaim policy Delete, binding Immediate.
+func DriverObjects(driverName string) (*storagev1.CSIDriver, *storagev1.StorageClass) {
+	attach := true
+	reclaim := corev1.PersistentVolumeReclaimDelete
+	binding := storagev1.VolumeBindingImmediate
+	drv := &storagev1.CSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: driverName},
+		Spec:       storagev1.CSIDriverSpec{AttachRequired: &attach},
+	}
+	sc := &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        DefaultStorageClass,
+			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
+		},
+		Provisioner:       driverName,
+		ReclaimPolicy:     &reclaim,
+		VolumeBindingMode: &binding,
+	}
+	return drv, sc
+}
