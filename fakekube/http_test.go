@@ -174,3 +174,23 @@ func TestBadBodiesChangeNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestCustomResourcesAnswerJSONToProtobufClients: a client that prefers
+// protobuf still gets the snapshot kinds, in JSON, as from a real server.
+func TestCustomResourcesAnswerJSONToProtobufClients(t *testing.T) {
+	cfg := serveHTTP(t, New(Options{}))
+	req, _ := http.NewRequest("GET", cfg.Host+"/apis/snapshot.storage.k8s.io/v1/volumesnapshotclasses", nil)
+	req.Header.Set("Accept", "application/vnd.kubernetes.protobuf, application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("status %d content type %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	if !bytes.Contains(body, []byte(`"kind":"VolumeSnapshotClassList"`)) {
+		t.Errorf("body: %s", body)
+	}
+}

@@ -219,12 +219,26 @@ func writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.O
 		}
 		out = table
 	}
+	info := media.info
+	if info.MediaType == runtime.ContentTypeProtobuf && !protobufCapable(out) {
+		// Custom resources (the snapshot kinds) have no protobuf form: the
+		// real server answers them in JSON, which clients accept too.
+		info, _ = runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	}
 	var buf bytes.Buffer
-	if err := media.info.Serializer.Encode(out, &buf); err != nil {
+	if err := info.Serializer.Encode(out, &buf); err != nil {
 		writeError(w, apierrors.NewInternalError(fmt.Errorf("encoding the response: %w", err)))
 		return
 	}
-	w.Header().Set("Content-Type", media.info.MediaType)
+	w.Header().Set("Content-Type", info.MediaType)
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// protobufCapable: obj (or, for a list, its items) can be encoded as
+// Kubernetes protobuf.
+func protobufCapable(obj runtime.Object) bool {
+	type protoMarshaler interface{ Marshal() ([]byte, error) }
+	_, ok := obj.(protoMarshaler)
+	return ok
 }

@@ -2,28 +2,49 @@ package hostpath
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // defaultCapacityBytes is the capacity of a volume created without a
 // required size.
 const defaultCapacityBytes int64 = 1 << 30
 
-// PublishContextNodeKey is the publish_context key ControllerPublishVolume
-// fills with the node the volume was published to.
-const PublishContextNodeKey = "hostpath.csisim.io/node"
+// minBlockCapacityBytes is the smallest block volume: mkfs.ext4 cannot make
+// a file system on much less.
+const minBlockCapacityBytes int64 = 1 << 20
 
-// controllerServer serves the CSI Controller service. Volumes are
-// directories, so "capacity" is a promise that is recorded, not reserved.
+// sectorSize is what the capacity of a block volume is rounded up to: a
+// loop device ignores a partial sector at the end of its file.
+const sectorSize int64 = 512
+
+// Publish context keys that ControllerPublishVolume fills in.
+const (
+	// PublishContextNodeKey names the node the volume was published to.
+	PublishContextNodeKey = "hostpath.csisim.io/node"
+	// PublishContextDevicePath is the loop device of a block volume; the
+	// node plugin has no other way to learn it.
+	PublishContextDevicePath = "devicePath"
+	// PublishContextReadonly is "true" for a read-only publication: the
+	// node then mounts the volume read-only.
+	PublishContextReadonly = "hostpath.csisim.io/readonly"
+)
+
+// controllerServer serves the CSI Controller service. Capacity is a number
+// in a pool (see topology.go); a block volume's image has that size, but is
+// sparse.
 type controllerServer struct {
 	csi.UnimplementedControllerServer
 	d *Driver
@@ -34,8 +55,16 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 	for _, t := range []csi.ControllerServiceCapability_RPC_Type{
 		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
 		csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
+		csi.ControllerServiceCapability_RPC_PUBLISH_READONLY,
 		csi.ControllerServiceCapability_RPC_LIST_VOLUMES,
+		csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES,
 		csi.ControllerServiceCapability_RPC_GET_CAPACITY,
+		csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
+		csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS,
+		csi.ControllerServiceCapability_RPC_GET_SNAPSHOT,
+		csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
+		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
+		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
 	} {
 		caps = append(caps, &csi.ControllerServiceCapability{
 			Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: t}},
@@ -48,18 +77,23 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	if err := checkName(req.GetName()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
 	}
+	kind, err := parseParameters(req.GetParameters())
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
+	}
 	if len(req.GetVolumeCapabilities()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "CreateVolume: volume capabilities are required")
 	}
 	for _, c := range req.GetVolumeCapabilities() {
-		if err := checkCapability(c); err != nil {
+		if err := checkCapability(c, kind); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
 		}
 	}
-	if req.GetVolumeContentSource() != nil {
-		return nil, status.Error(codes.InvalidArgument, "CreateVolume: volume content sources (snapshots, clones) are not supported")
+	capacity, err := capacityFor(req.GetCapacityRange(), kind)
+	if err != nil {
+		return nil, err
 	}
-	capacity, err := capacityFor(req.GetCapacityRange())
+	src, err := parseContentSource(req.GetVolumeContentSource())
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
 	}
@@ -70,32 +104,131 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 
 	id := volumeIDFor(req.GetName())
 	if v, ok := d.state.Volumes[id]; ok {
-		if v.Name != req.GetName() {
+		switch {
+		case v.Name != req.GetName():
 			return nil, status.Errorf(codes.Internal, "CreateVolume: volume id %s of name %q collides with volume %q", id, req.GetName(), v.Name)
-		}
-		if !fits(v.CapacityBytes, req.GetCapacityRange()) {
+		case v.kind() != kind:
+			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with kind %s, not %s", v.Name, v.kind(), kind)
+		case !fits(v.CapacityBytes, req.GetCapacityRange()):
 			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with capacity %d bytes, which does not fit the requested range", v.Name, v.CapacityBytes)
+		case !sameSource(v.Source, src):
+			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with another content source", v.Name)
 		}
 		return &csi.CreateVolumeResponse{Volume: v.csiVolume()}, nil
 	}
 
-	// Directory first, record second: a crash in between leaves a directory
+	copyFrom := ""
+	if src != nil {
+		var sourceKind volumeKind
+		var sourceSize int64
+		if src.SnapshotID != "" {
+			snap, ok := d.state.Snapshots[src.SnapshotID]
+			if !ok {
+				return nil, status.Errorf(codes.NotFound, "CreateVolume: source snapshot %s does not exist", src.SnapshotID)
+			}
+			sourceKind, sourceSize, copyFrom = snap.Kind, snap.SizeBytes, d.snapshotPath(snap.ID, snap.Kind)
+		} else {
+			vol, ok := d.state.Volumes[src.VolumeID]
+			if !ok {
+				return nil, status.Errorf(codes.NotFound, "CreateVolume: source volume %s does not exist", src.VolumeID)
+			}
+			sourceKind, sourceSize, copyFrom = vol.kind(), vol.CapacityBytes, d.volumePath(vol.ID, vol.kind())
+		}
+		if sourceKind != kind {
+			return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: the content source is of kind %s, the new volume of kind %s", sourceKind, kind)
+		}
+		if capacity < sourceSize {
+			r := req.GetCapacityRange()
+			if r.GetRequiredBytes() != 0 || (r.GetLimitBytes() != 0 && r.GetLimitBytes() < sourceSize) {
+				return nil, status.Errorf(codes.OutOfRange, "CreateVolume: the content source holds %d bytes, more than the requested capacity", sourceSize)
+			}
+			// Nothing was required: make room for the source.
+			capacity = sourceSize
+		}
+	}
+	zone, err := d.placeVolume(req.GetAccessibilityRequirements(), capacity)
+	if err != nil {
+		return nil, err
+	}
+
+	// Backing first, record second: a crash in between leaves a volume
 	// that the retried call, which derives the same ID, adopts.
-	if err := os.MkdirAll(d.volumeDir(id), 0o777); err != nil {
-		return nil, status.Errorf(codes.Internal, "CreateVolume: create volume directory: %v", err)
+	if err := d.createBacking(id, kind, capacity, copyFrom); err != nil {
+		return nil, status.Errorf(codes.Internal, "CreateVolume: %v", err)
 	}
-	// MkdirAll is subject to the umask; pods of any user must be able to
-	// write, as on a freshly formatted file system root.
-	if err := os.Chmod(d.volumeDir(id), 0o777); err != nil {
-		return nil, status.Errorf(codes.Internal, "CreateVolume: set volume directory mode: %v", err)
-	}
-	v := &volumeRecord{ID: id, Name: req.GetName(), CapacityBytes: capacity}
+	v := &volumeRecord{ID: id, Name: req.GetName(), Kind: kind, CapacityBytes: capacity, Zone: zone, Source: src}
 	d.state.Volumes[id] = v
 	if err := d.store.save(d.state); err != nil {
 		delete(d.state.Volumes, id)
 		return nil, status.Errorf(codes.Internal, "CreateVolume: %v", err)
 	}
 	return &csi.CreateVolumeResponse{Volume: v.csiVolume()}, nil
+}
+
+// createBacking makes a volume's directory or image, filled from copyFrom
+// if that is set. Copies are made under a temporary name and renamed into
+// place, so a volume that exists is complete; an existing volume is adopted
+// (see CreateVolume).
+func (d *Driver) createBacking(id string, kind volumeKind, capacity int64, copyFrom string) error {
+	final := d.volumePath(id, kind)
+	tmpPrefix := "." + id + ".tmp-"
+	if err := removeStaleTemps(d.volumesDir(), tmpPrefix); err != nil {
+		return err
+	}
+	if kind == kindBlock {
+		if fi, err := os.Stat(final); err == nil {
+			if fi.Size() < capacity {
+				return os.Truncate(final, capacity)
+			}
+			return nil
+		}
+		tmp, err := os.CreateTemp(d.volumesDir(), tmpPrefix+"*")
+		if err != nil {
+			return fmt.Errorf("create image: %w", err)
+		}
+		tmp.Close()
+		if copyFrom != "" {
+			err = copyImage(copyFrom, tmp.Name(), capacity)
+		} else {
+			err = os.Truncate(tmp.Name(), capacity) // sparse: no space is used yet
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), final)
+		}
+		if err != nil {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("create image: %w", err)
+		}
+		return nil
+	}
+
+	if _, err := os.Stat(final); err == nil {
+		return nil
+	}
+	if copyFrom == "" {
+		if err := os.Mkdir(final, 0o777); err != nil {
+			return fmt.Errorf("create volume directory: %w", err)
+		}
+		// Mkdir is subject to the umask; pods of any user must be able
+		// to write, as on a freshly formatted file system root.
+		if err := os.Chmod(final, 0o777); err != nil {
+			return fmt.Errorf("set volume directory mode: %w", err)
+		}
+		return nil
+	}
+	tmp, err := os.MkdirTemp(d.volumesDir(), tmpPrefix)
+	if err != nil {
+		return fmt.Errorf("create volume directory: %w", err)
+	}
+	if err := copyTree(copyFrom, tmp); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("create volume directory: %w", err)
+	}
+	return nil
 }
 
 func (s *controllerServer) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
@@ -107,21 +240,56 @@ func (s *controllerServer) DeleteVolume(_ context.Context, req *csi.DeleteVolume
 	d.mu.Lock()
 	defer d.mu.Unlock()
 
-	if v, ok := d.state.Volumes[id]; ok && len(v.PublishedNodes) > 0 {
+	v, recorded := d.state.Volumes[id]
+	if recorded && len(v.PublishedNodes) > 0 {
 		return nil, status.Errorf(codes.FailedPrecondition, "DeleteVolume: volume %s is still published to node(s) %s", id, strings.Join(v.publishedNodeIDs(), ", "))
 	}
-	// Directory first, record second, so that a crash in between leaves a
-	// record whose retried delete finishes the job.
+	// A loop device can outlive its publication record (a crash between
+	// attach and save); it must go before its image does.
+	if err := d.detachIfUnused("DeleteVolume", id); err != nil {
+		return nil, err
+	}
+	// Backing first, record second, so that a crash in between leaves a
+	// record whose retried delete finishes the job. Both kinds are removed:
+	// without a record the kind is not known.
 	if err := os.RemoveAll(d.volumeDir(id)); err != nil {
 		return nil, status.Errorf(codes.Internal, "DeleteVolume: remove volume directory: %v", err)
 	}
-	if _, ok := d.state.Volumes[id]; ok {
+	if err := os.Remove(d.volumeImage(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, status.Errorf(codes.Internal, "DeleteVolume: remove volume image: %v", err)
+	}
+	if recorded {
 		delete(d.state.Volumes, id)
 		if err := d.store.save(d.state); err != nil {
 			return nil, status.Errorf(codes.Internal, "DeleteVolume: %v", err)
 		}
 	}
 	return &csi.DeleteVolumeResponse{}, nil
+}
+
+// detachIfUnused detaches the loop device of a block volume, if it has one.
+// A device that something still uses (a mounted file system, a pod's
+// device) is refused with FailedPrecondition: detaching it under a mount
+// would turn the pod's writes into I/O errors. The caller holds mu.
+func (d *Driver) detachIfUnused(method, id string) error {
+	dev, err := findLoop(d.volumeImage(id))
+	if err != nil {
+		return status.Errorf(codes.Internal, "%s: %v", method, err)
+	}
+	if dev == "" {
+		return nil
+	}
+	busy, err := loopInUse(dev)
+	if err != nil {
+		return status.Errorf(codes.Internal, "%s: %v", method, err)
+	}
+	if busy {
+		return status.Errorf(codes.FailedPrecondition, "%s: volume %s is still in use on loop device %s (NodeUnpublishVolume and NodeUnstageVolume must come first)", method, id, dev)
+	}
+	if err := detachLoop(dev); err != nil {
+		return status.Errorf(codes.Internal, "%s: %v", method, err)
+	}
+	return nil
 }
 
 func (s *controllerServer) ControllerPublishVolume(_ context.Context, req *csi.ControllerPublishVolumeRequest) (*csi.ControllerPublishVolumeResponse, error) {
@@ -132,7 +300,7 @@ func (s *controllerServer) ControllerPublishVolume(_ context.Context, req *csi.C
 	if err := checkNodeID(nodeID); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ControllerPublishVolume: %v", err)
 	}
-	if err := checkCapability(req.GetVolumeCapability()); err != nil {
+	if err := checkCapability(req.GetVolumeCapability(), ""); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ControllerPublishVolume: %v", err)
 	}
 	mode := req.GetVolumeCapability().GetAccessMode().GetMode()
@@ -145,40 +313,77 @@ func (s *controllerServer) ControllerPublishVolume(_ context.Context, req *csi.C
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "ControllerPublishVolume: volume %s does not exist", id)
 	}
-	node, ok, err := lookupNode(d.cfg.Root, nodeID)
+	node, ok, err := lookupNode(d.root, nodeID)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "ControllerPublishVolume: %v", err)
 	}
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "ControllerPublishVolume: node %s does not exist (no node plugin has registered it)", nodeID)
 	}
+	if err := checkCapability(req.GetVolumeCapability(), v.kind()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "ControllerPublishVolume: %v", err)
+	}
+	if v.Zone != "" && node.Zone != v.Zone {
+		return nil, status.Errorf(codes.FailedPrecondition, "ControllerPublishVolume: volume %s lives in zone %q and is not accessible from node %s in zone %q", id, v.Zone, nodeID, node.Zone)
+	}
 	want := &controllerPublishRecord{Readonly: req.GetReadonly(), AccessMode: mode.String()}
-	resp := &csi.ControllerPublishVolumeResponse{PublishContext: map[string]string{PublishContextNodeKey: nodeID}}
 
-	if have, ok := v.PublishedNodes[nodeID]; ok {
-		if *have != *want {
-			return nil, status.Errorf(codes.AlreadyExists, "ControllerPublishVolume: volume %s is already published to node %s with readonly=%t, access mode %s", id, nodeID, have.Readonly, have.AccessMode)
+	have, republish := v.PublishedNodes[nodeID]
+	if republish && *have != *want {
+		return nil, status.Errorf(codes.AlreadyExists, "ControllerPublishVolume: volume %s is already published to node %s with readonly=%t, access mode %s", id, nodeID, have.Readonly, have.AccessMode)
+	}
+	if !republish {
+		for other, p := range v.PublishedNodes {
+			if isSingleNode(mode) || isSingleNode(modeFromName(p.AccessMode)) {
+				return nil, status.Errorf(codes.FailedPrecondition, "ControllerPublishVolume: volume %s is published to node %s with access mode %s and cannot also be published to node %s", id, other, p.AccessMode, nodeID)
+			}
 		}
+		if max := node.MaxVolumesPerNode; max > 0 && d.publishedTo(nodeID) >= max {
+			return nil, status.Errorf(codes.ResourceExhausted, "ControllerPublishVolume: node %s already has the maximum of %d volumes", nodeID, max)
+		}
+	}
+
+	resp := &csi.ControllerPublishVolumeResponse{PublishContext: map[string]string{PublishContextNodeKey: nodeID}}
+	if want.Readonly {
+		resp.PublishContext[PublishContextReadonly] = "true"
+	}
+	// All nodes of a run share one kernel, so one loop device serves every
+	// node a multi-node volume is published to. A repeated publish attaches
+	// again too: the device may be gone since (a host reboot).
+	attachedBefore, dev := "", ""
+	if v.kind() == kindBlock {
+		if attachedBefore, err = findLoop(d.volumeImage(id)); err != nil {
+			return nil, status.Errorf(codes.Internal, "ControllerPublishVolume: %v", err)
+		}
+		if dev, err = attachLoop(d.volumeImage(id)); err != nil {
+			return nil, status.Errorf(codes.Internal, "ControllerPublishVolume: %v", err)
+		}
+		resp.PublishContext[PublishContextDevicePath] = dev
+	}
+	if republish && v.LoopDevice == dev {
 		return resp, nil
 	}
-	for other, p := range v.PublishedNodes {
-		if isSingleNode(mode) || isSingleNode(modeFromName(p.AccessMode)) {
-			return nil, status.Errorf(codes.FailedPrecondition, "ControllerPublishVolume: volume %s is published to node %s with access mode %s and cannot also be published to node %s", id, other, p.AccessMode, nodeID)
-		}
-	}
-	if max := node.MaxVolumesPerNode; max > 0 && d.publishedTo(nodeID) >= max {
-		return nil, status.Errorf(codes.ResourceExhausted, "ControllerPublishVolume: node %s already has the maximum of %d volumes", nodeID, max)
-	}
 
-	if v.PublishedNodes == nil {
-		v.PublishedNodes = map[string]*controllerPublishRecord{}
-	}
+	before, beforeDev := v.PublishedNodes, v.LoopDevice
+	v.PublishedNodes = clonePublished(v.PublishedNodes)
 	v.PublishedNodes[nodeID] = want
+	v.LoopDevice = dev
 	if err := d.store.save(d.state); err != nil {
-		delete(v.PublishedNodes, nodeID)
+		v.PublishedNodes, v.LoopDevice = before, beforeDev
+		if dev != "" && attachedBefore == "" {
+			_ = detachLoop(dev) // best effort; a retry attaches again
+		}
 		return nil, status.Errorf(codes.Internal, "ControllerPublishVolume: %v", err)
 	}
 	return resp, nil
+}
+
+func clonePublished(m map[string]*controllerPublishRecord) map[string]*controllerPublishRecord {
+	out := make(map[string]*controllerPublishRecord, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // publishedTo counts the volumes published to a node; the caller holds mu.
@@ -192,6 +397,13 @@ func (d *Driver) publishedTo(nodeID string) int64 {
 	return n
 }
 
+// ControllerUnpublishVolume forgets a publication and, for a block volume
+// that is published nowhere else, detaches its loop device. The spec has
+// the CO call it only after NodeUnstageVolume; a CO that calls it while the
+// device is still mounted gets FailedPrecondition and the publication
+// stays, so that the CO retries once the node has let go, the way a cloud
+// disk does not detach while in use. Publications to other nodes of a
+// multi-node volume share the device, which then stays attached.
 func (s *controllerServer) ControllerUnpublishVolume(_ context.Context, req *csi.ControllerUnpublishVolumeRequest) (*csi.ControllerUnpublishVolumeResponse, error) {
 	id, nodeID := req.GetVolumeId(), req.GetNodeId()
 	if err := checkVolumeID(id); err != nil {
@@ -207,22 +419,35 @@ func (s *controllerServer) ControllerUnpublishVolume(_ context.Context, req *csi
 	defer d.mu.Unlock()
 
 	v, ok := d.state.Volumes[id]
-	if !ok || len(v.PublishedNodes) == 0 {
+	if !ok {
+		// Nothing to undo: unpublishing is idempotent, also for volumes
+		// deleted since.
 		return &csi.ControllerUnpublishVolumeResponse{}, nil
 	}
-	before := v.PublishedNodes
-	v.PublishedNodes = map[string]*controllerPublishRecord{}
-	for n, p := range before {
+	remaining := map[string]*controllerPublishRecord{}
+	for n, p := range v.PublishedNodes {
 		// An empty node ID means "from every node".
 		if nodeID != "" && n != nodeID {
-			v.PublishedNodes[n] = p
+			remaining[n] = p
 		}
 	}
-	if len(v.PublishedNodes) == len(before) {
+	if v.kind() == kindBlock && len(remaining) == 0 {
+		// Also when no publication was recorded: a crash between attach
+		// and save leaves a device that only this call can clean up.
+		if err := d.detachIfUnused("ControllerUnpublishVolume", id); err != nil {
+			return nil, err
+		}
+	}
+	if len(remaining) == len(v.PublishedNodes) && (len(remaining) > 0 || v.LoopDevice == "") {
 		return &csi.ControllerUnpublishVolumeResponse{}, nil
 	}
+	before, beforeDev := v.PublishedNodes, v.LoopDevice
+	v.PublishedNodes = remaining
+	if len(remaining) == 0 {
+		v.LoopDevice = ""
+	}
 	if err := d.store.save(d.state); err != nil {
-		v.PublishedNodes = before
+		v.PublishedNodes, v.LoopDevice = before, beforeDev
 		return nil, status.Errorf(codes.Internal, "ControllerUnpublishVolume: %v", err)
 	}
 	return &csi.ControllerUnpublishVolumeResponse{}, nil
@@ -238,13 +463,26 @@ func (s *controllerServer) ValidateVolumeCapabilities(_ context.Context, req *cs
 	}
 	d := s.d
 	d.mu.Lock()
-	_, ok := d.state.Volumes[id]
+	v, ok := d.state.Volumes[id]
+	var kind volumeKind
+	if ok {
+		kind = v.kind()
+	}
 	d.mu.Unlock()
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "ValidateVolumeCapabilities: volume %s does not exist", id)
 	}
+	if len(req.GetParameters()) > 0 {
+		want, err := parseParameters(req.GetParameters())
+		if err != nil {
+			return &csi.ValidateVolumeCapabilitiesResponse{Message: err.Error()}, nil
+		}
+		if want != kind {
+			return &csi.ValidateVolumeCapabilitiesResponse{Message: fmt.Sprintf("volume is of kind %s, not %s", kind, want)}, nil
+		}
+	}
 	for _, c := range req.GetVolumeCapabilities() {
-		if err := checkCapability(c); err != nil {
+		if err := checkCapability(c, kind); err != nil {
 			return &csi.ValidateVolumeCapabilitiesResponse{Message: err.Error()}, nil
 		}
 	}
@@ -295,29 +533,308 @@ func (s *controllerServer) ListVolumes(_ context.Context, req *csi.ListVolumesRe
 	return resp, nil
 }
 
-// GetCapacity reports the free space of the file system holding the root:
-// the most any one volume could ever hold.
+// GetCapacity reports what is left in the storage pool of the requested
+// topology segment, or in all pools together; see Config.CapacityPerZone.
 func (s *controllerServer) GetCapacity(_ context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
+	kind, err := parseParameters(req.GetParameters())
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "GetCapacity: %v", err)
+	}
 	for _, c := range req.GetVolumeCapabilities() {
-		if checkCapability(c) != nil {
+		if checkCapability(c, kind) != nil {
 			// No volume with that capability can be provisioned.
-			return &csi.GetCapacityResponse{AvailableCapacity: 0}, nil
+			return &csi.GetCapacityResponse{AvailableCapacity: 0, MaximumVolumeSize: wrapperspb.Int64(0)}, nil
 		}
 	}
-	var fs unix.Statfs_t
-	if err := unix.Statfs(s.d.volumesDir(), &fs); err != nil {
-		return nil, status.Errorf(codes.Internal, "GetCapacity: statfs %s: %v", s.d.volumesDir(), err)
+	d := s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var seg map[string]string
+	if t := req.GetAccessibleTopology(); t != nil {
+		seg = t.GetSegments()
 	}
-	return &csi.GetCapacityResponse{AvailableCapacity: int64(fs.Bavail) * fs.Bsize}, nil
+	available, maxVolume, err := d.capacityIn(seg)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "GetCapacity: %v", err)
+	}
+	return &csi.GetCapacityResponse{AvailableCapacity: available, MaximumVolumeSize: wrapperspb.Int64(maxVolume)}, nil
+}
+
+// ControllerExpandVolume grows a volume. A block volume's image grows at
+// once, in use or not (online expansion); the node then has to make the
+// loop device and the file system follow, so node expansion is required. A
+// directory volume's capacity is only a number.
+func (s *controllerServer) ControllerExpandVolume(_ context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
+	id := req.GetVolumeId()
+	if err := checkVolumeID(id); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "ControllerExpandVolume: %v", err)
+	}
+	r := req.GetCapacityRange()
+	if r == nil {
+		return nil, status.Error(codes.InvalidArgument, "ControllerExpandVolume: capacity range is required")
+	}
+	if err := checkRange(r); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "ControllerExpandVolume: %v", err)
+	}
+	d := s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+
+	v, ok := d.state.Volumes[id]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "ControllerExpandVolume: volume %s does not exist", id)
+	}
+	kind := v.kind()
+	if c := req.GetVolumeCapability(); c != nil {
+		if err := checkCapability(c, kind); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "ControllerExpandVolume: %v", err)
+		}
+	}
+	resp := &csi.ControllerExpandVolumeResponse{CapacityBytes: v.CapacityBytes, NodeExpansionRequired: kind == kindBlock}
+	if limit := r.GetLimitBytes(); limit > 0 && v.CapacityBytes > limit {
+		return nil, status.Errorf(codes.OutOfRange, "ControllerExpandVolume: volume %s has %d bytes, more than the limit of %d; volumes do not shrink", id, v.CapacityBytes, limit)
+	}
+	want := r.GetRequiredBytes()
+	if kind == kindBlock {
+		want = roundUp(want, sectorSize)
+		if limit := r.GetLimitBytes(); limit > 0 && want > limit {
+			want = r.GetRequiredBytes() // the limit allows no rounding
+		}
+	}
+	if want <= v.CapacityBytes {
+		return resp, nil // large enough already, or a retry
+	}
+	if !d.poolFits(v.Zone, want-v.CapacityBytes) {
+		free, _ := d.poolFree(v.Zone)
+		return nil, status.Errorf(codes.ResourceExhausted, "ControllerExpandVolume: the pool of zone %q has %d bytes left, %d more are needed", v.Zone, free, want-v.CapacityBytes)
+	}
+	if kind == kindBlock {
+		if err := growFile(d.volumeImage(id), want); err != nil {
+			return nil, status.Errorf(codes.Internal, "ControllerExpandVolume: %v", err)
+		}
+	}
+	before := v.CapacityBytes
+	v.CapacityBytes = want
+	if err := d.store.save(d.state); err != nil {
+		// The image may stay larger: a retry adopts it.
+		v.CapacityBytes = before
+		return nil, status.Errorf(codes.Internal, "ControllerExpandVolume: %v", err)
+	}
+	resp.CapacityBytes = want
+	return resp, nil
+}
+
+// growFile extends a file to size; it never shrinks one.
+func growFile(path string, size int64) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("grow %s: %w", path, err)
+	}
+	if fi.Size() >= size {
+		return nil
+	}
+	if err := os.Truncate(path, size); err != nil {
+		return fmt.Errorf("grow %s: %w", path, err)
+	}
+	return nil
+}
+
+// CreateSnapshot copies a volume into ROOT/snapshots: a directory tree, or
+// the image file with its holes. The copy is crash-consistent at best (a
+// mounted file system may have data in memory that the image lacks), which
+// is what a storage snapshot without file system freeze gives too.
+func (s *controllerServer) CreateSnapshot(_ context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
+	if err := checkName(req.GetName()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "CreateSnapshot: %v", err)
+	}
+	source := req.GetSourceVolumeId()
+	if err := checkVolumeID(source); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "CreateSnapshot: source: %v", err)
+	}
+	if params := req.GetParameters(); len(params) > 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "CreateSnapshot: unknown parameters %v (snapshots take none)", slices.Sorted(maps.Keys(params)))
+	}
+
+	d := s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+
+	id := snapshotIDFor(req.GetName())
+	if snap, ok := d.state.Snapshots[id]; ok {
+		switch {
+		case snap.Name != req.GetName():
+			return nil, status.Errorf(codes.Internal, "CreateSnapshot: snapshot id %s of name %q collides with snapshot %q", id, req.GetName(), snap.Name)
+		case snap.SourceVolumeID != source:
+			return nil, status.Errorf(codes.AlreadyExists, "CreateSnapshot: snapshot %q exists with source volume %s, not %s", snap.Name, snap.SourceVolumeID, source)
+		}
+		return &csi.CreateSnapshotResponse{Snapshot: snap.csiSnapshot()}, nil
+	}
+	v, ok := d.state.Volumes[source]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "CreateSnapshot: source volume %s does not exist", source)
+	}
+	if err := d.copySnapshot(id, v); err != nil {
+		return nil, status.Errorf(codes.Internal, "CreateSnapshot: %v", err)
+	}
+	snap := &snapshotRecord{
+		ID: id, Name: req.GetName(), SourceVolumeID: source, Kind: v.kind(),
+		SizeBytes: v.CapacityBytes, CreatedAt: time.Now().UTC(),
+	}
+	d.state.Snapshots[id] = snap
+	if err := d.store.save(d.state); err != nil {
+		delete(d.state.Snapshots, id)
+		return nil, status.Errorf(codes.Internal, "CreateSnapshot: %v", err)
+	}
+	return &csi.CreateSnapshotResponse{Snapshot: snap.csiSnapshot()}, nil
+}
+
+// copySnapshot copies volume v to snapshot id under a temporary name and
+// renames it into place; an existing snapshot copy is adopted, as in
+// createBacking.
+func (d *Driver) copySnapshot(id string, v *volumeRecord) error {
+	kind := v.kind()
+	final := d.snapshotPath(id, kind)
+	tmpPrefix := "." + id + ".tmp-"
+	if err := removeStaleTemps(d.snapshotsDir(), tmpPrefix); err != nil {
+		return err
+	}
+	if _, err := os.Stat(final); err == nil {
+		return nil
+	}
+	var tmp string
+	var err error
+	if kind == kindBlock {
+		var f *os.File
+		if f, err = os.CreateTemp(d.snapshotsDir(), tmpPrefix+"*"); err == nil {
+			tmp = f.Name()
+			f.Close()
+			err = copyImage(d.volumeImage(v.ID), tmp, 0)
+		}
+	} else if tmp, err = os.MkdirTemp(d.snapshotsDir(), tmpPrefix); err == nil {
+		err = copyTree(d.volumeDir(v.ID), tmp)
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		if tmp != "" {
+			os.RemoveAll(tmp)
+		}
+		return fmt.Errorf("snapshot volume %s: %w", v.ID, err)
+	}
+	return nil
+}
+
+func (s *controllerServer) DeleteSnapshot(_ context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
+	id := req.GetSnapshotId()
+	if err := checkSnapshotID(id); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "DeleteSnapshot: %v", err)
+	}
+	d := s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+
+	// Files first, record second, as in DeleteVolume. Volumes restored
+	// from the snapshot are copies and do not mind.
+	for _, kind := range []volumeKind{kindDirectory, kindBlock} {
+		if err := os.RemoveAll(d.snapshotPath(id, kind)); err != nil {
+			return nil, status.Errorf(codes.Internal, "DeleteSnapshot: %v", err)
+		}
+	}
+	if err := removeStaleTemps(d.snapshotsDir(), "."+id+".tmp-"); err != nil {
+		return nil, status.Errorf(codes.Internal, "DeleteSnapshot: %v", err)
+	}
+	if _, ok := d.state.Snapshots[id]; ok {
+		delete(d.state.Snapshots, id)
+		if err := d.store.save(d.state); err != nil {
+			return nil, status.Errorf(codes.Internal, "DeleteSnapshot: %v", err)
+		}
+	}
+	return &csi.DeleteSnapshotResponse{}, nil
+}
+
+// ListSnapshots pages through the snapshots in ID order, like ListVolumes.
+// Filters that match nothing, including IDs that this plugin could never
+// have made, give an empty list, as the spec asks.
+func (s *controllerServer) ListSnapshots(_ context.Context, req *csi.ListSnapshotsRequest) (*csi.ListSnapshotsResponse, error) {
+	if req.GetMaxEntries() < 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "ListSnapshots: max_entries must not be negative, got %d", req.GetMaxEntries())
+	}
+	after := req.GetStartingToken()
+	if after != "" && !isIDWeMake(snapshotIDPrefix, after) {
+		return nil, status.Errorf(codes.Aborted, "ListSnapshots: starting token %q is not one this plugin returned", after)
+	}
+	d := s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+
+	var ids []string
+	for id, snap := range d.state.Snapshots {
+		if id <= after ||
+			(req.GetSnapshotId() != "" && id != req.GetSnapshotId()) ||
+			(req.GetSourceVolumeId() != "" && snap.SourceVolumeID != req.GetSourceVolumeId()) {
+			continue
+		}
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	resp := &csi.ListSnapshotsResponse{}
+	if max := int(req.GetMaxEntries()); max > 0 && len(ids) > max {
+		ids = ids[:max]
+		resp.NextToken = ids[max-1]
+	}
+	for _, id := range ids {
+		resp.Entries = append(resp.Entries, &csi.ListSnapshotsResponse_Entry{Snapshot: d.state.Snapshots[id].csiSnapshot()})
+	}
+	return resp, nil
+}
+
+func (s *controllerServer) GetSnapshot(_ context.Context, req *csi.GetSnapshotRequest) (*csi.GetSnapshotResponse, error) {
+	id := req.GetSnapshotId()
+	if err := checkSnapshotID(id); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "GetSnapshot: %v", err)
+	}
+	d := s.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	snap, ok := d.state.Snapshots[id]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "GetSnapshot: snapshot %s does not exist", id)
+	}
+	return &csi.GetSnapshotResponse{Snapshot: snap.csiSnapshot()}, nil
 }
 
 // csiVolume is the CSI view of a record. The volume context names the
 // backing kind only; nothing in it is secret.
 func (v *volumeRecord) csiVolume() *csi.Volume {
-	return &csi.Volume{
-		VolumeId:      v.ID,
-		CapacityBytes: v.CapacityBytes,
-		VolumeContext: map[string]string{"hostpath.csisim.io/kind": "directory"},
+	vol := &csi.Volume{
+		VolumeId:           v.ID,
+		CapacityBytes:      v.CapacityBytes,
+		VolumeContext:      map[string]string{VolumeContextKind: string(v.kind())},
+		AccessibleTopology: zoneTopology(v.Zone),
+	}
+	switch {
+	case v.Source == nil:
+	case v.Source.SnapshotID != "":
+		vol.ContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{
+			Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: v.Source.SnapshotID},
+		}}
+	default:
+		vol.ContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{
+			Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: v.Source.VolumeID},
+		}}
+	}
+	return vol
+}
+
+func (s *snapshotRecord) csiSnapshot() *csi.Snapshot {
+	return &csi.Snapshot{
+		SizeBytes:      s.SizeBytes,
+		SnapshotId:     s.ID,
+		SourceVolumeId: s.SourceVolumeID,
+		CreationTime:   timestamppb.New(s.CreatedAt),
+		// Copies are complete before CreateSnapshot returns.
+		ReadyToUse: true,
 	}
 }
 
@@ -331,37 +848,78 @@ func (v *volumeRecord) publishedNodeIDs() []string {
 }
 
 // isVolumeIDWeMake reports whether s has the shape of volumeIDFor's output.
-func isVolumeIDWeMake(s string) bool {
-	hexPart, ok := strings.CutPrefix(s, volumeIDPrefix)
-	if !ok || len(hexPart) != 20 {
-		return false
-	}
-	for _, c := range hexPart {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
+func isVolumeIDWeMake(s string) bool { return isIDWeMake(volumeIDPrefix, s) }
+
+// parseContentSource checks a CreateVolume content source; nil means none.
+// Malformed IDs are refused here, so that no path is ever built from them.
+func parseContentSource(cs *csi.VolumeContentSource) (*contentSource, error) {
+	switch {
+	case cs == nil:
+		return nil, nil
+	case cs.GetSnapshot() != nil:
+		id := cs.GetSnapshot().GetSnapshotId()
+		if err := checkSnapshotID(id); err != nil {
+			return nil, fmt.Errorf("content source: %w", err)
 		}
+		return &contentSource{SnapshotID: id}, nil
+	case cs.GetVolume() != nil:
+		id := cs.GetVolume().GetVolumeId()
+		if err := checkVolumeID(id); err != nil {
+			return nil, fmt.Errorf("content source: %w", err)
+		}
+		return &contentSource{VolumeID: id}, nil
 	}
-	return true
+	return nil, errors.New("content source must name a snapshot or a volume")
+}
+
+func sameSource(a, b *contentSource) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// checkRange refuses capacity ranges that are malformed in themselves.
+func checkRange(r *csi.CapacityRange) error {
+	req, limit := r.GetRequiredBytes(), r.GetLimitBytes()
+	if req < 0 || limit < 0 {
+		return fmt.Errorf("capacity range must not be negative (required %d, limit %d)", req, limit)
+	}
+	if limit > 0 && req > limit {
+		return fmt.Errorf("required bytes %d exceed limit bytes %d", req, limit)
+	}
+	return nil
 }
 
 // capacityFor picks the capacity of a new volume: the required size, or the
-// default when none is required, capped by the limit.
-func capacityFor(r *csi.CapacityRange) (int64, error) {
+// default when none is required, capped by the limit. A block volume is
+// made at least minBlockCapacityBytes and a whole number of sectors, within
+// the limit. Errors are gRPC statuses.
+func capacityFor(r *csi.CapacityRange, kind volumeKind) (int64, error) {
+	if err := checkRange(r); err != nil {
+		return 0, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
+	}
 	req, limit := r.GetRequiredBytes(), r.GetLimitBytes()
-	if req < 0 || limit < 0 {
-		return 0, fmt.Errorf("capacity range must not be negative (required %d, limit %d)", req, limit)
-	}
-	if limit > 0 && req > limit {
-		return 0, fmt.Errorf("required bytes %d exceed limit bytes %d", req, limit)
-	}
+	var capacity int64
 	switch {
 	case req > 0:
-		return req, nil
+		capacity = req
 	case limit > 0 && limit < defaultCapacityBytes:
-		return limit, nil
+		capacity = limit
+	default:
+		capacity = defaultCapacityBytes
 	}
-	return defaultCapacityBytes, nil
+	if kind != kindBlock {
+		return capacity, nil
+	}
+	capacity = roundUp(max(capacity, minBlockCapacityBytes), sectorSize)
+	if limit > 0 && capacity > limit {
+		return 0, status.Errorf(codes.OutOfRange, "CreateVolume: a block volume needs at least %d bytes in whole %d-byte sectors, which the limit of %d bytes does not allow", minBlockCapacityBytes, sectorSize, limit)
+	}
+	return capacity, nil
 }
+
+func roundUp(n, unit int64) int64 { return (n + unit - 1) / unit * unit }
 
 // fits reports whether an existing volume's capacity satisfies a range.
 func fits(capacity int64, r *csi.CapacityRange) bool {
@@ -371,17 +929,29 @@ func fits(capacity int64, r *csi.CapacityRange) bool {
 	return r.GetLimitBytes() == 0 || capacity <= r.GetLimitBytes()
 }
 
-// checkCapability accepts mount access with any known access mode. Block
-// access is refused: a directory cannot be a block device.
-func checkCapability(c *csi.VolumeCapability) error {
+// supportedFsTypes are the file systems a block volume can be formatted
+// with ("" means ext4). Directory volumes have no file system of their own
+// and ignore the fs_type, as a CO may pass a default one for any volume.
+var supportedFsTypes = []string{"", "ext2", "ext3", "ext4", "xfs"}
+
+// checkCapability accepts mount access with any known access mode, and
+// block access for block volumes. kind "" checks only what does not depend
+// on the volume, for calls that must validate before looking it up.
+func checkCapability(c *csi.VolumeCapability, kind volumeKind) error {
 	if c == nil {
-		return fmt.Errorf("volume capability is required")
+		return errors.New("volume capability is required")
 	}
-	if c.GetBlock() != nil {
-		return fmt.Errorf("block access is not supported: volumes are directories")
-	}
-	if c.GetMount() == nil {
-		return fmt.Errorf("volume capability must have mount access type")
+	switch {
+	case c.GetBlock() != nil:
+		if kind == kindDirectory {
+			return fmt.Errorf("block access needs a volume of kind %s (parameter %s=%s); this volume is a directory", kindBlock, ParameterKind, kindBlock)
+		}
+	case c.GetMount() != nil:
+		if fs := c.GetMount().GetFsType(); kind == kindBlock && !slices.Contains(supportedFsTypes, fs) {
+			return fmt.Errorf("fs_type %q is not supported (supported: ext2, ext3, ext4, xfs)", fs)
+		}
+	default:
+		return errors.New("volume capability must have access type mount or block")
 	}
 	mode := c.GetAccessMode().GetMode()
 	if _, known := csi.VolumeCapability_AccessMode_Mode_name[int32(mode)]; !known || mode == csi.VolumeCapability_AccessMode_UNKNOWN {

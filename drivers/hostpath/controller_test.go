@@ -47,9 +47,23 @@ func TestCreateVolume(t *testing.T) {
 		{"unknown access mode", &csi.CreateVolumeRequest{Name: "pvc-unknown", VolumeCapabilities: []*csi.VolumeCapability{mountCap(csi.VolumeCapability_AccessMode_UNKNOWN)}}, codes.InvalidArgument, 0},
 		{"required above limit", createReq("pvc-inverted", 2*mib, mib), codes.InvalidArgument, 0},
 		{"negative", createReq("pvc-negative", -1, 0), codes.InvalidArgument, 0},
-		{"content source", &csi.CreateVolumeRequest{
+		{"unknown source volume", &csi.CreateVolumeRequest{
 			Name: "pvc-clone", VolumeCapabilities: []*csi.VolumeCapability{rwo},
 			VolumeContentSource: &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: "vol-x"}}},
+		}, codes.NotFound, 0},
+		{"unknown source snapshot", &csi.CreateVolumeRequest{
+			Name: "pvc-restore", VolumeCapabilities: []*csi.VolumeCapability{rwo},
+			VolumeContentSource: &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: "snap-x"}}},
+		}, codes.NotFound, 0},
+		{"empty content source", &csi.CreateVolumeRequest{
+			Name: "pvc-empty-source", VolumeCapabilities: []*csi.VolumeCapability{rwo},
+			VolumeContentSource: &csi.VolumeContentSource{},
+		}, codes.InvalidArgument, 0},
+		{"unknown parameter", &csi.CreateVolumeRequest{
+			Name: "pvc-param", VolumeCapabilities: []*csi.VolumeCapability{rwo}, Parameters: map[string]string{"knid": "block"},
+		}, codes.InvalidArgument, 0},
+		{"unknown kind", &csi.CreateVolumeRequest{
+			Name: "pvc-kind", VolumeCapabilities: []*csi.VolumeCapability{rwo}, Parameters: map[string]string{"kind": "lvm"},
 		}, codes.InvalidArgument, 0},
 	}
 	for _, tc := range tests {

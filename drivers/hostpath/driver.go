@@ -1,8 +1,21 @@
-// Package hostpath is csisim's own CSI driver. Its volumes are plain
-// directories below a storage root that the controller process and every
-// node process of one run share, so a volume created by the controller can be
-// bind-mounted on any node. Each process persists what it did in a state
-// directory, so a restarted plugin carries on where it stopped.
+// Package hostpath is csisim's own CSI driver. Its volumes live below a
+// storage root that the controller process and every node process of one run
+// share, so a volume created by the controller can be used on any node. A
+// volume is of one of two kinds, chosen by the StorageClass parameter
+// "kind":
+//
+//   - directory (the default): a directory ROOT/volumes/<id> that nodes
+//     bind-mount. Capacity is recorded, not enforced.
+//   - block: a sparse image file ROOT/volumes/<id>.img of the volume's
+//     capacity. ControllerPublishVolume attaches it to a loop device and
+//     passes the device to the node in the publish context; the node formats
+//     it (once) and mounts it, or hands the device itself to the pod for
+//     access type block.
+//
+// Snapshots are copies below ROOT/snapshots. Each process persists what it
+// did in a state directory, so a restarted plugin carries on where it
+// stopped; what the kernel knows (mounts, loop devices) is looked up there
+// rather than trusted from the state.
 package hostpath
 
 import (
@@ -19,10 +32,12 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	mount "k8s.io/mount-utils"
+	utilexec "k8s.io/utils/exec"
 )
 
 // DefaultDriverName is the CSI driver name used unless Config says otherwise.
@@ -66,7 +81,8 @@ type Config struct {
 	// NodeID identifies the node; required when the node service is served.
 	NodeID string
 	// Root is the storage backend shared by all processes of one run;
-	// volumes live in Root/volumes/<volumeID>.
+	// volumes live in Root/volumes/<volumeID> (directories) or
+	// Root/volumes/<volumeID>.img (block), snapshots in Root/snapshots.
 	Root string
 	// StateDir is where this process persists its state; see
 	// DefaultStateDir.
@@ -76,6 +92,16 @@ type Config struct {
 	// MaxVolumesPerNode is reported by NodeGetInfo and enforced by
 	// ControllerPublishVolume; 0 means unlimited.
 	MaxVolumesPerNode int64
+	// Zone is the node's topology zone (the simulator passes the node's
+	// topology.kubernetes.io/zone label). NodeGetInfo reports it as the
+	// TopologyKeyZone segment; empty means the node reports no zone.
+	Zone string
+	// CapacityPerZone is the size of the storage pool of every zone (all
+	// nodes without a zone share one pool): CreateVolume places volumes
+	// in pools and fails with ResourceExhausted when none has room,
+	// GetCapacity reports what is left. 0 means unlimited: GetCapacity
+	// reports the free space of the file system holding the root.
+	CapacityPerZone int64
 	// Log receives one line per CSI call; os.Stderr if nil.
 	Log io.Writer
 }
@@ -93,10 +119,19 @@ func DefaultStateDir(root string, mode Mode, nodeID string) string {
 
 // Driver is one plugin process: the CSI services plus the state behind them.
 type Driver struct {
-	cfg     Config
-	socket  string
-	log     *log.Logger
-	mounter mount.Interface
+	cfg    Config
+	socket string
+	// root is cfg.Root with symlinks resolved: the kernel reports loop
+	// backing files that way, and they are compared with paths below it.
+	root      string
+	log       *log.Logger
+	mounter   mount.Interface
+	exec      utilexec.Interface
+	formatter *mount.SafeFormatAndMount
+	resizer   *mount.ResizeFs
+	// onlineExtResize: the process may grow a mounted ext file system
+	// (CAP_SYS_RESOURCE); see resize.go.
+	onlineExtResize bool
 
 	// mu serialises every state-changing call; the plugin is a test
 	// double, so simplicity beats parallelism.
@@ -133,6 +168,12 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.MaxVolumesPerNode < 0 {
 		return nil, fmt.Errorf("max volumes per node must not be negative, got %d", cfg.MaxVolumesPerNode)
 	}
+	if cfg.CapacityPerZone < 0 {
+		return nil, fmt.Errorf("capacity per zone must not be negative, got %d", cfg.CapacityPerZone)
+	}
+	if err := checkZone(cfg.Zone); err != nil {
+		return nil, err
+	}
 	socket, err := socketPath(cfg.Endpoint)
 	if err != nil {
 		return nil, err
@@ -144,23 +185,36 @@ func New(cfg Config) (*Driver, error) {
 		cfg.Log = os.Stderr
 	}
 
+	// Without systemd: neither a bind mount nor a loop device mount needs
+	// a transient systemd scope, and probing for systemd costs an exec
+	// per process.
+	mounter := mount.NewWithoutSystemd("")
+	exec := utilexec.New()
 	d := &Driver{
-		cfg:    cfg,
-		socket: socket,
-		log:    log.New(cfg.Log, logPrefix(cfg), log.Lmsgprefix|log.Ltime|log.Lmicroseconds),
-		// Without systemd: a bind mount needs no transient systemd scope,
-		// and probing for systemd costs an exec per process.
-		mounter: mount.NewWithoutSystemd(""),
-		store:   &stateStore{path: filepath.Join(cfg.StateDir, stateFileName)},
+		cfg:             cfg,
+		socket:          socket,
+		log:             log.New(cfg.Log, logPrefix(cfg), log.Lmsgprefix|log.Ltime|log.Lmicroseconds),
+		mounter:         mounter,
+		exec:            exec,
+		formatter:       &mount.SafeFormatAndMount{Interface: mounter, Exec: exec},
+		resizer:         mount.NewResizeFs(exec),
+		onlineExtResize: hasCapability(unix.CAP_SYS_RESOURCE),
+		store:           &stateStore{path: filepath.Join(cfg.StateDir, stateFileName)},
 	}
 	if d.state, err = d.store.load(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(d.volumesDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("prepare storage root: %w", err)
+	for _, dir := range []string{filepath.Join(cfg.Root, "volumes"), filepath.Join(cfg.Root, "snapshots")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("prepare storage root: %w", err)
+		}
+	}
+	if d.root, err = filepath.EvalSymlinks(cfg.Root); err != nil {
+		return nil, fmt.Errorf("resolve storage root: %w", err)
 	}
 	if cfg.Mode.servesNode() {
-		if err := registerNode(cfg.Root, nodeRecord{NodeID: cfg.NodeID, MaxVolumesPerNode: cfg.MaxVolumesPerNode}); err != nil {
+		rec := nodeRecord{NodeID: cfg.NodeID, MaxVolumesPerNode: cfg.MaxVolumesPerNode, Zone: cfg.Zone}
+		if err := registerNode(d.root, rec); err != nil {
 			return nil, err
 		}
 	}
@@ -289,6 +343,8 @@ func (d *Driver) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	subject := ""
 	if r, ok := req.(interface{ GetVolumeId() string }); ok && r.GetVolumeId() != "" {
 		subject = fmt.Sprintf(" volume=%q", r.GetVolumeId())
+	} else if r, ok := req.(interface{ GetSnapshotId() string }); ok && r.GetSnapshotId() != "" {
+		subject = fmt.Sprintf(" snapshot=%q", r.GetSnapshotId())
 	} else if r, ok := req.(interface{ GetName() string }); ok && r.GetName() != "" {
 		subject = fmt.Sprintf(" name=%q", r.GetName())
 	}
@@ -302,21 +358,90 @@ func (d *Driver) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	return resp, err
 }
 
-// volumesDir is where the backend keeps the volume directories.
-func (d *Driver) volumesDir() string { return filepath.Join(d.cfg.Root, "volumes") }
+// volumesDir is where the backend keeps the volumes.
+func (d *Driver) volumesDir() string { return filepath.Join(d.root, "volumes") }
 
-// volumeDir is the backend directory of one volume; id must have passed
-// checkVolumeID.
+// snapshotsDir is where the backend keeps the snapshots.
+func (d *Driver) snapshotsDir() string { return filepath.Join(d.root, "snapshots") }
+
+// The path helpers below take IDs that passed checkVolumeID or
+// checkSnapshotID: a single path element of [a-z0-9-], which cannot leave
+// the directory it is joined to. IDs never contain a dot, so an image
+// "<id>.img" cannot collide with another volume's directory.
+
+// volumeDir is the backend directory of a directory volume.
 func (d *Driver) volumeDir(id string) string { return filepath.Join(d.volumesDir(), id) }
 
-// volumeExists reports whether the backend holds the volume's directory.
-func (d *Driver) volumeExists(id string) (bool, error) {
-	fi, err := os.Stat(d.volumeDir(id))
-	switch {
-	case err == nil:
-		return fi.IsDir(), nil
-	case errors.Is(err, os.ErrNotExist):
-		return false, nil
+// volumeImage is the backend image file of a block volume.
+func (d *Driver) volumeImage(id string) string { return filepath.Join(d.volumesDir(), id+".img") }
+
+// volumePath is where a volume of the given kind lives.
+func (d *Driver) volumePath(id string, kind volumeKind) string {
+	if kind == kindBlock {
+		return d.volumeImage(id)
 	}
-	return false, status.Errorf(codes.Internal, "look up volume %s: %v", id, err)
+	return d.volumeDir(id)
+}
+
+// snapshotPath is where a snapshot of the given kind lives.
+func (d *Driver) snapshotPath(id string, kind volumeKind) string {
+	if kind == kindBlock {
+		return filepath.Join(d.snapshotsDir(), id+".img")
+	}
+	return filepath.Join(d.snapshotsDir(), id)
+}
+
+// volumeKindOf finds a volume in the backend; ok is false if it does not
+// exist. The node plugin has no controller records, so the backend is where
+// it learns a volume's kind.
+func (d *Driver) volumeKindOf(id string) (kind volumeKind, ok bool, err error) {
+	for _, k := range []volumeKind{kindDirectory, kindBlock} {
+		fi, err := os.Stat(d.volumePath(id, k))
+		switch {
+		case err == nil:
+			if fi.IsDir() == (k == kindDirectory) {
+				return k, true, nil
+			}
+		case !errors.Is(err, os.ErrNotExist):
+			return "", false, status.Errorf(codes.Internal, "look up volume %s: %v", id, err)
+		}
+	}
+	return "", false, nil
+}
+
+// volumeKind is what backs a volume; see the package documentation.
+type volumeKind string
+
+const (
+	kindDirectory volumeKind = "directory"
+	kindBlock     volumeKind = "block"
+)
+
+// ParameterKind is the CreateVolume parameter (StorageClass parameter)
+// that selects the volume kind: "directory" (default) or "block".
+const ParameterKind = "kind"
+
+// VolumeContextKind is the volume context key that names the volume kind.
+const VolumeContextKind = "hostpath.csisim.io/kind"
+
+// parseParameters reads CreateVolume (and GetCapacity,
+// ValidateVolumeCapabilities) parameters. Unknown keys are refused, so that
+// a typo in a StorageClass fails loudly instead of silently giving a
+// directory volume.
+func parseParameters(params map[string]string) (volumeKind, error) {
+	kind := kindDirectory
+	for k, v := range params {
+		switch k {
+		case ParameterKind:
+			switch volumeKind(v) {
+			case kindDirectory, kindBlock:
+				kind = volumeKind(v)
+			default:
+				return "", fmt.Errorf("parameter %s=%q: want %q or %q", k, v, kindDirectory, kindBlock)
+			}
+		default:
+			return "", fmt.Errorf("unknown parameter %q (known: %s)", k, ParameterKind)
+		}
+	}
+	return kind, nil
 }

@@ -24,25 +24,52 @@ import (
 
 // testEnv is a directory for one test: a shared backend root plus room for
 // sockets, state and mount targets. Whatever the test mounts below it is
-// unmounted when the test ends, pass or fail.
+// unmounted, and every loop device backed by a file below it detached, when
+// the test ends, pass or fail.
 type testEnv struct {
 	dir  string
 	root string
 }
 
-func newTestEnv(t *testing.T) *testEnv {
+func newTestEnv(t testing.TB) *testEnv {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: the driver bind-mounts volumes")
+		t.Skip("needs root: the driver mounts volumes and attaches loop devices")
 	}
-	dir := t.TempDir()
-	// Registered after TempDir, so it runs before TempDir's removal.
+	rr, err := runroot.New("hostpath-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := rr.Path()
+	// Registered first, so it runs last: after the drivers have stopped.
 	t.Cleanup(func() {
-		if err := runroot.SweepMounts(dir); err != nil {
-			t.Errorf("sweep mounts: %v", err)
+		if err := rr.Close(); err != nil {
+			t.Errorf("clean up test directory: %v", err)
+		}
+		if dev, err := loopBelow(dir); err != nil || dev != "" {
+			t.Errorf("loop device %s still attached below %s (%v)", dev, dir, err)
 		}
 	})
 	return &testEnv{dir: dir, root: filepath.Join(dir, "backend")}
+}
+
+// loopBelow returns a loop device whose backing file lies below dir, if
+// any is attached.
+func loopBelow(dir string) (string, error) {
+	entries, err := os.ReadDir(sysBlock)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		backing, err := loopBackingFile(e.Name())
+		if err != nil {
+			return "", err
+		}
+		if backing != "" && strings.HasPrefix(backing, dir+"/") {
+			return "/dev/" + e.Name(), nil
+		}
+	}
+	return "", nil
 }
 
 // running is a driver served in-process, and a client connected to it.
@@ -56,9 +83,9 @@ type running struct {
 }
 
 // start serves a driver configured by cfg; empty Root, Endpoint and (for
-// node modes) NodeID are filled in from env. The driver stops when the test
-// ends, or earlier through stop.
-func (env *testEnv) start(t *testing.T, cfg Config) *running {
+// node modes) NodeID are filled in from env, and a nil Log logs to the test.
+// The driver stops when the test ends, or earlier through stop.
+func (env *testEnv) start(t testing.TB, cfg Config) *running {
 	t.Helper()
 	if cfg.Root == "" {
 		cfg.Root = env.root
@@ -72,7 +99,9 @@ func (env *testEnv) start(t *testing.T, cfg Config) *running {
 	if cfg.Endpoint == "" {
 		cfg.Endpoint = "unix://" + filepath.Join(env.dir, string(cfg.Mode)+"-"+cfg.NodeID+".sock")
 	}
-	cfg.Log = testLog{t}
+	if cfg.Log == nil {
+		cfg.Log = testLog{t}
+	}
 	d, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -117,7 +146,7 @@ func (env *testEnv) start(t *testing.T, cfg Config) *running {
 	return r
 }
 
-func waitProbe(t *testing.T, id csi.IdentityClient) {
+func waitProbe(t testing.TB, id csi.IdentityClient) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -135,14 +164,14 @@ func waitProbe(t *testing.T, id csi.IdentityClient) {
 }
 
 // testLog sends driver log lines to the test log.
-type testLog struct{ t *testing.T }
+type testLog struct{ t testing.TB }
 
 func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
 
-func wantCode(t *testing.T, err error, want codes.Code) {
+func wantCode(t testing.TB, err error, want codes.Code) {
 	t.Helper()
 	if got := status.Code(err); got != want {
 		t.Fatalf("got code %v (%v), want %v", got, err, want)
@@ -310,7 +339,8 @@ func TestRunReplacesStaleSocketButNotLiveOne(t *testing.T) {
 	}
 }
 
-// Every RPC that takes a volume ID refuses one that would leave the root.
+// Every RPC that takes a volume or snapshot ID refuses one that would leave
+// the root, or name anything but a single entry in it.
 func TestPathEscapeRefused(t *testing.T) {
 	env := newTestEnv(t)
 	r := env.start(t, Config{})
@@ -355,6 +385,38 @@ func TestPathEscapeRefused(t *testing.T) {
 			_, err := r.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: id, VolumePath: target})
 			return err
 		},
+		"NodeExpandVolume": func(id string) error {
+			_, err := r.node.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: id, VolumePath: target})
+			return err
+		},
+		"ControllerExpandVolume": func(id string) error {
+			_, err := r.ctrl.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: id, CapacityRange: &csi.CapacityRange{RequiredBytes: 1}})
+			return err
+		},
+		"CreateSnapshot": func(id string) error {
+			_, err := r.ctrl.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "snap", SourceVolumeId: id})
+			return err
+		},
+		"DeleteSnapshot": func(id string) error {
+			_, err := r.ctrl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: id})
+			return err
+		},
+		"GetSnapshot": func(id string) error {
+			_, err := r.ctrl.GetSnapshot(ctx, &csi.GetSnapshotRequest{SnapshotId: id})
+			return err
+		},
+		"CreateVolume from snapshot": func(id string) error {
+			req := createReq("restore", 0, 0)
+			req.VolumeContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: id}}}
+			_, err := r.ctrl.CreateVolume(ctx, req)
+			return err
+		},
+		"CreateVolume from volume": func(id string) error {
+			req := createReq("clone", 0, 0)
+			req.VolumeContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: id}}}
+			_, err := r.ctrl.CreateVolume(ctx, req)
+			return err
+		},
 	}
 	badIDs := []string{"..", "../../etc", "vol/../../x", "a/b", "/etc", "vol-\x00", "VOL-1", "vol_1", strings.Repeat("a", 129)}
 
@@ -372,6 +434,11 @@ func TestPathEscapeRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(victim); err != nil {
 		t.Fatalf("directory outside the backend was touched: %v", err)
+	}
+	for _, dir := range []string{"volumes", "snapshots"} {
+		if entries, err := os.ReadDir(filepath.Join(env.root, dir)); err != nil || len(entries) != 0 {
+			t.Errorf("refused calls left %v in %s (%v)", entries, dir, err)
+		}
 	}
 	for _, p := range []string{target, staging} {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {

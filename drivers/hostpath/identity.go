@@ -20,15 +20,23 @@ func (s *identityServer) GetPluginInfo(context.Context, *csi.GetPluginInfoReques
 	}, nil
 }
 
+// GetPluginCapabilities reports the controller service only where it is
+// served. Topology constraints and online expansion describe the driver as
+// a whole, so every process reports them.
 func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+	service := func(t csi.PluginCapability_Service_Type) *csi.PluginCapability {
+		return &csi.PluginCapability{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{Type: t}}}
+	}
 	resp := &csi.GetPluginCapabilitiesResponse{}
 	if s.d.cfg.Mode.servesController() {
-		resp.Capabilities = append(resp.Capabilities, &csi.PluginCapability{
-			Type: &csi.PluginCapability_Service_{
-				Service: &csi.PluginCapability_Service{Type: csi.PluginCapability_Service_CONTROLLER_SERVICE},
-			},
-		})
+		resp.Capabilities = append(resp.Capabilities, service(csi.PluginCapability_Service_CONTROLLER_SERVICE))
 	}
+	resp.Capabilities = append(resp.Capabilities,
+		service(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS),
+		&csi.PluginCapability{Type: &csi.PluginCapability_VolumeExpansion_{
+			VolumeExpansion: &csi.PluginCapability_VolumeExpansion{Type: csi.PluginCapability_VolumeExpansion_ONLINE},
+		}},
+	)
 	return resp, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os/signal"
 	"syscall"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Main runs the driver as the `csisim driver` subcommand. args are the
@@ -27,11 +29,23 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	)
 	fs.StringVar(&cfg.Endpoint, "endpoint", "", "unix socket to serve CSI on, e.g. unix:///run/csi/csi.sock (required)")
 	fs.StringVar(&cfg.NodeID, "node-id", "", "node ID reported by NodeGetInfo (required when --mode serves the node service)")
-	fs.StringVar(&cfg.Root, "root", "", "storage backend root shared by all plugin processes of a run; volumes live in ROOT/volumes/<id> (required)")
+	fs.StringVar(&cfg.Root, "root", "", "storage backend root shared by all plugin processes of a run; volumes live in ROOT/volumes/<id> (kind directory) or ROOT/volumes/<id>.img (kind block), snapshots in ROOT/snapshots (required)")
 	fs.StringVar(&cfg.StateDir, "state-dir", "", "where this process persists its state (default: <dir of root>/state/<node-id or \"controller\">)")
 	fs.StringVar(&mode, "mode", string(ModeAll), "services to serve besides identity: all, controller or node")
 	fs.StringVar(&cfg.DriverName, "driver-name", DefaultDriverName, "CSI driver name reported by GetPluginInfo")
 	fs.Int64Var(&cfg.MaxVolumesPerNode, "max-volumes-per-node", 0, "volume limit reported by NodeGetInfo and enforced by ControllerPublishVolume; 0 means unlimited")
+	fs.StringVar(&cfg.Zone, "zone", "", "the node's zone, reported by NodeGetInfo as topology segment "+TopologyKeyZone+" (the node's topology.kubernetes.io/zone label); empty: no zone")
+	fs.Func("capacity", "storage pool size of each zone, e.g. 10Gi: CreateVolume fails with ResourceExhausted when no pool has room, GetCapacity reports what is left (default: unlimited, GetCapacity reports the root's free space)", func(s string) error {
+		q, err := resource.ParseQuantity(s)
+		if err != nil {
+			return err
+		}
+		if q.Sign() < 0 {
+			return fmt.Errorf("must not be negative")
+		}
+		cfg.CapacityPerZone = q.Value()
+		return nil
+	})
 	printUsage := func(w io.Writer) {
 		fmt.Fprintf(w, "Usage: csisim driver [flags]\n\nRuns csisim's hostpath CSI driver.\n\nFlags:\n")
 		fs.VisitAll(func(f *flag.Flag) {

@@ -19,7 +19,7 @@ func TestMainUsage(t *testing.T) {
 			args:     []string{"--help"},
 			wantCode: 0,
 			wantStdout: []string{"--endpoint", "--node-id", "--root", "--state-dir", "--mode",
-				"--driver-name", "--max-volumes-per-node"},
+				"--driver-name", "--max-volumes-per-node", "--zone", "--capacity"},
 		},
 		{name: "no flags", args: nil, wantCode: 2, wantStderr: []string{"--endpoint is required"}},
 		{name: "no root", args: []string{"--endpoint", "unix:///tmp/x.sock"}, wantCode: 2, wantStderr: []string{"--root is required"}},
@@ -27,6 +27,9 @@ func TestMainUsage(t *testing.T) {
 		{name: "bad mode", args: []string{"--mode", "both"}, wantCode: 2, wantStderr: []string{"unknown mode"}},
 		{name: "unknown flag", args: []string{"--nodeid", "x"}, wantCode: 2, wantStderr: []string{"nodeid"}},
 		{name: "leading subcommand", args: []string{"driver", "--endpoint", "x"}, wantCode: 2, wantStderr: []string{`unexpected argument "driver"`}},
+		{name: "bad capacity", args: []string{"--capacity", "lots"}, wantCode: 2, wantStderr: []string{"capacity"}},
+		{name: "negative capacity", args: []string{"--capacity", "-1Gi"}, wantCode: 2, wantStderr: []string{"negative"}},
+		{name: "bad zone", args: []string{"--endpoint", "unix:///tmp/x.sock", "--root", "/tmp/r", "--node-id", "n", "--zone", "a zone"}, wantCode: 1, wantStderr: []string{"zone"}},
 		{name: "bad endpoint", args: []string{"--endpoint", "tcp://x:1", "--root", "/tmp/r", "--mode", "controller"}, wantCode: 1, wantStderr: []string{"only unix sockets"}},
 	}
 	for _, tc := range tests {

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
+	"time"
 )
 
 // stateFileName is the file in the state directory that holds a process's
@@ -16,11 +19,13 @@ import (
 const stateFileName = "state.json"
 
 // state is everything one plugin process remembers across restarts. A
-// controller fills Volumes, a node fills Staged and Published; a process in
-// ModeAll fills all three.
+// controller fills Volumes and Snapshots, a node fills Staged and Published;
+// a process in ModeAll fills all four.
 type state struct {
 	// Volumes maps volume ID to what CreateVolume made.
 	Volumes map[string]*volumeRecord `json:"volumes,omitempty"`
+	// Snapshots maps snapshot ID to what CreateSnapshot made.
+	Snapshots map[string]*snapshotRecord `json:"snapshots,omitempty"`
 	// Staged maps volume ID to where NodeStageVolume mounted it.
 	Staged map[string]*stageRecord `json:"staged,omitempty"`
 	// Published maps volume ID and target path to a NodePublishVolume mount.
@@ -29,11 +34,50 @@ type state struct {
 
 // volumeRecord is one created volume as the controller knows it.
 type volumeRecord struct {
-	ID            string `json:"id"`
-	Name          string `json:"name"`
-	CapacityBytes int64  `json:"capacityBytes"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Kind is empty in state written before volume kinds existed, which
+	// means a directory; use kind().
+	Kind          volumeKind `json:"kind,omitempty"`
+	CapacityBytes int64      `json:"capacityBytes"`
+	// Zone is the capacity pool, and the topology, the volume was placed
+	// in; empty when nodes report no zone.
+	Zone string `json:"zone,omitempty"`
+	// Source is the snapshot or volume the volume was filled from.
+	Source *contentSource `json:"source,omitempty"`
+	// LoopDevice is the loop device a block volume was last attached to.
+	// It is a hint for humans reading the state: the kernel's list of loop
+	// devices is what counts, since a device can vanish (reboot) or be
+	// attached without a record (crash between attach and save).
+	LoopDevice string `json:"loopDevice,omitempty"`
 	// PublishedNodes maps node ID to a ControllerPublishVolume.
 	PublishedNodes map[string]*controllerPublishRecord `json:"publishedNodes,omitempty"`
+}
+
+func (v *volumeRecord) kind() volumeKind {
+	if v.Kind == "" {
+		return kindDirectory
+	}
+	return v.Kind
+}
+
+// contentSource names what a volume was created from: exactly one field is
+// set.
+type contentSource struct {
+	SnapshotID string `json:"snapshotID,omitempty"`
+	VolumeID   string `json:"volumeID,omitempty"`
+}
+
+// snapshotRecord is one snapshot as the controller knows it.
+type snapshotRecord struct {
+	ID             string     `json:"id"`
+	Name           string     `json:"name"`
+	SourceVolumeID string     `json:"sourceVolumeID"`
+	Kind           volumeKind `json:"kind"`
+	// SizeBytes is the source volume's capacity when the snapshot was
+	// taken: the least a volume restored from it can hold.
+	SizeBytes int64     `json:"sizeBytes"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // controllerPublishRecord is what a ControllerPublishVolume asked for; a
@@ -43,18 +87,46 @@ type controllerPublishRecord struct {
 	AccessMode string `json:"accessMode"`
 }
 
+// stageRecord is what NodeStageVolume did; a repeated call must ask for the
+// same to be idempotent.
 type stageRecord struct {
 	StagingPath string `json:"stagingPath"`
+	// Device is the loop device of a block volume, from the publish
+	// context.
+	Device string `json:"device,omitempty"`
+	// Block is true for access type block: nothing is mounted on the
+	// staging path then.
+	Block      bool     `json:"block,omitempty"`
+	FsType     string   `json:"fsType,omitempty"`
+	MountFlags []string `json:"mountFlags,omitempty"`
+	AccessMode string   `json:"accessMode,omitempty"`
+	Readonly   bool     `json:"readonly,omitempty"`
 }
 
+// sameRequest reports whether two stagings were asked for with the same
+// capability and options; the staging path is compared by the caller.
+func (r *stageRecord) sameRequest(o *stageRecord) bool {
+	return r.Device == o.Device && r.Block == o.Block && r.FsType == o.FsType &&
+		slices.Equal(r.MountFlags, o.MountFlags) && r.AccessMode == o.AccessMode && r.Readonly == o.Readonly
+}
+
+// publishRecord is what NodePublishVolume did at one target.
 type publishRecord struct {
-	Readonly   bool   `json:"readonly"`
-	AccessMode string `json:"accessMode"`
+	Readonly   bool     `json:"readonly"`
+	AccessMode string   `json:"accessMode"`
+	Block      bool     `json:"block,omitempty"`
+	MountFlags []string `json:"mountFlags,omitempty"`
+}
+
+// same reports whether two publications were asked for alike.
+func (p *publishRecord) same(o *publishRecord) bool {
+	return p.Readonly == o.Readonly && p.AccessMode == o.AccessMode && p.Block == o.Block && slices.Equal(p.MountFlags, o.MountFlags)
 }
 
 func newState() *state {
 	return &state{
 		Volumes:   map[string]*volumeRecord{},
+		Snapshots: map[string]*snapshotRecord{},
 		Staged:    map[string]*stageRecord{},
 		Published: map[string]map[string]*publishRecord{},
 	}
@@ -81,6 +153,9 @@ func (s *stateStore) load() (*state, error) {
 	// Maps that were empty when saved come back nil.
 	if st.Volumes == nil {
 		st.Volumes = map[string]*volumeRecord{}
+	}
+	if st.Snapshots == nil {
+		st.Snapshots = map[string]*snapshotRecord{}
 	}
 	if st.Staged == nil {
 		st.Staged = map[string]*stageRecord{}
@@ -140,6 +215,17 @@ func writeFileAtomic(path string, data []byte) error {
 type nodeRecord struct {
 	NodeID            string `json:"nodeID"`
 	MaxVolumesPerNode int64  `json:"maxVolumesPerNode"`
+	// Zone is the node's topology zone; empty if it has none.
+	Zone string `json:"zone,omitempty"`
+}
+
+// segments is the topology NodeGetInfo reports for the node.
+func (n nodeRecord) segments() map[string]string {
+	seg := map[string]string{TopologyKeyNode: n.NodeID}
+	if n.Zone != "" {
+		seg[TopologyKeyZone] = n.Zone
+	}
+	return seg
 }
 
 func nodeRecordPath(root, nodeID string) string {
@@ -174,32 +260,90 @@ func lookupNode(root, nodeID string) (rec nodeRecord, ok bool, err error) {
 	return rec, true, nil
 }
 
-// volumeIDPrefix starts every ID this driver hands out.
+// listNodes reads the records of every node that ever registered, in node
+// ID order.
+func listNodes(root string) ([]nodeRecord, error) {
+	entries, err := os.ReadDir(filepath.Join(root, "nodes"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list node records: %w", err)
+	}
+	var nodes []nodeRecord
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue // temporary files of writeFileAtomic, strays
+		}
+		rec, ok, err := lookupNode(root, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			nodes = append(nodes, rec)
+		}
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].NodeID < nodes[j].NodeID })
+	return nodes, nil
+}
+
+// volumeIDPrefix starts every volume ID this driver hands out.
 const volumeIDPrefix = "vol-"
+
+// snapshotIDPrefix starts every snapshot ID this driver hands out, so that
+// a volume ID is never mistaken for a snapshot ID or the other way round.
+const snapshotIDPrefix = "snap-"
 
 // volumeIDFor derives the volume ID from the CreateVolume name, so that a
 // retried CreateVolume finds the volume it made before, even if the state
 // was lost in between.
-func volumeIDFor(name string) string {
+func volumeIDFor(name string) string { return idFor(volumeIDPrefix, name) }
+
+// snapshotIDFor does for CreateSnapshot what volumeIDFor does for
+// CreateVolume.
+func snapshotIDFor(name string) string { return idFor(snapshotIDPrefix, name) }
+
+func idFor(prefix, name string) string {
 	sum := sha256.Sum256([]byte(name))
-	return volumeIDPrefix + hex.EncodeToString(sum[:])[:20]
+	return prefix + hex.EncodeToString(sum[:])[:20]
+}
+
+// isIDWeMake reports whether s has the shape of idFor(prefix, ...).
+func isIDWeMake(prefix, s string) bool {
+	hexPart, ok := strings.CutPrefix(s, prefix)
+	if !ok || len(hexPart) != 20 {
+		return false
+	}
+	for _, c := range hexPart {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // maxIDLength is the CSI limit for identifiers the plugin hands out.
 const maxIDLength = 128
 
 // checkVolumeID accepts only IDs that are a single safe path element:
-// lower-case letters, digits and dashes.
-func checkVolumeID(id string) error {
+// lower-case letters, digits and dashes. IDs name files and directories
+// below the root, so this is what keeps every call inside it.
+func checkVolumeID(id string) error { return checkID("volume", id) }
+
+// checkSnapshotID is checkVolumeID for snapshot IDs.
+func checkSnapshotID(id string) error { return checkID("snapshot", id) }
+
+func checkID(what, id string) error {
 	if id == "" {
-		return errors.New("volume id is empty")
+		return fmt.Errorf("%s id is empty", what)
 	}
 	if len(id) > maxIDLength {
-		return fmt.Errorf("volume id is longer than %d bytes", maxIDLength)
+		return fmt.Errorf("%s id is longer than %d bytes", what, maxIDLength)
 	}
 	for _, c := range id {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return fmt.Errorf("volume id %q may contain only a-z, 0-9 and '-'", id)
+			return fmt.Errorf("%s id %q may contain only a-z, 0-9 and '-'", what, id)
 		}
 	}
 	return nil
