@@ -69,6 +69,26 @@ var _ = Describe("csisim run", func() {
 		expectNothingLeftIn(tmp)
 	})
 
+	It("runs a third-party driver from a command template through the same path", func() {
+		// csisim's own driver stands in for a third-party one: started from a
+		// template, one process per plugin, every service in each.
+		tmp := GinkgoT().TempDir()
+		template := csisim + " driver --endpoint={endpoint} --node-id={nodeID} --root={root} --state-dir={stateDir} --driver-name=other.example.com"
+		scenarioFile := filepath.Join(GinkgoT().TempDir(), "other.yaml")
+		data, err := os.ReadFile("../../scenarios/library/basic-lifecycle.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		manifests, err := os.ReadFile("../../scenarios/library/manifests/hostpath.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.MkdirAll(filepath.Join(filepath.Dir(scenarioFile), "manifests"), 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(filepath.Dir(scenarioFile), "manifests", "hostpath.yaml"),
+			[]byte(strings.ReplaceAll(string(manifests), "hostpath.csisim.io", "other.example.com")), 0o644)).To(Succeed())
+		Expect(os.WriteFile(scenarioFile, []byte(strings.ReplaceAll(string(data), "hostpath.csisim.io", "other.example.com")), 0o644)).To(Succeed())
+		s := start(tmp, "run", "--driver-command", template, "--driver-name", "other.example.com", scenarioFile)
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(0))
+		Expect(string(s.Out.Contents())).To(ContainSubstring("PASSED"))
+		expectNothingLeftIn(tmp)
+	})
+
 	It("names the file, line and problem of a malformed scenario", func() {
 		tmp := GinkgoT().TempDir()
 		file := filepath.Join(tmp, "bad.yaml")

@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"k8s.io/utils/clock"
 
+	"github.com/csisim/csisim/drivers/launch"
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
@@ -26,6 +28,10 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "seed for UIDs and generated names; the same seed gives the same names")
 	driverLog := fs.String("driver-log", "", "write the CSI driver processes' output to this file")
 	quiet := fs.Bool("quiet", false, "print only the result, not the timeline")
+	driverCommand := fs.String("driver-command", "", "run this CSI driver instead of csisim's own, for the controller and every node:\n"+
+		"a command line whose words may contain {endpoint}, {nodeID}, {stateDir} and {root}, e.g.\n"+
+		"'/usr/bin/hostpathplugin --endpoint={endpoint} --nodeid={nodeID} --statedir={stateDir}' (no shell quoting)")
+	driverName := fs.String("driver-name", "", "the name the driver reports (default hostpath.csisim.io)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: csisim run [flags] SCENARIO.yaml\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -53,7 +59,15 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	if !*quiet {
 		rec.Subscribe(func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) })
 	}
-	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Seed: *seed, Recorder: rec}
+	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Seed: *seed, Recorder: rec, DriverName: *driverName}
+	if *driverCommand != "" {
+		words := strings.Fields(*driverCommand)
+		cfg.Driver = launch.Template{Path: words[0], Args: words[1:]}
+		if _, err := cfg.Driver.Expand(launch.Vars{Endpoint: "unix:///x", NodeID: "x", StateDir: "/x", Root: "/x"}); err != nil {
+			fmt.Fprintf(stderr, "csisim: --driver-command: %v\n", err)
+			return 2
+		}
+	}
 	if *driverLog != "" {
 		f, err := os.Create(*driverLog)
 		if err != nil {

@@ -42,8 +42,9 @@ type Config struct {
 	Nodes []string
 	// DriverName is the CSI driver's name; default hostpath.csisim.io.
 	DriverName string
-	// Driver is how to start a driver plugin; the zero value runs csisim's
-	// own driver from DriverBinary.
+	// Driver is how to start a driver plugin, for the controller plugin
+	// and for each node's; the zero value runs csisim's own driver from
+	// DriverBinary, in controller and node modes.
 	Driver launch.Template
 	// DriverBinary is the csisim binary for the default driver template;
 	// default: this executable.
@@ -147,7 +148,13 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node, name string) (str
 			return "", fmt.Errorf("preparing %s: %w", dir, err)
 		}
 	}
-	vars := launch.Vars{Endpoint: "unix://" + socket, NodeID: node, StateDir: stateDir, Root: c.root.Path("storage")}
+	nodeID := node
+	if mode == "controller" {
+		// A third-party driver usually serves every service in one
+		// process and insists on a node ID even as the controller plugin.
+		nodeID = "controller"
+	}
+	vars := launch.Vars{Endpoint: "unix://" + socket, NodeID: nodeID, StateDir: stateDir, Root: c.root.Path("storage")}
 	p, err := launch.Start(context.Background(), "driver "+name, tmpl, vars, c.cfg.DriverLog)
 	if err != nil {
 		return "", err
