@@ -2,22 +2,13 @@ package fakekube
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net"
 	"net/http"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
-
-	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	snapshotclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 )
 
 // serveHTTP serves srv on a loopback port for the test's lifetime and
@@ -32,94 +23,6 @@ func serveHTTP(t testing.TB, srv *Server) *rest.Config {
 	go func() { _ = hs.Serve(l) }()
 	t.Cleanup(func() { _ = hs.Close() })
 	return &rest.Config{Host: "http://" + l.Addr().String(), UserAgent: "http-test"}
-}
-
-// TestInformerOverHTTP runs a real SharedInformerFactory against the
-// server over a socket: it lists, watches, and sees changes made by another
-// client, in order.
-func TestInformerOverHTTP(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cfg := serveHTTP(t, New(Options{Seed: 3}))
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	inf := factory.Core().V1().PersistentVolumeClaims().Informer()
-	seen := make(chan string, 10)
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { seen <- "add " + o.(*corev1.PersistentVolumeClaim).Name },
-		UpdateFunc: func(_, o any) { seen <- "update " + string(o.(*corev1.PersistentVolumeClaim).Status.Phase) },
-		DeleteFunc: func(o any) { seen <- "delete " + cache.MetaObjectToName(o.(*corev1.PersistentVolumeClaim)).Name },
-	})
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.Fatal("no sync")
-	}
-	pvcs := cs.CoreV1().PersistentVolumeClaims("default")
-	created, err := pvcs.Create(ctx, testPVC("data"), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Status.Phase = corev1.ClaimBound
-	if _, err := pvcs.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := pvcs.Get(ctx, "data", metav1.GetOptions{})
-	got.Finalizers = nil
-	if _, err := pvcs.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pvcs.Delete(ctx, "data", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"add data", "update Bound", "update Bound", "delete data"} {
-		select {
-		case got := <-seen:
-			if got != want {
-				t.Fatalf("informer saw %q, want %q", got, want)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("timed out waiting for %q", want)
-		}
-	}
-}
-
-// TestSnapshotKindsOverHTTP uses the external-snapshotter clientset.
-func TestSnapshotKindsOverHTTP(t *testing.T) {
-	ctx := context.Background()
-	cs := snapshotclient.NewForConfigOrDie(serveHTTP(t, New(Options{})))
-	class := &snapshotv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "snap"}, Driver: "hostpath.csisim.io",
-		DeletionPolicy: snapshotv1.VolumeSnapshotContentDelete}
-	if _, err := cs.SnapshotV1().VolumeSnapshotClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pvc := "data"
-	snap := &snapshotv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "s1", Namespace: "default"},
-		Spec: snapshotv1.VolumeSnapshotSpec{Source: snapshotv1.VolumeSnapshotSource{PersistentVolumeClaimName: &pvc}}}
-	created, err := cs.SnapshotV1().VolumeSnapshots("default").Create(ctx, snap, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if created.Generation != 1 {
-		t.Errorf("custom resource generation = %d, want 1", created.Generation)
-	}
-	ready := true
-	created.Status = &snapshotv1.VolumeSnapshotStatus{ReadyToUse: &ready}
-	updated, err := cs.SnapshotV1().VolumeSnapshots("default").UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if updated.Status == nil || updated.Status.ReadyToUse == nil || !*updated.Status.ReadyToUse {
-		t.Errorf("status = %+v, want readyToUse", updated.Status)
-	}
-	other := "other"
-	updated.Spec.Source.PersistentVolumeClaimName = &other
-	if _, err := cs.SnapshotV1().VolumeSnapshots("default").Update(ctx, updated, metav1.UpdateOptions{}); err == nil {
-		t.Error("changing an immutable snapshot source was accepted")
-	}
-	bad := &snapshotv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "s2", Namespace: "default"}}
-	if _, err := cs.SnapshotV1().VolumeSnapshots("default").Create(ctx, bad, metav1.CreateOptions{}); err == nil {
-		t.Error("a snapshot without a source was accepted")
-	}
 }
 
 // TestBadBodiesChangeNothing sends malformed and mistyped bodies: each

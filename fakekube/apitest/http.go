@@ -1,0 +1,77 @@
+package apitest
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+)
+
+// badBodies sends malformed and mistyped bodies over plain HTTP: each gets
+// a 4xx metav1.Status, and nothing is stored.
+func badBodies(t *testing.T, e *env) {
+	client, err := rest.HTTPClientFor(e.target.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := strings.TrimSuffix(e.target.Config.Host, "/") + "/api/v1/namespaces/" + e.ns
+	for _, tc := range []struct {
+		name, path, contentType, body, want string
+		code                                int
+	}{
+		{"malformed JSON", "/configmaps", "application/json",
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"`, "json parse error", 400},
+		{"malformed YAML", "/configmaps", "application/yaml",
+			"apiVersion: v1\nkind: ConfigMap\nmetadata: [name\n", "", 400},
+		{"wrong apiVersion", "/configmaps", "application/json",
+			`{"apiVersion":"storage.k8s.io/v1","kind":"ConfigMap","metadata":{"name":"x"}}`,
+			"does not match the expected API version", 400},
+		{"unknown resource", "/widgets", "application/json",
+			`{"apiVersion":"v1","kind":"Widget","metadata":{"name":"x"}}`, "the server could not find the requested resource", 404},
+		{"unknown field, strict", "/configmaps?fieldValidation=Strict", "application/json",
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"datta":{}}`, `unknown field \"datta\"`, 400},
+		{"unknown content type", "/configmaps", "text/plain", `name: x`, "", 415},
+		{"invalid object", "/persistentvolumeclaims", "application/json",
+			`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"x"}}`, "spec.accessModes", 422},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(e.ctx, "POST", base+tc.path, bytes.NewBufferString(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", tc.contentType)
+			req.Header.Set("Accept", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.code {
+				t.Errorf("status %d, want %d: %s", resp.StatusCode, tc.code, body)
+			}
+			if !bytes.Contains(body, []byte(tc.want)) {
+				t.Errorf("body %s does not say %q", body, tc.want)
+			}
+			if !bytes.Contains(body, []byte(`"kind":"Status"`)) {
+				t.Errorf("body is not a metav1.Status: %s", body)
+			}
+		})
+	}
+	for _, kind := range []string{"configmaps", "persistentvolumeclaims"} {
+		var err error
+		if kind == "configmaps" {
+			_, err = e.cs.CoreV1().ConfigMaps(e.ns).Get(e.ctx, "x", metav1.GetOptions{})
+		} else {
+			_, err = e.cs.CoreV1().PersistentVolumeClaims(e.ns).Get(e.ctx, "x", metav1.GetOptions{})
+		}
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%s/x after refused writes: %v, want NotFound", kind, err)
+		}
+	}
+}
