@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
@@ -28,6 +29,7 @@ type Write struct {
 	Actor     string // the client's user agent: which component wrote
 	Verb      string // create, update, patch, delete, bind
 	Resource  string // plural resource name, e.g. persistentvolumeclaims
+	GVR       schema.GroupVersionResource
 	Kind      string
 	Namespace string
 	Name      string
@@ -356,7 +358,7 @@ func (s *store) removeLocked(actor string, res *resource, obj runtime.Object) {
 	gm, _ := meta.Accessor(gone)
 	gm.SetResourceVersion(strconv.FormatUint(s.rv, 10))
 	s.publishLocked(&event{typ: watch.Deleted, res: res, obj: gone, rv: s.rv})
-	s.notifyWrite(Write{Actor: actor, Verb: "delete", Resource: res.gvr.Resource, Kind: res.kind,
+	s.notifyWrite(Write{Actor: actor, Verb: "delete", Resource: res.gvr.Resource, GVR: res.gvr, Kind: res.kind,
 		Namespace: gm.GetNamespace(), Name: gm.GetName(), Object: gone, Removed: true})
 }
 
@@ -467,7 +469,7 @@ func (s *store) commitLocked(actor, verb, subresource string, res *resource, old
 		typ = watch.Added
 	}
 	s.publishLocked(&event{typ: typ, res: res, obj: stored, old: old, rv: s.rv})
-	s.notifyWrite(Write{Actor: actor, Verb: verb, Resource: res.gvr.Resource, Kind: res.kind,
+	s.notifyWrite(Write{Actor: actor, Verb: verb, Resource: res.gvr.Resource, GVR: res.gvr, Kind: res.kind,
 		Namespace: m.GetNamespace(), Name: m.GetName(), Subresource: subresource, Object: stored})
 }
 

@@ -1,6 +1,9 @@
 package scenario
 
 import (
+	"context"
+	"time"
+
 	"k8s.io/client-go/rest"
 
 	"github.com/csisim/csisim/trace"
@@ -24,6 +27,20 @@ type CSICallSource interface {
 	// only grows. Entries are trace.CSI entries: Verb is the method name,
 	// Object the volume ID.
 	CSICalls() []trace.Entry
+}
+
+// Simulated is implemented by backends whose time is virtual (the
+// simulator): a wait runs the simulation forward until its condition holds
+// or its timeout has passed in virtual time, and a sleep runs it for the
+// sleep's duration, so a six-minute wait costs no wall time. The runner's
+// Clock should then be the backend's virtual clock.
+type Simulated interface {
+	// RunUntil returns nil once cond holds, context.DeadlineExceeded when
+	// timeout has passed first. cond is called only while the cluster is
+	// quiet, on the caller's goroutine.
+	RunUntil(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error
+	// RunFor runs the simulation for d.
+	RunFor(ctx context.Context, d time.Duration) error
 }
 
 // unsupported returns why backend b cannot run step, or "" when it can.

@@ -88,6 +88,9 @@ func (ex *executor) csiCalls() []trace.Entry {
 // from the API server do not end the wait: they are often transient (a kind
 // not installed yet), and the last one is reported if time runs out.
 func (ex *executor) wait(ctx context.Context, w *Wait) (stepOutcome, error) {
+	if sim, ok := ex.runner.Backend.(Simulated); ok {
+		return ex.waitSimulated(ctx, sim, w)
+	}
 	// A hung API call must not stretch the wait past its timeout either, so
 	// the calls also get a real-time deadline.
 	callCtx, cancel := context.WithTimeout(ctx, w.Timeout)
@@ -124,6 +127,32 @@ func (ex *executor) wait(ctx context.Context, w *Wait) (stepOutcome, error) {
 			msg += "\n" + v.explain
 		}
 		return stepOutcome{}, &conditionError{expected: w.expectation(), observed: v.seen, msg: msg}
+	}
+}
+
+// waitSimulated runs a simulated cluster forward, on its virtual clock,
+// until the check holds or the timeout has passed in virtual time.
+func (ex *executor) waitSimulated(ctx context.Context, sim Simulated, w *Wait) (stepOutcome, error) {
+	var (
+		last verdict
+		obj  map[string]any
+	)
+	err := sim.RunUntil(ctx, w.Timeout, func() (bool, error) {
+		v, o, err := ex.look(ctx, &w.Check)
+		last, obj = v, o
+		return err == nil && v.held, nil
+	})
+	switch {
+	case err == nil:
+		return passed(&w.Check, obj)
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		msg := fmt.Sprintf("timed out after %s waiting for %s; last seen: %s", formatDuration(w.Timeout), w.expectation(), last.seen)
+		if last.explain != "" {
+			msg += "\n" + last.explain
+		}
+		return stepOutcome{}, &conditionError{expected: w.expectation(), observed: last.seen, msg: msg}
+	default:
+		return stepOutcome{}, fmt.Errorf("stopped waiting for %s: %w", w.expectation(), err)
 	}
 }
 
@@ -187,6 +216,12 @@ func (ex *executor) delete(ctx context.Context, d *Delete) (stepOutcome, error) 
 }
 
 func (ex *executor) sleep(ctx context.Context, s *Sleep) (stepOutcome, error) {
+	if sim, ok := ex.runner.Backend.(Simulated); ok {
+		if err := sim.RunFor(ctx, s.Duration); err != nil {
+			return stepOutcome{}, fmt.Errorf("sleep interrupted: %w", err)
+		}
+		return stepOutcome{detail: "slept " + formatDuration(s.Duration)}, nil
+	}
 	t := ex.clock.NewTimer(s.Duration)
 	defer t.Stop()
 	select {

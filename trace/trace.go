@@ -35,12 +35,26 @@ type Entry struct {
 	Actor  string // who did it: "external-provisioner", "kubelet/node-1", "scenario"
 	Verb   string // create/update/patch/delete; CSI method; step action
 	Object string // "PersistentVolumeClaim default/data"; CSI volume ID
-	Detail string // free text: resourceVersion, phase, return code, duration
+	Detail string // free text: phase, return code
 	Err    string // non-empty when the action failed
+	// Wall is how long the action took in wall time, where that is known
+	// (CSI calls); it varies from run to run, so Canonical leaves it out.
+	Wall time.Duration
 }
 
 // String renders the entry as one timeline line.
 func (e Entry) String() string {
+	s := e.Canonical()
+	if e.Wall > 0 {
+		s += fmt.Sprintf("  (%s)", e.Wall)
+	}
+	return s
+}
+
+// Canonical renders the entry without what varies between runs of the same
+// simulation (wall-clock durations): two runs with the same seed and inputs
+// have the same canonical timeline.
+func (e Entry) Canonical() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%9s  %-5s %-24s %-26s %s", formatOffset(e.At), e.Kind, e.Actor, e.Verb, e.Object)
 	if e.Detail != "" {

@@ -89,6 +89,28 @@ var _ = Describe("csisim run", func() {
 		expectNothingLeftIn(tmp)
 	})
 
+	It("makes the same API writes and CSI calls in the same order for a seed, on one core or two", func() {
+		// The multi-node scenario keeps every controller busy at once.
+		traceOf := func(seed, gomaxprocs string) []byte {
+			tmp := GinkgoT().TempDir()
+			file := filepath.Join(GinkgoT().TempDir(), "trace")
+			cmd := exec.Command(csisim, "run", "--quiet", "--seed", seed, "--trace", file, "../../scenarios/library/multi-node.yaml")
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "GOMAXPROCS="+gomaxprocs)
+			s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(s, 2*time.Minute).Should(gexec.Exit(0))
+			data, err := os.ReadFile(file)
+			Expect(err).NotTo(HaveOccurred())
+			expectNothingLeftIn(tmp)
+			return data
+		}
+		first := traceOf("5", "1")
+		Expect(string(first)).To(ContainSubstring("NodePublishVolume"))
+		Expect(string(traceOf("5", "2"))).To(Equal(string(first)))
+		Expect(string(traceOf("5", "2"))).To(Equal(string(first)))
+		Expect(string(traceOf("6", "2"))).NotTo(Equal(string(first)), "another seed should give other UIDs and another interleaving")
+	})
+
 	It("names the file, line and problem of a malformed scenario", func() {
 		tmp := GinkgoT().TempDir()
 		file := filepath.Join(tmp, "bad.yaml")

@@ -10,8 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-
-	"k8s.io/utils/clock"
+	"time"
 
 	"github.com/csisim/csisim/drivers/launch"
 	scenario "github.com/csisim/csisim/scenarios"
@@ -32,6 +31,8 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		"a command line whose words may contain {endpoint}, {nodeID}, {stateDir} and {root}, e.g.\n"+
 		"'/usr/bin/hostpathplugin --endpoint={endpoint} --nodeid={nodeID} --statedir={stateDir}' (no shell quoting)")
 	driverName := fs.String("driver-name", "", "the name the driver reports (default hostpath.csisim.io)")
+	traceFile := fs.String("trace", "", "also write the timeline to this file, without wall-clock durations:\n"+
+		"two runs with the same seed and scenario write the same file")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: csisim run [flags] SCENARIO.yaml\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -55,11 +56,10 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	rec := trace.New(clock.RealClock{})
+	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Seed: *seed, DriverName: *driverName}
 	if !*quiet {
-		rec.Subscribe(func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) })
+		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
 	}
-	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Seed: *seed, Recorder: rec, DriverName: *driverName}
 	if *driverCommand != "" {
 		words := strings.Fields(*driverCommand)
 		cfg.Driver = launch.Template{Path: words[0], Args: words[1:]}
@@ -83,9 +83,17 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csisim: starting the simulated cluster: %v\n", err)
 		return 1
 	}
-	runner := &scenario.Runner{Backend: c, Recorder: rec}
+	runner := &scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}
+	wallStart := time.Now()
 	res, runErr := runner.Run(ctx, sc)
+	wall := time.Since(wallStart)
 	closeErr := c.Close()
+	if *traceFile != "" {
+		if err := writeTrace(*traceFile, c.Recorder().Entries()); err != nil {
+			fmt.Fprintf(stderr, "csisim: %v\n", err)
+			closeErr = errors.Join(closeErr, err)
+		}
+	}
 
 	code := 0
 	var stepErr *scenario.StepError
@@ -103,7 +111,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csisim: %v\n", runErr)
 		code = 1
 	default:
-		fmt.Fprintf(stdout, "\nPASSED: %d steps in %s\n", len(res.Steps), res.Duration.Round(1e6))
+		fmt.Fprintf(stdout, "\nPASSED: %d steps, %s of cluster time in %s\n", len(res.Steps), res.Duration.Round(time.Millisecond), wall.Round(time.Millisecond))
 	}
 	if closeErr != nil {
 		fmt.Fprintf(stderr, "csisim: cleaning up: %v\n", closeErr)
@@ -112,4 +120,17 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// writeTrace writes the canonical timeline, one entry a line.
+func writeTrace(path string, entries []trace.Entry) error {
+	var b strings.Builder
+	for _, e := range entries {
+		b.WriteString(e.Canonical())
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("writing the trace: %w", err)
+	}
+	return nil
 }

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
@@ -54,11 +53,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	rec := trace.New(clock.RealClock{})
+	cfg := cluster.Config{Nodes: strings.Split(*nodes, ","), Seed: *seed, Realtime: true}
 	if !*quiet {
-		rec.Subscribe(func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) })
+		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
 	}
-	c, err := cluster.Start(ctx, cluster.Config{Nodes: strings.Split(*nodes, ","), Seed: *seed, Recorder: rec})
+	c, err := cluster.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: starting the simulated cluster: %v\n", err)
 		return 1

@@ -62,7 +62,7 @@ func runOnSimulator(sc *scenario.Scenario) (*scenario.Result, error, *trace.Reco
 	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, DriverBinary: csisimBinary, Seed: 1, DriverLog: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
 	root := c.Root()
-	res, runErr := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Out: GinkgoWriter}).Run(ctx, sc)
+	res, runErr := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock(), Out: GinkgoWriter}).Run(ctx, sc)
 	Expect(c.Close()).To(Succeed())
 	return res, runErr, c.Recorder(), root
 }

@@ -66,9 +66,9 @@ type Controller struct {
 }
 
 // New wires the controller to the factory's informers.
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory) *Controller {
-	events, stop := controller.NewEventRecorder(client, "attachdetach-controller", "")
-	c := &Controller{client: client, events: events, stopRecs: stop, queue: controller.NewQueue("attachdetach"),
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
+	events, stop := rt.NewEventRecorder(client, "attachdetach-controller", "")
+	c := &Controller{client: client, events: events, stopRecs: stop, queue: rt.NewQueue("attachdetach"),
 		reported: map[string]bool{}}
 	podInf := factory.Core().V1().Pods()
 	nodeInf := factory.Core().V1().Nodes()
@@ -125,7 +125,12 @@ func (c *Controller) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return
 	}
-	controller.Run(ctx, "attachdetach", c.queue, 1, c.syncNode)
+	controller.RunAll(ctx, c.Workers()...)
+}
+
+// Workers are the controller's queue and sync function.
+func (c *Controller) Workers() []controller.Worker {
+	return []controller.Worker{{Name: "attachdetach", Queue: c.queue, Sync: c.syncNode}}
 }
 
 // wanted is one volume some pod on the node needs attached.
@@ -150,8 +155,14 @@ func (c *Controller) syncNode(ctx context.Context, nodeName string) error {
 	if err != nil {
 		return err
 	}
-	for name, w := range desired {
-		if err := c.attach(ctx, name, w, nodeName); err != nil {
+	// In name order: the same inputs make the same writes in the same order.
+	names := make([]string, 0, len(desired))
+	for name := range desired {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := c.attach(ctx, name, desired[name], nodeName); err != nil {
 			return err
 		}
 	}

@@ -50,12 +50,12 @@ type Config struct {
 	DriverName string
 	// Timeout bounds every CSI call, like the sidecar's --timeout (15 s).
 	Timeout time.Duration
-	Clock   clock.PassiveClock
 }
 
 // Attacher is one external-attacher for one driver.
 type Attacher struct {
 	cfg       Config
+	clock     clock.PassiveClock
 	finalizer string
 	client    kubernetes.Interface
 	csi       csi.ControllerClient
@@ -68,15 +68,12 @@ type Attacher struct {
 }
 
 // New wires an attacher to the factory's informers and a CSI controller client.
-func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient) *Attacher {
+func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Attacher {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 15 * time.Second
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
 	a := &Attacher{cfg: cfg, finalizer: FinalizerFor(cfg.DriverName), client: client, csi: ctrl,
-		vaQ: controller.NewQueue("attacher-va"), pvQ: controller.NewQueue("attacher-pv")}
+		clock: rt.Clock, vaQ: rt.NewQueue("attacher-va"), pvQ: rt.NewQueue("attacher-pv")}
 	vaInf := factory.Storage().V1().VolumeAttachments()
 	pvInf := factory.Core().V1().PersistentVolumes()
 	nodeInf := factory.Storage().V1().CSINodes()
@@ -114,9 +111,15 @@ func (a *Attacher) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
 		return
 	}
-	controller.RunAll(ctx,
-		controller.Worker{Name: "attacher-va", Queue: a.vaQ, Sync: a.syncAttachment},
-		controller.Worker{Name: "attacher-pv", Queue: a.pvQ, Sync: a.syncVolume})
+	controller.RunAll(ctx, a.Workers()...)
+}
+
+// Workers are the attacher's queues and sync functions.
+func (a *Attacher) Workers() []controller.Worker {
+	return []controller.Worker{
+		{Name: "attacher-va", Queue: a.vaQ, Sync: a.syncAttachment},
+		{Name: "attacher-pv", Queue: a.pvQ, Sync: a.syncVolume},
+	}
 }
 
 func (a *Attacher) syncAttachment(ctx context.Context, name string) error {
@@ -241,7 +244,7 @@ func (a *Attacher) detachFailed(ctx context.Context, va *storagev1.VolumeAttachm
 }
 
 func (a *Attacher) volumeError(err error) map[string]any {
-	return map[string]any{"time": metav1.NewTime(a.cfg.Clock.Now()).Rfc3339Copy(), "message": err.Error()}
+	return map[string]any{"time": metav1.NewTime(a.clock.Now()).Rfc3339Copy(), "message": err.Error()}
 }
 
 func (a *Attacher) patchStatus(ctx context.Context, name string, status map[string]any) error {

@@ -1,8 +1,11 @@
 // Package cluster assembles a simulated cluster: the in-process API server,
 // the control-plane components, one kubelet per node, and real CSI driver
 // processes (one controller plugin, one node plugin per node) reached only
-// over gRPC. Everything lives under one temporary root that Close removes,
-// mounts included.
+// over gRPC. The components run in the deterministic loop of package loop,
+// on a virtual clock: a scenario runs the cluster forward with RunUntil and
+// RunFor; an interactive cluster (csisim serve) follows the wall clock.
+// Everything lives under one temporary root that Close removes, mounts
+// included.
 package cluster
 
 import (
@@ -15,11 +18,16 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/drivers/launch"
@@ -27,8 +35,10 @@ import (
 	"github.com/csisim/csisim/runroot"
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/attacher"
+	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/kubelet"
+	"github.com/csisim/csisim/sim/loop"
 	"github.com/csisim/csisim/sim/provisioner"
 	"github.com/csisim/csisim/sim/pvcontroller"
 	"github.com/csisim/csisim/sim/scheduler"
@@ -49,10 +59,15 @@ type Config struct {
 	// DriverBinary is the csisim binary for the default driver template;
 	// default: this executable.
 	DriverBinary string
-	// Seed makes UIDs and generated names reproducible.
+	// Seed makes the run reproducible: UIDs, generated names and the order
+	// in which the loop runs ready work.
 	Seed uint64
-	// Recorder receives the timeline; default: a new one.
-	Recorder *trace.Recorder
+	// OnEntry, if set, is called for every timeline entry as it is added,
+	// from the cluster's first write on.
+	OnEntry func(trace.Entry)
+	// Realtime makes the virtual clock follow the wall clock and runs the
+	// loop in the background, for clusters people use interactively.
+	Realtime bool
 	// DriverLog receives the driver processes' output; default: discarded.
 	DriverLog io.Writer
 	// StartTimeout bounds how long a driver may take to become ready.
@@ -64,6 +79,9 @@ type Cluster struct {
 	cfg     Config
 	root    *runroot.Root
 	api     *fakekube.Server
+	clock   *testingclock.FakeClock
+	loop    *loop.Loop
+	rt      controller.Runtime
 	rec     *trace.Recorder
 	drivers []*launch.Process
 	conns   []*csiclient.Conn
@@ -81,9 +99,6 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if cfg.DriverName == "" {
 		cfg.DriverName = hostpath.DefaultDriverName
 	}
-	if cfg.Recorder == nil {
-		cfg.Recorder = trace.New(clock.RealClock{})
-	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 30 * time.Second
 	}
@@ -92,20 +107,37 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	c = &Cluster{cfg: cfg, root: root, rec: cfg.Recorder, cancel: cancel}
+	clk := testingclock.NewFakeClock(time.Now().Truncate(time.Second))
+	c = &Cluster{cfg: cfg, root: root, clock: clk, rec: trace.New(clk), cancel: cancel}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Close())
 			c = nil
 		}
 	}()
-	c.api = fakekube.New(fakekube.Options{Seed: cfg.Seed, OnWrite: func(w fakekube.Write) { c.rec.Add(describeWrite(w)) }})
+	if cfg.OnEntry != nil {
+		c.rec.Subscribe(cfg.OnEntry)
+	}
+	c.api = fakekube.New(fakekube.Options{Seed: cfg.Seed, Clock: clk, OnWrite: func(w fakekube.Write) {
+		c.rec.Add(describeWrite(w))
+		if c.loop != nil { // the server's own first writes come before the loop; informers fill from the store
+			c.loop.Observe(w)
+		}
+	}})
+	c.loop = loop.New(c.api, clk, cfg.Seed)
+	c.rt = controller.Runtime{
+		Clock:    clk,
+		NewQueue: c.loop.NewQueue,
+		NewEventRecorder: func(client kubernetes.Interface, component, host string) (record.EventRecorder, func()) {
+			return controller.NewSyncEventRecorder(client, component, host, clk), func() {}
+		},
+	}
 
 	ctrlEndpoint, err := c.startDriver(ctx, "controller", "", "controller")
 	if err != nil {
 		return c, err
 	}
-	if err := c.startControlPlane(runCtx, ctrlEndpoint); err != nil {
+	if err := c.startControlPlane(ctrlEndpoint); err != nil {
 		return c, err
 	}
 	for _, node := range cfg.Nodes {
@@ -113,9 +145,16 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		if err != nil {
 			return c, err
 		}
-		if err := c.startKubelet(ctx, runCtx, node, endpoint); err != nil {
+		if err := c.startKubelet(ctx, node, endpoint); err != nil {
 			return c, err
 		}
+	}
+	if cfg.Realtime {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.loop.RunRealtime(runCtx)
+		}()
 	}
 	return c, nil
 }
@@ -170,7 +209,7 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node, name string) (str
 
 // dial connects actor to a driver; its calls are recorded under actor.
 func (c *Cluster) dial(endpoint, actor string) (*csiclient.Conn, error) {
-	conn, err := csiclient.Dial(endpoint, actor, c.rec, nil)
+	conn, err := csiclient.Dial(endpoint, actor, c.rec)
 	if err != nil {
 		return nil, err
 	}
@@ -184,20 +223,39 @@ func (c *Cluster) client(userAgent string) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(c.api.RESTConfig(userAgent))
 }
 
-func (c *Cluster) run(ctx context.Context, factories []informers.SharedInformerFactory, run func(context.Context)) {
-	for _, f := range factories {
-		f.Start(ctx.Done())
+// informers returns an informer factory for one component whose informers
+// the loop feeds; pods may be limited by a field selector, as a kubelet's.
+func (c *Cluster) informers(cs kubernetes.Interface, podFieldSelector string) (informers.SharedInformerFactory, error) {
+	f := informers.NewSharedInformerFactory(cs, 0)
+	for _, k := range []struct {
+		obj      runtime.Object
+		gvr      schema.GroupVersionResource
+		selector string
+	}{
+		{&corev1.Pod{}, corev1.SchemeGroupVersion.WithResource("pods"), podFieldSelector},
+		{&corev1.Node{}, corev1.SchemeGroupVersion.WithResource("nodes"), ""},
+		{&corev1.PersistentVolumeClaim{}, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), ""},
+		{&corev1.PersistentVolume{}, corev1.SchemeGroupVersion.WithResource("persistentvolumes"), ""},
+		{&storagev1.StorageClass{}, storagev1.SchemeGroupVersion.WithResource("storageclasses"), ""},
+		{&storagev1.CSIDriver{}, storagev1.SchemeGroupVersion.WithResource("csidrivers"), ""},
+		{&storagev1.CSINode{}, storagev1.SchemeGroupVersion.WithResource("csinodes"), ""},
+		{&storagev1.VolumeAttachment{}, storagev1.SchemeGroupVersion.WithResource("volumeattachments"), ""},
+	} {
+		inf, err := c.loop.NewInformer(k.gvr, k.selector)
+		if err != nil {
+			return nil, err
+		}
+		// Registered first, the loop's informer is what the component's
+		// typed accessors (factory.Core().V1().Pods()...) hand out.
+		f.InformerFor(k.obj, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer { return inf })
 	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		run(ctx)
-	}()
+	return f, nil
 }
 
-// startControlPlane starts the controllers and sidecars, each with its own
-// client and informers as the real processes have.
-func (c *Cluster) startControlPlane(ctx context.Context, ctrlEndpoint string) error {
+// startControlPlane makes the controllers and sidecars, each with its own
+// client and informers as the real processes have, and gives their queues
+// to the loop.
+func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 	drv := c.cfg.DriverName
 	provConn, err := c.dial(ctrlEndpoint, "external-provisioner")
 	if err != nil {
@@ -207,56 +265,66 @@ func (c *Cluster) startControlPlane(ctx context.Context, ctrlEndpoint string) er
 	if err != nil {
 		return err
 	}
-	{
-		cs := c.client("persistentvolume-binder")
-		f := informers.NewSharedInformerFactory(cs, 0)
-		pv := pvcontroller.New(cs, f)
-		c.run(ctx, []informers.SharedInformerFactory{f}, pv.Run)
+	component := func(userAgent string, build func(kubernetes.Interface, informers.SharedInformerFactory) []controller.Worker) error {
+		cs := c.client(userAgent)
+		f, err := c.informers(cs, "")
+		if err != nil {
+			return err
+		}
+		c.loop.AddWorkers(build(cs, f)...)
+		return nil
 	}
-	{
-		cs := c.client("attachdetach-controller")
-		f := informers.NewSharedInformerFactory(cs, 0)
-		ad := attachdetach.New(cs, f)
-		c.run(ctx, []informers.SharedInformerFactory{f}, ad.Run)
-	}
-	{
-		cs := c.client("default-scheduler")
-		f := informers.NewSharedInformerFactory(cs, 0)
-		s := scheduler.New(cs, f)
-		c.run(ctx, []informers.SharedInformerFactory{f}, s.Run)
-	}
-	{
-		cs := c.client("external-provisioner")
-		f := informers.NewSharedInformerFactory(cs, 0)
-		p := provisioner.New(provisioner.Config{DriverName: drv}, cs, f, provConn.Controller, time.Now())
-		c.run(ctx, []informers.SharedInformerFactory{f}, p.Run)
-	}
-	{
-		cs := c.client("external-attacher")
-		f := informers.NewSharedInformerFactory(cs, 0)
-		a := attacher.New(attacher.Config{DriverName: drv}, cs, f, attConn.Controller)
-		c.run(ctx, []informers.SharedInformerFactory{f}, a.Run)
-	}
-	return nil
+	return errors.Join(
+		component("persistentvolume-binder", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			pv := pvcontroller.New(cs, f, c.rt)
+			c.loop.Every(pvcontroller.SyncPeriod, pv.Resync)
+			return pv.Workers()
+		}),
+		component("attachdetach-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			return attachdetach.New(cs, f, c.rt).Workers()
+		}),
+		component("default-scheduler", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			return scheduler.New(cs, f, c.rt).Workers()
+		}),
+		component("external-provisioner", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			return provisioner.New(provisioner.Config{DriverName: drv}, cs, f, provConn.Controller, c.rt).Workers()
+		}),
+		component("external-attacher", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			return attacher.New(attacher.Config{DriverName: drv}, cs, f, attConn.Controller, c.rt).Workers()
+		}),
+	)
 }
 
-func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint string) error {
+func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error {
 	conn, err := c.dial(endpoint, "kubelet:"+node)
 	if err != nil {
 		return err
 	}
 	cs := c.client("kubelet:" + node)
-	pods := informers.NewSharedInformerFactoryWithOptions(cs, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName=" + node }))
-	rest := informers.NewSharedInformerFactory(cs, 0)
+	f, err := c.informers(cs, "spec.nodeName="+node)
+	if err != nil {
+		return err
+	}
 	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet")},
-		cs, pods, rest, conn.Node)
+		cs, f, f, conn.Node, c.rt)
 	if err := k.Register(ctx, conn.Identity); err != nil {
 		return err
 	}
-	c.run(runCtx, []informers.SharedInformerFactory{pods, rest}, k.Run)
+	c.loop.AddWorkers(k.Workers()...)
 	return nil
 }
+
+// RunUntil runs the simulation until cond holds or timeout of virtual time
+// has passed (then it returns context.DeadlineExceeded).
+func (c *Cluster) RunUntil(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	return c.loop.RunUntil(ctx, timeout, cond)
+}
+
+// RunFor runs the simulation for d of virtual time.
+func (c *Cluster) RunFor(ctx context.Context, d time.Duration) error { return c.loop.RunFor(ctx, d) }
+
+// Clock is the cluster's virtual clock.
+func (c *Cluster) Clock() *testingclock.FakeClock { return c.clock }
 
 // RESTConfig is how a scenario (or any client) reaches the API server.
 func (c *Cluster) RESTConfig() *rest.Config { return c.api.RESTConfig("scenario") }

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/trace"
 )
@@ -28,13 +27,10 @@ type Conn struct {
 
 // Dial connects to endpoint ("unix:///path/csi.sock") as actor; every call
 // is added to rec (if not nil) when it completes.
-func Dial(endpoint, actor string, rec *trace.Recorder, clk clock.PassiveClock) (*Conn, error) {
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+func Dial(endpoint, actor string, rec *trace.Recorder) (*Conn, error) {
 	cc, err := grpc.NewClient(endpoint,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(recordCalls(actor, rec, clk)))
+		grpc.WithUnaryInterceptor(recordCalls(actor, rec)))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to CSI driver at %s: %w", endpoint, err)
 	}
@@ -53,22 +49,23 @@ func (c *Conn) Close() error { return c.conn.Close() }
 type volumeIDer interface{ GetVolumeId() string }
 
 // recordCalls returns an interceptor that adds one CSI entry per call:
-// method, volume, result code and duration.
-func recordCalls(actor string, rec *trace.Recorder, clk clock.PassiveClock) grpc.UnaryClientInterceptor {
+// method, volume, result code, and how long the call took in wall time
+// (the virtual clock stands still during a call).
+func recordCalls(actor string, rec *trace.Recorder) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		start := clk.Now()
+		start := time.Now()
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		if rec == nil {
 			return err
 		}
-		e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: path.Base(method), Object: VolumeOf(req, reply)}
-		took := clk.Since(start).Round(time.Microsecond)
+		e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: path.Base(method), Object: VolumeOf(req, reply),
+			Wall: time.Since(start).Round(time.Microsecond)}
 		if err != nil {
 			st, _ := status.FromError(err)
-			e.Detail = fmt.Sprintf("%s after %s", st.Code(), took)
+			e.Detail = st.Code().String()
 			e.Err = st.Message()
 		} else {
-			e.Detail = "OK " + took.String()
+			e.Detail = "OK"
 		}
 		rec.Add(e)
 		return err

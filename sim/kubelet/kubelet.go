@@ -54,12 +54,12 @@ type Config struct {
 	Dir string
 	// Timeout bounds every CSI call (the real kubelet uses 2 minutes).
 	Timeout time.Duration
-	Clock   clock.PassiveClock
 }
 
 // Kubelet is one simulated node agent.
 type Kubelet struct {
 	cfg      Config
+	clock    clock.PassiveClock
 	client   kubernetes.Interface
 	csi      csi.NodeClient
 	events   record.EventRecorder
@@ -97,16 +97,13 @@ type mountedVolume struct {
 
 // New wires a kubelet to informers: podFactory must list only this node's
 // pods (field selector spec.nodeName), factory everything else.
-func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.SharedInformerFactory, node csi.NodeClient) *Kubelet {
+func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.SharedInformerFactory, node csi.NodeClient, rt controller.Runtime) *Kubelet {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 2 * time.Minute
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
-	events, stop := controller.NewEventRecorder(client, "kubelet", cfg.NodeName)
+	events, stop := rt.NewEventRecorder(client, "kubelet", cfg.NodeName)
 	k := &Kubelet{cfg: cfg, client: client, csi: node, events: events, stopRecs: stop,
-		queue: controller.NewQueue("kubelet-" + cfg.NodeName),
+		clock: rt.Clock, queue: rt.NewQueue("kubelet-" + cfg.NodeName),
 		actual: actualState{
 			staged:  map[corev1.UniqueVolumeName]string{},
 			mounted: map[types.UID]map[string]mountedVolume{},
@@ -165,7 +162,7 @@ func (k *Kubelet) Register(ctx context.Context, identity csi.IdentityClient) err
 }
 
 func (k *Kubelet) registerNode(ctx context.Context) error {
-	now := metav1.NewTime(k.cfg.Clock.Now()).Rfc3339Copy()
+	now := metav1.NewTime(k.clock.Now()).Rfc3339Copy()
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: k.cfg.NodeName,
@@ -245,7 +242,12 @@ func (k *Kubelet) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), k.synced...) {
 		return
 	}
-	controller.Run(ctx, "kubelet-"+k.cfg.NodeName, k.queue, 1, k.syncPod)
+	controller.RunAll(ctx, k.Workers()...)
+}
+
+// Workers are the volume manager's queue and sync function.
+func (k *Kubelet) Workers() []controller.Worker {
+	return []controller.Worker{{Name: "kubelet-" + k.cfg.NodeName, Queue: k.queue, Sync: k.syncPod}}
 }
 
 func (k *Kubelet) syncPod(ctx context.Context, key string) error {
@@ -599,7 +601,7 @@ func (k *Kubelet) reportVolumesInUse(ctx context.Context) error {
 // markRunning reports the pod Running with its conditions and container
 // statuses, as the kubelet's status manager does once containers start.
 func (k *Kubelet) markRunning(ctx context.Context, pod *corev1.Pod) error {
-	now := metav1.NewTime(k.cfg.Clock.Now()).Rfc3339Copy()
+	now := metav1.NewTime(k.clock.Now()).Rfc3339Copy()
 	p := pod.DeepCopy()
 	p.Status.Phase = corev1.PodRunning
 	p.Status.HostIP = "127.0.0.1"

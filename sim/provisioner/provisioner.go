@@ -68,17 +68,17 @@ type Provisioner struct {
 
 // New wires a provisioner to the factory's informers and a CSI controller
 // client.
-func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, now time.Time) *Provisioner {
+func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Provisioner {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 15 * time.Second
 	}
-	events, stop := controller.NewEventRecorder(client, cfg.DriverName+"_csisim", "")
+	events, stop := rt.NewEventRecorder(client, cfg.DriverName+"_csisim", "")
 	p := &Provisioner{
 		cfg: cfg, client: client, csi: ctrl, events: events, stopRecs: stop,
 		// The sidecar's identity: start time, a number and the driver name.
-		identity: fmt.Sprintf("%d-%d-%s", now.UnixMilli(), 1, cfg.DriverName),
-		claimQ:   controller.NewQueue("provisioner-claims"),
-		volumeQ:  controller.NewQueue("provisioner-volumes"),
+		identity: fmt.Sprintf("%d-%d-%s", rt.Clock.Now().UnixMilli(), 1, cfg.DriverName),
+		claimQ:   rt.NewQueue("provisioner-claims"),
+		volumeQ:  rt.NewQueue("provisioner-volumes"),
 	}
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
 	pvInf := factory.Core().V1().PersistentVolumes()
@@ -105,9 +105,15 @@ func (p *Provisioner) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
 		return
 	}
-	controller.RunAll(ctx,
-		controller.Worker{Name: "provisioner-claims", Queue: p.claimQ, Sync: p.syncClaim},
-		controller.Worker{Name: "provisioner-volumes", Queue: p.volumeQ, Sync: p.syncVolume})
+	controller.RunAll(ctx, p.Workers()...)
+}
+
+// Workers are the provisioner's queues and sync functions.
+func (p *Provisioner) Workers() []controller.Worker {
+	return []controller.Worker{
+		{Name: "provisioner-claims", Queue: p.claimQ, Sync: p.syncClaim},
+		{Name: "provisioner-volumes", Queue: p.volumeQ, Sync: p.syncVolume},
+	}
 }
 
 func (p *Provisioner) syncClaim(ctx context.Context, key string) error {

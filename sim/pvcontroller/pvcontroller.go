@@ -23,6 +23,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
 )
@@ -39,6 +40,7 @@ const (
 
 // Controller is the PV controller plus the two protection controllers.
 type Controller struct {
+	clock    clock.PassiveClock
 	client   kubernetes.Interface
 	events   record.EventRecorder
 	claims   corelisters.PersistentVolumeClaimLister
@@ -52,14 +54,15 @@ type Controller struct {
 }
 
 // New wires the controller to the factory's informers.
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory) *Controller {
-	events, stop := controller.NewEventRecorder(client, "persistentvolume-controller", "")
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
+	events, stop := rt.NewEventRecorder(client, "persistentvolume-controller", "")
 	c := &Controller{
+		clock:    rt.Clock,
 		client:   client,
 		events:   events,
 		stopRecs: stop,
-		claimQ:   controller.NewQueue("claims"),
-		volumeQ:  controller.NewQueue("volumes"),
+		claimQ:   rt.NewQueue("claims"),
+		volumeQ:  rt.NewQueue("volumes"),
 	}
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
 	pvInf := factory.Core().V1().PersistentVolumes()
@@ -104,10 +107,16 @@ func (c *Controller) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return
 	}
-	go wait.UntilWithContext(ctx, c.resync, SyncPeriod)
-	controller.RunAll(ctx,
-		controller.Worker{Name: "pv-controller-claims", Queue: c.claimQ, Sync: c.syncClaim},
-		controller.Worker{Name: "pv-controller-volumes", Queue: c.volumeQ, Sync: c.syncVolume})
+	go wait.UntilWithContext(ctx, c.Resync, SyncPeriod)
+	controller.RunAll(ctx, c.Workers()...)
+}
+
+// Workers are the controller's queues and sync functions.
+func (c *Controller) Workers() []controller.Worker {
+	return []controller.Worker{
+		{Name: "pv-controller-claims", Queue: c.claimQ, Sync: c.syncClaim},
+		{Name: "pv-controller-volumes", Queue: c.volumeQ, Sync: c.syncVolume},
+	}
 }
 
 // SyncPeriod is how often every claim and volume is synced again, as the
@@ -116,7 +125,8 @@ func (c *Controller) Run(ctx context.Context) {
 // the controller does not watch for those.
 const SyncPeriod = 15 * time.Second
 
-func (c *Controller) resync(context.Context) {
+// Resync queues every claim and volume; run it every SyncPeriod.
+func (c *Controller) Resync(context.Context) {
 	claims, _ := c.claims.List(labels.Everything())
 	for _, claim := range claims {
 		c.claimQ.Add(claim.Namespace + "/" + claim.Name)
@@ -325,7 +335,7 @@ func (c *Controller) setVolumePhase(ctx context.Context, pv *corev1.PersistentVo
 	}
 	v := pv.DeepCopy()
 	v.Status.Phase = phase
-	now := metav1.Now().Rfc3339Copy()
+	now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
 	v.Status.LastPhaseTransitionTime = &now
 	if _, err := c.client.CoreV1().PersistentVolumes().UpdateStatus(ctx, v, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("setting volume %s phase %s: %w", pv.Name, phase, err)

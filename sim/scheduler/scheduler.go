@@ -43,9 +43,9 @@ type Scheduler struct {
 }
 
 // New wires a scheduler to the factory's informers.
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory) *Scheduler {
-	events, stop := controller.NewEventRecorder(client, Name, "")
-	s := &Scheduler{client: client, events: events, stopRecs: stop, queue: controller.NewQueue("scheduler")}
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Scheduler {
+	events, stop := rt.NewEventRecorder(client, Name, "")
+	s := &Scheduler{client: client, events: events, stopRecs: stop, queue: rt.NewQueue("scheduler")}
 	podInf := factory.Core().V1().Pods()
 	nodeInf := factory.Core().V1().Nodes()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
@@ -61,7 +61,12 @@ func (s *Scheduler) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		return
 	}
-	controller.Run(ctx, "scheduler", s.queue, 1, s.sync)
+	controller.RunAll(ctx, s.Workers()...)
+}
+
+// Workers are the scheduler's queue and sync function.
+func (s *Scheduler) Workers() []controller.Worker {
+	return []controller.Worker{{Name: "scheduler", Queue: s.queue, Sync: s.sync}}
 }
 
 func (s *Scheduler) sync(ctx context.Context, key string) error {
