@@ -85,10 +85,17 @@ func (s *store) allLocked() []stored {
 //     removed from its dependents, then loses the orphan finalizer;
 //   - a terminating namespace has its contents deleted and goes when empty.
 func (s *store) collectGarbageLocked() {
+	// Only a removal or a write to an object being deleted can give the
+	// collector work; most writes are neither, and skip the scan.
+	if !s.gcPending {
+		return
+	}
+	s.gcPending = false
 	// Each pass acts once and starts over on fresh state, so no action is
 	// based on an object another action of the same pass has changed.
 	for s.collectOnceLocked() {
 	}
+	s.gcPending = false
 }
 
 func (s *store) collectOnceLocked() bool {

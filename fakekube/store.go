@@ -56,6 +56,7 @@ type store struct {
 	objects      map[*resource]map[string]runtime.Object // key: namespace/name
 	history      []*event                                // oldest first
 	historyLimit int
+	gcPending    bool // a write since the last collection may give the collector work
 	watchers     map[*watcher]struct{}
 }
 
@@ -352,6 +353,7 @@ func (s *store) removeLocked(actor string, res *resource, obj runtime.Object) {
 	m, _ := meta.Accessor(obj)
 	key := objectKey(m.GetNamespace(), m.GetName())
 	delete(s.objects[res], key)
+	s.gcPending = true
 	s.rv++
 	gone := obj.DeepCopyObject()
 	gone.GetObjectKind().SetGroupVersionKind(res.gvk())
@@ -463,6 +465,9 @@ func (s *store) commitLocked(actor, verb, subresource string, res *resource, old
 	m.SetResourceVersion(strconv.FormatUint(s.rv, 10))
 	stored := obj.DeepCopyObject()
 	stored.GetObjectKind().SetGroupVersionKind(res.gvk())
+	if m.GetDeletionTimestamp() != nil {
+		s.gcPending = true
+	}
 	s.objects[res][objectKey(m.GetNamespace(), m.GetName())] = stored
 	typ := watch.Modified
 	if old == nil {

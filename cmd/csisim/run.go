@@ -31,6 +31,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		"a command line whose words may contain {endpoint}, {nodeID}, {stateDir} and {root}, e.g.\n"+
 		"'/usr/bin/hostpathplugin --endpoint={endpoint} --nodeid={nodeID} --statedir={stateDir}' (no shell quoting)")
 	driverName := fs.String("driver-name", "", "the name the driver reports (default hostpath.csisim.io)")
+	mockDriver := fs.Bool("mock-driver", false, "use the in-memory mock CSI driver (no mounts, no root needed)")
 	traceFile := fs.String("trace", "", "also write the timeline to this file, without wall-clock durations:\n"+
 		"two runs with the same seed and scenario write the same file")
 	fs.Usage = func() {
@@ -56,7 +57,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Seed: *seed, DriverName: *driverName}
+	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Seed: *seed, DriverName: *driverName, Mock: *mockDriver}
 	if !*quiet {
 		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
 	}

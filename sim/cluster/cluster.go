@@ -31,6 +31,7 @@ import (
 
 	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/drivers/launch"
+	"github.com/csisim/csisim/drivers/mock"
 	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/runroot"
 	"github.com/csisim/csisim/sim/attachdetach"
@@ -59,6 +60,10 @@ type Config struct {
 	// DriverBinary is the csisim binary for the default driver template;
 	// default: this executable.
 	DriverBinary string
+	// Mock runs the in-memory mock driver instead, in this process but
+	// still over gRPC on unix sockets: no mounts, no root needed, for
+	// scale runs. The kubelet then does not look for mounts.
+	Mock bool
 	// Seed makes the run reproducible: UIDs, generated names and the order
 	// in which the loop runs ready work.
 	Seed uint64
@@ -84,6 +89,8 @@ type Cluster struct {
 	rt      controller.Runtime
 	rec     *trace.Recorder
 	drivers []*launch.Process
+	mocks   []*mock.Server
+	backend *mock.Backend
 	conns   []*csiclient.Conn
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -162,6 +169,9 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 // startDriver launches one driver plugin, waits until it answers Probe and
 // returns its endpoint.
 func (c *Cluster) startDriver(ctx context.Context, mode, node, name string) (string, error) {
+	if c.cfg.Mock {
+		return c.startMock(mode, node)
+	}
 	tmpl := c.cfg.Driver
 	if tmpl.Path == "" {
 		bin := c.cfg.DriverBinary
@@ -205,6 +215,33 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node, name string) (str
 		return "", fmt.Errorf("driver %s did not become ready: %w", name, err)
 	}
 	return vars.Endpoint, nil
+}
+
+// startMock serves the mock driver for one plugin; all plugins share one
+// backend, as the controller and nodes of a real driver share its storage.
+func (c *Cluster) startMock(mode, node string) (string, error) {
+	if c.backend == nil {
+		c.backend = mock.NewBackend(0)
+	}
+	m := mock.ModeController
+	socket := c.root.Path("controller", "csi.sock")
+	if mode == "node" {
+		m = mock.ModeNode
+		socket = c.root.Path("nodes", node, "kubelet", "plugins", c.cfg.DriverName, "csi.sock")
+	}
+	if err := os.MkdirAll(filepath.Dir(socket), 0o750); err != nil {
+		return "", fmt.Errorf("preparing %s: %w", filepath.Dir(socket), err)
+	}
+	d, err := mock.New(mock.Config{Name: c.cfg.DriverName, NodeID: node, Mode: m, Backend: c.backend})
+	if err != nil {
+		return "", err
+	}
+	srv, err := d.Start("unix://" + socket)
+	if err != nil {
+		return "", err
+	}
+	c.mocks = append(c.mocks, srv)
+	return "unix://" + socket, nil
 }
 
 // dial connects actor to a driver; its calls are recorded under actor.
@@ -305,7 +342,8 @@ func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error
 	if err != nil {
 		return err
 	}
-	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet")},
+	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"),
+		SkipMountCheck: c.cfg.Mock},
 		cs, f, f, conn.Node, c.rt)
 	if err := k.Register(ctx, conn.Identity); err != nil {
 		return err
@@ -359,6 +397,9 @@ func (c *Cluster) Close() error {
 	}
 	for _, p := range c.drivers {
 		errs = append(errs, p.Stop(5*time.Second))
+	}
+	for _, m := range c.mocks {
+		errs = append(errs, m.Stop())
 	}
 	errs = append(errs, c.root.Close())
 	return errors.Join(errs...)

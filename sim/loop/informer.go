@@ -203,10 +203,18 @@ func (s sortedIndexer) Index(indexName string, obj any) ([]any, error) {
 }
 
 func sortByKey(objs []any) []any {
-	keys := make(map[any]string, len(objs))
-	for _, o := range objs {
-		keys[o], _ = cache.MetaNamespaceKeyFunc(o)
+	type keyed struct {
+		key string
+		obj any
 	}
-	sort.SliceStable(objs, func(i, j int) bool { return keys[objs[i]] < keys[objs[j]] })
+	ks := make([]keyed, len(objs))
+	for i, o := range objs {
+		k, _ := cache.MetaNamespaceKeyFunc(o)
+		ks[i] = keyed{k, o}
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].key < ks[j].key })
+	for i := range ks {
+		objs[i] = ks[i].obj
+	}
 	return objs
 }

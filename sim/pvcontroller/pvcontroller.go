@@ -39,18 +39,22 @@ const (
 )
 
 // Controller is the PV controller plus the two protection controllers.
+// claimRefIndex indexes volumes by the namespace/name of their claimRef.
+const claimRefIndex = "claimRef"
+
 type Controller struct {
-	clock    clock.PassiveClock
-	client   kubernetes.Interface
-	events   record.EventRecorder
-	claims   corelisters.PersistentVolumeClaimLister
-	volumes  corelisters.PersistentVolumeLister
-	classes  storagelisters.StorageClassLister
-	pods     corelisters.PodLister
-	claimQ   controller.Queue
-	volumeQ  controller.Queue
-	synced   []cache.InformerSynced
-	stopRecs func()
+	volumeIndex cache.Indexer
+	clock       clock.PassiveClock
+	client      kubernetes.Interface
+	events      record.EventRecorder
+	claims      corelisters.PersistentVolumeClaimLister
+	volumes     corelisters.PersistentVolumeLister
+	classes     storagelisters.StorageClassLister
+	pods        corelisters.PodLister
+	claimQ      controller.Queue
+	volumeQ     controller.Queue
+	synced      []cache.InformerSynced
+	stopRecs    func()
 }
 
 // New wires the controller to the factory's informers.
@@ -69,6 +73,15 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	podInf := factory.Core().V1().Pods()
 	scInf := factory.Storage().V1().StorageClasses()
 	c.claims, c.volumes, c.classes, c.pods = pvcInf.Lister(), pvInf.Lister(), scInf.Lister(), podInf.Lister()
+	// Volumes by the claim they name, so finding a claim's volume does not
+	// walk every volume.
+	_ = pvInf.Informer().AddIndexers(cache.Indexers{claimRefIndex: func(obj any) ([]string, error) {
+		if ref := obj.(*corev1.PersistentVolume).Spec.ClaimRef; ref != nil {
+			return []string{ref.Namespace + "/" + ref.Name}, nil
+		}
+		return nil, nil
+	}})
+	c.volumeIndex = pvInf.Informer().GetIndexer()
 	_, _ = pvcInf.Informer().AddEventHandler(controller.EnqueueHandler(c.claimQ))
 	_, _ = pvInf.Informer().AddEventHandler(controller.EnqueueHandler(c.volumeQ))
 	// A claim that goes releases its volume.
@@ -207,11 +220,12 @@ func (c *Controller) syncUnboundClaim(ctx context.Context, claim *corev1.Persist
 // UID), or nil. Matching unclaimed volumes by size and class is part 1 of
 // the sim issue.
 func (c *Controller) findVolumeFor(claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolume, error) {
-	pvs, err := c.volumes.List(labels.Everything())
+	objs, err := c.volumeIndex.ByIndex(claimRefIndex, claim.Namespace+"/"+claim.Name)
 	if err != nil {
 		return nil, err
 	}
-	for _, pv := range pvs {
+	for _, obj := range objs {
+		pv := obj.(*corev1.PersistentVolume)
 		ref := pv.Spec.ClaimRef
 		if ref != nil && ref.Namespace == claim.Namespace && ref.Name == claim.Name && (ref.UID == "" || ref.UID == claim.UID) {
 			return pv, nil

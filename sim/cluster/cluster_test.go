@@ -1,0 +1,140 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// csisimBinary is the csisim command, built once for the tests that run
+// csisim's own driver as separate processes.
+var csisimBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "csisim-cluster-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	csisimBinary = filepath.Join(dir, "csisim")
+	out, err := exec.Command("go", "build", "-o", csisimBinary, "../../cmd/csisim").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building csisim: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func nodeNames(n int) []string {
+	var out []string
+	for i := 1; i <= n; i++ {
+		out = append(out, fmt.Sprintf("node-%d", i))
+	}
+	return out
+}
+
+// provisionClaims creates n claims of the driver's class and runs the
+// cluster until every one is Bound.
+func provisionClaims(ctx context.Context, c *Cluster, n int, timeout time.Duration) error {
+	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+	drv, sc := DriverObjects(c.DriverName())
+	if _, err := cs.StorageV1().CSIDrivers().Create(ctx, drv, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("data-%d", i), Namespace: "default"},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}}}
+		if _, err := cs.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return c.RunUntil(ctx, timeout, func() (bool, error) {
+		list, err := cs.CoreV1().PersistentVolumeClaims("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, pvc := range list.Items {
+			if pvc.Status.Phase != corev1.ClaimBound {
+				return false, nil
+			}
+		}
+		return len(list.Items) == n, nil
+	})
+}
+
+func TestMockDriverProvisionsWithoutMounts(t *testing.T) {
+	ctx := context.Background()
+	c, err := Start(ctx, Config{Nodes: nodeNames(3), Mock: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := provisionClaims(ctx, c, 20, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	creates := 0
+	for _, e := range c.CSICalls() {
+		if e.Verb == "CreateVolume" && e.Err == "" {
+			creates++
+		}
+	}
+	if creates != 20 {
+		t.Errorf("%d successful CreateVolume calls, want 20", creates)
+	}
+}
+
+func TestRealDriverProvisions(t *testing.T) {
+	ctx := context.Background()
+	c, err := Start(ctx, Config{Nodes: nodeNames(2), DriverBinary: csisimBinary, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := provisionClaims(ctx, c, 5, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkProvision1000Claims: 1,000 claims provisioned and bound on a
+// ten-node cluster, with the mock driver and with csisim's own driver
+// (real directories, real gRPC to separate processes).
+func BenchmarkProvision1000Claims(b *testing.B) {
+	for _, mock := range []bool{true, false} {
+		name := "hostpath"
+		if mock {
+			name = "mock"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				ctx := context.Background()
+				c, err := Start(ctx, Config{Nodes: nodeNames(10), Mock: mock, DriverBinary: csisimBinary, Seed: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				if err := provisionClaims(ctx, c, 1000, 10*time.Minute); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(1000/time.Since(start).Seconds(), "claims/s")
+				if err := c.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
