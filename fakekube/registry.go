@@ -140,6 +140,7 @@ func defaultResources() []*resource {
 		{gvr: storageV1.WithResource("csinodes"), kind: "CSINode"},
 		{gvr: storageV1.WithResource("volumeattachments"), kind: "VolumeAttachment", hasStatus: true},
 		{gvr: storageV1.WithResource("csistoragecapacities"), kind: "CSIStorageCapacity", namespaced: true},
+		{gvr: storageV1.WithResource("volumeattributesclasses"), kind: "VolumeAttributesClass", shortNames: []string{"vac"}},
 		{gvr: appsV1.WithResource("statefulsets"), kind: "StatefulSet", namespaced: true, shortNames: []string{"sts"},
 			categories: allCategory, hasStatus: true, generation: true},
 		{gvr: coordV1.WithResource("leases"), kind: "Lease", namespaced: true},

@@ -36,6 +36,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "seed for UIDs and generated names")
 	quiet := fs.Bool("quiet", false, "do not print the timeline")
 	bare := fs.Bool("bare", false, "do not create the driver's CSIDriver and default StorageClass")
+	without := fs.String("without", "", "comma-separated simulated components to leave out, for real ones to take their place\n"+
+		"(external-provisioner, external-attacher, persistentvolume-binder, attachdetach-controller, default-scheduler);\n"+
+		"the controller plugin's socket is printed for sidecars")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: csisim serve [flags]\n\nRuns a simulated cluster and serves its API on 127.0.0.1 for kubectl.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -54,6 +57,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	cfg := cluster.Config{Nodes: strings.Split(*nodes, ","), Seed: *seed, Realtime: true}
+	if *without != "" {
+		cfg.Without = strings.Split(*without, ",")
+	}
 	if !*quiet {
 		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
 	}
@@ -100,8 +106,8 @@ func serveCluster(ctx context.Context, c *cluster.Cluster, port int, kubeconfig 
 	if created {
 		defer os.Remove(kubeconfig)
 	}
-	fmt.Fprintf(stdout, "csisim: API server on http://%s\ncsisim: kubeconfig %s\ncsisim: try: export KUBECONFIG=%s; kubectl get nodes,sc,csidrivers\ncsisim: Ctrl-C stops the cluster and removes everything it made\n",
-		l.Addr(), kubeconfig, kubeconfig)
+	fmt.Fprintf(stdout, "csisim: API server on http://%s\ncsisim: kubeconfig %s\ncsisim: CSI controller plugin at %s\ncsisim: try: export KUBECONFIG=%s; kubectl get nodes,sc,csidrivers\ncsisim: Ctrl-C stops the cluster and removes everything it made\n",
+		l.Addr(), kubeconfig, c.ControllerEndpoint(), kubeconfig)
 
 	code := 0
 	select {

@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -73,11 +74,22 @@ type Config struct {
 	// Realtime makes the virtual clock follow the wall clock and runs the
 	// loop in the background, for clusters people use interactively.
 	Realtime bool
+	// Without names simulated components to leave out, so that their real
+	// counterparts can take their place against the API server's HTTP
+	// endpoint: external-provisioner, external-attacher,
+	// persistentvolume-binder, attachdetach-controller, default-scheduler.
+	// It needs Realtime: a real process works on wall time.
+	Without []string
 	// DriverLog receives the driver processes' output; default: discarded.
 	DriverLog io.Writer
 	// StartTimeout bounds how long a driver may take to become ready.
 	StartTimeout time.Duration
 }
+
+// Components are the simulated control-plane components, by the user agent
+// they write as (and the name Config.Without takes).
+var Components = []string{"persistentvolume-binder", "attachdetach-controller", "default-scheduler",
+	"external-provisioner", "external-attacher"}
 
 // Cluster is a running simulated cluster.
 type Cluster struct {
@@ -105,6 +117,14 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	if cfg.DriverName == "" {
 		cfg.DriverName = hostpath.DefaultDriverName
+	}
+	for _, w := range cfg.Without {
+		if !slices.Contains(Components, w) {
+			return nil, fmt.Errorf("cannot leave out %q: the simulated components are %v", w, Components)
+		}
+	}
+	if len(cfg.Without) > 0 && !cfg.Realtime {
+		return nil, fmt.Errorf("leaving out %v needs a realtime cluster: the real components that replace them run on wall time", cfg.Without)
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 30 * time.Second
@@ -303,6 +323,9 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 		return err
 	}
 	component := func(userAgent string, build func(kubernetes.Interface, informers.SharedInformerFactory) []controller.Worker) error {
+		if slices.Contains(c.cfg.Without, userAgent) {
+			return nil
+		}
 		cs := c.client(userAgent)
 		f, err := c.informers(cs, "")
 		if err != nil {
@@ -375,6 +398,10 @@ func (c *Cluster) CSICalls() []trace.Entry { return c.rec.Filter(trace.CSI) }
 
 // Recorder is the cluster's timeline.
 func (c *Cluster) Recorder() *trace.Recorder { return c.rec }
+
+// ControllerEndpoint is the controller plugin's CSI socket, for a real
+// sidecar that takes a simulated one's place.
+func (c *Cluster) ControllerEndpoint() string { return "unix://" + c.root.Path("controller", "csi.sock") }
 
 // DriverName is the name of the cluster's CSI driver.
 func (c *Cluster) DriverName() string { return c.cfg.DriverName }
