@@ -401,7 +401,9 @@ func (c *Cluster) Recorder() *trace.Recorder { return c.rec }
 
 // ControllerEndpoint is the controller plugin's CSI socket, for a real
 // sidecar that takes a simulated one's place.
-func (c *Cluster) ControllerEndpoint() string { return "unix://" + c.root.Path("controller", "csi.sock") }
+func (c *Cluster) ControllerEndpoint() string {
+	return "unix://" + c.root.Path("controller", "csi.sock")
+}
 
 // DriverName is the name of the cluster's CSI driver.
 func (c *Cluster) DriverName() string { return c.cfg.DriverName }
