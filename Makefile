@@ -3,7 +3,9 @@ GO      ?= go
 BIN     := bin/csisim
 SCENARIO ?= scenarios/library/basic-lifecycle.yaml
 
-.PHONY: all build demo test vet fmt-check e2e-build e2e clean
+.PHONY: all build demo test vet fmt-check e2e fidelity clean
+
+include realkube/realkube.mk
 
 all: build
 
@@ -32,6 +34,13 @@ fmt-check:
 # CSI driver deployed there). Not run in CI here: no cluster on this machine.
 e2e:
 	$(GO) test -count=1 -tags e2e ./e2e/... -args -kubeconfig="$${KUBECONFIG:-$$HOME/.kube/config}"
+
+# fidelity: csisim measured against the real components, built once from the
+# Go module proxy into a cache outside the repo (realkube/README.md; about
+# 30 minutes cold, a minute warm): the real control plane, and the upstream
+# CSI sidecars driving csisim's API server and driver.
+fidelity: realkube-bins
+	CSISIM_REALKUBE=required $(GO) test -count=1 ./realkube/ ./fidelity/
 
 clean:
 	rm -rf bin

@@ -1,0 +1,576 @@
+// Package realkube starts and stops a real Kubernetes control plane —
+// etcd, kube-apiserver, kube-controller-manager and kube-scheduler at
+// v1.37.2 — bound to 127.0.0.1 only, for tests that want the upstream
+// controllers instead of csisim's simulated ones.
+//
+// The binaries are not part of the repository: `make realkube-bins`
+// (go run ./realkube/build) compiles them from the Go module proxy into a
+// versioned cache, by default BinDir(). Available reports which are missing,
+// so tests can skip when they are not there.
+//
+// Everything a cluster writes (certificates, etcd data, kubeconfigs, logs)
+// lies below Config.RootDir; Stop ends every process Start started, by PID.
+package realkube
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// KubeVersion is the Kubernetes release the binaries are built from.
+const KubeVersion = "v1.37.2"
+
+// Binary names.
+const (
+	Etcd                  = "etcd"
+	KubeAPIServer         = "kube-apiserver"
+	KubeControllerManager = "kube-controller-manager"
+	KubeScheduler         = "kube-scheduler"
+	CSIProvisioner        = "csi-provisioner"
+	CSIAttacher           = "csi-attacher"
+	CSIResizer            = "csi-resizer"
+	SnapshotController    = "snapshot-controller"
+	CSISnapshotter        = "csi-snapshotter"
+)
+
+// ControlPlaneBinaries are the binaries Start needs.
+var ControlPlaneBinaries = []string{Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler}
+
+// SidecarBinaries are the CSI sidecars the build also produces.
+var SidecarBinaries = []string{CSIProvisioner, CSIAttacher, CSIResizer, SnapshotController, CSISnapshotter}
+
+// CacheDir is the versioned cache the build writes to:
+// ${CSISIM_CACHE:-$HOME/.cache/csisim}/realkube/v1.37.2.
+func CacheDir() string {
+	base := os.Getenv("CSISIM_CACHE")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil || home == "" {
+			home = os.TempDir()
+		}
+		base = filepath.Join(home, ".cache", "csisim")
+	}
+	return filepath.Join(base, "realkube", KubeVersion)
+}
+
+// BinDir is the default binary directory, CacheDir()/bin.
+func BinDir() string { return filepath.Join(CacheDir(), "bin") }
+
+// Available returns nil if binDir holds an executable for each of names
+// (the control plane if names is empty), otherwise an error naming the
+// missing ones and how to build them.
+func Available(binDir string, names ...string) error {
+	if len(names) == 0 {
+		names = ControlPlaneBinaries
+	}
+	var missing []string
+	for _, n := range names {
+		fi, err := os.Stat(filepath.Join(binDir, n))
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("realkube: %s missing in %s; build them with `make realkube-bins` (go run ./realkube/build --only %s)",
+			strings.Join(missing, ", "), binDir, strings.Join(missing, ","))
+	}
+	return nil
+}
+
+// Config describes a control plane to start.
+type Config struct {
+	// BinDir holds the binaries; default BinDir().
+	BinDir string
+	// RootDir receives everything the cluster writes (pki/, etcd/, logs/,
+	// kubeconfigs). Required; created if missing. Typically a runroot path.
+	RootDir string
+	// ControllersFlag is kube-controller-manager's --controllers, e.g.
+	// "*,-attachdetach" to leave attach/detach to a simulated controller.
+	// Default "*".
+	ControllersFlag string
+	// Log receives every component's output, each line prefixed with
+	// [component]. The output also always goes to RootDir/logs/<name>.log.
+	Log io.Writer
+	// SnapshotCRDDir holds the VolumeSnapshot (and group snapshot) CRDs to
+	// install; default: config/crd of
+	// github.com/kubernetes-csi/external-snapshotter/client/v8@v8.7.0 in the
+	// Go module cache (SnapshotCRDDir()).
+	SnapshotCRDDir string
+	// SkipSnapshotCRDs leaves the snapshot CRDs out.
+	SkipSnapshotCRDs bool
+	// ExtraArgs are appended to a component's flags, keyed by binary name,
+	// e.g. {"kube-controller-manager": {"--pvclaimbinder-sync-period=1s"}}.
+	ExtraArgs map[string][]string
+	// StartTimeout bounds the whole start-up; default 2 minutes.
+	StartTimeout time.Duration
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	cfg        Config
+	pki        *pki
+	kubeconfig string
+	restConfig *rest.Config
+	ports      ports
+	procs      []*process // in start order
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+type ports struct {
+	etcdClient, etcdPeer, apiserver, kcm, scheduler int
+}
+
+// Start starts etcd, kube-apiserver, kube-controller-manager and
+// kube-scheduler on free 127.0.0.1 ports, waits until each is healthy and
+// installs the snapshot CRDs. ctx bounds start-up only: once Start has
+// returned, the processes run until Stop (or until this process dies).
+func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
+	if cfg.RootDir == "" {
+		return nil, errors.New("realkube: Config.RootDir is required")
+	}
+	if cfg.BinDir == "" {
+		cfg.BinDir = BinDir()
+	}
+	if cfg.ControllersFlag == "" {
+		cfg.ControllersFlag = "*"
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 2 * time.Minute
+	}
+	if err := Available(cfg.BinDir); err != nil {
+		return nil, err
+	}
+	root, err := filepath.Abs(cfg.RootDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RootDir = root
+	for _, d := range []string{"", "logs", "etcd", "apiserver"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
+			return nil, fmt.Errorf("realkube: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	began := time.Now()
+	progress := func(what string) {
+		if cfg.Log != nil {
+			logMu.Lock()
+			fmt.Fprintf(cfg.Log, "[realkube] %s after %s\n", what, time.Since(began).Round(time.Millisecond))
+			logMu.Unlock()
+		}
+	}
+
+	c = &Cluster{cfg: cfg}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+			c = nil
+		}
+	}()
+	if c.pki, err = newPKI(filepath.Join(root, "pki")); err != nil {
+		return nil, fmt.Errorf("realkube: certificates: %w", err)
+	}
+	p, err := freePorts(5)
+	if err != nil {
+		return nil, fmt.Errorf("realkube: free ports: %w", err)
+	}
+	c.ports = ports{etcdClient: p[0], etcdPeer: p[1], apiserver: p[2], kcm: p[3], scheduler: p[4]}
+	if err := c.writeKubeconfigs(); err != nil {
+		return nil, fmt.Errorf("realkube: kubeconfigs: %w", err)
+	}
+
+	// etcd
+	etcd, err := c.start(Etcd, c.etcdArgs())
+	if err != nil {
+		return nil, err
+	}
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d/health", c.ports.etcdClient)
+	if err := waitHealthy(ctx, etcd, http.DefaultClient, etcdURL, func(b string) bool { return strings.Contains(b, `"health":"true"`) }); err != nil {
+		return nil, err
+	}
+	progress("etcd healthy")
+
+	// kube-apiserver
+	apiserver, err := c.start(KubeAPIServer, c.apiserverArgs())
+	if err != nil {
+		return nil, err
+	}
+	adminHTTP, err := c.adminHTTPClient()
+	if err != nil {
+		return nil, err
+	}
+	if err := waitHealthy(ctx, apiserver, adminHTTP, c.restConfig.Host+"/readyz", okBody); err != nil {
+		return nil, err
+	}
+	progress("kube-apiserver ready")
+
+	// kube-controller-manager and kube-scheduler, while the CRDs go in.
+	kcm, err := c.start(KubeControllerManager, c.kcmArgs())
+	if err != nil {
+		return nil, err
+	}
+	sched, err := c.start(KubeScheduler, c.schedulerArgs())
+	if err != nil {
+		return nil, err
+	}
+	crdErr := make(chan error, 1)
+	go func() {
+		if cfg.SkipSnapshotCRDs {
+			crdErr <- nil
+			return
+		}
+		crdErr <- c.installSnapshotCRDs(ctx)
+	}()
+	var errs []error
+	// kube-controller-manager's /healthz is ok as soon as it serves; its
+	// controllers start seconds later (each gets its own service-account
+	// token first) and only then add their checks to /healthz?verbose.
+	// Wait for those, so the controllers act as soon as Start returns.
+	kcmReady := func(body string) bool {
+		return strings.Contains(body, "healthz check passed") &&
+			(!enablesControllers(cfg.ControllersFlag) || strings.Contains(body, "-controller ok"))
+	}
+	if err := waitHealthy(ctx, kcm, adminHTTP, fmt.Sprintf("https://127.0.0.1:%d/healthz?verbose", c.ports.kcm), kcmReady); err != nil {
+		errs = append(errs, err)
+	} else {
+		progress("kube-controller-manager's controllers running")
+	}
+	if err := waitHealthy(ctx, sched, adminHTTP, fmt.Sprintf("https://127.0.0.1:%d/healthz", c.ports.scheduler), okBody); err != nil {
+		errs = append(errs, err)
+	} else {
+		progress("kube-scheduler healthy")
+	}
+	if err := <-crdErr; err != nil {
+		errs = append(errs, fmt.Errorf("realkube: snapshot CRDs: %w", err))
+	} else if !cfg.SkipSnapshotCRDs {
+		progress("snapshot CRDs established")
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// RESTConfig returns a copy of the admin client configuration (client
+// certificate with O=system:masters).
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
+
+// KubeconfigPath is the admin kubeconfig below RootDir.
+func (c *Cluster) KubeconfigPath() string { return c.kubeconfig }
+
+// RootDir is the directory everything of this cluster lies below.
+func (c *Cluster) RootDir() string { return c.cfg.RootDir }
+
+// Host is the API server's URL, https://127.0.0.1:<port>.
+func (c *Cluster) Host() string { return c.restConfig.Host }
+
+// CAFile is the cluster CA certificate, which signed the serving and
+// client certificates.
+func (c *Cluster) CAFile() string { return c.pki.caCert }
+
+// PIDs returns the process IDs of the components started so far, by name.
+func (c *Cluster) PIDs() map[string]int {
+	m := map[string]int{}
+	for _, p := range c.procs {
+		m[p.name] = p.pid()
+	}
+	return m
+}
+
+// LogPath is where the named component's output is written.
+func (c *Cluster) LogPath(name string) string {
+	return filepath.Join(c.cfg.RootDir, "logs", name+".log")
+}
+
+// Stop ends every process Start started, in reverse order: SIGTERM, then
+// SIGKILL after a grace period. It is safe to call more than once. It does
+// not remove RootDir; that is the caller's.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		var errs []error
+		// Controllers first (together), then the API server, then etcd.
+		var front, apiserver, etcd []*process
+		for _, p := range c.procs {
+			switch p.name {
+			case Etcd:
+				etcd = append(etcd, p)
+			case KubeAPIServer:
+				apiserver = append(apiserver, p)
+			default:
+				front = append(front, p)
+			}
+		}
+		for _, group := range [][]*process{front, apiserver, etcd} {
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			for _, p := range group {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := p.stop(10 * time.Second); err != nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+		}
+		c.stopErr = errors.Join(errs...)
+	})
+	return c.stopErr
+}
+
+func (c *Cluster) start(name string, args []string) (*process, error) {
+	args = append(args, c.cfg.ExtraArgs[name]...)
+	p, err := startProcess(name, filepath.Join(c.cfg.BinDir, name), c.cfg.RootDir, filepath.Join(c.cfg.RootDir, "logs"), args, c.cfg.Log)
+	if err != nil {
+		return nil, fmt.Errorf("realkube: %w", err)
+	}
+	c.procs = append(c.procs, p)
+	return p, nil
+}
+
+func (c *Cluster) etcdArgs() []string {
+	client := fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcdClient)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcdPeer)
+	return []string{
+		"--name=realkube",
+		"--data-dir=" + filepath.Join(c.cfg.RootDir, "etcd"),
+		"--listen-client-urls=" + client,
+		"--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=realkube=" + peer,
+		"--initial-cluster-state=new",
+		// A test cluster's data dies with the test; skip the fsyncs.
+		"--unsafe-no-fsync=true",
+		"--log-level=warn",
+	}
+}
+
+func (c *Cluster) apiserverArgs() []string {
+	p := c.pki
+	return []string{
+		"--etcd-servers=" + fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcdClient),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(c.ports.apiserver),
+		// The default reconciler refuses to advertise 127.0.0.1.
+		"--endpoint-reconciler-type=none",
+		"--cert-dir=" + filepath.Join(c.cfg.RootDir, "apiserver"),
+		"--tls-cert-file=" + p.servingCert,
+		"--tls-private-key-file=" + p.servingKey,
+		"--client-ca-file=" + p.caCert,
+		"--authorization-mode=Node,RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + p.saPub,
+		"--service-account-signing-key-file=" + p.saKey,
+		"--service-cluster-ip-range=" + serviceCIDR,
+		// Request-header authentication (front proxy), as kubeadm does.
+		"--requestheader-client-ca-file=" + p.frontProxyCA,
+		"--requestheader-allowed-names=" + frontProxyClientName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + p.proxyClientCert,
+		"--proxy-client-key-file=" + p.proxyClientKey,
+		"--allow-privileged=true",
+		"--profiling=false",
+	}
+}
+
+func (c *Cluster) kcmArgs() []string {
+	p := c.pki
+	kc := filepath.Join(c.cfg.RootDir, "kube-controller-manager.kubeconfig")
+	return []string{
+		"--kubeconfig=" + kc,
+		"--authentication-kubeconfig=" + kc,
+		"--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(c.ports.kcm),
+		"--tls-cert-file=" + p.servingCert,
+		"--tls-private-key-file=" + p.servingKey,
+		"--client-ca-file=" + p.caCert,
+		"--leader-elect=false",
+		"--controllers=" + c.cfg.ControllersFlag,
+		// Each controller runs as its own service account, as with kubeadm.
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + p.saKey,
+		"--root-ca-file=" + p.caCert,
+		"--cluster-signing-cert-file=" + p.caCert,
+		"--cluster-signing-key-file=" + p.caKey,
+		"--cluster-name=csisim-realkube",
+		"--profiling=false",
+	}
+}
+
+func (c *Cluster) schedulerArgs() []string {
+	p := c.pki
+	kc := filepath.Join(c.cfg.RootDir, "kube-scheduler.kubeconfig")
+	return []string{
+		"--kubeconfig=" + kc,
+		"--authentication-kubeconfig=" + kc,
+		"--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(c.ports.scheduler),
+		"--tls-cert-file=" + p.servingCert,
+		"--tls-private-key-file=" + p.servingKey,
+		"--client-ca-file=" + p.caCert,
+		"--leader-elect=false",
+		"--profiling=false",
+	}
+}
+
+// writeKubeconfigs writes admin.kubeconfig (KubeconfigPath) and one
+// kubeconfig each for the controller manager and the scheduler, and sets
+// up the admin rest.Config.
+func (c *Cluster) writeKubeconfigs() error {
+	host := fmt.Sprintf("https://127.0.0.1:%d", c.ports.apiserver)
+	p := c.pki
+	write := func(file, user, cert, key string) (string, error) {
+		cfg := clientcmdapi.NewConfig()
+		cfg.Clusters["realkube"] = &clientcmdapi.Cluster{Server: host, CertificateAuthority: p.caCert}
+		cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificate: cert, ClientKey: key}
+		cfg.Contexts["realkube"] = &clientcmdapi.Context{Cluster: "realkube", AuthInfo: user}
+		cfg.CurrentContext = "realkube"
+		path := filepath.Join(c.cfg.RootDir, file)
+		return path, clientcmd.WriteToFile(*cfg, path)
+	}
+	var err error
+	if c.kubeconfig, err = write("admin.kubeconfig", "admin", p.adminCert, p.adminKey); err != nil {
+		return err
+	}
+	if _, err = write("kube-controller-manager.kubeconfig", "kube-controller-manager", p.kcmCert, p.kcmKey); err != nil {
+		return err
+	}
+	if _, err = write("kube-scheduler.kubeconfig", "kube-scheduler", p.schedulerCert, p.schedulerKey); err != nil {
+		return err
+	}
+	c.restConfig = &rest.Config{
+		Host: host,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   p.caPEM,
+			CertData: p.adminCertPEM,
+			KeyData:  p.adminKeyPEM,
+		},
+		QPS:   50,
+		Burst: 100,
+	}
+	return nil
+}
+
+// adminHTTPClient is a plain HTTP client with the admin certificate that
+// trusts the cluster CA (which also signed the kcm and scheduler serving
+// certificate).
+func (c *Cluster) adminHTTPClient() (*http.Client, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(c.pki.caPEM) {
+		return nil, errors.New("realkube: bad CA certificate")
+	}
+	cert, err := tls.X509KeyPair(c.pki.adminCertPEM, c.pki.adminKeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{
+		Timeout: 5 * time.Second,
+		Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, ServerName: "127.0.0.1"},
+		},
+	}, nil
+}
+
+// enablesControllers says whether a --controllers value turns on any
+// controller ("*", "foo", "*,-bar" do; "-*" or "-foo,-bar" do not).
+func enablesControllers(flag string) bool {
+	for _, item := range strings.Split(flag, ",") {
+		item = strings.TrimSpace(item)
+		if item != "" && !strings.HasPrefix(item, "-") {
+			return true
+		}
+	}
+	return false
+}
+
+func okBody(b string) bool { return strings.TrimSpace(b) == "ok" }
+
+// waitHealthy polls url until it answers 200 with a body ok accepts, p
+// exits, or ctx ends.
+func waitHealthy(ctx context.Context, p *process, client *http.Client, url string, ok func(string) bool) error {
+	start := time.Now()
+	var last string
+	for {
+		if p.exited() {
+			return fmt.Errorf("realkube: %w", p.exitError())
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && ok(string(body)) {
+				return nil
+			}
+			last = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, lastLines(string(body), 10))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("realkube: %s not healthy at %s after %s (last: %s)\n%s",
+				p.name, url, time.Since(start).Round(time.Millisecond), last, p.logTail(30))
+		case <-p.done:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// freePorts reserves n distinct free loopback TCP ports. They are released
+// before the components bind them, so another process could take one in
+// between; start-up then fails with the component's "address already in
+// use" in the error.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
