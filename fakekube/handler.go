@@ -538,8 +538,10 @@ func (s *Server) decode(body []byte, res *resource, strict bool) (runtime.Object
 	}
 	want := res.gvk()
 	if tm.APIVersion != "" && tm.APIVersion != want.GroupVersion().String() {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)",
-			tm.APIVersion, want.GroupVersion().String()))
+		// The real server's decoder says it this way, scheme reference included.
+		return nil, apierrors.NewBadRequest(fmt.Sprintf(
+			"%s in version %q cannot be handled as a %s: no kind %q is registered for version %q in scheme %q",
+			want.Kind, want.Version, want.Kind, tm.Kind, tm.APIVersion, "pkg/runtime/scheme.go:111"))
 	}
 	if tm.Kind != "" && tm.Kind != want.Kind {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", tm.Kind, want.Kind))

@@ -40,7 +40,7 @@ func TestBadBodiesChangeNothing(t *testing.T) {
 			"apiVersion: v1\nkind: ConfigMap\nmetadata: [name\n", "invalid YAML", 400},
 		{"wrong apiVersion", "POST", "/api/v1/namespaces/default/persistentvolumeclaims", "application/json",
 			`{"apiVersion":"storage.k8s.io/v1","kind":"PersistentVolumeClaim","metadata":{"name":"x"}}`,
-			"does not match the expected API version", 400},
+			"cannot be handled as a PersistentVolumeClaim: no kind", 400},
 		{"wrong kind", "POST", "/api/v1/namespaces/default/persistentvolumeclaims", "application/json",
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`, "does not match the expected kind", 400},
 		{"unknown resource", "POST", "/api/v1/namespaces/default/widgets", "application/json",

@@ -30,7 +30,7 @@ func badBodies(t *testing.T, e *env) {
 			"apiVersion: v1\nkind: ConfigMap\nmetadata: [name\n", "", 400},
 		{"wrong apiVersion", "/configmaps", "application/json",
 			`{"apiVersion":"storage.k8s.io/v1","kind":"ConfigMap","metadata":{"name":"x"}}`,
-			"does not match the expected API version", 400},
+			"cannot be handled as a ConfigMap: no kind", 400},
 		{"unknown resource", "/widgets", "application/json",
 			`{"apiVersion":"v1","kind":"Widget","metadata":{"name":"x"}}`, "the server could not find the requested resource", 404},
 		{"unknown field, strict", "/configmaps?fieldValidation=Strict", "application/json",
