@@ -3,6 +3,8 @@ package fakekube
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -519,46 +521,94 @@ func (s *Server) decodeBody(r *http.Request, res *resource) (runtime.Object, err
 	if err != nil {
 		return nil, err
 	}
-	if info.MediaType != runtime.ContentTypeJSON && info.MediaType != runtime.ContentTypeProtobuf {
-		// YAML: check it the same way as JSON.
-		if body, err = yaml.YAMLToJSON(body); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid YAML in request body: %v", err))
-		}
-	}
 	if info.MediaType == runtime.ContentTypeProtobuf {
 		return decodeWith(info.Serializer, body, res)
 	}
-	return s.decode(body, res, r.URL.Query().Get("fieldValidation") == "Strict")
+	isYAML := info.MediaType != runtime.ContentTypeJSON
+	return s.decodeObject(body, res, isYAML, r.URL.Query().Get("fieldValidation") == "Strict")
 }
 
 func (s *Server) decode(body []byte, res *resource, strict bool) (runtime.Object, error) {
-	var tm metav1.TypeMeta
-	if err := json.Unmarshal(body, &tm); err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("couldn't get version/kind; json parse error: %v", err))
-	}
+	return s.decodeObject(body, res, false, strict)
+}
+
+// decodeObject decodes a JSON or YAML body into the resource's type and
+// fails the way the real server does, with its messages: a body it cannot
+// read is "unrecognized" (quoting the body's start), one of another type
+// "cannot be handled".
+func (s *Server) decodeObject(body []byte, res *resource, isYAML, strict bool) (runtime.Object, error) {
 	want := res.gvk()
-	if tm.APIVersion != "" && tm.APIVersion != want.GroupVersion().String() {
-		// The real server's decoder says it this way, scheme reference included.
-		return nil, apierrors.NewBadRequest(fmt.Sprintf(
-			"%s in version %q cannot be handled as a %s: no kind %q is registered for version %q in scheme %q",
-			want.Kind, want.Version, want.Kind, tm.Kind, tm.APIVersion, "pkg/runtime/scheme.go:111"))
+	data := body
+	if isYAML {
+		converted, err := yaml.YAMLToJSON(body)
+		if err != nil {
+			return nil, unrecognized(want.Kind, errors.New(strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")), body)
+		}
+		data = converted
 	}
-	if tm.Kind != "" && tm.Kind != want.Kind {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", tm.Kind, want.Kind))
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(data, &tm); err != nil {
+		return nil, unrecognized(want.Kind, fmt.Errorf("couldn't get version/kind; json parse error: %v", err), body)
+	}
+	got := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
+	if tm.APIVersion == "" {
+		got.Group, got.Version = want.Group, want.Version
+	}
+	if got.Kind == "" {
+		got.Kind = want.Kind
+	}
+	if got.GroupVersion() != want.GroupVersion() {
+		return nil, cannotHandle(got, want.Kind, fmt.Errorf("no kind %q is registered for version %q in scheme %q",
+			got.Kind, got.GroupVersion().String(), "pkg/runtime/scheme.go:111"))
+	}
+	if got.Kind != want.Kind {
+		return nil, cannotHandle(got, want.Kind, fmt.Errorf("converting (%s.%s) to (%s.%s): unknown conversion",
+			got.Version, got.Kind, internalGroup(want.Group), want.Kind))
 	}
 	obj, err := scheme.New(want)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
 	ser := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Strict: strict})
-	out, _, err := ser.Decode(body, &want, obj)
+	out, _, err := ser.Decode(data, &want, obj)
 	if err != nil {
-		if runtime.IsStrictDecodingError(err) {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded as %s: %v", want.Kind, err))
+		return nil, cannotHandle(got, want.Kind, err)
 	}
 	return out, nil
+}
+
+func cannotHandle(got schema.GroupVersionKind, wantKind string, err error) error {
+	return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", got.Kind, got.Version, wantKind, err))
+}
+
+func unrecognized(wantKind string, err error, body []byte) error {
+	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", wantKind, err, summarize(body, 30)))
+}
+
+// summarize quotes the start of a body as the real server does: JSON as
+// text, anything else in hex.
+func summarize(data []byte, max int) string {
+	more := ""
+	if len(data) > max {
+		data, more = data[:max], " ..."
+	}
+	switch {
+	case len(data) == 0:
+		return "<empty>"
+	case data[0] == '{':
+		return string(data) + more
+	default:
+		return hex.EncodeToString(data) + more
+	}
+}
+
+// internalGroup is the name of a group's internal package, which the real
+// server's conversion errors name ("core" for the core group).
+func internalGroup(group string) string {
+	if group == "" {
+		return "core"
+	}
+	return strings.Split(group, ".")[0]
 }
 
 // decodeInto decodes an options or subresource body (DeleteOptions,

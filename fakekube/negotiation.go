@@ -38,8 +38,8 @@ func unsupportedMediaType(ct string) error {
 		types = append(types, info.MediaType)
 	}
 	return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "",
-		fmt.Sprintf("the body of the request was in an unknown format %q - accepted media types include: %s",
-			ct, strings.Join(types, ", ")), 0, false)
+		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s",
+			strings.Join(types, ", ")), 0, false)
 }
 
 // responseMedia is what a response is written as: an encoding and, when the
