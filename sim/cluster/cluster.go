@@ -372,6 +372,7 @@ func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error
 		return err
 	}
 	c.loop.AddWorkers(k.Workers()...)
+	c.loop.Every(kubelet.HeartbeatInterval, k.Heartbeat)
 	return nil
 }
 

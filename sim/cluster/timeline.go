@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +33,10 @@ func describeWrite(w fakekube.Write) trace.Entry {
 	}
 	var details []string
 	switch o := w.Object.(type) {
+	case *coordinationv1.Lease:
+		if o.Spec.RenewTime != nil {
+			details = append(details, "renewed")
+		}
 	case *corev1.PersistentVolumeClaim:
 		details = append(details, "phase="+string(o.Status.Phase))
 		if o.Spec.VolumeName != "" {

@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -161,7 +162,10 @@ func (k *Kubelet) Register(ctx context.Context, identity csi.IdentityClient) err
 	if err != nil {
 		return fmt.Errorf("node %s: registering CSI plugin %s: NodeGetInfo: %w", k.cfg.NodeName, info.GetName(), err)
 	}
-	return k.registerDriver(ctx, nodeInfo)
+	if err := k.registerDriver(ctx, nodeInfo); err != nil {
+		return err
+	}
+	return k.renewLease(ctx)
 }
 
 func (k *Kubelet) registerNode(ctx context.Context) error {
@@ -245,6 +249,7 @@ func (k *Kubelet) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), k.synced...) {
 		return
 	}
+	go wait.UntilWithContext(ctx, k.Heartbeat, HeartbeatInterval)
 	controller.RunAll(ctx, k.Workers()...)
 }
 
