@@ -184,7 +184,10 @@ func (c *Controller) syncUnboundClaim(ctx context.Context, claim *corev1.Persist
 	}
 	className := storageClassName(claim)
 	if className == "" {
-		return nil // waits for a matching volume to appear
+		if claim.Status.Phase == corev1.ClaimPending {
+			c.events.Event(claim, corev1.EventTypeNormal, "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
+		}
+		return nil // a matching volume may come; the resync looks again
 	}
 	class, err := c.classes.Get(className)
 	if apierrors.IsNotFound(err) {
@@ -216,22 +219,26 @@ func (c *Controller) syncUnboundClaim(ctx context.Context, claim *corev1.Persist
 	return nil
 }
 
-// findVolumeFor returns a volume pre-bound to the claim (claimRef with its
-// UID), or nil. Matching unclaimed volumes by size and class is part 1 of
-// the sim issue.
+// findVolumeFor returns the volume the claim should bind to, or nil.
 func (c *Controller) findVolumeFor(claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolume, error) {
+	// A volume pre-bound to the claim is found through the index; matching
+	// by class, modes, size and labels needs every volume.
 	objs, err := c.volumeIndex.ByIndex(claimRefIndex, claim.Namespace+"/"+claim.Name)
 	if err != nil {
 		return nil, err
 	}
+	var prebound []*corev1.PersistentVolume
 	for _, obj := range objs {
-		pv := obj.(*corev1.PersistentVolume)
-		ref := pv.Spec.ClaimRef
-		if ref != nil && ref.Namespace == claim.Namespace && ref.Name == claim.Name && (ref.UID == "" || ref.UID == claim.UID) {
-			return pv, nil
-		}
+		prebound = append(prebound, obj.(*corev1.PersistentVolume))
 	}
-	return nil, nil
+	if pv := bestMatch(claim, prebound); pv != nil {
+		return pv, nil
+	}
+	all, err := c.volumes.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	return bestMatch(claim, all), nil
 }
 
 // bind completes the binding on both objects, volume first, as the real
@@ -239,9 +246,14 @@ func (c *Controller) findVolumeFor(claim *corev1.PersistentVolumeClaim) (*corev1
 func (c *Controller) bind(ctx context.Context, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
 	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != claim.UID {
 		v := pv.DeepCopy()
+		// Only a binding the controller chose is marked as its own; a
+		// volume an admin pre-bound by name just gets the claim's UID.
+		ref := pv.Spec.ClaimRef
+		if ref == nil || ref.Namespace != claim.Namespace || ref.Name != claim.Name {
+			setAnnotation(&v.ObjectMeta, AnnBoundByController, "yes")
+		}
 		v.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
 			Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID, ResourceVersion: claim.ResourceVersion}
-		setAnnotation(&v.ObjectMeta, AnnBoundByController, "yes")
 		var err error
 		if pv, err = c.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("binding volume %s to claim %s/%s: %w", pv.Name, claim.Namespace, claim.Name, err)
