@@ -6,6 +6,7 @@ SCENARIO ?= scenarios/library/basic-lifecycle.yaml
 .PHONY: all build demo test vet fmt-check e2e fidelity clean
 
 include realkube/realkube.mk
+include e2e/kind/kind.mk
 
 all: build
 

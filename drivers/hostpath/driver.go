@@ -243,7 +243,8 @@ func (d *Driver) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(d.socket)
+	made, _ := os.Stat(d.socket)
+	defer removeIfSame(d.socket, made)
 
 	srv := grpc.NewServer(grpc.UnaryInterceptor(d.intercept))
 	csi.RegisterIdentityServer(srv, &identityServer{d: d})
@@ -277,6 +278,18 @@ func (d *Driver) Run(ctx context.Context) error {
 	}
 	d.log.Printf("stopped")
 	return nil
+}
+
+// removeIfSame removes the socket file only if it is still the one this
+// process made: a successor (a restarted plugin in a new pod sharing the
+// directory) may have replaced it, and its socket must stay.
+func removeIfSame(path string, made os.FileInfo) {
+	now, err := os.Stat(path)
+	// An inode number can be reused at once, so the time it was made counts too.
+	if err != nil || made == nil || !os.SameFile(now, made) || !now.ModTime().Equal(made.ModTime()) {
+		return
+	}
+	_ = os.Remove(path)
 }
 
 // socketPath extracts the socket path from a unix endpoint.

@@ -446,3 +446,33 @@ func TestPathEscapeRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestStopKeepsASuccessorsSocket: a plugin that stops after another one
+// took over its socket path (a restarted pod) leaves the new socket alone.
+func TestStopKeepsASuccessorsSocket(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "csi.sock")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	made, _ := os.Stat(path)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("successor"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	later := made.ModTime().Add(time.Second)
+	if err := os.Chtimes(path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	removeIfSame(path, made)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the successor's socket was removed: %v", err)
+	}
+	mine, _ := os.Stat(path)
+	removeIfSame(path, mine)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("our own socket was not removed: %v", err)
+	}
+}

@@ -1,0 +1,238 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// fakeRunner records commands and fails the ones fail says.
+type fakeRunner struct {
+	ran  [][]string
+	fail func(argv []string) ([]byte, error)
+}
+
+func (r *fakeRunner) Run(_ context.Context, argv []string) ([]byte, error) {
+	r.ran = append(r.ran, argv)
+	if r.fail != nil {
+		return r.fail(argv)
+	}
+	return nil, nil
+}
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func node(name string, ready corev1.ConditionStatus, taints ...corev1.Taint) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.NodeSpec{Taints: taints},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "KubeletReady"}}},
+	}
+}
+
+func pluginPod(name, nodeName, component string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "csisim", Labels: map[string]string{
+			"app.kubernetes.io/part-of": "csisim", "app.kubernetes.io/component": component}},
+		Spec: corev1.PodSpec{NodeName: nodeName},
+	}
+}
+
+func newKind(objs ...runtime.Object) (*Kind, *fakeRunner, *fake.Clientset, *bytes.Buffer) {
+	client := fake.NewClientset(objs...)
+	runner := &fakeRunner{}
+	log := &bytes.Buffer{}
+	k := testKind()
+	k.Client, k.Runner, k.Log = client, runner, log
+	k.PollInterval = time.Millisecond
+	k.Now = func() time.Time { return t0 }
+	return k, runner, client, log
+}
+
+func TestInjectNodeLossRunsDocker(t *testing.T) {
+	k, runner, _, log := newKind()
+	if err := Inject(context.Background(), k, Fault{NodeLoss, params("node", "csisim-e2e-worker")}); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]string{{"docker", "stop", "csisim-e2e-worker"}}; !reflect.DeepEqual(runner.ran, want) {
+		t.Errorf("ran %q, want %q", runner.ran, want)
+	}
+	if got := log.String(); got != "fault: docker stop csisim-e2e-worker\n" {
+		t.Errorf("log %q", got)
+	}
+}
+
+func TestInjectStopsAtFailingCommand(t *testing.T) {
+	k, runner, _, _ := newKind()
+	runner.fail = func(argv []string) ([]byte, error) {
+		if slices.Contains(argv, "apply") {
+			return []byte("error: the server doesn't have a resource type \"daemonsets\"\n"), errors.New("exit status 1")
+		}
+		return nil, nil
+	}
+	err := Inject(context.Background(), k, Fault{MissingMountPropagation, nil})
+	if err == nil {
+		t.Fatal("Inject succeeded although kubectl apply failed")
+	}
+	for _, want := range []string{
+		"fault missing-mount-propagation: action 1 of 2",
+		"kubectl --kubeconfig /tmp/kc apply -f /repo/deploy/kubernetes/variants/no-mount-propagation/31-node.yaml",
+		"exit status 1", `doesn't have a resource type "daemonsets"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	if len(runner.ran) != 1 {
+		t.Errorf("ran %d commands after the failing one, want it to stop: %q", len(runner.ran)-1, runner.ran)
+	}
+}
+
+func TestInjectNodeReturnWaitsForReady(t *testing.T) {
+	k, runner, client, _ := newKind(node("csisim-e2e-worker", corev1.ConditionUnknown))
+	// The node becomes Ready once docker start has run.
+	runner.fail = func(argv []string) ([]byte, error) {
+		n := node("csisim-e2e-worker", corev1.ConditionTrue)
+		_, err := client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
+		return nil, err
+	}
+	if err := Inject(context.Background(), k, Fault{NodeReturn, params("node", "csisim-e2e-worker")}); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]string{{"docker", "start", "csisim-e2e-worker"}}; !reflect.DeepEqual(runner.ran, want) {
+		t.Errorf("ran %q, want %q", runner.ran, want)
+	}
+}
+
+func TestInjectNodeReturnTimesOut(t *testing.T) {
+	k, _, _, _ := newKind(node("csisim-e2e-worker", corev1.ConditionUnknown))
+	err := Inject(context.Background(), k, Fault{NodeReturn, params("node", "csisim-e2e-worker", "timeout", "50ms")})
+	if err == nil || !strings.Contains(err.Error(), "last seen: Ready=Unknown (KubeletReady)") {
+		t.Fatalf("Inject = %v, want a timeout that says what it saw", err)
+	}
+}
+
+func TestInjectOutOfServiceTaintsAndClears(t *testing.T) {
+	other := corev1.Taint{Key: "example.com/keep", Effect: corev1.TaintEffectNoSchedule}
+	k, runner, client, _ := newKind(node("csisim-e2e-worker", corev1.ConditionUnknown, other))
+	ctx := context.Background()
+	for range 2 { // twice: the second is a no-op, not a second taint
+		if err := Inject(ctx, k, Fault{OutOfService, params("node", "csisim-e2e-worker")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, _ := client.CoreV1().Nodes().Get(ctx, "csisim-e2e-worker", metav1.GetOptions{})
+	want := []corev1.Taint{other, {Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: t0}}}
+	if !reflect.DeepEqual(n.Spec.Taints, want) {
+		t.Errorf("taints after out-of-service:\n %+v\nwant\n %+v", n.Spec.Taints, want)
+	}
+	for range 2 {
+		if err := Inject(ctx, k, Fault{ClearOutOfService, params("node", "csisim-e2e-worker")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, _ = client.CoreV1().Nodes().Get(ctx, "csisim-e2e-worker", metav1.GetOptions{})
+	if !reflect.DeepEqual(n.Spec.Taints, []corev1.Taint{other}) {
+		t.Errorf("taints after clear-out-of-service: %+v, want only %+v", n.Spec.Taints, other)
+	}
+	if len(runner.ran) != 0 {
+		t.Errorf("out-of-service ran commands: %q", runner.ran)
+	}
+	if err := Inject(ctx, k, Fault{OutOfService, params("node", "csisim-e2e-worker2")}); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("out-of-service on a node the API does not know: %v", err)
+	}
+}
+
+func TestInjectDriverCrashDeletesOnlyThatNodesPlugin(t *testing.T) {
+	k, _, client, _ := newKind(
+		pluginPod("csisim-node-a", "csisim-e2e-worker", "node"),
+		pluginPod("csisim-node-b", "csisim-e2e-worker2", "node"),
+		pluginPod("csisim-controller-x", "csisim-e2e-worker", "controller"),
+	)
+	ctx := context.Background()
+	if err := Inject(ctx, k, Fault{DriverCrash, params("node", "csisim-e2e-worker")}); err != nil {
+		t.Fatal(err)
+	}
+	pods, _ := client.CoreV1().Pods("csisim").List(ctx, metav1.ListOptions{})
+	var left []string
+	for _, p := range pods.Items {
+		left = append(left, p.Name)
+	}
+	if want := []string{"csisim-controller-x", "csisim-node-b"}; !reflect.DeepEqual(left, want) {
+		t.Errorf("pods left %v, want %v", left, want)
+	}
+	// Nothing left to crash there: that is an error, not a silent no-op.
+	err := Inject(ctx, k, Fault{DriverCrash, params("node", "csisim-e2e-worker")})
+	if err == nil || !strings.Contains(err.Error(), "no pod matches client-go: delete pods -n csisim") {
+		t.Errorf("second driver-crash: %v", err)
+	}
+	if err := Inject(ctx, k, Fault{DriverCrash, params("component", "controller")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Pods("csisim").Get(ctx, "csisim-controller-x", metav1.GetOptions{}); err == nil {
+		t.Error("controller pod still there after driver-crash component=controller")
+	}
+}
+
+func TestInjectStaleVolumeAttachment(t *testing.T) {
+	k, _, client, _ := newKind()
+	ctx := context.Background()
+	f := Fault{StaleVolumeAttachment, params("node", "gone-node", "pv", "pvc-1", "name", "stale-va")}
+	if err := Inject(ctx, k, f); err != nil {
+		t.Fatal(err)
+	}
+	va, err := client.StorageV1().VolumeAttachments().Get(ctx, "stale-va", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if va.Spec.Attacher != "hostpath.csisim.io" || va.Spec.NodeName != "gone-node" || va.Spec.Source.PersistentVolumeName == nil || *va.Spec.Source.PersistentVolumeName != "pvc-1" {
+		t.Errorf("VolumeAttachment spec %+v", va.Spec)
+	}
+	if err := Inject(ctx, k, f); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("second stale-volumeattachment with the same name: %v", err)
+	}
+}
+
+func TestInjectStaleVolumeAttachmentOrphan(t *testing.T) {
+	app := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "csisim-e2e-worker"}}
+	k, runner, client, _ := newKind(app)
+	ctx := context.Background()
+	if err := Inject(ctx, k, Fault{StaleVolumeAttachment, params("mode", "orphan", "node", "csisim-e2e-worker", "pod", "app")}); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]string{{"docker", "stop", "csisim-e2e-worker"}}; !reflect.DeepEqual(runner.ran, want) {
+		t.Errorf("ran %q, want %q", runner.ran, want)
+	}
+	if _, err := client.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{}); err == nil {
+		t.Error("pod app still there")
+	}
+}
+
+func TestExecuteWithoutClient(t *testing.T) {
+	k := testKind()
+	k.Runner = &fakeRunner{}
+	err := Inject(context.Background(), k, Fault{OutOfService, params("node", "csisim-e2e-worker")})
+	if err == nil || !strings.Contains(err.Error(), "no Kubernetes client") {
+		t.Errorf("Inject without a client: %v", err)
+	}
+}
+
+func TestExecRunner(t *testing.T) {
+	out, err := ExecRunner{}.Run(context.Background(), []string{"sh", "-c", "echo out; echo err >&2; exit 3"})
+	if err == nil || string(out) != "out\nerr\n" {
+		t.Errorf("Run = %q, %v; want combined output and an error", out, err)
+	}
+	if _, err := (ExecRunner{}).Run(context.Background(), nil); err == nil {
+		t.Error("Run(nil) succeeded")
+	}
+}
