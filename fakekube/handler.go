@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -297,7 +297,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 	info := media.info
 	stream := info.StreamSerializer
 	if stream == nil {
-		writeError(w, unsupportedMediaType(info.MediaType))
+		writeError(w, unsupportedMediaType())
 		return
 	}
 	w.Header().Set("Content-Type", info.MediaType)

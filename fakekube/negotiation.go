@@ -23,16 +23,16 @@ func serializerFor(contentType string) (runtime.SerializerInfo, error) {
 	}
 	mediaType, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
-		return runtime.SerializerInfo{}, unsupportedMediaType(contentType)
+		return runtime.SerializerInfo{}, unsupportedMediaType()
 	}
 	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType)
 	if !ok {
-		return runtime.SerializerInfo{}, unsupportedMediaType(contentType)
+		return runtime.SerializerInfo{}, unsupportedMediaType()
 	}
 	return info, nil
 }
 
-func unsupportedMediaType(ct string) error {
+func unsupportedMediaType() error {
 	var types []string
 	for _, info := range codecs.SupportedMediaTypes() {
 		types = append(types, info.MediaType)
