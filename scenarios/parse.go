@@ -142,8 +142,11 @@ func sourceLine(data []byte, n int) string {
 }
 
 func (p *parser) cluster(n *yaml.Node) Cluster {
-	f, ok := p.mapping(n, "cluster", "nodes")
+	f, ok := p.mapping(n, "cluster", "nodes", "zones")
 	if !ok || !f.has("nodes") {
+		if ok && f.has("zones") {
+			p.fail(f.keys["zones"], "zones needs nodes: list the nodes the zones are for")
+		}
 		return Cluster{}
 	}
 	seen := map[string]bool{}
@@ -159,7 +162,40 @@ func (p *parser) cluster(n *yaml.Node) Cluster {
 		seen[name] = true
 		return true
 	})
-	return Cluster{Nodes: nodes}
+	c := Cluster{Nodes: nodes}
+	if f.has("zones") {
+		c.Zones = p.zones(f.vals["zones"], seen)
+	}
+	return c
+}
+
+// zones reads node: zone pairs; every node must be listed in nodes and
+// every zone be a valid label value (it becomes the node's
+// topology.kubernetes.io/zone label).
+func (p *parser) zones(n *yaml.Node, nodes map[string]bool) map[string]string {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		p.fail(n, "zones must be a mapping of node: zone, not %s", describeNode(n))
+		return nil
+	}
+	out := map[string]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), n.Content[i+1]
+		if !nodes[k.Value] {
+			p.fail(k, "zones names node %q, which is not in nodes", k.Value)
+			continue
+		}
+		zone, ok := p.text(v, "zone of "+k.Value)
+		if !ok {
+			continue
+		}
+		if errs := validation.IsValidLabelValue(zone); len(errs) > 0 || zone == "" {
+			p.fail(v, "invalid zone %q for node %s: %s", zone, k.Value, strings.Join(errs, "; "))
+			continue
+		}
+		out[k.Value] = zone
+	}
+	return out
 }
 
 func (p *parser) steps(n *yaml.Node) []Step {

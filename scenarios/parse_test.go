@@ -266,3 +266,22 @@ func TestLibrary(t *testing.T) {
 		})
 	}
 }
+
+func TestParseClusterZones(t *testing.T) {
+	s, err := Parse("z.yaml", []byte("cluster:\n  nodes: [a, b]\n  zones: {a: zone-1}\nsteps:\n  - sleep: 1s\n"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Cluster.Zones["a"] != "zone-1" || len(s.Cluster.Zones) != 1 {
+		t.Errorf("zones = %v", s.Cluster.Zones)
+	}
+	for _, tc := range []struct{ src, want string }{
+		{"cluster:\n  nodes: [a]\n  zones: {b: zone-1}\nsteps:\n  - sleep: 1s\n", `z.yaml:3: zones names node "b", which is not in nodes`},
+		{"cluster:\n  nodes: [a]\n  zones: {a: 'bad zone'}\nsteps:\n  - sleep: 1s\n", `z.yaml:3: invalid zone "bad zone" for node a`},
+	} {
+		_, err := Parse("z.yaml", []byte(tc.src), ".")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want it to contain %q", err, tc.want)
+		}
+	}
+}

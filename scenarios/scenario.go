@@ -21,6 +21,9 @@ type Scenario struct {
 type Cluster struct {
 	// Nodes names the worker nodes. Empty means the backend decides.
 	Nodes []string
+	// Zones gives nodes a zone (their topology.kubernetes.io/zone label,
+	// and the zone their CSI node plugin reports). Nodes not named have none.
+	Zones map[string]string
 }
 
 // Step is one thing a scenario does. Exactly one of the action pointers is

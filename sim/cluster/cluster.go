@@ -52,6 +52,9 @@ import (
 type Config struct {
 	// Nodes are the node names; default ["node-1"].
 	Nodes []string
+	// Zones gives nodes a zone: the topology.kubernetes.io/zone label of
+	// the Node, and the zone csisim's driver reports for the node.
+	Zones map[string]string
 	// DriverName is the CSI driver's name; default hostpath.csisim.io.
 	DriverName string
 	// Driver is how to start a driver plugin, for the controller plugin
@@ -146,7 +149,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		c.rec.Subscribe(cfg.OnEntry)
 	}
 	c.api = fakekube.New(fakekube.Options{Seed: cfg.Seed, Clock: clk, OnWrite: func(w fakekube.Write) {
-		c.rec.Add(describeWrite(w))
+		c.rec.Add(DescribeWrite(w))
 		if c.loop != nil { // the server's own first writes come before the loop; informers fill from the store
 			c.loop.Observe(w)
 		}
@@ -203,6 +206,9 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node, name string) (str
 			bin = exe
 		}
 		tmpl = launch.OurDriver(bin, mode, c.cfg.DriverName)
+		if zone := c.cfg.Zones[node]; zone != "" && mode == "node" {
+			tmpl.Args = append(tmpl.Args, "--zone", zone)
+		}
 	}
 	var socket, stateDir string
 	if mode == "controller" {
@@ -347,7 +353,7 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			return scheduler.New(cs, f, c.rt).Workers()
 		}),
 		component("external-provisioner", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
-			return provisioner.New(provisioner.Config{DriverName: drv}, cs, f, provConn.Controller, c.rt).Workers()
+			return provisioner.New(provisioner.Config{DriverName: drv, Identity: provConn.Identity}, cs, f, provConn.Controller, c.rt).Workers()
 		}),
 		component("external-attacher", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			return attacher.New(attacher.Config{DriverName: drv}, cs, f, attConn.Controller, c.rt).Workers()
@@ -365,8 +371,12 @@ func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error
 	if err != nil {
 		return err
 	}
+	labels := map[string]string{}
+	if zone := c.cfg.Zones[node]; zone != "" {
+		labels[corev1.LabelTopologyZone] = zone
+	}
 	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"),
-		SkipMountCheck: c.cfg.Mock},
+		SkipMountCheck: c.cfg.Mock, Labels: labels},
 		cs, f, f, conn.Node, c.rt)
 	if err := k.Register(ctx, conn.Identity); err != nil {
 		return err

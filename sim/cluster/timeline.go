@@ -13,10 +13,11 @@ import (
 	"github.com/csisim/csisim/trace"
 )
 
-// describeWrite turns an API write into a timeline entry that says what
+// DescribeWrite turns an API write into a timeline entry that says what
 // changed in words a storage engineer looks for: phases, binding,
-// attachment, deletion.
-func describeWrite(w fakekube.Write) trace.Entry {
+// attachment, deletion. The real backend (package realcluster) describes
+// the writes it observes with it too, so that both timelines read alike.
+func DescribeWrite(w fakekube.Write) trace.Entry {
 	verb := w.Verb
 	if w.Subresource != "" && w.Subresource != "binding" {
 		verb += " " + w.Subresource

@@ -55,6 +55,8 @@ type Config struct {
 	Dir string
 	// Timeout bounds every CSI call (the real kubelet uses 2 minutes).
 	Timeout time.Duration
+	// Labels are added to the Node's own (hostname, os, arch), e.g. its zone.
+	Labels map[string]string
 	// SkipMountCheck trusts the driver's word that a volume is mounted,
 	// for drivers that mount nothing (the mock driver).
 	SkipMountCheck bool
@@ -188,6 +190,9 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: Version, OperatingSystem: "linux", Architecture: "amd64",
 				ContainerRuntimeVersion: "csisim://none"},
 		},
+	}
+	for key, v := range k.cfg.Labels {
+		node.Labels[key] = v
 	}
 	if _, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("registering node %s: %w", k.cfg.NodeName, err)

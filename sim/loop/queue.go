@@ -26,6 +26,7 @@ type Queue struct {
 	ready      []string
 	dirty      map[string]bool
 	processing map[string]bool
+	waiting    map[string]time.Time // key → when a delayed add is due
 	shutdown   bool
 }
 
@@ -33,7 +34,7 @@ var _ workqueue.TypedRateLimitingInterface[string] = (*Queue)(nil)
 
 func newQueue(l *Loop, name string) *Queue {
 	q := &Queue{name: name, loop: l, limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 1000*time.Second),
-		dirty: map[string]bool{}, processing: map[string]bool{}}
+		dirty: map[string]bool{}, processing: map[string]bool{}, waiting: map[string]time.Time{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
@@ -121,13 +122,33 @@ func (q *Queue) ShuttingDown() bool {
 	return q.shutdown
 }
 
-// AddAfter queues key once the loop's clock has advanced by d.
+// AddAfter queues key once the loop's clock has advanced by d. As in
+// client-go's delaying queue, a key waits once: a second AddAfter keeps
+// whichever time is sooner.
 func (q *Queue) AddAfter(key string, d time.Duration) {
 	if d <= 0 {
 		q.Add(key)
 		return
 	}
-	q.loop.after(d, func() { q.Add(key) })
+	at := q.loop.clock.Now().Add(d)
+	q.mu.Lock()
+	if prev, ok := q.waiting[key]; ok && !at.Before(prev) {
+		q.mu.Unlock()
+		return
+	}
+	q.waiting[key] = at
+	q.mu.Unlock()
+	q.loop.after(d, func() {
+		q.mu.Lock()
+		due := q.waiting[key].Equal(at)
+		if due {
+			delete(q.waiting, key)
+		}
+		q.mu.Unlock()
+		if due {
+			q.Add(key)
+		}
+	})
 }
 
 // AddRateLimited queues key after its backoff.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -47,23 +48,33 @@ type Config struct {
 	DriverName string
 	// Timeout bounds every CSI call, like the sidecar's --timeout (15 s).
 	Timeout time.Duration
+	// Identity, if set, is asked whether the driver has topology.
+	Identity csi.IdentityClient
 }
+
+// annSelectedNode is the node the scheduler chose for a WaitForFirstConsumer claim.
+const annSelectedNode = "volume.kubernetes.io/selected-node"
 
 // Provisioner is one external-provisioner for one driver.
 type Provisioner struct {
-	cfg      Config
-	client   kubernetes.Interface
-	csi      csi.ControllerClient
-	events   record.EventRecorder
-	stopRecs func()
-	identity string
-	claims   corelisters.PersistentVolumeClaimLister
-	volumes  corelisters.PersistentVolumeLister
-	classes  storagelisters.StorageClassLister
-	vas      storagelisters.VolumeAttachmentLister
-	claimQ   controller.Queue
-	volumeQ  controller.Queue
-	synced   []cache.InformerSynced
+	cfg    Config
+	client kubernetes.Interface
+
+	topologyOnce sync.Once
+	topology     bool
+	csi          csi.ControllerClient
+	events       record.EventRecorder
+	stopRecs     func()
+	identity     string
+	claims       corelisters.PersistentVolumeClaimLister
+	volumes      corelisters.PersistentVolumeLister
+	classes      storagelisters.StorageClassLister
+	vas          storagelisters.VolumeAttachmentLister
+	nodes        corelisters.NodeLister
+	csiNodes     storagelisters.CSINodeLister
+	claimQ       controller.Queue
+	volumeQ      controller.Queue
+	synced       []cache.InformerSynced
 }
 
 // New wires a provisioner to the factory's informers and a CSI controller
@@ -85,6 +96,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	scInf := factory.Storage().V1().StorageClasses()
 	vaInf := factory.Storage().V1().VolumeAttachments()
 	p.claims, p.volumes, p.classes, p.vas = pvcInf.Lister(), pvInf.Lister(), scInf.Lister(), vaInf.Lister()
+	p.nodes, p.csiNodes = factory.Core().V1().Nodes().Lister(), factory.Storage().V1().CSINodes().Lister()
 	_, _ = pvcInf.Informer().AddEventHandler(controller.EnqueueHandler(p.claimQ))
 	_, _ = pvInf.Informer().AddEventHandler(controller.EnqueueHandler(p.volumeQ))
 	// A volume waiting to be deleted waits for its attachments to go.
@@ -95,7 +107,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		}
 	}})
 	p.synced = []cache.InformerSynced{pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced, scInf.Informer().HasSynced,
-		vaInf.Informer().HasSynced}
+		vaInf.Informer().HasSynced, factory.Core().V1().Nodes().Informer().HasSynced, factory.Storage().V1().CSINodes().Informer().HasSynced}
 	return p
 }
 
@@ -146,11 +158,17 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 	}
 	p.events.Eventf(claim, corev1.EventTypeNormal, "Provisioning", "External provisioner is provisioning volume for claim %q", ns+"/"+name)
 
+	if delayed(class) && claim.Annotations[annSelectedNode] == "" {
+		return nil // the scheduler has not chosen a node yet
+	}
 	req := &csi.CreateVolumeRequest{
 		Name:               pvName,
 		Parameters:         driverParameters(class.Parameters),
 		VolumeCapabilities: capabilities(claim.Spec.AccessModes, claim.Spec.VolumeMode, class.Parameters[csiParameterPrefix+"fstype"], class.MountOptions),
 		CapacityRange:      &csi.CapacityRange{RequiredBytes: requestedBytes(claim)},
+	}
+	if p.supportsTopology(ctx) {
+		req.AccessibilityRequirements = p.accessibilityRequirements(claim, class, pvName)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	resp, err := p.csi.CreateVolume(callCtx, req)
@@ -161,11 +179,17 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 		return fmt.Errorf("CreateVolume for claim %s: %w", key, err)
 	}
 	pv := p.volumeFor(claim, class.ReclaimPolicy, class.MountOptions, resp.GetVolume())
+	pv.Spec.CSI.FSType = class.Parameters[csiParameterPrefix+"fstype"]
 	if _, err := p.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating PersistentVolume %s: %w", pvName, err)
 	}
 	p.events.Eventf(claim, corev1.EventTypeNormal, "ProvisioningSucceeded", "Successfully provisioned volume %s", pvName)
 	return nil
+}
+
+// delayed: the class binds at the first consumer.
+func delayed(class *storagev1.StorageClass) bool {
+	return class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
 }
 
 // shouldProvision: the claim is handed to this driver, unbound, not being
@@ -216,6 +240,7 @@ func (p *Provisioner) volumeFor(claim *corev1.PersistentVolumeClaim, reclaim *co
 				VolumeHandle:     vol.GetVolumeId(),
 				VolumeAttributes: attrs,
 			}},
+			NodeAffinity: nodeAffinityOf(vol.GetAccessibleTopology()),
 		},
 	}
 }

@@ -34,6 +34,7 @@ const (
 	AnnBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
 	AnnBindCompleted          = "pv.kubernetes.io/bind-completed"
 	AnnBoundByController      = "pv.kubernetes.io/bound-by-controller"
+	AnnSelectedNode           = "volume.kubernetes.io/selected-node"
 	PVCProtectionFinalizer    = "kubernetes.io/pvc-protection"
 	PVProtectionFinalizer     = "kubernetes.io/pv-protection"
 )
@@ -175,7 +176,10 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 // syncUnboundClaim binds the claim to a volume that is pre-bound to it or
 // matches it, or asks the external provisioner for one.
 func (c *Controller) syncUnboundClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
-	pv, err := c.findVolumeFor(claim)
+	// With WaitForFirstConsumer the scheduler chooses the volume (or the
+	// node to provision on); the controller binds only what is pre-bound.
+	delayed := c.delayBinding(claim)
+	pv, err := c.findVolumeFor(claim, delayed)
 	if err != nil {
 		return err
 	}
@@ -197,7 +201,7 @@ func (c *Controller) syncUnboundClaim(ctx context.Context, claim *corev1.Persist
 	if err != nil {
 		return err
 	}
-	if class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
+	if delayed && claim.Annotations[AnnSelectedNode] == "" {
 		c.events.Event(claim, corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
 		return nil
 	}
@@ -219,8 +223,15 @@ func (c *Controller) syncUnboundClaim(ctx context.Context, claim *corev1.Persist
 	return nil
 }
 
-// findVolumeFor returns the volume the claim should bind to, or nil.
-func (c *Controller) findVolumeFor(claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolume, error) {
+// delayBinding: the claim's class binds at the first consumer.
+func (c *Controller) delayBinding(claim *corev1.PersistentVolumeClaim) bool {
+	class, err := c.classes.Get(storageClassName(claim))
+	return err == nil && class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
+}
+
+// findVolumeFor returns the volume the claim should bind to, or nil; with
+// delayed binding only a volume pre-bound to the claim.
+func (c *Controller) findVolumeFor(claim *corev1.PersistentVolumeClaim, delayed bool) (*corev1.PersistentVolume, error) {
 	// A volume pre-bound to the claim is found through the index; matching
 	// by class, modes, size and labels needs every volume.
 	objs, err := c.volumeIndex.ByIndex(claimRefIndex, claim.Namespace+"/"+claim.Name)
@@ -231,7 +242,7 @@ func (c *Controller) findVolumeFor(claim *corev1.PersistentVolumeClaim) (*corev1
 	for _, obj := range objs {
 		prebound = append(prebound, obj.(*corev1.PersistentVolume))
 	}
-	if pv := bestMatch(claim, prebound); pv != nil {
+	if pv := bestMatch(claim, prebound); pv != nil || delayed {
 		return pv, nil
 	}
 	all, err := c.volumes.List(labels.Everything())

@@ -1,25 +1,33 @@
-// Package scheduler is the simulated kube-scheduler, reduced for now to
-// what the walking skeleton needs: a pod whose claims are all bound goes to
-// the first Ready node by name, through the pods/binding subresource.
-// Topology, WaitForFirstConsumer and volume limits are part 1 of the sim
-// issue.
+// Package scheduler is the simulated kube-scheduler, for what matters to
+// volumes: node selectors and affinity, taints and tolerations, the node
+// affinity of bound volumes, WaitForFirstConsumer (it picks the node and
+// sets volume.kubernetes.io/selected-node, or binds a matching static
+// volume), and per-node volume limits from CSINode. A pod that fits nowhere
+// gets a FailedScheduling event worded as the real one and is tried again
+// with the real backoff (1 s doubling to 10 s) and whenever nodes, claims
+// or volumes change. Of the nodes that fit, the first by name is chosen:
+// the real scheduler's scoring is not modelled.
 package scheduler
 
 import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
 )
@@ -27,32 +35,66 @@ import (
 // Name is the scheduler name pods ask for by default.
 const Name = corev1.DefaultSchedulerName
 
-// retryUnschedulable is how soon an unschedulable pod is tried again.
-const retryUnschedulable = 100 * time.Millisecond
+// The real scheduler's backoff for pods that did not fit.
+const (
+	initialBackoff = time.Second
+	maxBackoff     = 10 * time.Second
+)
 
 // Scheduler binds pending pods to nodes.
 type Scheduler struct {
 	client   kubernetes.Interface
 	events   record.EventRecorder
 	stopRecs func()
+	clock    clock.PassiveClock
 	pods     corelisters.PodLister
 	nodes    corelisters.NodeLister
 	claims   corelisters.PersistentVolumeClaimLister
+	volumes  corelisters.PersistentVolumeLister
+	classes  storagelisters.StorageClassLister
+	csiNodes storagelisters.CSINodeLister
 	queue    controller.Queue
 	synced   []cache.InformerSynced
+
+	mu       sync.Mutex
+	attempts map[string]int // pod key → failed attempts, for the backoff
 }
 
 // New wires a scheduler to the factory's informers.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Scheduler {
 	events, stop := rt.NewEventRecorder(client, Name, "")
-	s := &Scheduler{client: client, events: events, stopRecs: stop, queue: rt.NewQueue("scheduler")}
+	s := &Scheduler{client: client, events: events, stopRecs: stop, clock: rt.Clock, queue: rt.NewQueue("scheduler"),
+		attempts: map[string]int{}}
 	podInf := factory.Core().V1().Pods()
 	nodeInf := factory.Core().V1().Nodes()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
-	s.pods, s.nodes, s.claims = podInf.Lister(), nodeInf.Lister(), pvcInf.Lister()
+	pvInf := factory.Core().V1().PersistentVolumes()
+	scInf := factory.Storage().V1().StorageClasses()
+	csiNodeInf := factory.Storage().V1().CSINodes()
+	s.pods, s.nodes, s.claims, s.volumes = podInf.Lister(), nodeInf.Lister(), pvcInf.Lister(), pvInf.Lister()
+	s.classes, s.csiNodes = scInf.Lister(), csiNodeInf.Lister()
 	_, _ = podInf.Informer().AddEventHandler(controller.EnqueueHandler(s.queue))
-	s.synced = []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, pvcInf.Informer().HasSynced}
+	// What can make a waiting pod fit moves it back to the queue, as the
+	// real scheduler's unschedulable queue does on cluster events.
+	wake := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { s.enqueuePending() },
+		UpdateFunc: func(any, any) { s.enqueuePending() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), pvcInf.Informer(), pvInf.Informer(), csiNodeInf.Informer()} {
+		_, _ = inf.AddEventHandler(wake)
+	}
+	s.synced = []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, pvcInf.Informer().HasSynced,
+		pvInf.Informer().HasSynced, scInf.Informer().HasSynced, csiNodeInf.Informer().HasSynced}
 	return s
+}
+
+func (s *Scheduler) enqueuePending() {
+	pods, _ := s.pods.List(labels.Everything())
+	for _, p := range pods {
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+			s.queue.Add(p.Namespace + "/" + p.Name)
+		}
+	}
 }
 
 // Run schedules until ctx is done.
@@ -76,71 +118,247 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 	}
 	pod, err := s.pods.Pods(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		s.forget(key)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || (pod.Spec.SchedulerName != "" && pod.Spec.SchedulerName != Name) {
+		s.forget(key)
 		return nil
 	}
-	if reason := s.unboundClaims(pod); reason != "" {
-		return controller.RequeueAfter(retryUnschedulable)
+	vols, why := s.podVolumes(pod)
+	if why != "" {
+		nodes, _ := s.nodes.List(labels.Everything())
+		return s.unschedulable(ctx, pod, fmt.Sprintf("0/%d nodes are available: %s. preemption: 0/%d nodes are available: %d Preemption is not helpful for scheduling.",
+			len(nodes), why, len(nodes), len(nodes)))
 	}
-	node, err := s.pickNode()
+	node, msg, err := s.pickNode(pod, vols)
 	if err != nil {
 		return err
 	}
-	if node == "" {
-		return controller.RequeueAfter(retryUnschedulable)
+	if node == nil {
+		return s.unschedulable(ctx, pod, msg)
+	}
+	waiting, err := s.bindVolumes(ctx, pod, vols, node)
+	if err != nil || waiting {
+		// The claims' updates bring the pod back once they are bound.
+		return err
 	}
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
-		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node.Name},
 	}
 	if err := s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("binding pod %s to %s: %w", key, node, err)
+		return fmt.Errorf("binding pod %s to %s: %w", key, node.Name, err)
 	}
-	s.events.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
+	s.forget(key)
+	s.events.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node.Name)
 	return nil
 }
 
-// unboundClaims says why the pod must wait for its claims, or "".
-func (s *Scheduler) unboundClaims(pod *corev1.Pod) string {
+// podVolumes resolves the pod's claims, or says why the pod cannot be
+// scheduled at all.
+func (s *Scheduler) podVolumes(pod *corev1.Pod) (podVolumes, string) {
+	vols := podVolumes{classes: map[string]*storagev1.StorageClass{}}
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim == nil {
 			continue
 		}
-		claim, err := s.claims.PersistentVolumeClaims(pod.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
+		name := v.PersistentVolumeClaim.ClaimName
+		claim, err := s.claims.PersistentVolumeClaims(pod.Namespace).Get(name)
 		if err != nil {
-			return fmt.Sprintf("persistentvolumeclaim %q not found", v.PersistentVolumeClaim.ClaimName)
+			return vols, fmt.Sprintf("persistentvolumeclaim %q not found", name)
 		}
-		if claim.Spec.VolumeName == "" {
-			return "pod has unbound immediate PersistentVolumeClaims"
+		if claim.DeletionTimestamp != nil {
+			return vols, fmt.Sprintf("persistentvolumeclaim %q is being deleted", name)
+		}
+		if claim.Spec.VolumeName != "" {
+			pv, err := s.volumes.Get(claim.Spec.VolumeName)
+			if err != nil {
+				return vols, fmt.Sprintf("persistentvolume %q not found", claim.Spec.VolumeName)
+			}
+			vols.bound = append(vols.bound, pv)
+			continue
+		}
+		class, _ := s.classes.Get(className(claim))
+		if class == nil || class.VolumeBindingMode == nil || *class.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
+			return vols, "pod has unbound immediate PersistentVolumeClaims"
+		}
+		vols.classes[class.Name] = class
+		vols.delayed = append(vols.delayed, claim)
+		if sel := claim.Annotations[annSelectedNode]; sel != "" {
+			vols.selected = sel
 		}
 	}
-	return ""
+	if len(vols.delayed) > 0 {
+		vols.available, _ = s.volumes.List(labels.Everything())
+	}
+	return vols, ""
 }
 
-func (s *Scheduler) pickNode() (string, error) {
+// pickNode returns the first node by name that fits, or the message of why
+// none does.
+func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, string, error) {
 	nodes, err := s.nodes.List(labels.Everything())
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	for _, n := range nodes {
-		if !n.Spec.Unschedulable && nodeReady(n) {
-			return n.Name, nil
+	reasons := map[string]int{}
+	for _, node := range nodes {
+		why := fits(pod, node, vols, func(n *corev1.Node) (bool, error) { return s.withinVolumeLimit(pod, vols, n) })
+		if why == "" {
+			return node, "", nil
 		}
+		reasons[why]++
 	}
-	return "", nil
+	if len(nodes) == 0 {
+		return nil, "no nodes available to schedule pods", nil
+	}
+	return nil, failureMessage(len(nodes), reasons), nil
 }
 
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+// withinVolumeLimit checks CSINode allocatable counts: the CSI volumes of
+// the pods on the node plus the pod's new ones, per driver.
+func (s *Scheduler) withinVolumeLimit(pod *corev1.Pod, vols podVolumes, node *corev1.Node) (bool, error) {
+	csiNode, err := s.csiNodes.Get(node.Name)
+	if err != nil {
+		return true, nil
+	}
+	limits := map[string]int32{}
+	for _, d := range csiNode.Spec.Drivers {
+		if d.Allocatable != nil && d.Allocatable.Count != nil {
+			limits[d.Name] = *d.Allocatable.Count
+		}
+	}
+	if len(limits) == 0 {
+		return true, nil
+	}
+	inUse := map[string]map[string]bool{} // driver → volume handles
+	add := func(pv *corev1.PersistentVolume) {
+		if pv == nil || pv.Spec.CSI == nil {
+			return
+		}
+		if inUse[pv.Spec.CSI.Driver] == nil {
+			inUse[pv.Spec.CSI.Driver] = map[string]bool{}
+		}
+		inUse[pv.Spec.CSI.Driver][pv.Spec.CSI.VolumeHandle] = true
+	}
+	pods, _ := s.pods.List(labels.Everything())
+	for _, p := range pods {
+		if p.Spec.NodeName != node.Name || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil {
+				continue
+			}
+			if claim, err := s.claims.PersistentVolumeClaims(p.Namespace).Get(v.PersistentVolumeClaim.ClaimName); err == nil && claim.Spec.VolumeName != "" {
+				pv, _ := s.volumes.Get(claim.Spec.VolumeName)
+				add(pv)
+			}
+		}
+	}
+	for _, pv := range vols.bound {
+		add(pv)
+	}
+	for _, claim := range vols.delayed {
+		// A volume still to be provisioned counts against its class's driver.
+		if class := vols.classes[className(claim)]; class != nil {
+			if inUse[class.Provisioner] == nil {
+				inUse[class.Provisioner] = map[string]bool{}
+			}
+			inUse[class.Provisioner]["new:"+claim.Namespace+"/"+claim.Name] = true
+		}
+	}
+	for driver, handles := range inUse {
+		if limit, ok := limits[driver]; ok && int32(len(handles)) > limit {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// bindVolumes does the volume binding's pre-bind for delayed claims: a
+// static volume is bound to its claim, a claim to be provisioned is given
+// the chosen node. It reports whether the pod must wait for the binding.
+func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVolumes, node *corev1.Node) (bool, error) {
+	waiting := false
+	for _, claim := range vols.delayed {
+		waiting = true
+		if claim.Annotations[annSelectedNode] != "" {
+			continue
+		}
+		if pv := staticMatch(claim, vols.available, node); pv != nil {
+			v := pv.DeepCopy()
+			v.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
+				Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID, ResourceVersion: claim.ResourceVersion}
+			if v.Annotations == nil {
+				v.Annotations = map[string]string{}
+			}
+			v.Annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
+			if _, err := s.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
+				return true, fmt.Errorf("binding volume %s to claim %s/%s: %w", pv.Name, claim.Namespace, claim.Name, err)
+			}
+			continue
+		}
+		c := claim.DeepCopy()
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[annSelectedNode] = node.Name
+		if _, err := s.client.CoreV1().PersistentVolumeClaims(c.Namespace).Update(ctx, c, metav1.UpdateOptions{}); err != nil {
+			return true, fmt.Errorf("selecting node %s for claim %s/%s: %w", node.Name, claim.Namespace, claim.Name, err)
+		}
+	}
+	return waiting, nil
+}
+
+// unschedulable reports why the pod fits nowhere — an event and the
+// PodScheduled=False condition — and tries again after the backoff.
+func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg string) error {
+	s.events.Event(pod, corev1.EventTypeWarning, "FailedScheduling", msg)
+	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: msg, LastTransitionTime: metav1.NewTime(s.clock.Now()).Rfc3339Copy()}
+	if !hasCondition(pod, cond) {
+		p := pod.DeepCopy()
+		setCondition(p, cond)
+		if _, err := s.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	key := pod.Namespace + "/" + pod.Name
+	s.mu.Lock()
+	n := s.attempts[key]
+	s.attempts[key] = n + 1
+	s.mu.Unlock()
+	backoff := initialBackoff << min(n, 4)
+	return controller.RequeueAfter(min(backoff, maxBackoff))
+}
+
+func (s *Scheduler) forget(key string) {
+	s.mu.Lock()
+	delete(s.attempts, key)
+	s.mu.Unlock()
+}
+
+func hasCondition(pod *corev1.Pod, c corev1.PodCondition) bool {
+	for _, have := range pod.Status.Conditions {
+		if have.Type == c.Type {
+			return have.Status == c.Status && have.Reason == c.Reason && have.Message == c.Message
 		}
 	}
 	return false
+}
+
+func setCondition(pod *corev1.Pod, c corev1.PodCondition) {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == c.Type {
+			pod.Status.Conditions[i] = c
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, c)
 }
