@@ -1,0 +1,64 @@
+package scheduler
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}}
+}
+
+func zoneVolume(zone string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{Spec: corev1.PersistentVolumeSpec{NodeAffinity: &corev1.VolumeNodeAffinity{
+		Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}}}}}}}
+}
+
+func TestFits(t *testing.T) {
+	noLimit := func(*corev1.Node) (bool, error) { return true, nil }
+	full := func(*corev1.Node) (bool, error) { return false, nil }
+	plain := &corev1.Pod{}
+	pinned := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: map[string]string{"zone": "a"}}}
+	tolerant := &corev1.Pod{Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}}}
+	tainted := node("n", nil, corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule})
+	cordoned := node("n", nil)
+	cordoned.Spec.Unschedulable = true
+	for _, tc := range []struct {
+		name  string
+		pod   *corev1.Pod
+		node  *corev1.Node
+		vols  podVolumes
+		limit func(*corev1.Node) (bool, error)
+		want  string
+	}{
+		{"fits", plain, node("n", nil), podVolumes{}, noLimit, ""},
+		{"cordoned", plain, cordoned, podVolumes{}, noLimit, reasonUnschedulable},
+		{"untolerated taint", plain, tainted, podVolumes{}, noLimit, "node(s) had untolerated taint {dedicated: db}"},
+		{"tolerated taint", tolerant, tainted, podVolumes{}, noLimit, ""},
+		{"node selector", pinned, node("n", map[string]string{"zone": "b"}), podVolumes{}, noLimit, reasonNodeAffinity},
+		{"volume in another zone", plain, node("n", map[string]string{"zone": "b"}),
+			podVolumes{bound: []*corev1.PersistentVolume{zoneVolume("a")}}, noLimit, reasonVolumeNodeAffinity},
+		{"volume in this zone", plain, node("n", map[string]string{"zone": "a"}),
+			podVolumes{bound: []*corev1.PersistentVolume{zoneVolume("a")}}, noLimit, ""},
+		{"another node was selected", plain, node("n", nil), podVolumes{selected: "m"}, noLimit, reasonNotSelectedNode},
+		{"volume limit", plain, node("n", nil), podVolumes{}, full, reasonMaxVolumeCount},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fits(tc.pod, tc.node, tc.vols, tc.limit); got != tc.want {
+				t.Errorf("fits = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFailureMessageIsTheRealOne(t *testing.T) {
+	got := failureMessage(3, map[string]int{reasonVolumeNodeAffinity: 2, reasonNodeAffinity: 1})
+	want := "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) had volume node affinity conflict. " +
+		"preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+	if got != want {
+		t.Errorf("message\n got %q\nwant %q", got, want)
+	}
+}
