@@ -35,10 +35,12 @@ import (
 // controller, not the kubelet, attaches and detaches its volumes.
 const AnnControllerManagedAttachDetach = "volumes.kubernetes.io/controller-managed-attach-detach"
 
-// AttachmentName is the VolumeAttachment name the real controller uses:
-// csi-<sha256 of PV name, driver and node name>.
-func AttachmentName(pvName, driver, nodeName string) string {
-	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(pvName+driver+nodeName)))
+// AttachmentName is the VolumeAttachment name the real controller uses
+// (getAttachmentName in pkg/volume/csi): csi-<sha256 of the volume
+// handle, driver and node name> — the handle, not the PV name, as a real
+// control plane shows.
+func AttachmentName(volumeHandle, driver, nodeName string) string {
+	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(volumeHandle+driver+nodeName)))
 }
 
 // UniqueVolumeName is the name under which node status lists a CSI volume.
@@ -194,7 +196,7 @@ func (c *Controller) desiredAttachments(nodeName string) (map[string]*wanted, er
 			if pv == nil || pv.Spec.CSI == nil || !c.attachRequired(pv.Spec.CSI.Driver) {
 				continue
 			}
-			name := AttachmentName(pv.Name, pv.Spec.CSI.Driver, nodeName)
+			name := AttachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, nodeName)
 			if desired[name] == nil {
 				desired[name] = &wanted{pv: pv, driver: pv.Spec.CSI.Driver}
 			}

@@ -45,6 +45,13 @@ func FinalizerFor(driver string) string {
 
 var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
 
+// The sidecar's default retry backoff (--retry-interval-start,
+// --retry-interval-max).
+const (
+	RetryIntervalStart = time.Second
+	RetryIntervalMax   = 5 * time.Minute
+)
+
 // Config configures the attacher.
 type Config struct {
 	DriverName string
@@ -73,7 +80,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		cfg.Timeout = 15 * time.Second
 	}
 	a := &Attacher{cfg: cfg, finalizer: FinalizerFor(cfg.DriverName), client: client, csi: ctrl,
-		clock: rt.Clock, vaQ: rt.NewQueue("attacher-va"), pvQ: rt.NewQueue("attacher-pv")}
+		clock: rt.Clock, vaQ: rt.NewQueueWithBackoff("attacher-va", RetryIntervalStart, RetryIntervalMax), pvQ: rt.NewQueueWithBackoff("attacher-pv", RetryIntervalStart, RetryIntervalMax)}
 	vaInf := factory.Storage().V1().VolumeAttachments()
 	pvInf := factory.Core().V1().PersistentVolumes()
 	nodeInf := factory.Storage().V1().CSINodes()

@@ -156,8 +156,9 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}})
 	c.loop = loop.New(c.api, clk, cfg.Seed)
 	c.rt = controller.Runtime{
-		Clock:    clk,
-		NewQueue: c.loop.NewQueue,
+		Clock:               clk,
+		NewQueue:            c.loop.NewQueue,
+		NewQueueWithBackoff: c.loop.NewQueueWithBackoff,
 		NewEventRecorder: func(client kubernetes.Interface, component, host string) (record.EventRecorder, func()) {
 			return controller.NewSyncEventRecorder(client, component, host, clk), func() {}
 		},

@@ -56,6 +56,14 @@ func RunAll(ctx context.Context, workers ...Worker) {
 	wg.Wait()
 }
 
+// NewQueueWithBackoff returns a queue whose failed keys are retried after
+// base, doubling up to max.
+func NewQueueWithBackoff(name string, base, max time.Duration) Queue {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, max),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
+}
+
 // EnqueueHandler returns informer handlers that add the key of every added,
 // updated or deleted object to q.
 func EnqueueHandler(q Queue) cache.ResourceEventHandlerFuncs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,8 +23,12 @@ import (
 type Runtime struct {
 	// Clock is the time controllers stamp and wait on.
 	Clock clock.PassiveClock
-	// NewQueue makes a work queue.
+	// NewQueue makes a work queue with client-go's default backoff.
 	NewQueue func(name string) Queue
+	// NewQueueWithBackoff makes a work queue whose failed keys are retried
+	// after base, doubling up to max: the sidecars' --retry-interval-start
+	// and --retry-interval-max.
+	NewQueueWithBackoff func(name string, base, max time.Duration) Queue
 	// NewEventRecorder makes an event recorder for a component; the
 	// function it returns stops the recorder.
 	NewEventRecorder func(client kubernetes.Interface, component, host string) (record.EventRecorder, func())
@@ -32,7 +37,7 @@ type Runtime struct {
 // RealRuntime is the runtime of a controller process: real time,
 // client-go's queues and its asynchronous event broadcaster.
 func RealRuntime() Runtime {
-	return Runtime{Clock: clock.RealClock{}, NewQueue: NewQueue, NewEventRecorder: NewEventRecorder}
+	return Runtime{Clock: clock.RealClock{}, NewQueue: NewQueue, NewQueueWithBackoff: NewQueueWithBackoff, NewEventRecorder: NewEventRecorder}
 }
 
 // SyncEventRecorder writes core/v1 Events at once, on the caller's

@@ -34,6 +34,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/attachdetach"
@@ -237,12 +238,30 @@ func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoRespo
 		return fmt.Errorf("node %s: creating CSINode: %w", k.cfg.NodeName, err)
 	}
 	ids, _ := json.Marshal(map[string]string{k.cfg.DriverName: info.GetNodeId()})
-	n := node.DeepCopy()
-	n.Annotations["csi.volume.kubernetes.io/nodeid"] = string(ids)
-	for key, v := range info.GetAccessibleTopology().GetSegments() {
-		n.Labels[key] = v
-	}
-	if _, err := k.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// In a real cluster the controller manager writes to a new Node too
+	// (its TTL annotation): read it again after a conflict, as the real
+	// kubelet does.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := node.DeepCopy()
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Annotations["csi.volume.kubernetes.io/nodeid"] = string(ids)
+		for key, v := range info.GetAccessibleTopology().GetSegments() {
+			n.Labels[key] = v
+		}
+		_, err := k.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			if fresh, gerr := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{}); gerr == nil {
+				node = fresh
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("node %s: recording driver %s: %w", k.cfg.NodeName, k.cfg.DriverName, err)
 	}
 	return nil
@@ -439,7 +458,7 @@ func (k *Kubelet) waitForAttach(v volumeToMount) (map[string]string, error) {
 	if !listed {
 		return nil, controller.RequeueAfter(waitRetry)
 	}
-	va, err := k.vas.Get(attachdetach.AttachmentName(v.pv.Name, v.pv.Spec.CSI.Driver, k.cfg.NodeName))
+	va, err := k.vas.Get(attachdetach.AttachmentName(v.pv.Spec.CSI.VolumeHandle, v.pv.Spec.CSI.Driver, k.cfg.NodeName))
 	if err != nil || !va.Status.Attached {
 		return nil, controller.RequeueAfter(waitRetry)
 	}

@@ -77,8 +77,16 @@ func (l *Loop) wake() {
 	}
 }
 
-// NewQueue makes a work queue whose delays run on the loop's clock.
-func (l *Loop) NewQueue(name string) controller.Queue { return newQueue(l, name) }
+// NewQueue makes a work queue whose delays run on the loop's clock, with
+// client-go's per-item backoff (5 ms doubling to 1000 s).
+func (l *Loop) NewQueue(name string) controller.Queue {
+	return newQueue(l, name, 5*time.Millisecond, 1000*time.Second)
+}
+
+// NewQueueWithBackoff is NewQueue with another backoff.
+func (l *Loop) NewQueueWithBackoff(name string, base, max time.Duration) controller.Queue {
+	return newQueue(l, name, base, max)
+}
 
 // NewInformer makes an informer for a resource, filled now from the store;
 // fieldSelector may be empty.

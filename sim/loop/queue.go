@@ -32,8 +32,8 @@ type Queue struct {
 
 var _ workqueue.TypedRateLimitingInterface[string] = (*Queue)(nil)
 
-func newQueue(l *Loop, name string) *Queue {
-	q := &Queue{name: name, loop: l, limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 1000*time.Second),
+func newQueue(l *Loop, name string, base, max time.Duration) *Queue {
+	q := &Queue{name: name, loop: l, limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, max),
 		dirty: map[string]bool{}, processing: map[string]bool{}, waiting: map[string]time.Time{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q

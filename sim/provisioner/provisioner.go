@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +40,13 @@ const (
 	provisionerIdentityKey           = "storage.kubernetes.io/csiProvisionerIdentity"
 	csiParameterPrefix               = "csi.storage.k8s.io/"
 	defaultCapacity            int64 = 1 << 30
+)
+
+// The sidecar's default retry backoff (--retry-interval-start,
+// --retry-interval-max).
+const (
+	RetryIntervalStart = time.Second
+	RetryIntervalMax   = 5 * time.Minute
 )
 
 // Config configures the provisioner.
@@ -88,8 +94,8 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		cfg: cfg, client: client, csi: ctrl, events: events, stopRecs: stop,
 		// The sidecar's identity: start time, a number and the driver name.
 		identity: fmt.Sprintf("%d-%d-%s", rt.Clock.Now().UnixMilli(), 1, cfg.DriverName),
-		claimQ:   rt.NewQueue("provisioner-claims"),
-		volumeQ:  rt.NewQueue("provisioner-volumes"),
+		claimQ:   rt.NewQueueWithBackoff("provisioner-claims", RetryIntervalStart, RetryIntervalMax),
+		volumeQ:  rt.NewQueueWithBackoff("provisioner-volumes", RetryIntervalStart, RetryIntervalMax),
 	}
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
 	pvInf := factory.Core().V1().PersistentVolumes()
@@ -156,16 +162,33 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("getting storage class %s: %w", className, err)
 	}
-	p.events.Eventf(claim, corev1.EventTypeNormal, "Provisioning", "External provisioner is provisioning volume for claim %q", ns+"/"+name)
-
 	if delayed(class) && claim.Annotations[annSelectedNode] == "" {
 		return nil // the scheduler has not chosen a node yet
 	}
+	p.events.Eventf(claim, corev1.EventTypeNormal, "Provisioning", "External provisioner is provisioning volume for claim %q", ns+"/"+name)
+	fail := func(err error) error {
+		p.events.Eventf(claim, corev1.EventTypeWarning, "ProvisioningFailed", "failed to provision volume with StorageClass %q: %v", className, err)
+		return fmt.Errorf("provisioning claim %s: %w", key, err)
+	}
+	ref, err := secretRef(class.Parameters, provisionerSecret, claim, pvName)
+	if err != nil {
+		return fail(err)
+	}
+	secrets, err := p.secretData(ctx, ref)
+	if err != nil {
+		return fail(err)
+	}
+	source, err := p.contentSource(claim)
+	if err != nil {
+		return fail(err)
+	}
 	req := &csi.CreateVolumeRequest{
-		Name:               pvName,
-		Parameters:         driverParameters(class.Parameters),
-		VolumeCapabilities: capabilities(claim.Spec.AccessModes, claim.Spec.VolumeMode, class.Parameters[csiParameterPrefix+"fstype"], class.MountOptions),
-		CapacityRange:      &csi.CapacityRange{RequiredBytes: requestedBytes(claim)},
+		Name:                pvName,
+		Parameters:          driverParameters(class.Parameters),
+		VolumeCapabilities:  capabilities(claim.Spec.AccessModes, claim.Spec.VolumeMode, class.Parameters[csiParameterPrefix+"fstype"], class.MountOptions),
+		CapacityRange:       &csi.CapacityRange{RequiredBytes: requestedBytes(claim)},
+		Secrets:             secrets,
+		VolumeContentSource: source,
 	}
 	if p.supportsTopology(ctx) {
 		req.AccessibilityRequirements = p.accessibilityRequirements(claim, class, pvName)
@@ -174,12 +197,13 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 	resp, err := p.csi.CreateVolume(callCtx, req)
 	cancel()
 	if err != nil {
-		p.events.Eventf(claim, corev1.EventTypeWarning, "ProvisioningFailed",
-			"failed to provision volume with StorageClass %q: rpc error: %v", className, err)
-		return fmt.Errorf("CreateVolume for claim %s: %w", key, err)
+		return fail(err)
 	}
 	pv := p.volumeFor(claim, class.ReclaimPolicy, class.MountOptions, resp.GetVolume())
 	pv.Spec.CSI.FSType = class.Parameters[csiParameterPrefix+"fstype"]
+	if err := applySecretRefs(pv, class.Parameters, claim); err != nil {
+		return fail(err)
+	}
 	if _, err := p.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating PersistentVolume %s: %w", pvName, err)
 	}
@@ -274,8 +298,15 @@ func (p *Provisioner) syncVolume(ctx context.Context, name string) error {
 		p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
 		return err
 	}
+	var secrets map[string]string
+	if name := pv.Annotations[AnnDeletionSecretName]; name != "" {
+		if secrets, err = p.secretData(ctx, &corev1.SecretReference{Name: name, Namespace: pv.Annotations[AnnDeletionSecretNamespace]}); err != nil {
+			p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
+			return err
+		}
+	}
 	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
-	_, err = p.csi.DeleteVolume(callCtx, &csi.DeleteVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle})
+	_, err = p.csi.DeleteVolume(callCtx, &csi.DeleteVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle, Secrets: secrets})
 	cancel()
 	if err != nil {
 		p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "rpc error: %v", err)
@@ -330,11 +361,40 @@ func (p *Provisioner) shouldDelete(pv *corev1.PersistentVolume) bool {
 func driverParameters(params map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range params {
-		if !strings.HasPrefix(k, csiParameterPrefix) {
+		if !isSidecarParameter(k) {
 			out[k] = v
 		}
 	}
 	return out
+}
+
+// contentSource is the CSI source of a claim cloned from another claim: it
+// must be bound, in the same namespace and of the same class.
+func (p *Provisioner) contentSource(claim *corev1.PersistentVolumeClaim) (*csi.VolumeContentSource, error) {
+	ds := claim.Spec.DataSource
+	if ds == nil {
+		return nil, nil
+	}
+	if ds.Kind != "PersistentVolumeClaim" || (ds.APIGroup != nil && *ds.APIGroup != "") {
+		return nil, fmt.Errorf("data source %s %s is not supported by csisim's provisioner", ds.Kind, ds.Name)
+	}
+	src, err := p.claims.PersistentVolumeClaims(claim.Namespace).Get(ds.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error getting PVC %s (namespace %q) from api server: %v", ds.Name, claim.Namespace, err)
+	}
+	if src.Status.Phase != corev1.ClaimBound {
+		return nil, fmt.Errorf("the PVC %s not yet bound to a PV, will not attempt to clone", ds.Name)
+	}
+	if *src.Spec.StorageClassName != *claim.Spec.StorageClassName {
+		return nil, fmt.Errorf("the source PVC and destination PVCs must be in the same storage class for cloning.  Source is in %v, but new PVC is in %v",
+			*src.Spec.StorageClassName, *claim.Spec.StorageClassName)
+	}
+	pv, err := p.volumes.Get(src.Spec.VolumeName)
+	if err != nil || pv.Spec.CSI == nil {
+		return nil, fmt.Errorf("error getting PV %s for the source PVC %s: %v", src.Spec.VolumeName, ds.Name, err)
+	}
+	return &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{
+		Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: pv.Spec.CSI.VolumeHandle}}}, nil
 }
 
 func requestedBytes(claim *corev1.PersistentVolumeClaim) int64 {
