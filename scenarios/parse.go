@@ -142,7 +142,7 @@ func sourceLine(data []byte, n int) string {
 }
 
 func (p *parser) cluster(n *yaml.Node) Cluster {
-	f, ok := p.mapping(n, "cluster", "nodes", "zones")
+	f, ok := p.mapping(n, "cluster", "nodes", "zones", "driverArgs")
 	if !ok || !f.has("nodes") {
 		if ok && f.has("zones") {
 			p.fail(f.keys["zones"], "zones needs nodes: list the nodes the zones are for")
@@ -165,6 +165,15 @@ func (p *parser) cluster(n *yaml.Node) Cluster {
 	c := Cluster{Nodes: nodes}
 	if f.has("zones") {
 		c.Zones = p.zones(f.vals["zones"], seen)
+	}
+	if f.has("driverArgs") {
+		c.DriverArgs, _ = p.textList(f.vals["driverArgs"], "driverArgs", func(item *yaml.Node, arg string) bool {
+			if !strings.HasPrefix(arg, "--") {
+				p.fail(item, "driver argument %q must be a flag starting with --, e.g. --capacity=10Gi", arg)
+				return false
+			}
+			return true
+		})
 	}
 	return c
 }

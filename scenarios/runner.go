@@ -34,6 +34,10 @@ type Runner struct {
 	// Skipped) instead of refusing the scenario before it starts. A real
 	// cluster runs the library this way: it cannot see CSI calls.
 	SkipUnsupported bool
+	// AfterStep, if set, is called after each step that ran, passed or
+	// failed, on the runner's goroutine before the next step starts: where
+	// a tool that compares runs (csisim diff) looks at the cluster.
+	AfterStep func(ctx context.Context, st StepResult)
 }
 
 // Run executes the steps of s in order and stops at the first failure,
@@ -123,6 +127,7 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 			sr.Outcome, sr.Detail = Failed, err.Error()
 			r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d failed after %s", st.Index, formatDuration(elapsed)), Err: err.Error()})
 			r.printf("  FAIL %d/%d %s (%s)\n%v\n", st.Index, len(s.Steps), st.Name, formatDuration(elapsed), serr)
+			r.afterStep(ctx, *sr)
 			res.Duration = clk.Since(started)
 			return res, serr
 		}
@@ -130,9 +135,16 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		sr.Outcome, sr.Detail = Passed, out.detail
 		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d passed in %s: %s", st.Index, formatDuration(elapsed), out.detail)})
 		r.printf("  ok   %d/%d %s (%s)\n", st.Index, len(s.Steps), st.Name, formatDuration(elapsed))
+		r.afterStep(ctx, *sr)
 	}
 	res.Duration = clk.Since(started)
 	return res, nil
+}
+
+func (r *Runner) afterStep(ctx context.Context, sr StepResult) {
+	if r.AfterStep != nil {
+		r.AfterStep(ctx, sr)
+	}
 }
 
 // stepError wraps a step's failure with where the step is.

@@ -24,6 +24,9 @@ type Cluster struct {
 	// Zones gives nodes a zone (their topology.kubernetes.io/zone label,
 	// and the zone their CSI node plugin reports). Nodes not named have none.
 	Zones map[string]string
+	// DriverArgs are flags for the simulator's own driver (csisim driver
+	// --help lists them), e.g. --capacity=10Gi for a storage pool per zone.
+	DriverArgs []string
 }
 
 // Step is one thing a scenario does. Exactly one of the action pointers is

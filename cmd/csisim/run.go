@@ -57,7 +57,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, Seed: *seed, DriverName: *driverName, Mock: *mockDriver}
+	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, Seed: *seed, DriverName: *driverName, Mock: *mockDriver}
 	if !*quiet {
 		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
 	}

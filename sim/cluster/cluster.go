@@ -55,6 +55,9 @@ type Config struct {
 	// Zones gives nodes a zone: the topology.kubernetes.io/zone label of
 	// the Node, and the zone csisim's driver reports for the node.
 	Zones map[string]string
+	// DriverArgs are added to the command line of csisim's own driver, for
+	// the controller and every node (e.g. --capacity=10Gi).
+	DriverArgs []string
 	// DriverName is the CSI driver's name; default hostpath.csisim.io.
 	DriverName string
 	// Driver is how to start a driver plugin, for the controller plugin
@@ -210,6 +213,7 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node, name string) (str
 		if zone := c.cfg.Zones[node]; zone != "" && mode == "node" {
 			tmpl.Args = append(tmpl.Args, "--zone", zone)
 		}
+		tmpl.Args = append(tmpl.Args, c.cfg.DriverArgs...)
 	}
 	var socket, stateDir string
 	if mode == "controller" {
@@ -304,6 +308,7 @@ func (c *Cluster) informers(cs kubernetes.Interface, podFieldSelector string) (i
 		{&storagev1.CSIDriver{}, storagev1.SchemeGroupVersion.WithResource("csidrivers"), ""},
 		{&storagev1.CSINode{}, storagev1.SchemeGroupVersion.WithResource("csinodes"), ""},
 		{&storagev1.VolumeAttachment{}, storagev1.SchemeGroupVersion.WithResource("volumeattachments"), ""},
+		{&storagev1.CSIStorageCapacity{}, storagev1.SchemeGroupVersion.WithResource("csistoragecapacities"), ""},
 	} {
 		inf, err := c.loop.NewInformer(k.gvr, k.selector)
 		if err != nil {
@@ -354,7 +359,9 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			return scheduler.New(cs, f, c.rt).Workers()
 		}),
 		component("external-provisioner", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
-			return provisioner.New(provisioner.Config{DriverName: drv, Identity: provConn.Identity}, cs, f, provConn.Controller, c.rt).Workers()
+			p := provisioner.New(provisioner.Config{DriverName: drv, Identity: provConn.Identity}, cs, f, provConn.Controller, c.rt)
+			c.loop.Every(provisioner.CapacityPollInterval*time.Second, p.PollCapacity)
+			return p.Workers()
 		}),
 		component("external-attacher", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			return attacher.New(attacher.Config{DriverName: drv}, cs, f, attConn.Controller, c.rt).Workers()

@@ -65,6 +65,14 @@ func DescribeWrite(w fakekube.Write) trace.Entry {
 			attached = append(attached, a.Name)
 		}
 		details = append(details, "volumesAttached="+handles(attached))
+	case *storagev1.CSIStorageCapacity:
+		details = append(details, "class="+o.StorageClassName)
+		if o.Capacity != nil {
+			details = append(details, "capacity="+o.Capacity.String())
+		}
+		if o.NodeTopology != nil {
+			details = append(details, fmt.Sprintf("topology=%v", o.NodeTopology.MatchLabels))
+		}
 	case *corev1.Event:
 		details = append(details, fmt.Sprintf("%s %s: %s", o.Type, o.Reason, o.Message))
 		e.Object = "Event for " + o.InvolvedObject.Kind + " " + qualified(o.InvolvedObject.Namespace, o.InvolvedObject.Name)

@@ -78,6 +78,9 @@ type Provisioner struct {
 	vas          storagelisters.VolumeAttachmentLister
 	nodes        corelisters.NodeLister
 	csiNodes     storagelisters.CSINodeLister
+	drivers      storagelisters.CSIDriverLister
+	capacities   storagelisters.CSIStorageCapacityLister
+	capacityQ    controller.Queue
 	claimQ       controller.Queue
 	volumeQ      controller.Queue
 	synced       []cache.InformerSynced
@@ -103,6 +106,17 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	vaInf := factory.Storage().V1().VolumeAttachments()
 	p.claims, p.volumes, p.classes, p.vas = pvcInf.Lister(), pvInf.Lister(), scInf.Lister(), vaInf.Lister()
 	p.nodes, p.csiNodes = factory.Core().V1().Nodes().Lister(), factory.Storage().V1().CSINodes().Lister()
+	p.drivers, p.capacities = factory.Storage().V1().CSIDrivers().Lister(), factory.Storage().V1().CSIStorageCapacities().Lister()
+	p.capacityQ = rt.NewQueueWithBackoff("provisioner-capacity", RetryIntervalStart, RetryIntervalMax)
+	// Capacity is published again when what it depends on changes.
+	refreshCapacity := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { p.capacityQ.Add(capacityKey) },
+		UpdateFunc: func(any, any) { p.capacityQ.Add(capacityKey) },
+		DeleteFunc: func(any) { p.capacityQ.Add(capacityKey) },
+	}
+	for _, inf := range []cache.SharedIndexInformer{scInf.Informer(), factory.Storage().V1().CSINodes().Informer(), factory.Storage().V1().CSIDrivers().Informer()} {
+		_, _ = inf.AddEventHandler(refreshCapacity)
+	}
 	_, _ = pvcInf.Informer().AddEventHandler(controller.EnqueueHandler(p.claimQ))
 	_, _ = pvInf.Informer().AddEventHandler(controller.EnqueueHandler(p.volumeQ))
 	// A volume waiting to be deleted waits for its attachments to go.
@@ -131,7 +145,17 @@ func (p *Provisioner) Workers() []controller.Worker {
 	return []controller.Worker{
 		{Name: "provisioner-claims", Queue: p.claimQ, Sync: p.syncClaim},
 		{Name: "provisioner-volumes", Queue: p.volumeQ, Sync: p.syncVolume},
+		{Name: "provisioner-capacity", Queue: p.capacityQ, Sync: p.syncCapacity},
 	}
+}
+
+// PollCapacity asks for the capacity to be published again; run it every
+// CapacityPollInterval seconds.
+func (p *Provisioner) PollCapacity(context.Context) { p.capacityQ.Add(capacityKey) }
+
+// refreshCapacityAfterChange: volumes made or deleted change what is left.
+func (p *Provisioner) refreshCapacityAfterChange() {
+	p.capacityQ.Add(capacityKey)
 }
 
 func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
@@ -208,6 +232,7 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 		return fmt.Errorf("creating PersistentVolume %s: %w", pvName, err)
 	}
 	p.events.Eventf(claim, corev1.EventTypeNormal, "ProvisioningSucceeded", "Successfully provisioned volume %s", pvName)
+	p.refreshCapacityAfterChange()
 	return nil
 }
 
@@ -309,9 +334,10 @@ func (p *Provisioner) syncVolume(ctx context.Context, name string) error {
 	_, err = p.csi.DeleteVolume(callCtx, &csi.DeleteVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle, Secrets: secrets})
 	cancel()
 	if err != nil {
-		p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "rpc error: %v", err)
+		p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
 		return fmt.Errorf("DeleteVolume %s for PV %s: %w", pv.Spec.CSI.VolumeHandle, name, err)
 	}
+	p.refreshCapacityAfterChange()
 	// The volume is gone: let the PV object go too. Retry conflicts here
 	// rather than the whole sync, which would call DeleteVolume again.
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {

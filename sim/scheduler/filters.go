@@ -21,6 +21,7 @@ const (
 	reasonNoPersistentVolumes = "node(s) didn't find available persistent volumes to bind"
 	reasonMaxVolumeCount      = "node(s) exceed max volume count"
 	reasonNotSelectedNode     = "node(s) didn't match the node selected for the pod's volumes"
+	reasonNotEnoughStorage    = "node(s) did not have enough free storage"
 	annSelectedNode           = "volume.kubernetes.io/selected-node"
 )
 
@@ -31,6 +32,9 @@ type podVolumes struct {
 	classes   map[string]*storagev1.StorageClass
 	available []*corev1.PersistentVolume // volumes a delayed claim could bind to
 	selected  string                     // a node already chosen for the delayed claims
+	// capacity says whether a volume of the claim's class and size can be
+	// made for the node, when its driver publishes storage capacity.
+	capacity func(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, node *corev1.Node) bool
 }
 
 // fits says why node cannot run pod, or "" when it can.
@@ -66,6 +70,9 @@ func fits(pod *corev1.Pod, node *corev1.Node, vols podVolumes, limit func(*corev
 		class := vols.classes[className(claim)]
 		if class == nil || class.Provisioner == "" || class.Provisioner == "kubernetes.io/no-provisioner" || !allowedOn(class, node) {
 			return reasonNoPersistentVolumes
+		}
+		if vols.capacity != nil && !vols.capacity(claim, class, node) {
+			return reasonNotEnoughStorage
 		}
 	}
 	if ok, err := limit(node); err == nil && !ok {

@@ -43,18 +43,20 @@ const (
 
 // Scheduler binds pending pods to nodes.
 type Scheduler struct {
-	client   kubernetes.Interface
-	events   record.EventRecorder
-	stopRecs func()
-	clock    clock.PassiveClock
-	pods     corelisters.PodLister
-	nodes    corelisters.NodeLister
-	claims   corelisters.PersistentVolumeClaimLister
-	volumes  corelisters.PersistentVolumeLister
-	classes  storagelisters.StorageClassLister
-	csiNodes storagelisters.CSINodeLister
-	queue    controller.Queue
-	synced   []cache.InformerSynced
+	client     kubernetes.Interface
+	events     record.EventRecorder
+	stopRecs   func()
+	clock      clock.PassiveClock
+	pods       corelisters.PodLister
+	nodes      corelisters.NodeLister
+	claims     corelisters.PersistentVolumeClaimLister
+	volumes    corelisters.PersistentVolumeLister
+	classes    storagelisters.StorageClassLister
+	csiNodes   storagelisters.CSINodeLister
+	drivers    storagelisters.CSIDriverLister
+	capacities storagelisters.CSIStorageCapacityLister
+	queue      controller.Queue
+	synced     []cache.InformerSynced
 
 	mu       sync.Mutex
 	attempts map[string]int // pod key → failed attempts, for the backoff
@@ -73,6 +75,8 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	csiNodeInf := factory.Storage().V1().CSINodes()
 	s.pods, s.nodes, s.claims, s.volumes = podInf.Lister(), nodeInf.Lister(), pvcInf.Lister(), pvInf.Lister()
 	s.classes, s.csiNodes = scInf.Lister(), csiNodeInf.Lister()
+	capInf := factory.Storage().V1().CSIStorageCapacities()
+	s.drivers, s.capacities = factory.Storage().V1().CSIDrivers().Lister(), capInf.Lister()
 	_, _ = podInf.Informer().AddEventHandler(controller.EnqueueHandler(s.queue))
 	// What can make a waiting pod fit moves it back to the queue, as the
 	// real scheduler's unschedulable queue does on cluster events.
@@ -80,11 +84,12 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		AddFunc:    func(any) { s.enqueuePending() },
 		UpdateFunc: func(any, any) { s.enqueuePending() },
 	}
-	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), pvcInf.Informer(), pvInf.Informer(), csiNodeInf.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), pvcInf.Informer(), pvInf.Informer(), csiNodeInf.Informer(), capInf.Informer()} {
 		_, _ = inf.AddEventHandler(wake)
 	}
 	s.synced = []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, pvcInf.Informer().HasSynced,
-		pvInf.Informer().HasSynced, scInf.Informer().HasSynced, csiNodeInf.Informer().HasSynced}
+		pvInf.Informer().HasSynced, scInf.Informer().HasSynced, csiNodeInf.Informer().HasSynced, capInf.Informer().HasSynced,
+		factory.Storage().V1().CSIDrivers().Informer().HasSynced}
 	return s
 }
 
@@ -194,8 +199,39 @@ func (s *Scheduler) podVolumes(pod *corev1.Pod) (podVolumes, string) {
 	}
 	if len(vols.delayed) > 0 {
 		vols.available, _ = s.volumes.List(labels.Everything())
+		vols.capacity = s.hasCapacity
 	}
 	return vols, ""
+}
+
+// hasCapacity is the volume binding plugin's capacity check: when the
+// class's CSIDriver has storageCapacity, some CSIStorageCapacity of the
+// class whose topology the node matches must fit the request (by its
+// maximumVolumeSize if set, else its capacity).
+func (s *Scheduler) hasCapacity(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, node *corev1.Node) bool {
+	drv, err := s.drivers.Get(class.Provisioner)
+	if err != nil || drv.Spec.StorageCapacity == nil || !*drv.Spec.StorageCapacity {
+		return true
+	}
+	request := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	all, _ := s.capacities.List(labels.Everything())
+	for _, c := range all {
+		if c.StorageClassName != class.Name || c.NodeTopology == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(c.NodeTopology)
+		if err != nil || !sel.Matches(labels.Set(node.Labels)) {
+			continue
+		}
+		size := c.Capacity
+		if c.MaximumVolumeSize != nil {
+			size = c.MaximumVolumeSize
+		}
+		if size != nil && size.Cmp(request) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // pickNode returns the first node by name that fits, or the message of why

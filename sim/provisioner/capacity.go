@@ -1,0 +1,107 @@
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Storage capacity tracking, as the sidecar does with --enable-capacity:
+// for every WaitForFirstConsumer class of the driver and every topology
+// segment of the nodes that run it, GetCapacity's answer is published as a
+// CSIStorageCapacity object, which the scheduler reads when the CSIDriver
+// has storageCapacity: true.
+
+// CapacityNamespace is where the objects are published (the sidecar uses
+// its own pod's namespace).
+const CapacityNamespace = "kube-system"
+
+// CapacityPollInterval is the sidecar's --capacity-poll-interval.
+const CapacityPollInterval = 60 // seconds
+
+const capacityKey = "capacity"
+
+// syncCapacity refreshes the CSIStorageCapacity objects.
+func (p *Provisioner) syncCapacity(ctx context.Context, _ string) error {
+	drv, err := p.drivers.Get(p.cfg.DriverName)
+	if err != nil || drv.Spec.StorageCapacity == nil || !*drv.Spec.StorageCapacity {
+		return nil
+	}
+	classes, err := p.classes.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	sort.Slice(classes, func(i, j int) bool { return classes[i].Name < classes[j].Name })
+	existing, err := p.capacities.CSIStorageCapacities(CapacityNamespace).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, class := range classes {
+		if class.Provisioner != p.cfg.DriverName || !delayed(class) {
+			continue
+		}
+		for _, seg := range p.driverSegments() {
+			if err := p.publishCapacity(ctx, class, seg, existing); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (p *Provisioner) publishCapacity(ctx context.Context, class *storagev1.StorageClass, seg map[string]string, existing []*storagev1.CSIStorageCapacity) error {
+	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	resp, err := p.csi.GetCapacity(callCtx, &csi.GetCapacityRequest{
+		Parameters:         driverParameters(class.Parameters),
+		AccessibleTopology: &csi.Topology{Segments: seg},
+		VolumeCapabilities: capabilities(nil, nil, class.Parameters[csiParameterPrefix+"fstype"], class.MountOptions),
+	})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("GetCapacity for class %s in %v: %w", class.Name, seg, err)
+	}
+	capacity := resource.NewQuantity(resp.GetAvailableCapacity(), resource.BinarySI)
+	var maxSize *resource.Quantity
+	if m := resp.GetMaximumVolumeSize(); m != nil {
+		maxSize = resource.NewQuantity(m.GetValue(), resource.BinarySI)
+	}
+	topology := &metav1.LabelSelector{MatchLabels: seg}
+	for _, c := range existing {
+		if c.StorageClassName != class.Name || c.NodeTopology == nil || !equalSegments(c.NodeTopology.MatchLabels, seg) {
+			continue
+		}
+		if c.Capacity != nil && c.Capacity.Cmp(*capacity) == 0 && equalQuantity(c.MaximumVolumeSize, maxSize) {
+			return nil
+		}
+		next := c.DeepCopy()
+		next.Capacity, next.MaximumVolumeSize = capacity, maxSize
+		_, err := p.client.StorageV1().CSIStorageCapacities(CapacityNamespace).Update(ctx, next, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			return nil // the next poll sees the newer object
+		}
+		return err
+	}
+	obj := &storagev1.CSIStorageCapacity{
+		ObjectMeta:        metav1.ObjectMeta{GenerateName: "csisc-", Namespace: CapacityNamespace},
+		NodeTopology:      topology,
+		StorageClassName:  class.Name,
+		Capacity:          capacity,
+		MaximumVolumeSize: maxSize,
+	}
+	_, err = p.client.StorageV1().CSIStorageCapacities(CapacityNamespace).Create(ctx, obj, metav1.CreateOptions{})
+	return err
+}
+
+func equalQuantity(a, b *resource.Quantity) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Cmp(*b) == 0
+}
