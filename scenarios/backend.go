@@ -43,6 +43,12 @@ type Simulated interface {
 	RunFor(ctx context.Context, d time.Duration) error
 }
 
+// FaultInjector is implemented by backends that can make faults happen
+// (the simulator; a kind cluster by other means).
+type FaultInjector interface {
+	InjectFault(ctx context.Context, f Fault) error
+}
+
 // unsupported returns why backend b cannot run step, or "" when it can.
 func unsupported(st *Step, b Backend) string {
 	var c *Check
@@ -51,6 +57,11 @@ func unsupported(st *Step, b Backend) string {
 		c = &st.Wait.Check
 	case st.Assert != nil:
 		c = &st.Assert.Check
+	}
+	if st.Fault != nil {
+		if _, ok := b.(FaultInjector); !ok {
+			return st.Fault.Type + " needs a backend that can inject faults (such as the simulator); this one cannot"
+		}
 	}
 	if c != nil && c.CSICalls != nil {
 		if _, ok := b.(CSICallSource); !ok {

@@ -40,6 +40,15 @@ func (ex *executor) execute(ctx context.Context, st Step) (stepOutcome, error) {
 		return ex.delete(ctx, st.Delete)
 	case st.Sleep != nil:
 		return ex.sleep(ctx, st.Sleep)
+	case st.Fault != nil:
+		inj, ok := ex.runner.Backend.(FaultInjector)
+		if !ok {
+			return stepOutcome{}, fmt.Errorf("this backend cannot inject %s", st.Fault.Type)
+		}
+		if err := inj.InjectFault(ctx, *st.Fault); err != nil {
+			return stepOutcome{}, fmt.Errorf("%s %s: %w", st.Fault.Type, st.Fault.Node, err)
+		}
+		return stepOutcome{detail: st.Fault.Type + " " + st.Fault.Node}, nil
 	}
 	return stepOutcome{}, errors.New("step has no action")
 }
@@ -198,7 +207,7 @@ func passed(c *Check, obj map[string]any) (stepOutcome, error) {
 }
 
 func (ex *executor) delete(ctx context.Context, d *Delete) (stepOutcome, error) {
-	found, err := ex.objects.delete(ctx, d.Object, d.Namespace, d.Propagation)
+	found, err := ex.objects.delete(ctx, d.Object, d.Namespace, deleteOpts{Propagation: d.Propagation, Force: d.Force})
 	if err != nil {
 		return stepOutcome{}, fmt.Errorf("delete %s: %w", d.Object, err)
 	}

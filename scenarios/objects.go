@@ -31,7 +31,7 @@ type objectStore interface {
 	// list returns every object of a kind as a list, with its "items".
 	list(ctx context.Context, kind, namespace, labelSelector string) (map[string]any, error)
 	// delete deletes the named object; found is false if it did not exist.
-	delete(ctx context.Context, ref ObjectRef, namespace, propagation string) (found bool, err error)
+	delete(ctx context.Context, ref ObjectRef, namespace string, opts deleteOpts) (found bool, err error)
 }
 
 const defaultNamespace = "default"
@@ -217,15 +217,25 @@ func (k *kubeObjects) list(ctx context.Context, kind, namespace, labelSelector s
 	return list.UnstructuredContent(), nil
 }
 
-func (k *kubeObjects) delete(ctx context.Context, ref ObjectRef, namespace, propagation string) (bool, error) {
+// deleteOpts are how a delete step deletes.
+type deleteOpts struct {
+	Propagation string // Foreground, Background, Orphan or "" for the server's choice
+	Force       bool   // grace period 0, as kubectl delete --force --grace-period=0
+}
+
+func (k *kubeObjects) delete(ctx context.Context, ref ObjectRef, namespace string, do deleteOpts) (bool, error) {
 	m, err := k.mappingForKind(ref.Kind)
 	if err != nil {
 		return false, err
 	}
 	var opts metav1.DeleteOptions
-	if propagation != "" {
-		policy := metav1.DeletionPropagation(propagation)
+	if do.Propagation != "" {
+		policy := metav1.DeletionPropagation(do.Propagation)
 		opts.PropagationPolicy = &policy
+	}
+	if do.Force {
+		zero := int64(0)
+		opts.GracePeriodSeconds = &zero
 	}
 	err = k.resource(m, namespace).Delete(ctx, ref.Name, opts)
 	if apierrors.IsNotFound(err) {

@@ -137,10 +137,10 @@ func TestKubeObjectsApplyGetListDelete(t *testing.T) {
 	}
 
 	// Delete: found, then not.
-	if found, err := o.delete(ctx, ObjectRef{"pv", "pv-1"}, "", "Foreground"); err != nil || !found {
+	if found, err := o.delete(ctx, ObjectRef{"pv", "pv-1"}, "", deleteOpts{Propagation: "Foreground"}); err != nil || !found {
 		t.Errorf("delete = %v, %v", found, err)
 	}
-	if found, err := o.delete(ctx, ObjectRef{"pv", "pv-1"}, "", ""); err != nil || found {
+	if found, err := o.delete(ctx, ObjectRef{"pv", "pv-1"}, "", deleteOpts{}); err != nil || found {
 		t.Errorf("second delete = %v, %v; want not found", found, err)
 	}
 	if obj, err := o.get(ctx, ObjectRef{"pv", "pv-1"}, ""); err != nil || obj != nil {
@@ -171,7 +171,7 @@ func TestKubeObjectsDeleteOptions(t *testing.T) {
 	if _, err := c.objects.apply(ctx, configMapLike("Pod", "v1", "app", nil), ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.objects.delete(ctx, ObjectRef{"pod", "app"}, "", "Background"); err != nil {
+	if _, err := c.objects.delete(ctx, ObjectRef{"pod", "app"}, "", deleteOpts{Propagation: "Background"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range c.client.Actions() {

@@ -308,6 +308,8 @@ func (p *parser) parseStep(index int, n *yaml.Node) Step {
 		if d, ok := p.duration(v, "sleep"); ok {
 			st.Sleep = &Sleep{Duration: d}
 		}
+	case FaultNodeLoss, FaultNodeReturn, FaultOutOfService:
+		st.Fault = p.fault(v, p.action)
 	}
 	if f.has("name") {
 		st.Name, _ = p.nonEmpty(f.vals["name"], "name")
@@ -354,6 +356,8 @@ func defaultStepName(st Step) string {
 		return "delete " + st.Delete.Object.String()
 	case st.Sleep != nil:
 		return "sleep " + st.Sleep.Duration.String()
+	case st.Fault != nil:
+		return st.Fault.Type + " " + st.Fault.Node
 	}
 	return ""
 }
@@ -652,7 +656,7 @@ func (p *parser) checkCSIMethod(n *yaml.Node, name string) bool {
 var propagationPolicies = []string{"Foreground", "Background", "Orphan"}
 
 func (p *parser) delete(n *yaml.Node) *Delete {
-	f, ok := p.mapping(n, "delete", "object", "namespace", "propagation", "ignoreNotFound")
+	f, ok := p.mapping(n, "delete", "object", "namespace", "propagation", "ignoreNotFound", "force")
 	if !ok {
 		return nil
 	}
@@ -689,5 +693,25 @@ func (p *parser) delete(n *yaml.Node) *Delete {
 	if f.has("ignoreNotFound") {
 		d.IgnoreNotFound, _ = p.boolean(f.vals["ignoreNotFound"], "ignoreNotFound")
 	}
+	if f.has("force") {
+		d.Force, _ = p.boolean(f.vals["force"], "force")
+	}
 	return d
+}
+
+// fault reads a fault step: {node: NAME}.
+func (p *parser) fault(n *yaml.Node, kind string) *Fault {
+	f, ok := p.mapping(n, kind, "node")
+	if !ok {
+		return nil
+	}
+	if !f.has("node") {
+		p.fail(n, "%s needs node: (the node's name)", kind)
+		return nil
+	}
+	node, ok := p.nonEmpty(f.vals["node"], "node")
+	if !ok {
+		return nil
+	}
+	return &Fault{Type: kind, Node: node}
 }

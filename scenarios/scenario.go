@@ -41,6 +41,7 @@ type Step struct {
 	Assert *Assert
 	Delete *Delete
 	Sleep  *Sleep
+	Fault  *Fault
 }
 
 // Action names the step's action as written in the file: "apply", "wait", ...
@@ -56,6 +57,8 @@ func (s *Step) Action() string {
 		return actionDelete
 	case s.Sleep != nil:
 		return actionSleep
+	case s.Fault != nil:
+		return s.Fault.Type
 	}
 	return ""
 }
@@ -67,9 +70,27 @@ const (
 	actionAssert = "assert"
 	actionDelete = "delete"
 	actionSleep  = "sleep"
+	// Faults.
+	FaultNodeLoss     = "node-loss"
+	FaultNodeReturn   = "node-return"
+	FaultOutOfService = "out-of-service"
 )
 
-var actionKeys = []string{actionApply, actionWait, actionAssert, actionDelete, actionSleep}
+var (
+	faultKeys  = []string{FaultNodeLoss, FaultNodeReturn, FaultOutOfService}
+	actionKeys = append([]string{actionApply, actionWait, actionAssert, actionDelete, actionSleep}, faultKeys...)
+)
+
+// Fault is something that goes wrong, injected by the backend:
+//   - node-loss: the node's kubelet and CSI node plugin stop; its mounts and
+//     attachments stay, its Lease is no longer renewed;
+//   - node-return: they start again;
+//   - out-of-service: the node gets the node.kubernetes.io/out-of-service
+//     taint, as an administrator marks a node shut down for good.
+type Fault struct {
+	Type string
+	Node string
+}
 
 // Apply creates each object, or replaces it when it already exists.
 type Apply struct {
@@ -161,6 +182,9 @@ type Delete struct {
 	Propagation string
 	// IgnoreNotFound makes deleting an object that does not exist a pass.
 	IgnoreNotFound bool
+	// Force deletes with grace period 0 (kubectl delete --force
+	// --grace-period=0): the object goes without waiting for its kubelet.
+	Force bool
 }
 
 // Sleep pauses the scenario on the runner's clock.

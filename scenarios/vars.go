@@ -118,6 +118,10 @@ func expandStep(s Step, vars map[string]string) (Step, error) {
 		d.Object = x.ref(d.Object)
 		d.Namespace = x.str(d.Namespace)
 		out.Delete = &d
+	case s.Fault != nil:
+		f := *s.Fault
+		f.Node = x.str(f.Node)
+		out.Fault = &f
 	}
 	if x.err != nil {
 		return s, x.err

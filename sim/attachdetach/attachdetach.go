@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -27,6 +29,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
 )
@@ -34,6 +37,14 @@ import (
 // AnnControllerManagedAttachDetach is set on a Node by its kubelet when the
 // controller, not the kubelet, attaches and detaches its volumes.
 const AnnControllerManagedAttachDetach = "volumes.kubernetes.io/controller-managed-attach-detach"
+
+// MaxWaitForUnmountDuration is how long the controller waits for an
+// unhealthy node's kubelet to unmount a volume before detaching it anyway.
+const MaxWaitForUnmountDuration = 6 * time.Minute
+
+// TaintOutOfService marks a node shut down for good: its volumes are
+// detached at once (non-graceful node shutdown).
+const TaintOutOfService = "node.kubernetes.io/out-of-service"
 
 // AttachmentName is the VolumeAttachment name the real controller uses
 // (getAttachmentName in pkg/volume/csi): csi-<sha256 of the volume
@@ -63,15 +74,18 @@ type Controller struct {
 	queue    controller.Queue
 	synced   []cache.InformerSynced
 
-	mu       sync.Mutex
-	reported map[string]bool // pod UID + volume: SuccessfulAttachVolume sent
+	clock clock.PassiveClock
+
+	mu        sync.Mutex
+	reported  map[string]bool      // pod UID + volume: SuccessfulAttachVolume sent
+	undesired map[string]time.Time // attachment → since when no pod wants it
 }
 
 // New wires the controller to the factory's informers.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
 	events, stop := rt.NewEventRecorder(client, "attachdetach-controller", "")
-	c := &Controller{client: client, events: events, stopRecs: stop, queue: rt.NewQueue("attachdetach"),
-		reported: map[string]bool{}}
+	c := &Controller{client: client, events: events, stopRecs: stop, queue: rt.NewQueue("attachdetach"), clock: rt.Clock,
+		reported: map[string]bool{}, undesired: map[string]time.Time{}}
 	podInf := factory.Core().V1().Pods()
 	nodeInf := factory.Core().V1().Nodes()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
@@ -90,6 +104,12 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	_, _ = vaInf.Informer().AddEventHandler(c.handler(func(obj any) []string {
 		return []string{obj.(*storagev1.VolumeAttachment).Spec.NodeName}
 	}))
+	// An attachment that goes may free its volume for another node.
+	_, _ = vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) {
+		for _, n := range c.allNodeNames() {
+			c.queue.Add(n)
+		}
+	}})
 	// A claim getting bound can make a pod's volume attachable anywhere.
 	allNodes := func(any) []string { return c.allNodeNames() }
 	_, _ = pvcInf.Informer().AddEventHandler(c.handler(allNodes))
@@ -231,6 +251,10 @@ func (c *Controller) attachRequired(driver string) bool {
 func (c *Controller) attach(ctx context.Context, name string, w *wanted, nodeName string) error {
 	va, err := c.vas.Get(name)
 	if apierrors.IsNotFound(err) {
+		if other := c.attachedElsewhere(w.pv, nodeName); other != "" && !multiAttachable(w.pv) {
+			c.reportMultiAttach(w, other)
+			return nil // the other attachment's deletion brings the node back
+		}
 		pvName := w.pv.Name
 		va = &storagev1.VolumeAttachment{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -274,12 +298,30 @@ func (c *Controller) detachUnneeded(ctx context.Context, node *corev1.Node, desi
 	if err != nil {
 		return err
 	}
+	now := c.clock.Now()
 	for _, va := range vas {
-		if va.Spec.NodeName != node.Name || desired[va.Name] != nil || va.DeletionTimestamp != nil {
+		if va.Spec.NodeName != node.Name || va.DeletionTimestamp != nil {
 			continue
 		}
+		if desired[va.Name] != nil {
+			c.setUndesired(va.Name, false)
+			continue
+		}
+		since := c.setUndesired(va.Name, true)
 		if c.inUse(node, va) {
-			continue // the node's status update will bring us back
+			// The kubelet still mounts it, or says so: wait — unless the node
+			// is marked out of service, or is unhealthy and has been for
+			// longer than maxWaitForUnmountDuration since the volume was
+			// wanted, when the real controller detaches it anyway.
+			switch {
+			case hasTaint(node, TaintOutOfService) && !nodeReady(node):
+			case !nodeReady(node) && !now.Before(since.Add(MaxWaitForUnmountDuration)):
+			case !nodeReady(node):
+				c.queue.AddAfter(node.Name, since.Add(MaxWaitForUnmountDuration).Sub(now))
+				continue
+			default:
+				continue // the node's status update will bring us back
+			}
 		}
 		err := c.client.StorageV1().VolumeAttachments().Delete(ctx, va.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -332,4 +374,82 @@ func (c *Controller) reportAttached(ctx context.Context, node *corev1.Node) erro
 		return fmt.Errorf("updating volumesAttached of node %s: %w", node.Name, err)
 	}
 	return nil
+}
+
+// setUndesired records since when an attachment has not been wanted and
+// returns that time (zero when it is wanted).
+func (c *Controller) setUndesired(name string, undesired bool) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !undesired {
+		delete(c.undesired, name)
+		return time.Time{}
+	}
+	since, ok := c.undesired[name]
+	if !ok {
+		since = c.clock.Now()
+		c.undesired[name] = since
+	}
+	return since
+}
+
+// attachedElsewhere names a node the volume is attached (or being attached)
+// to, other than nodeName.
+func (c *Controller) attachedElsewhere(pv *corev1.PersistentVolume, nodeName string) string {
+	vas, _ := c.vas.List(labels.Everything())
+	for _, va := range vas {
+		if src := va.Spec.Source.PersistentVolumeName; src != nil && *src == pv.Name && va.Spec.NodeName != nodeName {
+			return va.Spec.NodeName
+		}
+	}
+	return ""
+}
+
+// multiAttachable: the volume's access modes let it be on several nodes.
+func multiAttachable(pv *corev1.PersistentVolume) bool {
+	return slices.ContainsFunc(pv.Spec.AccessModes, func(m corev1.PersistentVolumeAccessMode) bool {
+		return m == corev1.ReadWriteMany || m == corev1.ReadOnlyMany
+	})
+}
+
+// reportMultiAttach tells the pods that want the volume why it is not
+// attached, in the real controller's words: naming the pods that use it on
+// the other node in the same namespace, or saying it is exclusively
+// attached.
+func (c *Controller) reportMultiAttach(w *wanted, otherNode string) {
+	for _, pod := range w.pods {
+		var users []string
+		pods, _ := c.pods.Pods(pod.Namespace).List(labels.Everything())
+		for _, p := range pods {
+			if p.Spec.NodeName != otherNode {
+				continue
+			}
+			for _, v := range p.Spec.Volumes {
+				if v.PersistentVolumeClaim == nil {
+					continue
+				}
+				if pv := c.boundVolume(p.Namespace, v.PersistentVolumeClaim.ClaimName); pv != nil && pv.Name == w.pv.Name {
+					users = append(users, p.Name)
+				}
+			}
+		}
+		msg := fmt.Sprintf("Multi-Attach error for volume %q Volume is already exclusively attached to one node and can't be attached to another", w.pv.Name)
+		if len(users) > 0 {
+			msg = fmt.Sprintf("Multi-Attach error for volume %q Volume is already used by pod(s) %s", w.pv.Name, strings.Join(users, ", "))
+		}
+		c.events.Event(pod, corev1.EventTypeWarning, "FailedAttachVolume", msg)
+	}
+}
+
+func hasTaint(node *corev1.Node, key string) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

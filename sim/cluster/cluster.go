@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,6 +42,7 @@ import (
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/kubelet"
 	"github.com/csisim/csisim/sim/loop"
+	"github.com/csisim/csisim/sim/nodelifecycle"
 	"github.com/csisim/csisim/sim/provisioner"
 	"github.com/csisim/csisim/sim/pvcontroller"
 	"github.com/csisim/csisim/sim/scheduler"
@@ -95,7 +97,7 @@ type Config struct {
 // Components are the simulated control-plane components, by the user agent
 // they write as (and the name Config.Without takes).
 var Components = []string{"persistentvolume-binder", "attachdetach-controller", "default-scheduler",
-	"external-provisioner", "external-attacher"}
+	"node-controller", "external-provisioner", "external-attacher"}
 
 // Cluster is a running simulated cluster.
 type Cluster struct {
@@ -107,6 +109,7 @@ type Cluster struct {
 	rt      controller.Runtime
 	rec     *trace.Recorder
 	drivers []*launch.Process
+	nodes   map[string]*nodeParts // what makes up each node, for faults
 	mocks   []*mock.Server
 	backend *mock.Backend
 	conns   []*csiclient.Conn
@@ -141,7 +144,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	clk := testingclock.NewFakeClock(time.Now().Truncate(time.Second))
-	c = &Cluster{cfg: cfg, root: root, clock: clk, rec: trace.New(clk), cancel: cancel}
+	c = &Cluster{cfg: cfg, root: root, clock: clk, rec: trace.New(clk), cancel: cancel, nodes: map[string]*nodeParts{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Close())
@@ -235,17 +238,31 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node, name string) (str
 		nodeID = "controller"
 	}
 	vars := launch.Vars{Endpoint: "unix://" + socket, NodeID: nodeID, StateDir: stateDir, Root: c.root.Path("storage")}
-	p, err := launch.Start(context.Background(), "driver "+name, tmpl, vars, c.cfg.DriverLog)
-	if err != nil {
+	if mode == "node" {
+		c.nodes[node] = &nodeParts{template: tmpl, vars: vars, name: name}
+	}
+	if err := c.launch(ctx, name, tmpl, vars, node); err != nil {
 		return "", err
 	}
+	return vars.Endpoint, nil
+}
+
+// launch starts one driver process and waits until it is ready.
+func (c *Cluster) launch(ctx context.Context, name string, tmpl launch.Template, vars launch.Vars, node string) error {
+	p, err := launch.Start(context.Background(), "driver "+name, tmpl, vars, c.cfg.DriverLog)
+	if err != nil {
+		return err
+	}
 	c.drivers = append(c.drivers, p)
+	if parts := c.nodes[node]; parts != nil {
+		parts.process = p
+	}
 	readyCtx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()
 	if err := p.WaitReady(readyCtx); err != nil {
-		return "", fmt.Errorf("driver %s did not become ready: %w", name, err)
+		return fmt.Errorf("driver %s did not become ready: %w", name, err)
 	}
-	return vars.Endpoint, nil
+	return nil
 }
 
 // startMock serves the mock driver for one plugin; all plugins share one
@@ -309,6 +326,7 @@ func (c *Cluster) informers(cs kubernetes.Interface, podFieldSelector string) (i
 		{&storagev1.CSINode{}, storagev1.SchemeGroupVersion.WithResource("csinodes"), ""},
 		{&storagev1.VolumeAttachment{}, storagev1.SchemeGroupVersion.WithResource("volumeattachments"), ""},
 		{&storagev1.CSIStorageCapacity{}, storagev1.SchemeGroupVersion.WithResource("csistoragecapacities"), ""},
+		{&coordinationv1.Lease{}, coordinationv1.SchemeGroupVersion.WithResource("leases"), ""},
 	} {
 		inf, err := c.loop.NewInformer(k.gvr, k.selector)
 		if err != nil {
@@ -363,6 +381,11 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			c.loop.Every(provisioner.CapacityPollInterval*time.Second, p.PollCapacity)
 			return p.Workers()
 		}),
+		component("node-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			nl := nodelifecycle.New(cs, f, c.rt)
+			c.loop.Every(nodelifecycle.MonitorPeriod, nl.Monitor)
+			return nl.Workers()
+		}),
 		component("external-attacher", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			return attacher.New(attacher.Config{DriverName: drv}, cs, f, attConn.Controller, c.rt).Workers()
 		}),
@@ -391,6 +414,9 @@ func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error
 	}
 	c.loop.AddWorkers(k.Workers()...)
 	c.loop.Every(kubelet.HeartbeatInterval, k.Heartbeat)
+	if parts := c.nodes[node]; parts != nil {
+		parts.kubelet = k
+	}
 	return nil
 }
 

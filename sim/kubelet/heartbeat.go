@@ -21,8 +21,17 @@ const (
 )
 
 // Heartbeat renews the node's Lease, creating it owned by the Node the
-// first time, as the real kubelet does.
+// first time, and posts the Ready condition again if the node lifecycle
+// controller has marked it otherwise, as the real kubelet does. A stopped
+// kubelet does nothing.
 func (k *Kubelet) Heartbeat(ctx context.Context) {
+	if k.Stopped() {
+		return
+	}
+	if err := k.postReady(ctx); err != nil {
+		k.events.Eventf(&corev1.ObjectReference{Kind: "Node", Name: k.cfg.NodeName, APIVersion: "v1"},
+			corev1.EventTypeWarning, "NodeStatusUpdateFailed", "%v", err)
+	}
 	if err := k.renewLease(ctx); err != nil {
 		k.events.Eventf(&corev1.ObjectReference{Kind: "Node", Name: k.cfg.NodeName, UID: "", APIVersion: "v1"},
 			corev1.EventTypeWarning, "LeaseRenewFailed", "%v", err)
@@ -53,4 +62,41 @@ func (k *Kubelet) renewLease(ctx context.Context) error {
 	lease.Spec.RenewTime = &now
 	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 	return err
+}
+
+// postReady sets the node's Ready condition True if it is not.
+func (k *Kubelet) postReady(ctx context.Context) error {
+	node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	now := metav1.NewTime(k.clock.Now()).Rfc3339Copy()
+	for i, c := range node.Status.Conditions {
+		if c.Type != corev1.NodeReady {
+			continue
+		}
+		if c.Status == corev1.ConditionTrue {
+			return nil
+		}
+		node.Status.Conditions[i] = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}
+		_, err := k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		return err
+	}
+	return nil
+}
+
+// Stop makes the kubelet stop working, as when its node is lost: no
+// heartbeats; the cluster also stops running its volume manager.
+func (k *Kubelet) Stop(stopped bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.stopped = stopped
+}
+
+// Stopped reports whether Stop(true) was called last.
+func (k *Kubelet) Stopped() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.stopped
 }

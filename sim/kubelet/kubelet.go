@@ -81,9 +81,10 @@ type Kubelet struct {
 	queue   controller.Queue
 	synced  []cache.InformerSynced
 
-	mu     sync.Mutex
-	actual actualState
-	inUse  []corev1.UniqueVolumeName // last volumesInUse reported
+	mu      sync.Mutex
+	stopped bool
+	actual  actualState
+	inUse   []corev1.UniqueVolumeName // last volumesInUse reported
 }
 
 // actualState is what is mounted on the node: the volume manager's

@@ -46,9 +46,21 @@ type Loop struct {
 }
 
 type worker struct {
-	name  string
-	queue *Queue
-	sync  controller.Sync
+	name   string
+	queue  *Queue
+	sync   controller.Sync
+	paused bool
+}
+
+// Pause stops (or resumes) running the named worker's keys: they wait in
+// its queue, as a stopped process's work does.
+func (l *Loop) Pause(name string, paused bool) {
+	for _, w := range l.workers {
+		if w.name == name {
+			w.paused = paused
+		}
+	}
+	l.wake()
 }
 
 // New returns a loop for the API server api, on clock, seeded with seed.
@@ -167,7 +179,7 @@ func (l *Loop) step(ctx context.Context) bool {
 	l.deliver()
 	var ready []*worker
 	for _, w := range l.workers {
-		if w.queue.Len() > 0 {
+		if !w.paused && w.queue.Len() > 0 {
 			ready = append(ready, w)
 		}
 	}

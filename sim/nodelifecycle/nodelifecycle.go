@@ -1,0 +1,328 @@
+// Package nodelifecycle is the simulated node lifecycle of
+// kube-controller-manager: the node lifecycle controller (a node whose
+// kubelet stops renewing its Lease for the grace period becomes Unknown and
+// gets the unreachable taints, its pods NotReady), the taint eviction
+// controller (pods that do not tolerate a NoExecute taint, or only for some
+// seconds, are deleted), and the part of the pod garbage collector that
+// force-deletes terminating pods on nodes marked out of service.
+package nodelifecycle
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/csisim/csisim/sim/controller"
+)
+
+// The real defaults (kube-controller-manager v1.37 --help).
+const (
+	// MonitorPeriod is --node-monitor-period.
+	MonitorPeriod = 5 * time.Second
+	// GracePeriod is --node-monitor-grace-period.
+	GracePeriod = 50 * time.Second
+)
+
+// Taints the node lifecycle and the non-graceful shutdown use.
+const (
+	TaintUnreachable  = "node.kubernetes.io/unreachable"
+	TaintOutOfService = "node.kubernetes.io/out-of-service"
+)
+
+// Controller watches node heartbeats and acts on lost nodes.
+type Controller struct {
+	client   kubernetes.Interface
+	events   record.EventRecorder
+	clock    clock.PassiveClock
+	nodes    corelisters.NodeLister
+	pods     corelisters.PodLister
+	leases   coordinationlisters.LeaseLister
+	queue    controller.Queue
+	stopRecs func()
+}
+
+// New wires the controller to the factory's informers.
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
+	events, stop := rt.NewEventRecorder(client, "node-controller", "")
+	c := &Controller{client: client, events: events, stopRecs: stop, clock: rt.Clock, queue: rt.NewQueue("node-lifecycle"),
+		nodes: factory.Core().V1().Nodes().Lister(), pods: factory.Core().V1().Pods().Lister(),
+		leases: factory.Coordination().V1().Leases().Lister()}
+	// Taints and pods change what eviction must do; heartbeats are looked
+	// at every MonitorPeriod, as the real controller does.
+	_, _ = factory.Core().V1().Nodes().Informer().AddEventHandler(controller.EnqueueHandler(c.queue))
+	return c
+}
+
+// Workers are the controller's queue and sync function.
+func (c *Controller) Workers() []controller.Worker {
+	return []controller.Worker{{Name: "node-lifecycle", Queue: c.queue, Sync: c.syncNode}}
+}
+
+// Monitor queues every node; run it every MonitorPeriod.
+func (c *Controller) Monitor(context.Context) {
+	nodes, _ := c.nodes.List(labels.Everything())
+	for _, n := range nodes {
+		c.queue.Add(n.Name)
+	}
+}
+
+// Run runs the controller on goroutines until ctx is done.
+func (c *Controller) Run(ctx context.Context) {
+	defer c.stopRecs()
+	go func() {
+		t := time.NewTicker(MonitorPeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				c.Monitor(ctx)
+			}
+		}
+	}()
+	controller.RunAll(ctx, c.Workers()...)
+}
+
+func (c *Controller) syncNode(ctx context.Context, name string) error {
+	node, err := c.nodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := c.clock.Now()
+	if c.lastHeartbeat(node).Add(GracePeriod).Before(now) {
+		if err := c.markUnknown(ctx, node); err != nil {
+			return err
+		}
+	} else if ready(node) == corev1.ConditionTrue && hasTaint(node, TaintUnreachable) {
+		if err := c.setUnreachableTaints(ctx, node, false); err != nil {
+			return err
+		}
+	}
+	if err := c.evict(ctx, node); err != nil {
+		return err
+	}
+	return c.collectOutOfService(ctx, node)
+}
+
+// lastHeartbeat is the later of the Lease renewal and the Ready
+// condition's heartbeat.
+func (c *Controller) lastHeartbeat(node *corev1.Node) time.Time {
+	var last time.Time
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.LastHeartbeatTime.After(last) {
+			last = cond.LastHeartbeatTime.Time
+		}
+	}
+	if lease, err := c.leases.Leases(corev1.NamespaceNodeLease).Get(node.Name); err == nil && lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(last) {
+		last = lease.Spec.RenewTime.Time
+	}
+	if last.IsZero() {
+		last = node.CreationTimestamp.Time
+	}
+	return last
+}
+
+func ready(node *corev1.Node) corev1.ConditionStatus {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return corev1.ConditionUnknown
+}
+
+func hasTaint(node *corev1.Node, key string) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
+}
+
+// markUnknown sets the node's conditions Unknown, taints it unreachable and
+// marks its pods not ready.
+func (c *Controller) markUnknown(ctx context.Context, node *corev1.Node) error {
+	if ready(node) != corev1.ConditionUnknown {
+		n := node.DeepCopy()
+		now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
+		for i := range n.Status.Conditions {
+			cond := &n.Status.Conditions[i]
+			cond.Status, cond.Reason, cond.Message, cond.LastTransitionTime = corev1.ConditionUnknown,
+				"NodeStatusUnknown", "Kubelet stopped posting node status.", now
+		}
+		if _, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("marking node %s Unknown: %w", node.Name, err)
+		}
+		c.events.Eventf(node, corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", node.Name)
+		if err := c.markPodsNotReady(ctx, node.Name); err != nil {
+			return err
+		}
+	}
+	if !hasTaint(node, TaintUnreachable) {
+		fresh, err := c.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return c.setUnreachableTaints(ctx, fresh, true)
+	}
+	return nil
+}
+
+// setUnreachableTaints adds or removes the NoSchedule and NoExecute
+// unreachable taints.
+func (c *Controller) setUnreachableTaints(ctx context.Context, node *corev1.Node, add bool) error {
+	n := node.DeepCopy()
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == TaintUnreachable })
+	if add {
+		now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
+		n.Spec.Taints = append(n.Spec.Taints,
+			corev1.Taint{Key: TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &now},
+			corev1.Taint{Key: TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &now})
+	}
+	if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("tainting node %s: %w", node.Name, err)
+	}
+	return nil
+}
+
+func (c *Controller) markPodsNotReady(ctx context.Context, nodeName string) error {
+	pods, _ := c.pods.List(labels.Everything())
+	for _, pod := range pods {
+		if pod.Spec.NodeName != nodeName {
+			continue
+		}
+		p := pod.DeepCopy()
+		changed := false
+		for i := range p.Status.Conditions {
+			if p.Status.Conditions[i].Type == corev1.PodReady && p.Status.Conditions[i].Status != corev1.ConditionFalse {
+				p.Status.Conditions[i].Status = corev1.ConditionFalse
+				p.Status.Conditions[i].LastTransitionTime = metav1.NewTime(c.clock.Now()).Rfc3339Copy()
+				changed = true
+			}
+		}
+		if !changed {
+			continue
+		}
+		if _, err := c.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// evict deletes the node's pods that do not tolerate its NoExecute taints,
+// at once or when their tolerationSeconds have passed since the taint.
+func (c *Controller) evict(ctx context.Context, node *corev1.Node) error {
+	var noExecute []corev1.Taint
+	for _, t := range node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoExecute {
+			noExecute = append(noExecute, t)
+		}
+	}
+	if len(noExecute) == 0 {
+		return nil
+	}
+	pods, _ := c.pods.List(labels.Everything())
+	now := c.clock.Now()
+	var wait time.Duration
+	for _, pod := range pods {
+		if pod.Spec.NodeName != node.Name || pod.DeletionTimestamp != nil {
+			continue
+		}
+		due, ok := evictionTime(pod, noExecute)
+		if !ok {
+			continue // tolerated for ever
+		}
+		if due.After(now) {
+			if w := due.Sub(now); wait == 0 || w < wait {
+				wait = w
+			}
+			continue
+		}
+		c.events.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
+		err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	if wait > 0 {
+		c.queue.AddAfter(node.Name, wait)
+	}
+	return nil
+}
+
+// evictionTime is when a pod must go for the taints: at once for a taint
+// it does not tolerate, at the taint's time plus the shortest
+// tolerationSeconds otherwise; ok is false when every taint is tolerated
+// for ever.
+func evictionTime(pod *corev1.Pod, taints []corev1.Taint) (time.Time, bool) {
+	var due time.Time
+	found := false
+	for _, t := range taints {
+		added := time.Time{}
+		if t.TimeAdded != nil {
+			added = t.TimeAdded.Time
+		}
+		seconds, tolerated, forever := toleration(pod, t)
+		switch {
+		case !tolerated:
+			return added, true
+		case forever:
+			continue
+		}
+		at := added.Add(time.Duration(seconds) * time.Second)
+		if !found || at.Before(due) {
+			due, found = at, true
+		}
+	}
+	return due, found
+}
+
+func toleration(pod *corev1.Pod, taint corev1.Taint) (seconds int64, tolerated, forever bool) {
+	for _, tol := range pod.Spec.Tolerations {
+		if !tol.ToleratesTaint(klog.Background(), &taint, false) {
+			continue
+		}
+		if tol.TolerationSeconds == nil {
+			return 0, true, true
+		}
+		if !tolerated || *tol.TolerationSeconds < seconds {
+			seconds, tolerated = *tol.TolerationSeconds, true
+		}
+	}
+	return seconds, tolerated, false
+}
+
+// collectOutOfService force-deletes the terminating pods of a node that is
+// not ready and carries the out-of-service taint: the non-graceful node
+// shutdown, done by the pod garbage collector.
+func (c *Controller) collectOutOfService(ctx context.Context, node *corev1.Node) error {
+	if !hasTaint(node, TaintOutOfService) || ready(node) == corev1.ConditionTrue {
+		return nil
+	}
+	pods, _ := c.pods.List(labels.Everything())
+	zero := int64(0)
+	for _, pod := range pods {
+		if pod.Spec.NodeName != node.Name || pod.DeletionTimestamp == nil {
+			continue
+		}
+		err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("force-deleting pod %s/%s on out-of-service node %s: %w", pod.Namespace, pod.Name, node.Name, err)
+		}
+	}
+	return nil
+}
