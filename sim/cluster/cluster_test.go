@@ -138,3 +138,82 @@ func BenchmarkProvision1000Claims(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAttachMountLifecycle: full lifecycles of 100 pods, each with its
+// own claim, across ten nodes — provision, attach, stage, publish, pod
+// Running, then pod deleted, unpublish, unstage, detach — with the mock
+// driver and with csisim's own (real bind mounts).
+func BenchmarkAttachMountLifecycle(b *testing.B) {
+	const pods = 100
+	for _, mock := range []bool{true, false} {
+		name := "hostpath"
+		if mock {
+			name = "mock"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				ctx := context.Background()
+				c, err := Start(ctx, Config{Nodes: nodeNames(10), Mock: mock, DriverBinary: csisimBinary, Seed: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				if err := runLifecycles(ctx, c, pods); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(pods/time.Since(start).Seconds(), "lifecycles/s")
+				if err := c.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// runLifecycles provisions n claims, runs a pod on each (spread over the
+// nodes by nodeName), waits until all run, deletes the pods and waits until
+// every volume is detached.
+func runLifecycles(ctx context.Context, c *Cluster, n int) error {
+	if err := provisionClaims(ctx, c, n, 10*time.Minute); err != nil {
+		return err
+	}
+	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+	nodes := c.cfg.Nodes
+	for i := 0; i < n; i++ {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: nodes[i%len(nodes)], Containers: []corev1.Container{{Name: "app", Image: "busybox"}},
+				Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: fmt.Sprintf("data-%d", i)}}}}}}
+		if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	allRunning := func() (bool, error) {
+		list, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range list.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+		}
+		return len(list.Items) == n, nil
+	}
+	if err := c.RunUntil(ctx, 10*time.Minute, allRunning); err != nil {
+		return fmt.Errorf("waiting for the pods to run: %w", err)
+	}
+	for i := 0; i < n; i++ {
+		if err := cs.CoreV1().Pods("default").Delete(ctx, fmt.Sprintf("app-%d", i), metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+	}
+	return c.RunUntil(ctx, 10*time.Minute, func() (bool, error) {
+		vas, err := cs.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		return err == nil && len(vas.Items) == 0 && len(pods.Items) == 0, err
+	})
+}
