@@ -38,10 +38,14 @@ e2e:
 
 # fidelity: csisim measured against the real components, built once from the
 # Go module proxy into a cache outside the repo (realkube/README.md; about
-# 30 minutes cold, a minute warm): the real control plane, and the upstream
-# CSI sidecars driving csisim's API server and driver.
+# 30 minutes cold, a minute warm): the real control plane, the upstream CSI
+# sidecars driving csisim's API server and driver, the scenario library on a
+# real control plane with simulated kubelets (realcluster), and csisim diff.
+# Last, the divergence report of the basic lifecycle, printed whatever it says.
 fidelity: realkube-bins
-	CSISIM_REALKUBE=required $(GO) test -count=1 ./realkube/ ./fidelity/
+	CSISIM_REALKUBE=required $(GO) test -count=1 ./realkube/ ./fidelity/ ./realcluster/ ./diff/
+	CSISIM_REALKUBE=required $(GO) test -count=1 ./cmd/csisim/ -ginkgo.focus='csisim diff'
+	$(GO) run ./cmd/csisim diff scenarios/library/basic-lifecycle.yaml || true
 
 clean:
 	rm -rf bin

@@ -14,6 +14,7 @@ const usage = `csisim emulates the Kubernetes CSI volume lifecycle on one machin
 
 Usage:
   csisim run [flags] SCENARIO.yaml   run a scenario on the simulator and print its timeline
+  csisim diff [flags] SCENARIO.yaml  run a scenario on the simulator and on a real control plane and report the differences
   csisim serve [flags]               run a simulated cluster for kubectl until Ctrl-C (see csisim serve --help)
   csisim driver [flags]              run csisim's CSI driver on a unix socket (see csisim driver --help)
   csisim help                        show this help
@@ -33,6 +34,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return runScenario(args[1:], stdout, stderr)
+	case "diff":
+		return diffScenario(args[1:], stdout, stderr)
 	case "serve":
 		return serve(args[1:], stdout, stderr)
 	case "driver":

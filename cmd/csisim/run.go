@@ -12,7 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/csisim/csisim/drivers/launch"
+	"github.com/csisim/csisim/realcluster"
+	"github.com/csisim/csisim/realkube"
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
@@ -25,7 +29,8 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("csisim run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	seed := fs.Uint64("seed", 1, "seed for UIDs and generated names; the same seed gives the same names")
-	driverLog := fs.String("driver-log", "", "write the CSI driver processes' output to this file")
+	driverLog := fs.String("driver-log", "", "write the CSI driver processes' output to this file\n"+
+		"(with --backend realkube: every process's, the control plane's and sidecars' too)")
 	quiet := fs.Bool("quiet", false, "print only the result, not the timeline")
 	driverCommand := fs.String("driver-command", "", "run this CSI driver instead of csisim's own, for the controller and every node:\n"+
 		"a command line whose words may contain {endpoint}, {nodeID}, {stateDir} and {root}, e.g.\n"+
@@ -34,6 +39,8 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	mockDriver := fs.Bool("mock-driver", false, "use the in-memory mock CSI driver (no mounts, no root needed)")
 	traceFile := fs.String("trace", "", "also write the timeline to this file, without wall-clock durations:\n"+
 		"two runs with the same seed and scenario write the same file")
+	backend := fs.String("backend", "sim", "where to run: sim, the simulator, or realkube, a real control plane (make realkube-bins)\n"+
+		"with csisim's simulated kubelets joining it; realkube runs on wall time and ignores --seed")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: csisim run [flags] SCENARIO.yaml\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -46,6 +53,14 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
+		return 2
+	}
+	switch {
+	case *backend != "sim" && *backend != "realkube":
+		fmt.Fprintf(stderr, "csisim: --backend %q: the backends are sim and realkube\n", *backend)
+		return 2
+	case *backend == "realkube" && (*mockDriver || *driverCommand != ""):
+		fmt.Fprintln(stderr, "csisim: --backend realkube runs csisim's own driver; --mock-driver and --driver-command are for the simulator")
 		return 2
 	}
 	sc, err := scenario.Load(fs.Arg(0))
@@ -78,13 +93,29 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		defer f.Close()
 		cfg.DriverLog = f
 	}
-	fmt.Fprintf(stdout, "scenario %s (%s), seed %d\n", sc.Name, sc.File, *seed)
-	c, err := cluster.Start(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "csisim: starting the simulated cluster: %v\n", err)
-		return 1
+	var (
+		c        runBackend
+		runClock clock.WithTicker // nil: wall time
+	)
+	if *backend == "realkube" {
+		fmt.Fprintf(stdout, "scenario %s (%s), real control plane %s\n", sc.Name, sc.File, realkube.KubeVersion)
+		rc, err := realcluster.Start(ctx, realcluster.Config{Nodes: cfg.Nodes, Zones: cfg.Zones, DriverArgs: cfg.DriverArgs,
+			DriverName: cfg.DriverName, OnEntry: cfg.OnEntry, Log: cfg.DriverLog})
+		if err != nil {
+			fmt.Fprintf(stderr, "csisim: starting the real control plane: %v\n", err)
+			return 1
+		}
+		c = rc
+	} else {
+		fmt.Fprintf(stdout, "scenario %s (%s), seed %d\n", sc.Name, sc.File, *seed)
+		simc, err := cluster.Start(ctx, cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "csisim: starting the simulated cluster: %v\n", err)
+			return 1
+		}
+		c, runClock = simc, simc.Clock()
 	}
-	runner := &scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}
+	runner := &scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: runClock}
 	wallStart := time.Now()
 	res, runErr := runner.Run(ctx, sc)
 	wall := time.Since(wallStart)
@@ -121,6 +152,13 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// runBackend is a cluster `csisim run` can run a scenario on.
+type runBackend interface {
+	scenario.Backend
+	Recorder() *trace.Recorder
+	Close() error
 }
 
 // writeTrace writes the canonical timeline, one entry a line.

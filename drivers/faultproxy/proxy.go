@@ -63,6 +63,10 @@ type Config struct {
 	Rules []Rule
 	// Recorder, if set, receives a Fault entry whenever a rule fires.
 	Recorder *trace.Recorder
+	// OnCall, if set, is called with every call once it has finished, in
+	// the order calls finish, so that a caller can put the calls of
+	// clients it does not control (a real sidecar) in a timeline.
+	OnCall func(Call)
 }
 
 // Proxy is a running proxy. Its methods are safe for concurrent use.
@@ -501,11 +505,14 @@ func (p *Proxy) pick(c *Call) *Action {
 	return &r.Action
 }
 
-// record adds a finished call to the history.
+// record adds a finished call to the history and hands it to OnCall.
 func (p *Proxy) record(c Call) {
 	p.historyMu.Lock()
-	defer p.historyMu.Unlock()
 	p.history = append(p.history, c)
+	p.historyMu.Unlock()
+	if p.cfg.OnCall != nil {
+		p.cfg.OnCall(c)
+	}
 }
 
 // History returns the finished calls in the order they arrived. Calls still

@@ -694,6 +694,33 @@ func TestFiredRulesReachTheTimeline(t *testing.T) {
 	}
 }
 
+func TestOnCallSeesEveryFinishedCall(t *testing.T) {
+	var mu sync.Mutex
+	var seen []Call
+	e := newEnv(t, Config{OnCall: func(c Call) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, c)
+	}}, mock.Config{})
+	ctx := ctxT(t)
+	resp, err := e.ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-1", VolumeCapabilities: []*csi.VolumeCapability{rwo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = e.ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 {
+		t.Fatalf("OnCall saw %d calls, want 2: %v", len(seen), seen)
+	}
+	if c := seen[0]; c.Method != "CreateVolume" || c.Name != "pvc-1" || c.VolumeID != resp.GetVolume().GetVolumeId() || c.Code != codes.OK {
+		t.Errorf("first call: %s", c)
+	}
+	if c := seen[1]; c.Method != "DeleteVolume" || c.Code != codes.InvalidArgument {
+		t.Errorf("second call: %s", c)
+	}
+}
+
 func TestOKResponseTypeChecked(t *testing.T) {
 	// A pattern rule cannot be checked when added; the wrong type is
 	// reported to the caller when it fires.

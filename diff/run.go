@@ -1,0 +1,168 @@
+package diff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/csisim/csisim/realcluster"
+	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/trace"
+)
+
+// Options configure a comparison.
+type Options struct {
+	// Seed is the simulator's seed.
+	Seed uint64
+	// DriverBinary is the csisim binary that runs the driver plugins in
+	// both clusters; default: this executable.
+	DriverBinary string
+	// BinDir holds the real components; default realkube.BinDir().
+	BinDir string
+	// Progress, if set, receives a line per run and step.
+	Progress io.Writer
+	// ComponentLog, if set, receives the output of every process.
+	ComponentLog io.Writer
+	// Quiet is how long the real cluster must show the same snapshot to
+	// count as settled after a step (default 1 s); SettleTimeout bounds
+	// the wait (default 15 s).
+	Quiet, SettleTimeout time.Duration
+}
+
+// pollSettle is how often a settling real cluster is looked at.
+const pollSettle = 200 * time.Millisecond
+
+// Run runs sc on the simulator, then on a real control plane, and compares
+// them. A run that fails a step is compared up to that step; an error is
+// returned only when a cluster could not be started.
+func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Report, error) {
+	if opts.Quiet == 0 {
+		opts.Quiet = time.Second
+	}
+	if opts.SettleTimeout == 0 {
+		opts.SettleTimeout = 15 * time.Second
+	}
+	rep := &Report{Scenario: sc.Name, File: sc.File, Seed: opts.Seed}
+	var err error
+	if rep.Sim, err = runSim(ctx, sc, opts); err != nil {
+		return nil, err
+	}
+	if rep.Real, err = runReal(ctx, sc, opts); err != nil {
+		return nil, err
+	}
+	rep.Differences = Compare(rep.Sim.Snapshots, rep.Real.Snapshots)
+	return rep, nil
+}
+
+// backend is what both clusters offer the comparison.
+type backend interface {
+	scenario.Backend
+	scenario.CSICallSource
+	Recorder() *trace.Recorder
+}
+
+func runSim(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResult, error) {
+	progress(opts, "running %s on the simulator (seed %d)\n", sc.Name, opts.Seed)
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs,
+		Seed: opts.Seed, DriverBinary: opts.DriverBinary, DriverLog: opts.ComponentLog})
+	if err != nil {
+		return RunResult{}, fmt.Errorf("starting the simulator: %w", err)
+	}
+	// Run the work that is ready at this instant of virtual time, as the
+	// real cluster is let run until it stops changing.
+	settle := func(ctx context.Context, _ kubernetes.Interface, _ *Normaliser) bool {
+		return c.RunUntil(ctx, 0, func() (bool, error) { return true, nil }) == nil
+	}
+	run, err := runOn(ctx, sc, opts, "simulator", c, c.Clock(), settle)
+	return run, errors.Join(err, c.Close())
+}
+
+func runReal(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResult, error) {
+	progress(opts, "running %s on the real control plane\n", sc.Name)
+	c, err := realcluster.Start(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs,
+		DriverBinary: opts.DriverBinary, BinDir: opts.BinDir, Log: opts.ComponentLog})
+	if err != nil {
+		return RunResult{}, fmt.Errorf("starting the real control plane: %w", err)
+	}
+	// Wait until the cluster shows the same snapshot for opts.Quiet.
+	settle := func(ctx context.Context, cs kubernetes.Interface, n *Normaliser) bool {
+		deadline := time.Now().Add(opts.SettleTimeout)
+		var last Snapshot
+		var since time.Time
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			objs, err := List(ctx, cs)
+			if err == nil {
+				s := n.Snapshot(objs, c.CSICalls())
+				if since.IsZero() || !s.Equal(last) {
+					last, since = s, time.Now()
+				} else if time.Since(since) >= opts.Quiet {
+					return true
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(pollSettle):
+			}
+		}
+		return false
+	}
+	run, err := runOn(ctx, sc, opts, "real", c, nil, settle)
+	return run, errors.Join(err, c.Close())
+}
+
+// runOn runs sc on b, settling it and taking a snapshot after each step.
+func runOn(ctx context.Context, sc *scenario.Scenario, opts Options, name string, b backend, clk clock.WithTicker,
+	settle func(context.Context, kubernetes.Interface, *Normaliser) bool) (RunResult, error) {
+	cs, err := kubernetes.NewForConfig(b.RESTConfig())
+	if err != nil {
+		return RunResult{}, fmt.Errorf("%s: client: %w", name, err)
+	}
+	run := RunResult{Backend: name, Total: len(sc.Steps)}
+	norm := NewNormaliser()
+	var snapErr error
+	runner := &scenario.Runner{Backend: b, Recorder: b.Recorder(), Clock: clk,
+		AfterStep: func(ctx context.Context, st scenario.StepResult) {
+			settled := settle(ctx, cs, norm)
+			objs, err := List(ctx, cs)
+			if err != nil {
+				snapErr = errors.Join(snapErr, fmt.Errorf("snapshot after step %d: %w", st.Step, err))
+				return
+			}
+			s := norm.Snapshot(objs, b.CSICalls())
+			// A step's name may hold a generated name (assert pv/${pv}).
+			s.Step, s.StepName, s.Outcome, s.Settled = st.Step, norm.value(st.Name), string(st.Outcome), settled
+			run.Snapshots = append(run.Snapshots, s)
+			progress(opts, "  %s: step %d/%d %s: %s\n", name, st.Step, len(sc.Steps), st.Name, st.Outcome)
+		}}
+	started := time.Now()
+	res, runErr := runner.Run(ctx, sc)
+	run.Duration = time.Since(started)
+	if res != nil {
+		run.Passed = res.Passed()
+		for _, st := range res.Steps {
+			if st.Outcome == scenario.Passed || st.Outcome == scenario.Failed {
+				run.Steps++
+			}
+		}
+	}
+	if err := errors.Join(runErr, snapErr); err != nil {
+		run.Passed = false
+		run.Error = err.Error()
+	}
+	if ctx.Err() != nil {
+		return run, fmt.Errorf("%s: %w", name, ctx.Err())
+	}
+	return run, nil
+}
+
+func progress(opts Options, format string, args ...any) {
+	if opts.Progress != nil {
+		fmt.Fprintf(opts.Progress, format, args...)
+	}
+}

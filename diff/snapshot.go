@@ -1,0 +1,519 @@
+// Package diff runs one scenario on the simulator and on a real control
+// plane (package realcluster) and reports, step by step, where the two
+// clusters differ: in the objects of the volume lifecycle, the events about
+// them and the CSI calls made for each volume.
+//
+// After each step both clusters are let settle (the simulator runs the
+// work that is ready at that instant; the real cluster is watched until it
+// stops changing) and a snapshot is taken. A snapshot is normalised before
+// it is compared: names the two clusters generate differently (a PV named
+// after its claim's UID, a VolumeAttachment named after a hash, a volume
+// handle) become placeholders named after the claim they belong to, and
+// values that embed UIDs or times lose them.
+package diff
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/csisim/csisim/trace"
+)
+
+// Objects are the objects of the lifecycle's kinds at one moment, as
+// listed from a cluster.
+type Objects struct {
+	PVCs              []corev1.PersistentVolumeClaim
+	PVs               []corev1.PersistentVolume
+	Pods              []corev1.Pod
+	VolumeAttachments []storagev1.VolumeAttachment
+	Nodes             []corev1.Node
+	CSINodes          []storagev1.CSINode
+	Events            []corev1.Event
+	StorageClasses    []storagev1.StorageClass
+	CSIDrivers        []storagev1.CSIDriver
+}
+
+// List lists the objects of every kind a snapshot shows.
+func List(ctx context.Context, cs kubernetes.Interface) (Objects, error) {
+	var o Objects
+	opts := metav1.ListOptions{}
+	errf := func(kind string, err error) error { return fmt.Errorf("listing %s: %w", kind, err) }
+	pvcs, err := cs.CoreV1().PersistentVolumeClaims("").List(ctx, opts)
+	if err != nil {
+		return o, errf("PersistentVolumeClaims", err)
+	}
+	pvs, err := cs.CoreV1().PersistentVolumes().List(ctx, opts)
+	if err != nil {
+		return o, errf("PersistentVolumes", err)
+	}
+	pods, err := cs.CoreV1().Pods("").List(ctx, opts)
+	if err != nil {
+		return o, errf("Pods", err)
+	}
+	vas, err := cs.StorageV1().VolumeAttachments().List(ctx, opts)
+	if err != nil {
+		return o, errf("VolumeAttachments", err)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, opts)
+	if err != nil {
+		return o, errf("Nodes", err)
+	}
+	csiNodes, err := cs.StorageV1().CSINodes().List(ctx, opts)
+	if err != nil {
+		return o, errf("CSINodes", err)
+	}
+	events, err := cs.CoreV1().Events("").List(ctx, opts)
+	if err != nil {
+		return o, errf("Events", err)
+	}
+	classes, err := cs.StorageV1().StorageClasses().List(ctx, opts)
+	if err != nil {
+		return o, errf("StorageClasses", err)
+	}
+	drivers, err := cs.StorageV1().CSIDrivers().List(ctx, opts)
+	if err != nil {
+		return o, errf("CSIDrivers", err)
+	}
+	return Objects{PVCs: pvcs.Items, PVs: pvs.Items, Pods: pods.Items, VolumeAttachments: vas.Items, Nodes: nodes.Items,
+		CSINodes: csiNodes.Items, Events: events.Items, StorageClasses: classes.Items, CSIDrivers: drivers.Items}, nil
+}
+
+// Object is one object of a snapshot, normalised.
+type Object struct {
+	Kind string `json:"kind"`
+	// Name is namespace/name, or a placeholder for a generated name.
+	Name string `json:"name"`
+	// Exists is false for an object that is gone but has events about it.
+	Exists      bool              `json:"exists"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Finalizers  []string          `json:"finalizers,omitempty"`
+	// Owners are the owner references as Kind/name.
+	Owners []string `json:"owners,omitempty"`
+	Phase  string   `json:"phase,omitempty"`
+	// Conditions are "Type=Status (Reason)", by type.
+	Conditions []string `json:"conditions,omitempty"`
+	// Fields are the lifecycle's fields of the kind: claimRef,
+	// volumeName, nodeName, attached, volumesAttached, ...
+	Fields map[string]string `json:"fields,omitempty"`
+	// Events are the reasons of the events about the object, sorted.
+	Events []string `json:"events,omitempty"`
+}
+
+// Key is how snapshots index an object: "Kind name".
+func (o Object) Key() string { return o.Kind + " " + o.Name }
+
+// Snapshot is a normalised picture of a cluster after one step.
+type Snapshot struct {
+	Step     int    `json:"step"`
+	StepName string `json:"stepName"`
+	// Outcome is the step's: passed or failed.
+	Outcome string `json:"outcome"`
+	// Settled is false when the cluster was still changing when the
+	// snapshot was taken.
+	Settled bool              `json:"settled"`
+	Objects map[string]Object `json:"objects"`
+	// CSICalls are the calls made so far, by volume placeholder: method
+	// names in order, without the informational calls.
+	CSICalls map[string][]string `json:"csiCalls,omitempty"`
+}
+
+// Equal reports whether two snapshots show the same cluster state.
+func (s Snapshot) Equal(o Snapshot) bool {
+	return equalObjects(s.Objects, o.Objects) && maps.EqualFunc(s.CSICalls, o.CSICalls, slices.Equal)
+}
+
+func equalObjects(a, b map[string]Object) bool {
+	return maps.EqualFunc(a, b, func(x, y Object) bool {
+		return x.Kind == y.Kind && x.Name == y.Name && x.Exists == y.Exists && maps.Equal(x.Labels, y.Labels) &&
+			maps.Equal(x.Annotations, y.Annotations) && slices.Equal(x.Finalizers, y.Finalizers) &&
+			slices.Equal(x.Owners, y.Owners) && x.Phase == y.Phase && slices.Equal(x.Conditions, y.Conditions) &&
+			maps.Equal(x.Fields, y.Fields) && slices.Equal(x.Events, y.Events)
+	})
+}
+
+// kindOrder orders a report's objects the way the lifecycle meets them.
+var kindOrder = []string{"CSIDriver", "StorageClass", "PersistentVolumeClaim", "PersistentVolume", "Pod",
+	"VolumeAttachment", "Node", "CSINode"}
+
+// systemNamespaces hold the control plane's own objects, not the
+// scenario's; a snapshot leaves them out.
+var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+
+// droppedAnnotations say how an object was written, not what it is.
+var droppedAnnotations = []string{"kubectl.kubernetes.io/last-applied-configuration"}
+
+// informationalCalls are CSI calls that components make whenever they
+// like (discovery, capabilities, polling), as scenario csiCalls checks
+// leave them out.
+var informationalCalls = []string{"GetPluginInfo", "GetPluginCapabilities", "Probe", "ControllerGetCapabilities",
+	"NodeGetCapabilities", "NodeGetInfo", "GetCapacity", "NodeGetVolumeStats", "ListVolumes"}
+
+// Normaliser turns what a cluster lists into snapshots that can be
+// compared with another cluster's. It remembers every generated name it
+// has seen, so that a PV's placeholder still names its CSI calls after the
+// PV is gone; use one Normaliser per run.
+type Normaliser struct {
+	names map[string]string // generated name or UID -> placeholder
+}
+
+// NewNormaliser returns a Normaliser that knows no names yet.
+func NewNormaliser() *Normaliser { return &Normaliser{names: map[string]string{}} }
+
+var (
+	uuidRE     = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	pvNameRE   = regexp.MustCompile(`^pvc-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	vaNameRE   = regexp.MustCompile(`^csi-[0-9a-f]{64}$`)
+	timeRE     = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})`)
+	identityRE = regexp.MustCompile(`\b\d{10,}-\d+-`) // csiProvisionerIdentity: <unix ms>-<random>-<driver>
+	longNumRE  = regexp.MustCompile(`\b\d{10,}\b`)
+)
+
+func qualified(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// learn records the placeholders for the generated names and UIDs of objs.
+func (n *Normaliser) learn(objs Objects, calls []trace.Entry) {
+	set := func(raw, placeholder string) {
+		if raw != "" {
+			if _, known := n.names[raw]; !known {
+				n.names[raw] = placeholder
+			}
+		}
+	}
+	claimOfUID := map[types.UID]string{}
+	for _, c := range objs.PVCs {
+		claim := qualified(c.Namespace, c.Name)
+		claimOfUID[c.UID] = claim
+		set(string(c.UID), "<uid of pvc "+claim+">")
+		// The provisioner names the PV, and asks CreateVolume for a
+		// volume, pvc-<claim UID>: known before the PV exists.
+		set("pvc-"+string(c.UID), "<pv of "+claim+">")
+	}
+	for _, pv := range objs.PVs {
+		claim := ""
+		if ref := pv.Spec.ClaimRef; ref != nil {
+			claim = qualified(ref.Namespace, ref.Name)
+		}
+		if pvNameRE.MatchString(pv.Name) && claim != "" {
+			set(pv.Name, "<pv of "+claim+">")
+		}
+		if pv.Spec.CSI != nil {
+			if claim != "" {
+				set(pv.Spec.CSI.VolumeHandle, "<volume of "+claim+">")
+			} else {
+				set(pv.Spec.CSI.VolumeHandle, "<volume of pv "+pv.Name+">")
+			}
+		}
+		set(string(pv.UID), "<uid of pv "+n.name(pv.Name)+">")
+	}
+	// CreateVolume "pvc-<uid> -> <handle>": the handle of a claim whose PV
+	// may not exist yet, or not any more.
+	for _, e := range calls {
+		name, handle, ok := strings.Cut(e.Object, " -> ")
+		if !ok || e.Verb != "CreateVolume" {
+			continue
+		}
+		if claim, known := claimOfUID[types.UID(strings.TrimPrefix(name, "pvc-"))]; known {
+			set(handle, "<volume of "+claim+">")
+		}
+		if p, known := n.names[name]; known && strings.HasPrefix(p, "<pv of ") {
+			set(handle, "<volume of "+strings.TrimPrefix(p, "<pv of "))
+		}
+	}
+	for _, va := range objs.VolumeAttachments {
+		if vaNameRE.MatchString(va.Name) {
+			pv := ""
+			if va.Spec.Source.PersistentVolumeName != nil {
+				pv = n.name(*va.Spec.Source.PersistentVolumeName)
+			}
+			set(va.Name, "<attachment of "+pv+" to "+va.Spec.NodeName+">")
+		}
+		set(string(va.UID), "<uid of attachment "+n.name(va.Name)+">")
+	}
+	for _, p := range objs.Pods {
+		set(string(p.UID), "<uid of pod "+qualified(p.Namespace, p.Name)+">")
+	}
+	for _, node := range objs.Nodes {
+		set(string(node.UID), "<uid of node "+node.Name+">")
+	}
+}
+
+// name returns the placeholder of a generated name, or the name.
+func (n *Normaliser) name(raw string) string {
+	if p, ok := n.names[raw]; ok {
+		return p
+	}
+	return raw
+}
+
+// value normalises a value that may embed generated names, UIDs, times.
+func (n *Normaliser) value(s string) string {
+	if p, ok := n.names[s]; ok {
+		return p
+	}
+	if len(n.names) > 0 {
+		raws := slices.Collect(maps.Keys(n.names))
+		// Longest first, so that a name never replaces part of a longer one.
+		sort.Slice(raws, func(i, j int) bool {
+			return len(raws[i]) > len(raws[j]) || len(raws[i]) == len(raws[j]) && raws[i] < raws[j]
+		})
+		for _, raw := range raws {
+			if strings.Contains(s, raw) {
+				s = strings.ReplaceAll(s, raw, n.names[raw])
+			}
+		}
+	}
+	s = uuidRE.ReplaceAllString(s, "<uid>")
+	s = timeRE.ReplaceAllString(s, "<time>")
+	s = identityRE.ReplaceAllString(s, "<time>-<n>-")
+	return longNumRE.ReplaceAllString(s, "<n>")
+}
+
+func (n *Normaliser) values(m map[string]string, drop ...string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		if !slices.Contains(drop, k) {
+			out[k] = n.value(v)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// object normalises what every kind has: name, labels, annotations,
+// finalizers, owners.
+func (n *Normaliser) object(kind string, m metav1.ObjectMeta) Object {
+	o := Object{Kind: kind, Name: n.name(qualified(m.Namespace, m.Name)), Exists: true,
+		Labels: n.values(m.Labels), Annotations: n.values(m.Annotations, droppedAnnotations...),
+		Fields: map[string]string{}}
+	if m.Namespace == "" {
+		o.Name = n.name(m.Name)
+	}
+	for _, f := range m.Finalizers {
+		o.Finalizers = append(o.Finalizers, n.value(f))
+	}
+	for _, r := range m.OwnerReferences {
+		o.Owners = append(o.Owners, r.Kind+"/"+n.name(r.Name))
+	}
+	if m.DeletionTimestamp != nil {
+		o.Fields["deleting"] = "true"
+	}
+	return o
+}
+
+// Snapshot learns the generated names in objs and calls and returns them
+// normalised. The step fields are left for the caller.
+func (n *Normaliser) Snapshot(objs Objects, calls []trace.Entry) Snapshot {
+	n.learn(objs, calls)
+	s := Snapshot{Objects: map[string]Object{}, CSICalls: map[string][]string{}}
+	add := func(o Object) {
+		if len(o.Fields) == 0 {
+			o.Fields = nil
+		}
+		s.Objects[o.Key()] = o
+	}
+	system := func(namespace string) bool { return slices.Contains(systemNamespaces, namespace) }
+	for _, c := range objs.PVCs {
+		if system(c.Namespace) {
+			continue
+		}
+		o := n.object("PersistentVolumeClaim", c.ObjectMeta)
+		o.Phase = string(c.Status.Phase)
+		setField(o.Fields, "volumeName", n.name(c.Spec.VolumeName))
+		if c.Spec.StorageClassName != nil {
+			setField(o.Fields, "storageClassName", *c.Spec.StorageClassName)
+		}
+		for _, cond := range c.Status.Conditions {
+			o.Conditions = append(o.Conditions, condition(string(cond.Type), string(cond.Status), cond.Reason))
+		}
+		add(o)
+	}
+	for _, pv := range objs.PVs {
+		o := n.object("PersistentVolume", pv.ObjectMeta)
+		o.Phase = string(pv.Status.Phase)
+		if ref := pv.Spec.ClaimRef; ref != nil {
+			setField(o.Fields, "claimRef", qualified(ref.Namespace, ref.Name))
+		}
+		setField(o.Fields, "storageClassName", pv.Spec.StorageClassName)
+		setField(o.Fields, "reclaimPolicy", string(pv.Spec.PersistentVolumeReclaimPolicy))
+		if src := pv.Spec.CSI; src != nil {
+			setField(o.Fields, "csi.driver", src.Driver)
+			setField(o.Fields, "csi.volumeHandle", n.name(src.VolumeHandle))
+			for k, v := range src.VolumeAttributes {
+				setField(o.Fields, "csi.volumeAttributes."+k, n.value(v))
+			}
+		}
+		add(o)
+	}
+	for _, p := range objs.Pods {
+		if system(p.Namespace) {
+			continue
+		}
+		o := n.object("Pod", p.ObjectMeta)
+		o.Phase = string(p.Status.Phase)
+		setField(o.Fields, "nodeName", p.Spec.NodeName)
+		for _, cond := range p.Status.Conditions {
+			o.Conditions = append(o.Conditions, condition(string(cond.Type), string(cond.Status), cond.Reason))
+		}
+		add(o)
+	}
+	for _, va := range objs.VolumeAttachments {
+		o := n.object("VolumeAttachment", va.ObjectMeta)
+		setField(o.Fields, "attacher", va.Spec.Attacher)
+		setField(o.Fields, "nodeName", va.Spec.NodeName)
+		if pv := va.Spec.Source.PersistentVolumeName; pv != nil {
+			setField(o.Fields, "source", n.name(*pv))
+		}
+		o.Fields["attached"] = fmt.Sprint(va.Status.Attached)
+		if e := va.Status.AttachError; e != nil {
+			setField(o.Fields, "attachError", n.value(e.Message))
+		}
+		if e := va.Status.DetachError; e != nil {
+			setField(o.Fields, "detachError", n.value(e.Message))
+		}
+		add(o)
+	}
+	for _, node := range objs.Nodes {
+		o := n.object("Node", node.ObjectMeta)
+		var attached, inUse []string
+		for _, a := range node.Status.VolumesAttached {
+			attached = append(attached, n.value(string(a.Name)))
+		}
+		for _, u := range node.Status.VolumesInUse {
+			inUse = append(inUse, n.value(string(u)))
+		}
+		sort.Strings(attached)
+		sort.Strings(inUse)
+		setField(o.Fields, "volumesAttached", strings.Join(attached, ", "))
+		setField(o.Fields, "volumesInUse", strings.Join(inUse, ", "))
+		var taints []string
+		for _, t := range node.Spec.Taints {
+			taints = append(taints, t.Key+":"+string(t.Effect))
+		}
+		setField(o.Fields, "taints", strings.Join(taints, ", "))
+		for _, cond := range node.Status.Conditions {
+			o.Conditions = append(o.Conditions, condition(string(cond.Type), string(cond.Status), cond.Reason))
+		}
+		add(o)
+	}
+	for _, cn := range objs.CSINodes {
+		o := n.object("CSINode", cn.ObjectMeta)
+		for _, d := range cn.Spec.Drivers {
+			v := "nodeID=" + d.NodeID
+			if len(d.TopologyKeys) > 0 {
+				v += " topologyKeys=" + strings.Join(d.TopologyKeys, ",")
+			}
+			if d.Allocatable != nil && d.Allocatable.Count != nil {
+				v += fmt.Sprintf(" allocatable=%d", *d.Allocatable.Count)
+			}
+			o.Fields["driver "+d.Name] = v
+		}
+		add(o)
+	}
+	for _, sc := range objs.StorageClasses {
+		o := n.object("StorageClass", sc.ObjectMeta)
+		setField(o.Fields, "provisioner", sc.Provisioner)
+		if sc.ReclaimPolicy != nil {
+			setField(o.Fields, "reclaimPolicy", string(*sc.ReclaimPolicy))
+		}
+		if sc.VolumeBindingMode != nil {
+			setField(o.Fields, "volumeBindingMode", string(*sc.VolumeBindingMode))
+		}
+		add(o)
+	}
+	for _, d := range objs.CSIDrivers {
+		o := n.object("CSIDriver", d.ObjectMeta)
+		if d.Spec.AttachRequired != nil {
+			o.Fields["attachRequired"] = fmt.Sprint(*d.Spec.AttachRequired)
+		}
+		if d.Spec.PodInfoOnMount != nil {
+			o.Fields["podInfoOnMount"] = fmt.Sprint(*d.Spec.PodInfoOnMount)
+		}
+		add(o)
+	}
+	n.events(s.Objects, objs.Events)
+	for _, o := range s.Objects {
+		sort.Strings(o.Conditions)
+	}
+	for _, e := range calls {
+		if e.Kind != trace.CSI || slices.Contains(informationalCalls, e.Verb) {
+			continue
+		}
+		volume := e.Object
+		if name, handle, ok := strings.Cut(volume, " -> "); ok {
+			volume = handle
+			if handle == "" {
+				volume = name
+			}
+		}
+		if volume == "" {
+			continue
+		}
+		key := n.name(volume)
+		s.CSICalls[key] = append(s.CSICalls[key], e.Verb)
+	}
+	if len(s.CSICalls) == 0 {
+		s.CSICalls = nil
+	}
+	return s
+}
+
+// events adds the reasons of the events about each object to it; objects
+// that are gone get an entry of their own that only has events.
+func (n *Normaliser) events(objects map[string]Object, events []corev1.Event) {
+	reasons := map[string]map[string]bool{}
+	for _, e := range events {
+		if slices.Contains(systemNamespaces, e.InvolvedObject.Namespace) {
+			continue
+		}
+		key := Object{Kind: e.InvolvedObject.Kind, Name: n.name(qualified(e.InvolvedObject.Namespace, e.InvolvedObject.Name))}.Key()
+		if e.InvolvedObject.Namespace == "" {
+			key = Object{Kind: e.InvolvedObject.Kind, Name: n.name(e.InvolvedObject.Name)}.Key()
+		}
+		if reasons[key] == nil {
+			reasons[key] = map[string]bool{}
+			if _, ok := objects[key]; !ok {
+				kind, name, _ := strings.Cut(key, " ")
+				objects[key] = Object{Kind: kind, Name: name}
+			}
+		}
+		reasons[key][e.Reason] = true
+	}
+	for key, set := range reasons {
+		o := objects[key]
+		o.Events = slices.Sorted(maps.Keys(set))
+		objects[key] = o
+	}
+}
+
+func setField(fields map[string]string, name, value string) {
+	if value != "" {
+		fields[name] = value
+	}
+}
+
+func condition(typ, status, reason string) string {
+	s := typ + "=" + status
+	if reason != "" {
+		s += " (" + reason + ")"
+	}
+	return s
+}

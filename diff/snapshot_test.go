@@ -1,0 +1,223 @@
+package diff
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/csisim/csisim/trace"
+)
+
+// world is one cluster's view of the basic lifecycle with a claim, its
+// PV, an attachment and a mounted pod, under the names and UIDs that
+// cluster generated.
+type world struct {
+	claimUID, handle, vaName, podUID string
+	identity                         string // csiProvisionerIdentity
+}
+
+func (w world) objects() Objects {
+	pvName := "pvc-" + w.claimUID
+	sc := "csisim-hostpath"
+	unique := corev1.UniqueVolumeName("kubernetes.io/csi/hostpath.csisim.io^" + w.handle)
+	now := metav1.Now()
+	return Objects{
+		PVCs: []corev1.PersistentVolumeClaim{{
+			ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default", UID: types.UID(w.claimUID),
+				Finalizers: []string{"kubernetes.io/pvc-protection"},
+				Annotations: map[string]string{
+					"kubectl.kubernetes.io/last-applied-configuration": `{"whatever":"` + w.claimUID + `"}`,
+					"pv.kubernetes.io/bind-completed":                  "yes",
+				}},
+			Spec:   corev1.PersistentVolumeClaimSpec{VolumeName: pvName, StorageClassName: &sc},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
+		}},
+		PVs: []corev1.PersistentVolume{{
+			ObjectMeta: metav1.ObjectMeta{Name: pvName, UID: types.UID(w.claimUID[:8] + "-0000-0000-0000-000000000000"),
+				Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "hostpath.csisim.io"},
+				Finalizers:  []string{"kubernetes.io/pv-protection"}},
+			Spec: corev1.PersistentVolumeSpec{
+				ClaimRef:         &corev1.ObjectReference{Namespace: "default", Name: "data", UID: types.UID(w.claimUID)},
+				StorageClassName: sc,
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+					Driver: "hostpath.csisim.io", VolumeHandle: w.handle,
+					VolumeAttributes: map[string]string{"storage.kubernetes.io/csiProvisionerIdentity": w.identity}}},
+			},
+			Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound},
+		}},
+		Pods: []corev1.Pod{{
+			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: types.UID(w.podUID)},
+			Spec:       corev1.PodSpec{NodeName: "node-1"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, Reason: "", LastTransitionTime: now}}},
+		}, {
+			// The control plane's own: not the scenario's.
+			ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: "kube-system"},
+		}},
+		VolumeAttachments: []storagev1.VolumeAttachment{{
+			ObjectMeta: metav1.ObjectMeta{Name: w.vaName, Finalizers: []string{"external-attacher/hostpath-csisim-io"}},
+			Spec: storagev1.VolumeAttachmentSpec{Attacher: "hostpath.csisim.io", NodeName: "node-1",
+				Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}},
+			Status: storagev1.VolumeAttachmentStatus{Attached: true},
+		}},
+		Nodes: []corev1.Node{{
+			ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"kubernetes.io/hostname": "node-1"}},
+			Status: corev1.NodeStatus{VolumesAttached: []corev1.AttachedVolume{{Name: unique}}, VolumesInUse: []corev1.UniqueVolumeName{unique},
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+					LastHeartbeatTime: now}}},
+		}},
+		Events: []corev1.Event{
+			{ObjectMeta: metav1.ObjectMeta{Name: "data.1", Namespace: "default"}, Reason: "ProvisioningSucceeded",
+				InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "data.2", Namespace: "default"}, Reason: "Provisioning",
+				InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "data.3", Namespace: "default"}, Reason: "Provisioning",
+				InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "pv.1", Namespace: "default"}, Reason: "VolumeDelete",
+				InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolume", Name: pvName}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "old.1", Namespace: "default"}, Reason: "Scheduled",
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "gone"}},
+		},
+	}
+}
+
+func (w world) calls() []trace.Entry {
+	return []trace.Entry{
+		{Kind: trace.CSI, Verb: "GetPluginInfo"},
+		{Kind: trace.CSI, Verb: "CreateVolume", Object: "pvc-" + w.claimUID + " -> " + w.handle},
+		{Kind: trace.CSI, Verb: "ControllerPublishVolume", Object: w.handle},
+		{Kind: trace.CSI, Verb: "NodeGetVolumeStats", Object: w.handle},
+		{Kind: trace.API, Verb: "create", Object: "PersistentVolume x"},
+	}
+}
+
+var (
+	simWorld = world{claimUID: "2b0e6f4c-0000-4000-8000-000000000001", handle: "vol-aaaaaaaaaaaaaaaaaaaa",
+		vaName: "csi-1111111111111111111111111111111111111111111111111111111111111111", podUID: "2b0e6f4c-0000-4000-8000-000000000002",
+		identity: "1700000000000-1-hostpath.csisim.io"}
+	realWorld = world{claimUID: "9d7c1e55-0000-4000-8000-00000000000a", handle: "vol-bbbbbbbbbbbbbbbbbbbb",
+		vaName: "csi-2222222222222222222222222222222222222222222222222222222222222222", podUID: "9d7c1e55-0000-4000-8000-00000000000b",
+		identity: "1764451234567-8081-hostpath.csisim.io"}
+)
+
+func TestSnapshotNormalises(t *testing.T) {
+	s := NewNormaliser().Snapshot(simWorld.objects(), simWorld.calls())
+	tests := []struct {
+		key  string
+		want Object
+	}{
+		{"PersistentVolumeClaim default/data", Object{Kind: "PersistentVolumeClaim", Name: "default/data", Exists: true,
+			Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"},
+			Finalizers:  []string{"kubernetes.io/pvc-protection"}, Phase: "Bound",
+			Fields: map[string]string{"volumeName": "<pv of default/data>", "storageClassName": "csisim-hostpath"},
+			Events: []string{"Provisioning", "ProvisioningSucceeded"}}},
+		{"PersistentVolume <pv of default/data>", Object{Kind: "PersistentVolume", Name: "<pv of default/data>", Exists: true,
+			Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "hostpath.csisim.io"},
+			Finalizers:  []string{"kubernetes.io/pv-protection"}, Phase: "Bound",
+			Fields: map[string]string{"claimRef": "default/data", "storageClassName": "csisim-hostpath",
+				"csi.driver": "hostpath.csisim.io", "csi.volumeHandle": "<volume of default/data>",
+				"csi.volumeAttributes.storage.kubernetes.io/csiProvisionerIdentity": "<time>-<n>-hostpath.csisim.io"},
+			Events: []string{"VolumeDelete"}}},
+		{"Pod default/app", Object{Kind: "Pod", Name: "default/app", Exists: true, Phase: "Running",
+			Conditions: []string{"PodScheduled=True", "Ready=True"}, Fields: map[string]string{"nodeName": "node-1"}}},
+		{"Pod default/gone", Object{Kind: "Pod", Name: "default/gone", Events: []string{"Scheduled"}}},
+		{"VolumeAttachment <attachment of <pv of default/data> to node-1>", Object{Kind: "VolumeAttachment",
+			Name: "<attachment of <pv of default/data> to node-1>", Exists: true,
+			Finalizers: []string{"external-attacher/hostpath-csisim-io"},
+			Fields: map[string]string{"attacher": "hostpath.csisim.io", "nodeName": "node-1", "source": "<pv of default/data>",
+				"attached": "true"}}},
+		{"Node node-1", Object{Kind: "Node", Name: "node-1", Exists: true, Labels: map[string]string{"kubernetes.io/hostname": "node-1"},
+			Conditions: []string{"Ready=True (KubeletReady)"},
+			Fields: map[string]string{"volumesAttached": "kubernetes.io/csi/hostpath.csisim.io^<volume of default/data>",
+				"volumesInUse": "kubernetes.io/csi/hostpath.csisim.io^<volume of default/data>"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.key, func(t *testing.T) {
+			got, ok := s.Objects[tc.key]
+			if !ok {
+				t.Fatalf("no %q in %v", tc.key, keys(s.Objects))
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+	if len(s.Objects) != len(tests) {
+		t.Errorf("objects %v, want only the %d above (no kube-system pod)", keys(s.Objects), len(tests))
+	}
+	wantCalls := map[string][]string{"<volume of default/data>": {"CreateVolume", "ControllerPublishVolume"}}
+	if !reflect.DeepEqual(s.CSICalls, wantCalls) {
+		t.Errorf("CSI calls %v, want %v", s.CSICalls, wantCalls)
+	}
+}
+
+func keys(m map[string]Object) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Two clusters that did the same under different names and UIDs give the
+// same snapshot.
+func TestSnapshotsOfTwoClustersCompare(t *testing.T) {
+	sim := NewNormaliser().Snapshot(simWorld.objects(), simWorld.calls())
+	real := NewNormaliser().Snapshot(realWorld.objects(), realWorld.calls())
+	if !sim.Equal(real) {
+		t.Fatalf("snapshots differ:\n%v", Compare([]Snapshot{sim}, []Snapshot{real}))
+	}
+}
+
+// A volume's placeholder outlives its PV: the calls made after the PV is
+// gone are still the claim's.
+func TestNormaliserRemembersNames(t *testing.T) {
+	n := NewNormaliser()
+	n.Snapshot(simWorld.objects(), simWorld.calls())
+	calls := append(simWorld.calls(), trace.Entry{Kind: trace.CSI, Verb: "DeleteVolume", Object: simWorld.handle})
+	s := n.Snapshot(Objects{}, calls)
+	want := []string{"CreateVolume", "ControllerPublishVolume", "DeleteVolume"}
+	if got := s.CSICalls["<volume of default/data>"]; !slices.Equal(got, want) {
+		t.Errorf("calls %v, want %v (all: %v)", got, want, s.CSICalls)
+	}
+}
+
+// CreateVolume names the claim's volume before the PV exists.
+func TestCreateVolumeNamesTheHandle(t *testing.T) {
+	objs := simWorld.objects()
+	objs.PVs = nil
+	s := NewNormaliser().Snapshot(objs, simWorld.calls())
+	if _, ok := s.CSICalls["<volume of default/data>"]; !ok {
+		t.Errorf("calls %v, want them under <volume of default/data>", s.CSICalls)
+	}
+}
+
+func TestValueNormalisation(t *testing.T) {
+	n := NewNormaliser()
+	n.Snapshot(simWorld.objects(), nil)
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"pvc-" + simWorld.claimUID, "<pv of default/data>"},
+		{simWorld.claimUID, "<uid of pvc default/data>"},
+		{"owner " + simWorld.podUID + " here", "owner <uid of pod default/app> here"},
+		{"deadbeef-0000-4000-8000-000000000000", "<uid>"},
+		{"since 2026-11-29T21:28:45Z or 2026-11-29T21:28:45.123456+01:00", "since <time> or <time>"},
+		{"1764451234567-8081-hostpath.csisim.io", "<time>-<n>-hostpath.csisim.io"},
+		{"count 1764451234567", "count <n>"},
+		{"port 8081", "port 8081"},
+		{"kubernetes.io/csi/hostpath.csisim.io^" + simWorld.handle, "kubernetes.io/csi/hostpath.csisim.io^<volume of default/data>"},
+		{"Successfully provisioned volume pvc-" + simWorld.claimUID, "Successfully provisioned volume <pv of default/data>"},
+	}
+	for _, tc := range tests {
+		if got := n.value(tc.in); got != tc.want {
+			t.Errorf("value(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,434 @@
+// Package realcluster is a scenario backend that is a real Kubernetes
+// control plane — etcd, kube-apiserver, kube-controller-manager with all
+// its controllers, kube-scheduler (package realkube), the upstream
+// csi-provisioner and csi-attacher — with csisim's driver and csisim's
+// simulated kubelets joining it as nodes. It is the oracle the simulator
+// is measured against: the same scenario, the same driver, the real
+// controllers.
+//
+// Its timeline has the same kinds of entries as the simulator's: every CSI
+// call (the sidecars' through a recording proxy in front of the controller
+// plugin, one per sidecar so that each call is attributed to the sidecar
+// that made it; the kubelets' through csisim's recording client), and
+// every API write to the kinds of the volume lifecycle, observed by watch
+// and attributed to its writer through the API server's audit events.
+// Everything runs on wall time, below one run root that Close removes,
+// mounts included.
+package realcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/csisim/csisim/drivers/faultproxy"
+	"github.com/csisim/csisim/drivers/hostpath"
+	"github.com/csisim/csisim/drivers/launch"
+	"github.com/csisim/csisim/realkube"
+	"github.com/csisim/csisim/runroot"
+	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/kubelet"
+	"github.com/csisim/csisim/trace"
+)
+
+// Config describes the cluster to start. The zero value is one node,
+// node-1, with csisim's own driver from this executable.
+type Config struct {
+	// Nodes are the node names; default ["node-1"].
+	Nodes []string
+	// Zones gives nodes a zone, as the simulator's Config.Zones does: the
+	// topology.kubernetes.io/zone label of the Node and the zone the node
+	// plugin reports.
+	Zones map[string]string
+	// DriverName is the CSI driver's name; default hostpath.csisim.io.
+	DriverName string
+	// DriverArgs are added to the driver plugins' command lines.
+	DriverArgs []string
+	// DriverBinary is the csisim binary whose `driver` subcommand runs the
+	// controller and node plugins; default: this executable.
+	DriverBinary string
+	// BinDir holds the real components; default realkube.BinDir().
+	BinDir string
+	// OnEntry, if set, is called for every timeline entry as it is added.
+	OnEntry func(trace.Entry)
+	// Log receives the output of every process (control plane, sidecars,
+	// drivers), each line prefixed with its name; default: discarded. It
+	// is also written to files below the run root's logs/ while it runs.
+	Log io.Writer
+	// StartTimeout bounds the start of the control plane (default 2
+	// minutes) and of each driver (30 s).
+	StartTimeout time.Duration
+}
+
+// The sidecars, by binary, and the actor their CSI calls appear under: the
+// binary's name, which is also how their API writes are attributed (their
+// user agent).
+var sidecars = []string{realkube.CSIProvisioner, realkube.CSIAttacher}
+
+// Cluster is a running real control plane with simulated nodes.
+type Cluster struct {
+	cfg    Config
+	root   *runroot.Root
+	rec    *trace.Recorder
+	kube   *realkube.Cluster
+	sink   *auditSink
+	writes *writeRecorder
+
+	procs   []namedProcess // driver plugins and sidecars, in start order
+	proxies []*faultproxy.Proxy
+	conns   []*csiclient.Conn
+	logs    []*os.File
+
+	stopWrites   context.CancelFunc
+	stopKubelets context.CancelFunc
+	kubelets     sync.WaitGroup
+	closeOnce    sync.Once
+	closeErr     error
+}
+
+// namedProcess is a driver plugin or sidecar the cluster started.
+type namedProcess struct {
+	name    string
+	sidecar bool
+	*launch.Process
+}
+
+// Start brings the cluster up: control plane, controller plugin, proxies
+// and sidecars, then each node's plugin and kubelet. On error, everything
+// already started is torn down.
+func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
+	if len(cfg.Nodes) == 0 {
+		cfg.Nodes = []string{"node-1"}
+	}
+	if cfg.DriverName == "" {
+		cfg.DriverName = hostpath.DefaultDriverName
+	}
+	if cfg.BinDir == "" {
+		cfg.BinDir = realkube.BinDir()
+	}
+	if cfg.DriverBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("finding the csisim binary for the driver: %w", err)
+		}
+		cfg.DriverBinary = exe
+	}
+	if err := realkube.Available(cfg.BinDir, append(slices.Clone(realkube.ControlPlaneBinaries), sidecars...)...); err != nil {
+		return nil, err
+	}
+	root, err := runroot.New("real")
+	if err != nil {
+		return nil, err
+	}
+	c = &Cluster{cfg: cfg, root: root, rec: trace.New(clock.RealClock{}),
+		stopWrites: func() {}, stopKubelets: func() {}}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.Close())
+			c = nil
+		}
+	}()
+	if cfg.OnEntry != nil {
+		c.rec.Subscribe(cfg.OnEntry)
+	}
+	if err := os.MkdirAll(root.Path("logs"), 0o750); err != nil {
+		return c, fmt.Errorf("preparing the run root: %w", err)
+	}
+
+	index := newAuditIndex()
+	if c.sink, err = startAuditSink(index); err != nil {
+		return c, err
+	}
+	auditArgs, err := c.sink.apiserverArgs(root.Path("audit"))
+	if err != nil {
+		return c, err
+	}
+	c.kube, err = realkube.Start(ctx, realkube.Config{BinDir: cfg.BinDir, RootDir: root.Path("control-plane"),
+		ControllersFlag: "*", Log: cfg.Log, StartTimeout: cfg.StartTimeout,
+		ExtraArgs: map[string][]string{realkube.KubeAPIServer: auditArgs}})
+	if err != nil {
+		return c, fmt.Errorf("starting the real control plane: %w", err)
+	}
+
+	// From here on every write to the lifecycle's kinds is in the timeline.
+	writesCtx, stopWrites := context.WithCancel(context.Background())
+	c.stopWrites = stopWrites
+	c.writes = newWriteRecorder(c.rec, index)
+	if !c.writes.start(writesCtx, kubernetes.NewForConfigOrDie(c.clientConfig("csisim-timeline"))) {
+		return c, errors.New("watching the API server for the timeline: the informers did not sync")
+	}
+
+	ctrlEndpoint, err := c.startDriver(ctx, "controller", "")
+	if err != nil {
+		return c, err
+	}
+	for _, name := range sidecars {
+		if err := c.startSidecar(ctx, name, ctrlEndpoint); err != nil {
+			return c, err
+		}
+	}
+	kubeletCtx, stopKubelets := context.WithCancel(context.Background())
+	c.stopKubelets = stopKubelets
+	for _, node := range cfg.Nodes {
+		endpoint, err := c.startDriver(ctx, "node", node)
+		if err != nil {
+			return c, err
+		}
+		if err := c.startKubelet(ctx, kubeletCtx, node, endpoint); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// clientConfig is the admin configuration under a user agent of its own,
+// which names the client's writes in the timeline, without client-side
+// rate limits (a scenario's waits poll every 20 ms).
+func (c *Cluster) clientConfig(userAgent string) *rest.Config {
+	cfg := c.kube.RESTConfig()
+	cfg.UserAgent = userAgent
+	cfg.QPS, cfg.Burst = 1000, 2000
+	return cfg
+}
+
+// logWriter is where a process's output goes: a file below the run root's
+// logs/, and Config.Log.
+func (c *Cluster) logWriter(name string) (io.Writer, error) {
+	f, err := os.Create(c.root.Path("logs", name+".log"))
+	if err != nil {
+		return nil, fmt.Errorf("log of %s: %w", name, err)
+	}
+	c.logs = append(c.logs, f)
+	if c.cfg.Log == nil {
+		return f, nil
+	}
+	return io.MultiWriter(f, c.cfg.Log), nil
+}
+
+// startDriver launches one plugin of csisim's driver, waits until it
+// answers Probe and returns its endpoint. The layout below the run root is
+// the simulator's.
+func (c *Cluster) startDriver(ctx context.Context, mode, node string) (string, error) {
+	name, socket, stateDir := "controller", c.root.Path("controller", "csi.sock"), c.root.Path("controller", "state")
+	if mode == "node" {
+		name = "node-" + node
+		socket = c.root.Path("nodes", node, "kubelet", "plugins", c.cfg.DriverName, "csi.sock")
+		stateDir = c.root.Path("nodes", node, "driver-state")
+	}
+	for _, dir := range []string{stateDir, filepath.Dir(socket), c.root.Path("storage")} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return "", fmt.Errorf("preparing %s: %w", dir, err)
+		}
+	}
+	log, err := c.logWriter("driver-" + name)
+	if err != nil {
+		return "", err
+	}
+	tmpl := launch.OurDriver(c.cfg.DriverBinary, mode, c.cfg.DriverName)
+	if zone := c.cfg.Zones[node]; zone != "" && mode == "node" {
+		tmpl.Args = append(tmpl.Args, "--zone", zone)
+	}
+	tmpl.Args = append(tmpl.Args, c.cfg.DriverArgs...)
+	vars := launch.Vars{Endpoint: "unix://" + socket, NodeID: node, StateDir: stateDir, Root: c.root.Path("storage")}
+	p, err := launch.Start(context.Background(), "driver "+name, tmpl, vars, log)
+	if err != nil {
+		return "", err
+	}
+	c.procs = append(c.procs, namedProcess{name: "driver-" + name, Process: p})
+	readyCtx, cancel := context.WithTimeout(ctx, c.driverTimeout())
+	defer cancel()
+	if err := p.WaitReady(readyCtx); err != nil {
+		return "", fmt.Errorf("driver %s did not become ready: %w", name, err)
+	}
+	return vars.Endpoint, nil
+}
+
+func (c *Cluster) driverTimeout() time.Duration {
+	if c.cfg.StartTimeout > 0 {
+		return c.cfg.StartTimeout
+	}
+	return 30 * time.Second
+}
+
+// startSidecar runs a real sidecar against the control plane and, through
+// a recording proxy of its own, against the controller plugin.
+func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) error {
+	socket := c.root.Path("controller", name+".sock")
+	p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: name, Listen: "unix://" + socket,
+		Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(name, call)) }})
+	if err != nil {
+		return fmt.Errorf("proxy for %s: %w", name, err)
+	}
+	c.proxies = append(c.proxies, p)
+	log, err := c.logWriter(name)
+	if err != nil {
+		return err
+	}
+	tmpl := launch.Template{Path: filepath.Join(c.cfg.BinDir, name), Args: []string{
+		"--kubeconfig=" + c.kube.KubeconfigPath(), "--csi-address=" + socket,
+		"--leader-election=false", "--timeout=30s", "-v=2"}}
+	proc, err := launch.Start(context.Background(), name, tmpl, launch.Vars{}, log)
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	c.procs = append(c.procs, namedProcess{name: name, sidecar: true, Process: proc})
+	// A sidecar that cannot start (a bad flag, no kubeconfig) exits at
+	// once; say so now rather than with a scenario timing out.
+	select {
+	case <-proc.Exited():
+		return fmt.Errorf("%s exited at start; see %s", name, c.root.Path("logs", name+".log"))
+	case <-time.After(500 * time.Millisecond):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// callEntry is a proxied call as a timeline entry, in the words csisim's
+// recording client uses for its own calls.
+func callEntry(actor string, call faultproxy.Call) trace.Entry {
+	e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: call.Method, Object: call.VolumeID,
+		Wall: call.Duration.Round(time.Microsecond), Detail: call.Code.String()}
+	if call.Method == "CreateVolume" {
+		e.Object = call.Name
+		if call.VolumeID != "" {
+			e.Object += " -> " + call.VolumeID
+		}
+	}
+	if call.Code != 0 {
+		e.Err = call.Message
+	}
+	return e
+}
+
+// startKubelet registers a simulated kubelet for node with the real API
+// server and runs it on goroutines until Close.
+func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint string) error {
+	actor := "kubelet:" + node
+	conn, err := csiclient.Dial(endpoint, actor, c.rec)
+	if err != nil {
+		return err
+	}
+	c.conns = append(c.conns, conn)
+	cs, err := kubernetes.NewForConfig(c.clientConfig(actor))
+	if err != nil {
+		return fmt.Errorf("client for %s: %w", actor, err)
+	}
+	podFactory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = "spec.nodeName=" + node
+	}))
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	labels := map[string]string{}
+	if zone := c.cfg.Zones[node]; zone != "" {
+		labels[corev1.LabelTopologyZone] = zone
+	}
+	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"), Labels: labels},
+		cs, podFactory, factory, conn.Node, controller.RealRuntime())
+	if err := k.Register(ctx, conn.Identity); err != nil {
+		return err
+	}
+	podFactory.Start(runCtx.Done())
+	factory.Start(runCtx.Done())
+	c.kubelets.Add(1)
+	go func() {
+		defer c.kubelets.Done()
+		k.Run(runCtx)
+		podFactory.Shutdown()
+		factory.Shutdown()
+	}()
+	return nil
+}
+
+// RESTConfig is how a scenario reaches the API server; its writes are the
+// scenario's in the timeline.
+func (c *Cluster) RESTConfig() *rest.Config { return c.clientConfig("scenario") }
+
+// CSICalls are the CSI calls made so far, in the order they finished.
+func (c *Cluster) CSICalls() []trace.Entry { return c.rec.Filter(trace.CSI) }
+
+// Recorder is the cluster's timeline.
+func (c *Cluster) Recorder() *trace.Recorder { return c.rec }
+
+// DriverName is the name of the cluster's CSI driver.
+func (c *Cluster) DriverName() string { return c.cfg.DriverName }
+
+// Root is the run's temporary directory.
+func (c *Cluster) Root() string { return c.root.Path() }
+
+// KubeconfigPath is an admin kubeconfig for the API server, for kubectl.
+func (c *Cluster) KubeconfigPath() string { return c.kube.KubeconfigPath() }
+
+// PIDs are the processes the cluster started, by name: the control plane,
+// the sidecars and the driver plugins.
+func (c *Cluster) PIDs() map[string]int {
+	m := map[string]int{}
+	if c.kube != nil {
+		for name, pid := range c.kube.PIDs() {
+			m[name] = pid
+		}
+	}
+	for _, p := range c.procs {
+		m[p.name] = p.PID()
+	}
+	return m
+}
+
+// Close stops everything — kubelets, sidecars, proxies, driver plugins,
+// the control plane — unmounts everything under the run's root and removes
+// it. The writes the kubelets and sidecars made before they stopped are
+// still recorded. It is safe to call more than once.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() {
+		var errs []error
+		c.stopKubelets()
+		c.kubelets.Wait()
+		for _, p := range c.procs {
+			if p.sidecar {
+				errs = append(errs, p.Stop(5*time.Second))
+			}
+		}
+		// Nothing of ours writes any more; the recorder takes what it
+		// has observed and stops.
+		c.stopWrites()
+		if c.writes != nil {
+			<-c.writes.drained
+		}
+		for _, p := range c.proxies {
+			errs = append(errs, p.Stop())
+		}
+		for _, conn := range c.conns {
+			errs = append(errs, conn.Close())
+		}
+		for _, p := range c.procs {
+			if !p.sidecar {
+				errs = append(errs, p.Stop(5*time.Second))
+			}
+		}
+		if c.kube != nil {
+			errs = append(errs, c.kube.Stop())
+		}
+		if c.sink != nil {
+			errs = append(errs, c.sink.close())
+		}
+		for _, f := range c.logs {
+			errs = append(errs, f.Close())
+		}
+		errs = append(errs, c.root.Close())
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}
