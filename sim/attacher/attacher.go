@@ -31,6 +31,9 @@ import (
 	"github.com/csisim/csisim/sim/csiclient"
 )
 
+// annNodeID is where the sidecar records the driver's ID of the node.
+const annNodeID = "csi.alpha.kubernetes.io/node-id"
+
 // FinalizerFor is the finalizer the attacher puts on VolumeAttachments and
 // PersistentVolumes: "external-attacher/" and the driver name with every
 // character outside [a-zA-Z0-9-] replaced by "-" (and an "X" appended if
@@ -159,9 +162,19 @@ func (a *Attacher) syncAttachment(ctx context.Context, name string) error {
 }
 
 func (a *Attacher) attach(ctx context.Context, va *storagev1.VolumeAttachment) error {
-	if !slices.Contains(va.Finalizers, a.finalizer) {
+	nodeID, nodeErr := a.nodeID(va.Spec.NodeName)
+	if !slices.Contains(va.Finalizers, a.finalizer) || (nodeErr == nil && va.Annotations[annNodeID] != nodeID) {
+		// With its finalizer the sidecar records the driver's node ID.
 		v := va.DeepCopy()
-		v.Finalizers = append(v.Finalizers, a.finalizer)
+		if !slices.Contains(v.Finalizers, a.finalizer) {
+			v.Finalizers = append(v.Finalizers, a.finalizer)
+		}
+		if nodeErr == nil {
+			if v.Annotations == nil {
+				v.Annotations = map[string]string{}
+			}
+			v.Annotations[annNodeID] = nodeID
+		}
 		updated, err := a.client.StorageV1().VolumeAttachments().Update(ctx, v, metav1.UpdateOptions{})
 		if err != nil {
 			return fmt.Errorf("adding finalizer to VolumeAttachment %s: %w", va.Name, err)
@@ -175,9 +188,8 @@ func (a *Attacher) attach(ctx context.Context, va *storagev1.VolumeAttachment) e
 	if err := a.protectVolume(ctx, pv); err != nil {
 		return err
 	}
-	nodeID, err := a.nodeID(va.Spec.NodeName)
-	if err != nil {
-		return a.attachFailed(ctx, va, err)
+	if nodeErr != nil {
+		return a.attachFailed(ctx, va, nodeErr)
 	}
 	req := &csi.ControllerPublishVolumeRequest{
 		VolumeId:         pv.Spec.CSI.VolumeHandle,
@@ -319,7 +331,9 @@ func (a *Attacher) syncVolume(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(pv.Finalizers, a.finalizer) {
+	// The finalizer stays while the volume lives; it goes once the volume
+	// is being deleted and nothing refers to it.
+	if !slices.Contains(pv.Finalizers, a.finalizer) || pv.DeletionTimestamp == nil {
 		return nil
 	}
 	vas, err := a.vas.List(labels.Everything())

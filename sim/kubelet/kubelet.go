@@ -179,6 +179,8 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 			Name: k.cfg.NodeName,
 			Labels: map[string]string{
 				corev1.LabelHostname: k.cfg.NodeName, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
+				// The kubelet still sets the deprecated beta labels too.
+				"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
 			},
 			Annotations: map[string]string{attachdetach.AnnControllerManagedAttachDetach: "true"},
 		},

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,13 +53,17 @@ type Controller struct {
 	leases   coordinationlisters.LeaseLister
 	queue    controller.Queue
 	stopRecs func()
+
+	mu         sync.Mutex
+	registered map[string]bool // nodes the controller has seen
 }
 
 // New wires the controller to the factory's informers.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
 	events, stop := rt.NewEventRecorder(client, "node-controller", "")
 	c := &Controller{client: client, events: events, stopRecs: stop, clock: rt.Clock, queue: rt.NewQueue("node-lifecycle"),
-		nodes: factory.Core().V1().Nodes().Lister(), pods: factory.Core().V1().Pods().Lister(),
+		registered: map[string]bool{},
+		nodes:      factory.Core().V1().Nodes().Lister(), pods: factory.Core().V1().Pods().Lister(),
 		leases: factory.Coordination().V1().Leases().Lister()}
 	// Taints and pods change what eviction must do; heartbeats are looked
 	// at every MonitorPeriod, as the real controller does.
@@ -71,13 +76,26 @@ func (c *Controller) Workers() []controller.Worker {
 	return []controller.Worker{{Name: "node-lifecycle", Queue: c.queue, Sync: c.syncNode}}
 }
 
-// Monitor queues every node; run it every MonitorPeriod.
+// Monitor queues every node, and reports nodes it sees for the first
+// time, as the real controller does on its monitor period; run it every
+// MonitorPeriod.
 func (c *Controller) Monitor(context.Context) {
 	nodes, _ := c.nodes.List(labels.Everything())
 	for _, n := range nodes {
+		c.mu.Lock()
+		first := !c.registered[n.Name]
+		c.registered[n.Name] = true
+		c.mu.Unlock()
+		if first {
+			c.events.Eventf(n, corev1.EventTypeNormal, "RegisteredNode", "Node %s event: Registered Node %s in Controller", n.Name, n.Name)
+		}
 		c.queue.Add(n.Name)
 	}
 }
+
+// annTTL is the TTL controller's annotation: how long kubelets may cache
+// objects; 0 on small clusters.
+const annTTL = "node.alpha.kubernetes.io/ttl"
 
 // Run runs the controller on goroutines until ctx is done.
 func (c *Controller) Run(ctx context.Context) {
@@ -104,6 +122,18 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if node.Annotations[annTTL] == "" {
+		// What the TTL controller does for a cluster of this size.
+		n := node.DeepCopy()
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[annTTL] = "0"
+		if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("annotating node %s: %w", node.Name, err)
+		}
+		return nil // the update brings the node back
 	}
 	now := c.clock.Now()
 	if c.lastHeartbeat(node).Add(GracePeriod).Before(now) {

@@ -94,6 +94,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	}})
 	// A claim's protection depends on the pods that use it.
 	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueuePodClaims,
 		UpdateFunc: func(_, obj any) { c.enqueuePodClaims(obj) },
 		DeleteFunc: c.enqueuePodClaims,
 	})
@@ -166,6 +167,9 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	}
 	if claim.DeletionTimestamp != nil {
 		return c.releaseClaimProtection(ctx, claim)
+	}
+	if err := c.syncUnusedCondition(ctx, claim); err != nil {
+		return err
 	}
 	if claim.Spec.VolumeName == "" {
 		return c.syncUnboundClaim(ctx, claim)
@@ -436,4 +440,60 @@ func setAnnotation(m *metav1.ObjectMeta, k, v string) {
 		m.Annotations = map[string]string{}
 	}
 	m.Annotations[k] = v
+}
+
+// The claim condition a v1.37 control plane keeps: whether a pod uses the
+// claim.
+const (
+	conditionUnused      corev1.PersistentVolumeClaimConditionType = "Unused"
+	reasonPodUsingPVC                                              = "PodUsingPVC"
+	reasonNoPodsUsingPVC                                           = "NoPodsUsingPVC"
+)
+
+// syncUnusedCondition sets the claim's Unused condition from the pods that
+// may still run and use it.
+func (c *Controller) syncUnusedCondition(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	used, err := c.usedByPod(claim)
+	if err != nil {
+		return err
+	}
+	want := corev1.PersistentVolumeClaimCondition{Type: conditionUnused, Status: corev1.ConditionTrue, Reason: reasonNoPodsUsingPVC}
+	if used {
+		want.Status, want.Reason = corev1.ConditionFalse, reasonPodUsingPVC
+	}
+	for _, have := range claim.Status.Conditions {
+		if have.Type == conditionUnused && have.Status == want.Status && have.Reason == want.Reason {
+			return nil
+		}
+	}
+	cl := claim.DeepCopy()
+	want.LastTransitionTime = metav1.NewTime(c.clock.Now()).Rfc3339Copy()
+	cl.Status.Conditions = slices.DeleteFunc(cl.Status.Conditions, func(x corev1.PersistentVolumeClaimCondition) bool {
+		return x.Type == conditionUnused
+	})
+	cl.Status.Conditions = append(cl.Status.Conditions, want)
+	_, err = c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, cl, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil // a newer claim comes back through the queue
+	}
+	return err
+}
+
+// usedByPod: a pod that has not finished names the claim.
+func (c *Controller) usedByPod(claim *corev1.PersistentVolumeClaim) (bool, error) {
+	pods, err := c.pods.Pods(claim.Namespace).List(labels.Everything())
+	if err != nil {
+		return false, err
+	}
+	for _, pod := range pods {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim.Name {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

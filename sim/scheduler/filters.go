@@ -17,7 +17,7 @@ import (
 const (
 	reasonUnschedulable       = "node(s) were unschedulable"
 	reasonNodeAffinity        = "node(s) didn't match Pod's node affinity/selector"
-	reasonVolumeNodeAffinity  = "node(s) had volume node affinity conflict"
+	reasonVolumeNodeAffinity  = "node(s) didn't match PersistentVolume's node affinity"
 	reasonNoPersistentVolumes = "node(s) didn't find available persistent volumes to bind"
 	reasonMaxVolumeCount      = "node(s) exceed max volume count"
 	reasonNotSelectedNode     = "node(s) didn't match the node selected for the pod's volumes"

@@ -56,7 +56,7 @@ func TestFits(t *testing.T) {
 
 func TestFailureMessageIsTheRealOne(t *testing.T) {
 	got := failureMessage(3, map[string]int{reasonVolumeNodeAffinity: 2, reasonNodeAffinity: 1})
-	want := "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) had volume node affinity conflict. " +
+	want := "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) didn't match PersistentVolume's node affinity. " +
 		"preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
 	if got != want {
 		t.Errorf("message\n got %q\nwant %q", got, want)
