@@ -14,8 +14,16 @@ import (
 // unchanged, against a real kube-apiserver with its controller manager:
 // what fakekube's own run of them claims is only as good as this run.
 func TestAPISemanticsOnTheRealServer(t *testing.T) {
+	c := startControlPlane(t, "fidelity")
+	apitest.Run(t, apitest.Target{Config: c.RESTConfig(), SnapshotCRDs: true, Timeout: 90 * time.Second})
+}
+
+// startControlPlane starts a realkube control plane under a run root of
+// its own for the test, and stops it when the test ends.
+func startControlPlane(t *testing.T, name string) *realkube.Cluster {
+	t.Helper()
 	bin := requireBinaries(t, realkube.ControlPlaneBinaries...)
-	root, err := runroot.New("fidelity")
+	root, err := runroot.New(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,5 +43,5 @@ func TestAPISemanticsOnTheRealServer(t *testing.T) {
 			t.Errorf("stopping the control plane: %v", err)
 		}
 	})
-	apitest.Run(t, apitest.Target{Config: c.RESTConfig(), SnapshotCRDs: true, Timeout: 90 * time.Second})
+	return c
 }
