@@ -190,8 +190,11 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 		return nil // the scheduler has not chosen a node yet
 	}
 	p.events.Eventf(claim, corev1.EventTypeNormal, "Provisioning", "External provisioner is provisioning volume for claim %q", ns+"/"+name)
+	// As the sidecar words it: what fails before CreateVolume (secrets,
+	// data sources) is reported as it is, a failed CreateVolume with the
+	// class named first.
 	fail := func(err error) error {
-		p.events.Eventf(claim, corev1.EventTypeWarning, "ProvisioningFailed", "failed to provision volume with StorageClass %q: %v", className, err)
+		p.events.Eventf(claim, corev1.EventTypeWarning, "ProvisioningFailed", "%v", err)
 		return fmt.Errorf("provisioning claim %s: %w", key, err)
 	}
 	ref, err := secretRef(class.Parameters, provisionerSecret, claim, pvName)
@@ -221,7 +224,7 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 	resp, err := p.csi.CreateVolume(callCtx, req)
 	cancel()
 	if err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("failed to provision volume with StorageClass %q: %v", className, err))
 	}
 	pv := p.volumeFor(claim, class.ReclaimPolicy, class.MountOptions, resp.GetVolume())
 	pv.Spec.CSI.FSType = class.Parameters[csiParameterPrefix+"fstype"]
