@@ -308,7 +308,7 @@ func (p *parser) parseStep(index int, n *yaml.Node) Step {
 		if d, ok := p.duration(v, "sleep"); ok {
 			st.Sleep = &Sleep{Duration: d}
 		}
-	case FaultNodeLoss, FaultNodeReturn, FaultOutOfService:
+	case FaultNodeLoss, FaultNodeReturn, FaultOutOfService, FaultMissingMountPropagation:
 		st.Fault = p.fault(v, p.action)
 	}
 	if f.has("name") {

@@ -74,10 +74,15 @@ const (
 	FaultNodeLoss     = "node-loss"
 	FaultNodeReturn   = "node-return"
 	FaultOutOfService = "out-of-service"
+	// FaultMissingMountPropagation restarts the node's CSI plugin in a
+	// mount namespace of its own with private propagation, as a DaemonSet
+	// without mountPropagation: Bidirectional runs it: its mounts succeed
+	// where the kubelet cannot see them.
+	FaultMissingMountPropagation = "missing-mount-propagation"
 )
 
 var (
-	faultKeys  = []string{FaultNodeLoss, FaultNodeReturn, FaultOutOfService}
+	faultKeys  = []string{FaultNodeLoss, FaultNodeReturn, FaultOutOfService, FaultMissingMountPropagation}
 	actionKeys = append([]string{actionApply, actionWait, actionAssert, actionDelete, actionSleep}, faultKeys...)
 )
 

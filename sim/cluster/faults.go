@@ -43,6 +43,8 @@ func (c *Cluster) InjectFault(ctx context.Context, f scenario.Fault) error {
 		return c.returnNode(ctx, parts, f.Node)
 	case scenario.FaultOutOfService:
 		return c.taintOutOfService(ctx, f.Node)
+	case scenario.FaultMissingMountPropagation:
+		return c.isolateNodePlugin(ctx, parts, f.Node)
 	}
 	return fmt.Errorf("fault %q is not known to the simulator", f.Type)
 }
@@ -100,4 +102,22 @@ func (c *Cluster) taintOutOfService(ctx context.Context, node string) error {
 		Effect: corev1.TaintEffectNoExecute, TimeAdded: &now})
 	_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 	return err
+}
+
+// isolateNodePlugin restarts the node's CSI plugin under unshare(1) in a
+// new mount namespace with private propagation: a real separate process
+// whose bind mounts the kubelet's namespace never sees. The mounts die with
+// the namespace when the plugin stops, so nothing is left behind.
+func (c *Cluster) isolateNodePlugin(ctx context.Context, parts *nodeParts, node string) error {
+	if parts.process == nil {
+		return fmt.Errorf("node %s has no plugin process to isolate (the mock driver mounts nothing)", node)
+	}
+	if err := parts.process.Stop(5 * time.Second); err != nil {
+		return fmt.Errorf("stopping the node plugin of %s: %w", node, err)
+	}
+	isolated := launch.Template{Path: "unshare",
+		Args: append([]string{"--mount", "--propagation", "private", parts.template.Path}, parts.template.Args...),
+		Env:  parts.template.Env}
+	parts.template = isolated
+	return c.launch(ctx, parts.name, isolated, parts.vars, node)
 }

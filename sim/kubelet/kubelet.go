@@ -45,6 +45,13 @@ import (
 // Version is the kubelet version the Node reports.
 const Version = "v1.37.2"
 
+// The kubelet's backoff for failed volume operations (500 ms doubling to
+// 2 min 2 s, as its operation executor).
+const (
+	volumeRetryInitial = 500 * time.Millisecond
+	volumeRetryMax     = 2*time.Minute + 2*time.Second
+)
+
 // waitRetry is how soon a pod whose volumes are not ready is tried again.
 const waitRetry = 50 * time.Millisecond
 
@@ -111,7 +118,7 @@ func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.
 	}
 	events, stop := rt.NewEventRecorder(client, "kubelet", cfg.NodeName)
 	k := &Kubelet{cfg: cfg, client: client, csi: node, events: events, stopRecs: stop,
-		clock: rt.Clock, queue: rt.NewQueue("kubelet-" + cfg.NodeName),
+		clock: rt.Clock, queue: rt.NewQueueWithBackoff("kubelet-"+cfg.NodeName, volumeRetryInitial, volumeRetryMax),
 		actual: actualState{
 			staged:  map[corev1.UniqueVolumeName]string{},
 			mounted: map[types.UID]map[string]mountedVolume{},
@@ -433,7 +440,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	// kubelet's mount namespace, or the container would see an empty dir.
 	if mounted, err := mountinfo.Mounted(target); !k.cfg.SkipMountCheck && (err != nil || !mounted) {
 		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount",
-			"MountVolume.SetUp failed for volume %q : the driver reported success but %s is not a mount point in the kubelet's mount namespace", v.pv.Name, target)
+			"MountVolume.SetUp failed for volume %q : the CSI driver reported success, but the volume is not mounted in the kubelet's mount namespace (does the node plugin mount with Bidirectional mount propagation?)", v.pv.Name)
 		return fmt.Errorf("volume %s of pod %s: target %s is not mounted", v.pv.Name, pod.Name, target)
 	}
 	k.mu.Lock()
