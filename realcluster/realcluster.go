@@ -281,6 +281,12 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 	tmpl := launch.Template{Path: filepath.Join(c.cfg.BinDir, name), Args: []string{
 		"--kubeconfig=" + c.kube.KubeconfigPath(), "--csi-address=" + socket,
 		"--leader-election=false", "--timeout=30s", "-v=2"}}
+	if name == "csi-provisioner" {
+		// Storage capacity tracking, as csisim's provisioner does it: the
+		// objects go to kube-system with no owner (no pod owns them here).
+		tmpl.Args = append(tmpl.Args, "--enable-capacity", "--capacity-ownerref-level=-1")
+		tmpl.Env = append(tmpl.Env, "NAMESPACE=kube-system")
+	}
 	proc, err := launch.Start(context.Background(), name, tmpl, launch.Vars{}, log)
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
