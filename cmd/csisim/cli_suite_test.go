@@ -91,10 +91,14 @@ var _ = Describe("csisim run", func() {
 
 	It("makes the same API writes and CSI calls in the same order for a seed, on one core or two", func() {
 		// The multi-node scenario keeps every controller busy at once.
-		traceOf := func(seed, gomaxprocs string) []byte {
+		traceOf := func(seed, gomaxprocs string, scenarioFile ...string) []byte {
 			tmp := GinkgoT().TempDir()
 			file := filepath.Join(GinkgoT().TempDir(), "trace")
-			cmd := exec.Command(csisim, "run", "--quiet", "--seed", seed, "--trace", file, "../../scenarios/library/multi-node.yaml")
+			scenarioPath := "../../scenarios/library/multi-node.yaml"
+			if len(scenarioFile) > 0 {
+				scenarioPath = scenarioFile[0]
+			}
+			cmd := exec.Command(csisim, "run", "--quiet", "--seed", seed, "--trace", file, scenarioPath)
 			cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "GOMAXPROCS="+gomaxprocs)
 			s, err := gexec.Start(cmd, GinkgoWriter, GinkgoWriter)
 			Expect(err).NotTo(HaveOccurred())
@@ -109,6 +113,11 @@ var _ = Describe("csisim run", func() {
 		Expect(string(traceOf("5", "2"))).To(Equal(string(first)))
 		Expect(string(traceOf("5", "2"))).To(Equal(string(first)))
 		Expect(string(traceOf("6", "2"))).NotTo(Equal(string(first)), "another seed should give other UIDs and another interleaving")
+		// Faults, timers and minutes of virtual time replay the same way.
+		nodeLoss := "../../scenarios/library/node-loss-force-detach.yaml"
+		lost := traceOf("3", "1", nodeLoss)
+		Expect(string(lost)).To(ContainSubstring("Multi-Attach error"))
+		Expect(string(traceOf("3", "2", nodeLoss))).To(Equal(string(lost)))
 	})
 
 	It("names the file, line and problem of a malformed scenario", func() {
