@@ -36,7 +36,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/csisim/csisim/drivers/launch"
+	"github.com/csisim/csisim/drivers/endpoint"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -112,11 +112,11 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	if cfg.Name == "" {
 		cfg.Name = DefaultName
 	}
-	target, err := launch.DialTarget(cfg.Target)
+	target, err := endpoint.DialTarget(cfg.Target)
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy %s: target: %w", cfg.Name, err)
 	}
-	if _, err := launch.SocketPath(cfg.Listen); err != nil {
+	if _, err := endpoint.SocketPath(cfg.Listen); err != nil {
 		return nil, fmt.Errorf("faultproxy %s: listen: %w", cfg.Name, err)
 	}
 	methods, err := csiMethods()
@@ -146,7 +146,7 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy %s: connect to %s: %w", cfg.Name, cfg.Target, err)
 	}
-	lis, err := launch.ListenUnix(cfg.Listen)
+	lis, err := endpoint.ListenUnix(cfg.Listen)
 	if err != nil {
 		p.target.Close()
 		return nil, fmt.Errorf("faultproxy %s: %w", cfg.Name, err)

@@ -24,12 +24,13 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/csisim/csisim/drivers/endpoint"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
@@ -174,7 +175,7 @@ func New(cfg Config) (*Driver, error) {
 	if err := checkZone(cfg.Zone); err != nil {
 		return nil, err
 	}
-	socket, err := socketPath(cfg.Endpoint)
+	socket, err := endpoint.SocketPath(cfg.Endpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +240,7 @@ const gracefulStopTimeout = 5 * time.Second
 // Run serves the CSI services on the endpoint until ctx is done, then stops
 // gracefully and removes the socket.
 func (d *Driver) Run(ctx context.Context) error {
-	lis, err := listenUnix(d.socket)
+	lis, err := endpoint.ListenUnix(d.socket)
 	if err != nil {
 		return err
 	}
@@ -290,52 +291,6 @@ func removeIfSame(path string, made os.FileInfo) {
 		return
 	}
 	_ = os.Remove(path)
-}
-
-// socketPath extracts the socket path from a unix endpoint.
-func socketPath(endpoint string) (string, error) {
-	if endpoint == "" {
-		return "", errors.New("endpoint is required")
-	}
-	p := endpoint
-	switch {
-	case strings.HasPrefix(p, "unix://"):
-		p = strings.TrimPrefix(p, "unix://")
-	case strings.HasPrefix(p, "unix:"):
-		p = strings.TrimPrefix(p, "unix:")
-	case strings.Contains(p, "://"):
-		return "", fmt.Errorf("endpoint %q: only unix sockets are supported", endpoint)
-	}
-	if !filepath.IsAbs(p) {
-		return "", fmt.Errorf("endpoint %q: socket path must be absolute", endpoint)
-	}
-	return filepath.Clean(p), nil
-}
-
-// listenUnix listens on path, first removing a socket left behind by an
-// earlier process. It refuses to remove anything that is not a socket, or a
-// socket that something still answers on.
-func listenUnix(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("create socket directory: %w", err)
-	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("endpoint %s exists and is not a socket", path)
-		}
-		if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("endpoint %s is in use by another process", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale socket: %w", err)
-		}
-	}
-	lis, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
-	}
-	return lis, nil
 }
 
 // intercept logs every call in one line and refuses the services this

@@ -271,28 +271,6 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 }
 
-func TestSocketPath(t *testing.T) {
-	tests := []struct {
-		endpoint string
-		want     string
-		wantErr  bool
-	}{
-		{"unix:///run/csi/csi.sock", "/run/csi/csi.sock", false},
-		{"unix:/run/csi.sock", "/run/csi.sock", false},
-		{"/run/csi.sock", "/run/csi.sock", false},
-		{"unix:///run/../run/csi.sock", "/run/csi.sock", false},
-		{"", "", true},
-		{"unix://csi.sock", "", true},
-		{"tcp://localhost:10000", "", true},
-	}
-	for _, tc := range tests {
-		got, err := socketPath(tc.endpoint)
-		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("socketPath(%q) = %q, %v; want %q, error %v", tc.endpoint, got, err, tc.want, tc.wantErr)
-		}
-	}
-}
-
 func TestDefaultStateDir(t *testing.T) {
 	tests := []struct {
 		root   string

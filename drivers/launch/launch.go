@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/csisim/csisim/drivers/endpoint"
+
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
@@ -212,7 +214,7 @@ const probeInterval = 50 * time.Millisecond
 // ready, ctx is done, or the driver exits. The errors for the last two quote
 // the driver's most recent output.
 func (p *Process) WaitReady(ctx context.Context) error {
-	target, err := dialTarget(p.endpoint)
+	target, err := endpoint.DialTarget(p.endpoint)
 	if err != nil {
 		return fmt.Errorf("driver %s: %w", p.name, err)
 	}
@@ -258,19 +260,6 @@ func (p *Process) WaitReady(ctx context.Context) error {
 		case <-time.After(probeInterval):
 		}
 	}
-}
-
-// dialTarget turns an endpoint into a grpc target.
-func dialTarget(endpoint string) (string, error) {
-	switch {
-	case endpoint == "":
-		return "", errors.New("no endpoint to probe")
-	case strings.HasPrefix(endpoint, "unix:"):
-		return endpoint, nil
-	case strings.HasPrefix(endpoint, "/"):
-		return "unix://" + endpoint, nil
-	}
-	return "", fmt.Errorf("endpoint %q is not a unix socket", endpoint)
 }
 
 func (p *Process) exitError(what string) error {

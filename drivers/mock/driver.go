@@ -23,7 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/csisim/csisim/drivers/launch"
+	csiendpoint "github.com/csisim/csisim/drivers/endpoint"
 )
 
 // DefaultName is the driver name GetPluginInfo reports unless Config says
@@ -277,7 +277,7 @@ const gracefulStopTimeout = 2 * time.Second
 // Start serves the driver on endpoint (unix:///path or an absolute path)
 // until Stop. The socket accepts connections when Start returns.
 func (d *Driver) Start(endpoint string) (*Server, error) {
-	lis, err := launch.ListenUnix(endpoint)
+	lis, err := csiendpoint.ListenUnix(endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("mock driver: %w", err)
 	}

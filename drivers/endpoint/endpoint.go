@@ -1,4 +1,6 @@
-package launch
+// Package endpoint reads CSI endpoints (unix:///path, unix:/path or a bare
+// absolute path) and listens on them, for drivers, proxies and launchers alike.
+package endpoint
 
 import (
 	"errors"
