@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/csisim
 SCENARIO ?= scenarios/library/basic-lifecycle.yaml
 
-.PHONY: all build demo test vet fmt-check e2e fidelity clean
+.PHONY: all build demo test vet fmt-check e2e fidelity bench clean
 
 include realkube/realkube.mk
 include e2e/kind/kind.mk
@@ -46,6 +46,14 @@ fidelity: realkube-bins
 	CSISIM_REALKUBE=required $(GO) test -count=1 ./realkube/ ./fidelity/ ./realcluster/ ./diff/
 	CSISIM_REALKUBE=required $(GO) test -count=1 ./cmd/csisim/ -ginkgo.focus='csisim diff'
 	$(GO) run ./cmd/csisim diff scenarios/library/basic-lifecycle.yaml || true
+
+# bench: the performance figures (never asserted in tests — these machines
+# are shared and noisy): 1,000 claims provisioned and bound across 10 nodes
+# and full attach+mount+unmount+detach lifecycles, each with the mock and
+# with csisim's driver; the API server; the driver's calls; the fault proxy.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./sim/cluster/
+	$(GO) test -run '^$$' -bench . ./fakekube/ ./drivers/hostpath/ ./drivers/mock/ ./drivers/faultproxy/
 
 clean:
 	rm -rf bin
