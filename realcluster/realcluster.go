@@ -93,7 +93,10 @@ type Cluster struct {
 	conns   []*csiclient.Conn
 	logs    []*os.File
 
+	nodes map[string]*simNode // by name, for faults
+
 	stopWrites   context.CancelFunc
+	kubeletCtx   context.Context // the kubelets run until it is done
 	stopKubelets context.CancelFunc
 	kubelets     sync.WaitGroup
 	closeOnce    sync.Once
@@ -135,7 +138,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return nil, err
 	}
 	c = &Cluster{cfg: cfg, root: root, rec: trace.New(clock.RealClock{}),
-		stopWrites: func() {}, stopKubelets: func() {}}
+		nodes: map[string]*simNode{}, stopWrites: func() {}, stopKubelets: func() {}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Close())
@@ -181,14 +184,13 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 			return c, err
 		}
 	}
-	kubeletCtx, stopKubelets := context.WithCancel(context.Background())
-	c.stopKubelets = stopKubelets
+	c.kubeletCtx, c.stopKubelets = context.WithCancel(context.Background())
 	for _, node := range cfg.Nodes {
 		endpoint, err := c.startDriver(ctx, "node", node)
 		if err != nil {
 			return c, err
 		}
-		if err := c.startKubelet(ctx, kubeletCtx, node, endpoint); err != nil {
+		if err := c.startKubelet(ctx, c.kubeletCtx, node, endpoint); err != nil {
 			return c, err
 		}
 	}
@@ -243,6 +245,10 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node string) (string, e
 		tmpl.Args = append(tmpl.Args, "--zone", zone)
 	}
 	tmpl.Args = append(tmpl.Args, c.cfg.DriverArgs...)
+	if n := c.nodes[node]; mode == "node" && n != nil && n.isolated {
+		tmpl = launch.Template{Path: "unshare", Env: tmpl.Env,
+			Args: append([]string{"--mount", "--propagation", "private", tmpl.Path}, tmpl.Args...)}
+	}
 	vars := launch.Vars{Endpoint: "unix://" + socket, NodeID: node, StateDir: stateDir, Root: c.root.Path("storage")}
 	p, err := launch.Start(context.Background(), "driver "+name, tmpl, vars, log)
 	if err != nil {
@@ -347,12 +353,20 @@ func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint strin
 	if err := k.Register(ctx, conn.Identity); err != nil {
 		return err
 	}
-	podFactory.Start(runCtx.Done())
-	factory.Start(runCtx.Done())
+	// Each kubelet has a context of its own, which node-loss cancels.
+	nodeCtx, stop := context.WithCancel(runCtx)
+	n := c.nodes[node]
+	if n == nil {
+		n = &simNode{name: node}
+		c.nodes[node] = n
+	}
+	n.stop = stop
+	podFactory.Start(nodeCtx.Done())
+	factory.Start(nodeCtx.Done())
 	c.kubelets.Add(1)
 	go func() {
 		defer c.kubelets.Done()
-		k.Run(runCtx)
+		k.Run(nodeCtx)
 		podFactory.Shutdown()
 		factory.Shutdown()
 	}()
