@@ -26,8 +26,17 @@ func TestBestMatch(t *testing.T) {
 	block := corev1.PersistentVolumeBlock
 	labelled := pvOf("labelled", "slow", "5Gi", rwo)
 	labelled.Labels = map[string]string{"tier": "gold"}
-	preBound := pvOf("prebound", "other", "1Mi", rwx)
+	preBound := pvOf("prebound", "other", "5Gi", rwo)
 	preBound.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "data"}
+	preBound.Status.Phase = corev1.VolumePending
+	preBoundRWX := pvOf("prebound-rwx", "slow", "5Gi", rwx)
+	preBoundRWX.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "data"}
+	preBoundSmall := pvOf("prebound-small", "slow", "1Mi", rwo)
+	preBoundSmall.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "data"}
+	otherUID := pvOf("other-uid", "slow", "1Gi", rwo)
+	otherUID.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "data", UID: "uid-old"}
+	deleting := pvOf("deleting", "slow", "1Gi", rwo)
+	deleting.DeletionTimestamp = &metav1.Time{}
 	taken := pvOf("taken", "slow", "1Gi", rwo)
 	taken.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "other", UID: "uid-2"}
 	blockPV := pvOf("block", "slow", "1Gi", rwo)
@@ -41,20 +50,34 @@ func TestBestMatch(t *testing.T) {
 		name    string
 		claim   *corev1.PersistentVolumeClaim
 		volumes []*corev1.PersistentVolume
+		delayed bool
 		want    string
 	}{
 		{"smallest that fits", claimOf("slow", "2Gi", rwo),
-			[]*corev1.PersistentVolume{pvOf("big", "slow", "10Gi", rwo), pvOf("small", "slow", "1Gi", rwo), pvOf("fits", "slow", "3Gi", rwo)}, "fits"},
-		{"class must match", claimOf("fast", "1Gi", rwo), []*corev1.PersistentVolume{pvOf("slow", "slow", "1Gi", rwo)}, ""},
-		{"every access mode", claimOf("slow", "1Gi", rwx), []*corev1.PersistentVolume{pvOf("rwo", "slow", "1Gi", rwo)}, ""},
-		{"volume mode", claimOf("slow", "1Gi", rwo), []*corev1.PersistentVolume{blockPV}, ""},
-		{"selector", withSelector, []*corev1.PersistentVolume{pvOf("plain", "slow", "1Gi", rwo), labelled}, "labelled"},
-		{"pre-bound wins over everything", claimOf("slow", "1Gi", rwo), []*corev1.PersistentVolume{pvOf("fits", "slow", "1Gi", rwo), preBound}, "prebound"},
-		{"not someone else's", claimOf("slow", "1Gi", rwo), []*corev1.PersistentVolume{taken}, ""},
-		{"not released", claimOf("slow", "1Gi", rwo), []*corev1.PersistentVolume{released}, ""},
+			[]*corev1.PersistentVolume{pvOf("big", "slow", "10Gi", rwo), pvOf("small", "slow", "1Gi", rwo), pvOf("fits", "slow", "3Gi", rwo)}, false, "fits"},
+		{"class must match", claimOf("fast", "1Gi", rwo), []*corev1.PersistentVolume{pvOf("slow", "slow", "1Gi", rwo)}, false, ""},
+		{"every access mode", claimOf("slow", "1Gi", rwx), []*corev1.PersistentVolume{pvOf("rwo", "slow", "1Gi", rwo)}, false, ""},
+		{"volume mode", claimOf("slow", "1Gi", rwo), []*corev1.PersistentVolume{blockPV}, false, ""},
+		{"selector", withSelector, []*corev1.PersistentVolume{pvOf("plain", "slow", "1Gi", rwo), labelled}, false, "labelled"},
+		{"pre-bound wins in its group, whatever its class and phase", claimOf("slow", "1Gi", rwo),
+			[]*corev1.PersistentVolume{pvOf("fits", "slow", "1Gi", rwo), preBound}, false, "prebound"},
+		{"fewer access modes beat a pre-bound volume with more", claimOf("slow", "1Gi", rwo),
+			[]*corev1.PersistentVolume{preBoundRWX, pvOf("fits", "slow", "1Gi", rwo)}, false, "fits"},
+		{"fewer access modes beat a smaller volume with more", claimOf("slow", "1Gi", rwo),
+			[]*corev1.PersistentVolume{pvOf("both", "slow", "1Gi", rwo, rwx), pvOf("big", "slow", "10Gi", rwo)}, false, "big"},
+		{"more access modes when nothing else fits", claimOf("slow", "1Gi", rwo),
+			[]*corev1.PersistentVolume{pvOf("both", "slow", "1Gi", rwo, rwx)}, false, "both"},
+		{"a pre-bound volume too small is passed over", claimOf("slow", "1Gi", rwo),
+			[]*corev1.PersistentVolume{preBoundSmall, pvOf("fits", "slow", "1Gi", rwo)}, false, "fits"},
+		{"pre-bound to an earlier claim of that name", claimOf("slow", "1Gi", rwo), []*corev1.PersistentVolume{otherUID}, false, ""},
+		{"delayed binding: only pre-bound", claimOf("slow", "1Gi", rwo), []*corev1.PersistentVolume{pvOf("fits", "slow", "1Gi", rwo)}, true, ""},
+		{"delayed binding: pre-bound", claimOf("slow", "1Gi", rwo), []*corev1.PersistentVolume{preBound}, true, "prebound"},
+		{"not someone else's", claimOf("slow", "1Gi", rwo), []*corev1.PersistentVolume{taken}, false, ""},
+		{"not released", claimOf("slow", "1Gi", rwo), []*corev1.PersistentVolume{released}, false, ""},
+		{"not being deleted", claimOf("slow", "1Gi", rwo), []*corev1.PersistentVolume{deleting}, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := bestMatch(tc.claim, tc.volumes)
+			got := bestMatch(tc.claim, tc.volumes, tc.delayed)
 			name := ""
 			if got != nil {
 				name = got.Name
@@ -63,5 +86,63 @@ func TestBestMatch(t *testing.T) {
 				t.Errorf("bestMatch = %q, want %q", name, tc.want)
 			}
 		})
+	}
+}
+
+func TestCheckRequested(t *testing.T) {
+	rwo, rwx := corev1.ReadWriteOnce, corev1.ReadWriteMany
+	block := corev1.PersistentVolumeBlock
+	blockPV := pvOf("block", "slow", "1Gi", rwo)
+	blockPV.Spec.VolumeMode = &block
+	deleting := pvOf("deleting", "slow", "1Gi", rwo)
+	deleting.DeletionTimestamp = &metav1.Time{}
+	for _, tc := range []struct {
+		name  string
+		claim *corev1.PersistentVolumeClaim
+		pv    *corev1.PersistentVolume
+		want  string
+	}{
+		{"fits", claimOf("slow", "1Gi", rwo), pvOf("ok", "slow", "2Gi", rwo, rwx), ""},
+		{"deleting first", claimOf("fast", "5Gi", rwo), deleting, `the volume is marked for deletion "deleting"`},
+		{"size before class", claimOf("fast", "5Gi", rwo), pvOf("small", "slow", "1Gi", rwo), "requested PV is too small"},
+		{"class", claimOf("fast", "1Gi", rwo), pvOf("slow", "slow", "1Gi", rwo), "storageClassName does not match"},
+		{"volume mode", claimOf("slow", "1Gi", rwo), blockPV, "incompatible volumeMode"},
+		{"access modes", claimOf("slow", "1Gi", rwx), pvOf("rwo", "slow", "1Gi", rwo), "incompatible accessMode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if err := checkRequested(tc.pv, tc.claim); err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("checkRequested = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDeleteInTree(t *testing.T) {
+	nfs := pvOf("nfs", "", "1Gi", corev1.ReadWriteMany)
+	nfs.Spec.NFS = &corev1.NFSVolumeSource{Server: "10.0.0.1", Path: "/export"}
+	host := func(path string) *corev1.PersistentVolume {
+		pv := pvOf("host", "", "1Gi", corev1.ReadWriteOnce)
+		pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: path}
+		return pv
+	}
+	for _, tc := range []struct {
+		pv   *corev1.PersistentVolume
+		want string
+	}{
+		{nfs, `error getting deleter volume plugin for volume "nfs": no deletable volume plugin matched`},
+		{host("/srv/data"), "host_path deleter only supports /tmp/.+ but received provided /srv/data"},
+		{host("/tmp/data"), ""},
+	} {
+		got := ""
+		if err := deleteInTree(tc.pv); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("deleteInTree(%s) = %q, want %q", tc.pv.Name, got, tc.want)
+		}
 	}
 }

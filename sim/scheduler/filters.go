@@ -16,6 +16,7 @@ import (
 // word them in FailedScheduling events.
 const (
 	reasonUnschedulable       = "node(s) were unschedulable"
+	reasonUntoleratedTaint    = "node(s) had untolerated taint(s)"
 	reasonNodeAffinity        = "node(s) didn't match Pod's node affinity/selector"
 	reasonVolumeNodeAffinity  = "node(s) didn't match PersistentVolume's node affinity"
 	reasonNoPersistentVolumes = "node(s) didn't find available persistent volumes to bind"
@@ -37,21 +38,41 @@ type podVolumes struct {
 	capacity func(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, node *corev1.Node) bool
 }
 
-// fits says why node cannot run pod, or "" when it can.
-func fits(pod *corev1.Pod, node *corev1.Node, vols podVolumes, limit func(*corev1.Node) (bool, error)) string {
+// verdict is one node's answer for a pod: why it does not fit ("" when it
+// does), and whether preemption might make room (the real scheduler's
+// Unschedulable, as opposed to UnschedulableAndUnresolvable).
+type verdict struct {
+	reason      string
+	preemptible bool
+}
+
+// fits says whether node can run pod, checking what the real scheduler's
+// filter plugins check, in their order, and stopping at the first that
+// rejects the node: NodeUnschedulable, TaintToleration, NodeAffinity,
+// NodeVolumeLimits, VolumeBinding. overLimit is the volume limits check.
+func fits(pod *corev1.Pod, node *corev1.Node, vols podVolumes, overLimit func(*corev1.Node) bool) verdict {
 	if node.Spec.Unschedulable && !tolerates(pod, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
-		return reasonUnschedulable
+		return verdict{reason: reasonUnschedulable}
 	}
-	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations,
+	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations,
 		func(t *corev1.Taint) bool {
 			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-		}, false)
-	if untolerated {
-		return fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value)
+		}, false); untolerated {
+		return verdict{reason: reasonUntoleratedTaint}
 	}
 	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
-		return reasonNodeAffinity
+		return verdict{reason: reasonNodeAffinity}
 	}
+	if overLimit(node) {
+		return verdict{reason: reasonMaxVolumeCount, preemptible: true}
+	}
+	return verdict{reason: volumeBinding(node, vols)}
+}
+
+// volumeBinding is the VolumeBinding plugin's filter: bound volumes must
+// be usable on the node, and every unbound WaitForFirstConsumer claim must
+// have a static volume there or be provisionable there.
+func volumeBinding(node *corev1.Node, vols podVolumes) string {
 	if vols.selected != "" && vols.selected != node.Name {
 		return reasonNotSelectedNode
 	}
@@ -75,10 +96,33 @@ func fits(pod *corev1.Pod, node *corev1.Node, vols podVolumes, limit func(*corev
 			return reasonNotEnoughStorage
 		}
 	}
-	if ok, err := limit(node); err == nil && !ok {
-		return reasonMaxVolumeCount
-	}
 	return ""
+}
+
+// exceedsVolumeLimits is the NodeVolumeLimits plugin's check. attached are
+// the CSI volumes already on the node (used by its pods or attached to it
+// by a VolumeAttachment) and wanted the pod's, both as unique name (driver
+// and handle, or a claim still to be provisioned) to driver. A volume the
+// node has already costs nothing; a pod that adds none always fits;
+// otherwise, per driver with a limit in the node's CSINode, the node's
+// volumes plus the pod's new ones must not exceed it.
+func exceedsVolumeLimits(limits map[string]int32, attached, wanted map[string]string) bool {
+	perDriver := map[string]int{}
+	for _, driver := range attached {
+		perDriver[driver]++
+	}
+	added := map[string]int{}
+	for name, driver := range wanted {
+		if _, ok := attached[name]; !ok {
+			added[driver]++
+		}
+	}
+	for driver, n := range added {
+		if limit, ok := limits[driver]; ok && perDriver[driver]+n > int(limit) {
+			return true
+		}
+	}
+	return false
 }
 
 func tolerates(pod *corev1.Pod, taint corev1.Taint) bool {
@@ -170,13 +214,28 @@ func className(claim *corev1.PersistentVolumeClaim) string {
 
 // failureMessage words a FailedScheduling event as the real scheduler
 // does: the count of nodes, then "N reason" for each reason, sorted as
-// strings, then the preemption postscript.
-func failureMessage(total int, reasons map[string]int) string {
-	parts := make([]string, 0, len(reasons))
-	for r, n := range reasons {
+// strings, then the postscript of the preemption that was tried: nodes
+// where preemption cannot help, and nodes where it could but no pod of
+// lower priority runs.
+func failureMessage(total int, verdicts map[verdict]int) string {
+	reasons, preemption := map[string]int{}, map[string]int{}
+	for v, n := range verdicts {
+		reasons[v.reason] += n
+		if v.preemptible {
+			preemption["No preemption victims found for incoming pod"] += n
+		} else {
+			preemption["Preemption is not helpful for scheduling"] += n
+		}
+	}
+	return fmt.Sprintf("0/%d nodes are available: %s. preemption: 0/%d nodes are available: %s.",
+		total, histogram(reasons), total, histogram(preemption))
+}
+
+func histogram(counts map[string]int) string {
+	parts := make([]string, 0, len(counts))
+	for r, n := range counts {
 		parts = append(parts, fmt.Sprintf("%d %s", n, r))
 	}
 	sort.Strings(parts)
-	return fmt.Sprintf("0/%d nodes are available: %s. preemption: 0/%d nodes are available: %d Preemption is not helpful for scheduling.",
-		total, strings.Join(parts, ", "), total, total)
+	return strings.Join(parts, ", ")
 }

@@ -18,25 +18,31 @@ func zoneVolume(zone string) *corev1.PersistentVolume {
 }
 
 func TestFits(t *testing.T) {
-	noLimit := func(*corev1.Node) (bool, error) { return true, nil }
-	full := func(*corev1.Node) (bool, error) { return false, nil }
+	noLimit := func(*corev1.Node) bool { return false }
+	full := func(*corev1.Node) bool { return true }
 	plain := &corev1.Pod{}
 	pinned := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: map[string]string{"zone": "a"}}}
 	tolerant := &corev1.Pod{Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}}}
 	tainted := node("n", nil, corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule})
 	cordoned := node("n", nil)
 	cordoned.Spec.Unschedulable = true
+	cordonedTainted := node("n", nil, corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule})
+	cordonedTainted.Spec.Unschedulable = true
 	for _, tc := range []struct {
 		name  string
 		pod   *corev1.Pod
 		node  *corev1.Node
 		vols  podVolumes
-		limit func(*corev1.Node) (bool, error)
+		limit func(*corev1.Node) bool
 		want  string
 	}{
 		{"fits", plain, node("n", nil), podVolumes{}, noLimit, ""},
 		{"cordoned", plain, cordoned, podVolumes{}, noLimit, reasonUnschedulable},
-		{"untolerated taint", plain, tainted, podVolumes{}, noLimit, "node(s) had untolerated taint {dedicated: db}"},
+		{"untolerated taint", plain, tainted, podVolumes{}, noLimit, reasonUntoleratedTaint},
+		{"cordoned and tainted: the first filter speaks", plain, cordonedTainted, podVolumes{}, noLimit, reasonUnschedulable},
+		{"taint before affinity", pinned, tainted, podVolumes{}, noLimit, reasonUntoleratedTaint},
+		{"volume limit before volume affinity", plain, node("n", map[string]string{"zone": "b"}),
+			podVolumes{bound: []*corev1.PersistentVolume{zoneVolume("a")}}, full, reasonMaxVolumeCount},
 		{"tolerated taint", tolerant, tainted, podVolumes{}, noLimit, ""},
 		{"node selector", pinned, node("n", map[string]string{"zone": "b"}), podVolumes{}, noLimit, reasonNodeAffinity},
 		{"volume in another zone", plain, node("n", map[string]string{"zone": "b"}),
@@ -47,18 +53,51 @@ func TestFits(t *testing.T) {
 		{"volume limit", plain, node("n", nil), podVolumes{}, full, reasonMaxVolumeCount},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := fits(tc.pod, tc.node, tc.vols, tc.limit); got != tc.want {
-				t.Errorf("fits = %q, want %q", got, tc.want)
+			got := fits(tc.pod, tc.node, tc.vols, tc.limit)
+			if got.reason != tc.want {
+				t.Errorf("fits = %q, want %q", got.reason, tc.want)
+			}
+			if want := tc.want == reasonMaxVolumeCount; got.preemptible != want {
+				t.Errorf("preemptible = %v, want %v", got.preemptible, want)
 			}
 		})
 	}
 }
 
 func TestFailureMessageIsTheRealOne(t *testing.T) {
-	got := failureMessage(3, map[string]int{reasonVolumeNodeAffinity: 2, reasonNodeAffinity: 1})
+	got := failureMessage(3, map[verdict]int{{reason: reasonVolumeNodeAffinity}: 2, {reason: reasonNodeAffinity}: 1})
 	want := "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) didn't match PersistentVolume's node affinity. " +
 		"preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
 	if got != want {
 		t.Errorf("message\n got %q\nwant %q", got, want)
+	}
+	got = failureMessage(3, map[verdict]int{{reason: reasonMaxVolumeCount, preemptible: true}: 1, {reason: reasonUntoleratedTaint}: 2})
+	want = "0/3 nodes are available: 1 node(s) exceed max volume count, 2 node(s) had untolerated taint(s). " +
+		"preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
+	if got != want {
+		t.Errorf("message\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestExceedsVolumeLimits(t *testing.T) {
+	const drv, other = "hostpath.csisim.io", "other.csi.io"
+	limits := map[string]int32{drv: 2}
+	for _, tc := range []struct {
+		name             string
+		attached, wanted map[string]string
+		want             bool
+	}{
+		{"room for one more", map[string]string{drv + "/a": drv}, map[string]string{drv + "/b": drv}, false},
+		{"full", map[string]string{drv + "/a": drv, drv + "/b": drv}, map[string]string{drv + "/c": drv}, true},
+		{"two new do not fit next to one", map[string]string{drv + "/a": drv}, map[string]string{drv + "/b": drv, drv + "/c": drv}, true},
+		{"a volume the node has costs nothing", map[string]string{drv + "/a": drv, drv + "/b": drv}, map[string]string{drv + "/a": drv}, false},
+		{"over the limit already, nothing new", map[string]string{drv + "/a": drv, drv + "/b": drv, drv + "/c": drv}, map[string]string{drv + "/c": drv}, false},
+		{"another driver has no limit", map[string]string{drv + "/a": drv, drv + "/b": drv}, map[string]string{other + "/x": other}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := exceedsVolumeLimits(limits, tc.attached, tc.wanted); got != tc.want {
+				t.Errorf("exceedsVolumeLimits = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

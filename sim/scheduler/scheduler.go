@@ -12,6 +12,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -43,20 +44,21 @@ const (
 
 // Scheduler binds pending pods to nodes.
 type Scheduler struct {
-	client     kubernetes.Interface
-	events     record.EventRecorder
-	stopRecs   func()
-	clock      clock.PassiveClock
-	pods       corelisters.PodLister
-	nodes      corelisters.NodeLister
-	claims     corelisters.PersistentVolumeClaimLister
-	volumes    corelisters.PersistentVolumeLister
-	classes    storagelisters.StorageClassLister
-	csiNodes   storagelisters.CSINodeLister
-	drivers    storagelisters.CSIDriverLister
-	capacities storagelisters.CSIStorageCapacityLister
-	queue      controller.Queue
-	synced     []cache.InformerSynced
+	client      kubernetes.Interface
+	events      record.EventRecorder
+	stopRecs    func()
+	clock       clock.PassiveClock
+	pods        corelisters.PodLister
+	nodes       corelisters.NodeLister
+	claims      corelisters.PersistentVolumeClaimLister
+	volumes     corelisters.PersistentVolumeLister
+	classes     storagelisters.StorageClassLister
+	csiNodes    storagelisters.CSINodeLister
+	drivers     storagelisters.CSIDriverLister
+	capacities  storagelisters.CSIStorageCapacityLister
+	attachments storagelisters.VolumeAttachmentLister
+	queue       controller.Queue
+	synced      []cache.InformerSynced
 
 	mu       sync.Mutex
 	attempts map[string]int // pod key → failed attempts, for the backoff
@@ -77,6 +79,8 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	s.classes, s.csiNodes = scInf.Lister(), csiNodeInf.Lister()
 	capInf := factory.Storage().V1().CSIStorageCapacities()
 	s.drivers, s.capacities = factory.Storage().V1().CSIDrivers().Lister(), capInf.Lister()
+	vaInf := factory.Storage().V1().VolumeAttachments()
+	s.attachments = vaInf.Lister()
 	_, _ = podInf.Informer().AddEventHandler(controller.EnqueueHandler(s.queue))
 	// What can make a waiting pod fit moves it back to the queue, as the
 	// real scheduler's unschedulable queue does on cluster events.
@@ -87,9 +91,14 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), pvcInf.Informer(), pvInf.Informer(), csiNodeInf.Informer(), capInf.Informer()} {
 		_, _ = inf.AddEventHandler(wake)
 	}
+	// A pod or an attachment that goes may leave room under a node's
+	// volume limit.
+	gone := cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { s.enqueuePending() }}
+	_, _ = podInf.Informer().AddEventHandler(gone)
+	_, _ = vaInf.Informer().AddEventHandler(gone)
 	s.synced = []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, pvcInf.Informer().HasSynced,
 		pvInf.Informer().HasSynced, scInf.Informer().HasSynced, csiNodeInf.Informer().HasSynced, capInf.Informer().HasSynced,
-		factory.Storage().V1().CSIDrivers().Informer().HasSynced}
+		factory.Storage().V1().CSIDrivers().Informer().HasSynced, vaInf.Informer().HasSynced}
 	return s
 }
 
@@ -242,26 +251,31 @@ func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, st
 		return nil, "", err
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	reasons := map[string]int{}
+	verdicts := map[verdict]int{}
+	wanted := s.podCSIVolumes(pod)
 	for _, node := range nodes {
-		why := fits(pod, node, vols, func(n *corev1.Node) (bool, error) { return s.withinVolumeLimit(pod, vols, n) })
-		if why == "" {
+		v := fits(pod, node, vols, func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) })
+		if v.reason == "" {
 			return node, "", nil
 		}
-		reasons[why]++
+		verdicts[v]++
 	}
 	if len(nodes) == 0 {
 		return nil, "no nodes available to schedule pods", nil
 	}
-	return nil, failureMessage(len(nodes), reasons), nil
+	return nil, failureMessage(len(nodes), verdicts), nil
 }
 
-// withinVolumeLimit checks CSINode allocatable counts: the CSI volumes of
-// the pods on the node plus the pod's new ones, per driver.
-func (s *Scheduler) withinVolumeLimit(pod *corev1.Pod, vols podVolumes, node *corev1.Node) (bool, error) {
+// overVolumeLimit: the pod's CSI volumes (wanted) do not fit under the
+// node's CSINode allocatable counts, next to the volumes the node's pods
+// use and the volumes attached to it.
+func (s *Scheduler) overVolumeLimit(node *corev1.Node, wanted map[string]string) bool {
+	if len(wanted) == 0 {
+		return false
+	}
 	csiNode, err := s.csiNodes.Get(node.Name)
 	if err != nil {
-		return true, nil
+		return false
 	}
 	limits := map[string]int32{}
 	for _, d := range csiNode.Spec.Drivers {
@@ -270,51 +284,52 @@ func (s *Scheduler) withinVolumeLimit(pod *corev1.Pod, vols podVolumes, node *co
 		}
 	}
 	if len(limits) == 0 {
-		return true, nil
+		return false
 	}
-	inUse := map[string]map[string]bool{} // driver → volume handles
-	add := func(pv *corev1.PersistentVolume) {
-		if pv == nil || pv.Spec.CSI == nil {
-			return
-		}
-		if inUse[pv.Spec.CSI.Driver] == nil {
-			inUse[pv.Spec.CSI.Driver] = map[string]bool{}
-		}
-		inUse[pv.Spec.CSI.Driver][pv.Spec.CSI.VolumeHandle] = true
-	}
+	attached := map[string]string{}
 	pods, _ := s.pods.List(labels.Everything())
 	for _, p := range pods {
-		if p.Spec.NodeName != node.Name || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Spec.NodeName == node.Name && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			maps.Copy(attached, s.podCSIVolumes(p))
+		}
+	}
+	vas, _ := s.attachments.List(labels.Everything())
+	for _, va := range vas {
+		if va.Spec.NodeName != node.Name || va.Spec.Source.PersistentVolumeName == nil {
 			continue
 		}
-		for _, v := range p.Spec.Volumes {
-			if v.PersistentVolumeClaim == nil {
-				continue
-			}
-			if claim, err := s.claims.PersistentVolumeClaims(p.Namespace).Get(v.PersistentVolumeClaim.ClaimName); err == nil && claim.Spec.VolumeName != "" {
-				pv, _ := s.volumes.Get(claim.Spec.VolumeName)
-				add(pv)
-			}
+		if pv, err := s.volumes.Get(*va.Spec.Source.PersistentVolumeName); err == nil && pv.Spec.CSI != nil {
+			attached[pv.Spec.CSI.Driver+"/"+pv.Spec.CSI.VolumeHandle] = pv.Spec.CSI.Driver
 		}
 	}
-	for _, pv := range vols.bound {
-		add(pv)
-	}
-	for _, claim := range vols.delayed {
-		// A volume still to be provisioned counts against its class's driver.
-		if class := vols.classes[className(claim)]; class != nil {
-			if inUse[class.Provisioner] == nil {
-				inUse[class.Provisioner] = map[string]bool{}
+	return exceedsVolumeLimits(limits, attached, wanted)
+}
+
+// podCSIVolumes are the CSI volumes a pod's claims stand for, by unique
+// name to driver: a bound claim's volume by driver and handle, an unbound
+// one by claim under its class's provisioner. Claims that cannot be
+// looked up are not counted.
+func (s *Scheduler) podCSIVolumes(pod *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		claim, err := s.claims.PersistentVolumeClaims(pod.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
+		if err != nil {
+			continue
+		}
+		if claim.Spec.VolumeName != "" {
+			if pv, err := s.volumes.Get(claim.Spec.VolumeName); err == nil && pv.Spec.CSI != nil {
+				out[pv.Spec.CSI.Driver+"/"+pv.Spec.CSI.VolumeHandle] = pv.Spec.CSI.Driver
 			}
-			inUse[class.Provisioner]["new:"+claim.Namespace+"/"+claim.Name] = true
+			continue
+		}
+		if class, err := s.classes.Get(className(claim)); err == nil && class.Provisioner != "" {
+			out[class.Provisioner+"/unbound:"+claim.Namespace+"/"+claim.Name] = class.Provisioner
 		}
 	}
-	for driver, handles := range inUse {
-		if limit, ok := limits[driver]; ok && int32(len(handles)) > limit {
-			return false, nil
-		}
-	}
-	return true, nil
+	return out
 }
 
 // bindVolumes does the volume binding's pre-bind for delayed claims: a

@@ -1,0 +1,116 @@
+package pvcontroller
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// releaseClaimProtection removes kubernetes.io/pvc-protection from a
+// deleted claim once no scheduled pod that may still run uses it. A pod
+// that was never scheduled does not hold the claim: the kubelet will not
+// start a pod whose claim is being deleted.
+func (c *Controller) releaseClaimProtection(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	if !slices.Contains(claim.Finalizers, PVCProtectionFinalizer) {
+		return nil
+	}
+	pods, err := c.pods.Pods(claim.Namespace).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, pod := range pods {
+		if pod.Spec.NodeName == "" || terminated(pod) || shutDown(pod) {
+			continue
+		}
+		if usesClaim(pod, claim.Name) {
+			return nil // in use; the pod's deletion enqueues the claim again
+		}
+	}
+	cl := claim.DeepCopy()
+	cl.Finalizers = slices.DeleteFunc(cl.Finalizers, func(f string) bool { return f == PVCProtectionFinalizer })
+	_, err = c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, cl, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// shutDown: the kubelet is done with the pod (deleted with grace period 0)
+// or it was force-deleted.
+func shutDown(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds == 0
+}
+
+// releaseVolumeProtection removes kubernetes.io/pv-protection from a
+// deleted volume that is no longer Bound.
+func (c *Controller) releaseVolumeProtection(ctx context.Context, pv *corev1.PersistentVolume) error {
+	if !slices.Contains(pv.Finalizers, PVProtectionFinalizer) || pv.Status.Phase == corev1.VolumeBound {
+		return nil
+	}
+	v := pv.DeepCopy()
+	v.Finalizers = slices.DeleteFunc(v.Finalizers, func(f string) bool { return f == PVProtectionFinalizer })
+	_, err := c.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// The claim condition a v1.37 control plane keeps (PersistentVolumeClaim
+// UnusedSinceTime, beta): whether a pod uses the claim.
+const (
+	conditionUnused      corev1.PersistentVolumeClaimConditionType = "Unused"
+	reasonPodUsingPVC                                              = "PodUsingPVC"
+	reasonNoPodsUsingPVC                                           = "NoPodsUsingPVC"
+)
+
+// syncUnusedCondition sets a Bound claim's Unused condition from the pods
+// that may still run and use it, scheduled or not. Claims that are not
+// Bound (or are being deleted) are left alone, as in v1.37.
+func (c *Controller) syncUnusedCondition(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	if claim.Status.Phase != corev1.ClaimBound || claim.DeletionTimestamp != nil {
+		return nil
+	}
+	used, err := c.usedByPod(claim)
+	if err != nil {
+		return err
+	}
+	want := corev1.PersistentVolumeClaimCondition{Type: conditionUnused, Status: corev1.ConditionTrue, Reason: reasonNoPodsUsingPVC}
+	if used {
+		want.Status, want.Reason = corev1.ConditionFalse, reasonPodUsingPVC
+	}
+	for _, have := range claim.Status.Conditions {
+		if have.Type == conditionUnused && have.Status == want.Status && have.Reason == want.Reason {
+			return nil
+		}
+	}
+	cl := claim.DeepCopy()
+	want.LastTransitionTime = metav1.NewTime(c.clock.Now()).Rfc3339Copy()
+	cl.Status.Conditions = slices.DeleteFunc(cl.Status.Conditions, func(x corev1.PersistentVolumeClaimCondition) bool {
+		return x.Type == conditionUnused
+	})
+	cl.Status.Conditions = append(cl.Status.Conditions, want)
+	_, err = c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).UpdateStatus(ctx, cl, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil // a newer claim comes back through the queue
+	}
+	return err
+}
+
+// usedByPod: a pod that has not finished names the claim.
+func (c *Controller) usedByPod(claim *corev1.PersistentVolumeClaim) (bool, error) {
+	pods, err := c.pods.Pods(claim.Namespace).List(labels.Everything())
+	if err != nil {
+		return false, err
+	}
+	for _, pod := range pods {
+		if !terminated(pod) && usesClaim(pod, claim.Name) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
