@@ -308,8 +308,12 @@ func (p *parser) parseStep(index int, n *yaml.Node) Step {
 		if d, ok := p.duration(v, "sleep"); ok {
 			st.Sleep = &Sleep{Duration: d}
 		}
-	case FaultNodeLoss, FaultNodeReturn, FaultOutOfService, FaultMissingMountPropagation:
+	case FaultNodeLoss, FaultNodeReturn, FaultOutOfService, FaultMissingMountPropagation, FaultKubeletRestart:
 		st.Fault = p.fault(v, p.action)
+	case FaultStaleVolumeAttachment:
+		st.Fault = p.staleVolumeAttachment(v)
+	case FaultControllerManagerRestart:
+		st.Fault = p.controllerManagerRestart(v)
 	}
 	if f.has("name") {
 		st.Name, _ = p.nonEmpty(f.vals["name"], "name")
@@ -357,9 +361,21 @@ func defaultStepName(st Step) string {
 	case st.Sleep != nil:
 		return "sleep " + st.Sleep.Duration.String()
 	case st.Fault != nil:
-		return st.Fault.Type + " " + st.Fault.Node
+		return st.Fault.Describe()
 	}
 	return ""
+}
+
+// Describe names the fault and what it happens to, for step names and
+// reports.
+func (f *Fault) Describe() string {
+	switch {
+	case f.Claim != "":
+		return fmt.Sprintf("%s %s on %s", f.Type, f.Claim, f.Node)
+	case f.Node != "":
+		return f.Type + " " + f.Node
+	}
+	return f.Type
 }
 
 // target is what a check looks at, for step names.
@@ -714,4 +730,40 @@ func (p *parser) fault(n *yaml.Node, kind string) *Fault {
 		return nil
 	}
 	return &Fault{Type: kind, Node: node}
+}
+
+// staleVolumeAttachment reads {node: NAME, claim: NAME, namespace: NAME}.
+func (p *parser) staleVolumeAttachment(n *yaml.Node) *Fault {
+	f, ok := p.mapping(n, FaultStaleVolumeAttachment, "node", "claim", "namespace")
+	if !ok {
+		return nil
+	}
+	if !f.has("node") || !f.has("claim") {
+		p.fail(n, "%s needs node: (the node's name) and claim: (the claim whose volume it attaches)", FaultStaleVolumeAttachment)
+		return nil
+	}
+	fault := &Fault{Type: FaultStaleVolumeAttachment}
+	if fault.Node, ok = p.nonEmpty(f.vals["node"], "node"); !ok {
+		return nil
+	}
+	if fault.Claim, ok = p.nonEmpty(f.vals["claim"], "claim"); !ok {
+		return nil
+	}
+	if f.has("namespace") {
+		if fault.Namespace, ok = p.nonEmpty(f.vals["namespace"], "namespace"); !ok {
+			return nil
+		}
+	}
+	return fault
+}
+
+// controllerManagerRestart reads a step that takes no fields: {} or nothing.
+func (p *parser) controllerManagerRestart(n *yaml.Node) *Fault {
+	r := resolve(n)
+	empty := (r.Kind == yaml.MappingNode && len(r.Content) == 0) || (r.Kind == yaml.ScalarNode && r.Tag == "!!null")
+	if !empty {
+		p.fail(n, "%s takes no fields; write %s: {}", FaultControllerManagerRestart, FaultControllerManagerRestart)
+		return nil
+	}
+	return &Fault{Type: FaultControllerManagerRestart}
 }

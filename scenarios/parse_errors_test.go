@@ -61,14 +61,29 @@ func TestParseErrors(t *testing.T) {
         {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
     wait: {object: pvc/a}
 `,
-			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, assert, delete, sleep, node-loss, node-return, out-of-service, missing-mount-propagation; found apply and wait"},
+			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, assert, delete, sleep, node-loss, node-return, out-of-service, missing-mount-propagation, kubelet-restart, stale-volumeattachment, controller-manager-restart; found apply and wait"},
 		},
 		{
 			name: "no action in a step",
 			src: `steps:
   - name: nothing
 `,
-			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, assert, delete, sleep, node-loss, node-return, out-of-service, missing-mount-propagation; found none"},
+			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, assert, delete, sleep, node-loss, node-return, out-of-service, missing-mount-propagation, kubelet-restart, stale-volumeattachment, controller-manager-restart; found none"},
+		},
+		{
+			name: "kubelet-restart without a node",
+			src: `steps:
+  - sleep: 1s
+  - kubelet-restart: {nod: node-1}
+`,
+			want: []string{"x.yaml:3:", `step 2 (kubelet-restart): unknown field "nod" (did you mean "node"?)`},
+		},
+		{
+			name: "kubelet-restart with an empty node",
+			src: `steps:
+  - kubelet-restart: {node: ""}
+`,
+			want: []string{"x.yaml:2:", "step 1 (kubelet-restart):"},
 		},
 		{
 			name: "misspelt action is reported once, as unknown",

@@ -79,10 +79,24 @@ const (
 	// without mountPropagation: Bidirectional runs it: its mounts succeed
 	// where the kubelet cannot see them.
 	FaultMissingMountPropagation = "missing-mount-propagation"
+	// FaultKubeletRestart restarts the node's kubelet: its process state
+	// is dropped and the new one rebuilds it from the volumes it finds
+	// mounted under its directory.
+	FaultKubeletRestart = "kubelet-restart"
+	// FaultStaleVolumeAttachment creates, out of band, the
+	// VolumeAttachment the attach/detach controller would make for a
+	// claim's volume on a node, as one left behind by a controller that
+	// has lost track of it; the external-attacher attaches it.
+	FaultStaleVolumeAttachment = "stale-volumeattachment"
+	// FaultControllerManagerRestart restarts kube-controller-manager: the
+	// attach/detach controller forgets what it knew and rebuilds its
+	// actual state from the Nodes and the VolumeAttachments it finds.
+	FaultControllerManagerRestart = "controller-manager-restart"
 )
 
 var (
-	faultKeys  = []string{FaultNodeLoss, FaultNodeReturn, FaultOutOfService, FaultMissingMountPropagation}
+	faultKeys = []string{FaultNodeLoss, FaultNodeReturn, FaultOutOfService, FaultMissingMountPropagation, FaultKubeletRestart,
+		FaultStaleVolumeAttachment, FaultControllerManagerRestart}
 	actionKeys = append([]string{actionApply, actionWait, actionAssert, actionDelete, actionSleep}, faultKeys...)
 )
 
@@ -91,10 +105,22 @@ var (
 //     attachments stay, its Lease is no longer renewed;
 //   - node-return: they start again;
 //   - out-of-service: the node gets the node.kubernetes.io/out-of-service
-//     taint, as an administrator marks a node shut down for good.
+//     taint, as an administrator marks a node shut down for good;
+//   - missing-mount-propagation: the node plugin restarts in a private
+//     mount namespace;
+//   - kubelet-restart: the node's kubelet restarts and reconstructs its
+//     volumes from disk;
+//   - stale-volumeattachment: a VolumeAttachment for Claim's volume on
+//     Node appears that the attach/detach controller does not know of;
+//   - controller-manager-restart: kube-controller-manager restarts (no
+//     Node).
 type Fault struct {
 	Type string
 	Node string
+	// Claim and Namespace name the claim of a stale-volumeattachment;
+	// Namespace defaults to "default".
+	Claim     string
+	Namespace string
 }
 
 // Apply creates each object, or replaces it when it already exists.

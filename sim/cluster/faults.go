@@ -31,6 +31,12 @@ type nodeParts struct {
 // InjectFault makes a fault happen to the simulated cluster; it is what
 // the scenario runner calls for fault steps.
 func (c *Cluster) InjectFault(ctx context.Context, f scenario.Fault) error {
+	switch f.Type {
+	case scenario.FaultStaleVolumeAttachment:
+		return c.staleVolumeAttachment(ctx, f)
+	case scenario.FaultControllerManagerRestart:
+		return c.restartControllerManager()
+	}
 	parts := c.nodes[f.Node]
 	if parts == nil {
 		return fmt.Errorf("there is no node %q (nodes: %v)", f.Node, c.cfg.Nodes)
@@ -45,6 +51,8 @@ func (c *Cluster) InjectFault(ctx context.Context, f scenario.Fault) error {
 		return c.taintOutOfService(ctx, f.Node)
 	case scenario.FaultMissingMountPropagation:
 		return c.isolateNodePlugin(ctx, parts, f.Node)
+	case scenario.FaultKubeletRestart:
+		return c.restartKubelet(ctx, parts, f.Node)
 	}
 	return fmt.Errorf("fault %q is not known to the simulator", f.Type)
 }
@@ -120,4 +128,17 @@ func (c *Cluster) isolateNodePlugin(ctx context.Context, parts *nodeParts, node 
 		Env:  parts.template.Env}
 	parts.template = isolated
 	return c.launch(ctx, parts.name, isolated, parts.vars, node)
+}
+
+// restartKubelet restarts the node's kubelet: it forgets what it had
+// mounted and rebuilds that from its directory, as a new kubelet process
+// does; the node plugin keeps running.
+func (c *Cluster) restartKubelet(ctx context.Context, parts *nodeParts, node string) error {
+	if parts.lost {
+		return fmt.Errorf("node %s is lost; its kubelet is not running", node)
+	}
+	if parts.kubelet == nil {
+		return fmt.Errorf("node %s has no kubelet", node)
+	}
+	return parts.kubelet.Restart(ctx)
 }

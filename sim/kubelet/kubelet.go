@@ -8,10 +8,8 @@ package kubelet
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -19,7 +17,6 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,7 +36,6 @@ import (
 
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/controller"
-	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // Version is the kubelet version the Node reports.
@@ -88,6 +84,8 @@ type Kubelet struct {
 	queue   controller.Queue
 	synced  []cache.InformerSynced
 
+	backoff opBackoff // per volume, for failed mount operations
+
 	mu      sync.Mutex
 	stopped bool
 	actual  actualState
@@ -95,19 +93,47 @@ type Kubelet struct {
 }
 
 // actualState is what is mounted on the node: the volume manager's
-// "actual state of world".
+// "actual state of world". It lives only in the kubelet process; a
+// restarted kubelet rebuilds it from the kubelet directory (reconstruct.go).
 type actualState struct {
-	staged  map[corev1.UniqueVolumeName]string      // → staging path
-	mounted map[types.UID]map[string]mountedVolume  // pod UID → PV name → mount
+	staged  map[corev1.UniqueVolumeName]*stagedVolume
+	mounted map[types.UID]map[string]*mountedVolume // pod UID → PV name → mount
 	podKeys map[string]types.UID                    // namespace/name → UID, to tear down pods that vanished
 	wanted  map[types.UID][]corev1.UniqueVolumeName // volumes pods are being set up with
+	resync  map[string]bool                         // pods whose periodic sync is due
 }
 
+func newActualState() actualState {
+	return actualState{
+		staged:  map[corev1.UniqueVolumeName]*stagedVolume{},
+		mounted: map[types.UID]map[string]*mountedVolume{},
+		podKeys: map[string]types.UID{},
+		wanted:  map[types.UID][]corev1.UniqueVolumeName{},
+		resync:  map[string]bool{},
+	}
+}
+
+// stagedVolume is a volume staged on the node (NodeStageVolume done).
+type stagedVolume struct {
+	path   string // staging target path
+	handle string
+	pvName string
+	block  bool
+	// uncertain: found on disk by a restarted kubelet, which stages it
+	// again before use, as the real one marks reconstructed devices.
+	uncertain bool
+}
+
+// mountedVolume is a volume published for one pod.
 type mountedVolume struct {
-	unique  corev1.UniqueVolumeName
-	handle  string
-	target  string
-	staging string
+	unique corev1.UniqueVolumeName
+	pvName string
+	handle string
+	target string // publish path: the mount dir, or the block publish file
+	block  bool
+	// uncertain: reconstructed after a restart; set up again if the pod
+	// still wants it.
+	uncertain bool
 }
 
 // New wires a kubelet to informers: podFactory must list only this node's
@@ -119,12 +145,7 @@ func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.
 	events, stop := rt.NewEventRecorder(client, "kubelet", cfg.NodeName)
 	k := &Kubelet{cfg: cfg, client: client, csi: node, events: events, stopRecs: stop,
 		clock: rt.Clock, queue: rt.NewQueueWithBackoff("kubelet-"+cfg.NodeName, volumeRetryInitial, volumeRetryMax),
-		actual: actualState{
-			staged:  map[corev1.UniqueVolumeName]string{},
-			mounted: map[types.UID]map[string]mountedVolume{},
-			podKeys: map[string]types.UID{},
-			wanted:  map[types.UID][]corev1.UniqueVolumeName{},
-		}}
+		actual: newActualState()}
 	podInf := podFactory.Core().V1().Pods()
 	k.pods = podInf.Lister()
 	_, _ = podInf.Informer().AddEventHandler(controller.EnqueueHandler(k.queue))
@@ -284,6 +305,8 @@ func (k *Kubelet) Run(ctx context.Context) {
 		return
 	}
 	go wait.UntilWithContext(ctx, k.Heartbeat, HeartbeatInterval)
+	go wait.UntilWithContext(ctx, k.Resync, SyncFrequency)
+	go wait.UntilWithContext(ctx, k.CollectVolumeStats, VolumeStatsPeriod)
 	controller.RunAll(ctx, k.Workers()...)
 }
 
@@ -293,6 +316,9 @@ func (k *Kubelet) Workers() []controller.Worker {
 }
 
 func (k *Kubelet) syncPod(ctx context.Context, key string) error {
+	if key == orphansKey {
+		return k.cleanUpOrphans(ctx)
+	}
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return nil
@@ -302,6 +328,7 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		// Force-deleted, or gone while we were not looking: clean up.
 		k.mu.Lock()
 		uid, known := k.actual.podKeys[key]
+		delete(k.actual.resync, key)
 		k.mu.Unlock()
 		if known {
 			return k.tearDown(ctx, uid, key)
@@ -320,6 +347,9 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		k.mu.Lock()
 	}
 	k.actual.podKeys[key] = pod.UID
+	resync := k.actual.resync[key]
+	delete(k.actual.resync, key)
+	uncertain := k.hasUncertainLocked(pod.UID)
 	k.mu.Unlock()
 
 	if pod.DeletionTimestamp != nil {
@@ -335,19 +365,45 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		}
 		return nil
 	}
-	if pod.Status.Phase != corev1.PodPending {
-		return nil
+	switch pod.Status.Phase {
+	case corev1.PodPending:
+		if err := k.setUp(ctx, pod, false); err != nil {
+			return err
+		}
+		return k.markRunning(ctx, pod)
+	case corev1.PodRunning:
+		// A restarted kubelet sets up again what it found on disk; a
+		// periodic sync publishes again the volumes of drivers that ask
+		// for it (requiresRepublish).
+		if uncertain {
+			return k.setUp(ctx, pod, false)
+		}
+		if resync {
+			return k.setUp(ctx, pod, true)
+		}
 	}
-	if err := k.setUp(ctx, pod); err != nil {
-		return err
+	return nil
+}
+
+// hasUncertainLocked reports whether a pod has volumes a restarted kubelet
+// found on disk and has not set up since.
+func (k *Kubelet) hasUncertainLocked(uid types.UID) bool {
+	for _, m := range k.actual.mounted[uid] {
+		if m.uncertain {
+			return true
+		}
 	}
-	return k.markRunning(ctx, pod)
+	return false
 }
 
 // volumeToMount is one CSI volume of a pod, resolved through its claim.
 type volumeToMount struct {
 	pv     *corev1.PersistentVolume
 	unique corev1.UniqueVolumeName
+	// readOnly is the pod's persistentVolumeClaim.readOnly: what the
+	// kubelet passes as NodePublishVolume's readonly.
+	readOnly bool
+	block    bool
 }
 
 // resolveVolumes finds each PVC volume's PV. A claim that is not bound yet
@@ -369,18 +425,16 @@ func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
 		if pv.Spec.CSI == nil {
 			return nil, fmt.Errorf("volume %s of pod %s/%s is not a CSI volume", pv.Name, pod.Namespace, pod.Name)
 		}
-		if pv.Spec.CSI.Driver != k.cfg.DriverName {
-			k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount",
-				"MountVolume.MountDevice failed for volume %q : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name %s not found in the list of registered CSI drivers",
-				pv.Name, pv.Spec.CSI.Driver)
-			return nil, controller.RequeueAfter(time.Second)
-		}
-		out = append(out, volumeToMount{pv: pv, unique: attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)})
+		out = append(out, volumeToMount{pv: pv, unique: attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle),
+			readOnly: v.PersistentVolumeClaim.ReadOnly,
+			block:    pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock})
 	}
 	return out, nil
 }
 
-func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod) error {
+// setUp mounts (or maps) every volume of the pod; republish only publishes
+// again those whose driver requires it.
+func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, republish bool) error {
 	vols, err := k.resolveVolumes(pod)
 	if err != nil {
 		return err
@@ -398,57 +452,13 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	for _, v := range vols {
-		if err := k.mountVolume(ctx, pod, v); err != nil {
+		if republish && !k.requiresRepublish(v.pv.Spec.CSI.Driver) {
+			continue
+		}
+		if err := k.mountVolume(ctx, pod, v, republish); err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v volumeToMount) error {
-	k.mu.Lock()
-	_, done := k.actual.mounted[pod.UID][v.pv.Name]
-	k.mu.Unlock()
-	if done {
-		return nil
-	}
-	publishContext, err := k.waitForAttach(v)
-	if err != nil {
-		return err
-	}
-	src := v.pv.Spec.CSI
-	capability := csiclient.CapabilityOf(v.pv)
-	staging, err := k.stage(ctx, pod, v, publishContext, capability)
-	if err != nil {
-		return err
-	}
-	target := filepath.Join(k.cfg.Dir, "pods", string(pod.UID), "volumes", "kubernetes.io~csi", v.pv.Name, "mount")
-	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
-		return fmt.Errorf("creating pod volume dir: %w", err)
-	}
-	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
-	_, err = k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
-		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
-		VolumeCapability: capability, Readonly: src.ReadOnly, VolumeContext: src.VolumeAttributes,
-	})
-	cancel()
-	if err != nil {
-		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q : rpc error: %v", v.pv.Name, err)
-		return fmt.Errorf("NodePublishVolume %s for pod %s: %w", v.pv.Name, pod.Name, err)
-	}
-	// The driver said yes; the mount must also be visible here, in the
-	// kubelet's mount namespace, or the container would see an empty dir.
-	if mounted, err := mountinfo.Mounted(target); !k.cfg.SkipMountCheck && (err != nil || !mounted) {
-		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount",
-			"MountVolume.SetUp failed for volume %q : the CSI driver reported success, but the volume is not mounted in the kubelet's mount namespace (does the node plugin mount with Bidirectional mount propagation?)", v.pv.Name)
-		return fmt.Errorf("volume %s of pod %s: target %s is not mounted", v.pv.Name, pod.Name, target)
-	}
-	k.mu.Lock()
-	if k.actual.mounted[pod.UID] == nil {
-		k.actual.mounted[pod.UID] = map[string]mountedVolume{}
-	}
-	k.actual.mounted[pod.UID][v.pv.Name] = mountedVolume{unique: v.unique, handle: src.VolumeHandle, target: target, staging: staging}
-	k.mu.Unlock()
 	return nil
 }
 
@@ -456,8 +466,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v volumeToMo
 // to be retried: the volume must be in node.status.volumesAttached and its
 // VolumeAttachment must say attached, as the real kubelet checks.
 func (k *Kubelet) waitForAttach(v volumeToMount) (map[string]string, error) {
-	drv, err := k.drivers.Get(v.pv.Spec.CSI.Driver)
-	if err == nil && drv.Spec.AttachRequired != nil && !*drv.Spec.AttachRequired {
+	if !k.attachRequired(v.pv.Spec.CSI.Driver) {
 		return nil, nil
 	}
 	node, err := k.nodes.Get(k.cfg.NodeName)
@@ -475,48 +484,17 @@ func (k *Kubelet) waitForAttach(v volumeToMount) (map[string]string, error) {
 	return va.Status.AttachmentMetadata, nil
 }
 
-// stage makes the volume available at its node-wide staging path once,
-// when the driver has STAGE_UNSTAGE_VOLUME, and returns that path.
-func (k *Kubelet) stage(ctx context.Context, pod *corev1.Pod, v volumeToMount, publishContext map[string]string, capability *csi.VolumeCapability) (string, error) {
-	src := v.pv.Spec.CSI
-	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
-	defer cancel()
-	caps, err := k.csi.NodeGetCapabilities(callCtx, &csi.NodeGetCapabilitiesRequest{})
-	if err != nil {
-		return "", fmt.Errorf("NodeGetCapabilities: %w", err)
-	}
-	if !hasCapability(caps, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME) {
-		return "", nil
-	}
-	k.mu.Lock()
-	staging, staged := k.actual.staged[v.unique]
-	k.mu.Unlock()
-	if staged {
-		return staging, nil
-	}
-	staging = StagingPath(k.cfg.Dir, src.Driver, src.VolumeHandle)
-	if err := os.MkdirAll(staging, 0o750); err != nil {
-		return "", fmt.Errorf("creating staging dir: %w", err)
-	}
-	_, err = k.csi.NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
-		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging,
-		VolumeCapability: capability, VolumeContext: src.VolumeAttributes,
-	})
-	if err != nil {
-		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.MountDevice failed for volume %q : rpc error: %v", v.pv.Name, err)
-		return "", fmt.Errorf("NodeStageVolume %s: %w", v.pv.Name, err)
-	}
-	k.mu.Lock()
-	k.actual.staged[v.unique] = staging
-	k.mu.Unlock()
-	return staging, nil
+// attachRequired reads the CSIDriver's attachRequired; without a CSIDriver
+// object volumes are attached.
+func (k *Kubelet) attachRequired(driver string) bool {
+	drv, err := k.drivers.Get(driver)
+	return err != nil || drv.Spec.AttachRequired == nil || *drv.Spec.AttachRequired
 }
 
-// StagingPath is where the kubelet stages a CSI volume:
-// <kubelet dir>/plugins/kubernetes.io/csi/<driver>/<sha256(volume handle)>/globalmount.
-func StagingPath(kubeletDir, driver, volumeHandle string) string {
-	return filepath.Join(kubeletDir, "plugins", "kubernetes.io", "csi", driver,
-		fmt.Sprintf("%x", sha256.Sum256([]byte(volumeHandle))), "globalmount")
+// requiresRepublish reads the CSIDriver's requiresRepublish.
+func (k *Kubelet) requiresRepublish(driver string) bool {
+	drv, err := k.drivers.Get(driver)
+	return err == nil && drv.Spec.RequiresRepublish != nil && *drv.Spec.RequiresRepublish
 }
 
 // tearDown unpublishes a pod's volumes, then unstages those no other pod
@@ -532,23 +510,26 @@ func (k *Kubelet) tearDown(ctx context.Context, uid types.UID, key string) error
 	sort.Strings(names)
 	for _, n := range names {
 		m := mounts[n]
-		callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
-		_, err := k.csi.NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target})
-		cancel()
+		var err error
+		if m.block {
+			err = k.unmapBlock(ctx, uid, m)
+		} else {
+			err = k.unpublish(ctx, m)
+		}
 		if err != nil {
-			return fmt.Errorf("NodeUnpublishVolume %s: %w", n, err)
+			return err
 		}
 		k.mu.Lock()
 		delete(k.actual.mounted[uid], n)
 		k.mu.Unlock()
 	}
-	if err := os.RemoveAll(filepath.Join(k.cfg.Dir, "pods", string(uid))); err != nil {
-		return fmt.Errorf("removing pod dir: %w", err)
+	if err := removeUnmountedDir(filepath.Join(k.cfg.Dir, "pods", string(uid))); err != nil {
+		return err
 	}
 	k.mu.Lock()
 	delete(k.actual.mounted, uid)
 	delete(k.actual.wanted, uid)
-	if k.actual.podKeys[key] == uid {
+	if key != "" && k.actual.podKeys[key] == uid {
 		delete(k.actual.podKeys, key)
 	}
 	k.mu.Unlock()
@@ -558,6 +539,7 @@ func (k *Kubelet) tearDown(ctx context.Context, uid types.UID, key string) error
 	return k.reportVolumesInUse(ctx)
 }
 
+// unstageUnused unstages the staged volumes no pod here uses any more.
 func (k *Kubelet) unstageUnused(ctx context.Context) error {
 	k.mu.Lock()
 	used := map[corev1.UniqueVolumeName]bool{}
@@ -576,32 +558,22 @@ func (k *Kubelet) unstageUnused(ctx context.Context) error {
 	slices.Sort(unused)
 	for _, u := range unused {
 		k.mu.Lock()
-		staging := k.actual.staged[u]
+		st := k.actual.staged[u]
 		k.mu.Unlock()
-		handle := handleOf(u)
-		callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
-		_, err := k.csi.NodeUnstageVolume(callCtx, &csi.NodeUnstageVolumeRequest{VolumeId: handle, StagingTargetPath: staging})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("NodeUnstageVolume %s: %w", handle, err)
+		var err error
+		if st.block {
+			err = k.tearDownBlockDevice(ctx, st)
+		} else {
+			err = k.unmountDevice(ctx, st)
 		}
-		_ = os.RemoveAll(filepath.Dir(staging))
+		if err != nil {
+			return err
+		}
 		k.mu.Lock()
 		delete(k.actual.staged, u)
 		k.mu.Unlock()
 	}
 	return nil
-}
-
-// handleOf takes the volume handle out of a unique name "kubernetes.io/csi/<driver>^<handle>".
-func handleOf(u corev1.UniqueVolumeName) string {
-	s := string(u)
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '^' {
-			return s[i+1:]
-		}
-	}
-	return s
 }
 
 // reportVolumesInUse writes node.status.volumesInUse: every volume a pod
@@ -673,13 +645,4 @@ func setCondition(s *corev1.PodStatus, c corev1.PodCondition) {
 		}
 	}
 	s.Conditions = append(s.Conditions, c)
-}
-
-func hasCapability(resp *csi.NodeGetCapabilitiesResponse, want csi.NodeServiceCapability_RPC_Type) bool {
-	for _, c := range resp.GetCapabilities() {
-		if c.GetRpc().GetType() == want {
-			return true
-		}
-	}
-	return false
 }

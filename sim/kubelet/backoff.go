@@ -1,0 +1,61 @@
+package kubelet
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// opBackoff is the operation executor's exponential backoff per volume:
+// after a failure the volume's next operation waits volumeRetryInitial,
+// doubling with each further failure up to volumeRetryMax.
+type opBackoff struct {
+	mu    sync.Mutex
+	state map[corev1.UniqueVolumeName]backoffState
+}
+
+type backoffState struct {
+	notBefore time.Time
+	last      time.Duration
+}
+
+// remaining is how long the volume must still wait; 0 when it may go.
+func (b *opBackoff) remaining(u corev1.UniqueVolumeName, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st, ok := b.state[u]
+	if !ok || !now.Before(st.notBefore) {
+		return 0
+	}
+	return st.notBefore.Sub(now)
+}
+
+// failed records a failure at now and returns the wait before the next try.
+func (b *opBackoff) failed(u corev1.UniqueVolumeName, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == nil {
+		b.state = map[corev1.UniqueVolumeName]backoffState{}
+	}
+	d := volumeRetryInitial
+	if st, ok := b.state[u]; ok {
+		d = min(2*st.last, volumeRetryMax)
+	}
+	b.state[u] = backoffState{notBefore: now.Add(d), last: d}
+	return d
+}
+
+// reset forgets the volume's failures after a success.
+func (b *opBackoff) reset(u corev1.UniqueVolumeName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.state, u)
+}
+
+// clear forgets every failure, as a new kubelet process starts afresh.
+func (b *opBackoff) clear() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.state = nil
+}

@@ -1,0 +1,177 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/csisim/csisim/sim/attachdetach"
+)
+
+// mapBlock is the kubelet's block volume mapper (volumeMode: Block):
+//   - SetUpDevice: NodeStageVolume at volumeDevices/staging/<PV>, once for
+//     the node;
+//   - MapPodDevice: NodePublishVolume at volumeDevices/publish/<PV>/<pod
+//     UID>, where the driver puts the device;
+//   - MapBlockVolume: the device bind-mounted at volumeDevices/<PV>/dev/<pod
+//     UID> (which keeps it from going while the pod uses it), and the pod's
+//     device pods/<UID>/volumeDevices/kubernetes.io~csi/<PV>, a symlink to
+//     the publish path.
+func (k *Kubelet) mapBlock(ctx context.Context, pod *corev1.Pod, v volumeToMount, publishContext map[string]string, caps nodeCaps, republish bool) error {
+	src := v.pv.Spec.CSI
+	if err := saveVolumeData(blockDataDir(k.cfg.Dir, v.pv.Name), map[string]string{
+		volDataSpecName: v.pv.Name, volDataHandle: src.VolumeHandle, volDataDriver: src.Driver, volDataNode: k.cfg.NodeName,
+		volDataAttachment: attachdetach.AttachmentName(src.VolumeHandle, src.Driver, k.cfg.NodeName),
+		volDataLifecycle:  string(storagev1.VolumeLifecyclePersistent),
+	}); err != nil {
+		return fmt.Errorf("volume %s: %w", v.pv.Name, err)
+	}
+	capability := blockCapability(v.pv, caps)
+	staging := ""
+	if caps[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
+		staging = BlockStagingPath(k.cfg.Dir, v.pv.Name)
+		if !republish {
+			if err := k.setUpDevice(ctx, pod, v, publishContext, capability, staging); err != nil {
+				return err
+			}
+		}
+	}
+	publish := BlockPublishPath(k.cfg.Dir, v.pv.Name, pod.UID)
+	if err := os.MkdirAll(filepath.Dir(publish), 0o750); err != nil {
+		return fmt.Errorf("creating block publish dir: %w", err)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	_, err := k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
+		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: publish,
+		VolumeCapability: capability, Readonly: v.readOnly, VolumeContext: src.VolumeAttributes,
+	})
+	cancel()
+	if err != nil {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume", "MapVolume.MapPodDevice failed for volume %q : %v", v.pv.Name, err)
+		return fmt.Errorf("NodePublishVolume %s for pod %s: %w", v.pv.Name, pod.Name, err)
+	}
+	if !republish {
+		if err := k.mapDevice(publish, v.pv.Name, pod.UID); err != nil {
+			k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume", "MapVolume.MapBlockVolume failed for volume %q : %v", v.pv.Name, err)
+			return fmt.Errorf("volume %s of pod %s: %w", v.pv.Name, pod.Name, err)
+		}
+	}
+	k.recordMounted(pod, v, publish, false)
+	return nil
+}
+
+// setUpDevice stages a block volume once for the node.
+func (k *Kubelet) setUpDevice(ctx context.Context, pod *corev1.Pod, v volumeToMount, publishContext map[string]string, capability *csi.VolumeCapability, staging string) error {
+	src := v.pv.Spec.CSI
+	k.mu.Lock()
+	st, staged := k.actual.staged[v.unique]
+	k.mu.Unlock()
+	if staged && !st.uncertain {
+		return nil
+	}
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return fmt.Errorf("creating block staging dir: %w", err)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	defer cancel()
+	_, err := k.csi.NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
+		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging,
+		VolumeCapability: capability, VolumeContext: src.VolumeAttributes,
+	})
+	if err != nil {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume", "MapVolume.SetUpDevice failed for volume %q : %v", v.pv.Name, err)
+		return fmt.Errorf("NodeStageVolume %s: %w", v.pv.Name, err)
+	}
+	k.mu.Lock()
+	k.actual.staged[v.unique] = &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name, block: true}
+	k.mu.Unlock()
+	return nil
+}
+
+// mapDevice bind-mounts the published device into the global map
+// directory and links it into the pod's device directory. A driver that
+// mounts nothing (the mock) gets only the link.
+func (k *Kubelet) mapDevice(publish, pvName string, uid types.UID) error {
+	global := filepath.Join(blockGlobalMapPath(k.cfg.Dir, pvName), string(uid))
+	if !k.cfg.SkipMountCheck {
+		if err := os.MkdirAll(filepath.Dir(global), 0o750); err != nil {
+			return fmt.Errorf("creating global map dir: %w", err)
+		}
+		f, err := os.OpenFile(global, os.O_CREATE|os.O_RDONLY, 0o640)
+		if err != nil {
+			return fmt.Errorf("creating global map file: %w", err)
+		}
+		_ = f.Close()
+		if mounted, _ := mountinfo.Mounted(global); !mounted {
+			if err := unix.Mount(publish, global, "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("bind mount %s to %s: %w", publish, global, err)
+			}
+		}
+	}
+	link := PodDevicePath(k.cfg.Dir, uid, pvName)
+	if err := os.MkdirAll(filepath.Dir(link), 0o750); err != nil {
+		return fmt.Errorf("creating pod device dir: %w", err)
+	}
+	if err := os.Remove(link); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("replacing %s: %w", link, err)
+	}
+	if err := os.Symlink(publish, link); err != nil {
+		return fmt.Errorf("linking pod device: %w", err)
+	}
+	return nil
+}
+
+// unmapBlock undoes mapBlock for one pod: the pod's link, the global bind
+// mount, then NodeUnpublishVolume.
+func (k *Kubelet) unmapBlock(ctx context.Context, uid types.UID, m *mountedVolume) error {
+	if err := os.Remove(PodDevicePath(k.cfg.Dir, uid, m.pvName)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("unmapping pod device: %w", err)
+	}
+	global := filepath.Join(blockGlobalMapPath(k.cfg.Dir, m.pvName), string(uid))
+	if mounted, _ := mountinfo.Mounted(global); mounted {
+		if err := unix.Unmount(global, 0); err != nil {
+			return fmt.Errorf("unmounting %s: %w", global, err)
+		}
+	}
+	if err := os.Remove(global); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("removing %s: %w", global, err)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	defer cancel()
+	if _, err := k.csi.NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target}); err != nil {
+		return fmt.Errorf("NodeUnpublishVolume %s: %w", m.pvName, err)
+	}
+	return nil
+}
+
+// tearDownBlockDevice is TearDownDevice: NodeUnstageVolume when the
+// staging path is there, then the volume's directories go.
+func (k *Kubelet) tearDownBlockDevice(ctx context.Context, st *stagedVolume) error {
+	if _, err := os.Stat(st.path); err == nil {
+		callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+		_, err := k.csi.NodeUnstageVolume(callCtx, &csi.NodeUnstageVolumeRequest{VolumeId: st.handle, StagingTargetPath: st.path})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("NodeUnstageVolume %s: %w", st.handle, err)
+		}
+		if err := os.RemoveAll(st.path); err != nil {
+			return fmt.Errorf("removing block staging path: %w", err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.Remove(blockPublishDir(k.cfg.Dir, st.pvName)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("removing block publish dir: %w", err)
+	}
+	// The data directory and the empty global map directory.
+	return removeUnmountedDir(blockVolumeDir(k.cfg.Dir, st.pvName))
+}

@@ -1,0 +1,359 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/moby/sys/mountinfo"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/csisim/csisim/sim/attachdetach"
+	"github.com/csisim/csisim/sim/controller"
+)
+
+// nodeCaps are the node plugin's capabilities (NodeGetCapabilities).
+type nodeCaps map[csi.NodeServiceCapability_RPC_Type]bool
+
+// nodeCapabilities asks the node plugin what it can do; the real kubelet
+// asks before each operation.
+func (k *Kubelet) nodeCapabilities(ctx context.Context) (nodeCaps, error) {
+	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	defer cancel()
+	resp, err := k.csi.NodeGetCapabilities(callCtx, &csi.NodeGetCapabilitiesRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("NodeGetCapabilities: %w", err)
+	}
+	caps := nodeCaps{}
+	for _, c := range resp.GetCapabilities() {
+		caps[c.GetRpc().GetType()] = true
+	}
+	return caps, nil
+}
+
+// accessMode is the CSI access mode the kubelet asks for: the PV's first
+// access mode (ReadWriteOnce if none), mapped as the kubelet's CSI client
+// maps it — to SINGLE_NODE_MULTI_WRITER / SINGLE_NODE_SINGLE_WRITER when the
+// driver has the SINGLE_NODE_MULTI_WRITER capability, else ReadWriteOnce
+// and ReadWriteOncePod both to SINGLE_NODE_WRITER.
+func accessMode(pv *corev1.PersistentVolume, caps nodeCaps) csi.VolumeCapability_AccessMode_Mode {
+	mode := corev1.ReadWriteOnce
+	if len(pv.Spec.AccessModes) > 0 {
+		mode = pv.Spec.AccessModes[0]
+	}
+	multiWriter := caps[csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]
+	switch mode {
+	case corev1.ReadWriteOnce:
+		if multiWriter {
+			return csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER
+		}
+		return csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
+	case corev1.ReadWriteOncePod:
+		if multiWriter {
+			return csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+		}
+		return csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
+	case corev1.ReadOnlyMany:
+		return csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
+	case corev1.ReadWriteMany:
+		return csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
+	}
+	return csi.VolumeCapability_AccessMode_UNKNOWN
+}
+
+// volumeCapability is the capability for a filesystem volume, with
+// volume_mount_group when the fsGroup is delegated to the driver.
+func volumeCapability(pv *corev1.PersistentVolume, caps nodeCaps, mountGroup *int64) *csi.VolumeCapability {
+	mnt := &csi.VolumeCapability_MountVolume{FsType: pv.Spec.CSI.FSType, MountFlags: pv.Spec.MountOptions}
+	if mountGroup != nil {
+		mnt.VolumeMountGroup = strconv.FormatInt(*mountGroup, 10)
+	}
+	return &csi.VolumeCapability{
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: accessMode(pv, caps)},
+		AccessType: &csi.VolumeCapability_Mount{Mount: mnt},
+	}
+}
+
+// blockCapability is the capability for a block volume.
+func blockCapability(pv *corev1.PersistentVolume, caps nodeCaps) *csi.VolumeCapability {
+	return &csi.VolumeCapability{
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: accessMode(pv, caps)},
+		AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}},
+	}
+}
+
+// podInfo is the volume context the kubelet adds for drivers with
+// podInfoOnMount.
+func podInfo(pod *corev1.Pod) map[string]string {
+	return map[string]string{
+		"csi.storage.k8s.io/pod.name":            pod.Name,
+		"csi.storage.k8s.io/pod.namespace":       pod.Namespace,
+		"csi.storage.k8s.io/pod.uid":             string(pod.UID),
+		"csi.storage.k8s.io/serviceAccount.name": pod.Spec.ServiceAccountName,
+		"csi.storage.k8s.io/ephemeral":           "false",
+	}
+}
+
+// publishContextOf merges the PV's volume attributes with the pod's
+// information when the CSIDriver asks for it.
+func (k *Kubelet) publishVolumeContext(pod *corev1.Pod, pv *corev1.PersistentVolume) map[string]string {
+	drv, err := k.drivers.Get(pv.Spec.CSI.Driver)
+	if err != nil || drv.Spec.PodInfoOnMount == nil || !*drv.Spec.PodInfoOnMount {
+		return pv.Spec.CSI.VolumeAttributes
+	}
+	out := map[string]string{}
+	for key, v := range pv.Spec.CSI.VolumeAttributes {
+		out[key] = v
+	}
+	for key, v := range podInfo(pod) {
+		out[key] = v
+	}
+	return out
+}
+
+// fsGroupPolicy is the CSIDriver's fsGroupPolicy, ReadWriteOnceWithFSType
+// when there is no CSIDriver object.
+func (k *Kubelet) fsGroupPolicy(driver string) storagev1.FSGroupPolicy {
+	drv, err := k.drivers.Get(driver)
+	if err != nil || drv.Spec.FSGroupPolicy == nil {
+		return storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy
+	}
+	return *drv.Spec.FSGroupPolicy
+}
+
+// podFSGroup is the pod's fsGroup and fsGroupChangePolicy.
+func podFSGroup(pod *corev1.Pod) (*int64, *corev1.PodFSGroupChangePolicy) {
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		return sc.FSGroup, sc.FSGroupChangePolicy
+	}
+	return nil, nil
+}
+
+// mountVolume makes one volume of the pod ready, as the reconciler's mount
+// (or, for a block volume, map) operation: wait for the attachment, stage
+// the volume once for the node, publish it for the pod. With republish
+// the volume is only published again.
+//
+// A failed operation is not tried again for the volume before its backoff
+// has passed (500 ms, doubling up to 2 min 2 s), whatever wakes the pod, as
+// the kubelet's operation executor keys its backoff by volume.
+func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v volumeToMount, republish bool) error {
+	if wait := k.backoff.remaining(v.unique, k.clock.Now()); wait > 0 {
+		return controller.RequeueAfter(wait)
+	}
+	err := k.mountVolumeOnce(ctx, pod, v, republish)
+	var requeue controller.RequeueAfter
+	switch {
+	case err == nil:
+		k.backoff.reset(v.unique)
+	case errors.As(err, &requeue):
+		// Waiting (for the claim, the attachment), not failing.
+	default:
+		return controller.RequeueAfter(k.backoff.failed(v.unique, k.clock.Now()))
+	}
+	return err
+}
+
+func (k *Kubelet) mountVolumeOnce(ctx context.Context, pod *corev1.Pod, v volumeToMount, republish bool) error {
+	k.mu.Lock()
+	m := k.actual.mounted[pod.UID][v.pv.Name]
+	k.mu.Unlock()
+	if m != nil && !m.uncertain && !republish {
+		return nil
+	}
+	if m == nil {
+		republish = false
+	}
+	publishContext, err := k.waitForAttach(v)
+	if err != nil {
+		return err
+	}
+	if driver := v.pv.Spec.CSI.Driver; driver != k.cfg.DriverName {
+		// The kubelet knows only the drivers registered with it through
+		// the plugin watcher.
+		if v.block {
+			k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume",
+				"MapVolume.SetUpDevice failed for volume %q : kubernetes.io/csi: blockMapper.SetUpDevice failed to get CSI client: driver name %s not found in the list of registered CSI drivers",
+				v.pv.Name, driver)
+		} else {
+			k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount",
+				"MountVolume.MountDevice failed for volume %q : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name %s not found in the list of registered CSI drivers",
+				v.pv.Name, driver)
+		}
+		return fmt.Errorf("volume %s of pod %s/%s: driver %s is not registered on node %s", v.pv.Name, pod.Namespace, pod.Name, driver, k.cfg.NodeName)
+	}
+	caps, err := k.nodeCapabilities(ctx)
+	if err != nil {
+		return err
+	}
+	if v.block {
+		return k.mapBlock(ctx, pod, v, publishContext, caps, republish)
+	}
+	return k.mountFilesystem(ctx, pod, v, publishContext, caps, republish)
+}
+
+// mountFilesystem stages (MountDevice) and publishes (SetUp) a filesystem
+// volume, then gives it to the pod's fsGroup when the kubelet should.
+func (k *Kubelet) mountFilesystem(ctx context.Context, pod *corev1.Pod, v volumeToMount, publishContext map[string]string, caps nodeCaps, republish bool) error {
+	src := v.pv.Spec.CSI
+	fsGroup, changePolicy := podFSGroup(pod)
+	delegated := caps[csi.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP]
+	var mountGroup *int64
+	if delegated {
+		mountGroup = fsGroup
+	}
+	staging := ""
+	if caps[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
+		staging = StagingPath(k.cfg.Dir, src.Driver, src.VolumeHandle)
+		if !republish {
+			if err := k.mountDevice(ctx, pod, v, publishContext, caps, staging, mountGroup); err != nil {
+				return err
+			}
+		}
+	}
+	dir := podVolumeDir(k.cfg.Dir, pod.UID, v.pv.Name)
+	target := filepath.Join(dir, "mount")
+	// What a restarted kubelet reads to know what this directory holds.
+	if err := saveVolumeData(dir, map[string]string{
+		volDataSpecName: v.pv.Name, volDataHandle: src.VolumeHandle, volDataDriver: src.Driver, volDataNode: k.cfg.NodeName,
+		volDataAttachment: attachdetach.AttachmentName(src.VolumeHandle, src.Driver, k.cfg.NodeName),
+		volDataLifecycle:  string(storagev1.VolumeLifecyclePersistent),
+	}); err != nil {
+		return fmt.Errorf("volume %s of pod %s/%s: %w", v.pv.Name, pod.Namespace, pod.Name, err)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	_, err := k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
+		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
+		VolumeCapability: volumeCapability(v.pv, caps, mountGroup), Readonly: v.readOnly,
+		VolumeContext: k.publishVolumeContext(pod, v.pv),
+	})
+	cancel()
+	if err != nil {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q : %v", v.pv.Name, err)
+		return fmt.Errorf("NodePublishVolume %s for pod %s: %w", v.pv.Name, pod.Name, err)
+	}
+	// The driver said yes; the mount must also be visible here, in the
+	// kubelet's mount namespace, or the container would see an empty dir.
+	if mounted, err := mountinfo.Mounted(target); !k.cfg.SkipMountCheck && (err != nil || !mounted) {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount",
+			"MountVolume.SetUp failed for volume %q : the CSI driver reported success, but the volume is not mounted in the kubelet's mount namespace (does the node plugin mount with Bidirectional mount propagation?)", v.pv.Name)
+		return fmt.Errorf("volume %s of pod %s: target %s is not mounted", v.pv.Name, pod.Name, target)
+	}
+	if kubeletAppliesFSGroup(fsGroupRequest{FSGroup: fsGroup, Policy: k.fsGroupPolicy(src.Driver), ReadOnly: v.readOnly,
+		FSType: src.FSType, AccessModes: v.pv.Spec.AccessModes, Delegated: delegated}) {
+		if err := setVolumeOwnership(target, *fsGroup, changePolicy, v.readOnly); err != nil {
+			// Mounted, but unusable: the kubelet keeps it (to unmount
+			// it later) and tries again.
+			k.recordMounted(pod, v, target, true)
+			k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q : applyFSGroup failed for vol %s: %v",
+				v.pv.Name, src.VolumeHandle, err)
+			return fmt.Errorf("volume %s of pod %s: fsGroup: %w", v.pv.Name, pod.Name, err)
+		}
+	}
+	k.recordMounted(pod, v, target, false)
+	return nil
+}
+
+func (k *Kubelet) recordMounted(pod *corev1.Pod, v volumeToMount, target string, uncertain bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.actual.mounted[pod.UID] == nil {
+		k.actual.mounted[pod.UID] = map[string]*mountedVolume{}
+	}
+	k.actual.mounted[pod.UID][v.pv.Name] = &mountedVolume{unique: v.unique, pvName: v.pv.Name, handle: v.pv.Spec.CSI.VolumeHandle,
+		target: target, block: v.block, uncertain: uncertain}
+}
+
+// mountDevice stages a filesystem volume at its node-wide staging path,
+// once for all pods (again when a restarted kubelet is not sure of it).
+func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMount, publishContext map[string]string, caps nodeCaps, staging string, mountGroup *int64) error {
+	src := v.pv.Spec.CSI
+	k.mu.Lock()
+	st, staged := k.actual.staged[v.unique]
+	k.mu.Unlock()
+	if staged && !st.uncertain {
+		return nil
+	}
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return fmt.Errorf("creating staging dir: %w", err)
+	}
+	// Kept for UnmountDevice, also after a restart.
+	if err := saveVolumeData(filepath.Dir(staging), map[string]string{volDataHandle: src.VolumeHandle, volDataDriver: src.Driver}); err != nil {
+		return err
+	}
+	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	defer cancel()
+	_, err := k.csi.NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
+		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging,
+		VolumeCapability: volumeCapability(v.pv, caps, mountGroup), VolumeContext: src.VolumeAttributes,
+	})
+	if err != nil {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.MountDevice failed for volume %q : %v", v.pv.Name, err)
+		return fmt.Errorf("NodeStageVolume %s: %w", v.pv.Name, err)
+	}
+	k.mu.Lock()
+	k.actual.staged[v.unique] = &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name}
+	k.mu.Unlock()
+	return nil
+}
+
+// unpublish is TearDown: NodeUnpublishVolume, then the pod's volume
+// directory goes if nothing is mounted there any more.
+func (k *Kubelet) unpublish(ctx context.Context, m *mountedVolume) error {
+	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	_, err := k.csi.NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("NodeUnpublishVolume %s: %w", m.pvName, err)
+	}
+	return removeMountDir(m.target)
+}
+
+// unmountDevice is UnmountDevice: NodeUnstageVolume, then the staging
+// directory and its vol_data.json go.
+func (k *Kubelet) unmountDevice(ctx context.Context, st *stagedVolume) error {
+	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	_, err := k.csi.NodeUnstageVolume(callCtx, &csi.NodeUnstageVolumeRequest{VolumeId: st.handle, StagingTargetPath: st.path})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("NodeUnstageVolume %s: %w", st.handle, err)
+	}
+	return removeMountDir(st.path)
+}
+
+// removeMountDir removes a mount directory that is no longer mounted, the
+// vol_data.json beside it and their parent, as the CSI plugin cleans up.
+func removeMountDir(dir string) error {
+	if mounted, err := mountinfo.Mounted(dir); err == nil && mounted {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	for _, p := range []string{dir, filepath.Join(parent, volDataFileName), parent} {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("cleaning up %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// removeUnmountedDir removes a directory (a pod's, a block volume's) once nothing
+// is mounted under it;
+// the kubelet never deletes through a mount.
+func removeUnmountedDir(dir string) error {
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		return fmt.Errorf("listing mounts under %s: %w", dir, err)
+	}
+	if len(mounts) > 0 {
+		return fmt.Errorf("pod directory %s still has %d mounts", dir, len(mounts))
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing pod dir: %w", err)
+	}
+	return nil
+}

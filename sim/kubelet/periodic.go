@@ -1,0 +1,115 @@
+package kubelet
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// SyncFrequency is how often the kubelet syncs each running pod
+// (--sync-frequency, default 1 m; the real pod workers add up to half of it
+// as jitter, left out here to keep runs reproducible without a seed). Each
+// sync asks the volume manager to mount the pod's volumes again where the
+// plugin requires it: for CSI, drivers with requiresRepublish get
+// NodePublishVolume again.
+const SyncFrequency = time.Minute
+
+// VolumeStatsPeriod is how often the kubelet gathers volume usage
+// (--volume-stats-agg-period, default 1 m): NodeGetVolumeStats for every
+// published volume of a driver with GET_VOLUME_STATS.
+const VolumeStatsPeriod = time.Minute
+
+// Resync marks the running pods that have volumes of drivers with
+// requiresRepublish for a sync, and queues them. Other pods are left alone:
+// their periodic sync does nothing a simulation can see.
+func (k *Kubelet) Resync(context.Context) {
+	if k.Stopped() {
+		return
+	}
+	pods, _ := k.pods.List(labels.Everything())
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || !k.hasRepublishVolume(p) {
+			continue
+		}
+		key := p.Namespace + "/" + p.Name
+		k.mu.Lock()
+		k.actual.resync[key] = true
+		k.mu.Unlock()
+		k.queue.Add(key)
+	}
+}
+
+// hasRepublishVolume reports whether a pod has a published volume whose
+// driver requires republishing.
+func (k *Kubelet) hasRepublishVolume(pod *corev1.Pod) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, m := range k.actual.mounted[pod.UID] {
+		if k.requiresRepublish(driverOf(m.unique)) {
+			return true
+		}
+	}
+	return false
+}
+
+// CollectVolumeStats asks the node plugin for the usage of every volume
+// published here, as the kubelet's volume stats calculators do, when the
+// plugin has GET_VOLUME_STATS. The numbers go nowhere: the calls are what
+// a driver sees.
+func (k *Kubelet) CollectVolumeStats(ctx context.Context) {
+	if k.Stopped() {
+		return
+	}
+	type target struct{ handle, path string }
+	var targets []target
+	k.mu.Lock()
+	for _, vols := range k.actual.mounted {
+		for _, m := range vols {
+			if !m.uncertain && driverOf(m.unique) == k.cfg.DriverName {
+				targets = append(targets, target{m.handle, m.target})
+			}
+		}
+	}
+	k.mu.Unlock()
+	if len(targets) == 0 {
+		return
+	}
+	slices.SortFunc(targets, func(a, b target) int {
+		if a.path < b.path {
+			return -1
+		}
+		if a.path > b.path {
+			return 1
+		}
+		return 0
+	})
+	caps, err := k.nodeCapabilities(ctx)
+	if err != nil || !caps[csi.NodeServiceCapability_RPC_GET_VOLUME_STATS] {
+		return
+	}
+	for _, t := range targets {
+		callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+		_, _ = k.csi.NodeGetVolumeStats(callCtx, &csi.NodeGetVolumeStatsRequest{VolumeId: t.handle, VolumePath: t.path})
+		cancel()
+	}
+}
+
+// driverOf takes the driver out of a unique name "kubernetes.io/csi/<driver>^<handle>".
+func driverOf(u corev1.UniqueVolumeName) string {
+	s := string(u)
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '^' {
+			s = s[:i]
+			break
+		}
+	}
+	const prefix = csiPluginName + "/"
+	if len(s) > len(prefix) && s[:len(prefix)] == prefix {
+		return s[len(prefix):]
+	}
+	return s
+}

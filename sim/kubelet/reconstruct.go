@@ -1,0 +1,177 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/moby/sys/mountinfo"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/csisim/csisim/sim/attachdetach"
+)
+
+// orphansKey is the queue key of the clean-up of volumes a restarted
+// kubelet found for pods that no longer exist. No pod key looks like it.
+const orphansKey = "#orphaned-pod-volumes"
+
+// Restart is a kubelet restart: everything the process knew (which volumes
+// it staged and published, which pods it saw) is dropped, and the new
+// process rebuilds it as the real volume manager's reconstruction does,
+// from what it finds under its directory — each pods/<UID>/volumes/
+// kubernetes.io~csi/<PV> whose mount is there, each block device link in
+// pods/<UID>/volumeDevices/kubernetes.io~csi, with vol_data.json to say
+// which volume it is. What it finds it marks uncertain: a pod that still
+// exists gets its volumes staged and published again (drivers must take
+// that, the calls are idempotent), and volumes of pods gone meanwhile are
+// unpublished and unstaged once the pods are listed. The plugin registers
+// again (NodeGetInfo).
+func (k *Kubelet) Restart(ctx context.Context) error {
+	k.mu.Lock()
+	k.actual = newActualState()
+	k.inUse = nil
+	k.mu.Unlock()
+	k.backoff.clear()
+
+	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	_, err := k.csi.NodeGetInfo(callCtx, &csi.NodeGetInfoRequest{})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("node %s: registering the CSI plugin again: NodeGetInfo: %w", k.cfg.NodeName, err)
+	}
+	caps, err := k.nodeCapabilities(ctx)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", k.cfg.NodeName, err)
+	}
+	found, err := k.reconstruct(caps[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME])
+	if err != nil {
+		return fmt.Errorf("node %s: reconstructing volumes: %w", k.cfg.NodeName, err)
+	}
+	k.mu.Lock()
+	k.actual.mounted = found.mounted
+	k.actual.staged = found.staged
+	// What the previous process reported stays reported: the new one
+	// starts from the Node's status, so nothing is written until it changes.
+	if node, err := k.nodes.Get(k.cfg.NodeName); err == nil {
+		k.inUse = slices.Clone(node.Status.VolumesInUse)
+		slices.Sort(k.inUse)
+	}
+	k.mu.Unlock()
+
+	// The new process lists its pods: each is synced, then what no pod
+	// claims is cleaned up.
+	pods, _ := k.pods.List(labels.Everything())
+	keys := make([]string, 0, len(pods))
+	for _, p := range pods {
+		keys = append(keys, p.Namespace+"/"+p.Name)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		k.queue.Add(key)
+	}
+	k.queue.Add(orphansKey)
+	return nil
+}
+
+// reconstructed is the actual state found on disk.
+type reconstructed struct {
+	mounted map[types.UID]map[string]*mountedVolume
+	staged  map[corev1.UniqueVolumeName]*stagedVolume
+}
+
+// reconstruct scans the pods directory. A volume directory whose mount
+// (or device link) is gone, or that has no readable vol_data.json, is not
+// reconstructed, as in the real kubelet.
+func (k *Kubelet) reconstruct(stages bool) (reconstructed, error) {
+	out := reconstructed{mounted: map[types.UID]map[string]*mountedVolume{}, staged: map[corev1.UniqueVolumeName]*stagedVolume{}}
+	podDirs, err := os.ReadDir(filepath.Join(k.cfg.Dir, "pods"))
+	if os.IsNotExist(err) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	add := func(uid types.UID, m *mountedVolume, staging string) {
+		if out.mounted[uid] == nil {
+			out.mounted[uid] = map[string]*mountedVolume{}
+		}
+		out.mounted[uid][m.pvName] = m
+		if stages {
+			out.staged[m.unique] = &stagedVolume{path: staging, handle: m.handle, pvName: m.pvName, block: m.block, uncertain: true}
+		}
+	}
+	for _, pd := range podDirs {
+		uid := types.UID(pd.Name())
+		vols, _ := os.ReadDir(podVolumesDir(k.cfg.Dir, uid))
+		for _, vd := range vols {
+			dir := filepath.Join(podVolumesDir(k.cfg.Dir, uid), vd.Name())
+			data, err := loadVolumeData(dir)
+			if err != nil || data[volDataHandle] == "" || data[volDataDriver] == "" {
+				continue
+			}
+			target := filepath.Join(dir, "mount")
+			if !k.cfg.SkipMountCheck {
+				if mounted, err := mountinfo.Mounted(target); err != nil || !mounted {
+					continue
+				}
+			} else if _, err := os.Stat(dir); err != nil {
+				continue
+			}
+			add(uid, &mountedVolume{unique: attachdetach.UniqueVolumeName(data[volDataDriver], data[volDataHandle]), pvName: vd.Name(),
+				handle: data[volDataHandle], target: target, uncertain: true},
+				StagingPath(k.cfg.Dir, data[volDataDriver], data[volDataHandle]))
+		}
+		devs, _ := os.ReadDir(podDeviceDir(k.cfg.Dir, uid))
+		for _, dev := range devs {
+			link := filepath.Join(podDeviceDir(k.cfg.Dir, uid), dev.Name())
+			if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				continue
+			}
+			data, err := loadVolumeData(blockDataDir(k.cfg.Dir, dev.Name()))
+			if err != nil || data[volDataHandle] == "" || data[volDataDriver] == "" {
+				continue
+			}
+			add(uid, &mountedVolume{unique: attachdetach.UniqueVolumeName(data[volDataDriver], data[volDataHandle]), pvName: dev.Name(),
+				handle: data[volDataHandle], target: BlockPublishPath(k.cfg.Dir, dev.Name(), uid), block: true, uncertain: true},
+				BlockStagingPath(k.cfg.Dir, dev.Name()))
+		}
+	}
+	return out, nil
+}
+
+// cleanUpOrphans unpublishes, unstages and forgets the volumes of pods the
+// kubelet has no pod for: after a restart, pods deleted while it was down.
+func (k *Kubelet) cleanUpOrphans(ctx context.Context) error {
+	pods, err := k.pods.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	live := map[types.UID]bool{}
+	for _, p := range pods {
+		live[p.UID] = true
+	}
+	k.mu.Lock()
+	for _, uid := range k.actual.podKeys {
+		live[uid] = true
+	}
+	var orphans []types.UID
+	for uid := range k.actual.mounted {
+		if !live[uid] {
+			orphans = append(orphans, uid)
+		}
+	}
+	k.mu.Unlock()
+	slices.Sort(orphans)
+	for _, uid := range orphans {
+		if err := k.tearDown(ctx, uid, ""); err != nil {
+			return err
+		}
+	}
+	return k.unstageUnused(ctx)
+}
