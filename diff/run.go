@@ -74,12 +74,21 @@ func runSim(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResult
 	if err != nil {
 		return RunResult{}, fmt.Errorf("starting the simulator: %w", err)
 	}
+	// The start point (start.go): run the simulation until its nodes are
+	// registered.
+	ready := func(ctx context.Context, cs kubernetes.Interface) error {
+		err := c.RunUntil(ctx, registerTimeout, func() (bool, error) { return nodesRegistered(ctx, cs, nodeNames(sc)) })
+		if err != nil {
+			return fmt.Errorf("waiting for the node lifecycle controller to register nodes %v: %w", nodeNames(sc), err)
+		}
+		return nil
+	}
 	// Run the work that is ready at this instant of virtual time, as the
 	// real cluster is let run until it stops changing.
 	settle := func(ctx context.Context, _ kubernetes.Interface, _ *Normaliser) bool {
 		return c.RunUntil(ctx, 0, func() (bool, error) { return true, nil }) == nil
 	}
-	run, err := runOn(ctx, sc, opts, "simulator", c, c.Clock(), settle)
+	run, err := runOn(ctx, sc, opts, "simulator", c, c.Clock(), ready, settle)
 	return run, errors.Join(err, c.Close())
 }
 
@@ -112,18 +121,27 @@ func runReal(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResul
 		}
 		return false
 	}
-	run, err := runOn(ctx, sc, opts, "real", c, nil, settle)
+	ready := func(ctx context.Context, cs kubernetes.Interface) error {
+		return waitRegistered(ctx, cs, nodeNames(sc))
+	}
+	run, err := runOn(ctx, sc, opts, "real", c, nil, ready, settle)
 	return run, errors.Join(err, c.Close())
 }
 
-// runOn runs sc on b, settling it and taking a snapshot after each step.
+// runOn waits until b is ready (start.go), then runs sc on it, settling it
+// and taking a snapshot after each step.
 func runOn(ctx context.Context, sc *scenario.Scenario, opts Options, name string, b backend, clk clock.WithTicker,
+	ready func(context.Context, kubernetes.Interface) error,
 	settle func(context.Context, kubernetes.Interface, *Normaliser) bool) (RunResult, error) {
 	cs, err := kubernetes.NewForConfig(b.RESTConfig())
 	if err != nil {
 		return RunResult{}, fmt.Errorf("%s: client: %w", name, err)
 	}
 	run := RunResult{Backend: name, Total: len(sc.Steps)}
+	if err := ready(ctx, cs); err != nil {
+		run.Error = err.Error()
+		return run, nil
+	}
 	norm := NewNormaliser()
 	var snapErr error
 	runner := &scenario.Runner{Backend: b, Recorder: b.Recorder(), Clock: clk,
@@ -159,6 +177,14 @@ func runOn(ctx context.Context, sc *scenario.Scenario, opts Options, name string
 		return run, fmt.Errorf("%s: %w", name, ctx.Err())
 	}
 	return run, nil
+}
+
+// nodeNames are the scenario's nodes; both backends default to node-1.
+func nodeNames(sc *scenario.Scenario) []string {
+	if len(sc.Cluster.Nodes) == 0 {
+		return []string{"node-1"}
+	}
+	return sc.Cluster.Nodes
 }
 
 func progress(opts Options, format string, args ...any) {
