@@ -129,6 +129,11 @@ func validateUpdate(res *resource, obj, old runtime.Object) field.ErrorList {
 		if b.VolumeName == "" {
 			a.VolumeName = ""
 		}
+		// A claim without a class may be given one (the PV controller's
+		// retroactive default StorageClass).
+		if b.StorageClassName == nil {
+			a.StorageClassName = nil
+		}
 		if !apiequality.Semantic.DeepEqual(a, b) {
 			errs = append(errs, field.Forbidden(field.NewPath("spec"),
 				"spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"))

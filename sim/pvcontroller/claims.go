@@ -33,8 +33,13 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 		if err := c.releaseClaimProtection(ctx, claim); err != nil {
 			return err
 		}
-	} else if err := c.syncUnusedCondition(ctx, claim); err != nil {
-		return err
+	} else {
+		if claim, err = c.addClaimProtection(ctx, claim); err != nil {
+			return fmt.Errorf("protecting claim %s: %w", key, err)
+		}
+		if err := c.syncUnusedCondition(ctx, claim); err != nil {
+			return err
+		}
 	}
 	if _, done := claim.Annotations[AnnBindCompleted]; done {
 		return c.syncBoundClaim(ctx, claim)

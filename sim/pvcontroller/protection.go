@@ -114,3 +114,25 @@ func (c *Controller) usedByPod(claim *corev1.PersistentVolumeClaim) (bool, error
 	}
 	return false, nil
 }
+
+// addClaimProtection puts kubernetes.io/pvc-protection back on a claim
+// that lost it (admission adds it; someone may remove it by hand).
+func (c *Controller) addClaimProtection(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
+	if slices.Contains(claim.Finalizers, PVCProtectionFinalizer) {
+		return claim, nil
+	}
+	cl := claim.DeepCopy()
+	cl.Finalizers = append(cl.Finalizers, PVCProtectionFinalizer)
+	return c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, cl, metav1.UpdateOptions{})
+}
+
+// addVolumeProtection puts kubernetes.io/pv-protection back on a volume
+// that lost it.
+func (c *Controller) addVolumeProtection(ctx context.Context, pv *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
+	if slices.Contains(pv.Finalizers, PVProtectionFinalizer) {
+		return pv, nil
+	}
+	v := pv.DeepCopy()
+	v.Finalizers = append(v.Finalizers, PVProtectionFinalizer)
+	return c.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{})
+}

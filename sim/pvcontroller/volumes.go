@@ -25,6 +25,8 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 		if err := c.releaseVolumeProtection(ctx, pv); err != nil {
 			return err
 		}
+	} else if pv, err = c.addVolumeProtection(ctx, pv); err != nil {
+		return fmt.Errorf("protecting volume %s: %w", name, err)
 	}
 	ref := pv.Spec.ClaimRef
 	if ref == nil || ref.UID == "" {
