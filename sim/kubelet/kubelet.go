@@ -4,6 +4,18 @@
 // for attachment, NodeStageVolume, NodePublishVolume, then the pod Runs; on
 // deletion NodeUnpublishVolume, NodeUnstageVolume, then the pod goes. There
 // are no containers: a pod is Running once its volumes are mounted.
+//
+// It does what the real kubelet's CSI plugin does in the ways a driver can
+// see: the same paths under its directory (paths.go) with vol_data.json
+// beside each mount; filesystem volumes staged and published (mount.go),
+// with pod information for podInfoOnMount drivers, readonly from the pod's
+// claim source, access modes mapped by the node plugin's capabilities and
+// fsGroup applied per the CSIDriver's fsGroupPolicy (fsgroup.go) or passed
+// as volume_mount_group; block volumes mapped (block.go); failed operations
+// retried with the operation executor's per-volume backoff (backoff.go);
+// republishing for requiresRepublish drivers on the pod sync period and
+// NodeGetVolumeStats on the stats period (periodic.go); and a restart that
+// rebuilds the actual state from disk (reconstruct.go).
 package kubelet
 
 import (

@@ -99,7 +99,7 @@ func podInfo(pod *corev1.Pod) map[string]string {
 	}
 }
 
-// publishContextOf merges the PV's volume attributes with the pod's
+// publishVolumeContext merges the PV's volume attributes with the pod's
 // information when the CSIDriver asks for it.
 func (k *Kubelet) publishVolumeContext(pod *corev1.Pod, pv *corev1.PersistentVolume) map[string]string {
 	drv, err := k.drivers.Get(pv.Spec.CSI.Driver)
@@ -341,9 +341,8 @@ func removeMountDir(dir string) error {
 	return nil
 }
 
-// removeUnmountedDir removes a directory (a pod's, a block volume's) once nothing
-// is mounted under it;
-// the kubelet never deletes through a mount.
+// removeUnmountedDir removes a directory (a pod's, a block volume's) once
+// nothing is mounted under it: the kubelet never deletes through a mount.
 func removeUnmountedDir(dir string) error {
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
 	if err != nil {
