@@ -11,7 +11,6 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csisim/csisim/sim/attachdetach"
@@ -31,7 +30,6 @@ func (k *Kubelet) mapBlock(ctx context.Context, pod *corev1.Pod, v volumeToMount
 	if err := saveVolumeData(blockDataDir(k.cfg.Dir, v.pv.Name), map[string]string{
 		volDataSpecName: v.pv.Name, volDataHandle: src.VolumeHandle, volDataDriver: src.Driver, volDataNode: k.cfg.NodeName,
 		volDataAttachment: attachdetach.AttachmentName(src.VolumeHandle, src.Driver, k.cfg.NodeName),
-		volDataLifecycle:  string(storagev1.VolumeLifecyclePersistent),
 	}); err != nil {
 		return fmt.Errorf("volume %s: %w", v.pv.Name, err)
 	}
