@@ -57,12 +57,15 @@ func (k *Kubelet) mapBlock(ctx context.Context, pod *corev1.Pod, v volumeToMount
 		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume", "MapVolume.MapPodDevice failed for volume %q : %v", v.pv.Name, err)
 		return fmt.Errorf("NodePublishVolume %s for pod %s: %w", v.pv.Name, pod.Name, err)
 	}
-	if !republish {
-		if err := k.mapDevice(publish, v.pv.Name, pod.UID); err != nil {
-			k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume", "MapVolume.MapBlockVolume failed for volume %q : %v", v.pv.Name, err)
-			return fmt.Errorf("volume %s of pod %s: %w", v.pv.Name, pod.Name, err)
-		}
+	if err := k.mapDevice(publish, v.pv.Name, pod.UID); err != nil {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume", "MapVolume.MapBlockVolume failed for volume %q : %v", v.pv.Name, err)
+		return fmt.Errorf("volume %s of pod %s: %w", v.pv.Name, pod.Name, err)
 	}
+	// Unlike a filesystem mount, a block mapping is announced, twice.
+	k.events.Eventf(pod, corev1.EventTypeNormal, "SuccessfulMountVolume", "MapVolume.MapPodDevice succeeded for volume %q globalMapPath %q",
+		v.pv.Name, blockGlobalMapPath(k.cfg.Dir, v.pv.Name))
+	k.events.Eventf(pod, corev1.EventTypeNormal, "SuccessfulMountVolume", "MapVolume.MapPodDevice succeeded for volume %q volumeMapPath %q",
+		v.pv.Name, podDeviceDir(k.cfg.Dir, pod.UID))
 	k.recordMounted(pod, v, publish, false)
 	return nil
 }

@@ -404,6 +404,21 @@ func TestBlockVolumePaths(t *testing.T) {
 		t.Errorf("block vol_data.json = %v, %v", data, err)
 	}
 
+	var msgs []string
+	for _, ev := range e.events() {
+		if ev.Reason == "SuccessfulMountVolume" && ev.Type == corev1.EventTypeNormal {
+			msgs = append(msgs, ev.Message)
+		}
+	}
+	slices.Sort(msgs)
+	wantMsgs := []string{
+		`MapVolume.MapPodDevice succeeded for volume "pv-1" globalMapPath "` + filepath.Join(e.dir, "plugins/kubernetes.io/csi/volumeDevices/pv-1/dev") + `"`,
+		`MapVolume.MapPodDevice succeeded for volume "pv-1" volumeMapPath "` + filepath.Join(e.dir, "pods/uid-1/volumeDevices/kubernetes.io~csi") + `"`,
+	}
+	if !slices.Equal(msgs, wantMsgs) {
+		t.Errorf("events %q, want %q", msgs, wantMsgs)
+	}
+
 	e.deletePod()
 	if got := e.node.lifecycle(); !slices.Equal(got, []string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}) {
 		t.Fatalf("calls = %v", got)
