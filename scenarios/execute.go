@@ -46,9 +46,9 @@ func (ex *executor) execute(ctx context.Context, st Step) (stepOutcome, error) {
 			return stepOutcome{}, fmt.Errorf("this backend cannot inject %s", st.Fault.Type)
 		}
 		if err := inj.InjectFault(ctx, *st.Fault); err != nil {
-			return stepOutcome{}, fmt.Errorf("%s %s: %w", st.Fault.Type, st.Fault.Node, err)
+			return stepOutcome{}, fmt.Errorf("%s: %w", st.Fault.Describe(), err)
 		}
-		return stepOutcome{detail: st.Fault.Type + " " + st.Fault.Node}, nil
+		return stepOutcome{detail: st.Fault.Describe()}, nil
 	}
 	return stepOutcome{}, errors.New("step has no action")
 }

@@ -4,25 +4,28 @@
 // need, deletes those no longer needed once the kubelet reports the volume
 // unmounted (it leaves node.status.volumesInUse), and reports attached
 // volumes in node.status.volumesAttached.
+//
+// Like the real controller it keeps an actual state of the world in
+// memory: the attachments it made, and those it found when it started
+// (node.status.volumesAttached of every Node, and every VolumeAttachment,
+// the latter as uncertain). A VolumeAttachment made by anyone else while it
+// runs is not in that state and is left alone — until the controller
+// restarts (Restart), finds it, and detaches it if no pod wants it.
 package attachdetach
 
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -59,6 +62,13 @@ func UniqueVolumeName(driver, volumeHandle string) corev1.UniqueVolumeName {
 	return corev1.UniqueVolumeName("kubernetes.io/csi/" + driver + "^" + volumeHandle)
 }
 
+// The real controller's attach retry backoff (operation executor's
+// exponential backoff: 500 ms doubling to 2 min 2 s).
+const (
+	attachBackoffStart = 500 * time.Millisecond
+	attachBackoffMax   = 2*time.Minute + 2*time.Second
+)
+
 // Controller is the attach/detach controller. Its work queue holds node
 // names: each sync reconciles one node's attachments.
 type Controller struct {
@@ -76,16 +86,19 @@ type Controller struct {
 
 	clock clock.PassiveClock
 
-	mu        sync.Mutex
-	reported  map[string]bool      // pod UID + volume: SuccessfulAttachVolume sent
-	undesired map[string]time.Time // attachment → since when no pod wants it
+	mu sync.Mutex
+	// The controller's memory, lost when it restarts.
+	populated     bool
+	actual        map[string]*attachment // by VolumeAttachment name
+	attaching     map[string]*operation  // attach retries, by VolumeAttachment name
+	multiReported map[string]string      // node of a Multi-Attach error reported, by VolumeAttachment name
 }
 
 // New wires the controller to the factory's informers.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
 	events, stop := rt.NewEventRecorder(client, "attachdetach-controller", "")
-	c := &Controller{client: client, events: events, stopRecs: stop, queue: rt.NewQueue("attachdetach"), clock: rt.Clock,
-		reported: map[string]bool{}, undesired: map[string]time.Time{}}
+	c := &Controller{client: client, events: events, stopRecs: stop, queue: rt.NewQueue("attachdetach"), clock: rt.Clock}
+	c.forget()
 	podInf := factory.Core().V1().Pods()
 	nodeInf := factory.Core().V1().Nodes()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
@@ -101,11 +114,15 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	_, _ = nodeInf.Informer().AddEventHandler(c.handler(func(obj any) []string {
 		return []string{obj.(*corev1.Node).Name}
 	}))
+	// The real controller watches attachments only through the operations
+	// it runs: an attach waits for status.attached, a detach for the
+	// object to go.
 	_, _ = vaInf.Informer().AddEventHandler(c.handler(func(obj any) []string {
 		return []string{obj.(*storagev1.VolumeAttachment).Spec.NodeName}
 	}))
-	// An attachment that goes may free its volume for another node.
-	_, _ = vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) {
+	_, _ = vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		c.detached(controller.Unwrap(obj).(*storagev1.VolumeAttachment).Name)
+		// An attachment that goes may free its volume for another node.
 		for _, n := range c.allNodeNames() {
 			c.queue.Add(n)
 		}
@@ -132,12 +149,24 @@ func (c *Controller) handler(nodesOf func(any) []string) cache.ResourceEventHand
 	return cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue}
 }
 
+// allNodeNames names every node there is and every node an attachment the
+// controller knows is on (a deleted Node's attachments still need work).
 func (c *Controller) allNodeNames() []string {
+	seen := map[string]bool{}
 	nodes, _ := c.nodes.List(labels.Everything())
-	var out []string
 	for _, n := range nodes {
-		out = append(out, n.Name)
+		seen[n.Name] = true
 	}
+	c.mu.Lock()
+	for _, a := range c.actual {
+		seen[a.node] = true
+	}
+	c.mu.Unlock()
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
 	return out
 }
 
@@ -155,6 +184,19 @@ func (c *Controller) Workers() []controller.Worker {
 	return []controller.Worker{{Name: "attachdetach", Queue: c.queue, Sync: c.syncNode}}
 }
 
+// Restart makes the controller start over as a restarted
+// kube-controller-manager does: it forgets what it knew, rebuilds its
+// actual state from the Nodes' volumesAttached and the VolumeAttachments
+// there are, and looks at every node again.
+func (c *Controller) Restart() {
+	c.mu.Lock()
+	c.forget()
+	c.mu.Unlock()
+	for _, n := range c.allNodeNames() {
+		c.queue.Add(n)
+	}
+}
+
 // wanted is one volume some pod on the node needs attached.
 type wanted struct {
 	pv     *corev1.PersistentVolume
@@ -164,16 +206,24 @@ type wanted struct {
 
 func (c *Controller) syncNode(ctx context.Context, nodeName string) error {
 	node, err := c.nodes.Get(nodeName)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	switch {
+	case apierrors.IsNotFound(err):
+		node = nil // its attachments may still have to go
+	case err != nil:
 		return err
 	}
-	if node.Annotations[AnnControllerManagedAttachDetach] != "true" {
-		return nil
+	c.populate()
+	if node != nil {
+		c.observeVolumesInUse(node)
 	}
-	desired, err := c.desiredAttachments(nodeName)
+	desired := map[string]*wanted{}
+	if node == nil || node.Annotations[AnnControllerManagedAttachDetach] == "true" {
+		if desired, err = c.desiredAttachments(nodeName); err != nil {
+			return err
+		}
+	}
+	// Detaches first, so that a volume moving to another node goes first.
+	reported, err := c.detachUnneeded(ctx, nodeName, node, desired)
 	if err != nil {
 		return err
 	}
@@ -188,8 +238,14 @@ func (c *Controller) syncNode(ctx context.Context, nodeName string) error {
 			return err
 		}
 	}
-	if err := c.detachUnneeded(ctx, node, desired); err != nil {
-		return err
+	c.forgetUnwanted(nodeName, desired)
+	if node == nil {
+		return nil
+	}
+	if reported {
+		// The status just written is not in the cache yet; the write's
+		// own event brings the node back for anything attached since.
+		return nil
 	}
 	return c.reportAttached(ctx, node)
 }
@@ -203,11 +259,12 @@ func (c *Controller) desiredAttachments(nodeName string) (map[string]*wanted, er
 	}
 	desired := map[string]*wanted{}
 	for _, pod := range pods {
-		if pod.Spec.NodeName != nodeName || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		if pod.Spec.NodeName != nodeName || terminated(pod) {
 			continue
 		}
-		// A terminating pod keeps its volumes until the kubelet is done
-		// with them, which it reports through volumesInUse.
+		// A terminating pod whose containers still run keeps its volumes;
+		// the kubelet reports when it is done with them through
+		// volumesInUse.
 		for _, v := range pod.Spec.Volumes {
 			if v.PersistentVolumeClaim == nil {
 				continue
@@ -248,197 +305,30 @@ func (c *Controller) attachRequired(driver string) bool {
 	return *d.Spec.AttachRequired
 }
 
-func (c *Controller) attach(ctx context.Context, name string, w *wanted, nodeName string) error {
-	va, err := c.vas.Get(name)
-	if apierrors.IsNotFound(err) {
-		if other := c.attachedElsewhere(w.pv, nodeName); other != "" && !multiAttachable(w.pv) {
-			c.reportMultiAttach(w, other)
-			return nil // the other attachment's deletion brings the node back
-		}
-		pvName := w.pv.Name
-		va = &storagev1.VolumeAttachment{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: storagev1.VolumeAttachmentSpec{
-				Attacher: w.driver,
-				NodeName: nodeName,
-				Source:   storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName},
-			},
-		}
-		_, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating VolumeAttachment %s: %w", name, err)
-		}
-		return nil
+// terminated is the real controller's test for a pod whose volumes are
+// no longer wanted: it succeeded or failed, or it is being deleted and none
+// of its containers runs.
+func terminated(pod *corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return true
 	}
-	if err != nil {
-		return err
-	}
-	if va.Status.Attached && va.DeletionTimestamp == nil {
-		c.reportAttachSucceeded(w)
-	}
-	return nil
-}
-
-func (c *Controller) reportAttachSucceeded(w *wanted) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, pod := range w.pods {
-		key := string(pod.UID) + "/" + w.pv.Name
-		if !c.reported[key] {
-			c.reported[key] = true
-			c.events.Eventf(pod, corev1.EventTypeNormal, "SuccessfulAttachVolume", "AttachVolume.Attach succeeded for volume %q", w.pv.Name)
-		}
-	}
-}
-
-// detachUnneeded deletes the node's VolumeAttachments that no pod needs,
-// but only once the kubelet no longer lists the volume as in use.
-func (c *Controller) detachUnneeded(ctx context.Context, node *corev1.Node, desired map[string]*wanted) error {
-	vas, err := c.vas.List(labels.Everything())
-	if err != nil {
-		return err
-	}
-	now := c.clock.Now()
-	for _, va := range vas {
-		if va.Spec.NodeName != node.Name || va.DeletionTimestamp != nil {
-			continue
-		}
-		if desired[va.Name] != nil {
-			c.setUndesired(va.Name, false)
-			continue
-		}
-		since := c.setUndesired(va.Name, true)
-		if c.inUse(node, va) {
-			// The kubelet still mounts it, or says so: wait — unless the node
-			// is marked out of service, or is unhealthy and has been for
-			// longer than maxWaitForUnmountDuration since the volume was
-			// wanted, when the real controller detaches it anyway.
-			switch {
-			case hasTaint(node, TaintOutOfService) && !nodeReady(node):
-			case !nodeReady(node) && !now.Before(since.Add(MaxWaitForUnmountDuration)):
-			case !nodeReady(node):
-				c.queue.AddAfter(node.Name, since.Add(MaxWaitForUnmountDuration).Sub(now))
-				continue
-			default:
-				continue // the node's status update will bring us back
-			}
-		}
-		err := c.client.StorageV1().VolumeAttachments().Delete(ctx, va.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting VolumeAttachment %s: %w", va.Name, err)
-		}
-	}
-	return nil
-}
-
-func (c *Controller) inUse(node *corev1.Node, va *storagev1.VolumeAttachment) bool {
-	if va.Spec.Source.PersistentVolumeName == nil {
+	if pod.DeletionTimestamp == nil {
 		return false
 	}
-	pv, err := c.volumes.Get(*va.Spec.Source.PersistentVolumeName)
-	if err != nil || pv.Spec.CSI == nil {
-		return false
-	}
-	return slices.Contains(node.Status.VolumesInUse, UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle))
-}
-
-// reportAttached writes node.status.volumesAttached from the node's
-// VolumeAttachments that the attacher marked attached.
-func (c *Controller) reportAttached(ctx context.Context, node *corev1.Node) error {
-	vas, err := c.vas.List(labels.Everything())
-	if err != nil {
-		return err
-	}
-	var attached []corev1.AttachedVolume
-	for _, va := range vas {
-		if va.Spec.NodeName != node.Name || !va.Status.Attached || va.Spec.Source.PersistentVolumeName == nil {
-			continue
-		}
-		pv, err := c.volumes.Get(*va.Spec.Source.PersistentVolumeName)
-		if err != nil || pv.Spec.CSI == nil {
-			continue
-		}
-		attached = append(attached, corev1.AttachedVolume{Name: UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)})
-	}
-	sort.Slice(attached, func(i, j int) bool { return attached[i].Name < attached[j].Name })
-	if slices.Equal(attached, node.Status.VolumesAttached) {
-		return nil
-	}
-	// A merge patch of this one field, so it never conflicts with the
-	// kubelet's own status updates.
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"volumesAttached": attached}})
-	if err != nil {
-		return err
-	}
-	if _, err := c.client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
-		return fmt.Errorf("updating volumesAttached of node %s: %w", node.Name, err)
-	}
-	return nil
-}
-
-// setUndesired records since when an attachment has not been wanted and
-// returns that time (zero when it is wanted).
-func (c *Controller) setUndesired(name string, undesired bool) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !undesired {
-		delete(c.undesired, name)
-		return time.Time{}
-	}
-	since, ok := c.undesired[name]
-	if !ok {
-		since = c.clock.Now()
-		c.undesired[name] = since
-	}
-	return since
-}
-
-// attachedElsewhere names a node the volume is attached (or being attached)
-// to, other than nodeName.
-func (c *Controller) attachedElsewhere(pv *corev1.PersistentVolume, nodeName string) string {
-	vas, _ := c.vas.List(labels.Everything())
-	for _, va := range vas {
-		if src := va.Spec.Source.PersistentVolumeName; src != nil && *src == pv.Name && va.Spec.NodeName != nodeName {
-			return va.Spec.NodeName
-		}
-	}
-	return ""
-}
-
-// multiAttachable: the volume's access modes let it be on several nodes.
-func multiAttachable(pv *corev1.PersistentVolume) bool {
-	return slices.ContainsFunc(pv.Spec.AccessModes, func(m corev1.PersistentVolumeAccessMode) bool {
-		return m == corev1.ReadWriteMany || m == corev1.ReadOnlyMany
+	return !slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool {
+		return s.State.Terminated == nil && s.State.Waiting == nil
 	})
 }
 
-// reportMultiAttach tells the pods that want the volume why it is not
-// attached, in the real controller's words: naming the pods that use it on
-// the other node in the same namespace, or saying it is exclusively
-// attached.
-func (c *Controller) reportMultiAttach(w *wanted, otherNode string) {
-	for _, pod := range w.pods {
-		var users []string
-		pods, _ := c.pods.Pods(pod.Namespace).List(labels.Everything())
-		for _, p := range pods {
-			if p.Spec.NodeName != otherNode {
-				continue
-			}
-			for _, v := range p.Spec.Volumes {
-				if v.PersistentVolumeClaim == nil {
-					continue
-				}
-				if pv := c.boundVolume(p.Namespace, v.PersistentVolumeClaim.ClaimName); pv != nil && pv.Name == w.pv.Name {
-					users = append(users, p.Name)
-				}
-			}
-		}
-		msg := fmt.Sprintf("Multi-Attach error for volume %q Volume is already exclusively attached to one node and can't be attached to another", w.pv.Name)
-		if len(users) > 0 {
-			msg = fmt.Sprintf("Multi-Attach error for volume %q Volume is already used by pod(s) %s", w.pv.Name, strings.Join(users, ", "))
-		}
-		c.events.Event(pod, corev1.EventTypeWarning, "FailedAttachVolume", msg)
+// multiAttachable: the volume's access modes let it be on several nodes, or
+// it has none, when the real controller lets the driver decide.
+func multiAttachable(pv *corev1.PersistentVolume) bool {
+	if len(pv.Spec.AccessModes) == 0 {
+		return true
 	}
+	return slices.ContainsFunc(pv.Spec.AccessModes, func(m corev1.PersistentVolumeAccessMode) bool {
+		return m == corev1.ReadWriteMany || m == corev1.ReadOnlyMany
+	})
 }
 
 func hasTaint(node *corev1.Node, key string) bool {

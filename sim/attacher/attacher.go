@@ -15,6 +15,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,7 +25,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
@@ -95,8 +95,12 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 			return ok && va.Spec.Attacher == cfg.DriverName
 		},
 		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    a.enqueueVA,
-			UpdateFunc: func(_, obj any) { a.enqueueVA(obj) },
+			AddFunc: a.enqueueVA,
+			UpdateFunc: func(old, obj any) {
+				if shouldEnqueueVAChange(old.(*storagev1.VolumeAttachment), obj.(*storagev1.VolumeAttachment)) {
+					a.enqueueVA(obj)
+				}
+			},
 			DeleteFunc: a.enqueueVA,
 		},
 	})
@@ -162,34 +166,39 @@ func (a *Attacher) syncAttachment(ctx context.Context, name string) error {
 }
 
 func (a *Attacher) attach(ctx context.Context, va *storagev1.VolumeAttachment) error {
-	nodeID, nodeErr := a.nodeID(va.Spec.NodeName)
-	if !slices.Contains(va.Finalizers, a.finalizer) || (nodeErr == nil && va.Annotations[annNodeID] != nodeID) {
-		// With its finalizer the sidecar records the driver's node ID.
-		v := va.DeepCopy()
-		if !slices.Contains(v.Finalizers, a.finalizer) {
-			v.Finalizers = append(v.Finalizers, a.finalizer)
-		}
-		if nodeErr == nil {
-			if v.Annotations == nil {
-				v.Annotations = map[string]string{}
-			}
-			v.Annotations[annNodeID] = nodeID
-		}
-		updated, err := a.client.StorageV1().VolumeAttachments().Update(ctx, v, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("adding finalizer to VolumeAttachment %s: %w", va.Name, err)
-		}
-		va = updated
-	}
+	// As the sidecar: check all it can before the finalizer goes on, which
+	// would hold the attachment's deletion on an error.
 	pv, err := a.volumeOf(va)
 	if err != nil {
 		return a.attachFailed(ctx, va, err)
 	}
-	if err := a.protectVolume(ctx, pv); err != nil {
-		return err
+	if pv.DeletionTimestamp != nil {
+		return a.attachFailed(ctx, va, fmt.Errorf("PersistentVolume %q is marked for deletion", pv.Name))
 	}
-	if nodeErr != nil {
-		return a.attachFailed(ctx, va, nodeErr)
+	if err := a.protectVolume(ctx, pv); err != nil {
+		return a.attachFailed(ctx, va, fmt.Errorf("could not add PersistentVolume finalizer: %s", err))
+	}
+	nodeID, err := a.nodeID(va.Spec.NodeName)
+	if err != nil {
+		return a.attachFailed(ctx, va, err)
+	}
+	if !slices.Contains(va.Finalizers, a.finalizer) || va.Annotations[annNodeID] != nodeID {
+		// With its finalizer the sidecar records the driver's node ID, in
+		// one merge patch.
+		finalizers := va.Finalizers
+		if !slices.Contains(finalizers, a.finalizer) {
+			finalizers = append(slices.Clone(finalizers), a.finalizer)
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"finalizers": finalizers, "annotations": map[string]string{annNodeID: nodeID}}})
+		if err != nil {
+			return err
+		}
+		updated, err := a.client.StorageV1().VolumeAttachments().Patch(ctx, va.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil {
+			return a.attachFailed(ctx, va, fmt.Errorf("could not save VolumeAttachment: %s", err))
+		}
+		va = updated
 	}
 	req := &csi.ControllerPublishVolumeRequest{
 		VolumeId:         pv.Spec.CSI.VolumeHandle,
@@ -202,7 +211,9 @@ func (a *Attacher) attach(ctx context.Context, va *storagev1.VolumeAttachment) e
 	resp, err := a.csi.ControllerPublishVolume(callCtx, req)
 	cancel()
 	if err != nil {
-		return a.attachFailed(ctx, va, fmt.Errorf("rpc error: %w", err))
+		// The gRPC status error reads "rpc error: code = ... desc = ...",
+		// which is what the sidecar saves.
+		return a.attachFailed(ctx, va, err)
 	}
 	return a.patchStatus(ctx, va.Name, map[string]any{
 		"attached": true, "attachmentMetadata": resp.GetPublishContext(), "attachError": nil,
@@ -222,37 +233,77 @@ func (a *Attacher) detach(ctx context.Context, va *storagev1.VolumeAttachment) e
 		return nil
 	}
 	pv, err := a.volumeOf(va)
-	if err == nil {
-		nodeID, nerr := a.nodeID(va.Spec.NodeName)
-		if nerr != nil {
-			return a.detachFailed(ctx, va, nerr)
-		}
-		callCtx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
-		_, err = a.csi.ControllerUnpublishVolume(callCtx, &csi.ControllerUnpublishVolumeRequest{
-			VolumeId: pv.Spec.CSI.VolumeHandle, NodeId: nodeID})
-		cancel()
-		if err != nil {
-			return a.detachFailed(ctx, va, fmt.Errorf("rpc error: %w", err))
-		}
+	if err != nil {
+		return a.detachFailed(ctx, va, err)
 	}
-	if err := a.patchStatus(ctx, va.Name, map[string]any{"attached": false, "attachmentMetadata": nil, "detachError": nil}); err != nil {
-		return err
+	// The node may be gone, and its CSINode with it: then the node ID the
+	// sidecar recorded on the attachment is used, as the real one does.
+	nodeID, err := a.nodeID(va.Spec.NodeName)
+	if err != nil {
+		recorded, ok := va.Annotations[annNodeID]
+		if !ok {
+			return a.detachFailed(ctx, va, err)
+		}
+		nodeID = recorded
 	}
-	// Retry conflicts here rather than the whole sync, which would call
-	// ControllerUnpublishVolume again.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		v, err := a.client.StorageV1().VolumeAttachments().Get(ctx, va.Name, metav1.GetOptions{})
+	callCtx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	_, err = a.csi.ControllerUnpublishVolume(callCtx, &csi.ControllerUnpublishVolumeRequest{
+		VolumeId: pv.Spec.CSI.VolumeHandle, NodeId: nodeID})
+	cancel()
+	if err != nil {
+		return a.detachFailed(ctx, va, err)
+	}
+	return a.markDetached(ctx, va)
+}
+
+// markDetached removes the finalizer first and then clears the status, as
+// the sidecar does: an attachment being deleted without the finalizer is
+// detached whatever its status says, so the API server removes it and the
+// status update finds it gone. The other order would make a crash between
+// the two writes call ControllerUnpublishVolume again.
+func (a *Attacher) markDetached(ctx context.Context, va *storagev1.VolumeAttachment) error {
+	if slices.Contains(va.Finalizers, a.finalizer) {
+		var rest []string // null in the patch when none is left
+		for _, f := range va.Finalizers {
+			if f != a.finalizer {
+				rest = append(rest, f)
+			}
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": rest}})
 		if err != nil {
 			return err
 		}
-		v.Finalizers = slices.DeleteFunc(v.Finalizers, func(f string) bool { return f == a.finalizer })
-		_, err = a.client.StorageV1().VolumeAttachments().Update(ctx, v, metav1.UpdateOptions{})
-		return err
-	})
+		_, err = a.client.StorageV1().VolumeAttachments().Patch(ctx, va.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("removing finalizer from VolumeAttachment %s: %w", va.Name, err)
+		}
+	}
+	err := a.patchStatus(ctx, va.Name, map[string]any{"attached": false, "attachmentMetadata": nil, "detachError": nil})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing finalizer from VolumeAttachment %s: %w", va.Name, err)
+		return err
 	}
 	return nil
+}
+
+// shouldEnqueueVAChange leaves out updates that only change
+// status.attachError or status.detachError — the sidecar's own error
+// reports — so that a failure is retried after its backoff, not at once.
+func shouldEnqueueVAChange(old, cur *storagev1.VolumeAttachment) bool {
+	if old.ResourceVersion == cur.ResourceVersion {
+		return true
+	}
+	if cur.Status.AttachError == nil && cur.Status.DetachError == nil && old.Status.AttachError == nil && old.Status.DetachError == nil {
+		return true
+	}
+	sanitized := cur.DeepCopy()
+	sanitized.ResourceVersion = old.ResourceVersion
+	sanitized.Status.AttachError = old.Status.AttachError
+	sanitized.Status.DetachError = old.Status.DetachError
+	sanitized.ManagedFields = old.ManagedFields
+	return !equality.Semantic.DeepEqual(old, sanitized)
 }
 
 func (a *Attacher) detachFailed(ctx context.Context, va *storagev1.VolumeAttachment, cause error) error {
@@ -284,7 +335,7 @@ func (a *Attacher) volumeOf(va *storagev1.VolumeAttachment) (*corev1.PersistentV
 	}
 	pv, err := a.volumes.Get(*va.Spec.Source.PersistentVolumeName)
 	if err != nil {
-		return nil, fmt.Errorf("persistentvolume %q: %w", *va.Spec.Source.PersistentVolumeName, err)
+		return nil, err // persistentvolume "pvc-…" not found, as the sidecar reports it
 	}
 	if pv.Spec.CSI == nil {
 		return nil, fmt.Errorf("persistentvolume %q is not a CSI volume", pv.Name)
@@ -297,7 +348,8 @@ func (a *Attacher) volumeOf(va *storagev1.VolumeAttachment) (*corev1.PersistentV
 func (a *Attacher) nodeID(nodeName string) (string, error) {
 	n, err := a.csiNodes.Get(nodeName)
 	if err != nil {
-		return "", fmt.Errorf("CSINode %s: %w", nodeName, err)
+		// The lister's own words: csinode.storage.k8s.io "node-1" not found.
+		return "", err
 	}
 	for _, d := range n.Spec.Drivers {
 		if d.Name == a.cfg.DriverName {

@@ -116,6 +116,10 @@ type Cluster struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	closed  bool
+
+	// The controller-manager's controllers with memory, for its restart.
+	attachDetach  *attachdetach.Controller
+	nodeLifecycle *nodelifecycle.Controller
 }
 
 // Start brings the cluster up: API server, driver processes, controllers
@@ -371,7 +375,8 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			return pv.Workers()
 		}),
 		component("attachdetach-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
-			return attachdetach.New(cs, f, c.rt).Workers()
+			c.attachDetach = attachdetach.New(cs, f, c.rt)
+			return c.attachDetach.Workers()
 		}),
 		component("default-scheduler", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			return scheduler.New(cs, f, c.rt).Workers()
@@ -383,7 +388,9 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 		}),
 		component("node-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			nl := nodelifecycle.New(cs, f, c.rt)
+			c.nodeLifecycle = nl
 			c.loop.Every(nodelifecycle.MonitorPeriod, nl.Monitor)
+			c.loop.Every(nodelifecycle.PodGCPeriod, nl.CollectOrphans)
 			return nl.Workers()
 		}),
 		component("external-attacher", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {

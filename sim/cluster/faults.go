@@ -31,6 +31,12 @@ type nodeParts struct {
 // InjectFault makes a fault happen to the simulated cluster; it is what
 // the scenario runner calls for fault steps.
 func (c *Cluster) InjectFault(ctx context.Context, f scenario.Fault) error {
+	switch f.Type {
+	case scenario.FaultStaleVolumeAttachment:
+		return c.staleVolumeAttachment(ctx, f)
+	case scenario.FaultControllerManagerRestart:
+		return c.restartControllerManager()
+	}
 	parts := c.nodes[f.Node]
 	if parts == nil {
 		return fmt.Errorf("there is no node %q (nodes: %v)", f.Node, c.cfg.Nodes)

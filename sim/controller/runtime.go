@@ -87,7 +87,9 @@ func (r *SyncEventRecorder) record(obj runtime.Object, annotations map[string]st
 		ns = metav1.NamespaceDefault
 	}
 	now := metav1.NewTime(r.clock.Now())
-	key := fmt.Sprintf("%s/%s/%s/%s/%s/%s/%s", r.source.Component, involved.Kind, involved.Namespace, involved.Name, eventtype, reason, message)
+	// The real correlator's key names the object's UID too: a pod made
+	// again under the same name gets events of its own.
+	key := fmt.Sprintf("%s/%s/%s/%s/%s/%s/%s/%s", r.source.Component, involved.Kind, involved.Namespace, involved.Name, involved.UID, eventtype, reason, message)
 	ctx := context.Background()
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -3,8 +3,9 @@
 // kubelet stops renewing its Lease for the grace period becomes Unknown and
 // gets the unreachable taints, its pods NotReady), the taint eviction
 // controller (pods that do not tolerate a NoExecute taint, or only for some
-// seconds, are deleted), and the part of the pod garbage collector that
-// force-deletes terminating pods on nodes marked out of service.
+// seconds, are deleted), and the parts of the pod garbage collector that
+// force-delete terminating pods on nodes marked out of service and pods
+// whose Node is gone.
 package nodelifecycle
 
 import (
@@ -45,25 +46,30 @@ const (
 
 // Controller watches node heartbeats and acts on lost nodes.
 type Controller struct {
-	client   kubernetes.Interface
-	events   record.EventRecorder
-	clock    clock.PassiveClock
-	nodes    corelisters.NodeLister
-	pods     corelisters.PodLister
-	leases   coordinationlisters.LeaseLister
-	queue    controller.Queue
-	stopRecs func()
+	client kubernetes.Interface
+	events record.EventRecorder
+	// evictions reports as the taint eviction controller, a controller of
+	// its own in kube-controller-manager since v1.29.
+	evictions record.EventRecorder
+	clock     clock.PassiveClock
+	nodes     corelisters.NodeLister
+	pods      corelisters.PodLister
+	leases    coordinationlisters.LeaseLister
+	queue     controller.Queue
+	stopRecs  func()
 
-	mu         sync.Mutex
-	registered map[string]bool // nodes the controller has seen
+	mu           sync.Mutex
+	registered   map[string]bool      // nodes the controller has seen
+	missingSince map[string]time.Time // pod GC: nodes of pods that have no Node, since when
 }
 
 // New wires the controller to the factory's informers.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
 	events, stop := rt.NewEventRecorder(client, "node-controller", "")
-	c := &Controller{client: client, events: events, stopRecs: stop, clock: rt.Clock, queue: rt.NewQueue("node-lifecycle"),
-		registered: map[string]bool{},
-		nodes:      factory.Core().V1().Nodes().Lister(), pods: factory.Core().V1().Pods().Lister(),
+	evictions, stopEvictions := rt.NewEventRecorder(client, "taint-eviction-controller", "")
+	c := &Controller{client: client, events: events, evictions: evictions, stopRecs: func() { stop(); stopEvictions() }, clock: rt.Clock, queue: rt.NewQueue("node-lifecycle"),
+		registered: map[string]bool{}, missingSince: map[string]time.Time{},
+		nodes: factory.Core().V1().Nodes().Lister(), pods: factory.Core().V1().Pods().Lister(),
 		leases: factory.Coordination().V1().Leases().Lister()}
 	// Taints and pods change what eviction must do; heartbeats are looked
 	// at every MonitorPeriod, as the real controller does.
@@ -103,12 +109,16 @@ func (c *Controller) Run(ctx context.Context) {
 	go func() {
 		t := time.NewTicker(MonitorPeriod)
 		defer t.Stop()
+		gc := time.NewTicker(PodGCPeriod)
+		defer gc.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 				c.Monitor(ctx)
+			case <-gc.C:
+				c.CollectOrphans(ctx)
 			}
 		}
 	}()
@@ -282,7 +292,7 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node) error {
 			}
 			continue
 		}
-		c.events.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
+		c.evictions.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
 		err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -355,4 +365,15 @@ func (c *Controller) collectOutOfService(ctx context.Context, node *corev1.Node)
 		}
 	}
 	return nil
+}
+
+// Restart makes the controller forget what it keeps in memory, as a
+// restarted kube-controller-manager: it registers every node again at its
+// next monitor period, and the pod garbage collector's quarantine of
+// missing nodes starts over.
+func (c *Controller) Restart() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.registered = map[string]bool{}
+	c.missingSince = map[string]time.Time{}
 }

@@ -1,0 +1,194 @@
+package attachdetach
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// attach makes sure the wanted volume is attached to the node, as the
+// real reconciler's attach pass does: a volume already attached is left
+// alone; a volume attached elsewhere that cannot be on two nodes gets one
+// Multi-Attach error event; otherwise the attach operation runs — it
+// creates the VolumeAttachment if there is none and waits for the
+// external-attacher to mark it attached, and when the attacher reports an
+// error it fails with the attacher's message and is retried with the
+// controller's backoff.
+func (c *Controller) attach(ctx context.Context, name string, w *wanted, nodeName string) error {
+	volume := UniqueVolumeName(w.driver, w.pv.Spec.CSI.VolumeHandle)
+	now := c.clock.Now()
+	c.mu.Lock()
+	if a := c.actual[name]; a != nil && a.confirmed {
+		a.detachRequested = time.Time{}
+		c.mu.Unlock()
+		return nil
+	}
+	if !multiAttachable(w.pv) {
+		if others := c.attachedElsewhere(volume, nodeName); len(others) > 0 {
+			report := c.multiReported[name] == ""
+			c.multiReported[name] = nodeName
+			c.mu.Unlock()
+			if report {
+				c.reportMultiAttach(w, others)
+			}
+			return nil // the other attachment's deletion brings the node back
+		}
+	}
+	if op := c.attaching[name]; op != nil && now.Before(op.notBefore) {
+		c.mu.Unlock()
+		c.queue.AddAfter(nodeName, op.notBefore.Sub(now))
+		return nil
+	}
+	c.mu.Unlock()
+
+	va, err := c.vas.Get(name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return c.createAttachment(ctx, name, w, nodeName)
+	case err != nil:
+		return err
+	case va.DeletionTimestamp != nil:
+		c.attachFailed(name, w, nodeName, volume, "volume attachment is being deleted")
+	case va.Status.Attached:
+		c.attachSucceeded(name, w, nodeName, volume)
+	case va.Status.AttachError != nil:
+		c.attachFailed(name, w, nodeName, volume, va.Status.AttachError.Message)
+	}
+	// Otherwise the attacher is still at work; its update brings us back.
+	return nil
+}
+
+func (c *Controller) createAttachment(ctx context.Context, name string, w *wanted, nodeName string) error {
+	pvName := w.pv.Name
+	va := &storagev1.VolumeAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: storagev1.VolumeAttachmentSpec{
+			Attacher: w.driver,
+			NodeName: nodeName,
+			Source:   storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName},
+		},
+	}
+	_, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating VolumeAttachment %s: %w", name, err)
+	}
+	return nil
+}
+
+// attachSucceeded records the attachment and tells the pods, in the real
+// controller's words (its message ends in a space: an empty detail).
+func (c *Controller) attachSucceeded(name string, w *wanted, nodeName string, volume corev1.UniqueVolumeName) {
+	c.mu.Lock()
+	a := c.actual[name]
+	if a == nil {
+		a = &attachment{name: name, node: nodeName, volume: volume, mounted: true}
+		c.actual[name] = a
+	}
+	a.confirmed = true
+	a.detaching = false
+	a.detachRequested = time.Time{}
+	delete(c.attaching, name)
+	c.mu.Unlock()
+	for _, pod := range w.pods {
+		c.events.Eventf(pod, corev1.EventTypeNormal, "SuccessfulAttachVolume", "AttachVolume.Attach succeeded for volume %q ", w.pv.Name)
+	}
+}
+
+// attachFailed tells the pods why, marks the attachment uncertain (it may
+// be half done) and schedules the retry after the controller's backoff.
+func (c *Controller) attachFailed(name string, w *wanted, nodeName string, volume corev1.UniqueVolumeName, reason string) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	if c.actual[name] == nil {
+		c.actual[name] = &attachment{name: name, node: nodeName, volume: volume, mounted: true}
+	}
+	op := c.attaching[name]
+	if op == nil {
+		op = &operation{node: nodeName}
+		c.attaching[name] = op
+	}
+	op.failures++
+	delay := attachBackoffStart << (op.failures - 1)
+	if op.failures > 16 || delay > attachBackoffMax {
+		delay = attachBackoffMax
+	}
+	op.notBefore = now.Add(delay)
+	c.mu.Unlock()
+	for _, pod := range w.pods {
+		c.events.Eventf(pod, corev1.EventTypeWarning, "FailedAttachVolume", "AttachVolume.Attach failed for volume %q : %s", w.pv.Name, reason)
+	}
+	c.queue.AddAfter(nodeName, delay)
+}
+
+// attachedElsewhere names the nodes the volume is known attached to, other
+// than nodeName; the caller holds c.mu. Only attachments in the
+// controller's memory count: one it does not know of blocks nothing here
+// (the driver may still refuse the second attach).
+func (c *Controller) attachedElsewhere(volume corev1.UniqueVolumeName, nodeName string) []string {
+	var nodes []string
+	for _, a := range c.actual {
+		if a.volume == volume && a.node != nodeName && a.confirmed {
+			nodes = append(nodes, a.node)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes
+}
+
+// reportMultiAttach tells the pods that want the volume why it is not
+// attached, in the real controller's words: naming the pods in their
+// namespace that use it on the other nodes (and counting those in other
+// namespaces), or saying it is exclusively attached when no pod there
+// wants it any more.
+func (c *Controller) reportMultiAttach(w *wanted, otherNodes []string) {
+	var users []*corev1.Pod
+	pods, _ := c.pods.List(labels.Everything())
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	for _, p := range pods {
+		if !slices.Contains(otherNodes, p.Spec.NodeName) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil {
+				continue
+			}
+			if pv := c.boundVolume(p.Namespace, v.PersistentVolumeClaim.ClaimName); pv != nil && pv.Name == w.pv.Name {
+				users = append(users, p)
+				break
+			}
+		}
+	}
+	for _, pod := range w.pods {
+		msg := "Volume is already exclusively attached to one node and can't be attached to another"
+		if len(users) > 0 {
+			var local []string
+			others := 0
+			for _, u := range users {
+				if u.Namespace == pod.Namespace {
+					local = append(local, u.Name)
+				} else {
+					others++
+				}
+			}
+			switch {
+			case len(local) > 0 && others > 0:
+				msg = fmt.Sprintf("Volume is already used by pod(s) %s and %d pod(s) in different namespaces", strings.Join(local, ", "), others)
+			case len(local) > 0:
+				msg = fmt.Sprintf("Volume is already used by pod(s) %s", strings.Join(local, ", "))
+			default:
+				msg = fmt.Sprintf("Volume is already used by %d pod(s) in different namespaces", others)
+			}
+		}
+		c.events.Eventf(pod, corev1.EventTypeWarning, "FailedAttachVolume", "Multi-Attach error for volume %q %s", w.pv.Name, msg)
+	}
+}

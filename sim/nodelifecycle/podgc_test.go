@@ -1,0 +1,76 @@
+package nodelifecycle
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/csisim/csisim/sim/controller"
+)
+
+func TestOrphanedPodsGoAfterTheQuarantine(t *testing.T) {
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rt := controller.Runtime{Clock: clk, NewQueue: controller.NewQueue,
+		NewEventRecorder: func(cs kubernetes.Interface, component, host string) (record.EventRecorder, func()) {
+			return controller.NewSyncEventRecorder(cs, component, host, clk), func() {}
+		}}
+	c := New(client, factory, rt)
+	ctx := context.Background()
+	kept := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}
+	for _, p := range []*corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "node-a"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "fine", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "node-b"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+	} {
+		if err := factory.Core().V1().Pods().Informer().GetIndexer().Add(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := factory.Core().V1().Nodes().Informer().GetIndexer().Add(kept); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Nodes().Create(ctx, kept, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	writes := func() string {
+		var out []string
+		for _, a := range client.Actions() {
+			if v := a.GetVerb(); v != "get" && v != "list" && v != "create" {
+				out = append(out, v+" "+a.GetSubresource())
+			}
+		}
+		client.ClearActions()
+		return strings.TrimSpace(strings.Join(out, ", "))
+	}
+	writes()
+
+	c.CollectOrphans(ctx) // node-a found missing: quarantine starts
+	clk.Step(orphanQuarantineTime - PodGCPeriod)
+	c.CollectOrphans(ctx)
+	if w := writes(); w != "" {
+		t.Fatalf("wrote %q during the quarantine", w)
+	}
+	clk.Step(PodGCPeriod)
+	c.CollectOrphans(ctx)
+	if w := writes(); w != "patch status, delete" {
+		t.Fatalf("writes = %q, want the orphan marked Failed then deleted", w)
+	}
+	if _, err := client.CoreV1().Pods("default").Get(ctx, "fine", metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod on an existing node went: %v", err)
+	}
+}
