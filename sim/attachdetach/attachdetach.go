@@ -75,14 +75,17 @@ type Controller struct {
 	client   kubernetes.Interface
 	events   record.EventRecorder
 	stopRecs func()
-	pods     corelisters.PodLister
-	nodes    corelisters.NodeLister
-	claims   corelisters.PersistentVolumeClaimLister
-	volumes  corelisters.PersistentVolumeLister
-	drivers  storagelisters.CSIDriverLister
-	vas      storagelisters.VolumeAttachmentLister
-	queue    controller.Queue
-	synced   []cache.InformerSynced
+	// newRecorder makes the event recorder a restarted controller starts
+	// with: one that has not seen the events of the one before.
+	newRecorder func() (record.EventRecorder, func())
+	pods        corelisters.PodLister
+	nodes       corelisters.NodeLister
+	claims      corelisters.PersistentVolumeClaimLister
+	volumes     corelisters.PersistentVolumeLister
+	drivers     storagelisters.CSIDriverLister
+	vas         storagelisters.VolumeAttachmentLister
+	queue       controller.Queue
+	synced      []cache.InformerSynced
 
 	clock clock.PassiveClock
 
@@ -96,8 +99,11 @@ type Controller struct {
 
 // New wires the controller to the factory's informers.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
-	events, stop := rt.NewEventRecorder(client, "attachdetach-controller", "")
-	c := &Controller{client: client, events: events, stopRecs: stop, queue: rt.NewQueue("attachdetach"), clock: rt.Clock}
+	newRecorder := func() (record.EventRecorder, func()) {
+		return rt.NewEventRecorder(client, "attachdetach-controller", "")
+	}
+	events, stop := newRecorder()
+	c := &Controller{client: client, events: events, stopRecs: stop, newRecorder: newRecorder, queue: rt.NewQueue("attachdetach"), clock: rt.Clock}
 	c.forget()
 	podInf := factory.Core().V1().Pods()
 	nodeInf := factory.Core().V1().Nodes()
@@ -192,6 +198,8 @@ func (c *Controller) Restart() {
 	c.mu.Lock()
 	c.forget()
 	c.mu.Unlock()
+	c.stopRecs()
+	c.events, c.stopRecs = c.newRecorder()
 	for _, n := range c.allNodeNames() {
 		c.queue.Add(n)
 	}

@@ -57,6 +57,9 @@ type Controller struct {
 	leases    coordinationlisters.LeaseLister
 	queue     controller.Queue
 	stopRecs  func()
+	// newRecorders makes the event recorders a restarted controller starts
+	// with, which have not seen the events of the ones before.
+	newRecorders func() (events, evictions record.EventRecorder, stop func())
 
 	mu           sync.Mutex
 	registered   map[string]bool      // nodes the controller has seen
@@ -65,12 +68,15 @@ type Controller struct {
 
 // New wires the controller to the factory's informers.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
-	events, stop := rt.NewEventRecorder(client, "node-controller", "")
-	evictions, stopEvictions := rt.NewEventRecorder(client, "taint-eviction-controller", "")
-	c := &Controller{client: client, events: events, evictions: evictions, stopRecs: func() { stop(); stopEvictions() }, clock: rt.Clock, queue: rt.NewQueue("node-lifecycle"),
+	c := &Controller{client: client, newRecorders: func() (record.EventRecorder, record.EventRecorder, func()) {
+		events, stop := rt.NewEventRecorder(client, "node-controller", "")
+		evictions, stopEvictions := rt.NewEventRecorder(client, "taint-eviction-controller", "")
+		return events, evictions, func() { stop(); stopEvictions() }
+	}, clock: rt.Clock, queue: rt.NewQueue("node-lifecycle"),
 		registered: map[string]bool{}, missingSince: map[string]time.Time{},
 		nodes: factory.Core().V1().Nodes().Lister(), pods: factory.Core().V1().Pods().Lister(),
 		leases: factory.Coordination().V1().Leases().Lister()}
+	c.events, c.evictions, c.stopRecs = c.newRecorders()
 	// Taints and pods change what eviction must do; heartbeats are looked
 	// at every MonitorPeriod, as the real controller does.
 	_, _ = factory.Core().V1().Nodes().Informer().AddEventHandler(controller.EnqueueHandler(c.queue))
@@ -376,4 +382,6 @@ func (c *Controller) Restart() {
 	defer c.mu.Unlock()
 	c.registered = map[string]bool{}
 	c.missingSince = map[string]time.Time{}
+	c.stopRecs()
+	c.events, c.evictions, c.stopRecs = c.newRecorders()
 }
