@@ -83,10 +83,35 @@ func runSim(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResult
 		}
 		return nil
 	}
-	// Run the work that is ready at this instant of virtual time, as the
-	// real cluster is let run until it stops changing.
-	settle := func(ctx context.Context, _ kubernetes.Interface, _ *Normaliser) bool {
-		return c.RunUntil(ctx, 0, func() (bool, error) { return true, nil }) == nil
+	// Settle as the real cluster does: until the snapshot has not changed
+	// for opts.Quiet, here of virtual time. The real cluster spends at
+	// least that much time after every step, and what happens in it
+	// (retries on backoff, periodic resyncs) must happen in the
+	// simulation too, or the two runs drift apart by a second a step.
+	settle := func(ctx context.Context, cs kubernetes.Interface, n *Normaliser) bool {
+		clk := c.Clock()
+		deadline := clk.Now().Add(opts.SettleTimeout)
+		var last Snapshot
+		var since time.Time
+		for clk.Now().Before(deadline) {
+			if err := c.RunUntil(ctx, 0, func() (bool, error) { return true, nil }); err != nil {
+				return false
+			}
+			objs, err := List(ctx, cs)
+			if err != nil {
+				return false
+			}
+			s := n.Snapshot(objs, c.CSICalls())
+			if since.IsZero() || !s.Equal(last) {
+				last, since = s, clk.Now()
+			} else if clk.Since(since) >= opts.Quiet {
+				return true
+			}
+			if err := c.RunFor(ctx, pollSettle); err != nil {
+				return false
+			}
+		}
+		return false
 	}
 	run, err := runOn(ctx, sc, opts, "simulator", c, c.Clock(), ready, settle)
 	return run, errors.Join(err, c.Close())

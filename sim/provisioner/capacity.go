@@ -59,9 +59,10 @@ func (p *Provisioner) syncCapacity(ctx context.Context, _ string) error {
 func (p *Provisioner) publishCapacity(ctx context.Context, class *storagev1.StorageClass, seg map[string]string, existing []*storagev1.CSIStorageCapacity) error {
 	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	resp, err := p.csi.GetCapacity(callCtx, &csi.GetCapacityRequest{
-		Parameters:         driverParameters(class.Parameters),
+		// The sidecar sends the class's parameters as they are here.
+		Parameters:         class.Parameters,
 		AccessibleTopology: &csi.Topology{Segments: seg},
-		VolumeCapabilities: capabilities(nil, nil, class.Parameters[csiParameterPrefix+"fstype"], class.MountOptions),
+		// and no capabilities: capacity is taken not to depend on them.
 	})
 	cancel()
 	if err != nil {

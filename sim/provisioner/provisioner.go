@@ -6,6 +6,7 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -81,6 +82,8 @@ type Provisioner struct {
 	drivers      storagelisters.CSIDriverLister
 	capacities   storagelisters.CSIStorageCapacityLister
 	capacityQ    controller.Queue
+	cloneQ       controller.Queue
+	slow         *slowRetries
 	claimQ       controller.Queue
 	volumeQ      controller.Queue
 	synced       []cache.InformerSynced
@@ -99,6 +102,8 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		identity: fmt.Sprintf("%d-%d-%s", rt.Clock.Now().UnixMilli(), 1, cfg.DriverName),
 		claimQ:   rt.NewQueueWithBackoff("provisioner-claims", RetryIntervalStart, RetryIntervalMax),
 		volumeQ:  rt.NewQueueWithBackoff("provisioner-volumes", RetryIntervalStart, RetryIntervalMax),
+		cloneQ:   rt.NewQueueWithBackoff("provisioner-cloning-protection", RetryIntervalStart, RetryIntervalMax),
+		slow:     newSlowRetries(rt.Clock),
 	}
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
 	pvInf := factory.Core().V1().PersistentVolumes()
@@ -118,6 +123,11 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		_, _ = inf.AddEventHandler(refreshCapacity)
 	}
 	_, _ = pvcInf.Informer().AddEventHandler(controller.EnqueueHandler(p.claimQ))
+	// The cloning protection looks at claims being deleted.
+	_, _ = pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    p.enqueueDeletedClaim,
+		UpdateFunc: func(_, obj any) { p.enqueueDeletedClaim(obj) },
+	})
 	_, _ = pvInf.Informer().AddEventHandler(controller.EnqueueHandler(p.volumeQ))
 	// A volume waiting to be deleted waits for its attachments to go.
 	_, _ = vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
@@ -146,6 +156,7 @@ func (p *Provisioner) Workers() []controller.Worker {
 		{Name: "provisioner-claims", Queue: p.claimQ, Sync: p.syncClaim},
 		{Name: "provisioner-volumes", Queue: p.volumeQ, Sync: p.syncVolume},
 		{Name: "provisioner-capacity", Queue: p.capacityQ, Sync: p.syncCapacity},
+		{Name: "provisioner-cloning-protection", Queue: p.cloneQ, Sync: p.syncCloneSource},
 	}
 }
 
@@ -189,47 +200,13 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 	if delayed(class) && claim.Annotations[annSelectedNode] == "" {
 		return nil // the scheduler has not chosen a node yet
 	}
+	if err := p.slow.delayed(claim, class); err != nil {
+		return err // tried again with backoff, without an event
+	}
 	p.events.Eventf(claim, corev1.EventTypeNormal, "Provisioning", "External provisioner is provisioning volume for claim %q", ns+"/"+name)
-	// As the sidecar words it: what fails before CreateVolume (secrets,
-	// data sources) is reported as it is, a failed CreateVolume with the
-	// class named first.
-	fail := func(err error) error {
-		p.events.Eventf(claim, corev1.EventTypeWarning, "ProvisioningFailed", "%v", err)
-		return fmt.Errorf("provisioning claim %s: %w", key, err)
-	}
-	ref, err := secretRef(class.Parameters, provisionerSecret, claim, pvName)
+	pv, err := p.provision(ctx, claim, class, pvName)
 	if err != nil {
-		return fail(err)
-	}
-	secrets, err := p.secretData(ctx, ref)
-	if err != nil {
-		return fail(err)
-	}
-	source, err := p.contentSource(claim)
-	if err != nil {
-		return fail(err)
-	}
-	req := &csi.CreateVolumeRequest{
-		Name:                pvName,
-		Parameters:          driverParameters(class.Parameters),
-		VolumeCapabilities:  capabilities(claim.Spec.AccessModes, claim.Spec.VolumeMode, class.Parameters[csiParameterPrefix+"fstype"], class.MountOptions),
-		CapacityRange:       &csi.CapacityRange{RequiredBytes: requestedBytes(claim)},
-		Secrets:             secrets,
-		VolumeContentSource: source,
-	}
-	if p.supportsTopology(ctx) {
-		req.AccessibilityRequirements = p.accessibilityRequirements(claim, class, pvName)
-	}
-	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
-	resp, err := p.csi.CreateVolume(callCtx, req)
-	cancel()
-	if err != nil {
-		return fail(fmt.Errorf("failed to provision volume with StorageClass %q: %v", className, err))
-	}
-	pv := p.volumeFor(claim, class.ReclaimPolicy, class.MountOptions, resp.GetVolume())
-	pv.Spec.CSI.FSType = class.Parameters[csiParameterPrefix+"fstype"]
-	if err := applySecretRefs(pv, class.Parameters, claim); err != nil {
-		return fail(err)
+		return p.failed(ctx, claim, class, err)
 	}
 	if _, err := p.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating PersistentVolume %s: %w", pvName, err)
@@ -239,15 +216,107 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 	return nil
 }
 
+// failed reports a failed attempt as the sidecar does (failures.go) and
+// says whether to try again: an error to retry with backoff, nil to stop.
+func (p *Provisioner) failed(ctx context.Context, claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, err error) error {
+	key := claim.Namespace + "/" + claim.Name
+	if infeasible(err) {
+		p.slow.mark(claim, class)
+		p.events.Eventf(claim, corev1.EventTypeWarning, "ProvisioningFailed",
+			"Volume provisioning failed with infeasible error. Retries will be delayed. %v", err)
+		return fmt.Errorf("provisioning claim %s: %w", key, err)
+	}
+	p.events.Eventf(claim, corev1.EventTypeWarning, "ProvisioningFailed", "%v", err)
+	var resched errReschedule
+	if errors.As(err, &resched) || rescheduleAfter(err, p.supportsTopology(ctx), claim) {
+		if claim.Annotations[annSelectedNode] != "" {
+			if rerr := p.reschedule(ctx, claim); rerr != nil {
+				return fmt.Errorf("provisioning claim %s: %w", key, errors.Join(err, rerr))
+			}
+			return nil // the scheduler chooses again
+		}
+	}
+	return fmt.Errorf("provisioning claim %s: %w", key, err)
+}
+
+// provision prepares the request as the sidecar does, in its order, calls
+// CreateVolume and returns the PV to create. Its errors are the sidecar's,
+// in its words: the event's message.
+func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, pvName string) (*corev1.PersistentVolume, error) {
+	if claim.Spec.Selector != nil {
+		return nil, errors.New("claim Selector is not supported")
+	}
+	fsType, err := fsTypeOf(class.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	req := &csi.CreateVolumeRequest{
+		Name:               pvName,
+		VolumeCapabilities: capabilities(claim.Spec.AccessModes, claim.Spec.VolumeMode, fsType, class.MountOptions),
+		CapacityRange:      &csi.CapacityRange{RequiredBytes: requestedBytes(claim)},
+	}
+	if req.VolumeContentSource, err = p.contentSource(claim); err != nil {
+		return nil, err
+	}
+	if ds := claim.Spec.DataSource; req.VolumeContentSource != nil && ds != nil {
+		if err := p.protectCloneSource(ctx, claim.Namespace, ds.Name); err != nil {
+			return nil, err
+		}
+	}
+	if p.supportsTopology(ctx) {
+		req.AccessibilityRequirements, err = p.accessibilityRequirements(claim, class)
+		var resched errReschedule
+		if err != nil && !errors.As(err, &resched) {
+			err = fmt.Errorf("error generating accessibility requirements: %v", err)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	ref, err := secretRef(class.Parameters, provisionerSecret, claim, pvName)
+	if err != nil {
+		return nil, err
+	}
+	if req.Secrets, err = p.secretData(ctx, ref); err != nil {
+		return nil, err
+	}
+	// The other secrets are only named in the PV, but a bad reference
+	// fails before CreateVolume.
+	if err := applySecretRefs(&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName, Annotations: map[string]string{}},
+		Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{}}}},
+		class.Parameters, claim); err != nil {
+		return nil, err
+	}
+	if req.Parameters, err = driverParameters(class.Parameters); err != nil {
+		return nil, err
+	}
+	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	resp, err := p.csi.CreateVolume(callCtx, req)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	pv := p.volumeFor(claim, class.ReclaimPolicy, class.MountOptions, resp.GetVolume())
+	if claim.Spec.VolumeMode == nil || *claim.Spec.VolumeMode != corev1.PersistentVolumeBlock {
+		pv.Spec.CSI.FSType = fsType
+	}
+	if err := applySecretRefs(pv, class.Parameters, claim); err != nil {
+		return nil, err
+	}
+	return pv, nil
+}
+
 // delayed: the class binds at the first consumer.
 func delayed(class *storagev1.StorageClass) bool {
 	return class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
 }
 
-// shouldProvision: the claim is handed to this driver, unbound, not being
-// deleted, and of a storage class (WaitForFirstConsumer is sim part 1).
+// shouldProvision: the claim is handed to this driver, unbound and of a
+// storage class. Like the sidecar, it does not look at deletion: a claim
+// being deleted (held by its pvc-protection finalizer) that is still
+// pending gets one more attempt, when its deletion updates it.
 func (p *Provisioner) shouldProvision(claim *corev1.PersistentVolumeClaim) bool {
-	if claim.Spec.VolumeName != "" || claim.DeletionTimestamp != nil || claim.Spec.StorageClassName == nil {
+	if claim.Spec.VolumeName != "" || claim.Spec.StorageClassName == nil {
 		return false
 	}
 	return claim.Annotations[pvcontroller.AnnStorageProvisioner] == p.cfg.DriverName ||
@@ -385,42 +454,59 @@ func (p *Provisioner) shouldDelete(pv *corev1.PersistentVolume) bool {
 		pv.Spec.CSI != nil && slices.Contains(pv.Finalizers, Finalizer)
 }
 
-// driverParameters drops the csi.storage.k8s.io/ keys, which are for the
-// sidecar (secrets, fstype), not the driver.
-func driverParameters(params map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range params {
-		if !isSidecarParameter(k) {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// contentSource is the CSI source of a claim cloned from another claim: it
-// must be bound, in the same namespace and of the same class.
+// contentSource is the CSI source of a claim cloned from another claim,
+// checked as the sidecar checks it, with its messages.
 func (p *Provisioner) contentSource(claim *corev1.PersistentVolumeClaim) (*csi.VolumeContentSource, error) {
 	ds := claim.Spec.DataSource
 	if ds == nil {
 		return nil, nil
 	}
+	if ds.Name == "" {
+		return nil, fmt.Errorf("the PVC source not found for PVC %s", claim.Name)
+	}
 	if ds.Kind != "PersistentVolumeClaim" || (ds.APIGroup != nil && *ds.APIGroup != "") {
 		return nil, fmt.Errorf("data source %s %s is not supported by csisim's provisioner", ds.Kind, ds.Name)
 	}
-	src, err := p.claims.PersistentVolumeClaims(claim.Namespace).Get(ds.Name)
+	src, err := p.pvcSource(claim, ds.Name)
 	if err != nil {
-		return nil, fmt.Errorf("error getting PVC %s (namespace %q) from api server: %v", ds.Name, claim.Namespace, err)
+		return nil, fmt.Errorf("error getting handle for DataSource Type %s by Name %s: %v", ds.Kind, ds.Name, err)
+	}
+	return src, nil
+}
+
+func (p *Provisioner) pvcSource(claim *corev1.PersistentVolumeClaim, name string) (*csi.VolumeContentSource, error) {
+	src, err := p.claims.PersistentVolumeClaims(claim.Namespace).Get(name)
+	if err != nil {
+		return nil, fmt.Errorf("error getting PVC %s (namespace %q) from api server: %v", name, claim.Namespace, err)
 	}
 	if src.Status.Phase != corev1.ClaimBound {
-		return nil, fmt.Errorf("the PVC %s not yet bound to a PV, will not attempt to clone", ds.Name)
+		return nil, fmt.Errorf("the PVC DataSource %s must have a status of Bound.  Got %v", name, src.Status)
 	}
-	if *src.Spec.StorageClassName != *claim.Spec.StorageClassName {
-		return nil, fmt.Errorf("the source PVC and destination PVCs must be in the same storage class for cloning.  Source is in %v, but new PVC is in %v",
-			*src.Spec.StorageClassName, *claim.Spec.StorageClassName)
+	if src.DeletionTimestamp != nil {
+		return nil, fmt.Errorf("the PVC DataSource %s is currently being deleted", name)
+	}
+	if src.Spec.StorageClassName == nil {
+		return nil, fmt.Errorf("the source PVC (%s) storageclass cannot be empty", name)
+	}
+	want, have := claim.Spec.Resources.Requests[corev1.ResourceStorage], src.Spec.Resources.Requests[corev1.ResourceStorage]
+	if want.Value() < have.Value() {
+		return nil, fmt.Errorf("error, new PVC request must be greater than or equal in size to the specified PVC data source, requested %v but source is %v",
+			want.Value(), have.Value())
+	}
+	if src.Spec.VolumeName == "" {
+		return nil, fmt.Errorf("volume name is empty in source PVC %s", name)
 	}
 	pv, err := p.volumes.Get(src.Spec.VolumeName)
-	if err != nil || pv.Spec.CSI == nil {
-		return nil, fmt.Errorf("error getting PV %s for the source PVC %s: %v", src.Spec.VolumeName, ds.Name, err)
+	if err != nil || pv.Spec.CSI == nil || pv.Spec.CSI.Driver != p.cfg.DriverName || pv.Spec.ClaimRef == nil ||
+		pv.Spec.ClaimRef.UID != src.UID || pv.Status.Phase != corev1.VolumeBound {
+		return nil, errors.New("claim in dataSource not bound or invalid")
+	}
+	block := func(m *corev1.PersistentVolumeMode) bool { return m != nil && *m == corev1.PersistentVolumeBlock }
+	switch {
+	case !block(claim.Spec.VolumeMode) && block(pv.Spec.VolumeMode):
+		return nil, errors.New("the source PVC and destination PVCs must have the same volume mode for cloning.  Source is Block, but new PVC requested Filesystem")
+	case block(claim.Spec.VolumeMode) && !block(pv.Spec.VolumeMode):
+		return nil, errors.New("the source PVC and destination PVCs must have the same volume mode for cloning.  Source is Filesystem, but new PVC requested Block")
 	}
 	return &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{
 		Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: pv.Spec.CSI.VolumeHandle}}}, nil
