@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/moby/sys/mountinfo"
@@ -117,6 +119,12 @@ func (k *Kubelet) mapDevice(publish, pvName string, uid types.UID) error {
 				return fmt.Errorf("bind mount %s to %s: %w", publish, global, err)
 			}
 		}
+		// The file descriptor lock: a loop device on the mapped device
+		// keeps it open, so that it cannot silently go and another device
+		// take its name while the pod uses it.
+		if err := attachFileDevice(global); err != nil {
+			return err
+		}
 	}
 	link := PodDevicePath(k.cfg.Dir, uid, pvName)
 	if err := os.MkdirAll(filepath.Dir(link), 0o750); err != nil {
@@ -138,6 +146,11 @@ func (k *Kubelet) unmapBlock(ctx context.Context, uid types.UID, m *mountedVolum
 		return fmt.Errorf("unmapping pod device: %w", err)
 	}
 	global := filepath.Join(blockGlobalMapPath(k.cfg.Dir, m.pvName), string(uid))
+	if !k.cfg.SkipMountCheck {
+		if err := detachFileDevice(global); err != nil {
+			return err
+		}
+	}
 	if mounted, _ := mountinfo.Mounted(global); mounted {
 		if err := unix.Unmount(global, 0); err != nil {
 			return fmt.Errorf("unmounting %s: %w", global, err)
@@ -175,4 +188,44 @@ func (k *Kubelet) tearDownBlockDevice(ctx context.Context, st *stagedVolume) err
 	}
 	// The data directory and the empty global map directory.
 	return removeUnmountedDir(blockVolumeDir(k.cfg.Dir, st.pvName))
+}
+
+// loopDeviceOf finds the loop device backed by path (losetup -j), "" if
+// there is none.
+func loopDeviceOf(path string) (string, error) {
+	out, err := exec.Command("losetup", "-j", path).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("losetup -j %s: %w: %s", path, err, strings.TrimSpace(string(out)))
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	dev, _, found := strings.Cut(line, ":")
+	if !found {
+		return "", nil
+	}
+	return dev, nil
+}
+
+// attachFileDevice puts a loop device on path unless one is there, as the
+// kubelet's block volume path handler takes its lock.
+func attachFileDevice(path string) error {
+	dev, err := loopDeviceOf(path)
+	if err != nil || dev != "" {
+		return err
+	}
+	if out, err := exec.Command("losetup", "-f", "--show", path).CombinedOutput(); err != nil {
+		return fmt.Errorf("losetup -f --show %s: %w: %s", path, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// detachFileDevice releases the lock attachFileDevice took.
+func detachFileDevice(path string) error {
+	dev, err := loopDeviceOf(path)
+	if err != nil || dev == "" {
+		return err
+	}
+	if out, err := exec.Command("losetup", "-d", dev).CombinedOutput(); err != nil {
+		return fmt.Errorf("losetup -d %s: %w: %s", dev, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }

@@ -1,0 +1,194 @@
+package kubelet_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/moby/sys/mountinfo"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/sim/kubelet"
+)
+
+var (
+	buildOnce  sync.Once
+	csisimPath string
+	buildErr   error
+)
+
+// csisimBinary builds the csisim command once: the cluster runs csisim's
+// driver from it, as processes of their own.
+func csisimBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "csisim-kubelet-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		csisimPath = filepath.Join(dir, "csisim")
+		if out, err := exec.Command("go", "build", "-o", csisimPath, "../../cmd/csisim").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building csisim: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return csisimPath
+}
+
+// TestRealMounts runs one pod with a filesystem volume and a block volume
+// of csisim's driver, with real mounts and loop devices, and checks on
+// disk what the kubelet did: the fsGroup on the published directory, the
+// block device's link, global bind mount and loop lock, all kept across a
+// kubelet restart and all gone after the pod.
+func TestRealMounts(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Fatal("this test mounts and needs root, as csisim's driver does")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: []string{"node-1"}, DriverBinary: csisimBinary(t), Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+	create := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := storagev1.FileFSGroupPolicy
+	_, err = cs.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: c.DriverName()},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr(true), FSGroupPolicy: &file}}, metav1.CreateOptions{})
+	create(err)
+	for name, params := range map[string]map[string]string{"dirs": nil, "blocks": {"kind": "block"}} {
+		_, err = cs.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Provisioner: c.DriverName(), Parameters: params}, metav1.CreateOptions{})
+		create(err)
+	}
+	block := corev1.PersistentVolumeBlock
+	for name, class := range map[string]string{"fs": "dirs", "raw": "blocks"} {
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				StorageClassName: &class,
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}}}}
+		if name == "raw" {
+			claim.Spec.VolumeMode = &block
+		}
+		_, err = cs.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim, metav1.CreateOptions{})
+		create(err)
+	}
+	gid := int64(2000)
+	_, err = cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{FSGroup: &gid},
+			Containers: []corev1.Container{{Name: "app", Image: "busybox",
+				VolumeMounts:  []corev1.VolumeMount{{Name: "fs", MountPath: "/data"}},
+				VolumeDevices: []corev1.VolumeDevice{{Name: "raw", DevicePath: "/dev/xvda"}}}},
+			Volumes: []corev1.Volume{
+				{Name: "fs", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "fs"}}},
+				{Name: "raw", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "raw"}}},
+			}}}, metav1.CreateOptions{})
+	create(err)
+	err = c.RunUntil(ctx, time.Minute, func() (bool, error) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning, nil
+	})
+	create(err)
+	pod, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{})
+	create(err)
+	volumeOf := func(claim string) string {
+		pvc, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, claim, metav1.GetOptions{})
+		create(err)
+		return pvc.Spec.VolumeName
+	}
+	fsPV, rawPV := volumeOf("fs"), volumeOf("raw")
+	dir := filepath.Join(c.Root(), "nodes", "node-1", "kubelet")
+	target := kubelet.PublishPath(dir, pod.UID, fsPV)
+	link := kubelet.PodDevicePath(dir, pod.UID, rawPV)
+	publish := kubelet.BlockPublishPath(dir, rawPV, pod.UID)
+	global := filepath.Join(dir, "plugins/kubernetes.io/csi/volumeDevices", rawPV, "dev", string(pod.UID))
+
+	checkMapped := func(when string) {
+		t.Helper()
+		if mounted, err := mountinfo.Mounted(target); err != nil || !mounted {
+			t.Errorf("%s: %s is not mounted (%v)", when, target, err)
+		}
+		fi, err := os.Stat(target)
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if g := fi.Sys().(*syscall.Stat_t).Gid; g != uint32(gid) || fi.Mode()&os.ModeSetgid == 0 || fi.Mode().Perm()&0o070 != 0o070 {
+			t.Errorf("%s: published directory has group %d, mode %v; want group %d, setgid, group rwx", when, g, fi.Mode(), gid)
+		}
+		if dest, err := os.Readlink(link); err != nil || dest != publish {
+			t.Errorf("%s: pod device %s -> %q (%v), want %s", when, link, dest, err, publish)
+		}
+		if fi, err := os.Stat(link); err != nil || fi.Mode()&os.ModeDevice == 0 {
+			t.Errorf("%s: the pod's device is not a device: %v", when, err)
+		}
+		if mounted, err := mountinfo.Mounted(global); err != nil || !mounted {
+			t.Errorf("%s: global map %s is not mounted (%v)", when, global, err)
+		}
+		if out, _ := exec.Command("losetup", "-j", global).Output(); !strings.Contains(string(out), "/dev/loop") {
+			t.Errorf("%s: no loop device holds %s: %q", when, global, out)
+		}
+	}
+	checkMapped("running")
+
+	if err := c.InjectFault(ctx, scenario.Fault{Type: scenario.FaultKubeletRestart, Node: "node-1"}); err != nil {
+		t.Fatal(err)
+	}
+	create(c.RunFor(ctx, 5*time.Second))
+	checkMapped("after a kubelet restart")
+	if out, _ := exec.Command("losetup", "-j", global).Output(); strings.Count(string(out), "/dev/loop") != 1 {
+		t.Errorf("after the restart the device is locked more than once: %q", out)
+	}
+
+	create(cs.CoreV1().Pods("default").Delete(ctx, "app", metav1.DeleteOptions{}))
+	err = c.RunUntil(ctx, time.Minute, func() (bool, error) {
+		_, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	create(err)
+	if out, _ := exec.Command("losetup", "-j", global).Output(); len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("the loop lock is left after the pod: %q", out)
+	}
+	fsHandle, err := cs.CoreV1().PersistentVolumes().Get(ctx, fsPV, metav1.GetOptions{})
+	create(err)
+	for _, p := range []string{
+		filepath.Join(dir, "pods", string(pod.UID)),
+		filepath.Join(dir, "plugins/kubernetes.io/csi/volumeDevices", rawPV),
+		filepath.Join(dir, "plugins/kubernetes.io/csi/volumeDevices/staging", rawPV),
+		filepath.Join(dir, "plugins/kubernetes.io/csi/volumeDevices/publish", rawPV),
+		filepath.Dir(kubelet.StagingPath(dir, c.DriverName(), fsHandle.Spec.CSI.VolumeHandle)),
+	} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is left after the pod (%v)", p, err)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
