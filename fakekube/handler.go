@@ -465,6 +465,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, req reques
 			field.ErrorList{field.Required(field.NewPath("target", "name"), "")}))
 		return
 	}
+	labels := s.bindingLabels(&binding)
 	mutate := func(cur runtime.Object) (runtime.Object, error) {
 		pod := cur.(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
@@ -474,6 +475,18 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, req reques
 			return nil, apierrors.NewConflict(req.res.groupResource(), req.name, fmt.Errorf("pod %s is already assigned to node %q", req.name, pod.Spec.NodeName))
 		}
 		pod.Spec.NodeName = binding.Target.Name
+		for k, v := range binding.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
+		for k, v := range labels {
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[k] = v
+		}
 		setPodCondition(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
 			LastTransitionTime: metav1.NewTime(s.clock.Now()).Rfc3339Copy()})
 		return pod, nil
@@ -487,6 +500,37 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, req reques
 	}
 	writeJSON(w, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status: metav1.StatusSuccess, Code: http.StatusCreated})
+}
+
+// topologyLabels are the node labels the PodTopologyLabels admission
+// plugin (on by default since v1.35) copies onto a pod bound to the node.
+var topologyLabels = []string{corev1.LabelTopologyZone, corev1.LabelTopologyRegion}
+
+// bindingLabels are the labels a binding puts on its pod: its own, and
+// the target node's zone and region, overwriting the pod's.
+func (s *Server) bindingLabels(binding *corev1.Binding) map[string]string {
+	out := map[string]string{}
+	for k, v := range binding.Labels {
+		out[k] = v
+	}
+	if binding.Target.Kind != "" && binding.Target.Kind != "Node" {
+		return out
+	}
+	res, err := s.reg.lookup(corev1.SchemeGroupVersion.WithResource("nodes"))
+	if err != nil {
+		return out
+	}
+	obj, err := s.store.get(res, "", binding.Target.Name)
+	if err != nil {
+		return out // no node, no labels: as the plugin ignores NotFound
+	}
+	node := obj.(*corev1.Node)
+	for _, k := range topologyLabels {
+		if v, ok := node.Labels[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
