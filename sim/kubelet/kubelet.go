@@ -86,6 +86,8 @@ type Kubelet struct {
 	csi      csi.NodeClient
 	events   record.EventRecorder
 	stopRecs func()
+	// newEvents makes the event recorder of a (re)started kubelet process.
+	newEvents func() (record.EventRecorder, func())
 
 	pods    corelisters.PodLister
 	claims  corelisters.PersistentVolumeClaimLister
@@ -154,8 +156,9 @@ func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 2 * time.Minute
 	}
-	events, stop := rt.NewEventRecorder(client, "kubelet", cfg.NodeName)
-	k := &Kubelet{cfg: cfg, client: client, csi: node, events: events, stopRecs: stop,
+	newEvents := func() (record.EventRecorder, func()) { return rt.NewEventRecorder(client, "kubelet", cfg.NodeName) }
+	events, stop := newEvents()
+	k := &Kubelet{cfg: cfg, client: client, csi: node, events: events, stopRecs: stop, newEvents: newEvents,
 		clock: rt.Clock, queue: rt.NewQueueWithBackoff("kubelet-"+cfg.NodeName, volumeRetryInitial, volumeRetryMax),
 		actual: newActualState()}
 	podInf := podFactory.Core().V1().Pods()
@@ -312,7 +315,7 @@ func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoRespo
 
 // Run runs the volume manager until ctx is done.
 func (k *Kubelet) Run(ctx context.Context) {
-	defer k.stopRecs()
+	defer func() { k.stopRecs() }()
 	if !cache.WaitForCacheSync(ctx.Done(), k.synced...) {
 		return
 	}

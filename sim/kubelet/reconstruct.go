@@ -31,13 +31,17 @@ const orphansKey = "#orphaned-pod-volumes"
 // exists gets its volumes staged and published again (drivers must take
 // that, the calls are idempotent), and volumes of pods gone meanwhile are
 // unpublished and unstaged once the pods are listed. The plugin registers
-// again (NodeGetInfo).
+// again (NodeGetInfo). Restart must not run concurrently with the kubelet's
+// workers: the simulation calls it from its loop.
 func (k *Kubelet) Restart(ctx context.Context) error {
 	k.mu.Lock()
 	k.actual = newActualState()
 	k.inUse = nil
 	k.mu.Unlock()
 	k.backoff.clear()
+	// A new process posts new Events; it does not count on the old ones.
+	k.stopRecs()
+	k.events, k.stopRecs = k.newEvents()
 
 	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
 	_, err := k.csi.NodeGetInfo(callCtx, &csi.NodeGetInfoRequest{})
