@@ -390,7 +390,7 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			nl := nodelifecycle.New(cs, f, c.rt)
 			c.nodeLifecycle = nl
 			c.loop.Every(nodelifecycle.MonitorPeriod, nl.Monitor)
-			c.loop.Every(nodelifecycle.PodGCPeriod, nl.CollectOrphans)
+			c.loop.Every(nodelifecycle.PodGCPeriod, nl.CollectGarbage)
 			return nl.Workers()
 		}),
 		component("external-attacher", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {

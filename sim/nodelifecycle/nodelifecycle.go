@@ -124,7 +124,7 @@ func (c *Controller) Run(ctx context.Context) {
 			case <-t.C:
 				c.Monitor(ctx)
 			case <-gc.C:
-				c.CollectOrphans(ctx)
+				c.CollectGarbage(ctx)
 			}
 		}
 	}()
@@ -161,10 +161,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 			return err
 		}
 	}
-	if err := c.evict(ctx, node); err != nil {
-		return err
-	}
-	return c.collectOutOfService(ctx, node)
+	return c.evict(ctx, node)
 }
 
 // lastHeartbeat is the later of the Lease renewal and the Ready
@@ -262,9 +259,14 @@ func (c *Controller) markPodsNotReady(ctx context.Context, nodeName string) erro
 		if !changed {
 			continue
 		}
-		if _, err := c.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := c.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
 			return err
 		}
+		// After the update, so that the pod still exists.
+		c.events.Event(p, corev1.EventTypeWarning, "NodeNotReady", "Node is not ready")
 	}
 	return nil
 }
@@ -350,27 +352,6 @@ func toleration(pod *corev1.Pod, taint corev1.Taint) (seconds int64, tolerated, 
 		}
 	}
 	return seconds, tolerated, false
-}
-
-// collectOutOfService force-deletes the terminating pods of a node that is
-// not ready and carries the out-of-service taint: the non-graceful node
-// shutdown, done by the pod garbage collector.
-func (c *Controller) collectOutOfService(ctx context.Context, node *corev1.Node) error {
-	if !hasTaint(node, TaintOutOfService) || ready(node) == corev1.ConditionTrue {
-		return nil
-	}
-	pods, _ := c.pods.List(labels.Everything())
-	zero := int64(0)
-	for _, pod := range pods {
-		if pod.Spec.NodeName != node.Name || pod.DeletionTimestamp == nil {
-			continue
-		}
-		err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("force-deleting pod %s/%s on out-of-service node %s: %w", pod.Namespace, pod.Name, node.Name, err)
-		}
-	}
-	return nil
 }
 
 // Restart makes the controller forget what it keeps in memory, as a

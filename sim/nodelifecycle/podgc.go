@@ -23,13 +23,43 @@ const (
 	orphanQuarantineTime = 40 * time.Second
 )
 
-// CollectOrphans is the pod garbage collector's pass over orphaned pods:
+// CollectGarbage is the pod garbage collector's run, every PodGCPeriod:
+// terminating pods on nodes out of service, then orphaned pods.
+func (c *Controller) CollectGarbage(ctx context.Context) {
+	c.collectOutOfService(ctx)
+	c.collectOrphans(ctx)
+}
+
+// collectOutOfService marks Failed and force-deletes the terminating pods
+// of nodes that are not ready and carry the out-of-service taint: the
+// non-graceful node shutdown.
+func (c *Controller) collectOutOfService(ctx context.Context) {
+	pods, _ := c.pods.List(labels.Everything())
+	sort.Slice(pods, func(i, j int) bool {
+		return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) ||
+			pods[i].CreationTimestamp.Equal(&pods[j].CreationTimestamp) && pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name
+	})
+	for _, pod := range pods {
+		if pod.DeletionTimestamp == nil {
+			continue
+		}
+		node, err := c.nodes.Get(pod.Spec.NodeName)
+		if err != nil || ready(node) == corev1.ConditionTrue || !hasTaint(node, TaintOutOfService) {
+			continue
+		}
+		if err := c.failAndDelete(ctx, pod, nil); err != nil {
+			utilruntime.HandleError(err)
+		}
+	}
+}
+
+// collectOrphans is the pod garbage collector's pass over orphaned pods:
 // pods bound to a Node that no longer exists. A missing node is first put
 // in quarantine; when it is still missing 40 s later (checked with the API
 // server, not only the cache), its pods are marked Failed with the
 // DisruptionTarget condition and force-deleted, as when a cloud provider
-// removed the Node of a machine that is gone. Run it every PodGCPeriod.
-func (c *Controller) CollectOrphans(ctx context.Context) {
+// removed the Node of a machine that is gone.
+func (c *Controller) collectOrphans(ctx context.Context) {
 	nodes, _ := c.nodes.List(labels.Everything())
 	existing := map[string]bool{}
 	for _, n := range nodes {
@@ -70,20 +100,25 @@ func (c *Controller) CollectOrphans(ctx context.Context) {
 		if !deleted[pod.Spec.NodeName] {
 			continue
 		}
-		if err := c.failAndDelete(ctx, pod); err != nil {
+		cond := &corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByPodGC",
+			Message: "PodGC: node no longer exists"}
+		if err := c.failAndDelete(ctx, pod, cond); err != nil {
 			utilruntime.HandleError(err) // as the real collector: logged, tried again next period
 		}
 	}
 }
 
-// failAndDelete marks the pod Failed with the DisruptionTarget condition
-// PodGC sets (its kubelet is gone and would never do it) and deletes it
-// with grace period 0.
-func (c *Controller) failAndDelete(ctx context.Context, pod *corev1.Pod) error {
+// failAndDelete marks the pod Failed, with the condition if there is one
+// (its kubelet is gone and would never do it), and deletes it with grace
+// period 0, as PodGC does.
+func (c *Controller) failAndDelete(ctx context.Context, pod *corev1.Pod, cond *corev1.PodCondition) error {
 	if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-		cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByPodGC",
-			Message: "PodGC: node no longer exists", LastTransitionTime: metav1.NewTime(c.clock.Now()).Rfc3339Copy()}
-		patch, err := json.Marshal(map[string]any{"status": map[string]any{"phase": corev1.PodFailed, "conditions": []corev1.PodCondition{cond}}})
+		status := map[string]any{"phase": corev1.PodFailed}
+		if cond != nil {
+			cond.LastTransitionTime = metav1.NewTime(c.clock.Now()).Rfc3339Copy()
+			status["conditions"] = []corev1.PodCondition{*cond}
+		}
+		patch, err := json.Marshal(map[string]any{"status": status})
 		if err != nil {
 			return err
 		}
