@@ -3,11 +3,14 @@ package provisioner
 import (
 	"context"
 	"fmt"
-	"regexp"
+	"os"
+	"slices"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // The StorageClass parameters that name secrets, as the sidecar reads them.
@@ -26,48 +29,118 @@ const (
 func secretNameKey(kind string) string      { return csiParameterPrefix + kind + "-secret-name" }
 func secretNamespaceKey(kind string) string { return csiParameterPrefix + kind + "-secret-namespace" }
 
-var templateVar = regexp.MustCompile(`\$\{[^}]*\}`)
+// secretNames are the kinds' names in the sidecar's messages, and the
+// deprecated keys (without the prefix) some kinds still read.
+var secretNames = map[string]struct{ name, oldName, oldNamespace string }{
+	provisionerSecret:       {"Provisioner", "csiProvisionerSecretName", "csiProvisionerSecretNamespace"},
+	controllerPublishSecret: {"ControllerPublish", "csiControllerPublishSecretName", "csiControllerPublishSecretNamespace"},
+	nodeStageSecret:         {"NodeStage", "csiNodeStageSecretName", "csiNodeStageSecretNamespace"},
+	nodePublishSecret:       {"NodePublish", "csiNodePublishSecretName", "csiNodePublishSecretNamespace"},
+	controllerExpandSecret:  {name: "ControllerExpand"},
+	nodeExpandSecret:        {name: "NodeExpand"},
+	defaultSecret:           {name: "Default"},
+}
+
+// defaultSecret is the kind of csi.storage.k8s.io/secret-name and
+// -namespace: the secret of every kind the class names none for.
+const defaultSecret = ""
+
+func secretKeys(kind string) (name, namespace string) {
+	if kind == defaultSecret {
+		return csiParameterPrefix + "secret-name", csiParameterPrefix + "secret-namespace"
+	}
+	return secretNameKey(kind), secretNamespaceKey(kind)
+}
+
+// secretTemplates are the name and namespace templates the class gives
+// for one kind of secret; both empty when it gives none.
+func secretTemplates(params map[string]string, kind string) (name, namespace string, err error) {
+	names := secretNames[kind]
+	nameKey, nsKey := secretKeys(kind)
+	numName, numNS := 0, 0
+	for _, k := range []string{names.oldName, nameKey} {
+		if v, ok := params[k]; ok && k != "" {
+			name, numName = v, numName+1
+		}
+	}
+	for _, k := range []string{names.oldNamespace, nsKey} {
+		if v, ok := params[k]; ok && k != "" {
+			namespace, numNS = v, numNS+1
+		}
+	}
+	switch {
+	case numName > 1 || numNS > 1:
+		return "", "", fmt.Errorf("%s secrets specified in parameters with both \"csi\" and \"%s\" keys", names.name, csiParameterPrefix)
+	case numName != numNS:
+		return "", "", fmt.Errorf("either name and namespace for %s secrets specified, Both must be specified", names.name)
+	case numName == 1 && (name == "" || namespace == ""):
+		return "", "", fmt.Errorf("%s secrets specified in parameters but value of either namespace or name is empty", names.name)
+	}
+	return name, namespace, nil
+}
 
 // secretRef resolves the class's reference to a secret of one kind for a
-// claim: the name and namespace may use ${pvc.name}, ${pvc.namespace} and
-// ${pv.name}, as the sidecar allows. It returns nil when the class names none.
+// claim, as the sidecar does: the kind's keys (new or deprecated), else
+// the default secret's; the namespace may use ${pv.name} and
+// ${pvc.namespace}, the name also ${pvc.name} and
+// ${pvc.annotations['KEY']}. It returns nil when the class names none.
 func secretRef(params map[string]string, kind string, claim *corev1.PersistentVolumeClaim, pvName string) (*corev1.SecretReference, error) {
-	name, hasName := params[secretNameKey(kind)]
-	ns, hasNS := params[secretNamespaceKey(kind)]
-	if !hasName && !hasNS {
+	name, ns, err := secretTemplates(params, kind)
+	if err != nil {
+		return nil, fmt.Errorf("failed to get name and namespace template from params: %v", err)
+	}
+	if name == "" && ns == "" {
+		if name, ns, err = secretTemplates(params, defaultSecret); err != nil {
+			return nil, fmt.Errorf("failed to get default name and namespace template from params: %v", err)
+		}
+	}
+	if name == "" && ns == "" {
 		return nil, nil
 	}
-	if hasName != hasNS {
-		return nil, fmt.Errorf("%s and %s must be set together", secretNameKey(kind), secretNamespaceKey(kind))
+	nsVars := map[string]string{"pv.name": pvName, "pvc.namespace": claim.Namespace}
+	resolvedNS, err := resolveTemplate(ns, nsVars)
+	if err != nil {
+		return nil, fmt.Errorf("error resolving value %q: %v", ns, err)
 	}
-	expand := func(s string) (string, error) {
-		var bad string
-		out := templateVar.ReplaceAllStringFunc(s, func(v string) string {
-			switch v {
-			case "${pvc.name}":
-				return claim.Name
-			case "${pvc.namespace}":
-				return claim.Namespace
-			case "${pv.name}":
-				return pvName
-			}
-			bad = v
-			return v
-		})
-		if bad != "" {
-			return "", fmt.Errorf("%s is not a template variable the provisioner knows", bad)
+	if len(validation.IsDNS1123Label(resolvedNS)) > 0 {
+		if ns != resolvedNS {
+			return nil, fmt.Errorf("%q resolved to %q which is not a valid namespace name", ns, resolvedNS)
 		}
-		return out, nil
+		return nil, fmt.Errorf("%q is not a valid namespace name", ns)
 	}
-	n, err := expand(name)
+	nameVars := map[string]string{"pv.name": pvName, "pvc.name": claim.Name, "pvc.namespace": claim.Namespace}
+	for k, v := range claim.Annotations {
+		nameVars["pvc.annotations['"+k+"']"] = v
+	}
+	resolvedName, err := resolveTemplate(name, nameVars)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("error resolving value %q: %v", name, err)
 	}
-	nsv, err := expand(ns)
-	if err != nil {
-		return nil, err
+	if len(validation.IsDNS1123Subdomain(resolvedName)) > 0 {
+		if name != resolvedName {
+			return nil, fmt.Errorf("%q resolved to %q which is not a valid secret name", name, resolvedName)
+		}
+		return nil, fmt.Errorf("%q is not a valid secret name", name)
 	}
-	return &corev1.SecretReference{Name: n, Namespace: nsv}, nil
+	return &corev1.SecretReference{Name: resolvedName, Namespace: resolvedNS}, nil
+}
+
+// resolveTemplate expands $name and ${name} from vars, as os.Expand reads
+// them; names not in vars are an error naming them all, sorted.
+func resolveTemplate(template string, vars map[string]string) (string, error) {
+	var missing []string
+	out := os.Expand(template, func(k string) string {
+		v, ok := vars[k]
+		if !ok && !slices.Contains(missing, k) {
+			missing = append(missing, k)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return "", fmt.Errorf("invalid tokens: %q", missing)
+	}
+	return out, nil
 }
 
 // secretData reads a secret's data for a CSI call.
@@ -82,9 +155,6 @@ func (p *Provisioner) secretData(ctx context.Context, ref *corev1.SecretReferenc
 	out := map[string]string{}
 	for k, v := range s.Data {
 		out[k] = string(v)
-	}
-	for k, v := range s.StringData {
-		out[k] = v
 	}
 	return out, nil
 }

@@ -9,7 +9,8 @@ import (
 )
 
 func TestSecretRef(t *testing.T) {
-	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "team"}}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "team",
+		Annotations: map[string]string{"team/key": "k1"}}}
 	for _, tc := range []struct {
 		name    string
 		params  map[string]string
@@ -21,9 +22,22 @@ func TestSecretRef(t *testing.T) {
 			&corev1.SecretReference{Name: "s", Namespace: "kube-system"}, ""},
 		{"templated", map[string]string{secretNameKey("provisioner"): "${pvc.name}-key", secretNamespaceKey("provisioner"): "${pvc.namespace}"},
 			&corev1.SecretReference{Name: "data-key", Namespace: "team"}, ""},
-		{"half", map[string]string{secretNameKey("provisioner"): "s"}, nil, "must be set together"},
+		{"deprecated key", map[string]string{"csiProvisionerSecretName": "s", "csiProvisionerSecretNamespace": "x"},
+			&corev1.SecretReference{Name: "s", Namespace: "x"}, ""},
+		{"default secret", map[string]string{"csi.storage.k8s.io/secret-name": "d", "csi.storage.k8s.io/secret-namespace": "x"},
+			&corev1.SecretReference{Name: "d", Namespace: "x"}, ""},
+		{"annotation", map[string]string{secretNameKey("provisioner"): "${pvc.annotations['team/key']}", secretNamespaceKey("provisioner"): "x"},
+			&corev1.SecretReference{Name: "k1", Namespace: "x"}, ""},
+		{"half", map[string]string{secretNameKey("provisioner"): "s"}, nil,
+			"failed to get name and namespace template from params: either name and namespace for Provisioner secrets specified, Both must be specified"},
+		{"both keys", map[string]string{secretNameKey("provisioner"): "s", "csiProvisionerSecretName": "t", secretNamespaceKey("provisioner"): "x"}, nil,
+			`Provisioner secrets specified in parameters with both "csi" and "csi.storage.k8s.io/" keys`},
 		{"unknown variable", map[string]string{secretNameKey("provisioner"): "${pvc.uid}", secretNamespaceKey("provisioner"): "x"}, nil,
-			"${pvc.uid} is not a template variable"},
+			`error resolving value "${pvc.uid}": invalid tokens: ["pvc.uid"]`},
+		{"claim name in the namespace", map[string]string{secretNameKey("provisioner"): "s", secretNamespaceKey("provisioner"): "${pvc.name}"}, nil,
+			`invalid tokens: ["pvc.name"]`},
+		{"bad name", map[string]string{secretNameKey("provisioner"): "${pvc.name}_x", secretNamespaceKey("provisioner"): "x"}, nil,
+			`"${pvc.name}_x" resolved to "data_x" which is not a valid secret name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := secretRef(tc.params, "provisioner", claim, "pvc-1")
