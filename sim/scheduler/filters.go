@@ -2,11 +2,14 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -81,11 +84,12 @@ func volumeBinding(node *corev1.Node, vols podVolumes) string {
 			return reasonVolumeNodeAffinity
 		}
 	}
+	static := staticMatches(vols.delayed, vols.available, node)
 	for _, claim := range vols.delayed {
 		if claim.Annotations[annSelectedNode] != "" {
 			continue
 		}
-		if staticMatch(claim, vols.available, node) != nil {
+		if static[claim] != nil {
 			continue
 		}
 		class := vols.classes[className(claim)]
@@ -158,22 +162,64 @@ func allowedOn(class *storagev1.StorageClass, node *corev1.Node) bool {
 	return false
 }
 
-// staticMatch is the smallest Available volume of the claim's class,
-// modes and size that the node can use.
-func staticMatch(claim *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVolume, node *corev1.Node) *corev1.PersistentVolume {
+// staticMatches finds static volumes for a pod's unbound
+// WaitForFirstConsumer claims on node, as the volume binding plugin does:
+// claims in order of their request, smallest first, each taking a volume
+// that no earlier claim took — a volume pre-bound to it if the node can
+// use it, else the smallest Available volume of its class that matches its
+// selector, volume mode, access modes and size and whose node affinity
+// admits the node. Claims without a match are not in the result.
+func staticMatches(claims []*corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVolume, node *corev1.Node) map[*corev1.PersistentVolumeClaim]*corev1.PersistentVolume {
+	sorted := slices.Clone(claims)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, b := sorted[i].Spec.Resources.Requests[corev1.ResourceStorage], sorted[j].Spec.Resources.Requests[corev1.ResourceStorage]
+		return a.Cmp(b) < 0
+	})
+	taken := map[string]bool{}
+	out := map[*corev1.PersistentVolumeClaim]*corev1.PersistentVolume{}
+	for _, claim := range sorted {
+		if pv := staticMatch(claim, volumes, node, taken); pv != nil {
+			taken[pv.Name] = true
+			out[claim] = pv
+		}
+	}
+	return out
+}
+
+func staticMatch(claim *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVolume, node *corev1.Node, taken map[string]bool) *corev1.PersistentVolume {
+	var selector labels.Selector
+	if claim.Spec.Selector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(claim.Spec.Selector)
+		if err != nil {
+			return nil
+		}
+		selector = sel
+	}
 	var best *corev1.PersistentVolume
 	request := claim.Spec.Resources.Requests[corev1.ResourceStorage]
 	for _, pv := range volumes {
-		if pv.Spec.ClaimRef != nil || pv.DeletionTimestamp != nil || pv.Spec.StorageClassName != className(claim) ||
-			(pv.Status.Phase != corev1.VolumeAvailable && pv.Status.Phase != "") || !volumeFits(pv, node) {
+		ref := pv.Spec.ClaimRef
+		preBound := ref != nil && ref.Namespace == claim.Namespace && ref.Name == claim.Name && (ref.UID == "" || ref.UID == claim.UID)
+		capacity := pv.Spec.Capacity[corev1.ResourceStorage]
+		if taken[pv.Name] || (ref != nil && !preBound) || capacity.Cmp(request) < 0 ||
+			volumeMode(pv.Spec.VolumeMode) != volumeMode(claim.Spec.VolumeMode) || pv.DeletionTimestamp != nil {
+			continue
+		}
+		if preBound {
+			if !volumeFits(pv, node) {
+				return nil
+			}
+			return pv
+		}
+		if pv.Status.Phase != corev1.VolumeAvailable || (selector != nil && !selector.Matches(labels.Set(pv.Labels))) ||
+			pv.Spec.StorageClassName != className(claim) || !volumeFits(pv, node) {
 			continue
 		}
 		ok := true
 		for _, m := range claim.Spec.AccessModes {
 			ok = ok && contains(accessModes(pv), string(m))
 		}
-		capacity := pv.Spec.Capacity[corev1.ResourceStorage]
-		if !ok || capacity.Cmp(request) < 0 {
+		if !ok {
 			continue
 		}
 		if best == nil {
@@ -186,6 +232,13 @@ func staticMatch(claim *corev1.PersistentVolumeClaim, volumes []*corev1.Persiste
 		}
 	}
 	return best
+}
+
+func volumeMode(m *corev1.PersistentVolumeMode) corev1.PersistentVolumeMode {
+	if m == nil {
+		return corev1.PersistentVolumeFilesystem
+	}
+	return *m
 }
 
 func accessModes(pv *corev1.PersistentVolume) []string {

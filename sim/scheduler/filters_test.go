@@ -1,10 +1,13 @@
 package scheduler
 
 import (
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
@@ -97,6 +100,61 @@ func TestExceedsVolumeLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := exceedsVolumeLimits(limits, tc.attached, tc.wanted); got != tc.want {
 				t.Errorf("exceedsVolumeLimits = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStaticMatches(t *testing.T) {
+	rwo := corev1.ReadWriteOnce
+	pv := func(name, size, zone string, labels map[string]string) *corev1.PersistentVolume {
+		v := zoneVolume(zone)
+		v.Name, v.Labels = name, labels
+		v.Spec.StorageClassName = "local"
+		v.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{rwo}
+		v.Spec.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}
+		v.Status.Phase = corev1.VolumeAvailable
+		return v
+	}
+	claim := func(name, size string) *corev1.PersistentVolumeClaim {
+		class := "local"
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name)},
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class, AccessModes: []corev1.PersistentVolumeAccessMode{rwo},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}}}}
+	}
+	nodeA := node("n", map[string]string{"zone": "a"})
+	small, big := claim("small", "1Gi"), claim("big", "2Gi")
+	selective := claim("selective", "1Gi")
+	selective.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"disk": "ssd"}}
+	reserved := pv("reserved", "5Gi", "a", nil)
+	reserved.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "small"}
+	reservedElsewhere := pv("reserved", "5Gi", "b", nil)
+	reservedElsewhere.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "small"}
+	for _, tc := range []struct {
+		name    string
+		claims  []*corev1.PersistentVolumeClaim
+		volumes []*corev1.PersistentVolume
+		want    map[string]string // claim → volume
+	}{
+		{"smaller claim first, each its own volume", []*corev1.PersistentVolumeClaim{big, small},
+			[]*corev1.PersistentVolume{pv("two", "2Gi", "a", nil), pv("one", "1Gi", "a", nil)}, map[string]string{"small": "one", "big": "two"}},
+		{"a volume is taken once", []*corev1.PersistentVolumeClaim{small, claim("other", "1Gi")},
+			[]*corev1.PersistentVolume{pv("one", "1Gi", "a", nil)}, map[string]string{"small": "one"}},
+		{"not in another zone", []*corev1.PersistentVolumeClaim{small}, []*corev1.PersistentVolume{pv("one", "1Gi", "b", nil)}, map[string]string{}},
+		{"selector", []*corev1.PersistentVolumeClaim{selective},
+			[]*corev1.PersistentVolume{pv("hdd", "1Gi", "a", nil), pv("ssd", "3Gi", "a", map[string]string{"disk": "ssd"})}, map[string]string{"selective": "ssd"}},
+		{"pre-bound wins", []*corev1.PersistentVolumeClaim{small}, []*corev1.PersistentVolume{pv("one", "1Gi", "a", nil), reserved},
+			map[string]string{"small": "reserved"}},
+		{"pre-bound elsewhere: no match at all", []*corev1.PersistentVolumeClaim{small},
+			[]*corev1.PersistentVolume{reservedElsewhere, pv("one", "1Gi", "a", nil)}, map[string]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string]string{}
+			for c, v := range staticMatches(tc.claims, tc.volumes, nodeA) {
+				got[c.Name] = v.Name
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("staticMatches = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -337,19 +337,27 @@ func (s *Scheduler) podCSIVolumes(pod *corev1.Pod) map[string]string {
 // the chosen node. It reports whether the pod must wait for the binding.
 func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVolumes, node *corev1.Node) (bool, error) {
 	waiting := false
+	static := staticMatches(vols.delayed, vols.available, node)
 	for _, claim := range vols.delayed {
 		waiting = true
 		if claim.Annotations[annSelectedNode] != "" {
 			continue
 		}
-		if pv := staticMatch(claim, vols.available, node); pv != nil {
+		if pv := static[claim]; pv != nil {
+			if ref := pv.Spec.ClaimRef; ref != nil && ref.UID == claim.UID {
+				continue // the PV controller finishes the binding
+			}
 			v := pv.DeepCopy()
 			v.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
 				Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID, ResourceVersion: claim.ResourceVersion}
-			if v.Annotations == nil {
-				v.Annotations = map[string]string{}
+			// A volume an admin reserved for the claim is not marked as
+			// the controllers' binding.
+			if pv.Spec.ClaimRef == nil {
+				if v.Annotations == nil {
+					v.Annotations = map[string]string{}
+				}
+				v.Annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
 			}
-			v.Annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
 			if _, err := s.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
 				return true, fmt.Errorf("binding volume %s to claim %s/%s: %w", pv.Name, claim.Namespace, claim.Name, err)
 			}
