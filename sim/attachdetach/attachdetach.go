@@ -200,6 +200,7 @@ func (c *Controller) Restart() {
 	c.mu.Unlock()
 	c.stopRecs()
 	c.events, c.stopRecs = c.newRecorder()
+	c.populate() // now, so that nodes known only from attachments are looked at too
 	for _, n := range c.allNodeNames() {
 		c.queue.Add(n)
 	}
@@ -212,6 +213,10 @@ type wanted struct {
 	pods   []*corev1.Pod
 }
 
+// syncNode is one pass of the real controller's reconciler over one node
+// (which may be gone): the node's attachments no pod wants are detached,
+// then those its pods want are attached, then node.status.volumesAttached
+// is brought up to date.
 func (c *Controller) syncNode(ctx context.Context, nodeName string) error {
 	node, err := c.nodes.Get(nodeName)
 	switch {
