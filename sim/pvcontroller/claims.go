@@ -27,20 +27,6 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if claim.DeletionTimestamp != nil {
-		// The pvc-protection controller's part; the binder goes on with a
-		// claim being deleted as with any other.
-		if err := c.releaseClaimProtection(ctx, claim); err != nil {
-			return err
-		}
-	} else {
-		if claim, err = c.addClaimProtection(ctx, claim); err != nil {
-			return fmt.Errorf("protecting claim %s: %w", key, err)
-		}
-		if err := c.syncUnusedCondition(ctx, claim); err != nil {
-			return err
-		}
-	}
 	if _, done := claim.Annotations[AnnBindCompleted]; done {
 		return c.syncBoundClaim(ctx, claim)
 	}

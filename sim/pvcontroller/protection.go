@@ -2,13 +2,59 @@ package pvcontroller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 )
+
+// syncClaimProtection is the pvc-protection controller's sync: a claim
+// being deleted loses its finalizer once no pod needs it; any other keeps
+// the finalizer and, when Bound, its Unused condition up to date. It runs
+// on claim and pod events, apart from the binder, as the real controllers
+// do.
+func (c *Controller) syncClaimProtection(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if claim.DeletionTimestamp != nil {
+		return c.releaseClaimProtection(ctx, claim)
+	}
+	if claim, err = c.addClaimProtection(ctx, claim); err != nil {
+		return fmt.Errorf("protecting claim %s: %w", key, err)
+	}
+	return c.syncUnusedCondition(ctx, claim)
+}
+
+// syncVolumeProtection is the pv-protection controller's sync.
+func (c *Controller) syncVolumeProtection(ctx context.Context, name string) error {
+	pv, err := c.volumes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if pv.DeletionTimestamp != nil {
+		return c.releaseVolumeProtection(ctx, pv)
+	}
+	if _, err := c.addVolumeProtection(ctx, pv); err != nil {
+		return fmt.Errorf("protecting volume %s: %w", name, err)
+	}
+	return nil
+}
 
 // releaseClaimProtection removes kubernetes.io/pvc-protection from a
 // deleted claim once no scheduled pod that may still run uses it. A pod

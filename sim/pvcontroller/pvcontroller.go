@@ -48,29 +48,34 @@ const (
 
 // Controller is the PV controller plus the two protection controllers.
 type Controller struct {
-	clock    clock.PassiveClock
-	client   kubernetes.Interface
-	events   record.EventRecorder
-	claims   corelisters.PersistentVolumeClaimLister
-	volumes  corelisters.PersistentVolumeLister
-	classes  storagelisters.StorageClassLister
-	pods     corelisters.PodLister
-	claimQ   controller.Queue
-	volumeQ  controller.Queue
-	synced   []cache.InformerSynced
-	stopRecs func()
+	clock   clock.PassiveClock
+	client  kubernetes.Interface
+	events  record.EventRecorder
+	claims  corelisters.PersistentVolumeClaimLister
+	volumes corelisters.PersistentVolumeLister
+	classes storagelisters.StorageClassLister
+	pods    corelisters.PodLister
+	claimQ  controller.Queue
+	volumeQ controller.Queue
+	// The protection controllers' queues.
+	claimProtQ  controller.Queue
+	volumeProtQ controller.Queue
+	synced      []cache.InformerSynced
+	stopRecs    func()
 }
 
 // New wires the controller to the factory's informers.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
 	events, stop := rt.NewEventRecorder(client, "persistentvolume-controller", "")
 	c := &Controller{
-		clock:    rt.Clock,
-		client:   client,
-		events:   events,
-		stopRecs: stop,
-		claimQ:   rt.NewQueue("claims"),
-		volumeQ:  rt.NewQueue("volumes"),
+		clock:       rt.Clock,
+		client:      client,
+		events:      events,
+		stopRecs:    stop,
+		claimQ:      rt.NewQueue("claims"),
+		volumeQ:     rt.NewQueue("volumes"),
+		claimProtQ:  rt.NewQueue("pvc-protection"),
+		volumeProtQ: rt.NewQueue("pv-protection"),
 	}
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
 	pvInf := factory.Core().V1().PersistentVolumes()
@@ -79,6 +84,8 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	c.claims, c.volumes, c.classes, c.pods = pvcInf.Lister(), pvInf.Lister(), scInf.Lister(), podInf.Lister()
 	_, _ = pvcInf.Informer().AddEventHandler(controller.EnqueueHandler(c.claimQ))
 	_, _ = pvInf.Informer().AddEventHandler(controller.EnqueueHandler(c.volumeQ))
+	_, _ = pvcInf.Informer().AddEventHandler(controller.EnqueueHandler(c.claimProtQ))
+	_, _ = pvInf.Informer().AddEventHandler(controller.EnqueueHandler(c.volumeProtQ))
 	// A claim that goes releases its volume; a volume that goes loses its
 	// claim. Both are synced at once rather than at the next resync.
 	_, _ = pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
@@ -92,7 +99,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		}
 	}})
 	// A claim's protection and Unused condition depend on the pods that
-	// use it.
+	// use it. (The binder itself does not watch pods.)
 	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueuePodClaims,
 		UpdateFunc: func(_, obj any) { c.enqueuePodClaims(obj) },
@@ -110,7 +117,7 @@ func (c *Controller) enqueuePodClaims(obj any) {
 	}
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil {
-			c.claimQ.Add(pod.Namespace + "/" + v.PersistentVolumeClaim.ClaimName)
+			c.claimProtQ.Add(pod.Namespace + "/" + v.PersistentVolumeClaim.ClaimName)
 		}
 	}
 }
@@ -130,6 +137,8 @@ func (c *Controller) Workers() []controller.Worker {
 	return []controller.Worker{
 		{Name: "pv-controller-claims", Queue: c.claimQ, Sync: c.syncClaim},
 		{Name: "pv-controller-volumes", Queue: c.volumeQ, Sync: c.syncVolume},
+		{Name: "pvc-protection", Queue: c.claimProtQ, Sync: c.syncClaimProtection},
+		{Name: "pv-protection", Queue: c.volumeProtQ, Sync: c.syncVolumeProtection},
 	}
 }
 

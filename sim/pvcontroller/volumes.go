@@ -20,14 +20,6 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if pv.DeletionTimestamp != nil {
-		// The pv-protection controller's part.
-		if err := c.releaseVolumeProtection(ctx, pv); err != nil {
-			return err
-		}
-	} else if pv, err = c.addVolumeProtection(ctx, pv); err != nil {
-		return fmt.Errorf("protecting volume %s: %w", name, err)
-	}
 	ref := pv.Spec.ClaimRef
 	if ref == nil || ref.UID == "" {
 		// Unused, or reserved for a claim (by an admin) that the claim's
