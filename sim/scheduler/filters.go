@@ -284,6 +284,16 @@ func failureMessage(total int, verdicts map[verdict]int) string {
 		total, histogram(reasons), total, histogram(preemption))
 }
 
+// preFilterMessage words a FailedScheduling event for a pod rejected
+// before any node was looked at (VolumeBinding's PreFilter: a claim that
+// is missing, being deleted, or unbound with immediate binding). In v1.37
+// the postscript is not preemption's: the DynamicResources PostFilter,
+// which runs first, finds no state of its own (its PreFilter never ran)
+// and fails with the cycle state's "not found", which ends the message.
+func preFilterMessage(total int, why string) string {
+	return fmt.Sprintf("0/%d nodes are available: %s. not found", total, why)
+}
+
 func histogram(counts map[string]int) string {
 	parts := make([]string, 0, len(counts))
 	for r, n := range counts {

@@ -82,6 +82,14 @@ func TestFailureMessageIsTheRealOne(t *testing.T) {
 	}
 }
 
+func TestPreFilterMessageIsTheRealOne(t *testing.T) {
+	got := preFilterMessage(3, "pod has unbound immediate PersistentVolumeClaims")
+	want := "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found"
+	if got != want {
+		t.Errorf("message\n got %q\nwant %q", got, want)
+	}
+}
+
 func TestExceedsVolumeLimits(t *testing.T) {
 	const drv, other = "hostpath.csisim.io", "other.csi.io"
 	limits := map[string]int32{drv: 2}

@@ -145,8 +145,7 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 	vols, why := s.podVolumes(pod)
 	if why != "" {
 		nodes, _ := s.nodes.List(labels.Everything())
-		return s.unschedulable(ctx, pod, fmt.Sprintf("0/%d nodes are available: %s. preemption: 0/%d nodes are available: %d Preemption is not helpful for scheduling.",
-			len(nodes), why, len(nodes), len(nodes)))
+		return s.unschedulable(ctx, pod, preFilterMessage(len(nodes), why))
 	}
 	node, msg, err := s.pickNode(pod, vols)
 	if err != nil {
