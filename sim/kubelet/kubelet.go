@@ -74,7 +74,8 @@ type Config struct {
 	// Labels are added to the Node's own (hostname, os, arch), e.g. its zone.
 	Labels map[string]string
 	// SkipMountCheck trusts the driver's word that a volume is mounted,
-	// for drivers that mount nothing (the mock driver).
+	// for drivers that mount nothing (the mock driver): no mount check, no
+	// fsGroup on a target the driver did not create, no block bind mounts.
 	SkipMountCheck bool
 }
 

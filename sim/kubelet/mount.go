@@ -245,7 +245,7 @@ func (k *Kubelet) mountFilesystem(ctx context.Context, pod *corev1.Pod, v volume
 		return fmt.Errorf("volume %s of pod %s: target %s is not mounted", v.pv.Name, pod.Name, target)
 	}
 	if kubeletAppliesFSGroup(fsGroupRequest{FSGroup: fsGroup, Policy: k.fsGroupPolicy(src.Driver), ReadOnly: v.readOnly,
-		FSType: src.FSType, AccessModes: v.pv.Spec.AccessModes, Delegated: delegated}) {
+		FSType: src.FSType, AccessModes: v.pv.Spec.AccessModes, Delegated: delegated}) && !k.nothingMounted(target) {
 		if err := setVolumeOwnership(target, *fsGroup, changePolicy, v.readOnly); err != nil {
 			// Mounted, but unusable: the kubelet keeps it (to unmount
 			// it later) and tries again.
@@ -257,6 +257,16 @@ func (k *Kubelet) mountFilesystem(ctx context.Context, pod *corev1.Pod, v volume
 	}
 	k.recordMounted(pod, v, target, false)
 	return nil
+}
+
+// nothingMounted: a driver that mounts nothing (SkipMountCheck) left no
+// target to give to an fsGroup.
+func (k *Kubelet) nothingMounted(target string) bool {
+	if !k.cfg.SkipMountCheck {
+		return false
+	}
+	_, err := os.Stat(target)
+	return os.IsNotExist(err)
 }
 
 func (k *Kubelet) recordMounted(pod *corev1.Pod, v volumeToMount, target string, uncertain bool) {
