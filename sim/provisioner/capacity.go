@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -26,10 +28,58 @@ const CapacityNamespace = "kube-system"
 // CapacityPollInterval is the sidecar's --capacity-poll-interval.
 const CapacityPollInterval = 60 // seconds
 
-const capacityKey = "capacity"
+// The capacity queue's keys say which objects to publish again: all of
+// them (capacityKey: the poll, and changes of classes, nodes and drivers),
+// a class's, or those of one topology segment.
+const (
+	capacityKey        = "capacity"
+	classCapacityPfx   = "class:"
+	segmentCapacityPfx = "segment:"
+)
 
-// syncCapacity refreshes the CSIStorageCapacity objects.
-func (p *Provisioner) syncCapacity(ctx context.Context, _ string) error {
+func classCapacityKey(class string) string { return classCapacityPfx + class }
+
+// refreshCapacityAfterProvision publishes again, as the sidecar does after
+// a volume is made, the objects of the segments in the new PV's node
+// affinity, or of its class when it has none. A segment must be the
+// objects' exactly: csisim's driver reports zone and node for a node but
+// makes volumes for a zone, so here nothing is refreshed and the objects
+// catch up at the next poll, as on a real cluster.
+func (p *Provisioner) refreshCapacityAfterProvision(pv *corev1.PersistentVolume, class *storagev1.StorageClass) {
+	if pv.Spec.NodeAffinity == nil {
+		p.capacityQ.Add(classCapacityKey(class.Name))
+		return
+	}
+	p.refreshCapacityOfVolume(pv)
+}
+
+// refreshCapacityOfVolume publishes again the objects of the segments of a
+// volume's node affinity, as the sidecar does after a volume is made or
+// deleted.
+func (p *Provisioner) refreshCapacityOfVolume(pv *corev1.PersistentVolume) {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return
+	}
+	for _, t := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		seg := map[string]string{}
+		ok := len(t.MatchFields) == 0
+		for _, e := range t.MatchExpressions {
+			if e.Operator != corev1.NodeSelectorOpIn || len(e.Values) != 1 {
+				ok = false
+				break
+			}
+			seg[e.Key] = e.Values[0]
+		}
+		if ok {
+			p.capacityQ.Add(segmentCapacityPfx + segmentString(termOf(seg)))
+		}
+	}
+}
+
+// syncCapacity refreshes the CSIStorageCapacity objects the key names.
+func (p *Provisioner) syncCapacity(ctx context.Context, key string) error {
+	onlyClass, hasClass := strings.CutPrefix(key, classCapacityPfx)
+	onlySegment, hasSegment := strings.CutPrefix(key, segmentCapacityPfx)
 	drv, err := p.drivers.Get(p.cfg.DriverName)
 	if err != nil || drv.Spec.StorageCapacity == nil || !*drv.Spec.StorageCapacity {
 		return nil
@@ -44,10 +94,13 @@ func (p *Provisioner) syncCapacity(ctx context.Context, _ string) error {
 		return err
 	}
 	for _, class := range classes {
-		if class.Provisioner != p.cfg.DriverName || !delayed(class) {
+		if class.Provisioner != p.cfg.DriverName || !delayed(class) || hasClass && class.Name != onlyClass {
 			continue
 		}
 		for _, seg := range p.driverSegments() {
+			if hasSegment && segmentString(termOf(seg)) != onlySegment {
+				continue
+			}
 			if err := p.publishCapacity(ctx, class, seg, existing); err != nil {
 				return err
 			}

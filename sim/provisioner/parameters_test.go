@@ -75,14 +75,6 @@ func TestAllowedTerms(t *testing.T) {
 	}
 }
 
-func segmentString(t term) string {
-	var parts []string
-	for _, p := range t {
-		parts = append(parts, p.key+"="+p.value)
-	}
-	return strings.Join(parts, ",")
-}
-
 func TestFailureClasses(t *testing.T) {
 	selected := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{annSelectedNode: "node-a"}}}
 	immediate := &corev1.PersistentVolumeClaim{}

@@ -164,11 +164,6 @@ func (p *Provisioner) Workers() []controller.Worker {
 // CapacityPollInterval seconds.
 func (p *Provisioner) PollCapacity(context.Context) { p.capacityQ.Add(capacityKey) }
 
-// refreshCapacityAfterChange: volumes made or deleted change what is left.
-func (p *Provisioner) refreshCapacityAfterChange() {
-	p.capacityQ.Add(capacityKey)
-}
-
 func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -212,7 +207,7 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 		return fmt.Errorf("creating PersistentVolume %s: %w", pvName, err)
 	}
 	p.events.Eventf(claim, corev1.EventTypeNormal, "ProvisioningSucceeded", "Successfully provisioned volume %s", pvName)
-	p.refreshCapacityAfterChange()
+	p.refreshCapacityAfterProvision(pv, class)
 	return nil
 }
 
@@ -294,6 +289,9 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 	resp, err := p.csi.CreateVolume(callCtx, req)
 	cancel()
 	if err != nil {
+		// A failed CreateVolume may mean that the capacity objects are
+		// stale: the class's are published again.
+		p.capacityQ.Add(classCapacityKey(class.Name))
 		return nil, err
 	}
 	pv := p.volumeFor(claim, class.ReclaimPolicy, class.MountOptions, resp.GetVolume())
@@ -409,7 +407,7 @@ func (p *Provisioner) syncVolume(ctx context.Context, name string) error {
 		p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
 		return fmt.Errorf("DeleteVolume %s for PV %s: %w", pv.Spec.CSI.VolumeHandle, name, err)
 	}
-	p.refreshCapacityAfterChange()
+	p.refreshCapacityOfVolume(pv)
 	// The volume is gone: let the PV object go too. Retry conflicts here
 	// rather than the whole sync, which would call DeleteVolume again.
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {

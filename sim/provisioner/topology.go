@@ -331,3 +331,12 @@ func (p *Provisioner) driverSegments() []map[string]string {
 }
 
 func equalSegments(a, b map[string]string) bool { return termOf(a).compare(termOf(b)) == 0 }
+
+// segmentString is a term as text: key=value pairs, by key, comma separated.
+func segmentString(t term) string {
+	var parts []string
+	for _, p := range t {
+		parts = append(parts, p.key+"="+p.value)
+	}
+	return strings.Join(parts, ",")
+}
