@@ -65,9 +65,9 @@ func (k *Kubelet) mapBlock(ctx context.Context, pod *corev1.Pod, v volumeToMount
 	}
 	// Unlike a filesystem mount, a block mapping is announced, twice.
 	k.events.Eventf(pod, corev1.EventTypeNormal, "SuccessfulMountVolume", "MapVolume.MapPodDevice succeeded for volume %q globalMapPath %q",
-		v.pv.Name, blockGlobalMapPath(k.cfg.Dir, v.pv.Name))
+		v.pv.Name, blockGlobalMapPath(RealDir, v.pv.Name))
 	k.events.Eventf(pod, corev1.EventTypeNormal, "SuccessfulMountVolume", "MapVolume.MapPodDevice succeeded for volume %q volumeMapPath %q",
-		v.pv.Name, podDeviceDir(k.cfg.Dir, pod.UID))
+		v.pv.Name, podDeviceDir(RealDir, pod.UID))
 	k.recordMounted(pod, v, publish, false)
 	return nil
 }

@@ -30,6 +30,12 @@ const (
 	volDataLifecycle  = "volumeLifecycleMode"
 )
 
+// RealDir is the real kubelet's root directory. Messages name paths as they
+// are on a real node, under it, rather than under the run's temporary
+// directory: they read as a real kubelet's, and stay the same from run to
+// run.
+const RealDir = "/var/lib/kubelet"
+
 // StagingPath is where the kubelet stages a filesystem CSI volume:
 // <kubelet dir>/plugins/kubernetes.io/csi/<driver>/<sha256(volume handle)>/globalmount.
 func StagingPath(kubeletDir, driver, volumeHandle string) string {

@@ -412,8 +412,8 @@ func TestBlockVolumePaths(t *testing.T) {
 	}
 	slices.Sort(msgs)
 	wantMsgs := []string{
-		`MapVolume.MapPodDevice succeeded for volume "pv-1" globalMapPath "` + filepath.Join(e.dir, "plugins/kubernetes.io/csi/volumeDevices/pv-1/dev") + `"`,
-		`MapVolume.MapPodDevice succeeded for volume "pv-1" volumeMapPath "` + filepath.Join(e.dir, "pods/uid-1/volumeDevices/kubernetes.io~csi") + `"`,
+		`MapVolume.MapPodDevice succeeded for volume "pv-1" globalMapPath "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/pv-1/dev"`,
+		`MapVolume.MapPodDevice succeeded for volume "pv-1" volumeMapPath "/var/lib/kubelet/pods/uid-1/volumeDevices/kubernetes.io~csi"`,
 	}
 	if !slices.Equal(msgs, wantMsgs) {
 		t.Errorf("events %q, want %q", msgs, wantMsgs)
