@@ -116,7 +116,7 @@ var _ = Describe("csisim run", func() {
 		// Faults, timers and minutes of virtual time replay the same way.
 		nodeLoss := "../../scenarios/library/node-loss-force-detach.yaml"
 		lost := traceOf("3", "1", nodeLoss)
-		Expect(string(lost)).To(ContainSubstring("Multi-Attach error"))
+		Expect(string(lost)).To(ContainSubstring("Waiting for detach"))
 		Expect(string(traceOf("3", "2", nodeLoss))).To(Equal(string(lost)))
 	})
 

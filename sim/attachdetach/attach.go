@@ -17,7 +17,7 @@ import (
 // attach makes sure the wanted volume is attached to the node, as the
 // real reconciler's attach pass does: a volume already attached is left
 // alone; a volume attached elsewhere that cannot be on two nodes gets one
-// Multi-Attach error event; otherwise the attach operation runs — it
+// Multi-Attach event; otherwise the attach operation runs — it
 // creates the VolumeAttachment if there is none and waits for the
 // external-attacher to mark it attached, and when the attacher reports an
 // error it fails with the attacher's message and is retried with the
@@ -146,8 +146,9 @@ func (c *Controller) attachedElsewhere(volume corev1.UniqueVolumeName, nodeName 
 // reportMultiAttach tells the pods that want the volume why it is not
 // attached, in the real controller's words: naming the pods in their
 // namespace that use it on the other nodes (and counting those in other
-// namespaces), or saying it is exclusively attached when no pod there
-// wants it any more.
+// namespaces), or saying it waits for the detach when no pod there wants
+// it any more. (Older releases began "Multi-Attach error for volume …";
+// a v1.37.2 control plane says "Waiting for detach for volume …".)
 func (c *Controller) reportMultiAttach(w *wanted, otherNodes []string) {
 	var users []*corev1.Pod
 	pods, _ := c.pods.List(labels.Everything())
@@ -169,7 +170,7 @@ func (c *Controller) reportMultiAttach(w *wanted, otherNodes []string) {
 		}
 	}
 	for _, pod := range w.pods {
-		msg := "Volume is already exclusively attached to one node and can't be attached to another"
+		msg := "Volume is already exclusively attached to one node, waiting on detach before it can be attached to another node"
 		if len(users) > 0 {
 			var local []string
 			others := 0
@@ -189,6 +190,6 @@ func (c *Controller) reportMultiAttach(w *wanted, otherNodes []string) {
 				msg = fmt.Sprintf("Volume is already used by %d pod(s) in different namespaces", others)
 			}
 		}
-		c.events.Eventf(pod, corev1.EventTypeWarning, "FailedAttachVolume", "Multi-Attach error for volume %q %s", w.pv.Name, msg)
+		c.events.Eventf(pod, corev1.EventTypeWarning, "FailedAttachVolume", "Waiting for detach for volume %q %s", w.pv.Name, msg)
 	}
 }

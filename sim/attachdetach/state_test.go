@@ -182,7 +182,7 @@ func TestMultiAttachIsReportedOnce(t *testing.T) {
 	if len(evs) != 1 || evs[0].Count != 1 || evs[0].Reason != "FailedAttachVolume" {
 		t.Fatalf("events = %+v, want one FailedAttachVolume reported once", evs)
 	}
-	want := `Multi-Attach error for volume "pv-1" Volume is already exclusively attached to one node and can't be attached to another`
+	want := `Waiting for detach for volume "pv-1" Volume is already exclusively attached to one node, waiting on detach before it can be attached to another node`
 	if evs[0].Message != want {
 		t.Errorf("message %q, want %q", evs[0].Message, want)
 	}
