@@ -105,6 +105,9 @@ type Kubelet struct {
 	stopped bool
 	actual  actualState
 	inUse   []corev1.UniqueVolumeName // last volumesInUse reported
+	// failedReconstruction: volume directories a restart found unmounted,
+	// for the orphan clean-up.
+	failedReconstruction []*failedVolume
 }
 
 // actualState is what is mounted on the node: the volume manager's

@@ -60,6 +60,7 @@ func (k *Kubelet) Restart(ctx context.Context) error {
 	k.mu.Lock()
 	k.actual.mounted = found.mounted
 	k.actual.staged = found.staged
+	k.failedReconstruction = found.failed
 	// What the previous process reported stays reported: the new one
 	// starts from the Node's status, so nothing is written until it changes.
 	if node, err := k.nodes.Get(k.cfg.NodeName); err == nil {
@@ -87,11 +88,21 @@ func (k *Kubelet) Restart(ctx context.Context) error {
 type reconstructed struct {
 	mounted map[types.UID]map[string]*mountedVolume
 	staged  map[corev1.UniqueVolumeName]*stagedVolume
+	// failed are volume directories whose mount is gone: not in the
+	// actual state, but cleaned up if their pod is gone too.
+	failed []*failedVolume
 }
 
-// reconstruct scans the pods directory. A volume directory whose mount
-// (or device link) is gone, or that has no readable vol_data.json, is not
-// reconstructed, as in the real kubelet.
+// failedVolume is a pod volume directory that could not be reconstructed.
+type failedVolume struct {
+	uid types.UID
+	*mountedVolume
+}
+
+// reconstruct scans the pods directory. A volume directory that has no
+// readable vol_data.json, or whose device link is gone, is not
+// reconstructed; one whose mount is gone is not either, but is remembered
+// for clean-up (the real kubelet's volumesFailedReconstruction).
 func (k *Kubelet) reconstruct(stages bool) (reconstructed, error) {
 	out := reconstructed{mounted: map[types.UID]map[string]*mountedVolume{}, staged: map[corev1.UniqueVolumeName]*stagedVolume{}}
 	podDirs, err := os.ReadDir(filepath.Join(k.cfg.Dir, "pods"))
@@ -120,16 +131,15 @@ func (k *Kubelet) reconstruct(stages bool) (reconstructed, error) {
 				continue
 			}
 			target := filepath.Join(dir, "mount")
+			m := &mountedVolume{unique: attachdetach.UniqueVolumeName(data[volDataDriver], data[volDataHandle]), pvName: vd.Name(),
+				handle: data[volDataHandle], target: target, uncertain: true}
 			if !k.cfg.SkipMountCheck {
 				if mounted, err := mountinfo.Mounted(target); err != nil || !mounted {
+					out.failed = append(out.failed, &failedVolume{uid: uid, mountedVolume: m})
 					continue
 				}
-			} else if _, err := os.Stat(dir); err != nil {
-				continue
 			}
-			add(uid, &mountedVolume{unique: attachdetach.UniqueVolumeName(data[volDataDriver], data[volDataHandle]), pvName: vd.Name(),
-				handle: data[volDataHandle], target: target, uncertain: true},
-				StagingPath(k.cfg.Dir, data[volDataDriver], data[volDataHandle]))
+			add(uid, m, StagingPath(k.cfg.Dir, data[volDataDriver], data[volDataHandle]))
 		}
 		devs, _ := os.ReadDir(podDeviceDir(k.cfg.Dir, uid))
 		for _, dev := range devs {
@@ -170,11 +180,32 @@ func (k *Kubelet) cleanUpOrphans(ctx context.Context) error {
 			orphans = append(orphans, uid)
 		}
 	}
+	failed := k.failedReconstruction
+	k.failedReconstruction = nil
 	k.mu.Unlock()
 	slices.Sort(orphans)
 	for _, uid := range orphans {
 		if err := k.tearDown(ctx, uid, ""); err != nil {
 			return err
+		}
+	}
+	// What could not be reconstructed is torn down if no pod wants it
+	// (NodeUnpublishVolume on the target, which the driver must take even
+	// if nothing is mounted there), once, as the real kubelet does.
+	for _, f := range failed {
+		if live[f.uid] {
+			continue
+		}
+		if err := k.unpublish(ctx, f.mountedVolume); err != nil {
+			return err
+		}
+		k.mu.Lock()
+		_, inUse := k.actual.mounted[f.uid]
+		k.mu.Unlock()
+		if !inUse {
+			if err := removeUnmountedDir(filepath.Join(k.cfg.Dir, "pods", string(f.uid))); err != nil {
+				return err
+			}
 		}
 	}
 	return k.unstageUnused(ctx)

@@ -154,6 +154,9 @@ type envOptions struct {
 	fsType   string
 	readOnly bool
 	fsGroup  *int64
+	// mountCheck: look for real mounts (the fake node plugin mounts
+	// nothing, so nothing it publishes counts as mounted).
+	mountCheck bool
 }
 
 func stageCaps() []csi.NodeServiceCapability_RPC_Type {
@@ -215,7 +218,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		}}
 	fn := &fakeNode{caps: o.caps}
 	dir := t.TempDir()
-	k := New(Config{NodeName: testNode, DriverName: testDriver, Dir: dir, SkipMountCheck: true}, client, factory, factory, fn, rt)
+	k := New(Config{NodeName: testNode, DriverName: testDriver, Dir: dir, SkipMountCheck: !o.mountCheck}, client, factory, factory, fn, rt)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
@@ -562,5 +565,51 @@ func TestNoRepublishWithoutRequiresRepublish(t *testing.T) {
 	}
 	if got := e.node.lifecycle(); !slices.Equal(got, []string{"NodeStageVolume", "NodePublishVolume"}) {
 		t.Fatalf("calls = %v", got)
+	}
+}
+
+func TestRestartCleansUpUnmountedVolumesOfGonePods(t *testing.T) {
+	e := newEnv(t, envOptions{caps: stageCaps(), mountCheck: true})
+	// Volume directories a previous kubelet left, their mounts gone: one
+	// of a pod that no longer exists, one of the pod that does.
+	for _, uid := range []string{"gone-uid", "uid-1"} {
+		dir := filepath.Join(e.dir, "pods", uid, "volumes/kubernetes.io~csi", testPV)
+		if err := os.MkdirAll(filepath.Join(dir, "mount"), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := saveVolumeData(dir, map[string]string{"specVolID": testPV, "volumeHandle": testHandle, "driverName": testDriver}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.k.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.k.mu.Lock()
+	n := len(e.k.actual.mounted)
+	e.k.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("unmounted volumes were reconstructed: %d pods", n)
+	}
+	if err := e.sync(orphansKey); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.node.lifecycle(); !slices.Equal(got, []string{"NodeUnpublishVolume"}) {
+		t.Fatalf("calls = %v, want one NodeUnpublishVolume", got)
+	}
+	if want := filepath.Join(e.dir, "pods/gone-uid/volumes/kubernetes.io~csi", testPV, "mount"); e.node.unpub[0].GetTargetPath() != want {
+		t.Errorf("unpublished %s, want %s", e.node.unpub[0].GetTargetPath(), want)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "pods/gone-uid")); !os.IsNotExist(err) {
+		t.Errorf("the gone pod's directory is left: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "pods/uid-1", "volumes/kubernetes.io~csi", testPV, "vol_data.json")); err != nil {
+		t.Errorf("the live pod's volume directory was touched: %v", err)
+	}
+	// Once: a second clean-up does nothing.
+	if err := e.sync(orphansKey); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.node.lifecycle(); len(got) != 1 {
+		t.Errorf("calls after a second clean-up = %v", got)
 	}
 }
