@@ -104,6 +104,11 @@ func compareStep(s, r, prevS, prevR Snapshot) []Difference {
 				return nil
 			}
 			add(key, "event reason", in(so.Events), in(ro.Events))
+			// The wording, where both have the reason.
+			if sm, rm := so.EventMessages[reason], ro.EventMessages[reason]; slices.Contains(so.Events, reason) &&
+				slices.Contains(ro.Events, reason) && sm != rm {
+				add(key, "event "+reason+" message", ptr(sm), ptr(rm))
+			}
 		}
 	}
 	for _, volume := range union(slices.Sorted(maps.Keys(s.CSICalls)), slices.Sorted(maps.Keys(r.CSICalls))) {

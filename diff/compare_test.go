@@ -48,6 +48,13 @@ func TestCompare(t *testing.T) {
 		real: []Snapshot{snap(1, "s", nil, Object{Kind: "Pod", Name: "default/app", Exists: true, Events: []string{"Scheduled"}})},
 		want: []string{`after step 1 (s): Pod default/app: sim "gone (events only)", real "present"`},
 	}, {
+		name: "an event's wording",
+		sim: []Snapshot{snap(1, "s", nil, Object{Kind: "Pod", Name: "default/app", Exists: true, Events: []string{"Scheduled"},
+			EventMessages: map[string]string{"Scheduled": "assigned to node-1"}})},
+		real: []Snapshot{snap(1, "s", nil, Object{Kind: "Pod", Name: "default/app", Exists: true, Events: []string{"Scheduled"},
+			EventMessages: map[string]string{"Scheduled": "Successfully assigned default/app to node-1"}})},
+		want: []string{`after step 1 (s): Pod default/app: event Scheduled message: sim "assigned to node-1", real "Successfully assigned default/app to node-1"`},
+	}, {
 		name: "event reasons, fields and conditions",
 		sim: []Snapshot{snap(1, "s", nil, pv(nil, "ProvisioningSucceeded"),
 			Object{Kind: "Node", Name: "node-1", Exists: true, Conditions: []string{"Ready=True (KubeletReady)"},

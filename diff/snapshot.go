@@ -109,6 +109,9 @@ type Object struct {
 	Fields map[string]string `json:"fields,omitempty"`
 	// Events are the reasons of the events about the object, sorted.
 	Events []string `json:"events,omitempty"`
+	// EventMessages are, by reason, the normalised messages of the events
+	// about the object with that reason, sorted and joined by " | ".
+	EventMessages map[string]string `json:"eventMessages,omitempty"`
 }
 
 // Key is how snapshots index an object: "Kind name".
@@ -139,7 +142,7 @@ func equalObjects(a, b map[string]Object) bool {
 		return x.Kind == y.Kind && x.Name == y.Name && x.Exists == y.Exists && maps.Equal(x.Labels, y.Labels) &&
 			maps.Equal(x.Annotations, y.Annotations) && slices.Equal(x.Finalizers, y.Finalizers) &&
 			slices.Equal(x.Owners, y.Owners) && x.Phase == y.Phase && slices.Equal(x.Conditions, y.Conditions) &&
-			maps.Equal(x.Fields, y.Fields) && slices.Equal(x.Events, y.Events)
+			maps.Equal(x.Fields, y.Fields) && slices.Equal(x.Events, y.Events) && maps.Equal(x.EventMessages, y.EventMessages)
 	})
 }
 
@@ -476,10 +479,11 @@ func (n *Normaliser) Snapshot(objs Objects, calls []trace.Entry) Snapshot {
 	return s
 }
 
-// events adds the reasons of the events about each object to it; objects
-// that are gone get an entry of their own that only has events.
+// events adds the reasons and messages of the events about each object
+// to it; objects that are gone get an entry of their own that only has
+// events.
 func (n *Normaliser) events(objects map[string]Object, events []corev1.Event) {
-	reasons := map[string]map[string]bool{}
+	messages := map[string]map[string]map[string]bool{} // object key -> reason -> messages
 	for _, e := range events {
 		if slices.Contains(systemNamespaces, e.InvolvedObject.Namespace) {
 			continue
@@ -488,18 +492,25 @@ func (n *Normaliser) events(objects map[string]Object, events []corev1.Event) {
 		if e.InvolvedObject.Namespace == "" {
 			key = Object{Kind: e.InvolvedObject.Kind, Name: n.name(e.InvolvedObject.Name)}.Key()
 		}
-		if reasons[key] == nil {
-			reasons[key] = map[string]bool{}
+		if messages[key] == nil {
+			messages[key] = map[string]map[string]bool{}
 			if _, ok := objects[key]; !ok {
 				kind, name, _ := strings.Cut(key, " ")
 				objects[key] = Object{Kind: kind, Name: name}
 			}
 		}
-		reasons[key][e.Reason] = true
+		if messages[key][e.Reason] == nil {
+			messages[key][e.Reason] = map[string]bool{}
+		}
+		messages[key][e.Reason][n.value(e.Message)] = true
 	}
-	for key, set := range reasons {
+	for key, byReason := range messages {
 		o := objects[key]
-		o.Events = slices.Sorted(maps.Keys(set))
+		o.Events = slices.Sorted(maps.Keys(byReason))
+		o.EventMessages = map[string]string{}
+		for reason, set := range byReason {
+			o.EventMessages[reason] = strings.Join(slices.Sorted(maps.Keys(set)), " | ")
+		}
 		objects[key] = o
 	}
 }
