@@ -27,9 +27,19 @@ import (
 
 var (
 	buildOnce  sync.Once
+	buildDir   string
 	csisimPath string
 	buildErr   error
 )
+
+// TestMain removes the csisim binary a test built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
 
 // csisimBinary builds the csisim command once: the cluster runs csisim's
 // driver from it, as processes of their own.
@@ -41,6 +51,7 @@ func csisimBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
+		buildDir = dir
 		csisimPath = filepath.Join(dir, "csisim")
 		if out, err := exec.Command("go", "build", "-o", csisimPath, "../../cmd/csisim").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("building csisim: %v\n%s", err, out)
