@@ -24,7 +24,6 @@ const (
 	reasonVolumeNodeAffinity  = "node(s) didn't match PersistentVolume's node affinity"
 	reasonNoPersistentVolumes = "node(s) didn't find available persistent volumes to bind"
 	reasonMaxVolumeCount      = "node(s) exceed max volume count"
-	reasonNotSelectedNode     = "node(s) didn't match the node selected for the pod's volumes"
 	reasonNotEnoughStorage    = "node(s) did not have enough free storage"
 	annSelectedNode           = "volume.kubernetes.io/selected-node"
 )
@@ -41,13 +40,16 @@ type podVolumes struct {
 	capacity func(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, node *corev1.Node) bool
 }
 
-// verdict is one node's answer for a pod: why it does not fit ("" when it
-// does), and whether preemption might make room (the real scheduler's
-// Unschedulable, as opposed to UnschedulableAndUnresolvable).
+// verdict is one node's answer for a pod: why it does not fit (no
+// reasons when it does; the volume binding plugin may give several), and
+// whether preemption might make room (the real scheduler's Unschedulable,
+// as opposed to UnschedulableAndUnresolvable).
 type verdict struct {
-	reason      string
+	reasons     []string
 	preemptible bool
 }
+
+func (v verdict) fits() bool { return len(v.reasons) == 0 }
 
 // fits says whether node can run pod, checking what the real scheduler's
 // filter plugins check, in their order, and stopping at the first that
@@ -55,52 +57,53 @@ type verdict struct {
 // NodeVolumeLimits, VolumeBinding. overLimit is the volume limits check.
 func fits(pod *corev1.Pod, node *corev1.Node, vols podVolumes, overLimit func(*corev1.Node) bool) verdict {
 	if node.Spec.Unschedulable && !tolerates(pod, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
-		return verdict{reason: reasonUnschedulable}
+		return verdict{reasons: []string{reasonUnschedulable}}
 	}
 	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations,
 		func(t *corev1.Taint) bool {
 			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 		}, false); untolerated {
-		return verdict{reason: reasonUntoleratedTaint}
+		return verdict{reasons: []string{reasonUntoleratedTaint}}
 	}
 	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
-		return verdict{reason: reasonNodeAffinity}
+		return verdict{reasons: []string{reasonNodeAffinity}}
 	}
 	if overLimit(node) {
-		return verdict{reason: reasonMaxVolumeCount, preemptible: true}
+		return verdict{reasons: []string{reasonMaxVolumeCount}, preemptible: true}
 	}
-	return verdict{reason: volumeBinding(node, vols)}
+	return verdict{reasons: volumeBinding(node, vols)}
 }
 
-// volumeBinding is the VolumeBinding plugin's filter: bound volumes must
-// be usable on the node, and every unbound WaitForFirstConsumer claim must
-// have a static volume there or be provisionable there.
-func volumeBinding(node *corev1.Node, vols podVolumes) string {
-	if vols.selected != "" && vols.selected != node.Name {
-		return reasonNotSelectedNode
-	}
+// volumeBinding is the VolumeBinding plugin's filter. Its reasons: a bound
+// volume the node cannot use; an unbound WaitForFirstConsumer claim whose
+// node was already chosen elsewhere, or that has no static volume there
+// and cannot be provisioned there (the same reason); too little capacity
+// to provision there.
+func volumeBinding(node *corev1.Node, vols podVolumes) []string {
+	var reasons []string
 	for _, pv := range vols.bound {
 		if !volumeFits(pv, node) {
-			return reasonVolumeNodeAffinity
+			reasons = append(reasons, reasonVolumeNodeAffinity)
+			break
 		}
+	}
+	if vols.selected != "" && vols.selected != node.Name {
+		return append(reasons, reasonNoPersistentVolumes)
 	}
 	static := staticMatches(vols.delayed, vols.available, node)
 	for _, claim := range vols.delayed {
-		if claim.Annotations[annSelectedNode] != "" {
-			continue
-		}
-		if static[claim] != nil {
+		if claim.Annotations[annSelectedNode] != "" || static[claim] != nil {
 			continue
 		}
 		class := vols.classes[className(claim)]
 		if class == nil || class.Provisioner == "" || class.Provisioner == "kubernetes.io/no-provisioner" || !allowedOn(class, node) {
-			return reasonNoPersistentVolumes
+			return append(reasons, reasonNoPersistentVolumes)
 		}
 		if vols.capacity != nil && !vols.capacity(claim, class, node) {
-			return reasonNotEnoughStorage
+			return append(reasons, reasonNotEnoughStorage)
 		}
 	}
-	return ""
+	return reasons
 }
 
 // exceedsVolumeLimits is the NodeVolumeLimits plugin's check. attached are
@@ -266,18 +269,20 @@ func className(claim *corev1.PersistentVolumeClaim) string {
 }
 
 // failureMessage words a FailedScheduling event as the real scheduler
-// does: the count of nodes, then "N reason" for each reason, sorted as
-// strings, then the postscript of the preemption that was tried: nodes
-// where preemption cannot help, and nodes where it could but no pod of
-// lower priority runs.
-func failureMessage(total int, verdicts map[verdict]int) string {
+// does from the nodes' verdicts: the count of nodes, then "N reason" for
+// each reason, sorted as strings, then the postscript of the preemption
+// that was tried: nodes where preemption cannot help, and nodes where it
+// could but no pod of lower priority runs.
+func failureMessage(total int, verdicts []verdict) string {
 	reasons, preemption := map[string]int{}, map[string]int{}
-	for v, n := range verdicts {
-		reasons[v.reason] += n
+	for _, v := range verdicts {
+		for _, r := range v.reasons {
+			reasons[r]++
+		}
 		if v.preemptible {
-			preemption["No preemption victims found for incoming pod"] += n
+			preemption["No preemption victims found for incoming pod"]++
 		} else {
-			preemption["Preemption is not helpful for scheduling"] += n
+			preemption["Preemption is not helpful for scheduling"]++
 		}
 	}
 	return fmt.Sprintf("0/%d nodes are available: %s. preemption: 0/%d nodes are available: %s.",

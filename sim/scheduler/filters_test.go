@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"maps"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,13 +53,15 @@ func TestFits(t *testing.T) {
 			podVolumes{bound: []*corev1.PersistentVolume{zoneVolume("a")}}, noLimit, reasonVolumeNodeAffinity},
 		{"volume in this zone", plain, node("n", map[string]string{"zone": "a"}),
 			podVolumes{bound: []*corev1.PersistentVolume{zoneVolume("a")}}, noLimit, ""},
-		{"another node was selected", plain, node("n", nil), podVolumes{selected: "m"}, noLimit, reasonNotSelectedNode},
+		{"another node was selected", plain, node("n", nil), podVolumes{selected: "m"}, noLimit, reasonNoPersistentVolumes},
+		{"bound volume elsewhere and another node selected: both", plain, node("n", map[string]string{"zone": "b"}),
+			podVolumes{bound: []*corev1.PersistentVolume{zoneVolume("a")}, selected: "m"}, noLimit, reasonVolumeNodeAffinity + "," + reasonNoPersistentVolumes},
 		{"volume limit", plain, node("n", nil), podVolumes{}, full, reasonMaxVolumeCount},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := fits(tc.pod, tc.node, tc.vols, tc.limit)
-			if got.reason != tc.want {
-				t.Errorf("fits = %q, want %q", got.reason, tc.want)
+			if reasons := strings.Join(got.reasons, ","); reasons != tc.want {
+				t.Errorf("fits = %q, want %q", reasons, tc.want)
 			}
 			if want := tc.want == reasonMaxVolumeCount; got.preemptible != want {
 				t.Errorf("preemptible = %v, want %v", got.preemptible, want)
@@ -68,15 +71,24 @@ func TestFits(t *testing.T) {
 }
 
 func TestFailureMessageIsTheRealOne(t *testing.T) {
-	got := failureMessage(3, map[verdict]int{{reason: reasonVolumeNodeAffinity}: 2, {reason: reasonNodeAffinity}: 1})
+	affinity, volume := verdict{reasons: []string{reasonNodeAffinity}}, verdict{reasons: []string{reasonVolumeNodeAffinity}}
+	got := failureMessage(3, []verdict{volume, affinity, volume})
 	want := "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) didn't match PersistentVolume's node affinity. " +
 		"preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
 	if got != want {
 		t.Errorf("message\n got %q\nwant %q", got, want)
 	}
-	got = failureMessage(3, map[verdict]int{{reason: reasonMaxVolumeCount, preemptible: true}: 1, {reason: reasonUntoleratedTaint}: 2})
+	full, tainted := verdict{reasons: []string{reasonMaxVolumeCount}, preemptible: true}, verdict{reasons: []string{reasonUntoleratedTaint}}
+	got = failureMessage(3, []verdict{tainted, full, tainted})
 	want = "0/3 nodes are available: 1 node(s) exceed max volume count, 2 node(s) had untolerated taint(s). " +
 		"preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
+	if got != want {
+		t.Errorf("message\n got %q\nwant %q", got, want)
+	}
+	both := verdict{reasons: []string{reasonVolumeNodeAffinity, reasonNoPersistentVolumes}}
+	got = failureMessage(2, []verdict{both, affinity})
+	want = "0/2 nodes are available: 1 node(s) didn't find available persistent volumes to bind, 1 node(s) didn't match PersistentVolume's node affinity, " +
+		"1 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 	if got != want {
 		t.Errorf("message\n got %q\nwant %q", got, want)
 	}

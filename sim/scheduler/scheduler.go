@@ -250,14 +250,14 @@ func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, st
 		return nil, "", err
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	verdicts := map[verdict]int{}
+	var verdicts []verdict
 	wanted := s.podCSIVolumes(pod)
 	for _, node := range nodes {
 		v := fits(pod, node, vols, func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) })
-		if v.reason == "" {
+		if v.fits() {
 			return node, "", nil
 		}
-		verdicts[v]++
+		verdicts = append(verdicts, v)
 	}
 	if len(nodes) == 0 {
 		return nil, "no nodes available to schedule pods", nil
