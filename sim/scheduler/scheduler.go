@@ -1,12 +1,20 @@
 // Package scheduler is the simulated kube-scheduler, for what matters to
-// volumes: node selectors and affinity, taints and tolerations, the node
-// affinity of bound volumes, WaitForFirstConsumer (it picks the node and
-// sets volume.kubernetes.io/selected-node, or binds a matching static
-// volume), and per-node volume limits from CSINode. A pod that fits nowhere
-// gets a FailedScheduling event worded as the real one and is tried again
-// with the real backoff (1 s doubling to 10 s) and whenever nodes, claims
-// or volumes change. Of the nodes that fit, the first by name is chosen:
-// the real scheduler's scoring is not modelled.
+// volumes. It runs the real scheduler's filters in their order and stops
+// at the first that rejects a node: NodeUnschedulable, TaintToleration,
+// NodeAffinity (selector and required affinity), NodeVolumeLimits (CSINode
+// allocatable counts against the CSI volumes the node's pods use and the
+// VolumeAttachments on it) and VolumeBinding (the node affinity of bound
+// volumes; for WaitForFirstConsumer claims a static volume on the node, or
+// provisioning there, with capacity). VolumeBinding's PreFilter rejects a
+// pod whose claims are missing or unbound with immediate binding before
+// any node is looked at. For the chosen node it binds static volumes or
+// sets volume.kubernetes.io/selected-node. A pod that fits nowhere gets a
+// FailedScheduling event and PodScheduled condition worded as v1.37 words
+// them (reasons counted per node, the preemption postscript) and is tried
+// again with the real backoff (1 s doubling to 10 s) and whenever nodes,
+// claims, volumes, CSINodes or capacities change or a pod or an attachment
+// goes. Of the nodes that fit, the first by name is chosen: the real
+// scheduler's scoring is not modelled.
 package scheduler
 
 import (
