@@ -50,6 +50,8 @@ func (c *Cluster) InjectFault(ctx context.Context, f scenario.Fault) error {
 		return nodelifecycle.MarkOutOfService(ctx, cs, f.Node, time.Now())
 	case scenario.FaultMissingMountPropagation:
 		return c.isolateNodePlugin(ctx, n)
+	case scenario.FaultKubeletRestart:
+		return c.restartKubelet(ctx, n)
 	}
 	return fmt.Errorf("fault %q is not supported on the real control plane", f.Type)
 }
@@ -65,9 +67,9 @@ func (c *Cluster) loseNode(n *simNode) error {
 	return c.stopNodePlugin(n.name, 0)
 }
 
-// returnNode starts the node plugin and a kubelet for the node again. The
-// new kubelet registers as a restarted one does (the Node exists; it posts
-// Ready and renews its Lease) and takes up the node's pods from the API.
+// returnNode starts the node plugin and a kubelet for the node again, as
+// after a reboot: the new kubelet rebuilds its state from the mounts it
+// finds, posts Ready, renews its Lease and takes up the node's pods.
 func (c *Cluster) returnNode(ctx context.Context, n *simNode) error {
 	if !n.lost {
 		return fmt.Errorf("node %s is not lost", n.name)
@@ -77,7 +79,18 @@ func (c *Cluster) returnNode(ctx context.Context, n *simNode) error {
 		return err
 	}
 	n.lost = false
-	return c.startKubelet(ctx, c.kubeletCtx, n.name, endpoint)
+	return c.startKubelet(ctx, c.kubeletCtx, n.name, endpoint, true)
+}
+
+// restartKubelet stops the node's kubelet and starts a new one, which
+// finds the node's volumes mounted and takes them up again; the node
+// plugin keeps running, as on a real node whose kubelet restarts.
+func (c *Cluster) restartKubelet(ctx context.Context, n *simNode) error {
+	if n.lost {
+		return fmt.Errorf("node %s is lost; it has no kubelet to restart", n.name)
+	}
+	n.stop()
+	return c.startKubelet(ctx, c.kubeletCtx, n.name, "unix://"+c.nodeSocket(n.name), true)
 }
 
 // isolateNodePlugin restarts the node's CSI plugin under unshare(1) in a

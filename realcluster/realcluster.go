@@ -190,7 +190,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		if err != nil {
 			return c, err
 		}
-		if err := c.startKubelet(ctx, c.kubeletCtx, node, endpoint); err != nil {
+		if err := c.startKubelet(ctx, c.kubeletCtx, node, endpoint, false); err != nil {
 			return c, err
 		}
 	}
@@ -228,7 +228,7 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node string) (string, e
 	name, socket, stateDir := "controller", c.root.Path("controller", "csi.sock"), c.root.Path("controller", "state")
 	if mode == "node" {
 		name = "node-" + node
-		socket = c.root.Path("nodes", node, "kubelet", "plugins", c.cfg.DriverName, "csi.sock")
+		socket = c.nodeSocket(node)
 		stateDir = c.root.Path("nodes", node, "driver-state")
 	}
 	for _, dir := range []string{stateDir, filepath.Dir(socket), c.root.Path("storage")} {
@@ -261,6 +261,12 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node string) (string, e
 		return "", fmt.Errorf("driver %s did not become ready: %w", name, err)
 	}
 	return vars.Endpoint, nil
+}
+
+// nodeSocket is where node's plugin listens: in the kubelet's plugins
+// directory, as node-driver-registrar has it.
+func (c *Cluster) nodeSocket(node string) string {
+	return c.root.Path("nodes", node, "kubelet", "plugins", c.cfg.DriverName, "csi.sock")
 }
 
 func (c *Cluster) driverTimeout() time.Duration {
@@ -328,8 +334,10 @@ func callEntry(actor string, call faultproxy.Call) trace.Entry {
 }
 
 // startKubelet registers a simulated kubelet for node with the real API
-// server and runs it on goroutines until Close.
-func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint string) error {
+// server and runs it on goroutines until Close or a node fault stops it.
+// A restarted kubelet first rebuilds its state from the volumes mounted
+// under its directory, as the real one's reconstruction does.
+func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint string, restarted bool) error {
 	actor := "kubelet:" + node
 	conn, err := csiclient.Dial(endpoint, actor, c.rec)
 	if err != nil {
@@ -350,8 +358,12 @@ func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint strin
 	}
 	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"), Labels: labels},
 		cs, podFactory, factory, conn.Node, controller.RealRuntime())
-	if err := k.Register(ctx, conn.Identity); err != nil {
-		return err
+	// A restarted kubelet finds its Node and CSINode there; the plugin
+	// registers again during Restart.
+	if !restarted {
+		if err := k.Register(ctx, conn.Identity); err != nil {
+			return err
+		}
 	}
 	// Each kubelet has a context of its own, which node-loss cancels.
 	nodeCtx, stop := context.WithCancel(runCtx)
@@ -360,12 +372,28 @@ func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint strin
 		n = &simNode{name: node}
 		c.nodes[node] = n
 	}
-	n.stop = stop
+	done := make(chan struct{})
+	n.stop = func() { stop(); <-done }
 	podFactory.Start(nodeCtx.Done())
 	factory.Start(nodeCtx.Done())
+	if restarted {
+		for _, f := range []informers.SharedInformerFactory{podFactory, factory} {
+			for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+				if !ok {
+					stop()
+					return fmt.Errorf("restarting the kubelet of %s: the %v informer did not sync", node, typ)
+				}
+			}
+		}
+		if err := k.Restart(ctx); err != nil {
+			stop()
+			return err
+		}
+	}
 	c.kubelets.Add(1)
 	go func() {
 		defer c.kubelets.Done()
+		defer close(done)
 		k.Run(nodeCtx)
 		podFactory.Shutdown()
 		factory.Shutdown()
