@@ -54,8 +54,9 @@ func (v verdict) fits() bool { return len(v.reasons) == 0 }
 // fits says whether node can run pod, checking what the real scheduler's
 // filter plugins check, in their order, and stopping at the first that
 // rejects the node: NodeUnschedulable, TaintToleration, NodeAffinity,
-// NodeVolumeLimits, VolumeBinding. overLimit is the volume limits check.
-func fits(pod *corev1.Pod, node *corev1.Node, vols podVolumes, overLimit func(*corev1.Node) bool) verdict {
+// NodeResourcesFit, NodeVolumeLimits, VolumeBinding. running are the pods
+// the node runs; overLimit is the volume limits check.
+func fits(pod *corev1.Pod, node *corev1.Node, running []*corev1.Pod, vols podVolumes, overLimit func(*corev1.Node) bool) verdict {
 	if node.Spec.Unschedulable && !tolerates(pod, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
 		return verdict{reasons: []string{reasonUnschedulable}}
 	}
@@ -67,6 +68,9 @@ func fits(pod *corev1.Pod, node *corev1.Node, vols podVolumes, overLimit func(*c
 	}
 	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
 		return verdict{reasons: []string{reasonNodeAffinity}}
+	}
+	if reasons, unresolvable := insufficientResources(pod, node, running); len(reasons) > 0 {
+		return verdict{reasons: reasons, preemptible: !unresolvable}
 	}
 	if overLimit(node) {
 		return verdict{reasons: []string{reasonMaxVolumeCount}, preemptible: true}

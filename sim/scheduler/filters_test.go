@@ -59,7 +59,7 @@ func TestFits(t *testing.T) {
 		{"volume limit", plain, node("n", nil), podVolumes{}, full, reasonMaxVolumeCount},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := fits(tc.pod, tc.node, tc.vols, tc.limit)
+			got := fits(tc.pod, tc.node, nil, tc.vols, tc.limit)
 			if reasons := strings.Join(got.reasons, ","); reasons != tc.want {
 				t.Errorf("fits = %q, want %q", reasons, tc.want)
 			}
@@ -175,6 +175,50 @@ func TestStaticMatches(t *testing.T) {
 			}
 			if !maps.Equal(got, tc.want) {
 				t.Errorf("staticMatches = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestInsufficientResources(t *testing.T) {
+	n := node("n", nil)
+	n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"),
+		corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("2")}
+	pod := func(cpu, memory string) *corev1.Pod {
+		requests := corev1.ResourceList{}
+		if cpu != "" {
+			requests[corev1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if memory != "" {
+			requests[corev1.ResourceMemory] = resource.MustParse(memory)
+		}
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: requests}}}}}
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	withInit := pod("500m", "")
+	withInit.Spec.InitContainers = []corev1.Container{
+		{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}, RestartPolicy: &always},
+		{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}},
+	}
+	for _, tc := range []struct {
+		name         string
+		pod          *corev1.Pod
+		running      []*corev1.Pod
+		want         string
+		unresolvable bool
+	}{
+		{"no requests fit anywhere", &corev1.Pod{}, nil, "", false},
+		{"fits", pod("1", "1Gi"), []*corev1.Pod{pod("1", "")}, "", false},
+		{"cpu taken by others", pod("1500m", ""), []*corev1.Pod{pod("1", "")}, "Insufficient cpu", false},
+		{"more than the node has", pod("3", "9Gi"), nil, "Insufficient cpu,Insufficient memory", true},
+		{"too many pods", &corev1.Pod{}, []*corev1.Pod{{}, {}}, "Too many pods", false},
+		// The sidecar (1) runs while the second init container (1.5) does: 2.5 > 2.
+		{"an init container next to a sidecar", withInit, nil, "Insufficient cpu", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reasons, unresolvable := insufficientResources(tc.pod, n, tc.running)
+			if got := strings.Join(reasons, ","); got != tc.want || unresolvable != tc.unresolvable {
+				t.Errorf("insufficientResources = %q, unresolvable %v; want %q, %v", got, unresolvable, tc.want, tc.unresolvable)
 			}
 		})
 	}

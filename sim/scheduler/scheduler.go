@@ -1,7 +1,8 @@
 // Package scheduler is the simulated kube-scheduler, for what matters to
 // volumes. It runs the real scheduler's filters in their order and stops
 // at the first that rejects a node: NodeUnschedulable, TaintToleration,
-// NodeAffinity (selector and required affinity), NodeVolumeLimits (CSINode
+// NodeAffinity (selector and required affinity), NodeResourcesFit (the
+// pods' requests against the node's allocatable), NodeVolumeLimits (CSINode
 // allocatable counts against the CSI volumes the node's pods use and the
 // VolumeAttachments on it) and VolumeBinding (the node affinity of bound
 // volumes; for WaitForFirstConsumer claims a static volume on the node, or
@@ -10,11 +11,13 @@
 // any node is looked at. For the chosen node it binds static volumes or
 // sets volume.kubernetes.io/selected-node. A pod that fits nowhere gets a
 // FailedScheduling event and PodScheduled condition worded as v1.37 words
-// them (reasons counted per node, the preemption postscript) and is tried
-// again with the real backoff (1 s doubling to 10 s) and whenever nodes,
-// claims, volumes, CSINodes or capacities change or a pod or an attachment
-// goes. Of the nodes that fit, the first by name is chosen: the real
-// scheduler's scoring is not modelled.
+// them (reasons counted per node, the preemption postscript) and waits,
+// as in the real scheduler's unschedulable queue, for an event that may
+// make it fit — a node it now fits on; a claim, volume, CSINode or
+// capacity that changes; a pod or an attachment that goes — and then for
+// the real backoff (1 s doubling to 10 s), or for 5 minutes at most. Of
+// the nodes that fit, the first by name is chosen: the real scheduler's
+// scoring is not modelled.
 package scheduler
 
 import (
@@ -27,6 +30,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,10 +48,14 @@ import (
 // Name is the scheduler name pods ask for by default.
 const Name = corev1.DefaultSchedulerName
 
-// The real scheduler's backoff for pods that did not fit.
+// The real scheduler's queue for pods that did not fit: they wait in its
+// unschedulable pods until an event may make them fit (or for at most
+// podMaxInUnschedulablePodsDuration), and then no sooner than their
+// backoff, 1 s doubling per failed attempt up to 10 s.
 const (
-	initialBackoff = time.Second
-	maxBackoff     = 10 * time.Second
+	initialBackoff                    = time.Second
+	maxBackoff                        = 10 * time.Second
+	podMaxInUnschedulablePodsDuration = 5 * time.Minute
 )
 
 // Scheduler binds pending pods to nodes.
@@ -69,14 +77,20 @@ type Scheduler struct {
 	synced      []cache.InformerSynced
 
 	mu       sync.Mutex
-	attempts map[string]int // pod key → failed attempts, for the backoff
+	attempts map[string]attempt // pod key → its failed attempts, for the backoff
+}
+
+// attempt is how often a pod failed to fit, and when it last did.
+type attempt struct {
+	failures int
+	last     time.Time
 }
 
 // New wires a scheduler to the factory's informers.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Scheduler {
 	events, stop := rt.NewEventRecorder(client, Name, "")
 	s := &Scheduler{client: client, events: events, stopRecs: stop, clock: rt.Clock, queue: rt.NewQueue("scheduler"),
-		attempts: map[string]int{}}
+		attempts: map[string]attempt{}}
 	podInf := factory.Core().V1().Pods()
 	nodeInf := factory.Core().V1().Nodes()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
@@ -89,34 +103,105 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	s.drivers, s.capacities = factory.Storage().V1().CSIDrivers().Lister(), capInf.Lister()
 	vaInf := factory.Storage().V1().VolumeAttachments()
 	s.attachments = vaInf.Lister()
-	_, _ = podInf.Informer().AddEventHandler(controller.EnqueueHandler(s.queue))
+	// A new pod is tried at once; a pod whose spec or labels change is
+	// tried again (after its backoff). Status updates, the scheduler's own
+	// included, do not count.
+	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { s.enqueue(obj) },
+		UpdateFunc: func(old, obj any) {
+			if p, ok := obj.(*corev1.Pod); ok && podChanged(old.(*corev1.Pod), p) {
+				s.requeue(p.Namespace + "/" + p.Name)
+			}
+		},
+		DeleteFunc: func(obj any) { s.enqueue(obj); s.enqueuePending() },
+	})
 	// What can make a waiting pod fit moves it back to the queue, as the
-	// real scheduler's unschedulable queue does on cluster events.
+	// real scheduler's queueing hints do on cluster events: a node only
+	// for the pods that now fit on it (a cordon or a new taint does not
+	// wake anyone); changes of claims, volumes, CSINodes and capacities,
+	// and attachments that go, for every waiting pod.
+	_, _ = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.enqueueFitting(obj) },
+		UpdateFunc: func(_, obj any) { s.enqueueFitting(obj) },
+	})
 	wake := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { s.enqueuePending() },
 		UpdateFunc: func(any, any) { s.enqueuePending() },
 	}
-	for _, inf := range []cache.SharedIndexInformer{nodeInf.Informer(), pvcInf.Informer(), pvInf.Informer(), csiNodeInf.Informer(), capInf.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{pvcInf.Informer(), pvInf.Informer(), csiNodeInf.Informer(), capInf.Informer()} {
 		_, _ = inf.AddEventHandler(wake)
 	}
-	// A pod or an attachment that goes may leave room under a node's
-	// volume limit.
-	gone := cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { s.enqueuePending() }}
-	_, _ = podInf.Informer().AddEventHandler(gone)
-	_, _ = vaInf.Informer().AddEventHandler(gone)
+	_, _ = vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { s.enqueuePending() }})
 	s.synced = []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, pvcInf.Informer().HasSynced,
 		pvInf.Informer().HasSynced, scInf.Informer().HasSynced, csiNodeInf.Informer().HasSynced, capInf.Informer().HasSynced,
 		factory.Storage().V1().CSIDrivers().Informer().HasSynced, vaInf.Informer().HasSynced}
 	return s
 }
 
+func (s *Scheduler) enqueue(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		s.queue.Add(key)
+	}
+}
+
+// enqueuePending moves every waiting pod back to the queue.
 func (s *Scheduler) enqueuePending() {
 	pods, _ := s.pods.List(labels.Everything())
 	for _, p := range pods {
 		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
-			s.queue.Add(p.Namespace + "/" + p.Name)
+			s.requeue(p.Namespace + "/" + p.Name)
 		}
 	}
+}
+
+// enqueueFitting moves the waiting pods that fit on a new or changed node
+// back to the queue.
+func (s *Scheduler) enqueueFitting(obj any) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	pods, _ := s.pods.List(labels.Everything())
+	for _, p := range pods {
+		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+			continue
+		}
+		vols, why := s.podVolumes(p)
+		if why != "" {
+			continue
+		}
+		wanted := s.podCSIVolumes(p)
+		if fits(p, node, s.runningOn(node.Name), vols, func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) }).fits() {
+			s.requeue(p.Namespace + "/" + p.Name)
+		}
+	}
+}
+
+// requeue adds a pod to the queue once its backoff since its last failed
+// attempt is over.
+func (s *Scheduler) requeue(key string) {
+	s.mu.Lock()
+	a, failed := s.attempts[key]
+	s.mu.Unlock()
+	if failed {
+		backoff := min(initialBackoff<<min(a.failures-1, 4), maxBackoff)
+		if wait := a.last.Add(backoff).Sub(s.clock.Now()); wait > 0 {
+			s.queue.AddAfter(key, wait)
+			return
+		}
+	}
+	s.queue.Add(key)
+}
+
+// podChanged: an update of the pod other than of its status (and of the
+// bookkeeping fields that change with every write).
+func podChanged(old, pod *corev1.Pod) bool {
+	strip := func(p *corev1.Pod) *corev1.Pod {
+		c := p.DeepCopy()
+		c.ResourceVersion, c.Generation, c.ManagedFields, c.Status = "", 0, nil, corev1.PodStatus{}
+		return c
+	}
+	return !apiequality.Semantic.DeepEqual(strip(old), strip(pod))
 }
 
 // Run schedules until ctx is done.
@@ -261,7 +346,7 @@ func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, st
 	var verdicts []verdict
 	wanted := s.podCSIVolumes(pod)
 	for _, node := range nodes {
-		v := fits(pod, node, vols, func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) })
+		v := fits(pod, node, s.runningOn(node.Name), vols, func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) })
 		if v.fits() {
 			return node, "", nil
 		}
@@ -271,6 +356,18 @@ func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, st
 		return nil, "no nodes available to schedule pods", nil
 	}
 	return nil, failureMessage(len(nodes), verdicts), nil
+}
+
+// runningOn are the pods bound to the node that have not finished.
+func (s *Scheduler) runningOn(node string) []*corev1.Pod {
+	var out []*corev1.Pod
+	all, _ := s.pods.List(labels.Everything())
+	for _, p := range all {
+		if p.Spec.NodeName == node && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // overVolumeLimit: the pod's CSI volumes (wanted) do not fit under the
@@ -383,7 +480,9 @@ func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVo
 }
 
 // unschedulable reports why the pod fits nowhere — an event and the
-// PodScheduled=False condition — and tries again after the backoff.
+// PodScheduled=False condition — and parks it: an event that may make it
+// fit requeues it (after its backoff), else it is tried again after
+// podMaxInUnschedulablePodsDuration.
 func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg string) error {
 	s.events.Event(pod, corev1.EventTypeWarning, "FailedScheduling", msg)
 	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
@@ -397,11 +496,11 @@ func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg stri
 	}
 	key := pod.Namespace + "/" + pod.Name
 	s.mu.Lock()
-	n := s.attempts[key]
-	s.attempts[key] = n + 1
+	a := s.attempts[key]
+	s.attempts[key] = attempt{failures: a.failures + 1, last: s.clock.Now()}
 	s.mu.Unlock()
-	backoff := initialBackoff << min(n, 4)
-	return controller.RequeueAfter(min(backoff, maxBackoff))
+	// Events that may make it fit bring it back sooner.
+	return controller.RequeueAfter(podMaxInUnschedulablePodsDuration)
 }
 
 func (s *Scheduler) forget(key string) {
