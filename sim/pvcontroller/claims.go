@@ -15,6 +15,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
+// syncClaim is the binder's sync of a claim: a claim with
+// pv.kubernetes.io/bind-completed is kept bound (or found Lost), one that
+// names its volume is bound to it if it can be, any other gets the best
+// matching volume, a provisioner, or an event that says why it waits.
 func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {

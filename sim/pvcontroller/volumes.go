@@ -12,6 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// syncVolume is the binder's sync of a volume: it keeps the volume's phase
+// (Available, Bound, Released) in step with its claimRef and that claim,
+// runs the reclaim policy of a released volume and undoes a binding whose
+// claim went to another volume.
 func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	pv, err := c.volumes.Get(name)
 	if apierrors.IsNotFound(err) {
