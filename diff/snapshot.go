@@ -485,7 +485,9 @@ func (n *Normaliser) Snapshot(objs Objects, calls []trace.Entry) Snapshot {
 func (n *Normaliser) events(objects map[string]Object, events []corev1.Event) {
 	messages := map[string]map[string]map[string]bool{} // object key -> reason -> messages
 	for _, e := range events {
-		if slices.Contains(systemNamespaces, e.InvolvedObject.Namespace) {
+		// Only the lifecycle's objects: a control plane also reports on
+		// its own (a ServiceCIDR, say), which the simulator has not.
+		if slices.Contains(systemNamespaces, e.InvolvedObject.Namespace) || !slices.Contains(kindOrder, e.InvolvedObject.Kind) {
 			continue
 		}
 		key := Object{Kind: e.InvolvedObject.Kind, Name: n.name(qualified(e.InvolvedObject.Namespace, e.InvolvedObject.Name))}.Key()

@@ -82,6 +82,8 @@ func (w world) objects() Objects {
 				InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data"}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "pv.1", Namespace: "default"}, Reason: "VolumeDelete",
 				InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolume", Name: pvName}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes.1", Namespace: "default"}, Reason: "KubernetesDefaultServiceCIDRError",
+				InvolvedObject: corev1.ObjectReference{Kind: "ServiceCIDR", Name: "kubernetes"}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "old.1", Namespace: "default"}, Reason: "Scheduled",
 				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "gone"}},
 		},
