@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -64,26 +65,52 @@ func (k *Kubelet) renewLease(ctx context.Context) error {
 	return err
 }
 
-// postReady sets the node's Ready condition True if it is not.
+// healthyConditions are the conditions a healthy kubelet posts, in the
+// order and words of the real one: no memory, disk or PID pressure, and
+// Ready. (The node lifecycle controller marks them all Unknown when the
+// kubelet stops posting; ones a kubelet never posted it would report as
+// NodeStatusNeverUpdated.)
+func healthyConditions(now metav1.Time) []corev1.NodeCondition {
+	cond := func(t corev1.NodeConditionType, status corev1.ConditionStatus, reason, message string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: t, Status: status, Reason: reason, Message: message,
+			LastHeartbeatTime: now, LastTransitionTime: now}
+	}
+	return []corev1.NodeCondition{
+		cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+		cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
+	}
+}
+
+// postReady posts the healthy conditions again when the node lifecycle
+// controller has marked any of them otherwise (Unknown, after the node was
+// lost); conditions that did not change keep their transition times.
 func (k *Kubelet) postReady(ctx context.Context) error {
 	node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
 	now := metav1.NewTime(k.clock.Now()).Rfc3339Copy()
-	for i, c := range node.Status.Conditions {
-		if c.Type != corev1.NodeReady {
+	want := healthyConditions(now)
+	changed := false
+	for _, w := range want {
+		i := slices.IndexFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == w.Type })
+		switch {
+		case i < 0:
+			node.Status.Conditions = append(node.Status.Conditions, w)
+		case node.Status.Conditions[i].Status != w.Status:
+			node.Status.Conditions[i] = w
+		default:
 			continue
 		}
-		if c.Status == corev1.ConditionTrue {
-			return nil
-		}
-		node.Status.Conditions[i] = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}
-		_, err := k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-		return err
+		changed = true
 	}
-	return nil
+	if !changed {
+		return nil
+	}
+	_, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	return err
 }
 
 // Stop makes the kubelet stop working, as when its node is lost: no

@@ -234,10 +234,7 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 		Status: corev1.NodeStatus{
 			Capacity:    nodeResources(),
 			Allocatable: nodeResources(),
-			Conditions: []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
-			}},
+			Conditions:  healthyConditions(now),
 			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: Version, OperatingSystem: "linux", Architecture: "amd64",
 				ContainerRuntimeVersion: "csisim://none"},
 		},
