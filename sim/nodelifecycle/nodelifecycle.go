@@ -10,6 +10,7 @@ package nodelifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
@@ -301,13 +303,41 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node) error {
 			continue
 		}
 		c.evictions.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
-		err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		if err := c.markDisruptedAndDelete(ctx, pod); err != nil {
+			return err
 		}
 	}
 	if wait > 0 {
 		c.queue.AddAfter(node.Name, wait)
+	}
+	return nil
+}
+
+// markDisruptedAndDelete is the taint eviction controller's deletion: the
+// pod first gets the DisruptionTarget condition (so that a Job's pod
+// failure policy can tell an eviction from a crash), then is deleted with
+// its own grace period.
+func (c *Controller) markDisruptedAndDelete(ctx context.Context, pod *corev1.Pod) error {
+	if !slices.ContainsFunc(pod.Status.Conditions, func(pc corev1.PodCondition) bool {
+		return pc.Type == corev1.DisruptionTarget && pc.Status == corev1.ConditionTrue && pc.Reason == "DeletionByTaintManager"
+	}) {
+		cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager",
+			Message: "Taint manager: deleting due to NoExecute taint", LastTransitionTime: metav1.NewTime(c.clock.Now()).Rfc3339Copy()}
+		patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
+		if err != nil {
+			return err
+		}
+		_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("marking pod %s/%s for eviction: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
 }
