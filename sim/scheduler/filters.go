@@ -47,6 +47,7 @@ type podVolumes struct {
 type verdict struct {
 	reasons     []string
 	preemptible bool
+	plugin      string // the filter plugin that rejected the node
 }
 
 func (v verdict) fits() bool { return len(v.reasons) == 0 }
@@ -58,24 +59,24 @@ func (v verdict) fits() bool { return len(v.reasons) == 0 }
 // the node runs; overLimit is the volume limits check.
 func fits(pod *corev1.Pod, node *corev1.Node, running []*corev1.Pod, vols podVolumes, overLimit func(*corev1.Node) bool) verdict {
 	if node.Spec.Unschedulable && !tolerates(pod, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
-		return verdict{reasons: []string{reasonUnschedulable}}
+		return verdict{reasons: []string{reasonUnschedulable}, plugin: "NodeUnschedulable"}
 	}
 	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations,
 		func(t *corev1.Taint) bool {
 			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 		}, false); untolerated {
-		return verdict{reasons: []string{reasonUntoleratedTaint}}
+		return verdict{reasons: []string{reasonUntoleratedTaint}, plugin: "TaintToleration"}
 	}
 	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok {
-		return verdict{reasons: []string{reasonNodeAffinity}}
+		return verdict{reasons: []string{reasonNodeAffinity}, plugin: "NodeAffinity"}
 	}
 	if reasons, unresolvable := insufficientResources(pod, node, running); len(reasons) > 0 {
-		return verdict{reasons: reasons, preemptible: !unresolvable}
+		return verdict{reasons: reasons, preemptible: !unresolvable, plugin: "NodeResourcesFit"}
 	}
 	if overLimit(node) {
-		return verdict{reasons: []string{reasonMaxVolumeCount}, preemptible: true}
+		return verdict{reasons: []string{reasonMaxVolumeCount}, preemptible: true, plugin: "NodeVolumeLimits"}
 	}
-	return verdict{reasons: volumeBinding(node, vols)}
+	return verdict{reasons: volumeBinding(node, vols), plugin: "VolumeBinding"}
 }
 
 // volumeBinding is the VolumeBinding plugin's filter. Its reasons: a bound

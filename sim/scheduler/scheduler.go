@@ -80,10 +80,13 @@ type Scheduler struct {
 	attempts map[string]attempt // pod key → its failed attempts, for the backoff
 }
 
-// attempt is how often a pod failed to fit, and when it last did.
+// attempt is how often a pod failed to fit, when it last did, and the
+// plugins that rejected it then: only events those plugins care about
+// bring it back (the real scheduler's queueing hints, roughly).
 type attempt struct {
 	failures int
 	last     time.Time
+	plugins  map[string]bool
 }
 
 // New wires a scheduler to the factory's informers.
@@ -113,25 +116,49 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 				s.requeue(p.Namespace + "/" + p.Name)
 			}
 		},
-		DeleteFunc: func(obj any) { s.enqueue(obj); s.enqueuePending() },
+		DeleteFunc: func(obj any) {
+			s.enqueue(obj)
+			// A pod that goes may leave room on its node.
+			if p, ok := controller.Unwrap(obj).(*corev1.Pod); ok && p.Spec.NodeName != "" {
+				s.requeueWhere(false, func(_ *corev1.Pod, a attempt) bool {
+					return a.plugins["NodeVolumeLimits"] || a.plugins["NodeResourcesFit"]
+				})
+			}
+		},
 	})
 	// What can make a waiting pod fit moves it back to the queue, as the
-	// real scheduler's queueing hints do on cluster events: a node only
-	// for the pods that now fit on it (a cordon or a new taint does not
-	// wake anyone); changes of claims, volumes, CSINodes and capacities,
-	// and attachments that go, for every waiting pod.
+	// real scheduler's queueing hints do on cluster events, for the pods
+	// that a plugin which cares about the event rejected: a node only for
+	// the pods that now fit on it (a cordon or a new taint wakes nobody); a
+	// claim for the pods that use it; volumes, CSINodes and capacities for
+	// the volume plugins; an attachment that goes for the volume limits.
+	// Pods waiting for their claims to be bound come back with the claims.
 	_, _ = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.enqueueFitting(obj) },
 		UpdateFunc: func(_, obj any) { s.enqueueFitting(obj) },
 	})
-	wake := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.enqueuePending() },
-		UpdateFunc: func(any, any) { s.enqueuePending() },
+	onChange := func(f func(obj any)) cache.ResourceEventHandlerFuncs {
+		return cache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, obj any) { f(obj) }}
 	}
-	for _, inf := range []cache.SharedIndexInformer{pvcInf.Informer(), pvInf.Informer(), csiNodeInf.Informer(), capInf.Informer()} {
-		_, _ = inf.AddEventHandler(wake)
-	}
-	_, _ = vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { s.enqueuePending() }})
+	_, _ = pvcInf.Informer().AddEventHandler(onChange(func(obj any) {
+		if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+			s.requeueWhere(true, func(p *corev1.Pod, _ attempt) bool { return p.Namespace == claim.Namespace && usesClaim(p, claim.Name) })
+		}
+	}))
+	_, _ = pvInf.Informer().AddEventHandler(onChange(func(any) {
+		s.requeueWhere(true, func(_ *corev1.Pod, a attempt) bool { return a.plugins["VolumeBinding"] })
+	}))
+	_, _ = csiNodeInf.Informer().AddEventHandler(onChange(func(any) {
+		s.requeueWhere(false, func(_ *corev1.Pod, a attempt) bool {
+			return a.plugins["VolumeBinding"] || a.plugins["NodeVolumeLimits"]
+		})
+	}))
+	_, _ = capInf.Informer().AddEventHandler(onChange(func(any) {
+		s.requeueWhere(false, func(_ *corev1.Pod, a attempt) bool { return a.plugins["VolumeBinding"] })
+	}))
+	_, _ = vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) {
+		s.requeueWhere(false, func(_ *corev1.Pod, a attempt) bool { return a.plugins["NodeVolumeLimits"] })
+	}})
 	s.synced = []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, pvcInf.Informer().HasSynced,
 		pvInf.Informer().HasSynced, scInf.Informer().HasSynced, csiNodeInf.Informer().HasSynced, capInf.Informer().HasSynced,
 		factory.Storage().V1().CSIDrivers().Informer().HasSynced, vaInf.Informer().HasSynced}
@@ -144,14 +171,32 @@ func (s *Scheduler) enqueue(obj any) {
 	}
 }
 
-// enqueuePending moves every waiting pod back to the queue.
-func (s *Scheduler) enqueuePending() {
+// requeueWhere moves the waiting pods that failed and that want says an
+// event concerns back to the queue; with waiting, also the pods that have
+// not failed but wait for their claims to be bound.
+func (s *Scheduler) requeueWhere(waiting bool, want func(*corev1.Pod, attempt) bool) {
 	pods, _ := s.pods.List(labels.Everything())
 	for _, p := range pods {
-		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
-			s.requeue(p.Namespace + "/" + p.Name)
+		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+			continue
+		}
+		key := p.Namespace + "/" + p.Name
+		s.mu.Lock()
+		a, failed := s.attempts[key]
+		s.mu.Unlock()
+		if failed && want(p, a) || !failed && waiting {
+			s.requeue(key)
 		}
 	}
+}
+
+func usesClaim(pod *corev1.Pod, claim string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
+			return true
+		}
+	}
+	return false
 }
 
 // enqueueFitting moves the waiting pods that fit on a new or changed node
@@ -238,14 +283,14 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 	vols, why := s.podVolumes(pod)
 	if why != "" {
 		nodes, _ := s.nodes.List(labels.Everything())
-		return s.unschedulable(ctx, pod, preFilterMessage(len(nodes), why))
+		return s.unschedulable(ctx, pod, preFilterMessage(len(nodes), why), map[string]bool{"VolumeBinding": true})
 	}
-	node, msg, err := s.pickNode(pod, vols)
+	node, msg, plugins, err := s.pickNode(pod, vols)
 	if err != nil {
 		return err
 	}
 	if node == nil {
-		return s.unschedulable(ctx, pod, msg)
+		return s.unschedulable(ctx, pod, msg, plugins)
 	}
 	waiting, err := s.bindVolumes(ctx, pod, vols, node)
 	if err != nil || waiting {
@@ -337,10 +382,10 @@ func (s *Scheduler) hasCapacity(claim *corev1.PersistentVolumeClaim, class *stor
 
 // pickNode returns the first node by name that fits, or the message of why
 // none does.
-func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, string, error) {
+func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, string, map[string]bool, error) {
 	nodes, err := s.nodes.List(labels.Everything())
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	var verdicts []verdict
@@ -348,14 +393,18 @@ func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, st
 	for _, node := range nodes {
 		v := fits(pod, node, s.runningOn(node.Name), vols, func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) })
 		if v.fits() {
-			return node, "", nil
+			return node, "", nil, nil
 		}
 		verdicts = append(verdicts, v)
 	}
 	if len(nodes) == 0 {
-		return nil, "no nodes available to schedule pods", nil
+		return nil, "no nodes available to schedule pods", nil, nil
 	}
-	return nil, failureMessage(len(nodes), verdicts), nil
+	plugins := map[string]bool{}
+	for _, v := range verdicts {
+		plugins[v.plugin] = true
+	}
+	return nil, failureMessage(len(nodes), verdicts), plugins, nil
 }
 
 // runningOn are the pods bound to the node that have not finished.
@@ -483,7 +532,7 @@ func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVo
 // PodScheduled=False condition — and parks it: an event that may make it
 // fit requeues it (after its backoff), else it is tried again after
 // podMaxInUnschedulablePodsDuration.
-func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg string) error {
+func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg string, plugins map[string]bool) error {
 	s.events.Event(pod, corev1.EventTypeWarning, "FailedScheduling", msg)
 	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 		Message: msg, LastTransitionTime: metav1.NewTime(s.clock.Now()).Rfc3339Copy()}
@@ -497,7 +546,7 @@ func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg stri
 	key := pod.Namespace + "/" + pod.Name
 	s.mu.Lock()
 	a := s.attempts[key]
-	s.attempts[key] = attempt{failures: a.failures + 1, last: s.clock.Now()}
+	s.attempts[key] = attempt{failures: a.failures + 1, last: s.clock.Now(), plugins: plugins}
 	s.mu.Unlock()
 	// Events that may make it fit bring it back sooner.
 	return controller.RequeueAfter(podMaxInUnschedulablePodsDuration)
