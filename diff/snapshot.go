@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -156,12 +157,6 @@ var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 
 // droppedAnnotations say how an object was written, not what it is.
 var droppedAnnotations = []string{"kubectl.kubernetes.io/last-applied-configuration"}
-
-// informationalCalls are CSI calls that components make whenever they
-// like (discovery, capabilities, polling), as scenario csiCalls checks
-// leave them out.
-var informationalCalls = []string{"GetPluginInfo", "GetPluginCapabilities", "Probe", "ControllerGetCapabilities",
-	"NodeGetCapabilities", "NodeGetInfo", "GetCapacity", "NodeGetVolumeStats", "ListVolumes"}
 
 // Normaliser turns what a cluster lists into snapshots that can be
 // compared with another cluster's. It remembers every generated name it
@@ -456,8 +451,12 @@ func (n *Normaliser) Snapshot(objs Objects, calls []trace.Entry) Snapshot {
 	for _, o := range s.Objects {
 		sort.Strings(o.Conditions)
 	}
+	// Calls by volume, compared as scenario csiCalls checks compare them:
+	// informational calls left out, a sidecar's immediate repeat of a
+	// controller call counted once (the real sidecars race their caches).
+	byVolume := map[string][]trace.Entry{}
 	for _, e := range calls {
-		if e.Kind != trace.CSI || slices.Contains(informationalCalls, e.Verb) {
+		if e.Kind != trace.CSI || scenario.IsInformationalCSICall(e.Verb) {
 			continue
 		}
 		volume := e.Object
@@ -471,7 +470,12 @@ func (n *Normaliser) Snapshot(objs Objects, calls []trace.Entry) Snapshot {
 			continue
 		}
 		key := n.name(volume)
-		s.CSICalls[key] = append(s.CSICalls[key], e.Verb)
+		byVolume[key] = append(byVolume[key], e)
+	}
+	for key, entries := range byVolume {
+		for _, e := range scenario.WithoutSidecarRepeats(entries) {
+			s.CSICalls[key] = append(s.CSICalls[key], e.Verb)
+		}
 	}
 	if len(s.CSICalls) == 0 {
 		s.CSICalls = nil

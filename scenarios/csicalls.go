@@ -47,8 +47,11 @@ var controllerCSICalls = []string{
 	"CreateSnapshot", "DeleteSnapshot", "ControllerExpandVolume", "ControllerModifyVolume",
 }
 
-func isCSIMethod(name string) bool            { return slices.Contains(csiMethods, name) }
-func isInformationalCSICall(name string) bool { return slices.Contains(informationalCSICalls, name) }
+func isCSIMethod(name string) bool { return slices.Contains(csiMethods, name) }
+
+// IsInformationalCSICall says whether a call is one that components make
+// whenever they like, which CSI call checks (and csisim diff) leave out.
+func IsInformationalCSICall(name string) bool { return slices.Contains(informationalCSICalls, name) }
 
 // csiMethodName strips a full gRPC method ("/csi.v1.Node/NodeStageVolume")
 // down to the name scenarios use.
@@ -61,7 +64,7 @@ func csiMethodName(verb string) string {
 func relevantCSICalls(calls []trace.Entry, volume string) []trace.Entry {
 	var out []trace.Entry
 	for _, e := range calls {
-		if isInformationalCSICall(csiMethodName(e.Verb)) {
+		if IsInformationalCSICall(csiMethodName(e.Verb)) {
 			continue
 		}
 		if volume != "" && e.Object != volume {
@@ -90,7 +93,7 @@ func (c *CSICallCheck) expectation() string {
 func (c *CSICallCheck) evaluate(all []trace.Entry) verdict {
 	calls := relevantCSICalls(all, c.Volume)
 	if c.Contains == nil {
-		calls = withoutSidecarRepeats(calls)
+		calls = WithoutSidecarRepeats(calls)
 	}
 	names := make([]string, len(calls))
 	for i, e := range calls {
@@ -113,13 +116,13 @@ func (c *CSICallCheck) evaluate(all []trace.Entry) verdict {
 	return verdict{seen: seen, explain: explainSequence(c.Sequence, calls)}
 }
 
-// withoutSidecarRepeats drops a successful controller call that repeats the
+// WithoutSidecarRepeats drops a successful controller call that repeats the
 // one just before it on the same object (see controllerCSICalls), so that
 // an exact sequence means the same on the simulator and on a real control
 // plane whose sidecars race their own informers. Failed calls and node
 // calls all count: a retry after an error, a kubelet's republish, are
 // what a scenario asserts.
-func withoutSidecarRepeats(calls []trace.Entry) []trace.Entry {
+func WithoutSidecarRepeats(calls []trace.Entry) []trace.Entry {
 	var out []trace.Entry
 	for _, e := range calls {
 		if n := len(out); n > 0 && e.Err == "" && out[n-1].Err == "" && e.Verb == out[n-1].Verb &&

@@ -659,7 +659,7 @@ func (p *parser) csiCalls(n *yaml.Node) *CSICallCheck {
 // checkCSIMethod rejects names that can never match a recorded call.
 func (p *parser) checkCSIMethod(n *yaml.Node, name string) bool {
 	switch {
-	case isInformationalCSICall(name):
+	case IsInformationalCSICall(name):
 		p.fail(n, "%s is informational and left out of the comparison; remove it", name)
 		return false
 	case !isCSIMethod(name):
