@@ -163,7 +163,7 @@ func TestCSIMethodLists(t *testing.T) {
 		}
 	}
 	for _, m := range lifecycle {
-		if !isCSIMethod(m) || isInformationalCSICall(m) {
+		if !isCSIMethod(m) || IsInformationalCSICall(m) {
 			t.Errorf("%s must be a comparable CSI method", m)
 		}
 	}
