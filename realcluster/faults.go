@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios/apifaults"
 	"github.com/csisim/csisim/sim/nodelifecycle"
 	"github.com/csisim/csisim/trace"
 )
@@ -32,6 +33,19 @@ type simNode struct {
 // taints and evictions, the attach/detach controller's force detach, the
 // pod garbage collector — is the real components' doing, on wall time.
 func (c *Cluster) InjectFault(ctx context.Context, f scenario.Fault) error {
+	switch f.Type {
+	case scenario.FaultStaleVolumeAttachment:
+		cs, err := kubernetes.NewForConfig(c.RESTConfig())
+		if err != nil {
+			return err
+		}
+		name, err := apifaults.StaleVolumeAttachment(ctx, cs, f.Namespace, f.Claim, f.Node)
+		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: f.Type, Object: "VolumeAttachment " + name})
+		return err
+	case scenario.FaultControllerManagerRestart:
+		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: f.Type, Object: "kube-controller-manager"})
+		return c.kube.RestartControllerManager(ctx)
+	}
 	n := c.nodes[f.Node]
 	if n == nil {
 		return fmt.Errorf("there is no node %q (nodes: %v)", f.Node, c.cfg.Nodes)

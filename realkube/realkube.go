@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,15 +242,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		crdErr <- c.installSnapshotCRDs(ctx)
 	}()
 	var errs []error
-	// kube-controller-manager's /healthz is ok as soon as it serves; its
-	// controllers start seconds later (each gets its own service-account
-	// token first) and only then add their checks to /healthz?verbose.
-	// Wait for those, so the controllers act as soon as Start returns.
-	kcmReady := func(body string) bool {
-		return strings.Contains(body, "healthz check passed") &&
-			(!enablesControllers(cfg.ControllersFlag) || strings.Contains(body, "-controller ok"))
-	}
-	if err := waitHealthy(ctx, kcm, adminHTTP, fmt.Sprintf("https://127.0.0.1:%d/healthz?verbose", c.ports.kcm), kcmReady); err != nil {
+	if err := c.waitControllerManager(ctx, kcm, adminHTTP); err != nil {
 		errs = append(errs, err)
 	} else {
 		progress("kube-controller-manager's controllers running")
@@ -268,6 +261,44 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// waitControllerManager waits until kube-controller-manager's controllers
+// run. Its /healthz is ok as soon as it serves; its controllers start
+// seconds later (each gets its own service-account token first) and only
+// then add their checks to /healthz?verbose. Waiting for those means the
+// controllers act as soon as the caller goes on.
+func (c *Cluster) waitControllerManager(ctx context.Context, kcm *process, adminHTTP *http.Client) error {
+	ready := func(body string) bool {
+		return strings.Contains(body, "healthz check passed") &&
+			(!enablesControllers(c.cfg.ControllersFlag) || strings.Contains(body, "-controller ok"))
+	}
+	return waitHealthy(ctx, kcm, adminHTTP, fmt.Sprintf("https://127.0.0.1:%d/healthz?verbose", c.ports.kcm), ready)
+}
+
+// RestartControllerManager stops kube-controller-manager (SIGTERM, as a
+// static pod's restart does) and starts it again with the same flags, then
+// waits until its controllers run: they start from what they list, with
+// nothing kept in memory — the attach/detach controller, for one, rebuilds
+// its actual state of the world from the Nodes and VolumeAttachments.
+func (c *Cluster) RestartControllerManager(ctx context.Context) error {
+	i := slices.IndexFunc(c.procs, func(p *process) bool { return p.name == KubeControllerManager })
+	if i < 0 {
+		return errors.New("realkube: kube-controller-manager is not running")
+	}
+	if err := c.procs[i].stop(10 * time.Second); err != nil {
+		return fmt.Errorf("realkube: stopping kube-controller-manager: %w", err)
+	}
+	c.procs = slices.Delete(c.procs, i, i+1)
+	kcm, err := c.start(KubeControllerManager, c.kcmArgs())
+	if err != nil {
+		return err
+	}
+	adminHTTP, err := c.adminHTTPClient()
+	if err != nil {
+		return err
+	}
+	return c.waitControllerManager(ctx, kcm, adminHTTP)
 }
 
 // RESTConfig returns a copy of the admin client configuration (client
