@@ -302,7 +302,11 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node) error {
 			}
 			continue
 		}
-		c.evictions.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
+		// The real controller refers to the pod by name only, without its
+		// UID: the eviction of a later pod of the same name counts on the
+		// same event (as seen on the real control plane).
+		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
+		c.evictions.Eventf(ref, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
 		if err := c.markDisruptedAndDelete(ctx, pod); err != nil {
 			return err
 		}
