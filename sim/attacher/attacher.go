@@ -75,6 +75,26 @@ type Attacher struct {
 	vaQ       controller.Queue
 	pvQ       controller.Queue
 	synced    []cache.InformerSynced
+
+	// caps are the controller plugin's capabilities, asked for once, as
+	// the sidecar does when it starts.
+	caps map[csi.ControllerServiceCapability_RPC_Type]bool
+}
+
+// capabilities returns the controller plugin's capabilities, asking for
+// them the first time.
+func (a *Attacher) capabilities(ctx context.Context) (map[csi.ControllerServiceCapability_RPC_Type]bool, error) {
+	if a.caps != nil {
+		return a.caps, nil
+	}
+	callCtx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	defer cancel()
+	caps, err := csiclient.ControllerCapabilities(callCtx, a.csi)
+	if err != nil {
+		return nil, err
+	}
+	a.caps = caps
+	return caps, nil
 }
 
 // New wires an attacher to the factory's informers and a CSI controller client.
@@ -200,12 +220,22 @@ func (a *Attacher) attach(ctx context.Context, va *storagev1.VolumeAttachment) e
 		}
 		va = updated
 	}
+	caps, err := a.capabilities(ctx)
+	if err != nil {
+		return err
+	}
+	capability, err := csiclient.CapabilityOf(pv, caps[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER])
+	if err != nil {
+		return a.attachFailed(ctx, va, err)
+	}
 	req := &csi.ControllerPublishVolumeRequest{
 		VolumeId:         pv.Spec.CSI.VolumeHandle,
 		NodeId:           nodeID,
-		VolumeCapability: csiclient.CapabilityOf(pv),
-		Readonly:         pv.Spec.CSI.ReadOnly,
-		VolumeContext:    pv.Spec.CSI.VolumeAttributes,
+		VolumeCapability: capability,
+		// "CO MUST set this field to false if SP does not have the
+		// PUBLISH_READONLY controller capability."
+		Readonly:      pv.Spec.CSI.ReadOnly && caps[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY],
+		VolumeContext: pv.Spec.CSI.VolumeAttributes,
 	}
 	callCtx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	resp, err := a.csi.ControllerPublishVolume(callCtx, req)

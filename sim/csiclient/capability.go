@@ -1,48 +1,60 @@
 package csiclient
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/kubernetes-csi/csi-lib-utils/accessmodes"
 	corev1 "k8s.io/api/core/v1"
 )
 
-// AccessMode is the CSI access mode for a Kubernetes one, as the sidecars
-// and the kubelet translate it.
-func AccessMode(m corev1.PersistentVolumeAccessMode) csi.VolumeCapability_AccessMode_Mode {
-	switch m {
-	case corev1.ReadWriteOnce:
-		return csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
-	case corev1.ReadOnlyMany:
-		return csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
-	case corev1.ReadWriteMany:
-		return csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
-	case corev1.ReadWriteOncePod:
-		return csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
+// Capability is the volume capability the sidecars ask for, for a set of
+// Kubernetes access modes (the external-provisioner passes each of a
+// claim's modes on its own, the external-attacher all of a volume's), a
+// volume mode, a filesystem type and mount flags. The access modes map as
+// csi-lib-utils maps them for both sidecars: with a driver that has the
+// SINGLE_NODE_MULTI_WRITER controller capability, ReadWriteOnce is
+// SINGLE_NODE_MULTI_WRITER and ReadWriteOncePod SINGLE_NODE_SINGLE_WRITER;
+// without it both are SINGLE_NODE_WRITER. Combinations CSI cannot express
+// (ReadOnlyMany with ReadWriteOnce) are an error.
+func Capability(modes []corev1.PersistentVolumeAccessMode, volumeMode *corev1.PersistentVolumeMode, fsType string, mountFlags []string, singleNodeMultiWriter bool) (*csi.VolumeCapability, error) {
+	mode, err := accessmodes.ToCSIAccessMode(modes, singleNodeMultiWriter)
+	if err != nil {
+		return nil, err
 	}
-	return csi.VolumeCapability_AccessMode_UNKNOWN
-}
-
-// Capability is the volume capability for one access mode, a volume mode,
-// a filesystem type and mount flags.
-func Capability(mode corev1.PersistentVolumeAccessMode, volumeMode *corev1.PersistentVolumeMode, fsType string, mountFlags []string) *csi.VolumeCapability {
-	c := &csi.VolumeCapability{AccessMode: &csi.VolumeCapability_AccessMode{Mode: AccessMode(mode)}}
+	c := &csi.VolumeCapability{AccessMode: &csi.VolumeCapability_AccessMode{Mode: mode}}
 	if volumeMode != nil && *volumeMode == corev1.PersistentVolumeBlock {
 		c.AccessType = &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}}
 	} else {
 		c.AccessType = &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: fsType, MountFlags: mountFlags}}
 	}
-	return c
+	return c, nil
 }
 
-// CapabilityOf is the capability a CSI PersistentVolume is used with: its
-// first access mode (ReadWriteOnce if none).
-func CapabilityOf(pv *corev1.PersistentVolume) *csi.VolumeCapability {
-	mode := corev1.ReadWriteOnce
-	if len(pv.Spec.AccessModes) > 0 {
-		mode = pv.Spec.AccessModes[0]
-	}
+// CapabilityOf is the capability the external-attacher publishes a CSI
+// PersistentVolume with: all its access modes, its volume mode, fsType and
+// mount options.
+func CapabilityOf(pv *corev1.PersistentVolume, singleNodeMultiWriter bool) (*csi.VolumeCapability, error) {
 	fsType := ""
 	if pv.Spec.CSI != nil {
 		fsType = pv.Spec.CSI.FSType
 	}
-	return Capability(mode, pv.Spec.VolumeMode, fsType, pv.Spec.MountOptions)
+	return Capability(pv.Spec.AccessModes, pv.Spec.VolumeMode, fsType, pv.Spec.MountOptions, singleNodeMultiWriter)
+}
+
+// ControllerCapabilities asks the controller plugin what it can do, as a
+// sidecar does when it starts.
+func ControllerCapabilities(ctx context.Context, c csi.ControllerClient) (map[csi.ControllerServiceCapability_RPC_Type]bool, error) {
+	resp, err := c.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("ControllerGetCapabilities: %w", err)
+	}
+	caps := map[csi.ControllerServiceCapability_RPC_Type]bool{}
+	for _, c := range resp.GetCapabilities() {
+		if rpc := c.GetRpc(); rpc != nil {
+			caps[rpc.GetType()] = true
+		}
+	}
+	return caps, nil
 }

@@ -29,6 +29,14 @@ func (r *recordingController) CreateVolume(_ context.Context, req *csi.CreateVol
 
 // What the sidecar makes of a class: the request CreateVolume gets and the
 // PV it writes.
+// ControllerGetCapabilities says the driver has SINGLE_NODE_MULTI_WRITER,
+// as csisim's driver does.
+func (r *recordingController) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest, ...grpc.CallOption) (*csi.ControllerGetCapabilitiesResponse, error) {
+	return &csi.ControllerGetCapabilitiesResponse{Capabilities: []*csi.ControllerServiceCapability{{
+		Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{
+			Type: csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER}}}}}, nil
+}
+
 func TestProvisionFromClass(t *testing.T) {
 	p := zonedProvisioner(t, "a", "b")
 	p.cfg.Timeout = 1e9
@@ -57,6 +65,9 @@ func TestProvisionFromClass(t *testing.T) {
 	mount := req.VolumeCapabilities[0].GetMount()
 	if mount.GetFsType() != "ext4" || len(mount.GetMountFlags()) != 1 || mount.GetMountFlags()[0] != "noatime" {
 		t.Errorf("CreateVolume capability %v, want fs ext4 and flag noatime", req.VolumeCapabilities[0])
+	}
+	if got := req.VolumeCapabilities[0].GetAccessMode().GetMode(); got != csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER {
+		t.Errorf("ReadWriteOnce asked for as %v, want SINGLE_NODE_MULTI_WRITER (the driver has that capability)", got)
 	}
 	if got := zonesOf(req.AccessibilityRequirements.GetRequisite()); got != "[b]" {
 		t.Errorf("requisite %s, want the allowed zone b", got)

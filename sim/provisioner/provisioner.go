@@ -70,6 +70,7 @@ type Provisioner struct {
 	topologyOnce sync.Once
 	topology     bool
 	csi          csi.ControllerClient
+	caps         map[csi.ControllerServiceCapability_RPC_Type]bool // see controllerCapabilities
 	events       record.EventRecorder
 	stopRecs     func()
 	identity     string
@@ -245,9 +246,18 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 	if err != nil {
 		return nil, err
 	}
+	caps, err := p.controllerCapabilities(ctx)
+	if err != nil {
+		return nil, err
+	}
+	volumeCaps, err := capabilities(claim.Spec.AccessModes, claim.Spec.VolumeMode, fsType, class.MountOptions,
+		caps[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER])
+	if err != nil {
+		return nil, err
+	}
 	req := &csi.CreateVolumeRequest{
 		Name:               pvName,
-		VolumeCapabilities: capabilities(claim.Spec.AccessModes, claim.Spec.VolumeMode, fsType, class.MountOptions),
+		VolumeCapabilities: volumeCaps,
 		CapacityRange:      &csi.CapacityRange{RequiredBytes: requestedBytes(claim)},
 	}
 	if req.VolumeContentSource, err = p.contentSource(claim); err != nil {
@@ -517,11 +527,32 @@ func requestedBytes(claim *corev1.PersistentVolumeClaim) int64 {
 	return defaultCapacity
 }
 
-// capabilities are the capabilities a claim asks for: one per access mode.
-func capabilities(modes []corev1.PersistentVolumeAccessMode, volumeMode *corev1.PersistentVolumeMode, fsType string, mountFlags []string) []*csi.VolumeCapability {
+// capabilities are the capabilities a claim asks for: one per access mode,
+// each mapped on its own as the sidecar maps them.
+func capabilities(modes []corev1.PersistentVolumeAccessMode, volumeMode *corev1.PersistentVolumeMode, fsType string, mountFlags []string, singleNodeMultiWriter bool) ([]*csi.VolumeCapability, error) {
 	var out []*csi.VolumeCapability
 	for _, m := range modes {
-		out = append(out, csiclient.Capability(m, volumeMode, fsType, mountFlags))
+		c, err := csiclient.Capability([]corev1.PersistentVolumeAccessMode{m}, volumeMode, fsType, mountFlags, singleNodeMultiWriter)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
 	}
-	return out
+	return out, nil
+}
+
+// controllerCapabilities are the controller plugin's capabilities, asked
+// for once, as the sidecar does when it starts.
+func (p *Provisioner) controllerCapabilities(ctx context.Context) (map[csi.ControllerServiceCapability_RPC_Type]bool, error) {
+	if p.caps != nil {
+		return p.caps, nil
+	}
+	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	caps, err := csiclient.ControllerCapabilities(callCtx, p.csi)
+	if err != nil {
+		return nil, err
+	}
+	p.caps = caps
+	return caps, nil
 }
