@@ -1,14 +1,14 @@
 // Package provisioner is the simulated external-provisioner sidecar: it
 // creates a volume with CreateVolume for every claim handed to its driver
-// and a PersistentVolume for it, and deletes both when a volume it made is
-// Released with reclaim policy Delete.
+// and a PersistentVolume for it, and deletes both when a volume of its
+// driver — provisioned by it or made by hand — is Released with reclaim
+// policy Delete (delete.go).
 package provisioner
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -18,14 +18,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
@@ -372,94 +370,6 @@ func (p *Provisioner) volumeFor(claim *corev1.PersistentVolumeClaim, reclaim *co
 			NodeAffinity: nodeAffinityOf(vol.GetAccessibleTopology()),
 		},
 	}
-}
-
-func (p *Provisioner) syncVolume(ctx context.Context, name string) error {
-	pv, err := p.volumes.Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !p.shouldDelete(pv) {
-		return nil
-	}
-	// The cache may lag behind our own last write (the finalizer we just
-	// removed); ask the API server before deleting again.
-	pv, err = p.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !p.shouldDelete(pv) {
-		return nil
-	}
-	// Like the real sidecar, never delete a volume that is still attached.
-	if node := p.attachedTo(name); node != "" {
-		err := fmt.Errorf("persistentvolume %s is still attached to node %s", name, node)
-		p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
-		return err
-	}
-	var secrets map[string]string
-	if name := pv.Annotations[AnnDeletionSecretName]; name != "" {
-		if secrets, err = p.secretData(ctx, &corev1.SecretReference{Name: name, Namespace: pv.Annotations[AnnDeletionSecretNamespace]}); err != nil {
-			p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
-			return err
-		}
-	}
-	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
-	_, err = p.csi.DeleteVolume(callCtx, &csi.DeleteVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle, Secrets: secrets})
-	cancel()
-	if err != nil {
-		p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
-		return fmt.Errorf("DeleteVolume %s for PV %s: %w", pv.Spec.CSI.VolumeHandle, name, err)
-	}
-	p.refreshCapacityOfVolume(pv)
-	// The volume is gone: let the PV object go too. Retry conflicts here
-	// rather than the whole sync, which would call DeleteVolume again.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := p.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil || !slices.Contains(cur.Finalizers, Finalizer) {
-			return err
-		}
-		cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == Finalizer })
-		_, err = p.client.CoreV1().PersistentVolumes().Update(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("removing finalizer from PV %s: %w", name, err)
-	}
-	if pv.DeletionTimestamp == nil {
-		err := p.client.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting PV %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
-func (p *Provisioner) attachedTo(pvName string) string {
-	vas, _ := p.vas.List(labels.Everything())
-	for _, va := range vas {
-		if src := va.Spec.Source.PersistentVolumeName; src != nil && *src == pvName {
-			return va.Spec.NodeName
-		}
-	}
-	return ""
-}
-
-// shouldDelete: a Released volume this driver provisioned, reclaim Delete.
-func (p *Provisioner) shouldDelete(pv *corev1.PersistentVolume) bool {
-	return pv.Status.Phase == corev1.VolumeReleased &&
-		pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete &&
-		pv.Annotations[AnnProvisionedBy] == p.cfg.DriverName &&
-		pv.Spec.CSI != nil && slices.Contains(pv.Finalizers, Finalizer)
 }
 
 // contentSource is the CSI source of a claim cloned from another claim,

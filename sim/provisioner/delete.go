@@ -1,0 +1,195 @@
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/retry"
+)
+
+// annMigratedTo names the CSI driver an in-tree volume was migrated to.
+const annMigratedTo = "pv.kubernetes.io/migrated-to"
+
+// syncVolume is the sidecar's volume sync (sig-storage-lib-external-
+// provisioner's, with the finalizer option the external-provisioner turns
+// on): for a volume of this driver it keeps the finalizer in step with the
+// reclaim policy, and deletes the volume once it is Released with reclaim
+// policy Delete.
+func (p *Provisioner) syncVolume(ctx context.Context, name string) error {
+	pv, err := p.volumes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !p.handles(pv) {
+		return nil
+	}
+	if pv, err = p.protect(ctx, pv); err != nil {
+		return err
+	}
+	if !shouldDelete(pv) {
+		return nil
+	}
+	// The cache may lag behind our own last write (the deletion we just
+	// made); ask the API server before deleting again.
+	pv, err = p.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !shouldDelete(pv) {
+		return nil
+	}
+	return p.deleteVolume(ctx, pv)
+}
+
+// handles says whether the volume is this driver's: one it provisioned
+// (the provisioned-by annotation, or the driver an in-tree volume was
+// migrated to), or, without that annotation, a CSI volume of the driver
+// made by hand.
+func (p *Provisioner) handles(pv *corev1.PersistentVolume) bool {
+	driver := p.cfg.DriverName
+	if by, ok := pv.Annotations[AnnProvisionedBy]; ok {
+		return by == driver || pv.Annotations[annMigratedTo] == driver
+	}
+	if pv.Spec.CSI != nil {
+		return pv.Spec.CSI.Driver == driver
+	}
+	return pv.Annotations[annMigratedTo] == driver
+}
+
+// protect adds the finalizer to a bound volume with reclaim policy Delete
+// that is not being deleted, and takes it off a volume whose policy is now
+// Retain or Recycle; it returns the volume as written.
+func (p *Provisioner) protect(ctx context.Context, pv *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
+	has := slices.Contains(pv.Finalizers, Finalizer)
+	policy := pv.Spec.PersistentVolumeReclaimPolicy
+	var finalizers []string
+	switch {
+	case !has && policy == corev1.PersistentVolumeReclaimDelete && pv.DeletionTimestamp == nil && pv.Status.Phase == corev1.VolumeBound:
+		finalizers = append(slices.Clone(pv.Finalizers), Finalizer)
+	case has && (policy == corev1.PersistentVolumeReclaimRetain || policy == corev1.PersistentVolumeReclaimRecycle):
+		finalizers = slices.DeleteFunc(slices.Clone(pv.Finalizers), func(f string) bool { return f == Finalizer })
+	default:
+		return pv, nil
+	}
+	v := pv.DeepCopy()
+	v.Finalizers = finalizers
+	out, err := p.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{})
+	if err != nil {
+		return pv, fmt.Errorf("failed to modify finalizers to %+v on volume %s err: %w", finalizers, pv.Name, err)
+	}
+	return out, nil
+}
+
+// shouldDelete: the volume is Released with reclaim policy Delete, and
+// not already deleted by us (being deleted, with our finalizer gone).
+func shouldDelete(pv *corev1.PersistentVolume) bool {
+	if pv.DeletionTimestamp != nil && !slices.Contains(pv.Finalizers, Finalizer) {
+		return false
+	}
+	return pv.Status.Phase == corev1.VolumeReleased &&
+		pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete
+}
+
+// deleteVolume calls DeleteVolume, deletes the PV and then lets it go by
+// removing the finalizer, in the sidecar's order. A failure is a
+// VolumeFailedDelete event and a retry.
+func (p *Provisioner) deleteVolume(ctx context.Context, pv *corev1.PersistentVolume) error {
+	name := pv.Name
+	if err := p.deleteBacking(ctx, pv); err != nil {
+		p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
+		return fmt.Errorf("deleting the volume of PV %s: %w", name, err)
+	}
+	p.refreshCapacityOfVolume(pv)
+	if err := p.client.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting PV %s: %w", name, err)
+	}
+	// Retry conflicts here rather than the whole sync, which would call
+	// DeleteVolume again.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := p.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil || !slices.Contains(cur.Finalizers, Finalizer) {
+			return err
+		}
+		cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == Finalizer })
+		_, err = p.client.CoreV1().PersistentVolumes().Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizer from PV %s: %w", name, err)
+	}
+	return nil
+}
+
+// deleteBacking is the sidecar's Delete: never while the volume is
+// attached, with the provisioner secret, then DeleteVolume. Its errors
+// are the event's message.
+func (p *Provisioner) deleteBacking(ctx context.Context, pv *corev1.PersistentVolume) error {
+	if pv.Spec.CSI == nil {
+		return fmt.Errorf("invalid CSI PV")
+	}
+	if node := p.attachedTo(pv.Name); node != "" {
+		return fmt.Errorf("persistentvolume %s is still attached to node %s", pv.Name, node)
+	}
+	secrets, err := p.deletionSecrets(ctx, pv)
+	if err != nil {
+		return err
+	}
+	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	_, err = p.csi.DeleteVolume(callCtx, &csi.DeleteVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle, Secrets: secrets})
+	return err
+}
+
+// deletionSecrets is the provisioner secret for DeleteVolume: the one the
+// PV's deletion-secret annotations name (a provisioned volume), else the
+// one its storage class names for its claim (a volume made by hand). A
+// secret that cannot be read is left out, as the sidecar does: it may
+// have been deleted already.
+func (p *Provisioner) deletionSecrets(ctx context.Context, pv *corev1.PersistentVolume) (map[string]string, error) {
+	name, hasName := pv.Annotations[AnnDeletionSecretName]
+	namespace, hasNamespace := pv.Annotations[AnnDeletionSecretNamespace]
+	var ref *corev1.SecretReference
+	switch {
+	case hasName && hasNamespace:
+		if name == "" || namespace == "" {
+			return nil, nil
+		}
+		ref = &corev1.SecretReference{Name: name, Namespace: namespace}
+	default:
+		class, err := p.classes.Get(pv.Spec.StorageClassName)
+		if pv.Spec.StorageClassName == "" || err != nil || pv.Spec.ClaimRef == nil {
+			return nil, nil // deleted without secrets
+		}
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: pv.Spec.ClaimRef.Name, Namespace: pv.Spec.ClaimRef.Namespace}}
+		if ref, err = secretRef(class.Parameters, provisionerSecret, claim, pv.Name); err != nil {
+			return nil, fmt.Errorf("failed to get secretreference for volume %s: %v", pv.Name, err)
+		}
+	}
+	secrets, err := p.secretData(ctx, ref)
+	if err != nil {
+		return nil, nil // deleted without secrets
+	}
+	return secrets, nil
+}
+
+func (p *Provisioner) attachedTo(pvName string) string {
+	vas, _ := p.vas.List(labels.Everything())
+	for _, va := range vas {
+		if src := va.Spec.Source.PersistentVolumeName; src != nil && *src == pvName {
+			return va.Spec.NodeName
+		}
+	}
+	return ""
+}
