@@ -9,13 +9,20 @@
 // provisioning there, with capacity). VolumeBinding's PreFilter rejects a
 // pod whose claims are missing or unbound with immediate binding before
 // any node is looked at. For the chosen node it binds static volumes or
-// sets volume.kubernetes.io/selected-node. A pod that fits nowhere gets a
+// sets volume.kubernetes.io/selected-node, and then, as the plugin's
+// PreBind, looks at the claims every second until they are bound (and
+// binds the pod), the provisioner takes the selected node away (it could
+// not provision there) or the 600 s bind timeout is over: then the attempt
+// failed with an error — a FailedScheduling event, PodScheduled=False with
+// reason SchedulerError — and the pod is tried again after its backoff
+// whatever happens meanwhile. A pod that fits nowhere gets a
 // FailedScheduling event and PodScheduled condition worded as v1.37 words
 // them (reasons counted per node, the preemption postscript) and waits,
 // as in the real scheduler's unschedulable queue, for an event that may
 // make it fit — a node it now fits on; a claim, volume, CSINode or
 // capacity that changes; a pod or an attachment that goes — and then for
-// the real backoff (1 s doubling to 10 s), or for 5 minutes at most. Of
+// the real backoff (1 s doubling to 10 s, ended at the backoff queue's
+// next 1 s window), or for 5 minutes at most. Of
 // the nodes that fit, the first by name is chosen: the real scheduler's
 // scoring is not modelled.
 package scheduler
@@ -77,14 +84,18 @@ type Scheduler struct {
 	synced      []cache.InformerSynced
 
 	mu       sync.Mutex
-	attempts map[string]attempt // pod key → its failed attempts, for the backoff
+	attempts map[string]attempt    // pod key → its failed attempts, for the backoff
+	binding  map[string]preBinding // pod key → its wait in PreBind for its claims
 }
 
-// attempt is how often a pod failed to fit, when it last did, and the
+// attempt is how often a pod failed to fit, how many of its last attempts
+// in a row failed with an error (in PreBind), when it last failed, and the
 // plugins that rejected it then: only events those plugins care about
-// bring it back (the real scheduler's queueing hints, roughly).
+// bring it back (the real scheduler's queueing hints, roughly); a pod that
+// failed with an error comes back after its backoff whatever happens.
 type attempt struct {
 	failures int
+	errors   int
 	last     time.Time
 	plugins  map[string]bool
 }
@@ -93,7 +104,7 @@ type attempt struct {
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Scheduler {
 	events, stop := rt.NewEventRecorder(client, Name, "")
 	s := &Scheduler{client: client, events: events, stopRecs: stop, clock: rt.Clock, queue: rt.NewQueue("scheduler"),
-		attempts: map[string]attempt{}}
+		attempts: map[string]attempt{}, binding: map[string]preBinding{}}
 	podInf := factory.Core().V1().Pods()
 	nodeInf := factory.Core().V1().Nodes()
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
@@ -229,8 +240,7 @@ func (s *Scheduler) requeue(key string) {
 	a, failed := s.attempts[key]
 	s.mu.Unlock()
 	if failed {
-		backoff := min(initialBackoff<<min(a.failures-1, 4), maxBackoff)
-		if wait := a.last.Add(backoff).Sub(s.clock.Now()); wait > 0 {
+		if wait := retryAt(a).Sub(s.clock.Now()); wait > 0 {
 			s.queue.AddAfter(key, wait)
 			return
 		}
@@ -280,6 +290,12 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 		s.forget(key)
 		return nil
 	}
+	s.mu.Lock()
+	b, inPreBind := s.binding[key]
+	s.mu.Unlock()
+	if inPreBind {
+		return s.pollPreBind(ctx, pod, b)
+	}
 	vols, why := s.podVolumes(pod)
 	if why != "" {
 		nodes, _ := s.nodes.List(labels.Everything())
@@ -292,20 +308,28 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 	if node == nil {
 		return s.unschedulable(ctx, pod, msg, plugins)
 	}
-	waiting, err := s.bindVolumes(ctx, pod, vols, node)
-	if err != nil || waiting {
-		// The claims' updates bring the pod back once they are bound.
+	wait, err := s.bindVolumes(ctx, pod, vols, node)
+	if err != nil {
 		return err
 	}
+	if len(wait.provision)+len(wait.static) > 0 {
+		// PreBind polls the claims until they are bound.
+		return s.startPreBind(key, wait)
+	}
+	return s.bind(ctx, pod, node.Name)
+}
+
+// bind binds the pod to the node.
+func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string) error {
 	binding := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
-		Target:     corev1.ObjectReference{Kind: "Node", Name: node.Name},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}
 	if err := s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("binding pod %s to %s: %w", key, node.Name, err)
+		return fmt.Errorf("binding pod %s/%s to %s: %w", pod.Namespace, pod.Name, node, err)
 	}
-	s.forget(key)
-	s.events.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node.Name)
+	s.forget(pod.Namespace + "/" + pod.Name)
+	s.events.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
 	return nil
 }
 
@@ -485,18 +509,19 @@ func (s *Scheduler) podCSIVolumes(pod *corev1.Pod) map[string]string {
 	return out
 }
 
-// bindVolumes does the volume binding's pre-bind for delayed claims: a
-// static volume is bound to its claim, a claim to be provisioned is given
-// the chosen node. It reports whether the pod must wait for the binding.
-func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVolumes, node *corev1.Node) (bool, error) {
-	waiting := false
+// bindVolumes does the volume binding's pre-bind writes for delayed
+// claims: a static volume is bound to its claim, a claim to be provisioned
+// is given the chosen node. It returns the claims PreBind then waits for.
+func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVolumes, node *corev1.Node) (preBinding, error) {
+	wait := preBinding{node: node.Name}
 	static := staticMatches(vols.delayed, vols.available, node)
 	for _, claim := range vols.delayed {
-		waiting = true
 		if claim.Annotations[annSelectedNode] != "" {
+			wait.provision = append(wait.provision, claim.Name)
 			continue
 		}
 		if pv := static[claim]; pv != nil {
+			wait.static = append(wait.static, claim.Name)
 			if ref := pv.Spec.ClaimRef; ref != nil && ref.UID == claim.UID {
 				continue // the PV controller finishes the binding
 			}
@@ -512,20 +537,21 @@ func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVo
 				v.Annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
 			}
 			if _, err := s.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
-				return true, fmt.Errorf("binding volume %s to claim %s/%s: %w", pv.Name, claim.Namespace, claim.Name, err)
+				return wait, fmt.Errorf("binding volume %s to claim %s/%s: %w", pv.Name, claim.Namespace, claim.Name, err)
 			}
 			continue
 		}
+		wait.provision = append(wait.provision, claim.Name)
 		c := claim.DeepCopy()
 		if c.Annotations == nil {
 			c.Annotations = map[string]string{}
 		}
 		c.Annotations[annSelectedNode] = node.Name
 		if _, err := s.client.CoreV1().PersistentVolumeClaims(c.Namespace).Update(ctx, c, metav1.UpdateOptions{}); err != nil {
-			return true, fmt.Errorf("selecting node %s for claim %s/%s: %w", node.Name, claim.Namespace, claim.Name, err)
+			return wait, fmt.Errorf("selecting node %s for claim %s/%s: %w", node.Name, claim.Namespace, claim.Name, err)
 		}
 	}
-	return waiting, nil
+	return wait, nil
 }
 
 // unschedulable reports why the pod fits nowhere — an event and the
@@ -534,14 +560,8 @@ func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVo
 // podMaxInUnschedulablePodsDuration.
 func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg string, plugins map[string]bool) error {
 	s.events.Event(pod, corev1.EventTypeWarning, "FailedScheduling", msg)
-	cond := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-		Message: msg, LastTransitionTime: metav1.NewTime(s.clock.Now()).Rfc3339Copy()}
-	if !hasCondition(pod, cond) {
-		p := pod.DeepCopy()
-		setCondition(p, cond)
-		if _, err := s.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
+	if err := s.setScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, msg); err != nil {
+		return err
 	}
 	key := pod.Namespace + "/" + pod.Name
 	s.mu.Lock()
@@ -555,6 +575,7 @@ func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg stri
 func (s *Scheduler) forget(key string) {
 	s.mu.Lock()
 	delete(s.attempts, key)
+	delete(s.binding, key)
 	s.mu.Unlock()
 }
 
