@@ -77,6 +77,10 @@ func New(opts Options) *Server {
 	return s
 }
 
+// ResourceVersion is the resourceVersion of the last write: it changes
+// with every write to any object, so it tells whether anything changed.
+func (s *Server) ResourceVersion() string { return s.store.currentRV() }
+
 // RESTConfig returns a client configuration that reaches this server
 // in-process, without a socket. userAgent names the client in the timeline.
 func (s *Server) RESTConfig(userAgent string) *rest.Config {

@@ -116,6 +116,13 @@ func (r *Recorder) Entries() []Entry {
 	return append([]Entry(nil), r.entries...)
 }
 
+// Len is the number of entries so far.
+func (r *Recorder) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.entries)
+}
+
 // Filter returns the entries of the given kind.
 func (r *Recorder) Filter(kind Kind) []Entry {
 	var out []Entry

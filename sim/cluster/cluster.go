@@ -431,8 +431,22 @@ func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error
 
 // RunUntil runs the simulation until cond holds or timeout of virtual time
 // has passed (then it returns context.DeadlineExceeded).
+//
+// A scenario's conditions look only at API objects and the timeline, so
+// cond is asked again only when either has changed since it last said no:
+// the loop goes quiet after every timer (heartbeats, resyncs), and asking
+// each time would cost a List and a decode per tick of a long wait.
 func (c *Cluster) RunUntil(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
-	return c.loop.RunUntil(ctx, timeout, cond)
+	lastRV, lastLen := "", -1
+	return c.loop.RunUntil(ctx, timeout, func() (bool, error) {
+		rv, n := c.api.ResourceVersion(), c.rec.Len()
+		if rv == lastRV && n == lastLen {
+			return false, nil
+		}
+		done, err := cond()
+		lastRV, lastLen = rv, n
+		return done, err
+	})
 }
 
 // RunFor runs the simulation for d of virtual time.

@@ -217,3 +217,34 @@ func runLifecycles(ctx context.Context, c *Cluster, n int) error {
 		return err == nil && len(vas.Items) == 0 && len(pods.Items) == 0, err
 	})
 }
+
+// A long wait asks its condition again only when an object or the timeline
+// has changed, not at every heartbeat and resync of a quiet cluster.
+func TestRunUntilAsksOnlyAfterChanges(t *testing.T) {
+	ctx := context.Background()
+	c, err := Start(ctx, Config{Nodes: nodeNames(2), Mock: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.RunFor(ctx, time.Minute); err != nil { // past start-up's writes
+		t.Fatal(err)
+	}
+	asked := 0
+	err = c.RunUntil(ctx, 10*time.Minute, func() (bool, error) { asked++; return false, nil })
+	if err != context.DeadlineExceeded {
+		t.Fatalf("RunUntil = %v, want the deadline", err)
+	}
+	// Two kubelets renew their Leases every 10 s, each on a timer of its
+	// own, and controllers resync on theirs; the condition is to be asked
+	// once per instant at which something changed, not once per timer.
+	instants := map[time.Duration]bool{}
+	for _, e := range c.Recorder().Entries() {
+		if e.At > time.Minute {
+			instants[e.At] = true
+		}
+	}
+	if asked == 0 || asked > len(instants)+1 {
+		t.Errorf("condition asked %d times, for changes at %d instants of the wait", asked, len(instants))
+	}
+}
