@@ -29,18 +29,22 @@ type Options struct {
 	Progress io.Writer
 	// ComponentLog, if set, receives the output of every process.
 	ComponentLog io.Writer
-	// Quiet is how long the real cluster must show the same snapshot to
-	// count as settled after a step (default 1 s); SettleTimeout bounds
-	// the wait (default 15 s).
+	// Quiet is how long a cluster must show the same snapshot to count
+	// as settled after a step (default 1 s; virtual time in the
+	// simulator, which also runs at least until the time the real
+	// cluster's snapshot was taken); SettleTimeout bounds the wait for
+	// quiet (default 15 s).
 	Quiet, SettleTimeout time.Duration
 }
 
 // pollSettle is how often a settling real cluster is looked at.
 const pollSettle = 200 * time.Millisecond
 
-// Run runs sc on the simulator, then on a real control plane, and compares
-// them. A run that fails a step is compared up to that step; an error is
-// returned only when a cluster could not be started.
+// Run runs sc on a real control plane, then on the simulator, and compares
+// them. The real run goes first so that the simulator can take each
+// snapshot at the same time after the start point as the real one was
+// taken (runSim). A run that fails a step is compared up to that step; an
+// error is returned only when a cluster could not be started.
 func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Report, error) {
 	if opts.Quiet == 0 {
 		opts.Quiet = time.Second
@@ -50,10 +54,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Report, err
 	}
 	rep := &Report{Scenario: sc.Name, File: sc.File, Seed: opts.Seed}
 	var err error
-	if rep.Sim, err = runSim(ctx, sc, opts); err != nil {
+	if rep.Real, err = runReal(ctx, sc, opts); err != nil {
 		return nil, err
 	}
-	if rep.Real, err = runReal(ctx, sc, opts); err != nil {
+	if rep.Sim, err = runSim(ctx, sc, opts, snapshotTimes(rep.Real.Snapshots)); err != nil {
 		return nil, err
 	}
 	rep.Differences = Compare(rep.Sim.Snapshots, rep.Real.Snapshots)
@@ -67,7 +71,19 @@ type backend interface {
 	Recorder() *trace.Recorder
 }
 
-func runSim(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResult, error) {
+// snapshotTimes are the times the snapshots were taken, by step.
+func snapshotTimes(snaps []Snapshot) map[int]time.Duration {
+	at := make(map[int]time.Duration, len(snaps))
+	for _, s := range snaps {
+		at[s.Step] = s.At
+	}
+	return at
+}
+
+// runSim runs sc on the simulator. realAt are the times after the start
+// point at which the real cluster's snapshots were taken, by step; a step
+// without one is settled by quiet alone.
+func runSim(ctx context.Context, sc *scenario.Scenario, opts Options, realAt map[int]time.Duration) (RunResult, error) {
 	progress(opts, "running %s on the simulator (seed %d)\n", sc.Name, opts.Seed)
 	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs,
 		Seed: opts.Seed, DriverBinary: opts.DriverBinary, DriverLog: opts.ComponentLog})
@@ -76,42 +92,38 @@ func runSim(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResult
 	}
 	// The start point (start.go): run the simulation until its nodes are
 	// registered.
+	var start time.Time // the start point, in virtual time
 	ready := func(ctx context.Context, cs kubernetes.Interface) error {
+		defer func() { start = c.Clock().Now() }()
 		err := c.RunUntil(ctx, registerTimeout, func() (bool, error) { return nodesRegistered(ctx, cs, nodeNames(sc)) })
 		if err != nil {
 			return fmt.Errorf("waiting for the node lifecycle controller to register nodes %v: %w", nodeNames(sc), err)
 		}
 		return nil
 	}
-	// Settle as the real cluster does: until the snapshot has not changed
-	// for opts.Quiet, here of virtual time. The real cluster spends at
-	// least that much time after every step, and what happens in it
-	// (retries on backoff, periodic resyncs) must happen in the
-	// simulation too, or the two runs drift apart by a second a step.
-	settle := func(ctx context.Context, cs kubernetes.Interface, n *Normaliser) bool {
-		clk := c.Clock()
-		deadline := clk.Now().Add(opts.SettleTimeout)
-		var last Snapshot
-		var since time.Time
-		for clk.Now().Before(deadline) {
-			if err := c.RunUntil(ctx, 0, func() (bool, error) { return true, nil }); err != nil {
-				return false
-			}
+	// Settle as the real cluster did: run the simulation at least until
+	// the virtual time since the start point at which the real snapshot
+	// of this step was taken, and then until the snapshot has not changed
+	// for opts.Quiet of virtual time. Quiet alone is not enough: a timer
+	// due later than that (a scheduler backoff of up to 10 s, a retry of a
+	// sidecar) fires in the real cluster while it runs the step and
+	// settles, in real time, but would not fire in a simulation stopped
+	// after a quiet second, which would then show the cluster a step
+	// behind. Both snapshots of a step are thus of the same moment of the
+	// scenario. A simulation already past that moment (a step that took
+	// it longer) settles by quiet alone; the times of later steps keep
+	// the two from drifting apart. A step the real run did not reach
+	// (realAt has none) settles by quiet alone too.
+	settle := func(ctx context.Context, cs kubernetes.Interface, n *Normaliser, step int) bool {
+		until := start.Add(realAt[step])
+		snapshot := func() (Snapshot, error) {
 			objs, err := List(ctx, cs)
 			if err != nil {
-				return false
+				return Snapshot{}, err
 			}
-			s := n.Snapshot(objs, c.CSICalls())
-			if since.IsZero() || !s.Equal(last) {
-				last, since = s, clk.Now()
-			} else if clk.Since(since) >= opts.Quiet {
-				return true
-			}
-			if err := c.RunFor(ctx, pollSettle); err != nil {
-				return false
-			}
+			return n.Snapshot(objs, c.CSICalls()), nil
 		}
-		return false
+		return settleVirtual(ctx, c, snapshot, until, opts.Quiet, opts.SettleTimeout)
 	}
 	run, err := runOn(ctx, sc, opts, "simulator", c, c.Clock(), ready, settle)
 	return run, errors.Join(err, c.Close())
@@ -125,7 +137,7 @@ func runReal(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResul
 		return RunResult{}, fmt.Errorf("starting the real control plane: %w", err)
 	}
 	// Wait until the cluster shows the same snapshot for opts.Quiet.
-	settle := func(ctx context.Context, cs kubernetes.Interface, n *Normaliser) bool {
+	settle := func(ctx context.Context, cs kubernetes.Interface, n *Normaliser, _ int) bool {
 		deadline := time.Now().Add(opts.SettleTimeout)
 		var last Snapshot
 		var since time.Time
@@ -154,10 +166,11 @@ func runReal(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResul
 }
 
 // runOn waits until b is ready (start.go), then runs sc on it, settling it
-// and taking a snapshot after each step.
+// and taking a snapshot after each step, with the time since it was ready
+// on clk (nil: the real clock).
 func runOn(ctx context.Context, sc *scenario.Scenario, opts Options, name string, b backend, clk clock.WithTicker,
 	ready func(context.Context, kubernetes.Interface) error,
-	settle func(context.Context, kubernetes.Interface, *Normaliser) bool) (RunResult, error) {
+	settle func(ctx context.Context, cs kubernetes.Interface, n *Normaliser, step int) bool) (RunResult, error) {
 	cs, err := kubernetes.NewForConfig(b.RESTConfig())
 	if err != nil {
 		return RunResult{}, fmt.Errorf("%s: client: %w", name, err)
@@ -167,11 +180,17 @@ func runOn(ctx context.Context, sc *scenario.Scenario, opts Options, name string
 		run.Error = err.Error()
 		return run, nil
 	}
+	var now clock.PassiveClock = clock.RealClock{}
+	if clk != nil {
+		now = clk
+	}
+	readyAt := now.Now()
 	norm := NewNormaliser()
 	var snapErr error
 	runner := &scenario.Runner{Backend: b, Recorder: b.Recorder(), Clock: clk,
 		AfterStep: func(ctx context.Context, st scenario.StepResult) {
-			settled := settle(ctx, cs, norm)
+			settled := settle(ctx, cs, norm, st.Step)
+			at := now.Since(readyAt)
 			objs, err := List(ctx, cs)
 			if err != nil {
 				snapErr = errors.Join(snapErr, fmt.Errorf("snapshot after step %d: %w", st.Step, err))
@@ -179,7 +198,7 @@ func runOn(ctx context.Context, sc *scenario.Scenario, opts Options, name string
 			}
 			s := norm.Snapshot(objs, b.CSICalls())
 			// A step's name may hold a generated name (assert pv/${pv}).
-			s.Step, s.StepName, s.Outcome, s.Settled = st.Step, norm.value(st.Name), string(st.Outcome), settled
+			s.Step, s.StepName, s.Outcome, s.Settled, s.At = st.Step, norm.value(st.Name), string(st.Outcome), settled, at
 			run.Snapshots = append(run.Snapshots, s)
 			progress(opts, "  %s: step %d/%d %s: %s\n", name, st.Step, len(sc.Steps), st.Name, st.Outcome)
 		}}

@@ -3,9 +3,14 @@
 // clusters differ: in the objects of the volume lifecycle, the events about
 // them and the CSI calls made for each volume.
 //
-// After each step both clusters are let settle (the simulator runs the
-// work that is ready at that instant; the real cluster is watched until it
-// stops changing) and a snapshot is taken. A snapshot is normalised before
+// After each step both clusters are let settle and a snapshot is taken:
+// the real cluster, which runs first, is watched until it stops changing;
+// the simulator is run to the same time after the start point as the real
+// snapshot was taken at, and on until it too stops changing (run.go). So
+// the two show the same moment of the scenario, timers that fire in the
+// real cluster while it settles (a scheduler's backoff, a sidecar's retry)
+// fire in the simulation too, and what differs is behaviour, not how long
+// each was watched. A snapshot is normalised before
 // it is compared: names the two clusters generate differently (a PV named
 // after its claim's UID, a VolumeAttachment named after a hash, a volume
 // handle) become placeholders named after the claim they belong to, and
@@ -20,6 +25,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -126,7 +132,10 @@ type Snapshot struct {
 	Outcome string `json:"outcome"`
 	// Settled is false when the cluster was still changing when the
 	// snapshot was taken.
-	Settled bool              `json:"settled"`
+	Settled bool `json:"settled"`
+	// At is when the snapshot was taken, after the start point: real
+	// time on the real control plane, virtual time in the simulator.
+	At      time.Duration     `json:"atNanos"`
 	Objects map[string]Object `json:"objects"`
 	// CSICalls are the calls made so far, by volume placeholder: method
 	// names in order, without the informational calls.
