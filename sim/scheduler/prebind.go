@@ -37,7 +37,18 @@ type preBinding struct {
 	started   time.Time
 	polls     int
 	provision []string
-	static    []string
+	static    []staticBinding
+}
+
+// staticBinding is a claim and the static volume chosen for it.
+type staticBinding struct{ claim, volume string }
+
+// lookup is what a poll reads: the claims of the pod's namespace, the
+// volumes and the node, as the scheduler's informers see them.
+type lookup struct {
+	claim  func(name string) (*corev1.PersistentVolumeClaim, error)
+	volume func(name string) (*corev1.PersistentVolume, error)
+	node   *corev1.Node
 }
 
 // nextPoll is when the plugin next looks at the claims.
@@ -45,21 +56,33 @@ func (b preBinding) nextPoll() time.Time {
 	return b.started.Add(time.Duration(b.polls+1) * bindPollInterval)
 }
 
-// check is one poll of the plugin over the claims (by name, from get):
-// done when all are fully bound; an error, worded as the real plugin's,
-// when a claim to provision lost its selected node (the provisioner's
-// signal that provisioning failed there) or is gone.
-func (b preBinding) check(get func(name string) (*corev1.PersistentVolumeClaim, error)) (bool, error) {
+// check is one poll of the plugin over the claims: done when all are
+// fully bound; an error, worded as the real plugin's, when a claim to
+// provision lost its selected node (the provisioner's signal that
+// provisioning failed there), a chosen static volume lost its claim, a
+// volume does not fit the node, or a claim or volume is gone. A volume a
+// claim names that is not there yet is waited for.
+func (b preBinding) check(in lookup) (bool, error) {
 	done := true
-	for _, name := range b.static {
-		claim, err := get(name)
+	for _, sb := range b.static {
+		pv, err := in.volume(sb.volume)
 		if err != nil {
 			return false, fmt.Errorf("failed to check binding: %w", err)
+		}
+		claim, err := in.claim(sb.claim)
+		if err != nil {
+			return false, fmt.Errorf("failed to check binding: %w", err)
+		}
+		if !volumeFits(pv, in.node) {
+			return false, fmt.Errorf("pv %q node affinity doesn't match node %q: no matching NodeSelectorTerms", pv.Name, in.node.Name)
+		}
+		if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID == "" {
+			return false, fmt.Errorf("ClaimRef got reset for pv %q", pv.Name)
 		}
 		done = done && fullyBound(claim)
 	}
 	for _, name := range b.provision {
-		claim, err := get(name)
+		claim, err := in.claim(name)
 		if err != nil {
 			return false, fmt.Errorf("failed to check provisioning pvc: %w", err)
 		}
@@ -68,6 +91,18 @@ func (b preBinding) check(get func(name string) (*corev1.PersistentVolumeClaim, 
 		}
 		if claim.Annotations[annSelectedNode] != b.node {
 			return false, fmt.Errorf("provisioning failed for PVC %q", claim.Name)
+		}
+		if claim.Spec.VolumeName != "" {
+			pv, err := in.volume(claim.Spec.VolumeName)
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			if err != nil {
+				return false, fmt.Errorf("failed to get pv %q from cache: %w", claim.Spec.VolumeName, err)
+			}
+			if !volumeFits(pv, in.node) {
+				return false, fmt.Errorf("pv %q node affinity doesn't match node %q: no matching NodeSelectorTerms", pv.Name, in.node.Name)
+			}
 		}
 		done = done && fullyBound(claim)
 	}
@@ -109,9 +144,11 @@ func (s *Scheduler) pollPreBind(ctx context.Context, pod *corev1.Pod, b preBindi
 		return s.schedulerError(ctx, pod, preBindError(context.DeadlineExceeded))
 	}
 	b.polls = int(now.Sub(b.started) / bindPollInterval)
-	done, err := b.check(func(name string) (*corev1.PersistentVolumeClaim, error) {
-		return s.claims.PersistentVolumeClaims(pod.Namespace).Get(name)
-	})
+	node, err := s.nodes.Get(b.node)
+	if err != nil {
+		return s.schedulerError(ctx, pod, preBindError(fmt.Errorf("failed to get node %q: %w", b.node, err)))
+	}
+	done, err := b.check(lookup{claim: s.claims.PersistentVolumeClaims(pod.Namespace).Get, volume: s.volumes.Get, node: node})
 	if err != nil {
 		return s.schedulerError(ctx, pod, preBindError(err))
 	}

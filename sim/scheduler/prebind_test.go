@@ -33,19 +33,35 @@ func claim(name string, ann map[string]string, volume string) *corev1.Persistent
 func TestPreBindCheck(t *testing.T) {
 	selected := map[string]string{annSelectedNode: "node-a"}
 	bound := map[string]string{annSelectedNode: "node-a", annBindCompleted: "yes"}
+	inZone := func(name, zone string, claimed bool) *corev1.PersistentVolume {
+		pv := zoneVolume(zone)
+		pv.Name = name
+		if claimed {
+			pv.Spec.ClaimRef = &corev1.ObjectReference{Name: "s", Namespace: "default", UID: "uid-s"}
+		}
+		return pv
+	}
+	static := []staticBinding{{claim: "s", volume: "pv-1"}}
 	for _, tc := range []struct {
 		name     string
 		b        preBinding
 		claims   []*corev1.PersistentVolumeClaim
+		volumes  []*corev1.PersistentVolume
 		wantDone bool
 		wantErr  string
 	}{
 		{name: "provisioning under way", b: preBinding{node: "node-a", provision: []string{"big"}},
 			claims: []*corev1.PersistentVolumeClaim{claim("big", selected, "")}},
 		{name: "volume set, binding not completed", b: preBinding{node: "node-a", provision: []string{"big"}},
-			claims: []*corev1.PersistentVolumeClaim{claim("big", selected, "pv-1")}},
+			claims: []*corev1.PersistentVolumeClaim{claim("big", selected, "pv-1")}, volumes: []*corev1.PersistentVolume{inZone("pv-1", "a", false)}},
+		{name: "volume set, volume not seen yet", b: preBinding{node: "node-a", provision: []string{"big"}},
+			claims: []*corev1.PersistentVolumeClaim{claim("big", bound, "pv-1")}},
 		{name: "provisioned and bound", b: preBinding{node: "node-a", provision: []string{"big"}},
-			claims: []*corev1.PersistentVolumeClaim{claim("big", bound, "pv-1")}, wantDone: true},
+			claims: []*corev1.PersistentVolumeClaim{claim("big", bound, "pv-1")}, volumes: []*corev1.PersistentVolume{inZone("pv-1", "a", false)},
+			wantDone: true},
+		{name: "provisioned in another zone", b: preBinding{node: "node-a", provision: []string{"big"}},
+			claims: []*corev1.PersistentVolumeClaim{claim("big", bound, "pv-1")}, volumes: []*corev1.PersistentVolume{inZone("pv-1", "b", false)},
+			wantErr: `pv "pv-1" node affinity doesn't match node "node-a": no matching NodeSelectorTerms`},
 		{name: "provisioner gave the claim back", b: preBinding{node: "node-a", provision: []string{"big"}},
 			claims:  []*corev1.PersistentVolumeClaim{claim("big", map[string]string{"other": "x"}, "")},
 			wantErr: `provisioning failed for PVC "big"`},
@@ -57,13 +73,20 @@ func TestPreBindCheck(t *testing.T) {
 			wantErr: `selectedNode annotation reset for PVC "big"`},
 		{name: "claim gone", b: preBinding{node: "node-a", provision: []string{"big"}},
 			wantErr: `failed to check provisioning pvc: `},
-		{name: "static binding not completed", b: preBinding{node: "node-a", static: []string{"s"}},
-			claims: []*corev1.PersistentVolumeClaim{claim("s", nil, "pv-1")}},
-		{name: "static and provisioned bound", b: preBinding{node: "node-a", static: []string{"s"}, provision: []string{"big"}},
+		{name: "static binding not completed", b: preBinding{node: "node-a", static: static},
+			claims: []*corev1.PersistentVolumeClaim{claim("s", nil, "pv-1")}, volumes: []*corev1.PersistentVolume{inZone("pv-1", "a", true)}},
+		{name: "static volume lost its claim", b: preBinding{node: "node-a", static: static},
+			claims: []*corev1.PersistentVolumeClaim{claim("s", nil, "")}, volumes: []*corev1.PersistentVolume{inZone("pv-1", "a", false)},
+			wantErr: `ClaimRef got reset for pv "pv-1"`},
+		{name: "static volume gone", b: preBinding{node: "node-a", static: static},
+			claims: []*corev1.PersistentVolumeClaim{claim("s", nil, "")}, wantErr: `failed to check binding: `},
+		{name: "static and provisioned bound", b: preBinding{node: "node-a", static: static, provision: []string{"big"}},
 			claims:   []*corev1.PersistentVolumeClaim{claim("s", map[string]string{annBindCompleted: "yes"}, "pv-1"), claim("big", bound, "pv-2")},
+			volumes:  []*corev1.PersistentVolume{inZone("pv-1", "a", true), inZone("pv-2", "a", false)},
 			wantDone: true},
-		{name: "static bound, provisioning failed", b: preBinding{node: "node-a", static: []string{"s"}, provision: []string{"big"}},
+		{name: "static bound, provisioning failed", b: preBinding{node: "node-a", static: static, provision: []string{"big"}},
 			claims:  []*corev1.PersistentVolumeClaim{claim("s", map[string]string{annBindCompleted: "yes"}, "pv-1"), claim("big", nil, "")},
+			volumes: []*corev1.PersistentVolume{inZone("pv-1", "a", true)},
 			wantErr: `selectedNode annotation reset for PVC "big"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,7 +98,15 @@ func TestPreBindCheck(t *testing.T) {
 				}
 				return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumeclaims"}, name)
 			}
-			done, err := tc.b.check(get)
+			vol := func(name string) (*corev1.PersistentVolume, error) {
+				for _, v := range tc.volumes {
+					if v.Name == name {
+						return v, nil
+					}
+				}
+				return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "persistentvolumes"}, name)
+			}
+			done, err := tc.b.check(lookup{claim: get, volume: vol, node: node("node-a", map[string]string{"zone": "a"})})
 			if done != tc.wantDone {
 				t.Errorf("done = %v, want %v", done, tc.wantDone)
 			}
@@ -263,6 +294,17 @@ func TestPreBindFailsWhenTheProvisionerGivesTheClaimBack(t *testing.T) {
 		t.Fatalf("first poll of the second attempt in %v, want 1s", d)
 	}
 	w.waitClaim(func(c *corev1.PersistentVolumeClaim) bool { return c.Annotations[annSelectedNode] == "node-a" })
+	pv := zoneVolume("a")
+	pv.Name = "pv-1"
+	if _, err := w.client.CoreV1().PersistentVolumes().Create(w.ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 500; i++ {
+		if _, err := w.s.volumes.Get("pv-1"); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	w.setClaim(func(c *corev1.PersistentVolumeClaim) {
 		c.Spec.VolumeName = "pv-1"
 		c.Annotations[annBindCompleted] = "yes"

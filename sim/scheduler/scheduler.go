@@ -521,7 +521,7 @@ func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVo
 			continue
 		}
 		if pv := static[claim]; pv != nil {
-			wait.static = append(wait.static, claim.Name)
+			wait.static = append(wait.static, staticBinding{claim: claim.Name, volume: pv.Name})
 			if ref := pv.Spec.ClaimRef; ref != nil && ref.UID == claim.UID {
 				continue // the PV controller finishes the binding
 			}
