@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -79,6 +80,11 @@ type Attacher struct {
 	// caps are the controller plugin's capabilities, asked for once, as
 	// the sidecar does when it starts.
 	caps map[csi.ControllerServiceCapability_RPC_Type]bool
+
+	// forceSync names attachments the reconciler found out of step with
+	// the driver: their next sync acts whatever their status says.
+	forceMu   sync.Mutex
+	forceSync map[string]bool
 }
 
 // capabilities returns the controller plugin's capabilities, asking for
@@ -164,7 +170,8 @@ func (a *Attacher) syncAttachment(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if va.DeletionTimestamp == nil && va.Status.Attached {
+	forced := a.consumeForceSync(name)
+	if va.DeletionTimestamp == nil && va.Status.Attached && !forced {
 		return nil
 	}
 	// The cache may not have seen our own last write yet; ask the API
@@ -179,7 +186,7 @@ func (a *Attacher) syncAttachment(ctx context.Context, name string) error {
 	if va.DeletionTimestamp != nil {
 		return a.detach(ctx, va)
 	}
-	if va.Status.Attached {
+	if va.Status.Attached && !forced {
 		return nil
 	}
 	return a.attach(ctx, va)

@@ -394,7 +394,9 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			return nl.Workers()
 		}),
 		component("external-attacher", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
-			return attacher.New(attacher.Config{DriverName: drv}, cs, f, attConn.Controller, c.rt).Workers()
+			a := attacher.New(attacher.Config{DriverName: drv}, cs, f, attConn.Controller, c.rt)
+			c.loop.Every(attacher.ReconcileInterval, a.Reconcile)
+			return a.Workers()
 		}),
 	)
 }
