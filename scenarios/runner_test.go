@@ -237,18 +237,23 @@ func TestRunWaitSeesChanges(t *testing.T) {
 	s := mustParse(t, src)
 	cluster := newFakeCluster(clock.RealClock{})
 	ctx := context.Background()
+	seen := make(chan struct{})
 	go func() {
-		// Delete both volumes while the scenario waits.
+		// Once the first wait has seen the volumes, delete both while the
+		// scenario waits for them to go.
+		<-seen
 		for _, name := range []string{"a", "b"} {
-			for {
-				time.Sleep(2 * time.Millisecond)
-				if err := cluster.client.Resource(pvsGVR).Delete(ctx, name, metav1.DeleteOptions{}); err == nil {
-					break
-				}
+			time.Sleep(2 * time.Millisecond)
+			if err := cluster.client.Resource(pvsGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Errorf("deleting pv %s: %v", name, err)
 			}
 		}
 	}()
-	r := &Runner{Backend: fakeBackend{}, PollInterval: time.Millisecond}
+	r := &Runner{Backend: fakeBackend{}, PollInterval: time.Millisecond, AfterStep: func(_ context.Context, st StepResult) {
+		if st.Step == 2 {
+			close(seen)
+		}
+	}}
 	if _, err := r.run(ctx, s, cluster.objects); err != nil {
 		t.Fatal(err)
 	}
