@@ -117,6 +117,13 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	_, _ = podInf.Informer().AddEventHandler(c.handler(func(obj any) []string {
 		return []string{obj.(*corev1.Pod).Spec.NodeName}
 	}))
+	// Every Node add or update tells which attached volumes its kubelet
+	// still uses (status.volumesInUse), whoever made the update, as in the
+	// real controller; only then may an unused volume be detached.
+	_, _ = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.observeVolumesInUse(obj.(*corev1.Node)) },
+		UpdateFunc: func(_, obj any) { c.observeVolumesInUse(obj.(*corev1.Node)) },
+	})
 	_, _ = nodeInf.Informer().AddEventHandler(c.handler(func(obj any) []string {
 		return []string{obj.(*corev1.Node).Name}
 	}))
@@ -226,9 +233,6 @@ func (c *Controller) syncNode(ctx context.Context, nodeName string) error {
 		return err
 	}
 	c.populate()
-	if node != nil {
-		c.observeVolumesInUse(node)
-	}
 	desired := map[string]*wanted{}
 	if node == nil || node.Annotations[AnnControllerManagedAttachDetach] == "true" {
 		if desired, err = c.desiredAttachments(nodeName); err != nil {

@@ -96,9 +96,11 @@ func splitUniqueName(u corev1.UniqueVolumeName) (driver, handle string, ok bool)
 }
 
 // observeVolumesInUse records which of the node's attachments its kubelet
-// says it uses. (The real controller does it on every update of the Node,
-// which a real kubelet posts at least every five minutes; here the node as
-// the controller sees it now stands for the last update.)
+// says it uses, on every add and update of the Node, as the real controller
+// does. After a restart the controller takes every attachment it finds as
+// mounted until the node is next updated — which a kubelet does at least
+// every five minutes (its node status report) — so a stale attachment
+// found at start is detached only then.
 func (c *Controller) observeVolumesInUse(node *corev1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -143,10 +143,17 @@ func TestRunningControllerLeavesUnknownAttachmentUntilRestart(t *testing.T) {
 		t.Fatalf("the running controller wrote %v for an attachment it does not know", w)
 	}
 
+	// A restarted controller takes what it finds as mounted until the
+	// node's next update says what its kubelet uses.
 	h.c.Restart()
 	h.sync("node-a")
+	if w := h.writes(); len(w) != 0 {
+		t.Fatalf("after a restart, before the node's next update, writes = %v; want none", w)
+	}
+	h.c.observeVolumesInUse(node("node-a", corev1.ConditionTrue)) // the kubelet's status report: nothing in use
+	h.sync("node-a")
 	if w := strings.Join(h.writes(), ", "); w != "delete volumeattachments" {
-		t.Fatalf("after a restart, writes = %q, want the unwanted attachment deleted", w)
+		t.Fatalf("after the node's update, writes = %q, want the unwanted attachment deleted", w)
 	}
 }
 

@@ -15,10 +15,16 @@ import (
 // The kubelet's heartbeats, with the real defaults: it renews its Lease in
 // kube-node-lease every 10 s (a quarter of the 40 s lease), which is what
 // the node lifecycle controller watches, and posts its Ready condition.
+//
+// Its node status it posts when it changes and, unchanged, every
+// NodeStatusReportFrequency (--node-status-report-frequency, 5 min): that
+// periodic update is also what tells the attach/detach controller, after
+// it restarts, which volumes the node still uses.
 const (
-	LeaseDurationSeconds = 40
-	HeartbeatInterval    = 10 * time.Second
-	leaseNamespace       = corev1.NamespaceNodeLease
+	LeaseDurationSeconds      = 40
+	HeartbeatInterval         = 10 * time.Second
+	NodeStatusReportFrequency = 5 * time.Minute
+	leaseNamespace            = corev1.NamespaceNodeLease
 )
 
 // Heartbeat renews the node's Lease, creating it owned by the Node the
@@ -85,7 +91,9 @@ func healthyConditions(now metav1.Time) []corev1.NodeCondition {
 
 // postReady posts the healthy conditions again when the node lifecycle
 // controller has marked any of them otherwise (Unknown, after the node was
-// lost); conditions that did not change keep their transition times.
+// lost); conditions that did not change keep their transition times. When
+// nothing changed for NodeStatusReportFrequency it posts the status anyway,
+// with new heartbeat times.
 func (k *Kubelet) postReady(ctx context.Context) error {
 	node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
@@ -93,7 +101,16 @@ func (k *Kubelet) postReady(ctx context.Context) error {
 	}
 	now := metav1.NewTime(k.clock.Now()).Rfc3339Copy()
 	want := healthyConditions(now)
-	changed := false
+	k.mu.Lock()
+	// A kubelet that has not posted its status yet (one that found its
+	// Node there when it started) posts it now.
+	changed := k.lastStatusReport.IsZero() || now.Sub(k.lastStatusReport) >= NodeStatusReportFrequency
+	k.mu.Unlock()
+	if changed {
+		for i := range node.Status.Conditions {
+			node.Status.Conditions[i].LastHeartbeatTime = now
+		}
+	}
 	for _, w := range want {
 		i := slices.IndexFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == w.Type })
 		switch {
@@ -109,8 +126,18 @@ func (k *Kubelet) postReady(ctx context.Context) error {
 	if !changed {
 		return nil
 	}
-	_, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-	return err
+	if _, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	k.statusReported()
+	return nil
+}
+
+// statusReported notes that the kubelet has just posted its node status.
+func (k *Kubelet) statusReported() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.lastStatusReport = k.clock.Now()
 }
 
 // Stop makes the kubelet stop working, as when its node is lost: no

@@ -22,6 +22,7 @@ func TestPostReadyRestoresConditions(t *testing.T) {
 	tests := []struct {
 		name        string
 		conditions  []corev1.NodeCondition
+		sinceReport time.Duration // since the kubelet last posted its status; 0: never
 		wantUpdate  bool
 		wantReasons []string
 	}{
@@ -29,17 +30,33 @@ func TestPostReadyRestoresConditions(t *testing.T) {
 			name: "all Unknown after a loss",
 			conditions: []corev1.NodeCondition{unknown(corev1.NodeMemoryPressure), unknown(corev1.NodeDiskPressure),
 				unknown(corev1.NodePIDPressure), unknown(corev1.NodeReady)},
+			sinceReport: 10 * time.Minute,
 			wantUpdate:  true,
 			wantReasons: []string{"KubeletHasSufficientMemory", "KubeletHasNoDiskPressure", "KubeletHasSufficientPID", "KubeletReady"},
 		},
 		{
-			name:        "healthy already: no write",
+			name:        "healthy already, reported a minute ago: no write",
 			conditions:  healthyConditions(lost),
+			sinceReport: time.Minute,
+			wantReasons: []string{"KubeletHasSufficientMemory", "KubeletHasNoDiskPressure", "KubeletHasSufficientPID", "KubeletReady"},
+		},
+		{
+			name:        "healthy, unreported for five minutes: posted again",
+			conditions:  healthyConditions(lost),
+			sinceReport: NodeStatusReportFrequency,
+			wantUpdate:  true,
+			wantReasons: []string{"KubeletHasSufficientMemory", "KubeletHasNoDiskPressure", "KubeletHasSufficientPID", "KubeletReady"},
+		},
+		{
+			name:        "healthy, never reported by this kubelet (restarted): posted",
+			conditions:  healthyConditions(lost),
+			wantUpdate:  true,
 			wantReasons: []string{"KubeletHasSufficientMemory", "KubeletHasNoDiskPressure", "KubeletHasSufficientPID", "KubeletReady"},
 		},
 		{
 			name:        "only Ready was ever posted",
 			conditions:  []corev1.NodeCondition{unknown(corev1.NodeReady)},
+			sinceReport: time.Minute,
 			wantUpdate:  true,
 			wantReasons: []string{"KubeletReady", "KubeletHasSufficientMemory", "KubeletHasNoDiskPressure", "KubeletHasSufficientPID"},
 		},
@@ -50,6 +67,9 @@ func TestPostReadyRestoresConditions(t *testing.T) {
 			cs := fake.NewClientset(node)
 			now := lost.Add(10 * time.Minute)
 			k := &Kubelet{cfg: Config{NodeName: "node-1"}, client: cs, clock: testingclock.NewFakeClock(now)}
+			if tt.sinceReport > 0 {
+				k.lastStatusReport = now.Add(-tt.sinceReport)
+			}
 			if err := k.postReady(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -73,8 +93,8 @@ func TestPostReadyRestoresConditions(t *testing.T) {
 				if c.Status != wantStatus {
 					t.Errorf("%s = %s, want %s", c.Type, c.Status, wantStatus)
 				}
-				if tt.wantUpdate && !c.LastTransitionTime.Time.Equal(now) {
-					t.Errorf("%s transition time %v, want %v", c.Type, c.LastTransitionTime, now)
+				if tt.wantUpdate && !c.LastHeartbeatTime.Time.Equal(now) {
+					t.Errorf("%s heartbeat time %v, want %v", c.Type, c.LastHeartbeatTime, now)
 				}
 			}
 			if len(reasons) != len(tt.wantReasons) {

@@ -103,8 +103,10 @@ type Kubelet struct {
 
 	mu      sync.Mutex
 	stopped bool
-	actual  actualState
-	inUse   []corev1.UniqueVolumeName // last volumesInUse reported
+	// lastStatusReport is when the kubelet last posted its node status.
+	lastStatusReport time.Time
+	actual           actualState
+	inUse            []corev1.UniqueVolumeName // last volumesInUse reported
 	// failedReconstruction: volume directories a restart found unmounted,
 	// for the orphan clean-up.
 	failedReconstruction []*failedVolume
@@ -242,7 +244,11 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 	for key, v := range k.cfg.Labels {
 		node.Labels[key] = v
 	}
-	if _, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	_, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		k.statusReported()
+	case !apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("registering node %s: %w", k.cfg.NodeName, err)
 	}
 	return nil
@@ -625,6 +631,7 @@ func (k *Kubelet) reportVolumesInUse(ctx context.Context) error {
 	k.mu.Lock()
 	k.inUse = inUse
 	k.mu.Unlock()
+	k.statusReported()
 	return nil
 }
 
