@@ -42,8 +42,10 @@ const (
 
 // Taints the node lifecycle and the non-graceful shutdown use.
 const (
-	TaintUnreachable  = "node.kubernetes.io/unreachable"
-	TaintOutOfService = "node.kubernetes.io/out-of-service"
+	TaintUnreachable = "node.kubernetes.io/unreachable"
+	// TaintUnschedulable mirrors a cordoned node's spec.unschedulable.
+	TaintUnschedulable = "node.kubernetes.io/unschedulable"
+	TaintOutOfService  = "node.kubernetes.io/out-of-service"
 )
 
 // Controller watches node heartbeats and acts on lost nodes.
@@ -153,6 +155,9 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 		}
 		return nil // the update brings the node back
 	}
+	if updated, err := c.taintUnschedulable(ctx, node); err != nil || updated {
+		return err // the update brings the node back
+	}
 	now := c.clock.Now()
 	if c.lastHeartbeat(node).Add(GracePeriod).Before(now) {
 		if err := c.markUnknown(ctx, node); err != nil {
@@ -191,6 +196,26 @@ func ready(node *corev1.Node) corev1.ConditionStatus {
 		}
 	}
 	return corev1.ConditionUnknown
+}
+
+// taintUnschedulable keeps the node.kubernetes.io/unschedulable:NoSchedule
+// taint in step with spec.unschedulable (kubectl cordon and uncordon), as
+// the real controller's taint-by-condition pass does. It reports whether it
+// updated the node.
+func (c *Controller) taintUnschedulable(ctx context.Context, node *corev1.Node) (bool, error) {
+	if node.Spec.Unschedulable == hasTaint(node, TaintUnschedulable) {
+		return false, nil
+	}
+	n := node.DeepCopy()
+	if n.Spec.Unschedulable {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintUnschedulable, Effect: corev1.TaintEffectNoSchedule})
+	} else {
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == TaintUnschedulable })
+	}
+	if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return false, fmt.Errorf("tainting node %s unschedulable: %w", node.Name, err)
+	}
+	return true, nil
 }
 
 func hasTaint(node *corev1.Node, key string) bool {
