@@ -387,7 +387,8 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			return p.Workers()
 		}),
 		component("node-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
-			nl := nodelifecycle.New(cs, f, c.rt)
+			nl := nodelifecycle.New(nodelifecycle.Clients{NodeLifecycle: cs,
+				TaintEviction: c.client("taint-eviction-controller"), PodGC: c.client("pod-garbage-collector")}, f, c.rt)
 			c.nodeLifecycle = nl
 			c.loop.Every(nodelifecycle.MonitorPeriod, nl.Monitor)
 			c.loop.Every(nodelifecycle.PodGCPeriod, nl.CollectGarbage)

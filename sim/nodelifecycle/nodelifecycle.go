@@ -50,8 +50,10 @@ const (
 
 // Controller watches node heartbeats and acts on lost nodes.
 type Controller struct {
-	client kubernetes.Interface
-	events record.EventRecorder
+	client         kubernetes.Interface // the node lifecycle controller's
+	evictionClient kubernetes.Interface // the taint eviction controller's
+	podGCClient    kubernetes.Interface // the pod garbage collector's
+	events         record.EventRecorder
 	// evictions reports as the taint eviction controller, a controller of
 	// its own in kube-controller-manager since v1.29.
 	evictions record.EventRecorder
@@ -70,11 +72,27 @@ type Controller struct {
 	missingSince map[string]time.Time // pod GC: nodes of pods that have no Node, since when
 }
 
+// Clients are the API clients of the three controllers this package
+// plays, each under its own name, as kube-controller-manager runs every
+// controller with a service account of its own: the node lifecycle
+// controller, the taint eviction controller and the pod garbage
+// collector. The last two default to the first.
+type Clients struct {
+	NodeLifecycle, TaintEviction, PodGC kubernetes.Interface
+}
+
 // New wires the controller to the factory's informers.
-func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
-	c := &Controller{client: client, newRecorders: func() (record.EventRecorder, record.EventRecorder, func()) {
+func New(clients Clients, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
+	client := clients.NodeLifecycle
+	if clients.TaintEviction == nil {
+		clients.TaintEviction = client
+	}
+	if clients.PodGC == nil {
+		clients.PodGC = client
+	}
+	c := &Controller{client: client, evictionClient: clients.TaintEviction, podGCClient: clients.PodGC, newRecorders: func() (record.EventRecorder, record.EventRecorder, func()) {
 		events, stop := rt.NewEventRecorder(client, "node-controller", "")
-		evictions, stopEvictions := rt.NewEventRecorder(client, "taint-eviction-controller", "")
+		evictions, stopEvictions := rt.NewEventRecorder(clients.TaintEviction, "taint-eviction-controller", "")
 		return events, evictions, func() { stop(); stopEvictions() }
 	}, clock: rt.Clock, queue: rt.NewQueue("node-lifecycle"),
 		registered: map[string]bool{}, missingSince: map[string]time.Time{},
@@ -356,7 +374,7 @@ func (c *Controller) markDisruptedAndDelete(ctx context.Context, pod *corev1.Pod
 		if err != nil {
 			return err
 		}
-		_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		_, err = c.evictionClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -364,7 +382,7 @@ func (c *Controller) markDisruptedAndDelete(ctx context.Context, pod *corev1.Pod
 			return fmt.Errorf("marking pod %s/%s for eviction: %w", pod.Namespace, pod.Name, err)
 		}
 	}
-	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
+	err := c.evictionClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

@@ -92,7 +92,7 @@ func (c *Controller) collectOrphans(ctx context.Context) {
 		if existing[n] {
 			continue
 		}
-		if _, err := c.client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := c.podGCClient.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			deleted[n] = true
 		}
 	}
@@ -122,7 +122,7 @@ func (c *Controller) failAndDelete(ctx context.Context, pod *corev1.Pod, cond *c
 		if err != nil {
 			return err
 		}
-		_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		_, err = c.podGCClient.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -131,7 +131,7 @@ func (c *Controller) failAndDelete(ctx context.Context, pod *corev1.Pod, cond *c
 		}
 	}
 	zero := int64(0)
-	err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	err := c.podGCClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting orphaned pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

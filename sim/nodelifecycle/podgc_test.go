@@ -25,7 +25,7 @@ func TestOrphanedPodsGoAfterTheQuarantine(t *testing.T) {
 		NewEventRecorder: func(cs kubernetes.Interface, component, host string) (record.EventRecorder, func()) {
 			return controller.NewSyncEventRecorder(cs, component, host, clk), func() {}
 		}}
-	c := New(client, factory, rt)
+	c := New(Clients{NodeLifecycle: client}, factory, rt)
 	ctx := context.Background()
 	kept := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}
 	for _, p := range []*corev1.Pod{
@@ -83,7 +83,7 @@ func TestTerminatingPodsOnOutOfServiceNodesGo(t *testing.T) {
 		NewEventRecorder: func(cs kubernetes.Interface, component, host string) (record.EventRecorder, func()) {
 			return controller.NewSyncEventRecorder(cs, component, host, clk), func() {}
 		}}
-	c := New(client, factory, rt)
+	c := New(Clients{NodeLifecycle: client}, factory, rt)
 	ctx := context.Background()
 	now := metav1.NewTime(clk.Now())
 	lost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
