@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/csisim/csisim/sim/controller"
 )
@@ -170,7 +171,8 @@ func (s *Scheduler) schedulerError(ctx context.Context, pod *corev1.Pod, msg str
 	key := pod.Namespace + "/" + pod.Name
 	s.events.Event(pod, corev1.EventTypeWarning, "FailedScheduling", msg)
 	if err := s.setScheduledFalse(ctx, pod, corev1.PodReasonSchedulerError, msg); err != nil {
-		return err
+		// As the real scheduler, go on: the pod backs off all the same.
+		klog.FromContext(ctx).Error(err, "Error updating pod", "pod", klog.KObj(pod))
 	}
 	s.mu.Lock()
 	delete(s.binding, key)
