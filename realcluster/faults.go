@@ -39,9 +39,9 @@ func (c *Cluster) InjectFault(ctx context.Context, f scenario.Fault) error {
 		if err != nil {
 			return err
 		}
-		name, err := apifaults.StaleVolumeAttachment(ctx, cs, f.Namespace, f.Claim, f.Node)
-		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: f.Type, Object: "VolumeAttachment " + name})
-		return err
+		return apifaults.StaleVolumeAttachment(ctx, cs, f.Namespace, f.Claim, f.Node, func(name string) {
+			c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: f.Type, Object: "VolumeAttachment " + name})
+		})
 	case scenario.FaultControllerManagerRestart:
 		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: f.Type, Object: "kube-controller-manager"})
 		return c.kube.RestartControllerManager(ctx)

@@ -19,25 +19,27 @@ import (
 // for the claim's volume on node — what a controller that has lost track
 // of an attachment leaves behind. The external-attacher attaches it; a
 // running attach/detach controller does not know it, as the real one
-// learns attachments only from its own operations and when it starts. It
-// returns the VolumeAttachment's name (csi-<sha256>).
-func StaleVolumeAttachment(ctx context.Context, cs kubernetes.Interface, namespace, claimName, node string) (string, error) {
+// learns attachments only from its own operations and when it starts.
+// announce, if set, is called with the VolumeAttachment's name
+// (csi-<sha256>) just before it is created, for a timeline to show the
+// fault before its write.
+func StaleVolumeAttachment(ctx context.Context, cs kubernetes.Interface, namespace, claimName, node string, announce func(name string)) error {
 	if namespace == "" {
 		namespace = "default"
 	}
 	claim, err := cs.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, claimName, metav1.GetOptions{})
 	if err != nil {
-		return "", fmt.Errorf("claim %s/%s: %w", namespace, claimName, err)
+		return fmt.Errorf("claim %s/%s: %w", namespace, claimName, err)
 	}
 	if claim.Spec.VolumeName == "" {
-		return "", fmt.Errorf("claim %s/%s is not bound to a volume yet; wait for it first", namespace, claimName)
+		return fmt.Errorf("claim %s/%s is not bound to a volume yet; wait for it first", namespace, claimName)
 	}
 	pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
-		return "", fmt.Errorf("volume of claim %s/%s: %w", namespace, claimName, err)
+		return fmt.Errorf("volume of claim %s/%s: %w", namespace, claimName, err)
 	}
 	if pv.Spec.CSI == nil {
-		return "", fmt.Errorf("volume %s of claim %s/%s is not a CSI volume", pv.Name, namespace, claimName)
+		return fmt.Errorf("volume %s of claim %s/%s is not a CSI volume", pv.Name, namespace, claimName)
 	}
 	name := attachdetach.AttachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, node)
 	pvName := pv.Name
@@ -46,8 +48,11 @@ func StaleVolumeAttachment(ctx context.Context, cs kubernetes.Interface, namespa
 		Spec: storagev1.VolumeAttachmentSpec{Attacher: pv.Spec.CSI.Driver, NodeName: node,
 			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}},
 	}
-	if _, err := cs.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{}); err != nil {
-		return name, fmt.Errorf("creating VolumeAttachment %s: %w", name, err)
+	if announce != nil {
+		announce(name)
 	}
-	return name, nil
+	if _, err := cs.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating VolumeAttachment %s: %w", name, err)
+	}
+	return nil
 }

@@ -29,7 +29,8 @@ func TestStaleVolumeAttachment(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cs := fake.NewClientset([]runtime.Object{bound, pending, pv}...)
-			name, err := StaleVolumeAttachment(context.Background(), cs, "", tt.claim, "node-a")
+			var name string
+			err := StaleVolumeAttachment(context.Background(), cs, "", tt.claim, "node-a", func(n string) { name = n })
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)

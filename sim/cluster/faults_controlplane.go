@@ -4,53 +4,24 @@ import (
 	"context"
 	"fmt"
 
-	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	scenario "github.com/csisim/csisim/scenarios"
-	"github.com/csisim/csisim/sim/attachdetach"
+	"github.com/csisim/csisim/scenarios/apifaults"
 	"github.com/csisim/csisim/trace"
 )
 
 // staleVolumeAttachment creates, as the scenario and not as the
 // attach/detach controller, the VolumeAttachment the controller would make
-// for the claim's volume on the node: what a controller that lost track of
-// an attachment leaves behind. The external-attacher attaches it; the
-// running attach/detach controller does not know it, as the real one
-// learns attachments only from its own operations and when it starts.
+// for the claim's volume on the node (see apifaults.StaleVolumeAttachment).
 func (c *Cluster) staleVolumeAttachment(ctx context.Context, f scenario.Fault) error {
-	ns := f.Namespace
-	if ns == "" {
-		ns = "default"
-	}
-	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
-	claim, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, f.Claim, metav1.GetOptions{})
+	cs, err := kubernetes.NewForConfig(c.RESTConfig())
 	if err != nil {
-		return fmt.Errorf("claim %s/%s: %w", ns, f.Claim, err)
+		return err
 	}
-	if claim.Spec.VolumeName == "" {
-		return fmt.Errorf("claim %s/%s is not bound to a volume yet; wait for it first", ns, f.Claim)
-	}
-	pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("volume of claim %s/%s: %w", ns, f.Claim, err)
-	}
-	if pv.Spec.CSI == nil {
-		return fmt.Errorf("volume %s of claim %s/%s is not a CSI volume", pv.Name, ns, f.Claim)
-	}
-	name := attachdetach.AttachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, f.Node)
-	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: f.Type, Object: "VolumeAttachment " + name})
-	pvName := pv.Name
-	va := &storagev1.VolumeAttachment{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: storagev1.VolumeAttachmentSpec{Attacher: pv.Spec.CSI.Driver, NodeName: f.Node,
-			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}},
-	}
-	if _, err := cs.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating VolumeAttachment %s: %w", name, err)
-	}
-	return nil
+	return apifaults.StaleVolumeAttachment(ctx, cs, f.Namespace, f.Claim, f.Node, func(name string) {
+		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: f.Type, Object: "VolumeAttachment " + name})
+	})
 }
 
 // restartControllerManager restarts the simulated kube-controller-manager's
