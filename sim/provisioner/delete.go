@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -10,7 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
 // annMigratedTo names the CSI driver an in-tree volume was migrated to.
@@ -83,13 +85,32 @@ func (p *Provisioner) protect(ctx context.Context, pv *corev1.PersistentVolume) 
 	default:
 		return pv, nil
 	}
-	v := pv.DeepCopy()
-	v.Finalizers = finalizers
-	out, err := p.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{})
+	out, err := p.patchFinalizers(ctx, pv, finalizers)
 	if err != nil {
 		return pv, fmt.Errorf("failed to modify finalizers to %+v on volume %s err: %w", finalizers, pv.Name, err)
 	}
 	return out, nil
+}
+
+// patchFinalizers sets the volume's finalizers with a strategic merge
+// patch, as the sidecar does: it adds or removes the one finalizer
+// without a resourceVersion, so a stale cache is no conflict.
+func (p *Provisioner) patchFinalizers(ctx context.Context, pv *corev1.PersistentVolume, finalizers []string) (*corev1.PersistentVolume, error) {
+	oldData, err := json.Marshal(pv)
+	if err != nil {
+		return nil, err
+	}
+	v := pv.DeepCopy()
+	v.Finalizers = finalizers
+	newData, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, &corev1.PersistentVolume{})
+	if err != nil {
+		return nil, err
+	}
+	return p.client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 }
 
 // shouldDelete: the volume is Released with reclaim policy Delete, and
@@ -115,17 +136,13 @@ func (p *Provisioner) deleteVolume(ctx context.Context, pv *corev1.PersistentVol
 	if err := p.client.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting PV %s: %w", name, err)
 	}
-	// Retry conflicts here rather than the whole sync, which would call
-	// DeleteVolume again.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := p.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil || !slices.Contains(cur.Finalizers, Finalizer) {
-			return err
-		}
-		cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == Finalizer })
-		_, err = p.client.CoreV1().PersistentVolumes().Update(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
+	cur, err := p.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && !slices.Contains(cur.Finalizers, Finalizer)) {
+		return nil
+	}
+	if err == nil {
+		_, err = p.patchFinalizers(ctx, cur, slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return f == Finalizer }))
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing finalizer from PV %s: %w", name, err)
 	}
