@@ -283,6 +283,16 @@ func (s *controllerServer) ControllerUnpublishVolume(_ context.Context, req *csi
 			delete(v.published, nodeID)
 		}
 	}
+	// The detach takes the volume away from the node: whatever the node
+	// had staged or published of it goes too, as a device vanishes from a
+	// machine. A healthy node unstaged first; a dead one never will, and
+	// its stale use must not keep the volume from the next node.
+	for name, n := range b.nodes {
+		if nodeID == "" || name == nodeID {
+			delete(n.staged, id)
+			delete(n.published, id)
+		}
+	}
 	return &csi.ControllerUnpublishVolumeResponse{}, nil
 }
 

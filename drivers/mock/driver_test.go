@@ -694,3 +694,40 @@ func TestServeUntilContextEnds(t *testing.T) {
 		t.Fatalf("socket left behind: %v", err)
 	}
 }
+
+// TestDetachFromALostNode: a node that dies never unstages. The force
+// detach (ControllerUnpublishVolume for that node) takes the volume away
+// from it, and another node may then use a single-node volume.
+func TestDetachFromALostNode(t *testing.T) {
+	b := NewBackend(0)
+	dir := socketDir(t)
+	ctrl := serve(t, dir, Config{Mode: ModeController, Backend: b}).ctrl
+	lost := serve(t, dir, Config{Mode: ModeNode, NodeID: "n1", Backend: b}).node
+	next := serve(t, dir, Config{Mode: ModeNode, NodeID: "n2", Backend: b}).node
+
+	const vol, staging = "mock-pvc-1", "/var/lib/kubelet/staging/pvc-1"
+	attach := func(node string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			return errOf(ctrl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: vol, NodeId: node, VolumeCapability: rwo}))
+		}
+	}
+	stage := func(n csi.NodeClient) func(context.Context) error {
+		return func(ctx context.Context) error {
+			return errOf(n.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: vol, StagingTargetPath: staging,
+				PublishContext: map[string]string{PublishContextDevice: "/dev/mock/" + vol}, VolumeCapability: rwo}))
+		}
+	}
+	runSteps(t, []step{
+		{"create", func(ctx context.Context) error {
+			return errOf(ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-1", VolumeCapabilities: []*csi.VolumeCapability{rwo}}))
+		}, codes.OK, ""},
+		{"attach to n1", attach("n1"), codes.OK, ""},
+		{"stage on n1", stage(lost), codes.OK, ""},
+		{"attach to n2 while on n1", attach("n2"), codes.FailedPrecondition, "published to node n1"},
+		{"force detach from n1, which never unstaged", func(ctx context.Context) error {
+			return errOf(ctrl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: vol, NodeId: "n1"}))
+		}, codes.OK, ""},
+		{"attach to n2", attach("n2"), codes.OK, ""},
+		{"stage on n2", stage(next), codes.OK, ""},
+	})
+}

@@ -293,6 +293,10 @@ func (c *Cluster) startMock(mode, node string) (string, error) {
 		return "", err
 	}
 	c.mocks = append(c.mocks, srv)
+	if mode == "node" {
+		// No process to kill or restart: node faults act on the kubelet.
+		c.nodes[node] = &nodeParts{name: "node " + node}
+	}
 	return "unix://" + socket, nil
 }
 
