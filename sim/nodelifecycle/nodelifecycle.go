@@ -68,7 +68,7 @@ type Controller struct {
 	newRecorders func() (events, evictions record.EventRecorder, stop func())
 
 	mu           sync.Mutex
-	registered   map[string]bool      // nodes the controller has seen
+	registered   map[string]types.UID // nodes the controller has seen, with their UIDs
 	missingSince map[string]time.Time // pod GC: nodes of pods that have no Node, since when
 }
 
@@ -95,7 +95,7 @@ func New(clients Clients, factory informers.SharedInformerFactory, rt controller
 		evictions, stopEvictions := rt.NewEventRecorder(clients.TaintEviction, "taint-eviction-controller", "")
 		return events, evictions, func() { stop(); stopEvictions() }
 	}, clock: rt.Clock, queue: rt.NewQueue("node-lifecycle"),
-		registered: map[string]bool{}, missingSince: map[string]time.Time{},
+		registered: map[string]types.UID{}, missingSince: map[string]time.Time{},
 		nodes: factory.Core().V1().Nodes().Lister(), pods: factory.Core().V1().Pods().Lister(),
 		leases: factory.Coordination().V1().Leases().Lister()}
 	c.events, c.evictions, c.stopRecs = c.newRecorders()
@@ -111,19 +111,39 @@ func (c *Controller) Workers() []controller.Worker {
 }
 
 // Monitor queues every node, and reports nodes it sees for the first
-// time, as the real controller does on its monitor period; run it every
-// MonitorPeriod.
+// time and nodes that are gone, as the real controller does on its monitor
+// period; run it every MonitorPeriod.
 func (c *Controller) Monitor(context.Context) {
 	nodes, _ := c.nodes.List(labels.Everything())
+	present := map[string]bool{}
 	for _, n := range nodes {
+		present[n.Name] = true
 		c.mu.Lock()
-		first := !c.registered[n.Name]
-		c.registered[n.Name] = true
+		_, known := c.registered[n.Name]
+		c.registered[n.Name] = n.UID
 		c.mu.Unlock()
-		if first {
+		if !known {
 			c.events.Eventf(n, corev1.EventTypeNormal, "RegisteredNode", "Node %s event: Registered Node %s in Controller", n.Name, n.Name)
 		}
 		c.queue.Add(n.Name)
+	}
+	c.mu.Lock()
+	var gone []string
+	for name := range c.registered {
+		if !present[name] {
+			gone = append(gone, name)
+		}
+	}
+	slices.Sort(gone)
+	uids := map[string]types.UID{}
+	for _, name := range gone {
+		uids[name] = c.registered[name]
+		delete(c.registered, name)
+	}
+	c.mu.Unlock()
+	for _, name := range gone {
+		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name, UID: uids[name]}
+		c.events.Eventf(ref, corev1.EventTypeNormal, "RemovingNode", "Node %s event: Removing Node %s from Controller", name, name)
 	}
 }
 
@@ -438,7 +458,7 @@ func toleration(pod *corev1.Pod, taint corev1.Taint) (seconds int64, tolerated, 
 func (c *Controller) Restart() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.registered = map[string]bool{}
+	c.registered = map[string]types.UID{}
 	c.missingSince = map[string]time.Time{}
 	c.stopRecs()
 	c.events, c.evictions, c.stopRecs = c.newRecorders()
