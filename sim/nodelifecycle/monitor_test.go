@@ -5,30 +5,15 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
-	testingclock "k8s.io/utils/clock/testing"
-
-	"github.com/csisim/csisim/sim/controller"
 )
 
 // The monitor reports a node when it first sees it and when it is gone, in
 // the real controller's words.
 func TestMonitorRegistersAndRemovesNodes(t *testing.T) {
-	client := fake.NewClientset()
-	factory := informers.NewSharedInformerFactory(client, 0)
-	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	rt := controller.Runtime{Clock: clk, NewQueue: controller.NewQueue,
-		NewEventRecorder: func(cs kubernetes.Interface, component, host string) (record.EventRecorder, func()) {
-			return controller.NewSyncEventRecorder(cs, component, host, clk), func() {}
-		}}
-	c := New(Clients{NodeLifecycle: client}, factory, rt)
+	c, client, factory, _ := newTestController()
 	ctx := context.Background()
 	nodes := factory.Core().V1().Nodes().Informer().GetIndexer()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "uid-a"}}

@@ -17,7 +17,9 @@ import (
 	"github.com/csisim/csisim/sim/controller"
 )
 
-func TestOrphanedPodsGoAfterTheQuarantine(t *testing.T) {
+// newTestController is a controller on a fake API server and a fake
+// clock, whose events are written at once.
+func newTestController() (*Controller, *fake.Clientset, informers.SharedInformerFactory, *testingclock.FakeClock) {
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -25,7 +27,11 @@ func TestOrphanedPodsGoAfterTheQuarantine(t *testing.T) {
 		NewEventRecorder: func(cs kubernetes.Interface, component, host string) (record.EventRecorder, func()) {
 			return controller.NewSyncEventRecorder(cs, component, host, clk), func() {}
 		}}
-	c := New(Clients{NodeLifecycle: client}, factory, rt)
+	return New(Clients{NodeLifecycle: client}, factory, rt), client, factory, clk
+}
+
+func TestOrphanedPodsGoAfterTheQuarantine(t *testing.T) {
+	c, client, factory, clk := newTestController()
 	ctx := context.Background()
 	kept := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}
 	for _, p := range []*corev1.Pod{
@@ -76,14 +82,7 @@ func TestOrphanedPodsGoAfterTheQuarantine(t *testing.T) {
 }
 
 func TestTerminatingPodsOnOutOfServiceNodesGo(t *testing.T) {
-	client := fake.NewClientset()
-	factory := informers.NewSharedInformerFactory(client, 0)
-	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	rt := controller.Runtime{Clock: clk, NewQueue: controller.NewQueue,
-		NewEventRecorder: func(cs kubernetes.Interface, component, host string) (record.EventRecorder, func()) {
-			return controller.NewSyncEventRecorder(cs, component, host, clk), func() {}
-		}}
-	c := New(Clients{NodeLifecycle: client}, factory, rt)
+	c, client, factory, clk := newTestController()
 	ctx := context.Background()
 	now := metav1.NewTime(clk.Now())
 	lost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
