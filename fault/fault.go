@@ -1,0 +1,235 @@
+// Package fault is csisim's one fault model: what can go wrong during a
+// run, as plain values. The scenario parser builds them, and every backend —
+// the simulator, the real control plane, a real cluster — either injects a
+// fault or refuses it by name before the run starts (Injector.CanInject).
+// It is a leaf: it imports no other package of csisim, so that the parser
+// and the backends can share it without importing each other.
+package fault
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"google.golang.org/grpc/codes"
+)
+
+// Kind names a fault as a scenario step does.
+type Kind string
+
+// The faults, by the step that injects them.
+const (
+	// NodeLoss stops the node's kubelet and CSI node plugin; its mounts
+	// and attachments stay, its Lease is no longer renewed.
+	NodeLoss Kind = "node-loss"
+	// NodeReturn starts them again.
+	NodeReturn Kind = "node-return"
+	// OutOfService puts the node.kubernetes.io/out-of-service taint on
+	// the node, as an administrator marks a node shut down for good.
+	OutOfService Kind = "out-of-service"
+	// MissingMountPropagation restarts the node's CSI plugin in a mount
+	// namespace of its own with private propagation, as a DaemonSet
+	// without mountPropagation: Bidirectional runs it: its mounts succeed
+	// where the kubelet cannot see them.
+	MissingMountPropagation Kind = "missing-mount-propagation"
+	// KubeletRestart restarts the node's kubelet: its process state is
+	// dropped and the new one rebuilds it from the volumes it finds
+	// mounted under its directory.
+	KubeletRestart Kind = "kubelet-restart"
+	// StaleVolumeAttachment creates, out of band, the VolumeAttachment the
+	// attach/detach controller would make for a claim's volume on a node,
+	// as one left behind by a controller that has lost track of it.
+	StaleVolumeAttachment Kind = "stale-volumeattachment"
+	// ControllerManagerRestart restarts kube-controller-manager: the
+	// attach/detach controller forgets what it knew and rebuilds its
+	// actual state from the Nodes and VolumeAttachments it finds.
+	ControllerManagerRestart Kind = "controller-manager-restart"
+
+	// CSIError answers matching CSI calls with a gRPC error, as if the
+	// driver had.
+	CSIError Kind = "csi-error"
+	// CSIDelay holds matching CSI calls for a while before the driver sees
+	// them; a caller whose deadline passes first gets DeadlineExceeded.
+	CSIDelay Kind = "csi-delay"
+	// CSIHang never answers matching CSI calls: the caller's own timeout
+	// ends them with DeadlineExceeded.
+	CSIHang Kind = "csi-hang"
+	// CSIHeal removes the CSI faults that match (all of them when CSI.Method
+	// is empty).
+	CSIHeal Kind = "csi-heal"
+
+	// DriverCrash kills a driver plugin process; its socket goes with it.
+	DriverCrash Kind = "driver-crash"
+	// DriverRestart starts a crashed (or running) plugin again, with its
+	// state directory or without it (LoseState).
+	DriverRestart Kind = "driver-restart"
+	// NodePluginMissing keeps the node's CSI plugin from registering with
+	// its kubelet, as a DaemonSet that does not tolerate the node's taint:
+	// no socket, no CSINode entry, pods there cannot mount.
+	NodePluginMissing Kind = "node-plugin-missing"
+
+	// APIConflict answers the component's next writes with 409 Conflict.
+	APIConflict Kind = "api-conflict"
+	// WatchDrop makes the component's informers of one resource miss
+	// events until they list again.
+	WatchDrop Kind = "watch-drop"
+)
+
+// Kinds lists every fault, in the order documentation and messages list
+// them.
+var Kinds = []Kind{NodeLoss, NodeReturn, OutOfService, MissingMountPropagation, KubeletRestart,
+	StaleVolumeAttachment, ControllerManagerRestart,
+	CSIError, CSIDelay, CSIHang, CSIHeal,
+	DriverCrash, DriverRestart, NodePluginMissing,
+	APIConflict, WatchDrop}
+
+// Known reports whether k is a fault csisim knows.
+func Known(k Kind) bool { return slices.Contains(Kinds, k) }
+
+// Plugin is which driver plugin a driver fault acts on.
+type Plugin string
+
+const (
+	// Controller is the controller plugin, which the external-provisioner
+	// and external-attacher call.
+	Controller Plugin = "controller"
+	// Node is a node plugin, which that node's kubelet calls.
+	Node Plugin = "node"
+)
+
+// Fault is one thing that goes wrong. Kind says what; the other fields are
+// its parameters, each used by the kinds its comment names.
+type Fault struct {
+	Kind Kind
+	// Node is the node a node fault happens to. For CSI and driver faults
+	// it limits them to that node's plugin; empty means every plugin the
+	// fault can apply to.
+	Node string
+	// Claim and Namespace name the claim of a stale-volumeattachment;
+	// Namespace defaults to "default".
+	Claim     string
+	Namespace string
+	// CSI is what csi-error, csi-delay, csi-hang and csi-heal match and do.
+	CSI CSI
+	// Plugin is the plugin of driver-crash and driver-restart (and of
+	// CSI faults: empty for every plugin).
+	Plugin Plugin
+	// LoseState makes driver-restart start the plugin with an empty state
+	// directory, as a driver whose state lived in its container.
+	LoseState bool
+	// Component is whose API traffic api-conflict and watch-drop disturb:
+	// its user agent, e.g. external-provisioner or attachdetach-controller.
+	Component string
+	// Resource is the resource watch-drop drops events of, as a plural
+	// lower-case name: pods, persistentvolumeclaims, volumeattachments...
+	Resource string
+	// Times is how often the fault strikes: the writes api-conflict
+	// refuses, the events watch-drop drops, the calls a CSI fault fires
+	// on. For CSI faults 0 means always, until csi-heal.
+	Times int
+}
+
+// CSI selects CSI calls and says what a CSI fault does to them.
+type CSI struct {
+	// Method is the CSI method's short name ("NodeStageVolume"), or a
+	// path.Match pattern over short names ("Node*", "*").
+	Method string
+	// Volume, if set, limits the fault to calls on that volume ID (for
+	// CreateVolume: the requested name).
+	Volume string
+	// Code and Message are csi-error's answer; an empty Message says the
+	// fault injected it.
+	Code    codes.Code
+	Message string
+	// Delay is how long csi-delay holds a call; for csi-hang, the longest
+	// it hangs (0: until the caller gives up).
+	Delay time.Duration
+}
+
+// Describe names the fault and what it happens to, for step names,
+// timelines and reports.
+func (f Fault) Describe() string {
+	parts := []string{string(f.Kind)}
+	switch f.Kind {
+	case CSIError, CSIDelay, CSIHang, CSIHeal:
+		if f.CSI.Method != "" {
+			parts = append(parts, f.CSI.Method)
+		}
+		if f.CSI.Volume != "" {
+			parts = append(parts, "volume "+f.CSI.Volume)
+		}
+		if f.Kind == CSIError {
+			parts = append(parts, f.CSI.Code.String())
+		}
+		if f.Kind == CSIDelay {
+			parts = append(parts, f.CSI.Delay.String())
+		}
+	case DriverCrash, DriverRestart:
+		if f.Plugin != "" {
+			parts = append(parts, string(f.Plugin))
+		}
+		if f.Kind == DriverRestart && f.LoseState {
+			parts = append(parts, "without state")
+		}
+	case APIConflict, WatchDrop:
+		parts = append(parts, f.Component)
+		if f.Resource != "" {
+			parts = append(parts, f.Resource)
+		}
+	}
+	switch {
+	case f.Claim != "":
+		parts = append(parts, f.Claim, "on", f.Node)
+	case f.Node != "":
+		parts = append(parts, "on "+f.Node)
+	}
+	return strings.Join(parts, " ")
+}
+
+// Injector is a backend that can make faults happen.
+type Injector interface {
+	// CanInject returns nil if the backend can inject f, or an error
+	// saying why it cannot; the runner asks for every fault step before
+	// the run starts, so that a scenario is refused rather than failing
+	// halfway.
+	CanInject(f Fault) error
+	// InjectFault makes f happen now.
+	InjectFault(ctx context.Context, f Fault) error
+}
+
+// UnsupportedError says that a backend cannot inject a fault, and why.
+type UnsupportedError struct {
+	Kind    Kind
+	Backend string
+	Reason  string
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("%s cannot be injected on %s: %s", e.Kind, e.Backend, e.Reason)
+}
+
+// Unsupported returns an *UnsupportedError.
+func Unsupported(k Kind, backend, reason string) error {
+	return &UnsupportedError{Kind: k, Backend: backend, Reason: reason}
+}
+
+// TaintOutOfService is the taint of the non-graceful node shutdown: a node
+// that carries it is shut down for good, so its pods are deleted and its
+// volumes detached at once.
+const TaintOutOfService = "node.kubernetes.io/out-of-service"
+
+// OutOfServiceTaint is the taint an administrator puts on a node shut down
+// for good, as with
+//
+//	kubectl taint nodes NODE node.kubernetes.io/out-of-service=nodeshutdown:NoExecute
+//
+// added at the given time.
+func OutOfServiceTaint(added time.Time) corev1.Taint {
+	at := metav1.NewTime(added.Truncate(time.Second))
+	return corev1.Taint{Key: TaintOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute, TimeAdded: &at}
+}
