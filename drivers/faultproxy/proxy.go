@@ -67,7 +67,26 @@ type Config struct {
 	// the order calls finish, so that a caller can put the calls of
 	// clients it does not control (a real sidecar) in a timeline.
 	OnCall func(Call)
+	// Park, if set, is how delays and hangs pass for calls whose caller
+	// lives on a virtual clock and says so by sending its timeout in
+	// TimeoutHeader (a simulation's components): the time passes on that
+	// clock, and the caller's timeout is measured on it too. Other calls
+	// wait in wall time, with the caller's own deadline. See ParkFunc.
+	Park ParkFunc
 }
+
+// ParkFunc lets d pass on a virtual clock (d <= 0: until interrupted):
+// wait blocks until then and reports whether d passed (false: interrupted);
+// interrupt ends the wait early. sim/loop's Park is one.
+type ParkFunc func(d time.Duration) (wait func() bool, interrupt func())
+
+// TimeoutHeader is the gRPC metadata key in which a caller on a virtual
+// clock sends its timeout for the call (a Go duration, "2m0s"): its gRPC
+// deadline is wall time and means nothing on that clock. The proxy
+// measures delays and hangs against it on Config.Park's clock, and bounds
+// the driver's own answer by it in wall time, so that a driver that
+// really hangs costs at most that much. The proxy does not pass it on.
+const TimeoutHeader = "csisim-timeout"
 
 // Proxy is a running proxy. Its methods are safe for concurrent use.
 type Proxy struct {
@@ -90,6 +109,13 @@ type Proxy struct {
 	rulesMu  sync.Mutex
 	rules    []*ruleState
 	nextRule int
+
+	// parks are the interrupts of calls parked on the virtual clock, so
+	// that Stop can end them as it ends wall-time waits.
+	parksMu  sync.Mutex
+	parks    map[int]func()
+	nextPark int
+	stopped  bool
 
 	historyMu sync.Mutex
 	history   []Call
@@ -190,6 +216,12 @@ const stopTimeout = 2 * time.Second
 func (p *Proxy) Stop() error {
 	p.stopOnce.Do(func() {
 		close(p.stopping)
+		p.parksMu.Lock()
+		p.stopped = true
+		for _, interrupt := range p.parks {
+			interrupt()
+		}
+		p.parksMu.Unlock()
 		graceful := make(chan struct{})
 		go func() { p.srv.GracefulStop(); close(graceful) }()
 		select {
@@ -302,7 +334,8 @@ func outgoing(ctx context.Context) context.Context {
 	out := metadata.MD{}
 	for k, v := range in {
 		switch {
-		case len(k) > 0 && k[0] == ':', k == "content-type", k == "user-agent", k == "te", len(k) > 5 && k[:5] == "grpc-":
+		case len(k) > 0 && k[0] == ':', k == "content-type", k == "user-agent", k == "te", len(k) > 5 && k[:5] == "grpc-",
+			k == TimeoutHeader:
 			continue
 		}
 		out[k] = v
@@ -316,6 +349,11 @@ func outgoing(ctx context.Context) context.Context {
 func (p *Proxy) invoke(ctx context.Context, ss grpc.ServerStream, full string, req []byte) ([]byte, error) {
 	var header, trailer metadata.MD
 	var resp []byte
+	if timeout, ok := callerTimeout(ctx); ok && timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	err := p.target.Invoke(outgoing(ctx), full, &req, &resp,
 		grpc.ForceCodecV2(rawCodec{}), grpc.Header(&header), grpc.Trailer(&trailer))
 	if len(header) > 0 {
@@ -415,6 +453,9 @@ func (p *Proxy) execute(ctx context.Context, c *Call, info *methodInfo, act *Act
 
 // wait lets d pass, unless the caller gives up or the proxy stops first.
 func (p *Proxy) wait(ctx context.Context, d time.Duration, rule string) error {
+	if timeout, ok := callerTimeout(ctx); ok && p.cfg.Park != nil {
+		return p.park(d, timeout, false, rule)
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -430,6 +471,9 @@ func (p *Proxy) wait(ctx context.Context, d time.Duration, rule string) error {
 // hang answers nothing until the caller gives up, limit (if not 0) passes
 // or the proxy stops.
 func (p *Proxy) hang(ctx context.Context, limit time.Duration, rule string) error {
+	if timeout, ok := callerTimeout(ctx); ok && p.cfg.Park != nil {
+		return p.park(limit, timeout, true, rule)
+	}
 	var expired <-chan time.Time
 	if limit > 0 {
 		t := time.NewTimer(limit)
@@ -440,10 +484,67 @@ func (p *Proxy) hang(ctx context.Context, limit time.Duration, rule string) erro
 	case <-ctx.Done():
 		return status.FromContextError(ctx.Err()).Err()
 	case <-expired:
-		return status.Errorf(codes.DeadlineExceeded, "faultproxy rule %s hung the call for %s", rule, limit)
+		return hungFor(rule, limit)
 	case <-p.stopping:
 		return status.Errorf(codes.Unavailable, "faultproxy stopped while rule %s hung the call", rule)
 	}
+}
+
+func hungFor(rule string, limit time.Duration) error {
+	return status.Errorf(codes.DeadlineExceeded, "faultproxy rule %s hung the call for %s", rule, limit)
+}
+
+// park is wait and hang on the caller's virtual clock: d passes (0: never,
+// for a hang without limit), unless the caller's timeout comes first, when
+// the caller gets what a gRPC client whose deadline passes gets.
+func (p *Proxy) park(d, timeout time.Duration, hang bool, rule string) error {
+	limit, callerFirst := d, false
+	if timeout > 0 && (limit <= 0 || timeout <= limit) {
+		limit, callerFirst = timeout, true
+	}
+	wait, interrupt := p.cfg.Park(limit)
+	p.parksMu.Lock()
+	p.nextPark++
+	id := p.nextPark
+	if p.parks == nil {
+		p.parks = map[int]func(){}
+	}
+	p.parks[id] = interrupt
+	stopped := p.stopped
+	p.parksMu.Unlock()
+	if stopped {
+		// Still wait: the clock's owner expects the wait it was promised.
+		interrupt()
+	}
+	passed := wait()
+	p.parksMu.Lock()
+	delete(p.parks, id)
+	p.parksMu.Unlock()
+	switch {
+	case !passed:
+		return status.Errorf(codes.Unavailable, "faultproxy stopped while rule %s held the call", rule)
+	case callerFirst:
+		// The words grpc-go's client uses when its deadline passes.
+		return status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+	case hang:
+		return hungFor(rule, limit)
+	}
+	return nil
+}
+
+// callerTimeout reads the timeout a caller on a virtual clock sent in
+// TimeoutHeader.
+func callerTimeout(ctx context.Context) (time.Duration, bool) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	v := md.Get(TimeoutHeader)
+	if len(v) == 0 {
+		return 0, false
+	}
+	d, err := time.ParseDuration(v[0])
+	if err != nil {
+		return 0, false
+	}
+	return d, true
 }
 
 // drop closes the connection the call came on. grpc knows the connection

@@ -85,7 +85,6 @@ type Controller struct {
 	drivers     storagelisters.CSIDriverLister
 	vas         storagelisters.VolumeAttachmentLister
 	queue       controller.Queue
-	synced      []cache.InformerSynced
 
 	clock clock.PassiveClock
 
@@ -144,8 +143,6 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	allNodes := func(any) []string { return c.allNodeNames() }
 	_, _ = pvcInf.Informer().AddEventHandler(c.handler(allNodes))
 	_, _ = pvInf.Informer().AddEventHandler(c.handler(allNodes))
-	c.synced = []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, pvcInf.Informer().HasSynced,
-		pvInf.Informer().HasSynced, drvInf.Informer().HasSynced, vaInf.Informer().HasSynced}
 	return c
 }
 
@@ -181,15 +178,6 @@ func (c *Controller) allNodeNames() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Run reconciles until ctx is done.
-func (c *Controller) Run(ctx context.Context) {
-	defer c.stopRecs()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	controller.RunAll(ctx, c.Workers()...)
 }
 
 // Workers are the controller's queue and sync function.

@@ -75,7 +75,6 @@ type Attacher struct {
 	csiNodes  storagelisters.CSINodeLister
 	vaQ       controller.Queue
 	pvQ       controller.Queue
-	synced    []cache.InformerSynced
 
 	// caps are the controller plugin's capabilities, asked for once, as
 	// the sidecar does when it starts.
@@ -93,7 +92,7 @@ func (a *Attacher) capabilities(ctx context.Context) (map[csi.ControllerServiceC
 	if a.caps != nil {
 		return a.caps, nil
 	}
-	callCtx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
 	caps, err := csiclient.ControllerCapabilities(callCtx, a.csi)
 	if err != nil {
@@ -131,7 +130,6 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		},
 	})
 	_, _ = pvInf.Informer().AddEventHandler(controller.EnqueueHandler(a.pvQ))
-	a.synced = []cache.InformerSynced{vaInf.Informer().HasSynced, pvInf.Informer().HasSynced, nodeInf.Informer().HasSynced}
 	return a
 }
 
@@ -144,14 +142,6 @@ func (a *Attacher) enqueueVA(obj any) {
 	if pv := va.Spec.Source.PersistentVolumeName; pv != nil {
 		a.pvQ.Add(*pv)
 	}
-}
-
-// Run attaches and detaches until ctx is done.
-func (a *Attacher) Run(ctx context.Context) {
-	if !cache.WaitForCacheSync(ctx.Done(), a.synced...) {
-		return
-	}
-	controller.RunAll(ctx, a.Workers()...)
 }
 
 // Workers are the attacher's queues and sync functions.
@@ -244,7 +234,7 @@ func (a *Attacher) attach(ctx context.Context, va *storagev1.VolumeAttachment) e
 		Readonly:      pv.Spec.CSI.ReadOnly && caps[csi.ControllerServiceCapability_RPC_PUBLISH_READONLY],
 		VolumeContext: pv.Spec.CSI.VolumeAttributes,
 	}
-	callCtx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, a.cfg.Timeout)
 	resp, err := a.csi.ControllerPublishVolume(callCtx, req)
 	cancel()
 	if err != nil {
@@ -283,7 +273,7 @@ func (a *Attacher) detach(ctx context.Context, va *storagev1.VolumeAttachment) e
 		}
 		nodeID = recorded
 	}
-	callCtx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, a.cfg.Timeout)
 	_, err = a.csi.ControllerUnpublishVolume(callCtx, &csi.ControllerUnpublishVolumeRequest{
 		VolumeId: pv.Spec.CSI.VolumeHandle, NodeId: nodeID})
 	cancel()

@@ -10,6 +10,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // ReconcileInterval is how often the sidecar compares VolumeAttachments
@@ -73,7 +75,7 @@ func (a *Attacher) publishedNodes(ctx context.Context) (map[string][]string, err
 	published := map[string][]string{}
 	token := ""
 	for {
-		callCtx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+		callCtx, cancel := csiclient.WithTimeout(ctx, a.cfg.Timeout)
 		resp, err := a.csi.ListVolumes(callCtx, &csi.ListVolumesRequest{StartingToken: token})
 		cancel()
 		if err != nil {

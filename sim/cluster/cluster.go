@@ -31,10 +31,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/csisim/csisim/drivers/faultproxy"
 	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/drivers/mock"
 	"github.com/csisim/csisim/fakekube"
+	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/runroot"
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/attacher"
@@ -108,10 +110,13 @@ type Cluster struct {
 	loop    *loop.Loop
 	rt      controller.Runtime
 	rec     *trace.Recorder
-	drivers []*launch.Process
+	drivers []*launch.Process     // every driver process started, to stop them all
+	plugins []*plugin             // the controller plugin, then each node's
 	nodes   map[string]*nodeParts // what makes up each node, for faults
-	mocks   []*mock.Server
-	backend *mock.Backend
+	backend *mock.Backend         // the mock plugins' shared storage
+	// controller is the controller plugin; faults find node plugins
+	// through nodes.
+	controller *plugin
 	conns   []*csiclient.Conn
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -174,7 +179,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		},
 	}
 
-	ctrlEndpoint, err := c.startDriver(ctx, "controller", "", "controller")
+	ctrlEndpoint, err := c.startDriver(ctx, fault.Controller, "")
 	if err != nil {
 		return c, err
 	}
@@ -182,7 +187,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return c, err
 	}
 	for _, node := range cfg.Nodes {
-		endpoint, err := c.startDriver(ctx, "node", node, "node "+node)
+		endpoint, err := c.startDriver(ctx, fault.Node, node)
 		if err != nil {
 			return c, err
 		}
@@ -200,109 +205,141 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	return c, nil
 }
 
-// startDriver launches one driver plugin, waits until it answers Probe and
-// returns its endpoint.
-func (c *Cluster) startDriver(ctx context.Context, mode, node, name string) (string, error) {
-	if c.cfg.Mock {
-		return c.startMock(mode, node)
+// startDriver starts one driver plugin — csisim's driver, any driver from
+// a template, or the mock — with a fault proxy in front of it, and returns
+// the proxy's endpoint, which is where the components find the plugin.
+func (c *Cluster) startDriver(ctx context.Context, role fault.Plugin, node string) (string, error) {
+	pl := &plugin{role: role, node: node, name: "controller plugin"}
+	// The proxy listens where the components look for the plugin: for a
+	// node plugin, where node-driver-registrar's driver socket lives on a
+	// real node. The driver listens on a socket of its own beside it.
+	listen := c.root.Path("controller", "csi.sock")
+	driverSocket := c.root.Path("controller", "driver", "csi.sock")
+	if role == fault.Node {
+		pl.name = "node plugin on " + node
+		listen = c.root.Path("nodes", node, "kubelet", "plugins", c.cfg.DriverName, "csi.sock")
+		driverSocket = c.root.Path("nodes", node, "driver", "csi.sock")
+		parts := c.nodes[node]
+		if parts == nil {
+			parts = &nodeParts{}
+			c.nodes[node] = parts
+		}
+		parts.plugin = pl
+	} else {
+		c.controller = pl
 	}
+	c.plugins = append(c.plugins, pl)
+	for _, dir := range []string{filepath.Dir(listen), filepath.Dir(driverSocket), c.root.Path("storage")} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return "", fmt.Errorf("preparing %s: %w", dir, err)
+		}
+	}
+	pl.driverEndpoint = "unix://" + driverSocket
+	if c.cfg.Mock {
+		m := mock.ModeController
+		if role == fault.Node {
+			m = mock.ModeNode
+		}
+		pl.mock = &mock.Config{Name: c.cfg.DriverName, NodeID: node, Mode: m, Backend: c.mockBackend()}
+	} else if err := c.prepareProcess(pl); err != nil {
+		return "", err
+	}
+	if err := c.startPlugin(ctx, pl); err != nil {
+		return "", err
+	}
+	proxyName := "faultproxy:controller"
+	if role == fault.Node {
+		proxyName = "faultproxy:" + node
+	}
+	proxy, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: proxyName, Listen: "unix://" + listen,
+		Target: pl.driverEndpoint, Seed: c.cfg.Seed, NodeID: node, Recorder: c.rec, Park: c.loop.Park})
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", pl.name, err)
+	}
+	pl.proxy = proxy
+	return proxy.Endpoint(), nil
+}
+
+// prepareProcess sets up how to run the plugin as a process: its command
+// template, its state directory and the values of its placeholders.
+func (c *Cluster) prepareProcess(pl *plugin) error {
 	tmpl := c.cfg.Driver
 	if tmpl.Path == "" {
 		bin := c.cfg.DriverBinary
 		if bin == "" {
 			exe, err := os.Executable()
 			if err != nil {
-				return "", fmt.Errorf("finding the csisim binary for the driver: %w", err)
+				return fmt.Errorf("finding the csisim binary for the driver: %w", err)
 			}
 			bin = exe
 		}
-		tmpl = launch.OurDriver(bin, mode, c.cfg.DriverName)
-		if zone := c.cfg.Zones[node]; zone != "" && mode == "node" {
+		tmpl = launch.OurDriver(bin, string(pl.role), c.cfg.DriverName)
+		if zone := c.cfg.Zones[pl.node]; zone != "" && pl.role == fault.Node {
 			tmpl.Args = append(tmpl.Args, "--zone", zone)
 		}
 		tmpl.Args = append(tmpl.Args, c.cfg.DriverArgs...)
 	}
-	var socket, stateDir string
-	if mode == "controller" {
-		socket, stateDir = c.root.Path("controller", "csi.sock"), c.root.Path("controller", "state")
-	} else {
-		// Where node-driver-registrar's driver socket lives on a real node.
-		socket = c.root.Path("nodes", node, "kubelet", "plugins", c.cfg.DriverName, "csi.sock")
-		stateDir = c.root.Path("nodes", node, "driver-state")
+	stateDir := c.root.Path("controller", "state")
+	// A third-party driver usually serves every service in one process
+	// and insists on a node ID even as the controller plugin.
+	nodeID := "controller"
+	if pl.role == fault.Node {
+		stateDir, nodeID = c.root.Path("nodes", pl.node, "driver-state"), pl.node
 	}
-	for _, dir := range []string{stateDir, filepath.Dir(socket), c.root.Path("storage")} {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return "", fmt.Errorf("preparing %s: %w", dir, err)
-		}
+	if err := os.MkdirAll(stateDir, 0o750); err != nil {
+		return fmt.Errorf("preparing %s: %w", stateDir, err)
 	}
-	nodeID := node
-	if mode == "controller" {
-		// A third-party driver usually serves every service in one
-		// process and insists on a node ID even as the controller plugin.
-		nodeID = "controller"
-	}
-	vars := launch.Vars{Endpoint: "unix://" + socket, NodeID: nodeID, StateDir: stateDir, Root: c.root.Path("storage")}
-	if mode == "node" {
-		c.nodes[node] = &nodeParts{template: tmpl, vars: vars, name: name}
-	}
-	if err := c.launch(ctx, name, tmpl, vars, node); err != nil {
-		return "", err
-	}
-	return vars.Endpoint, nil
+	pl.template = tmpl
+	pl.vars = launch.Vars{Endpoint: pl.driverEndpoint, NodeID: nodeID, StateDir: stateDir, Root: c.root.Path("storage")}
+	return nil
 }
 
-// launch starts one driver process and waits until it is ready.
-func (c *Cluster) launch(ctx context.Context, name string, tmpl launch.Template, vars launch.Vars, node string) error {
-	p, err := launch.Start(context.Background(), "driver "+name, tmpl, vars, c.cfg.DriverLog)
+// startPlugin starts the plugin's driver — its process, or the mock's
+// server — and waits until it is ready.
+func (c *Cluster) startPlugin(ctx context.Context, pl *plugin) error {
+	if pl.mock != nil {
+		d, err := mock.New(*pl.mock)
+		if err != nil {
+			return err
+		}
+		srv, err := d.Start(pl.driverEndpoint)
+		if err != nil {
+			return err
+		}
+		pl.mockServer = srv
+		return nil
+	}
+	return c.launch(ctx, pl)
+}
+
+// launch starts the plugin's driver process and waits until it is ready.
+func (c *Cluster) launch(ctx context.Context, pl *plugin) error {
+	p, err := launch.Start(context.Background(), "driver "+pl.name, pl.template, pl.vars, c.cfg.DriverLog)
 	if err != nil {
 		return err
 	}
 	c.drivers = append(c.drivers, p)
-	if parts := c.nodes[node]; parts != nil {
-		parts.process = p
-	}
+	pl.process = p
 	readyCtx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()
 	if err := p.WaitReady(readyCtx); err != nil {
-		return fmt.Errorf("driver %s did not become ready: %w", name, err)
+		return fmt.Errorf("driver %s did not become ready: %w", pl.name, err)
 	}
 	return nil
 }
 
-// startMock serves the mock driver for one plugin; all plugins share one
-// backend, as the controller and nodes of a real driver share its storage.
-func (c *Cluster) startMock(mode, node string) (string, error) {
+// mockBackend is the storage all mock plugins share, as the controller
+// and nodes of a real driver share its storage.
+func (c *Cluster) mockBackend() *mock.Backend {
 	if c.backend == nil {
 		c.backend = mock.NewBackend(0)
 	}
-	m := mock.ModeController
-	socket := c.root.Path("controller", "csi.sock")
-	if mode == "node" {
-		m = mock.ModeNode
-		socket = c.root.Path("nodes", node, "kubelet", "plugins", c.cfg.DriverName, "csi.sock")
-	}
-	if err := os.MkdirAll(filepath.Dir(socket), 0o750); err != nil {
-		return "", fmt.Errorf("preparing %s: %w", filepath.Dir(socket), err)
-	}
-	d, err := mock.New(mock.Config{Name: c.cfg.DriverName, NodeID: node, Mode: m, Backend: c.backend})
-	if err != nil {
-		return "", err
-	}
-	srv, err := d.Start("unix://" + socket)
-	if err != nil {
-		return "", err
-	}
-	c.mocks = append(c.mocks, srv)
-	if mode == "node" {
-		// No process to kill or restart: node faults act on the kubelet.
-		c.nodes[node] = &nodeParts{name: "node " + node}
-	}
-	return "unix://" + socket, nil
+	return c.backend
 }
 
 // dial connects actor to a driver; its calls are recorded under actor.
 func (c *Cluster) dial(endpoint, actor string) (*csiclient.Conn, error) {
-	conn, err := csiclient.Dial(endpoint, actor, c.rec)
+	conn, err := csiclient.Dial(endpoint, actor, c.rec, csiclient.Virtual())
 	if err != nil {
 		return nil, err
 	}
@@ -495,15 +532,22 @@ func (c *Cluster) Close() error {
 	c.closed = true
 	c.cancel()
 	c.wg.Wait()
+	// Parked calls are let go first, so nothing waits for the loop.
+	c.loop.Stop()
 	var errs []error
 	for _, conn := range c.conns {
 		errs = append(errs, conn.Close())
 	}
+	for _, pl := range c.plugins {
+		if pl.proxy != nil {
+			errs = append(errs, pl.proxy.Stop())
+		}
+		if pl.mockServer != nil {
+			errs = append(errs, pl.mockServer.Stop())
+		}
+	}
 	for _, p := range c.drivers {
 		errs = append(errs, p.Stop(5*time.Second))
-	}
-	for _, m := range c.mocks {
-		errs = append(errs, m.Stop())
 	}
 	errs = append(errs, c.root.Close())
 	return errors.Join(errs...)

@@ -18,14 +18,11 @@ import (
 )
 
 // nodeParts is what makes up a simulated node: its kubelet and its CSI
-// node plugin process, and how to start the plugin again.
+// node plugin (process or mock, with the fault proxy in front of it).
 type nodeParts struct {
-	name     string
-	template launch.Template
-	vars     launch.Vars
-	process  *launch.Process
-	kubelet  *kubelet.Kubelet
-	lost     bool
+	*plugin
+	kubelet *kubelet.Kubelet
+	lost    bool
 }
 
 // InjectFault makes a fault happen to the simulated cluster; it is what
@@ -81,7 +78,7 @@ func (c *Cluster) returnNode(ctx context.Context, parts *nodeParts, node string)
 		return fmt.Errorf("node %s is not lost", node)
 	}
 	if parts.process != nil {
-		if err := c.launch(ctx, parts.name, parts.template, parts.vars, node); err != nil {
+		if err := c.launch(ctx, parts.plugin); err != nil {
 			return err
 		}
 	}
@@ -127,7 +124,7 @@ func (c *Cluster) isolateNodePlugin(ctx context.Context, parts *nodeParts, node 
 		Args: append([]string{"--mount", "--propagation", "private", parts.template.Path}, parts.template.Args...),
 		Env:  parts.template.Env}
 	parts.template = isolated
-	return c.launch(ctx, parts.name, isolated, parts.vars, node)
+	return c.launch(ctx, parts.plugin)
 }
 
 // restartKubelet restarts the node's kubelet: it forgets what it had

@@ -5,6 +5,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -117,28 +118,34 @@ func processNext(ctx context.Context, name string, q Queue, sync Sync) bool {
 	if shutdown {
 		return false
 	}
-	defer q.Done(key)
 	err := sync(ctx, key)
+	if err != nil && ctx.Err() == nil && !errors.As(err, new(RequeueAfter)) {
+		klog.FromContext(ctx).V(2).Info("sync failed, retrying", "controller", name, "key", key, "err", err)
+	}
+	if ctx.Err() != nil {
+		// Shutting down: the error is a consequence, not news.
+		q.Done(key)
+		return true
+	}
+	Finish(q, key, err)
+	return true
+}
+
+// Finish is what a worker does with a key once its sync has returned err:
+// forget its backoff on success; queue it again after the delay a
+// RequeueAfter asks for (anywhere in err's chain); else back off. Then the
+// key is done. The goroutine runner and the simulation's loop both use it,
+// so that a key is retried the same way in both.
+func Finish(q Queue, key string, err error) {
 	var again RequeueAfter
 	switch {
 	case err == nil:
 		q.Forget(key)
-	case asRequeue(err, &again):
+	case errors.As(err, &again):
 		q.Forget(key)
 		q.AddAfter(key, time.Duration(again))
-	case ctx.Err() != nil:
-		// Shutting down: the error is a consequence, not news.
 	default:
-		klog.FromContext(ctx).V(2).Info("sync failed, retrying", "controller", name, "key", key, "err", err)
 		q.AddRateLimited(key)
 	}
-	return true
-}
-
-func asRequeue(err error, out *RequeueAfter) bool {
-	r, ok := err.(RequeueAfter)
-	if ok {
-		*out = r
-	}
-	return ok
+	q.Done(key)
 }

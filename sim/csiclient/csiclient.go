@@ -27,10 +27,18 @@ type Conn struct {
 
 // Dial connects to endpoint ("unix:///path/csi.sock") as actor; every call
 // is added to rec (if not nil) when it completes.
-func Dial(endpoint, actor string, rec *trace.Recorder) (*Conn, error) {
+func Dial(endpoint, actor string, rec *trace.Recorder, opts ...Option) (*Conn, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	interceptors := []grpc.UnaryClientInterceptor{recordCalls(actor, rec)}
+	if o.virtual {
+		interceptors = append(interceptors, virtualDeadlines)
+	}
 	cc, err := grpc.NewClient(endpoint,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(recordCalls(actor, rec)))
+		grpc.WithChainUnaryInterceptor(interceptors...))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to CSI driver at %s: %w", endpoint, err)
 	}

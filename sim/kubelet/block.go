@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csisim/csisim/sim/attachdetach"
+	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // mapBlock is the kubelet's block volume mapper (volumeMode: Block):
@@ -49,7 +50,7 @@ func (k *Kubelet) mapBlock(ctx context.Context, pod *corev1.Pod, v volumeToMount
 	if err := os.MkdirAll(filepath.Dir(publish), 0o750); err != nil {
 		return fmt.Errorf("creating block publish dir: %w", err)
 	}
-	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	_, err := k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: publish,
 		VolumeCapability: capability, Readonly: v.readOnly, VolumeContext: src.VolumeAttributes,
@@ -84,7 +85,7 @@ func (k *Kubelet) setUpDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return fmt.Errorf("creating block staging dir: %w", err)
 	}
-	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
 	_, err := k.csi.NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging,
@@ -159,7 +160,7 @@ func (k *Kubelet) unmapBlock(ctx context.Context, uid types.UID, m *mountedVolum
 	if err := os.Remove(global); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("removing %s: %w", global, err)
 	}
-	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
 	if _, err := k.csi.NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target}); err != nil {
 		return fmt.Errorf("NodeUnpublishVolume %s: %w", m.pvName, err)
@@ -171,7 +172,7 @@ func (k *Kubelet) unmapBlock(ctx context.Context, uid types.UID, m *mountedVolum
 // staging path is there, then the volume's directories go.
 func (k *Kubelet) tearDownBlockDevice(ctx context.Context, st *stagedVolume) error {
 	if _, err := os.Stat(st.path); err == nil {
-		callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+		callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 		_, err := k.csi.NodeUnstageVolume(callCtx, &csi.NodeUnstageVolumeRequest{VolumeId: st.handle, StagingTargetPath: st.path})
 		cancel()
 		if err != nil {

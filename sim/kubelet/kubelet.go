@@ -48,6 +48,7 @@ import (
 
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // Version is the kubelet version the Node reports.
@@ -202,7 +203,7 @@ func (k *Kubelet) Register(ctx context.Context, identity csi.IdentityClient) err
 	if err := k.registerNode(ctx); err != nil {
 		return err
 	}
-	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
 	info, err := identity.GetPluginInfo(callCtx, &csi.GetPluginInfoRequest{})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // nodeCaps are the node plugin's capabilities (NodeGetCapabilities).
@@ -23,7 +24,7 @@ type nodeCaps map[csi.NodeServiceCapability_RPC_Type]bool
 // nodeCapabilities asks the node plugin what it can do; the real kubelet
 // asks before each operation.
 func (k *Kubelet) nodeCapabilities(ctx context.Context) (nodeCaps, error) {
-	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
 	resp, err := k.csi.NodeGetCapabilities(callCtx, &csi.NodeGetCapabilitiesRequest{})
 	if err != nil {
@@ -226,7 +227,7 @@ func (k *Kubelet) mountFilesystem(ctx context.Context, pod *corev1.Pod, v volume
 	}); err != nil {
 		return fmt.Errorf("volume %s of pod %s/%s: %w", v.pv.Name, pod.Namespace, pod.Name, err)
 	}
-	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	_, err := k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
 		VolumeCapability: volumeCapability(v.pv, caps, mountGroup), Readonly: v.readOnly,
@@ -296,7 +297,7 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	if err := saveVolumeData(filepath.Dir(staging), map[string]string{volDataHandle: src.VolumeHandle, volDataDriver: src.Driver}); err != nil {
 		return err
 	}
-	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
 	_, err := k.csi.NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging,
@@ -315,7 +316,7 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 // unpublish is TearDown: NodeUnpublishVolume, then the pod's volume
 // directory goes if nothing is mounted there any more.
 func (k *Kubelet) unpublish(ctx context.Context, m *mountedVolume) error {
-	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	_, err := k.csi.NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target})
 	cancel()
 	if err != nil {
@@ -327,7 +328,7 @@ func (k *Kubelet) unpublish(ctx context.Context, m *mountedVolume) error {
 // unmountDevice is UnmountDevice: NodeUnstageVolume, then the staging
 // directory and its vol_data.json go.
 func (k *Kubelet) unmountDevice(ctx context.Context, st *stagedVolume) error {
-	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	_, err := k.csi.NodeUnstageVolume(callCtx, &csi.NodeUnstageVolumeRequest{VolumeId: st.handle, StagingTargetPath: st.path})
 	cancel()
 	if err != nil {

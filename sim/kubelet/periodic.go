@@ -8,6 +8,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // SyncFrequency is how often the kubelet syncs each running pod
@@ -92,7 +94,7 @@ func (k *Kubelet) CollectVolumeStats(ctx context.Context) {
 		return
 	}
 	for _, t := range targets {
-		callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+		callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 		_, _ = k.csi.NodeGetVolumeStats(callCtx, &csi.NodeGetVolumeStatsRequest{VolumeId: t.handle, VolumePath: t.path})
 		cancel()
 	}

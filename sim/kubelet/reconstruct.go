@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csisim/csisim/sim/attachdetach"
+	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // orphansKey is the queue key of the clean-up of volumes a restarted
@@ -43,7 +44,7 @@ func (k *Kubelet) Restart(ctx context.Context) error {
 	k.stopRecs()
 	k.events, k.stopRecs = k.newEvents()
 
-	callCtx, cancel := context.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	_, err := k.csi.NodeGetInfo(callCtx, &csi.NodeGetInfoRequest{})
 	cancel()
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -43,6 +44,14 @@ type Loop struct {
 
 	informers []*Informer
 	workers   []*worker
+
+	// yield passes control between the loop and the goroutine running a
+	// job (see park.go); active counts the goroutines the loop is waiting
+	// for, so that Park knows whether a job is running at all.
+	yield    chan struct{}
+	active   atomic.Int32
+	stopped  chan struct{}
+	stopOnce sync.Once
 }
 
 type worker struct {
@@ -66,7 +75,8 @@ func (l *Loop) Pause(name string, paused bool) {
 // New returns a loop for the API server api, on clock, seeded with seed.
 // Route the server's OnWrite hook to Observe.
 func New(api *fakekube.Server, clk *testingclock.FakeClock, seed uint64) *Loop {
-	return &Loop{api: api, clock: clk, rand: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d)), wakeCh: make(chan struct{}, 1)}
+	return &Loop{api: api, clock: clk, rand: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d)), wakeCh: make(chan struct{}, 1),
+		yield: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 // Clock is the loop's virtual clock.
@@ -129,22 +139,29 @@ func (l *Loop) AddWorkers(ws ...controller.Worker) {
 	}
 }
 
-// Every runs fn every interval of virtual time, first after one interval.
+// Every runs fn as a job every interval of virtual time, first after one
+// interval. Like wait.Until, the next run is due interval after this one
+// has finished: a run that parks (a CSI call held on virtual time) puts the
+// next one off, and delays nothing else.
 func (l *Loop) Every(interval time.Duration, fn func(context.Context)) {
 	var tick func()
 	tick = func() {
 		fn(context.Background())
-		l.after(interval, tick)
+		l.addTimer(interval, tick, true)
 	}
-	l.after(interval, tick)
+	l.addTimer(interval, tick, true)
 }
 
-// after runs fn once the clock has advanced by d.
-func (l *Loop) after(d time.Duration, fn func()) {
+// afterInline runs fn on the loop's goroutine once the clock has advanced
+// by d; fn must be quick and make no calls (queueing a key, resuming a
+// parked job).
+func (l *Loop) afterInline(d time.Duration, fn func()) { l.addTimer(d, fn, false) }
+
+func (l *Loop) addTimer(d time.Duration, fn func(), job bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
-	heap.Push(&l.timers, &timer{at: l.clock.Now().Add(d), seq: l.seq, fn: fn})
+	heap.Push(&l.timers, &timer{at: l.clock.Now().Add(d), seq: l.seq, fn: fn, job: job})
 }
 
 // deliver hands the queued writes to the informers, in order.
@@ -191,28 +208,12 @@ func (l *Loop) step(ctx context.Context) bool {
 	if !ok {
 		return true
 	}
-	err := w.sync(ctx, key)
-	var again controller.RequeueAfter
-	switch {
-	case err == nil:
-		w.queue.Forget(key)
-	case asRequeue(err, &again):
-		w.queue.Forget(key)
-		w.queue.AddAfter(key, time.Duration(again))
-	default:
-		w.queue.AddRateLimited(key)
-	}
-	w.queue.Done(key)
+	// The key stays "processing" until its sync returns, also while the
+	// sync is parked: other keys of the same queue go on meanwhile, as
+	// with a controller's several worker goroutines.
+	l.runJob(func() { controller.Finish(w.queue, key, w.sync(ctx, key)) })
 	l.deliver()
 	return true
-}
-
-func asRequeue(err error, out *controller.RequeueAfter) bool {
-	r, ok := err.(controller.RequeueAfter)
-	if ok {
-		*out = r
-	}
-	return ok
 }
 
 // fireDue runs the timers that are due, in order.
@@ -226,7 +227,11 @@ func (l *Loop) fireDue() bool {
 		}
 		t := heap.Pop(&l.timers).(*timer)
 		l.mu.Unlock()
-		t.fn()
+		if t.job {
+			l.runJob(t.fn)
+		} else {
+			t.fn()
+		}
 		fired = true
 	}
 }
@@ -320,6 +325,7 @@ type timer struct {
 	at  time.Time
 	seq uint64
 	fn  func()
+	job bool // run fn as a job (it may make calls and park)
 }
 
 // timerHeap orders timers by time, then by when they were set.

@@ -138,7 +138,7 @@ func (q *Queue) AddAfter(key string, d time.Duration) {
 	}
 	q.waiting[key] = at
 	q.mu.Unlock()
-	q.loop.after(d, func() {
+	q.loop.afterInline(d, func() {
 		q.mu.Lock()
 		due := q.waiting[key].Equal(at)
 		if due {

@@ -151,28 +151,6 @@ func (c *Controller) Monitor(context.Context) {
 // objects; 0 on small clusters.
 const annTTL = "node.alpha.kubernetes.io/ttl"
 
-// Run runs the controller on goroutines until ctx is done.
-func (c *Controller) Run(ctx context.Context) {
-	defer c.stopRecs()
-	go func() {
-		t := time.NewTicker(MonitorPeriod)
-		defer t.Stop()
-		gc := time.NewTicker(PodGCPeriod)
-		defer gc.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				c.Monitor(ctx)
-			case <-gc.C:
-				c.CollectGarbage(ctx)
-			}
-		}
-	}()
-	controller.RunAll(ctx, c.Workers()...)
-}
-
 func (c *Controller) syncNode(ctx context.Context, name string) error {
 	node, err := c.nodes.Get(name)
 	if apierrors.IsNotFound(err) {

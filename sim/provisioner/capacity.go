@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // Storage capacity tracking, as the sidecar does with --enable-capacity:
@@ -110,7 +112,7 @@ func (p *Provisioner) syncCapacity(ctx context.Context, key string) error {
 }
 
 func (p *Provisioner) publishCapacity(ctx context.Context, class *storagev1.StorageClass, seg map[string]string, existing []*storagev1.CSIStorageCapacity) error {
-	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, p.cfg.Timeout)
 	resp, err := p.csi.GetCapacity(callCtx, &csi.GetCapacityRequest{
 		// The sidecar sends the class's parameters as they are here.
 		Parameters:         class.Parameters,

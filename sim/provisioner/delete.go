@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // annMigratedTo names the CSI driver an in-tree volume was migrated to.
@@ -163,7 +165,7 @@ func (p *Provisioner) deleteBacking(ctx context.Context, pv *corev1.PersistentVo
 	if err != nil {
 		return err
 	}
-	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	_, err = p.csi.DeleteVolume(callCtx, &csi.DeleteVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle, Secrets: secrets})
 	return err

@@ -85,7 +85,6 @@ type Provisioner struct {
 	slow         *slowRetries
 	claimQ       controller.Queue
 	volumeQ      controller.Queue
-	synced       []cache.InformerSynced
 }
 
 // New wires a provisioner to the factory's informers and a CSI controller
@@ -135,18 +134,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 			p.volumeQ.Add(*pv)
 		}
 	}})
-	p.synced = []cache.InformerSynced{pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced, scInf.Informer().HasSynced,
-		vaInf.Informer().HasSynced, factory.Core().V1().Nodes().Informer().HasSynced, factory.Storage().V1().CSINodes().Informer().HasSynced}
 	return p
-}
-
-// Run provisions and deletes until ctx is done.
-func (p *Provisioner) Run(ctx context.Context) {
-	defer p.stopRecs()
-	if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
-		return
-	}
-	controller.RunAll(ctx, p.Workers()...)
 }
 
 // Workers are the provisioner's queues and sync functions.
@@ -293,7 +281,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 	if req.Parameters, err = driverParameters(class.Parameters); err != nil {
 		return nil, err
 	}
-	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, p.cfg.Timeout)
 	resp, err := p.csi.CreateVolume(callCtx, req)
 	cancel()
 	if err != nil {
@@ -457,7 +445,7 @@ func (p *Provisioner) controllerCapabilities(ctx context.Context) (map[csi.Contr
 	if p.caps != nil {
 		return p.caps, nil
 	}
-	callCtx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	callCtx, cancel := csiclient.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	caps, err := csiclient.ControllerCapabilities(callCtx, p.csi)
 	if err != nil {

@@ -19,7 +19,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -60,7 +59,6 @@ type Controller struct {
 	// The protection controllers' queues.
 	claimProtQ  controller.Queue
 	volumeProtQ controller.Queue
-	synced      []cache.InformerSynced
 	stopRecs    func()
 }
 
@@ -105,8 +103,6 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		UpdateFunc: func(_, obj any) { c.enqueuePodClaims(obj) },
 		DeleteFunc: c.enqueuePodClaims,
 	})
-	c.synced = []cache.InformerSynced{pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced,
-		podInf.Informer().HasSynced, scInf.Informer().HasSynced}
 	return c
 }
 
@@ -120,16 +116,6 @@ func (c *Controller) enqueuePodClaims(obj any) {
 			c.claimProtQ.Add(pod.Namespace + "/" + v.PersistentVolumeClaim.ClaimName)
 		}
 	}
-}
-
-// Run processes claims and volumes until ctx is done.
-func (c *Controller) Run(ctx context.Context) {
-	defer c.stopRecs()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	go wait.UntilWithContext(ctx, c.Resync, SyncPeriod)
-	controller.RunAll(ctx, c.Workers()...)
 }
 
 // Workers are the controller's queues and sync functions.

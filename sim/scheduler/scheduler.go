@@ -81,7 +81,6 @@ type Scheduler struct {
 	capacities  storagelisters.CSIStorageCapacityLister
 	attachments storagelisters.VolumeAttachmentLister
 	queue       controller.Queue
-	synced      []cache.InformerSynced
 
 	mu       sync.Mutex
 	attempts map[string]attempt    // pod key → its failed attempts, for the backoff
@@ -170,9 +169,6 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	_, _ = vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(any) {
 		s.requeueWhere(false, func(_ *corev1.Pod, a attempt) bool { return a.plugins["NodeVolumeLimits"] })
 	}})
-	s.synced = []cache.InformerSynced{podInf.Informer().HasSynced, nodeInf.Informer().HasSynced, pvcInf.Informer().HasSynced,
-		pvInf.Informer().HasSynced, scInf.Informer().HasSynced, csiNodeInf.Informer().HasSynced, capInf.Informer().HasSynced,
-		factory.Storage().V1().CSIDrivers().Informer().HasSynced, vaInf.Informer().HasSynced}
 	return s
 }
 
@@ -257,15 +253,6 @@ func podChanged(old, pod *corev1.Pod) bool {
 		return c
 	}
 	return !apiequality.Semantic.DeepEqual(strip(old), strip(pod))
-}
-
-// Run schedules until ctx is done.
-func (s *Scheduler) Run(ctx context.Context) {
-	defer s.stopRecs()
-	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
-		return
-	}
-	controller.RunAll(ctx, s.Workers()...)
 }
 
 // Workers are the scheduler's queue and sync function.
