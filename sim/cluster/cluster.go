@@ -117,10 +117,10 @@ type Cluster struct {
 	// controller is the controller plugin; faults find node plugins
 	// through nodes.
 	controller *plugin
-	conns   []*csiclient.Conn
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	closed  bool
+	conns      []*csiclient.Conn
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	closed     bool
 
 	// The controller-manager's controllers with memory, for its restart.
 	attachDetach  *attachdetach.Controller
