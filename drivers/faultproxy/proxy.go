@@ -235,6 +235,17 @@ func (p *Proxy) Stop() error {
 	return p.serveErr
 }
 
+// InterruptParked ends the delays and hangs parked on the virtual clock
+// (Config.Park) now: their callers get Unavailable, as callers of a driver
+// that has just died do. The proxy goes on serving.
+func (p *Proxy) InterruptParked() {
+	p.parksMu.Lock()
+	defer p.parksMu.Unlock()
+	for _, interrupt := range p.parks {
+		interrupt()
+	}
+}
+
 // currentNodeID is the node recorded with node service calls.
 func (p *Proxy) currentNodeID() string { return *p.nodeID.Load() }
 
@@ -522,7 +533,9 @@ func (p *Proxy) park(d, timeout time.Duration, hang bool, rule string) error {
 	p.parksMu.Unlock()
 	switch {
 	case !passed:
-		return status.Errorf(codes.Unavailable, "faultproxy stopped while rule %s held the call", rule)
+		// Cut off (the proxy stopped, or the driver behind it died): what
+		// grpc-go says when the server's side of the connection goes.
+		return status.Error(codes.Unavailable, "error reading from server: EOF")
 	case callerFirst:
 		// The words grpc-go's client uses when its deadline passes.
 		return status.Error(codes.DeadlineExceeded, "context deadline exceeded")

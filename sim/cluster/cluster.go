@@ -469,6 +469,7 @@ func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error
 	c.loop.Every(kubelet.VolumeStatsPeriod, k.CollectVolumeStats)
 	if parts := c.nodes[node]; parts != nil {
 		parts.kubelet = k
+		parts.identity = conn.Identity
 	}
 	return nil
 }

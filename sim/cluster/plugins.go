@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
 	"github.com/csisim/csisim/drivers/faultproxy"
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/drivers/mock"
@@ -29,6 +31,11 @@ type plugin struct {
 	mock       *mock.Config
 	mockServer *mock.Server
 
-	// crashed: driver-crash stopped it and nothing started it again.
+	// identity is the kubelet's client of a node plugin's identity
+	// service, to register the plugin again after a restart.
+	identity csi.IdentityClient
+
+	// crashed: driver-crash or node-plugin-missing stopped it and nothing
+	// started it again.
 	crashed bool
 }

@@ -48,7 +48,6 @@ import (
 
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/controller"
-	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // Version is the kubelet version the Node reports.
@@ -104,6 +103,9 @@ type Kubelet struct {
 
 	mu      sync.Mutex
 	stopped bool
+	// unregistered: the node plugin's registration went away
+	// (UnregisterDriver) and it has not registered again.
+	unregistered bool
 	// lastStatusReport is when the kubelet last posted its node status.
 	lastStatusReport time.Time
 	actual           actualState
@@ -203,20 +205,7 @@ func (k *Kubelet) Register(ctx context.Context, identity csi.IdentityClient) err
 	if err := k.registerNode(ctx); err != nil {
 		return err
 	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
-	defer cancel()
-	info, err := identity.GetPluginInfo(callCtx, &csi.GetPluginInfoRequest{})
-	if err != nil {
-		return fmt.Errorf("node %s: registering CSI plugin: GetPluginInfo: %w", k.cfg.NodeName, err)
-	}
-	if info.GetName() != k.cfg.DriverName {
-		return fmt.Errorf("node %s: the node plugin says its name is %q, expected %q", k.cfg.NodeName, info.GetName(), k.cfg.DriverName)
-	}
-	nodeInfo, err := k.csi.NodeGetInfo(callCtx, &csi.NodeGetInfoRequest{})
-	if err != nil {
-		return fmt.Errorf("node %s: registering CSI plugin %s: NodeGetInfo: %w", k.cfg.NodeName, info.GetName(), err)
-	}
-	if err := k.registerDriver(ctx, nodeInfo); err != nil {
+	if err := k.RegisterDriver(ctx, identity); err != nil {
 		return err
 	}
 	return k.renewLease(ctx)
@@ -288,8 +277,13 @@ func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoRespo
 		},
 		Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{drv}},
 	}
-	if _, err := k.client.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("node %s: creating CSINode: %w", k.cfg.NodeName, err)
+	_, err = k.client.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// Registered before (the plugin came back): update its entry.
+		err = k.installInCSINode(ctx, drv)
+	}
+	if err != nil {
+		return fmt.Errorf("node %s: recording driver %s in CSINode: %w", k.cfg.NodeName, k.cfg.DriverName, err)
 	}
 	ids, _ := json.Marshal(map[string]string{k.cfg.DriverName: info.GetNodeId()})
 	// In a real cluster the controller manager writes to a new Node too

@@ -174,7 +174,7 @@ func (k *Kubelet) mountVolumeOnce(ctx context.Context, pod *corev1.Pod, v volume
 	if err != nil {
 		return err
 	}
-	if driver := v.pv.Spec.CSI.Driver; driver != k.cfg.DriverName {
+	if driver := v.pv.Spec.CSI.Driver; !k.driverRegistered(driver) {
 		// The kubelet knows only the drivers registered with it through
 		// the plugin watcher.
 		if v.block {
