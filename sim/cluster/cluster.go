@@ -35,6 +35,7 @@ import (
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/drivers/mock"
 	"github.com/csisim/csisim/fakekube"
+	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/runroot"
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/attacher"
@@ -95,9 +96,9 @@ type Config struct {
 }
 
 // Components are the simulated control-plane components, by the user agent
-// they write as (and the name Config.Without takes).
-var Components = []string{"persistentvolume-binder", "attachdetach-controller", "default-scheduler",
-	"node-controller", "external-provisioner", "external-attacher"}
+// they write as (and the name Config.Without takes): the components the
+// API faults name.
+var Components = fault.Components
 
 // Cluster is a running simulated cluster.
 type Cluster struct {
