@@ -79,7 +79,11 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 	case fault.NodeReturn:
 		return c.returnNode(ctx, parts, f.Node)
 	case fault.OutOfService:
-		return nodelifecycle.MarkOutOfService(ctx, kubernetes.NewForConfigOrDie(c.RESTConfig()), f.Node, c.clock.Now())
+		cs, err := kubernetes.NewForConfig(c.RESTConfig())
+		if err != nil {
+			return err
+		}
+		return nodelifecycle.MarkOutOfService(ctx, cs, f.Node, c.clock.Now())
 	case fault.MissingMountPropagation:
 		return c.isolateNodePlugin(ctx, parts, f.Node)
 	case fault.KubeletRestart:
