@@ -1,8 +1,8 @@
 // Package deploy holds what it takes to run csisim's CSI driver
 // (drivers/hostpath) on a real cluster: deploy/Dockerfile builds the image,
 // deploy/kubernetes/ holds the manifests, and
-// deploy/kubernetes/variants/ the deliberately broken variants that fault
-// injection swaps in (see e2e/kind/faults). README.md describes them.
+// deploy/kubernetes/variants/ the deliberately broken variants, applied by
+// hand. README.md describes them.
 //
 // The Go package itself only names what the manifests must agree on; its
 // tests check that they do (parsed with the client-go scheme, offline) and,

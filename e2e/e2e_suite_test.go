@@ -7,7 +7,10 @@
 //	make e2e KUBECONFIG=~/.kube/config
 //
 // Steps that need what only the simulator sees (CSI call assertions) are
-// skipped on a real cluster and reported as such.
+// skipped on a real cluster and reported as such. On a kind cluster made by
+// e2e/kind/run.sh (-kind-cluster, default $CSISIM_KIND_CLUSTER), fault
+// steps are injected through e2e/kind/faults; those it cannot inject, and
+// every fault step on another cluster, are skipped the same way.
 package e2e
 
 import (
@@ -20,13 +23,19 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/csisim/csisim/e2e/kind/faults"
+	"github.com/csisim/csisim/fault"
 	scenario "github.com/csisim/csisim/scenarios"
 )
 
-var kubeconfig = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to run the scenarios on")
+var (
+	kubeconfig  = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to run the scenarios on")
+	kindCluster = flag.String("kind-cluster", os.Getenv("CSISIM_KIND_CLUSTER"), "name of the kind cluster, to inject faults into it")
+)
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -38,7 +47,15 @@ type clusterBackend struct{ cfg *rest.Config }
 
 func (b clusterBackend) RESTConfig() *rest.Config { return b.cfg }
 
-var backend clusterBackend
+// kindBackend is a kind cluster: a clusterBackend that injects faults.
+type kindBackend struct {
+	clusterBackend
+	*faults.Kind
+}
+
+var backend scenario.Backend
+
+var _ fault.Injector = kindBackend{}
 
 var _ = BeforeSuite(func() {
 	Expect(*kubeconfig).NotTo(BeEmpty(), "set -kubeconfig or KUBECONFIG to the cluster to test")
@@ -46,6 +63,13 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	cfg.UserAgent = "csisim-e2e"
 	backend = clusterBackend{cfg: cfg}
+	if *kindCluster != "" {
+		client, err := kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		k := faults.NewKind(faults.KindConfig{Cluster: *kindCluster}, client)
+		k.Log = GinkgoWriter
+		backend = kindBackend{clusterBackend: clusterBackend{cfg: cfg}, Kind: k}
+	}
 })
 
 var _ = Describe("the scenario library", func() {

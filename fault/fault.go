@@ -221,7 +221,7 @@ func Unsupported(k Kind, backend, reason string) error {
 // TaintOutOfService is the taint of the non-graceful node shutdown: a node
 // that carries it is shut down for good, so its pods are deleted and its
 // volumes detached at once.
-const TaintOutOfService = "node.kubernetes.io/out-of-service"
+const TaintOutOfService = corev1.TaintNodeOutOfService
 
 // OutOfServiceTaint is the taint an administrator puts on a node shut down
 // for good, as with
@@ -232,4 +232,23 @@ const TaintOutOfService = "node.kubernetes.io/out-of-service"
 func OutOfServiceTaint(added time.Time) corev1.Taint {
 	at := metav1.NewTime(added.Truncate(time.Second))
 	return corev1.Taint{Key: TaintOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute, TimeAdded: &at}
+}
+
+// Components are the simulated components whose API traffic api-conflict
+// and watch-drop disturb, by the user agent they write as. A node's kubelet
+// is KubeletComponent(node).
+var Components = []string{"persistentvolume-binder", "attachdetach-controller", "default-scheduler",
+	"node-controller", "external-provisioner", "external-attacher"}
+
+// kubeletPrefix starts a kubelet's user agent: kubelet:NODE.
+const kubeletPrefix = "kubelet:"
+
+// KubeletComponent is the user agent of node's kubelet.
+func KubeletComponent(node string) string { return kubeletPrefix + node }
+
+// KubeletNode returns the node of a kubelet's user agent, and whether
+// component is one.
+func KubeletNode(component string) (string, bool) {
+	node, ok := strings.CutPrefix(component, kubeletPrefix)
+	return node, ok && node != ""
 }

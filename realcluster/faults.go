@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/scenarios/apifaults"
 	"github.com/csisim/csisim/sim/nodelifecycle"
 	"github.com/csisim/csisim/trace"
@@ -27,47 +27,76 @@ type simNode struct {
 	isolated bool
 }
 
+// backendName names the real control plane in the faults it refuses.
+const backendName = "the real control plane (--backend realkube)"
+
+// CanInject says whether the cluster can inject f, before the run starts.
+// The node faults act on the simulated nodes as in the simulator; the CSI
+// faults go to the fault proxies in front of the controller plugin, one
+// per sidecar (see controllerProxiesFor); the rest would need a real
+// component changed, and are refused.
+func (c *Cluster) CanInject(f fault.Fault) error {
+	switch f.Kind {
+	case fault.NodeLoss, fault.NodeReturn, fault.OutOfService, fault.MissingMountPropagation, fault.KubeletRestart,
+		fault.StaleVolumeAttachment, fault.ControllerManagerRestart:
+		return nil
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSIHeal:
+		_, err := controllerProxiesFor(f)
+		return err
+	case fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
+		return fault.Unsupported(f.Kind, backendName, "the real sidecars' and the kubelets' reaction to a driver process going away is not modelled here yet; run it on the simulator")
+	case fault.APIConflict, fault.WatchDrop:
+		return fault.Unsupported(f.Kind, backendName, "the components are real processes talking to a real API server, which csisim cannot make answer 409 or drop watch events for one of them")
+	}
+	return fault.Unsupported(f.Kind, backendName, "it is not a fault csisim knows")
+}
+
 // InjectFault makes a fault happen to the cluster's nodes, as the
 // simulator does; it is what the scenario runner calls for fault steps.
 // The control plane is real, so what follows — the node controller's
 // taints and evictions, the attach/detach controller's force detach, the
 // pod garbage collector — is the real components' doing, on wall time.
-func (c *Cluster) InjectFault(ctx context.Context, f scenario.Fault) error {
-	switch f.Type {
-	case scenario.FaultStaleVolumeAttachment:
+func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
+	if err := c.CanInject(f); err != nil {
+		return err
+	}
+	switch f.Kind {
+	case fault.StaleVolumeAttachment:
 		cs, err := kubernetes.NewForConfig(c.RESTConfig())
 		if err != nil {
 			return err
 		}
 		return apifaults.StaleVolumeAttachment(ctx, cs, f.Namespace, f.Claim, f.Node, func(name string) {
-			c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: f.Type, Object: "VolumeAttachment " + name})
+			c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "VolumeAttachment " + name})
 		})
-	case scenario.FaultControllerManagerRestart:
-		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: f.Type, Object: "kube-controller-manager"})
+	case fault.ControllerManagerRestart:
+		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "kube-controller-manager"})
 		return c.kube.RestartControllerManager(ctx)
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSIHeal:
+		return c.injectCSIFault(f)
 	}
 	n := c.nodes[f.Node]
 	if n == nil {
 		return fmt.Errorf("there is no node %q (nodes: %v)", f.Node, c.cfg.Nodes)
 	}
-	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: f.Type, Object: "Node " + f.Node})
-	switch f.Type {
-	case scenario.FaultNodeLoss:
+	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "Node " + f.Node})
+	switch f.Kind {
+	case fault.NodeLoss:
 		return c.loseNode(n)
-	case scenario.FaultNodeReturn:
+	case fault.NodeReturn:
 		return c.returnNode(ctx, n)
-	case scenario.FaultOutOfService:
+	case fault.OutOfService:
 		cs, err := kubernetes.NewForConfig(c.RESTConfig())
 		if err != nil {
 			return err
 		}
 		return nodelifecycle.MarkOutOfService(ctx, cs, f.Node, time.Now())
-	case scenario.FaultMissingMountPropagation:
+	case fault.MissingMountPropagation:
 		return c.isolateNodePlugin(ctx, n)
-	case scenario.FaultKubeletRestart:
+	case fault.KubeletRestart:
 		return c.restartKubelet(ctx, n)
 	}
-	return fmt.Errorf("fault %q is not supported on the real control plane", f.Type)
+	return fault.Unsupported(f.Kind, backendName, "it is not a fault csisim knows")
 }
 
 // loseNode stops the node's kubelet and kills its node plugin; mounts and

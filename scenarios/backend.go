@@ -2,10 +2,13 @@ package scenario
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"k8s.io/client-go/rest"
 
+	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -14,7 +17,7 @@ import (
 // server that RESTConfig points at.
 //
 // Features that only some backends have are separate interfaces (such as
-// CSICallSource), checked before a scenario starts so that a scenario that
+// CSICallSource, or fault.Injector for fault steps), checked before a scenario starts so that a scenario that
 // needs one fails at once rather than halfway through.
 type Backend interface {
 	RESTConfig() *rest.Config
@@ -43,14 +46,8 @@ type Simulated interface {
 	RunFor(ctx context.Context, d time.Duration) error
 }
 
-// FaultInjector is implemented by backends that can make faults happen
-// (the simulator; a kind cluster by other means).
-type FaultInjector interface {
-	InjectFault(ctx context.Context, f Fault) error
-}
-
-// unsupported returns why backend b cannot run step, or "" when it can.
-func unsupported(st *Step, b Backend) string {
+// unsupported returns why backend b cannot run step, or nil when it can.
+func unsupported(st *Step, b Backend) error {
 	var c *Check
 	switch {
 	case st.Wait != nil:
@@ -59,14 +56,20 @@ func unsupported(st *Step, b Backend) string {
 		c = &st.Assert.Check
 	}
 	if st.Fault != nil {
-		if _, ok := b.(FaultInjector); !ok {
-			return st.Fault.Type + " needs a backend that can inject faults (such as the simulator); this one cannot"
+		inj, ok := b.(fault.Injector)
+		if !ok {
+			return fmt.Errorf("%s needs a backend that can inject faults (such as the simulator); this one cannot", st.Fault.Kind)
+		}
+		// The fault as written: a ${var} in it is not known yet, so the
+		// backend judges the kind and the parameters it can.
+		if err := inj.CanInject(*st.Fault); err != nil {
+			return err
 		}
 	}
 	if c != nil && c.CSICalls != nil {
 		if _, ok := b.(CSICallSource); !ok {
-			return "csiCalls needs a backend that can see CSI calls (one implementing CSICallSource, such as the simulator); this one cannot"
+			return errors.New("csiCalls needs a backend that can see CSI calls (one implementing CSICallSource, such as the simulator); this one cannot")
 		}
 	}
-	return ""
+	return nil
 }

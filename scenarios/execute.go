@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/clock"
 
+	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -41,9 +42,9 @@ func (ex *executor) execute(ctx context.Context, st Step) (stepOutcome, error) {
 	case st.Sleep != nil:
 		return ex.sleep(ctx, st.Sleep)
 	case st.Fault != nil:
-		inj, ok := ex.runner.Backend.(FaultInjector)
+		inj, ok := ex.runner.Backend.(fault.Injector)
 		if !ok {
-			return stepOutcome{}, fmt.Errorf("this backend cannot inject %s", st.Fault.Type)
+			return stepOutcome{}, fmt.Errorf("this backend cannot inject %s", st.Fault.Kind)
 		}
 		if err := inj.InjectFault(ctx, *st.Fault); err != nil {
 			return stepOutcome{}, fmt.Errorf("%s: %w", st.Fault.Describe(), err)

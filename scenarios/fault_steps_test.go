@@ -1,56 +1,287 @@
 package scenario
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"k8s.io/utils/clock"
+
+	"github.com/csisim/csisim/fault"
 )
 
-func TestParseStaleVolumeAttachmentAndRestart(t *testing.T) {
+func TestParseFaultSteps(t *testing.T) {
+	tests := []struct {
+		step string
+		want fault.Fault
+		name string
+	}{
+		{"node-loss: {node: node-a}", fault.Fault{Kind: fault.NodeLoss, Node: "node-a"}, "node-loss on node-a"},
+		{"node-plugin-missing: {node: node-b}", fault.Fault{Kind: fault.NodePluginMissing, Node: "node-b"}, "node-plugin-missing on node-b"},
+		{"stale-volumeattachment: {node: node-a, claim: data}",
+			fault.Fault{Kind: fault.StaleVolumeAttachment, Node: "node-a", Claim: "data"}, "stale-volumeattachment data on node-a"},
+		{"stale-volumeattachment: {node: node-b, claim: logs, namespace: team-a}",
+			fault.Fault{Kind: fault.StaleVolumeAttachment, Node: "node-b", Claim: "logs", Namespace: "team-a"}, "stale-volumeattachment logs on node-b"},
+		{"controller-manager-restart: {}", fault.Fault{Kind: fault.ControllerManagerRestart}, "controller-manager-restart"},
+		{"controller-manager-restart:", fault.Fault{Kind: fault.ControllerManagerRestart}, "controller-manager-restart"},
+		{"csi-error: {method: NodeStageVolume, code: Unavailable, times: 1}",
+			fault.Fault{Kind: fault.CSIError, Times: 1, CSI: fault.CSI{Method: "NodeStageVolume", Code: codes.Unavailable}},
+			"csi-error NodeStageVolume Unavailable"},
+		{"csi-error: {method: 'Controller*', code: RESOURCE_EXHAUSTED, message: full, times: always, node: node-a, volume: vol-1, plugin: controller}",
+			fault.Fault{Kind: fault.CSIError, Node: "node-a", Plugin: fault.Controller,
+				CSI: fault.CSI{Method: "Controller*", Volume: "vol-1", Code: codes.ResourceExhausted, Message: "full"}},
+			"csi-error Controller* volume vol-1 ResourceExhausted on node-a"},
+		{"csi-error: {method: CreateVolume, code: 8}",
+			fault.Fault{Kind: fault.CSIError, CSI: fault.CSI{Method: "CreateVolume", Code: codes.ResourceExhausted}}, "csi-error CreateVolume ResourceExhausted"},
+		{"csi-delay: {method: NodePublishVolume, duration: 3s, times: 2, plugin: node}",
+			fault.Fault{Kind: fault.CSIDelay, Plugin: fault.Node, Times: 2, CSI: fault.CSI{Method: "NodePublishVolume", Delay: 3 * time.Second}},
+			"csi-delay NodePublishVolume 3s"},
+		{"csi-hang: {method: ControllerPublishVolume}",
+			fault.Fault{Kind: fault.CSIHang, CSI: fault.CSI{Method: "ControllerPublishVolume"}}, "csi-hang ControllerPublishVolume"},
+		{"csi-hang: {method: ControllerPublishVolume, limit: 10m, times: 1}",
+			fault.Fault{Kind: fault.CSIHang, Times: 1, CSI: fault.CSI{Method: "ControllerPublishVolume", Delay: 10 * time.Minute}}, "csi-hang ControllerPublishVolume"},
+		{"csi-heal: {}", fault.Fault{Kind: fault.CSIHeal}, "csi-heal"},
+		{"csi-heal: {method: NodeStageVolume, node: node-b}",
+			fault.Fault{Kind: fault.CSIHeal, Node: "node-b", CSI: fault.CSI{Method: "NodeStageVolume"}}, "csi-heal NodeStageVolume on node-b"},
+		{"driver-crash: {plugin: controller}", fault.Fault{Kind: fault.DriverCrash, Plugin: fault.Controller}, "driver-crash controller"},
+		{"driver-crash: {plugin: node, node: node-a}", fault.Fault{Kind: fault.DriverCrash, Plugin: fault.Node, Node: "node-a"}, "driver-crash node on node-a"},
+		{"driver-restart: {plugin: controller, state: lose}",
+			fault.Fault{Kind: fault.DriverRestart, Plugin: fault.Controller, LoseState: true}, "driver-restart controller without state"},
+		{"driver-restart: {plugin: node, node: node-b, state: keep}",
+			fault.Fault{Kind: fault.DriverRestart, Plugin: fault.Node, Node: "node-b"}, "driver-restart node on node-b"},
+		{"api-conflict: {component: external-provisioner, times: 5}",
+			fault.Fault{Kind: fault.APIConflict, Component: "external-provisioner", Times: 5}, "api-conflict external-provisioner"},
+		{"api-conflict: {component: 'kubelet:node-a', times: 1}",
+			fault.Fault{Kind: fault.APIConflict, Component: "kubelet:node-a", Times: 1}, "api-conflict kubelet:node-a"},
+		{"watch-drop: {component: attachdetach-controller, kind: pods, times: 2}",
+			fault.Fault{Kind: fault.WatchDrop, Component: "attachdetach-controller", Resource: "pods", Times: 2}, "watch-drop attachdetach-controller pods"},
+		{"watch-drop: {component: attachdetach-controller, kind: pvc, times: 1}",
+			fault.Fault{Kind: fault.WatchDrop, Component: "attachdetach-controller", Resource: "persistentvolumeclaims", Times: 1},
+			"watch-drop attachdetach-controller persistentvolumeclaims"},
+		{"watch-drop: {component: external-attacher, kind: VolumeAttachment, times: 1}",
+			fault.Fault{Kind: fault.WatchDrop, Component: "external-attacher", Resource: "volumeattachments", Times: 1},
+			"watch-drop external-attacher volumeattachments"},
+		{"watch-drop: {component: external-attacher, kind: volumeattachments.storage.k8s.io, times: 1}",
+			fault.Fault{Kind: fault.WatchDrop, Component: "external-attacher", Resource: "volumeattachments", Times: 1},
+			"watch-drop external-attacher volumeattachments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.step, func(t *testing.T) {
+			s, err := parseWithFiles(t, "cluster: {nodes: [node-a, node-b]}\nsteps:\n  - "+tt.step+"\n", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := s.Steps[0]
+			if st.Fault == nil || *st.Fault != tt.want {
+				t.Errorf("fault %+v, want %+v", st.Fault, tt.want)
+			}
+			if st.Name != tt.name {
+				t.Errorf("name %q, want %q", st.Name, tt.name)
+			}
+			if st.Action() != string(tt.want.Kind) {
+				t.Errorf("action %q, want %q", st.Action(), tt.want.Kind)
+			}
+		})
+	}
+}
+
+func TestParseFaultStepErrors(t *testing.T) {
+	// Each source is the step at line 3, after a cluster of two nodes.
+	tests := []struct{ step, want string }{
+		{"node-loss: {}", "node-loss needs node: (the node's name)"},
+		{"node-plugin-missing: {node: node-c}", `there is no node "node-c" in cluster.nodes (node-a, node-b)`},
+		{"stale-volumeattachment: {node: node-a}", "stale-volumeattachment needs node: (the node's name) and claim: (the claim whose volume it attaches)"},
+		{"stale-volumeattachment: {node: node-a, claim: data, clam: data}", `unknown field "clam" (did you mean "claim"?)`},
+		{"stale-volumeattachment: {node: '', claim: data}", "node is empty"},
+		{"controller-manager-restart: {node: node-a}", "controller-manager-restart takes no fields; write controller-manager-restart: {}"},
+
+		{"csi-error: {code: Unavailable}", "csi-error needs method:"},
+		{"csi-error: {method: NodeStageVolume}", "csi-error needs code:"},
+		{"csi-error: {}", "csi-error needs method: and code:"},
+		{"csi-error: {method: NodeStageVolum, code: Unavailable}", `method "NodeStageVolum" is not a CSI method (did you mean "NodeStageVolume"?)`},
+		{"csi-error: {method: 'Node[', code: Unavailable}", `method pattern "Node["`},
+		{"csi-error: {method: NodeStageVolume, code: Unavailabel}", `unknown gRPC code "Unavailabel"; write a gRPC code such as Unavailable`},
+		{"csi-error: {method: NodeStageVolume, code: 99}", "no gRPC code 99"},
+		{"csi-error: {method: NodeStageVolume, code: OK}", "code OK is not an error"},
+		{"csi-error: {method: NodeStageVolume, code: Internal, times: 0}", "times must be a whole number above 0 or always, not \"0\""},
+		{"csi-error: {method: NodeStageVolume, code: Internal, times: -2}", "times must be a whole number above 0 or always"},
+		{"csi-error: {method: NodeStageVolume, code: Internal, times: never}", `times must be a whole number above 0 or always, not "never"`},
+		{"csi-error: {method: NodeStageVolume, code: Internal, plugin: sidecar}", `plugin must be controller or node, not "sidecar"`},
+		{"csi-error: {method: NodeStageVolume, code: Internal, node: node-x}", `there is no node "node-x" in cluster.nodes`},
+		{"csi-error: {method: NodeStageVolume, code: Internal, retries: 2}", `unknown field "retries"; csi-error takes method, node, volume, plugin, code, message, times`},
+		{"csi-delay: {method: NodeStageVolume}", "csi-delay needs duration:"},
+		{"csi-delay: {method: NodeStageVolume, duration: 0s}", "duration must be positive, not 0s"},
+		{"csi-delay: {method: NodeStageVolume, duration: 5}", `invalid duration "5"`},
+		{"csi-delay: {method: NodeStageVolume, duration: 1s, code: Internal}", `unknown field "code"`},
+		{"csi-hang: {}", "csi-hang needs method:"},
+		{"csi-hang: {method: ControllerPublishVolume, limit: -1m}", "limit must be positive, not -1m"},
+		{"csi-hang: {method: ControllerPublishVolume, duration: 1m}", `unknown field "duration"`},
+		{"csi-heal: {method: Frobnicate}", `method "Frobnicate" is not a CSI method`},
+		{"csi-heal: {method: NodeStageVolume, times: 1}", `unknown field "times"`},
+
+		{"driver-crash: {}", "driver-crash needs plugin:"},
+		{"driver-crash: {plugin: node}", "driver-crash of plugin: node needs node: (the node whose plugin it is)"},
+		{"driver-crash: {plugin: controller, node: node-a}", "driver-crash of plugin: controller takes no node:"},
+		{"driver-crash: {plugin: kubelet}", `plugin must be controller or node, not "kubelet"`},
+		{"driver-restart: {plugin: controller}", "driver-restart needs state:"},
+		{"driver-restart: {plugin: controller, state: wipe}", `state must be keep (the plugin finds its state directory as it was) or lose (it starts with an empty one), not "wipe"`},
+		{"driver-restart: {plugin: node, state: keep}", "driver-restart of plugin: node needs node:"},
+
+		{"api-conflict: {component: external-provisioner}", "api-conflict needs times:"},
+		{"api-conflict: {component: external-provisoner, times: 3}", `unknown component "external-provisoner"`},
+		{"api-conflict: {component: csi-provisioner, times: 3}", `unknown component "csi-provisioner"; the components are persistentvolume-binder`},
+		{"api-conflict: {component: external-provisioner, times: 0}", `times must be a whole number above 0, not "0"`},
+		{"api-conflict: {component: external-provisioner, times: always}", `times must be a whole number above 0, not "always"`},
+		{"api-conflict: {component: 'kubelet:node-z', times: 1}", `component "kubelet:node-z": there is no node "node-z" in cluster.nodes`},
+		{"watch-drop: {component: attachdetach-controller, times: 1}", "watch-drop needs kind:"},
+		{"watch-drop: {component: attachdetach-controller, kind: widgets, times: 1}", `kind "widgets" is not a resource the simulated components watch; use one of pods, persistentvolumeclaims`},
+		{"watch-drop: {component: attachdetach-controller, kind: pods.storage.k8s.io, times: 1}", `kind "pods.storage.k8s.io" is not a resource`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.step, func(t *testing.T) {
+			_, err := parseWithFiles(t, "cluster: {nodes: [node-a, node-b]}\nsteps:\n  - "+tt.step+"\n", nil)
+			var perrs ParseErrors
+			if !errors.As(err, &perrs) {
+				t.Fatalf("error %v (%T), want ParseErrors", err, err)
+			}
+			if len(perrs) != 1 {
+				t.Errorf("%d errors, want 1:\n%v", len(perrs), err)
+			}
+			kind, _, _ := strings.Cut(tt.step, ":")
+			prefix := "x.yaml:3: step 1 (" + kind + "): "
+			if msg := perrs[0].Error(); !strings.HasPrefix(msg, prefix) || !strings.Contains(msg, tt.want) {
+				t.Errorf("error\n%s\nwant it to start with %q and contain\n%s", msg, prefix, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseFaultStepVariables(t *testing.T) {
 	s, err := parseWithFiles(t, `steps:
-  - stale-volumeattachment: {node: node-a, claim: data}
-  - stale-volumeattachment: {node: node-b, claim: logs, namespace: team-a}
-  - controller-manager-restart: {}
-  - controller-manager-restart:
+  - wait: {object: pvc/data, jsonpath: '{.spec.volumeName}', save: {pv: '{.spec.volumeName}'}}
+  - csi-error: {method: NodeStageVolume, code: Internal, volume: '${pv}'}
+  - csi-error: {method: NodeStageVolume, code: Internal, volume: '${nope}'}
+`, nil)
+	if err == nil || !strings.Contains(err.Error(), "x.yaml:4:") || strings.Contains(err.Error(), "x.yaml:3:") {
+		t.Fatalf("error %v, want one at line 4 only (${nope} is not set)", err)
+	}
+	s, err = parseWithFiles(t, `steps:
+  - wait: {object: pvc/data, jsonpath: '{.spec.volumeName}', save: {pv: '{.spec.volumeName}'}}
+  - csi-error: {method: NodeStageVolume, code: Internal, volume: '${pv}'}
 `, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Fault{
-		{Type: FaultStaleVolumeAttachment, Node: "node-a", Claim: "data"},
-		{Type: FaultStaleVolumeAttachment, Node: "node-b", Claim: "logs", Namespace: "team-a"},
-		{Type: FaultControllerManagerRestart},
-		{Type: FaultControllerManagerRestart},
+	st, err := expandStep(s.Steps[1], map[string]string{"pv": "pvc-1"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	names := []string{"stale-volumeattachment data on node-a", "stale-volumeattachment logs on node-b",
-		"controller-manager-restart", "controller-manager-restart"}
-	for i, st := range s.Steps {
-		if st.Fault == nil || *st.Fault != want[i] {
-			t.Errorf("step %d: fault %+v, want %+v", i+1, st.Fault, want[i])
-		}
-		if st.Name != names[i] {
-			t.Errorf("step %d: name %q, want %q", i+1, st.Name, names[i])
-		}
+	if st.Fault.CSI.Volume != "pvc-1" {
+		t.Errorf("volume %q after expansion, want pvc-1", st.Fault.CSI.Volume)
 	}
 }
 
-func TestParseStaleVolumeAttachmentErrors(t *testing.T) {
-	tests := []struct{ src, want string }{
-		{"  - stale-volumeattachment: {node: node-a}\n",
-			"x.yaml:2: step 1 (stale-volumeattachment): stale-volumeattachment needs node: (the node's name) and claim: (the claim whose volume it attaches)"},
-		{"  - stale-volumeattachment: {node: node-a, clam: data}\n",
-			`x.yaml:2: step 1 (stale-volumeattachment): unknown field "clam" (did you mean "claim"?)`},
-		{"  - stale-volumeattachment: {node: '', claim: data}\n", "x.yaml:2: step 1 (stale-volumeattachment):"},
-		{"  - sleep: 1s\n  - controller-manager-restart: {node: node-a}\n",
-			"x.yaml:3: step 2 (controller-manager-restart): controller-manager-restart takes no fields; write controller-manager-restart: {}"},
+// fakeInjector is a backend that injects the faults of the kinds it can,
+// recording them, and refuses the others.
+type fakeInjector struct {
+	fakeBackend
+	can      []fault.Kind
+	injected []fault.Fault
+}
+
+func (b *fakeInjector) CanInject(f fault.Fault) error {
+	for _, k := range b.can {
+		if k == f.Kind {
+			return nil
+		}
 	}
-	for _, tc := range tests {
-		_, err := parseWithFiles(t, "steps:\n"+tc.src, nil)
-		if err == nil {
-			t.Errorf("%q: parsed without error", tc.src)
-			continue
-		}
-		if !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: error\n%v\nwant it to contain\n%s", tc.src, err, tc.want)
-		}
+	return fault.Unsupported(f.Kind, "the fake backend", "it only injects "+strings.Join(faultKinds(b.can), ", "))
+}
+
+func (b *fakeInjector) InjectFault(_ context.Context, f fault.Fault) error {
+	if err := b.CanInject(f); err != nil {
+		return err
+	}
+	b.injected = append(b.injected, f)
+	return nil
+}
+
+func faultKinds(ks []fault.Kind) []string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = string(k)
+	}
+	return out
+}
+
+func TestRunRefusesFaultsTheBackendCannotInject(t *testing.T) {
+	src := `steps:
+  - apply:
+      manifest: |
+        {apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data}}
+  - node-loss: {node: node-1}
+  - csi-hang: {method: ControllerPublishVolume}
+`
+	tests := []struct {
+		name    string
+		backend Backend
+		wantErr string
+		// unsupported: the error is a *fault.UnsupportedError.
+		unsupported bool
+	}{
+		{name: "no injector at all", backend: fakeBackend{},
+			wantErr: `step 2 "node-loss on node-1" at x.yaml:5: node-loss needs a backend that can inject faults`},
+		{name: "injector that cannot hang calls", backend: &fakeInjector{can: []fault.Kind{fault.NodeLoss}},
+			wantErr:     `step 3 "csi-hang ControllerPublishVolume" at x.yaml:6: csi-hang cannot be injected on the fake backend: it only injects node-loss`,
+			unsupported: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustParse(t, src)
+			s.File = "x.yaml"
+			cluster := newFakeCluster(clock.RealClock{})
+			res, err := (&Runner{Backend: tt.backend}).run(context.Background(), s, cluster.objects)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+			var uerr *fault.UnsupportedError
+			if errors.As(err, &uerr) != tt.unsupported {
+				t.Errorf("errors.As(*fault.UnsupportedError) = %v, want %v", !tt.unsupported, tt.unsupported)
+			}
+			if n := len(cluster.client.Actions()); n != 0 {
+				t.Errorf("%d API calls were made before refusing the scenario", n)
+			}
+			for _, st := range res.Steps {
+				if st.Outcome != NotRun {
+					t.Errorf("step %d outcome %s, want not run", st.Step, st.Outcome)
+				}
+			}
+			if inj, ok := tt.backend.(*fakeInjector); ok && len(inj.injected) > 0 {
+				t.Errorf("faults injected before the refusal: %v", inj.injected)
+			}
+		})
+	}
+}
+
+func TestRunInjectsFaultsTheBackendCan(t *testing.T) {
+	s := mustParse(t, `steps:
+  - node-loss: {node: node-1}
+  - csi-hang: {method: ControllerPublishVolume, times: 1}
+`)
+	inj := &fakeInjector{can: []fault.Kind{fault.NodeLoss, fault.CSIHang}}
+	cluster := newFakeCluster(clock.RealClock{})
+	res, err := (&Runner{Backend: inj}).run(context.Background(), s, cluster.objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Passed() {
+		t.Errorf("result %+v, want passed", res)
+	}
+	want := []fault.Fault{{Kind: fault.NodeLoss, Node: "node-1"}, {Kind: fault.CSIHang, Times: 1, CSI: fault.CSI{Method: "ControllerPublishVolume"}}}
+	if len(inj.injected) != len(want) || inj.injected[0] != want[0] || inj.injected[1] != want[1] {
+		t.Errorf("injected %+v, want %+v", inj.injected, want)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/csisim/csisim/fault"
 )
 
 // Load reads the scenario file at path and checks it completely, including
@@ -52,6 +54,8 @@ type parser struct {
 	// vars are the variables set by the steps parsed so far (values are
 	// unused), to check ${...} references against.
 	vars map[string]string
+	// nodes are cluster.nodes, to check the nodes fault steps name.
+	nodes []string
 }
 
 func (p *parser) fail(n *yaml.Node, format string, args ...any) {
@@ -111,6 +115,7 @@ func (p *parser) scenario() *Scenario {
 	}
 	if f.has("cluster") {
 		s.Cluster = p.cluster(f.vals["cluster"])
+		p.nodes = s.Cluster.Nodes
 	}
 	if !f.has("steps") {
 		p.failAt(doc.Content[0].Line, "steps: is missing; a scenario is a list of steps")
@@ -308,12 +313,8 @@ func (p *parser) parseStep(index int, n *yaml.Node) Step {
 		if d, ok := p.duration(v, "sleep"); ok {
 			st.Sleep = &Sleep{Duration: d}
 		}
-	case FaultNodeLoss, FaultNodeReturn, FaultOutOfService, FaultMissingMountPropagation, FaultKubeletRestart:
-		st.Fault = p.fault(v, p.action)
-	case FaultStaleVolumeAttachment:
-		st.Fault = p.staleVolumeAttachment(v)
-	case FaultControllerManagerRestart:
-		st.Fault = p.controllerManagerRestart(v)
+	default:
+		st.Fault = p.faultStep(fault.Kind(p.action), v)
 	}
 	if f.has("name") {
 		st.Name, _ = p.nonEmpty(f.vals["name"], "name")
@@ -364,18 +365,6 @@ func defaultStepName(st Step) string {
 		return st.Fault.Describe()
 	}
 	return ""
-}
-
-// Describe names the fault and what it happens to, for step names and
-// reports.
-func (f *Fault) Describe() string {
-	switch {
-	case f.Claim != "":
-		return fmt.Sprintf("%s %s on %s", f.Type, f.Claim, f.Node)
-	case f.Node != "":
-		return f.Type + " " + f.Node
-	}
-	return f.Type
 }
 
 // target is what a check looks at, for step names.
@@ -713,57 +702,4 @@ func (p *parser) delete(n *yaml.Node) *Delete {
 		d.Force, _ = p.boolean(f.vals["force"], "force")
 	}
 	return d
-}
-
-// fault reads a fault step: {node: NAME}.
-func (p *parser) fault(n *yaml.Node, kind string) *Fault {
-	f, ok := p.mapping(n, kind, "node")
-	if !ok {
-		return nil
-	}
-	if !f.has("node") {
-		p.fail(n, "%s needs node: (the node's name)", kind)
-		return nil
-	}
-	node, ok := p.nonEmpty(f.vals["node"], "node")
-	if !ok {
-		return nil
-	}
-	return &Fault{Type: kind, Node: node}
-}
-
-// staleVolumeAttachment reads {node: NAME, claim: NAME, namespace: NAME}.
-func (p *parser) staleVolumeAttachment(n *yaml.Node) *Fault {
-	f, ok := p.mapping(n, FaultStaleVolumeAttachment, "node", "claim", "namespace")
-	if !ok {
-		return nil
-	}
-	if !f.has("node") || !f.has("claim") {
-		p.fail(n, "%s needs node: (the node's name) and claim: (the claim whose volume it attaches)", FaultStaleVolumeAttachment)
-		return nil
-	}
-	fault := &Fault{Type: FaultStaleVolumeAttachment}
-	if fault.Node, ok = p.nonEmpty(f.vals["node"], "node"); !ok {
-		return nil
-	}
-	if fault.Claim, ok = p.nonEmpty(f.vals["claim"], "claim"); !ok {
-		return nil
-	}
-	if f.has("namespace") {
-		if fault.Namespace, ok = p.nonEmpty(f.vals["namespace"], "namespace"); !ok {
-			return nil
-		}
-	}
-	return fault
-}
-
-// controllerManagerRestart reads a step that takes no fields: {} or nothing.
-func (p *parser) controllerManagerRestart(n *yaml.Node) *Fault {
-	r := resolve(n)
-	empty := (r.Kind == yaml.MappingNode && len(r.Content) == 0) || (r.Kind == yaml.ScalarNode && r.Tag == "!!null")
-	if !empty {
-		p.fail(n, "%s takes no fields; write %s: {}", FaultControllerManagerRestart, FaultControllerManagerRestart)
-		return nil
-	}
-	return &Fault{Type: FaultControllerManagerRestart}
 }

@@ -85,12 +85,12 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	// Refuse up front a scenario the backend cannot run to the end.
 	skip := map[int]string{}
 	for i := range s.Steps {
-		if why := unsupported(&s.Steps[i], r.Backend); why != "" {
+		if err := unsupported(&s.Steps[i], r.Backend); err != nil {
 			if r.SkipUnsupported {
-				skip[i] = why
+				skip[i] = err.Error()
 				continue
 			}
-			serr := r.stepError(s, s.Steps[i], errors.New(why))
+			serr := r.stepError(s, s.Steps[i], err)
 			r.printf("  cannot run: %v\n", serr)
 			res.Duration = clk.Since(started)
 			return res, serr

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/csisim/csisim/fault"
 )
 
 // Scenario is one parsed scenario file.
@@ -30,7 +32,7 @@ type Cluster struct {
 }
 
 // Step is one thing a scenario does. Exactly one of the action pointers is
-// set; new kinds of action (faults, for example) get a pointer of their own.
+// set; a fault step (any of fault.Kinds) sets Fault.
 type Step struct {
 	Index int    // position in the scenario, from 1
 	Name  string // from the file, or derived from the action
@@ -41,7 +43,7 @@ type Step struct {
 	Assert *Assert
 	Delete *Delete
 	Sleep  *Sleep
-	Fault  *Fault
+	Fault  *fault.Fault
 }
 
 // Action names the step's action as written in the file: "apply", "wait", ...
@@ -58,7 +60,7 @@ func (s *Step) Action() string {
 	case s.Sleep != nil:
 		return actionSleep
 	case s.Fault != nil:
-		return s.Fault.Type
+		return string(s.Fault.Kind)
 	}
 	return ""
 }
@@ -70,57 +72,18 @@ const (
 	actionAssert = "assert"
 	actionDelete = "delete"
 	actionSleep  = "sleep"
-	// Faults.
-	FaultNodeLoss     = "node-loss"
-	FaultNodeReturn   = "node-return"
-	FaultOutOfService = "out-of-service"
-	// FaultMissingMountPropagation restarts the node's CSI plugin in a
-	// mount namespace of its own with private propagation, as a DaemonSet
-	// without mountPropagation: Bidirectional runs it: its mounts succeed
-	// where the kubelet cannot see them.
-	FaultMissingMountPropagation = "missing-mount-propagation"
-	// FaultKubeletRestart restarts the node's kubelet: its process state
-	// is dropped and the new one rebuilds it from the volumes it finds
-	// mounted under its directory.
-	FaultKubeletRestart = "kubelet-restart"
-	// FaultStaleVolumeAttachment creates, out of band, the
-	// VolumeAttachment the attach/detach controller would make for a
-	// claim's volume on a node, as one left behind by a controller that
-	// has lost track of it; the external-attacher attaches it.
-	FaultStaleVolumeAttachment = "stale-volumeattachment"
-	// FaultControllerManagerRestart restarts kube-controller-manager: the
-	// attach/detach controller forgets what it knew and rebuilds its
-	// actual state from the Nodes and the VolumeAttachments it finds.
-	FaultControllerManagerRestart = "controller-manager-restart"
 )
 
-var (
-	faultKeys = []string{FaultNodeLoss, FaultNodeReturn, FaultOutOfService, FaultMissingMountPropagation, FaultKubeletRestart,
-		FaultStaleVolumeAttachment, FaultControllerManagerRestart}
-	actionKeys = append([]string{actionApply, actionWait, actionAssert, actionDelete, actionSleep}, faultKeys...)
-)
+// actionKeys are the step's action keys: the ones above, then a fault step
+// for every fault (fault.Kinds, which scenarios/README.md documents).
+var actionKeys = append([]string{actionApply, actionWait, actionAssert, actionDelete, actionSleep}, faultKeys()...)
 
-// Fault is something that goes wrong, injected by the backend:
-//   - node-loss: the node's kubelet and CSI node plugin stop; its mounts and
-//     attachments stay, its Lease is no longer renewed;
-//   - node-return: they start again;
-//   - out-of-service: the node gets the node.kubernetes.io/out-of-service
-//     taint, as an administrator marks a node shut down for good;
-//   - missing-mount-propagation: the node plugin restarts in a private
-//     mount namespace;
-//   - kubelet-restart: the node's kubelet restarts and reconstructs its
-//     volumes from disk;
-//   - stale-volumeattachment: a VolumeAttachment for Claim's volume on
-//     Node appears that the attach/detach controller does not know of;
-//   - controller-manager-restart: kube-controller-manager restarts (no
-//     Node).
-type Fault struct {
-	Type string
-	Node string
-	// Claim and Namespace name the claim of a stale-volumeattachment;
-	// Namespace defaults to "default".
-	Claim     string
-	Namespace string
+func faultKeys() []string {
+	keys := make([]string, len(fault.Kinds))
+	for i, k := range fault.Kinds {
+		keys[i] = string(k)
+	}
+	return keys
 }
 
 // Apply creates each object, or replaces it when it already exists.

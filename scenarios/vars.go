@@ -121,6 +121,11 @@ func expandStep(s Step, vars map[string]string) (Step, error) {
 	case s.Fault != nil:
 		f := *s.Fault
 		f.Node = x.str(f.Node)
+		f.Claim = x.str(f.Claim)
+		f.Namespace = x.str(f.Namespace)
+		f.CSI.Volume = x.str(f.CSI.Volume)
+		f.CSI.Message = x.str(f.CSI.Message)
+		f.Component = x.str(f.Component)
 		out.Fault = &f
 	}
 	if x.err != nil {

@@ -130,11 +130,8 @@ func (r *Rule) validate(methods map[string]bool) error {
 	case math.IsNaN(r.Probability) || r.Probability < 0 || r.Probability > 1:
 		return fmt.Errorf("probability must be between 0 and 1, got %v", r.Probability)
 	}
-	if _, err := path.Match(r.Method, ""); err != nil {
-		return fmt.Errorf("method pattern %q: %w", r.Method, err)
-	}
-	if !strings.ContainsAny(r.Method, `*?[\`) && !strings.HasPrefix(r.Method, "/") && !methods[r.Method] {
-		return fmt.Errorf("method %q is not a CSI method", r.Method)
+	if err := checkMethod(r.Method, methods); err != nil {
+		return err
 	}
 	a := r.Action
 	switch a.Kind {

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/sim/controller"
 )
 
@@ -47,7 +48,7 @@ const MaxWaitForUnmountDuration = 6 * time.Minute
 
 // TaintOutOfService marks a node shut down for good: its volumes are
 // detached at once (non-graceful node shutdown).
-const TaintOutOfService = "node.kubernetes.io/out-of-service"
+const TaintOutOfService = fault.TaintOutOfService
 
 // AttachmentName is the VolumeAttachment name the real controller uses
 // (getAttachmentName in pkg/volume/csi): csi-<sha256 of the volume

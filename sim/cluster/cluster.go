@@ -97,9 +97,9 @@ type Config struct {
 }
 
 // Components are the simulated control-plane components, by the user agent
-// they write as (and the name Config.Without takes).
-var Components = []string{"persistentvolume-binder", "attachdetach-controller", "default-scheduler",
-	"node-controller", "external-provisioner", "external-attacher"}
+// they write as (and the name Config.Without takes): the components the
+// API faults name.
+var Components = fault.Components
 
 // Cluster is a running simulated cluster.
 type Cluster struct {

@@ -3,15 +3,12 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csisim/csisim/drivers/launch"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/sim/kubelet"
 	"github.com/csisim/csisim/sim/nodelifecycle"
 	"github.com/csisim/csisim/trace"
@@ -25,33 +22,71 @@ type nodeParts struct {
 	lost    bool
 }
 
+// backendName names the simulator in the faults it refuses.
+const backendName = "the simulator"
+
+// CanInject says whether the simulator can inject f; the scenario runner
+// asks for every fault step before the run starts. The CSI and driver
+// faults are judged by canInjectCSI, the API faults by canInjectAPI.
+func (c *Cluster) CanInject(f fault.Fault) error {
+	switch f.Kind {
+	case fault.NodeLoss, fault.NodeReturn, fault.OutOfService, fault.KubeletRestart, fault.StaleVolumeAttachment:
+		return nil
+	case fault.MissingMountPropagation:
+		if c.cfg.Mock {
+			return fault.Unsupported(f.Kind, backendName+" with the mock driver", "the mock driver mounts nothing, so a private mount namespace changes nothing")
+		}
+		return nil
+	case fault.ControllerManagerRestart:
+		if c.attachDetach == nil && c.nodeLifecycle == nil {
+			return fault.Unsupported(f.Kind, backendName, fmt.Sprintf("kube-controller-manager's controllers are not simulated here (left out: %v)", c.cfg.Without))
+		}
+		return nil
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSIHeal, fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
+		return c.canInjectCSI(f)
+	case fault.APIConflict, fault.WatchDrop:
+		return c.canInjectAPI(f)
+	}
+	return fault.Unsupported(f.Kind, backendName, "it is not a fault the simulator knows")
+}
+
 // InjectFault makes a fault happen to the simulated cluster; it is what
 // the scenario runner calls for fault steps.
-func (c *Cluster) InjectFault(ctx context.Context, f scenario.Fault) error {
-	switch f.Type {
-	case scenario.FaultStaleVolumeAttachment:
+func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
+	switch f.Kind {
+	case fault.StaleVolumeAttachment:
 		return c.staleVolumeAttachment(ctx, f)
-	case scenario.FaultControllerManagerRestart:
+	case fault.ControllerManagerRestart:
 		return c.restartControllerManager()
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSIHeal:
+		return c.injectCSIFault(ctx, f)
+	case fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
+		return c.injectDriverFault(ctx, f)
+	case fault.APIConflict, fault.WatchDrop:
+		return c.injectAPIFault(ctx, f)
 	}
 	parts := c.nodes[f.Node]
 	if parts == nil {
 		return fmt.Errorf("there is no node %q (nodes: %v)", f.Node, c.cfg.Nodes)
 	}
-	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: f.Type, Object: "Node " + f.Node})
-	switch f.Type {
-	case scenario.FaultNodeLoss:
+	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "Node " + f.Node})
+	switch f.Kind {
+	case fault.NodeLoss:
 		return c.loseNode(parts, f.Node)
-	case scenario.FaultNodeReturn:
+	case fault.NodeReturn:
 		return c.returnNode(ctx, parts, f.Node)
-	case scenario.FaultOutOfService:
-		return c.taintOutOfService(ctx, f.Node)
-	case scenario.FaultMissingMountPropagation:
+	case fault.OutOfService:
+		cs, err := kubernetes.NewForConfig(c.RESTConfig())
+		if err != nil {
+			return err
+		}
+		return nodelifecycle.MarkOutOfService(ctx, cs, f.Node, c.clock.Now())
+	case fault.MissingMountPropagation:
 		return c.isolateNodePlugin(ctx, parts, f.Node)
-	case scenario.FaultKubeletRestart:
+	case fault.KubeletRestart:
 		return c.restartKubelet(ctx, parts, f.Node)
 	}
-	return fmt.Errorf("fault %q is not known to the simulator", f.Type)
+	return fault.Unsupported(f.Kind, backendName, "it is not a fault the simulator knows")
 }
 
 // loseNode stops the node's kubelet and kills its node plugin; mounts and
@@ -89,24 +124,6 @@ func (c *Cluster) returnNode(ctx context.Context, parts *nodeParts, node string)
 	}
 	c.loop.Pause("kubelet-"+node, false)
 	return nil
-}
-
-// taintOutOfService marks the node shut down for good, as an administrator
-// does with kubectl taint for the non-graceful node shutdown.
-func (c *Cluster) taintOutOfService(ctx context.Context, node string) error {
-	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
-	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == nodelifecycle.TaintOutOfService }) {
-		return nil
-	}
-	now := metav1.NewTime(c.clock.Now().Truncate(time.Second))
-	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: nodelifecycle.TaintOutOfService, Value: "nodeshutdown",
-		Effect: corev1.TaintEffectNoExecute, TimeAdded: &now})
-	_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-	return err
 }
 
 // isolateNodePlugin restarts the node's CSI plugin under unshare(1) in a

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/scenarios/apifaults"
 	"github.com/csisim/csisim/trace"
 )
@@ -14,13 +14,13 @@ import (
 // staleVolumeAttachment creates, as the scenario and not as the
 // attach/detach controller, the VolumeAttachment the controller would make
 // for the claim's volume on the node (see apifaults.StaleVolumeAttachment).
-func (c *Cluster) staleVolumeAttachment(ctx context.Context, f scenario.Fault) error {
+func (c *Cluster) staleVolumeAttachment(ctx context.Context, f fault.Fault) error {
 	cs, err := kubernetes.NewForConfig(c.RESTConfig())
 	if err != nil {
 		return err
 	}
 	return apifaults.StaleVolumeAttachment(ctx, cs, f.Namespace, f.Claim, f.Node, func(name string) {
-		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: f.Type, Object: "VolumeAttachment " + name})
+		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "VolumeAttachment " + name})
 	})
 }
 
@@ -30,7 +30,7 @@ func (c *Cluster) staleVolumeAttachment(ctx context.Context, f scenario.Fault) e
 // controller registers the nodes again and the pod garbage collector
 // starts its quarantine of missing nodes over.
 func (c *Cluster) restartControllerManager() error {
-	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: scenario.FaultControllerManagerRestart, Object: "kube-controller-manager"})
+	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(fault.ControllerManagerRestart), Object: "kube-controller-manager"})
 	if c.attachDetach == nil && c.nodeLifecycle == nil {
 		return fmt.Errorf("kube-controller-manager's controllers are not simulated here (left out: %v)", c.cfg.Without)
 	}

@@ -20,7 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/sim/kubelet"
 )
@@ -169,7 +169,7 @@ func TestRealMounts(t *testing.T) {
 	}
 	checkMapped("running")
 
-	if err := c.InjectFault(ctx, scenario.Fault{Type: scenario.FaultKubeletRestart, Node: "node-1"}); err != nil {
+	if err := c.InjectFault(ctx, fault.Fault{Kind: fault.KubeletRestart, Node: "node-1"}); err != nil {
 		t.Fatal(err)
 	}
 	create(c.RunFor(ctx, 5*time.Second))

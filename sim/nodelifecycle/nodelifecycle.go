@@ -29,6 +29,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/sim/controller"
 )
 
@@ -45,7 +46,7 @@ const (
 	TaintUnreachable = "node.kubernetes.io/unreachable"
 	// TaintUnschedulable mirrors a cordoned node's spec.unschedulable.
 	TaintUnschedulable = "node.kubernetes.io/unschedulable"
-	TaintOutOfService  = "node.kubernetes.io/out-of-service"
+	TaintOutOfService  = fault.TaintOutOfService
 )
 
 // Controller watches node heartbeats and acts on lost nodes.

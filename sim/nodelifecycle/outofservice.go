@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/csisim/csisim/fault"
 )
 
 // MarkOutOfService adds the node.kubernetes.io/out-of-service:NoExecute
@@ -27,9 +29,7 @@ func MarkOutOfService(ctx context.Context, cs kubernetes.Interface, node string,
 	if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == TaintOutOfService }) {
 		return nil
 	}
-	added := metav1.NewTime(now.Truncate(time.Second))
-	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintOutOfService, Value: "nodeshutdown",
-		Effect: corev1.TaintEffectNoExecute, TimeAdded: &added})
+	n.Spec.Taints = append(n.Spec.Taints, fault.OutOfServiceTaint(now))
 	if _, err := cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("tainting node %s out of service: %w", node, err)
 	}

@@ -49,21 +49,13 @@ type DeletePods struct {
 	GracePeriodSeconds *int64
 }
 
-// DeletePod deletes one pod.
-type DeletePod struct {
-	Namespace          string
-	Name               string
-	GracePeriodSeconds *int64
-}
-
-// CreateVolumeAttachment creates a VolumeAttachment of PersistentVolume to
-// Node for Attacher (the CSI driver name), as the attach/detach controller
-// would, but by hand.
-type CreateVolumeAttachment struct {
-	Name             string
-	Attacher         string
-	Node             string
-	PersistentVolume string
+// StaleVolumeAttachment creates, as an outsider, the VolumeAttachment the
+// attach/detach controller would make for the volume of the claim
+// Namespace/Claim on Node (see apifaults.StaleVolumeAttachment).
+type StaleVolumeAttachment struct {
+	Namespace string
+	Claim     string
+	Node      string
 }
 
 // WaitNodeReady waits until Node's Ready condition has Status, at most
@@ -74,13 +66,12 @@ type WaitNodeReady struct {
 	Timeout time.Duration
 }
 
-func (Command) action()                {}
-func (TaintNode) action()              {}
-func (UntaintNode) action()            {}
-func (DeletePods) action()             {}
-func (DeletePod) action()              {}
-func (CreateVolumeAttachment) action() {}
-func (WaitNodeReady) action()          {}
+func (Command) action()               {}
+func (TaintNode) action()             {}
+func (UntaintNode) action()           {}
+func (DeletePods) action()            {}
+func (StaleVolumeAttachment) action() {}
+func (WaitNodeReady) action()         {}
 
 func (c Command) String() string {
 	quoted := make([]string, len(c.Argv))
@@ -106,12 +97,8 @@ func (a DeletePods) String() string {
 	return fmt.Sprintf("client-go: delete pods -n %s -l %s on %s%s", a.Namespace, a.LabelSelector, where, grace(a.GracePeriodSeconds))
 }
 
-func (a DeletePod) String() string {
-	return fmt.Sprintf("client-go: delete pod -n %s %s%s", a.Namespace, a.Name, grace(a.GracePeriodSeconds))
-}
-
-func (a CreateVolumeAttachment) String() string {
-	return fmt.Sprintf("client-go: create volumeattachment %s (attacher %s, node %s, pv %s)", a.Name, a.Attacher, a.Node, a.PersistentVolume)
+func (a StaleVolumeAttachment) String() string {
+	return fmt.Sprintf("client-go: create the VolumeAttachment of claim %s/%s on node %s", a.Namespace, a.Claim, a.Node)
 }
 
 func (a WaitNodeReady) String() string {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/csisim/csisim/fault"
 )
 
 // fakeRunner records commands and fails the ones fail says.
@@ -61,13 +62,13 @@ func newKind(objs ...runtime.Object) (*Kind, *fakeRunner, *fake.Clientset, *byte
 
 func TestInjectNodeLossRunsDocker(t *testing.T) {
 	k, runner, _, log := newKind()
-	if err := Inject(context.Background(), k, Fault{NodeLoss, params("node", "csisim-e2e-worker")}); err != nil {
+	if err := k.InjectFault(context.Background(), fault.Fault{Kind: fault.NodeLoss, Node: "csisim-e2e-worker"}); err != nil {
 		t.Fatal(err)
 	}
-	if want := [][]string{{"docker", "stop", "csisim-e2e-worker"}}; !reflect.DeepEqual(runner.ran, want) {
+	if want := [][]string{{"docker", "kill", "csisim-e2e-worker"}}; !reflect.DeepEqual(runner.ran, want) {
 		t.Errorf("ran %q, want %q", runner.ran, want)
 	}
-	if got := log.String(); got != "fault: docker stop csisim-e2e-worker\n" {
+	if got := log.String(); got != "fault: docker kill csisim-e2e-worker\n" {
 		t.Errorf("log %q", got)
 	}
 }
@@ -75,19 +76,15 @@ func TestInjectNodeLossRunsDocker(t *testing.T) {
 func TestInjectStopsAtFailingCommand(t *testing.T) {
 	k, runner, _, _ := newKind()
 	runner.fail = func(argv []string) ([]byte, error) {
-		if slices.Contains(argv, "apply") {
-			return []byte("error: the server doesn't have a resource type \"daemonsets\"\n"), errors.New("exit status 1")
-		}
-		return nil, nil
+		return []byte("Error response from daemon: No such container: csisim-e2e-worker\n"), errors.New("exit status 1")
 	}
-	err := Inject(context.Background(), k, Fault{MissingMountPropagation, nil})
+	err := k.InjectFault(context.Background(), fault.Fault{Kind: fault.NodeReturn, Node: "csisim-e2e-worker"})
 	if err == nil {
-		t.Fatal("Inject succeeded although kubectl apply failed")
+		t.Fatal("InjectFault succeeded although docker start failed")
 	}
 	for _, want := range []string{
-		"fault missing-mount-propagation: action 1 of 2",
-		"kubectl --kubeconfig /tmp/kc apply -f /repo/deploy/kubernetes/variants/no-mount-propagation/31-node.yaml",
-		"exit status 1", `doesn't have a resource type "daemonsets"`,
+		"fault node-return on csisim-e2e-worker: action 1 of 2", "docker start csisim-e2e-worker",
+		"exit status 1", "No such container",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
@@ -106,7 +103,7 @@ func TestInjectNodeReturnWaitsForReady(t *testing.T) {
 		_, err := client.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
 		return nil, err
 	}
-	if err := Inject(context.Background(), k, Fault{NodeReturn, params("node", "csisim-e2e-worker")}); err != nil {
+	if err := k.InjectFault(context.Background(), fault.Fault{Kind: fault.NodeReturn, Node: "csisim-e2e-worker"}); err != nil {
 		t.Fatal(err)
 	}
 	if want := [][]string{{"docker", "start", "csisim-e2e-worker"}}; !reflect.DeepEqual(runner.ran, want) {
@@ -114,20 +111,21 @@ func TestInjectNodeReturnWaitsForReady(t *testing.T) {
 	}
 }
 
-func TestInjectNodeReturnTimesOut(t *testing.T) {
+func TestExecuteWaitTimesOut(t *testing.T) {
 	k, _, _, _ := newKind(node("csisim-e2e-worker", corev1.ConditionUnknown))
-	err := Inject(context.Background(), k, Fault{NodeReturn, params("node", "csisim-e2e-worker", "timeout", "50ms")})
+	err := k.Execute(context.Background(), []Action{WaitNodeReady{Node: "csisim-e2e-worker", Status: corev1.ConditionTrue, Timeout: 50 * time.Millisecond}})
 	if err == nil || !strings.Contains(err.Error(), "last seen: Ready=Unknown (KubeletReady)") {
-		t.Fatalf("Inject = %v, want a timeout that says what it saw", err)
+		t.Fatalf("Execute = %v, want a timeout that says what it saw", err)
 	}
 }
 
-func TestInjectOutOfServiceTaintsAndClears(t *testing.T) {
+func TestInjectOutOfServiceTaints(t *testing.T) {
 	other := corev1.Taint{Key: "example.com/keep", Effect: corev1.TaintEffectNoSchedule}
 	k, runner, client, _ := newKind(node("csisim-e2e-worker", corev1.ConditionUnknown, other))
 	ctx := context.Background()
+	f := fault.Fault{Kind: fault.OutOfService, Node: "csisim-e2e-worker"}
 	for range 2 { // twice: the second is a no-op, not a second taint
-		if err := Inject(ctx, k, Fault{OutOfService, params("node", "csisim-e2e-worker")}); err != nil {
+		if err := k.InjectFault(ctx, f); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,31 +134,30 @@ func TestInjectOutOfServiceTaintsAndClears(t *testing.T) {
 	if !reflect.DeepEqual(n.Spec.Taints, want) {
 		t.Errorf("taints after out-of-service:\n %+v\nwant\n %+v", n.Spec.Taints, want)
 	}
-	for range 2 {
-		if err := Inject(ctx, k, Fault{ClearOutOfService, params("node", "csisim-e2e-worker")}); err != nil {
-			t.Fatal(err)
-		}
+	untaint := UntaintNode{Node: "csisim-e2e-worker", Key: "node.kubernetes.io/out-of-service", Effect: corev1.TaintEffectNoExecute}
+	if err := k.Execute(ctx, []Action{untaint, untaint}); err != nil {
+		t.Fatal(err)
 	}
 	n, _ = client.CoreV1().Nodes().Get(ctx, "csisim-e2e-worker", metav1.GetOptions{})
 	if !reflect.DeepEqual(n.Spec.Taints, []corev1.Taint{other}) {
-		t.Errorf("taints after clear-out-of-service: %+v, want only %+v", n.Spec.Taints, other)
+		t.Errorf("taints after untainting: %+v, want only %+v", n.Spec.Taints, other)
 	}
 	if len(runner.ran) != 0 {
 		t.Errorf("out-of-service ran commands: %q", runner.ran)
 	}
-	if err := Inject(ctx, k, Fault{OutOfService, params("node", "csisim-e2e-worker2")}); err == nil || !strings.Contains(err.Error(), "not found") {
+	if err := k.InjectFault(ctx, fault.Fault{Kind: fault.OutOfService, Node: "csisim-e2e-worker2"}); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("out-of-service on a node the API does not know: %v", err)
 	}
 }
 
-func TestInjectDriverCrashDeletesOnlyThatNodesPlugin(t *testing.T) {
+func TestInjectDriverRestartOfTheController(t *testing.T) {
 	k, _, client, _ := newKind(
 		pluginPod("csisim-node-a", "csisim-e2e-worker", "node"),
-		pluginPod("csisim-node-b", "csisim-e2e-worker2", "node"),
 		pluginPod("csisim-controller-x", "csisim-e2e-worker", "controller"),
 	)
 	ctx := context.Background()
-	if err := Inject(ctx, k, Fault{DriverCrash, params("node", "csisim-e2e-worker")}); err != nil {
+	f := fault.Fault{Kind: fault.DriverRestart, Plugin: fault.Controller}
+	if err := k.InjectFault(ctx, f); err != nil {
 		t.Fatal(err)
 	}
 	pods, _ := client.CoreV1().Pods("csisim").List(ctx, metav1.ListOptions{})
@@ -168,62 +165,43 @@ func TestInjectDriverCrashDeletesOnlyThatNodesPlugin(t *testing.T) {
 	for _, p := range pods.Items {
 		left = append(left, p.Name)
 	}
-	if want := []string{"csisim-controller-x", "csisim-node-b"}; !reflect.DeepEqual(left, want) {
+	if want := []string{"csisim-node-a"}; !reflect.DeepEqual(left, want) {
 		t.Errorf("pods left %v, want %v", left, want)
 	}
-	// Nothing left to crash there: that is an error, not a silent no-op.
-	err := Inject(ctx, k, Fault{DriverCrash, params("node", "csisim-e2e-worker")})
-	if err == nil || !strings.Contains(err.Error(), "no pod matches client-go: delete pods -n csisim") {
-		t.Errorf("second driver-crash: %v", err)
-	}
-	if err := Inject(ctx, k, Fault{DriverCrash, params("component", "controller")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.CoreV1().Pods("csisim").Get(ctx, "csisim-controller-x", metav1.GetOptions{}); err == nil {
-		t.Error("controller pod still there after driver-crash component=controller")
+	// Nothing left to restart: that is an error, not a silent no-op.
+	if err := k.InjectFault(ctx, f); err == nil || !strings.Contains(err.Error(), "no pod matches client-go: delete pods -n csisim") {
+		t.Errorf("second driver-restart: %v", err)
 	}
 }
 
 func TestInjectStaleVolumeAttachment(t *testing.T) {
-	k, _, client, _ := newKind()
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: corev1.PersistentVolumeSpec{
+		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "hostpath.csisim.io", VolumeHandle: "vol-1"}}}}
+	k, _, client, _ := newKind(claim, pv)
 	ctx := context.Background()
-	f := Fault{StaleVolumeAttachment, params("node", "gone-node", "pv", "pvc-1", "name", "stale-va")}
-	if err := Inject(ctx, k, f); err != nil {
+	if err := k.InjectFault(ctx, fault.Fault{Kind: fault.StaleVolumeAttachment, Node: "gone-node", Claim: "data"}); err != nil {
 		t.Fatal(err)
 	}
-	va, err := client.StorageV1().VolumeAttachments().Get(ctx, "stale-va", metav1.GetOptions{})
+	vas, err := client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if va.Spec.Attacher != "hostpath.csisim.io" || va.Spec.NodeName != "gone-node" || va.Spec.Source.PersistentVolumeName == nil || *va.Spec.Source.PersistentVolumeName != "pvc-1" {
+	if len(vas.Items) != 1 {
+		t.Fatalf("%d VolumeAttachments, want 1", len(vas.Items))
+	}
+	va := vas.Items[0]
+	if va.Spec.Attacher != "hostpath.csisim.io" || va.Spec.NodeName != "gone-node" || va.Spec.Source.PersistentVolumeName == nil || *va.Spec.Source.PersistentVolumeName != "pv-1" {
 		t.Errorf("VolumeAttachment spec %+v", va.Spec)
-	}
-	if err := Inject(ctx, k, f); err == nil || !strings.Contains(err.Error(), "already exists") {
-		t.Errorf("second stale-volumeattachment with the same name: %v", err)
-	}
-}
-
-func TestInjectStaleVolumeAttachmentOrphan(t *testing.T) {
-	app := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "csisim-e2e-worker"}}
-	k, runner, client, _ := newKind(app)
-	ctx := context.Background()
-	if err := Inject(ctx, k, Fault{StaleVolumeAttachment, params("mode", "orphan", "node", "csisim-e2e-worker", "pod", "app")}); err != nil {
-		t.Fatal(err)
-	}
-	if want := [][]string{{"docker", "stop", "csisim-e2e-worker"}}; !reflect.DeepEqual(runner.ran, want) {
-		t.Errorf("ran %q, want %q", runner.ran, want)
-	}
-	if _, err := client.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{}); err == nil {
-		t.Error("pod app still there")
 	}
 }
 
 func TestExecuteWithoutClient(t *testing.T) {
 	k := testKind()
 	k.Runner = &fakeRunner{}
-	err := Inject(context.Background(), k, Fault{OutOfService, params("node", "csisim-e2e-worker")})
+	err := k.InjectFault(context.Background(), fault.Fault{Kind: fault.OutOfService, Node: "csisim-e2e-worker"})
 	if err == nil || !strings.Contains(err.Error(), "no Kubernetes client") {
-		t.Errorf("Inject without a client: %v", err)
+		t.Errorf("InjectFault without a client: %v", err)
 	}
 }
 

@@ -2,20 +2,16 @@ package faults
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -26,18 +22,15 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/csisim/csisim/deploy"
+	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/scenarios/apifaults"
 )
 
-// OutOfServiceTaint is the taint OutOfService puts on a node: the one
-// Kubernetes' non-graceful node shutdown handling acts on.
-var OutOfServiceTaint = corev1.Taint{Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
-
-// Defaults of KindConfig and of the timeout parameter.
+// Defaults of KindConfig, and how long a node may take to return.
 const (
-	DefaultDocker  = "docker"
-	DefaultKubectl = "kubectl"
-	// DefaultTimeout bounds waiting for a node to return or a rollout.
-	DefaultTimeout = 5 * time.Minute
+	DefaultDocker = "docker"
+	// NodeReturnTimeout bounds waiting for a returned node to be Ready.
+	NodeReturnTimeout = 5 * time.Minute
 )
 
 // KindConfig describes the kind cluster faults are injected into, with the
@@ -48,17 +41,8 @@ type KindConfig struct {
 	// <Cluster>-control-plane and <Cluster>-worker, <Cluster>-worker2, ...;
 	// Plan refuses docker actions on any other container. Required.
 	Cluster string
-	// Kubeconfig is passed to kubectl as --kubeconfig; empty: kubectl's
-	// default ($KUBECONFIG).
-	Kubeconfig string
-	// DeployDir is the directory of the driver's manifests, the
-	// repository's deploy/kubernetes (deploy.ManifestDir). Required for
-	// missing-mount-propagation and restore-mount-propagation.
-	DeployDir string
-	// Docker and Kubectl are the commands to run; DefaultDocker and
-	// DefaultKubectl if empty.
-	Docker  string
-	Kubectl string
+	// Docker is the docker command; DefaultDocker if empty.
+	Docker string
 }
 
 // CommandRunner runs a command and returns its combined output.
@@ -92,219 +76,111 @@ type Kind struct {
 	Now func() time.Time
 }
 
-var _ Executor = (*Kind)(nil)
-
 // NewKind returns the executor for the kind cluster cfg, acting on the API
 // through client.
 func NewKind(cfg KindConfig, client kubernetes.Interface) *Kind {
 	return &Kind{Config: cfg, Client: client}
 }
 
-// params of each fault: the required ones and the optional ones.
-var kindParams = map[string]struct{ required, optional []string }{
-	NodeLoss:                {[]string{ParamNode}, []string{ParamMethod}},
-	NodeReturn:              {[]string{ParamNode}, []string{ParamTimeout}},
-	OutOfService:            {[]string{ParamNode}, nil},
-	ClearOutOfService:       {[]string{ParamNode}, nil},
-	StaleVolumeAttachment:   {nil, []string{ParamMode, ParamNode, ParamPV, ParamVolumeHandle, ParamName, ParamPod, ParamNamespace}},
-	MissingMountPropagation: {nil, []string{ParamTimeout}},
-	RestoreMountPropagation: {nil, []string{ParamTimeout}},
-	DriverCrash:             {nil, []string{ParamComponent, ParamNode, ParamMethod}},
-	GRPCError:               {nil, nil}, // any: it is refused anyway
-}
-
 // Plan maps f to actions on the kind cluster; see the package comment for
-// the table. It only reads k.Config.
-func (k *Kind) Plan(f Fault) ([]Action, error) {
-	spec, ok := kindParams[f.Name]
-	if !ok {
-		return nil, fmt.Errorf("unknown fault %q (known: %s)", f.Name, strings.Join(Names(), ", "))
-	}
-	if f.Name == GRPCError {
-		return nil, &UnsupportedError{Fault: f.Name, Backend: "kind", Reason: "gRPC errors are injected by drivers/faultproxy, which sits between the sidecars and the driver; " +
-			"the kind deployment (deploy/kubernetes) connects the sidecars and kubelet straight to the driver's socket, so there is nothing to inject them. " +
-			"Run the scenario on the simulator, or deploy the driver behind the proxy"}
-	}
+// the table. It only reads k.Config: the same fault always yields the same
+// actions. A fault kind cannot inject is a *fault.UnsupportedError.
+func (k *Kind) Plan(f fault.Fault) ([]Action, error) {
 	if k.Config.Cluster == "" {
 		return nil, errors.New("KindConfig.Cluster is required")
 	}
-	for _, p := range spec.required {
-		if f.Params[p] == "" {
-			return nil, fmt.Errorf("fault %s: parameter %q is required", f.Name, p)
-		}
-	}
-	allowed := append(slices.Clone(spec.required), spec.optional...)
-	for _, p := range slices.Sorted(maps.Keys(f.Params)) {
-		if !slices.Contains(allowed, p) {
-			return nil, fmt.Errorf("fault %s: unknown parameter %q (allowed: %s)", f.Name, p, strings.Join(allowed, ", "))
-		}
-	}
-	p := f.Params
-	switch f.Name {
-	case NodeLoss:
-		if err := k.checkWorker(f.Name, p[ParamNode]); err != nil {
+	switch f.Kind {
+	case fault.NodeLoss:
+		if err := k.checkWorker(f); err != nil {
 			return nil, err
 		}
-		verb, err := oneOf(f.Name, ParamMethod, p[ParamMethod], "stop", "kill")
-		if err != nil {
-			return nil, err
-		}
-		return []Action{k.docker(verb, p[ParamNode])}, nil
+		return []Action{k.docker("kill", f.Node)}, nil
 
-	case NodeReturn:
-		if err := k.checkWorker(f.Name, p[ParamNode]); err != nil {
-			return nil, err
-		}
-		timeout, err := timeoutParam(f)
-		if err != nil {
+	case fault.NodeReturn:
+		if err := k.checkWorker(f); err != nil {
 			return nil, err
 		}
 		return []Action{
-			k.docker("start", p[ParamNode]),
-			WaitNodeReady{Node: p[ParamNode], Status: corev1.ConditionTrue, Timeout: timeout},
+			k.docker("start", f.Node),
+			WaitNodeReady{Node: f.Node, Status: corev1.ConditionTrue, Timeout: NodeReturnTimeout},
 		}, nil
 
-	case OutOfService, ClearOutOfService:
-		if err := k.checkNode(f.Name, p[ParamNode]); err != nil {
+	case fault.OutOfService:
+		if err := k.checkNode(f); err != nil {
 			return nil, err
 		}
-		if f.Name == OutOfService {
-			return []Action{TaintNode{Node: p[ParamNode], Taint: OutOfServiceTaint}}, nil
-		}
-		return []Action{UntaintNode{Node: p[ParamNode], Key: OutOfServiceTaint.Key, Effect: OutOfServiceTaint.Effect}}, nil
+		taint := fault.OutOfServiceTaint(time.Time{})
+		taint.TimeAdded = nil // stamped when it is put on the node
+		return []Action{TaintNode{Node: f.Node, Taint: taint}}, nil
 
-	case StaleVolumeAttachment:
-		return k.planStaleVolumeAttachment(f)
-
-	case MissingMountPropagation, RestoreMountPropagation:
-		if k.Config.DeployDir == "" {
-			return nil, fmt.Errorf("fault %s: KindConfig.DeployDir (the repository's deploy/kubernetes) is required", f.Name)
-		}
-		timeout, err := timeoutParam(f)
-		if err != nil {
+	case fault.KubeletRestart:
+		if err := k.checkNode(f); err != nil {
 			return nil, err
 		}
-		manifest := filepath.Join(k.Config.DeployDir, deploy.NodeManifest)
-		if f.Name == MissingMountPropagation {
-			manifest = filepath.Join(k.Config.DeployDir, deploy.NoMountPropagationVariant, deploy.NodeManifest)
-		}
-		// Changing the pod template rolls the DaemonSet; the fault is in
-		// effect once every node runs the new pods.
-		return []Action{
-			k.kubectl("apply", "-f", manifest),
-			k.kubectl("-n", deploy.Namespace, "rollout", "status", "daemonset/"+deploy.NodeDaemonSet, "--timeout="+timeout.String()),
-		}, nil
+		return []Action{k.docker("exec", f.Node, "systemctl", "restart", "kubelet")}, nil
 
-	case DriverCrash:
-		return k.planDriverCrash(f)
-	}
-	return nil, fmt.Errorf("fault %s: no plan on kind", f.Name) // unreachable: kindParams and the switch agree
-}
-
-func (k *Kind) planDriverCrash(f Fault) ([]Action, error) {
-	p := f.Params
-	component, err := oneOf(f.Name, ParamComponent, p[ParamComponent], deploy.ComponentNode, deploy.ComponentController)
-	if err != nil {
-		return nil, err
-	}
-	method, err := oneOf(f.Name, ParamMethod, p[ParamMethod], "delete-pod", "kill-container")
-	if err != nil {
-		return nil, err
-	}
-	selector := labels.Set{deploy.PartOfLabel: deploy.PartOf, deploy.ComponentLabel: component}.String()
-	if component == deploy.ComponentController {
-		if p[ParamNode] != "" {
-			return nil, fmt.Errorf("fault %s: component=controller takes no %q (the controller runs wherever it is scheduled)", f.Name, ParamNode)
+	case fault.StaleVolumeAttachment:
+		// The node may well not exist (any more): that is the point.
+		if errs := validation.IsDNS1123Subdomain(f.Node); len(errs) > 0 {
+			return nil, fmt.Errorf("fault %s: node %q is not a valid node name: %s", f.Kind, f.Node, strings.Join(errs, "; "))
 		}
-		if method != "delete-pod" {
-			return nil, fmt.Errorf("fault %s: component=controller supports method=delete-pod only", f.Name)
+		if f.Claim == "" {
+			return nil, fmt.Errorf("fault %s: no claim", f.Kind)
 		}
-		return []Action{DeletePods{Namespace: deploy.Namespace, LabelSelector: selector, GracePeriodSeconds: ptr[int64](0)}}, nil
-	}
-	node := p[ParamNode]
-	if node == "" {
-		return nil, fmt.Errorf("fault %s: parameter %q is required (the node whose plugin crashes)", f.Name, ParamNode)
-	}
-	if err := k.checkNode(f.Name, node); err != nil {
-		return nil, err
-	}
-	if method == "delete-pod" {
-		// Force deletion: no graceful stop; the DaemonSet controller
-		// starts a new pod, whose driver finds its state in the state
-		// directory.
-		return []Action{DeletePods{Namespace: deploy.Namespace, LabelSelector: selector, Node: node, GracePeriodSeconds: ptr[int64](0)}}, nil
-	}
-	// SIGKILL the driver container in place (crictl stop with timeout 0),
-	// as if the process had crashed; kubelet restarts it in the same pod.
-	// (kill 1 through kubectl exec would not do: PID 1 of a container
-	// ignores SIGKILL sent from inside, and SIGTERM is a clean stop.)
-	script := fmt.Sprintf("crictl stop --timeout 0 $(crictl ps --quiet --name '^%s$' --label io.kubernetes.pod.namespace=%s)", deploy.PluginContainer, deploy.Namespace)
-	return []Action{k.docker("exec", node, "sh", "-c", script)}, nil
-}
-
-func (k *Kind) planStaleVolumeAttachment(f Fault) ([]Action, error) {
-	p := f.Params
-	mode, err := oneOf(f.Name, ParamMode, p[ParamMode], "create", "orphan")
-	if err != nil {
-		return nil, err
-	}
-	allowed := map[string][]string{
-		"create": {ParamMode, ParamNode, ParamPV, ParamVolumeHandle, ParamName},
-		"orphan": {ParamMode, ParamNode, ParamPod, ParamNamespace},
-	}[mode]
-	for _, key := range slices.Sorted(maps.Keys(p)) {
-		if !slices.Contains(allowed, key) {
-			return nil, fmt.Errorf("fault %s: parameter %q does not apply to mode=%s (allowed: %s)", f.Name, key, mode, strings.Join(allowed, ", "))
-		}
-	}
-	node := p[ParamNode]
-	if node == "" {
-		return nil, fmt.Errorf("fault %s: parameter %q is required", f.Name, ParamNode)
-	}
-	if mode == "orphan" {
-		// The node goes away while a pod still uses the volume there, and
-		// the pod object is force-deleted: nothing unmounts or detaches,
-		// so the VolumeAttachment stays until the attach/detach controller
-		// gives up waiting (or the node is marked out of service).
-		if err := k.checkWorker(f.Name, node); err != nil {
-			return nil, err
-		}
-		if p[ParamPod] == "" {
-			return nil, fmt.Errorf("fault %s: mode=orphan needs parameter %q (the pod using the volume on the node)", f.Name, ParamPod)
-		}
-		ns := p[ParamNamespace]
+		ns := f.Namespace
 		if ns == "" {
 			ns = "default"
 		}
-		return []Action{
-			k.docker("stop", node),
-			DeletePod{Namespace: ns, Name: p[ParamPod], GracePeriodSeconds: ptr[int64](0)},
-		}, nil
+		return []Action{StaleVolumeAttachment{Namespace: ns, Claim: f.Claim, Node: f.Node}}, nil
+
+	case fault.ControllerManagerRestart:
+		// crictl stop ends the container gracefully; the kubelet restarts
+		// the static pod, whose controllers rebuild their state.
+		script := "crictl stop $(crictl ps --quiet --name '^kube-controller-manager$')"
+		return []Action{k.docker("exec", k.Config.Cluster+"-control-plane", "sh", "-c", script)}, nil
+
+	case fault.DriverRestart:
+		return k.planDriverRestart(f)
+
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSIHeal:
+		return nil, fault.Unsupported(f.Kind, backendName, "CSI faults are injected by drivers/faultproxy between the callers and the driver; "+
+			"the kind deployment (deploy/kubernetes) connects the sidecars and the kubelet straight to the driver's socket, so there is nothing to inject them. "+
+			"Run the scenario on the simulator or on --backend realkube")
+	case fault.DriverCrash:
+		return nil, fault.Unsupported(f.Kind, backendName, "the driver runs in pods, and the kubelet restarts a crashed container at once: "+
+			"a plugin that stays down until driver-restart cannot be made; driver-restart with state: keep is the crash kind can do")
+	case fault.NodePluginMissing:
+		return nil, fault.Unsupported(f.Kind, backendName, "the node plugin DaemonSet of deploy/kubernetes runs on every node; keeping it off one node means changing the deployment")
+	case fault.MissingMountPropagation:
+		return nil, fault.Unsupported(f.Kind, backendName, "the mount propagation of the node plugin is the DaemonSet's, the same on every node; "+
+			"deploy/kubernetes/"+deploy.NoMountPropagationVariant+" changes it for all of them")
+	case fault.APIConflict, fault.WatchDrop:
+		return nil, fault.Unsupported(f.Kind, backendName, "the components are real processes talking to a real API server, which csisim cannot make answer 409 or drop watch events for one of them")
 	}
-	// mode=create: the node may well not exist (any more): that is the
-	// point. It only has to be a valid node name.
-	if errs := validation.IsDNS1123Subdomain(node); len(errs) > 0 {
-		return nil, fmt.Errorf("fault %s: node %q is not a valid node name: %s", f.Name, node, strings.Join(errs, "; "))
+	return nil, fault.Unsupported(f.Kind, backendName, "it is not a fault csisim knows")
+}
+
+// planDriverRestart kills a plugin and lets Kubernetes bring it back, with
+// its state: the node plugin's state directory is on the node, and so is
+// kept; a lost state would need the deployment changed.
+func (k *Kind) planDriverRestart(f fault.Fault) ([]Action, error) {
+	if f.LoseState {
+		return nil, fault.Unsupported(f.Kind, backendName, "the plugins' state directories are host paths that a restarted pod finds again; state: lose would need the deployment changed")
 	}
-	pv := p[ParamPV]
-	if pv == "" {
-		return nil, fmt.Errorf("fault %s: mode=create needs parameter %q (the PersistentVolume the attachment is for)", f.Name, ParamPV)
+	if f.Plugin == fault.Controller {
+		selector := labels.Set{deploy.PartOfLabel: deploy.PartOf, deploy.ComponentLabel: deploy.ComponentController}.String()
+		// Force deletion: its Deployment starts a new pod.
+		return []Action{DeletePods{Namespace: deploy.Namespace, LabelSelector: selector, GracePeriodSeconds: ptr[int64](0)}}, nil
 	}
-	name := p[ParamName]
-	switch {
-	case name != "":
-	case p[ParamVolumeHandle] != "":
-		// The name kubelet and the attach/detach controller give the
-		// attachment of this volume to this node, so the stale object
-		// stands exactly where a real one would.
-		name = fmt.Sprintf("csi-%x", sha256.Sum256([]byte(p[ParamVolumeHandle]+deploy.DriverName+node)))
-	default:
-		name = fmt.Sprintf("csisim-stale-%x", sha256.Sum256([]byte(pv+"\x00"+node)))[:len("csisim-stale-")+16]
+	if err := k.checkNode(f); err != nil {
+		return nil, err
 	}
-	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return nil, fmt.Errorf("fault %s: %q is not a valid object name: %s", f.Name, name, strings.Join(errs, "; "))
-	}
-	return []Action{CreateVolumeAttachment{Name: name, Attacher: deploy.DriverName, Node: node, PersistentVolume: pv}}, nil
+	// SIGKILL the driver container in place (crictl stop with timeout 0),
+	// as if the process had crashed; the kubelet restarts it in the same
+	// pod. (kill 1 through kubectl exec would not do: PID 1 of a container
+	// ignores SIGKILL sent from inside, and SIGTERM is a clean stop.)
+	script := fmt.Sprintf("crictl stop --timeout 0 $(crictl ps --quiet --name '^%s$' --label io.kubernetes.pod.namespace=%s)", deploy.PluginContainer, deploy.Namespace)
+	return []Action{k.docker("exec", f.Node, "sh", "-c", script)}, nil
 }
 
 // nodeName matches the node containers of cluster c: c-control-plane,
@@ -315,22 +191,22 @@ func (k *Kind) nodeName() *regexp.Regexp {
 
 // checkNode accepts the nodes of this kind cluster only: a docker action
 // on any other container could hit something that is not ours.
-func (k *Kind) checkNode(fault, node string) error {
-	if !k.nodeName().MatchString(node) {
+func (k *Kind) checkNode(f fault.Fault) error {
+	if !k.nodeName().MatchString(f.Node) {
 		return fmt.Errorf("fault %s: %q is not a node of kind cluster %q (its nodes are %s-control-plane, %s-worker, %s-worker2, ...)",
-			fault, node, k.Config.Cluster, k.Config.Cluster, k.Config.Cluster, k.Config.Cluster)
+			f.Kind, f.Node, k.Config.Cluster, k.Config.Cluster, k.Config.Cluster, k.Config.Cluster)
 	}
 	return nil
 }
 
 // checkWorker is checkNode for faults that stop a node: the control plane
 // takes the API server with it, and then nothing can observe the fault.
-func (k *Kind) checkWorker(fault, node string) error {
-	if err := k.checkNode(fault, node); err != nil {
+func (k *Kind) checkWorker(f fault.Fault) error {
+	if err := k.checkNode(f); err != nil {
 		return err
 	}
-	if m := k.nodeName().FindStringSubmatch(node); m[1] == "control-plane" {
-		return fmt.Errorf("fault %s: %s is a control-plane node; stopping it stops the API server, so pick a worker", fault, node)
+	if m := k.nodeName().FindStringSubmatch(f.Node); m[1] == "control-plane" {
+		return fmt.Errorf("fault %s: %s is a control-plane node; stopping it stops the API server, so pick a worker", f.Kind, f.Node)
 	}
 	return nil
 }
@@ -341,40 +217,6 @@ func (k *Kind) docker(args ...string) Command {
 		bin = DefaultDocker
 	}
 	return Command{Argv: append([]string{bin}, args...)}
-}
-
-func (k *Kind) kubectl(args ...string) Command {
-	argv := []string{k.Config.Kubectl}
-	if argv[0] == "" {
-		argv[0] = DefaultKubectl
-	}
-	if k.Config.Kubeconfig != "" {
-		argv = append(argv, "--kubeconfig", k.Config.Kubeconfig)
-	}
-	return Command{Argv: append(argv, args...)}
-}
-
-// oneOf returns value if it is one of choices, choices[0] if it is empty.
-func oneOf(fault, param, value string, choices ...string) (string, error) {
-	if value == "" {
-		return choices[0], nil
-	}
-	if !slices.Contains(choices, value) {
-		return "", fmt.Errorf("fault %s: %s=%q is not one of %s", fault, param, value, strings.Join(choices, ", "))
-	}
-	return value, nil
-}
-
-func timeoutParam(f Fault) (time.Duration, error) {
-	s := f.Params[ParamTimeout]
-	if s == "" {
-		return DefaultTimeout, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("fault %s: timeout=%q is not a positive Go duration such as 90s or 5m", f.Name, s)
-	}
-	return d, nil
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -463,20 +305,8 @@ func (k *Kind) execute(ctx context.Context, a Action) error {
 			return fmt.Errorf("no pod matches %s", a)
 		}
 		return nil
-	case DeletePod:
-		return k.Client.CoreV1().Pods(a.Namespace).Delete(ctx, a.Name, metav1.DeleteOptions{GracePeriodSeconds: a.GracePeriodSeconds})
-	case CreateVolumeAttachment:
-		pv := a.PersistentVolume
-		va := &storagev1.VolumeAttachment{
-			ObjectMeta: metav1.ObjectMeta{Name: a.Name},
-			Spec: storagev1.VolumeAttachmentSpec{
-				Attacher: a.Attacher,
-				NodeName: a.Node,
-				Source:   storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv},
-			},
-		}
-		_, err := k.Client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
-		return err
+	case StaleVolumeAttachment:
+		return apifaults.StaleVolumeAttachment(ctx, k.Client, a.Namespace, a.Claim, a.Node, nil)
 	case WaitNodeReady:
 		interval := k.PollInterval
 		if interval == 0 {

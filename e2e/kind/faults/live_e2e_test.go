@@ -11,7 +11,6 @@ import (
 	"context"
 	"flag"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/csisim/csisim/deploy"
+	"github.com/csisim/csisim/fault"
 )
 
 var kubeconfig = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the kind cluster")
@@ -48,11 +48,7 @@ func liveKind(t *testing.T) (*Kind, kubernetes.Interface, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deployDir, err := filepath.Abs(filepath.Join("..", "..", "..", "deploy", deploy.ManifestDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := NewKind(KindConfig{Cluster: cluster, Kubeconfig: *kubeconfig, DeployDir: deployDir}, client)
+	k := NewKind(KindConfig{Cluster: cluster}, client)
 	k.Log = testLog{t}
 	return k, client, cluster + "-worker"
 }
@@ -75,7 +71,7 @@ func ready(p *corev1.Pod) bool {
 	})
 }
 
-func TestLiveDriverCrashRestartsThePlugin(t *testing.T) {
+func TestLiveDriverRestartRestartsThePlugin(t *testing.T) {
 	k, client, worker := liveKind(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -83,15 +79,24 @@ func TestLiveDriverCrashRestartsThePlugin(t *testing.T) {
 	if err != nil || !ready(before) {
 		t.Fatalf("no Ready node plugin on %s before the fault: %v", worker, err)
 	}
-	if err := Inject(ctx, k, Fault{DriverCrash, map[string]string{ParamNode: worker}}); err != nil {
+	restarts := func(p *corev1.Pod) int32 {
+		var n int32
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == deploy.PluginContainer {
+				n = c.RestartCount
+			}
+		}
+		return n
+	}
+	if err := k.InjectFault(ctx, fault.Fault{Kind: fault.DriverRestart, Plugin: fault.Node, Node: worker}); err != nil {
 		t.Fatal(err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 3*time.Minute, false, func(ctx context.Context) (bool, error) {
 		p, err := nodePlugin(ctx, client, worker)
-		return err == nil && ready(p) && p.UID != before.UID, nil
+		return err == nil && ready(p) && p.UID == before.UID && restarts(p) > restarts(before), nil
 	})
 	if err != nil {
-		t.Fatalf("no new Ready node plugin on %s after driver-crash: %v", worker, err)
+		t.Fatalf("the node plugin on %s was not restarted in place after driver-restart: %v", worker, err)
 	}
 }
 
@@ -104,49 +109,21 @@ func TestLiveOutOfServiceTaint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool { return tt.MatchTaint(&OutOfServiceTaint) })
+		taint := fault.OutOfServiceTaint(time.Time{})
+		return slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool { return tt.MatchTaint(&taint) })
 	}
-	t.Cleanup(func() {
-		_ = Inject(context.Background(), k, Fault{ClearOutOfService, map[string]string{ParamNode: worker}})
-	})
-	if err := Inject(ctx, k, Fault{OutOfService, map[string]string{ParamNode: worker}}); err != nil {
+	untaint := UntaintNode{Node: worker, Key: fault.TaintOutOfService, Effect: corev1.TaintEffectNoExecute}
+	t.Cleanup(func() { _ = k.Execute(context.Background(), []Action{untaint}) })
+	if err := k.InjectFault(ctx, fault.Fault{Kind: fault.OutOfService, Node: worker}); err != nil {
 		t.Fatal(err)
 	}
 	if !hasTaint() {
 		t.Fatalf("%s has no out-of-service taint after the fault", worker)
 	}
-	if err := Inject(ctx, k, Fault{ClearOutOfService, map[string]string{ParamNode: worker}}); err != nil {
+	if err := k.Execute(ctx, []Action{untaint}); err != nil {
 		t.Fatal(err)
 	}
 	if hasTaint() {
-		t.Fatalf("%s still has the out-of-service taint after clear-out-of-service", worker)
-	}
-}
-
-func TestLiveMountPropagationVariant(t *testing.T) {
-	k, client, _ := liveKind(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
-	defer cancel()
-	variant := func() string {
-		ds, err := client.AppsV1().DaemonSets(deploy.Namespace).Get(ctx, deploy.NodeDaemonSet, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ds.Spec.Template.Annotations[deploy.VariantAnnotation]
-	}
-	t.Cleanup(func() {
-		_ = Inject(context.Background(), k, Fault{RestoreMountPropagation, nil})
-	})
-	if err := Inject(ctx, k, Fault{MissingMountPropagation, nil}); err != nil {
-		t.Fatal(err)
-	}
-	if got := variant(); got != "no-mount-propagation" {
-		t.Errorf("node DaemonSet variant after the fault: %q", got)
-	}
-	if err := Inject(ctx, k, Fault{RestoreMountPropagation, nil}); err != nil {
-		t.Fatal(err)
-	}
-	if got := variant(); got != "" {
-		t.Errorf("node DaemonSet variant after restoring: %q, want none", got)
+		t.Fatalf("%s still has the out-of-service taint after untainting", worker)
 	}
 }

@@ -1,0 +1,67 @@
+package fault
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestDescribe(t *testing.T) {
+	tests := []struct {
+		f    Fault
+		want string
+	}{
+		{Fault{Kind: NodeLoss, Node: "node-1"}, "node-loss on node-1"},
+		{Fault{Kind: StaleVolumeAttachment, Node: "node-1", Claim: "data"}, "stale-volumeattachment data on node-1"},
+		{Fault{Kind: CSIError, CSI: CSI{Method: "NodeStageVolume", Volume: "v", Code: codes.Unavailable}}, "csi-error NodeStageVolume volume v Unavailable"},
+		{Fault{Kind: CSIDelay, CSI: CSI{Method: "*", Delay: time.Second}}, "csi-delay * 1s"},
+		{Fault{Kind: DriverRestart, Plugin: Node, Node: "n", LoseState: true}, "driver-restart node without state on n"},
+		{Fault{Kind: WatchDrop, Component: "external-attacher", Resource: "pods"}, "watch-drop external-attacher pods"},
+	}
+	for _, tt := range tests {
+		if got := tt.f.Describe(); got != tt.want {
+			t.Errorf("Describe() = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+func TestKnownAndKubelet(t *testing.T) {
+	for _, k := range Kinds {
+		if !Known(k) {
+			t.Errorf("Known(%s) = false", k)
+		}
+	}
+	if Known("meteor-strike") {
+		t.Error("Known(meteor-strike) = true")
+	}
+	if node, ok := KubeletNode(KubeletComponent("node-2")); !ok || node != "node-2" {
+		t.Errorf("KubeletNode(kubelet:node-2) = %q, %v", node, ok)
+	}
+	for _, c := range []string{"kubelet:", "external-attacher", "kubelet-node-1"} {
+		if _, ok := KubeletNode(c); ok {
+			t.Errorf("KubeletNode(%q) says it is a kubelet", c)
+		}
+	}
+}
+
+func TestOutOfServiceTaint(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
+	taint := OutOfServiceTaint(at)
+	if taint.Key != "node.kubernetes.io/out-of-service" || taint.Value != "nodeshutdown" || taint.Effect != corev1.TaintEffectNoExecute {
+		t.Errorf("taint %+v", taint)
+	}
+	if !taint.TimeAdded.Time.Equal(at.Truncate(time.Second)) {
+		t.Errorf("timeAdded %v, want %v (to the second, as the API server stores it)", taint.TimeAdded, at.Truncate(time.Second))
+	}
+}
+
+func TestUnsupported(t *testing.T) {
+	err := Unsupported(CSIHang, "kind", "no proxy")
+	var uerr *UnsupportedError
+	if !errors.As(err, &uerr) || uerr.Kind != CSIHang || err.Error() != "csi-hang cannot be injected on kind: no proxy" {
+		t.Errorf("Unsupported = %v", err)
+	}
+}
