@@ -103,20 +103,18 @@ var Components = fault.Components
 
 // Cluster is a running simulated cluster.
 type Cluster struct {
-	cfg     Config
-	root    *runroot.Root
-	api     *fakekube.Server
-	clock   *testingclock.FakeClock
-	loop    *loop.Loop
-	rt      controller.Runtime
-	rec     *trace.Recorder
-	drivers []*launch.Process     // every driver process started, to stop them all
-	plugins []*plugin             // the controller plugin, then each node's
-	nodes   map[string]*nodeParts // what makes up each node, for faults
-	backend *mock.Backend         // the mock plugins' shared storage
-	// controller is the controller plugin; faults find node plugins
-	// through nodes.
-	controller *plugin
+	cfg        Config
+	root       *runroot.Root
+	api        *fakekube.Server
+	clock      *testingclock.FakeClock
+	loop       *loop.Loop
+	rt         controller.Runtime
+	rec        *trace.Recorder
+	drivers    []*launch.Process     // every driver process started, to stop them all
+	plugins    []*plugin             // the controller plugin, then each node's
+	nodes      map[string]*nodeParts // what makes up each node, for faults
+	backend    *mock.Backend         // the mock plugins' shared storage
+	faultRules int                   // CSI fault rules added so far, to name them
 	conns      []*csiclient.Conn
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
@@ -225,8 +223,6 @@ func (c *Cluster) startDriver(ctx context.Context, role fault.Plugin, node strin
 			c.nodes[node] = parts
 		}
 		parts.plugin = pl
-	} else {
-		c.controller = pl
 	}
 	c.plugins = append(c.plugins, pl)
 	for _, dir := range []string{filepath.Dir(listen), filepath.Dir(driverSocket), c.root.Path("storage")} {

@@ -2,20 +2,222 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
 
+	"github.com/csisim/csisim/drivers/endpoint"
+	"github.com/csisim/csisim/drivers/faultproxy"
 	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/trace"
 )
 
-// Placeholder until the lead's CSI and driver faults are merged.
+// The CSI-layer faults. Every plugin has a fault proxy in front of it
+// (startDriver); a CSI fault is a rule in the proxies of the plugins it
+// names, so the components see exactly what a misbehaving driver would
+// show them — an error code, a late answer, no answer until their own
+// timeout, which passes on the virtual clock. Driver faults act on the
+// plugin behind the proxy: its process is killed, started again, or kept
+// from registering.
 
+// canInjectCSI says whether the simulator can inject a CSI or driver
+// fault, before the run.
 func (c *Cluster) canInjectCSI(f fault.Fault) error {
-	return fault.Unsupported(f.Kind, backendName, "not implemented yet")
+	if f.Node != "" && c.nodes[f.Node] == nil {
+		return fmt.Errorf("there is no node %q (nodes: %v)", f.Node, c.cfg.Nodes)
+	}
+	if f.Plugin == fault.Controller && f.Node != "" {
+		return fmt.Errorf("%s: the controller plugin runs on no node; leave out node: or say plugin: node", f.Kind)
+	}
+	switch f.Kind {
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang:
+		_, err := faultproxy.RuleFor(f)
+		return err
+	case fault.CSIHeal:
+		return nil
+	case fault.DriverCrash, fault.NodePluginMissing:
+		return nil
+	case fault.DriverRestart:
+		if f.LoseState && c.cfg.Mock {
+			return fault.Unsupported(f.Kind, backendName+" with the mock driver",
+				"the mock keeps its volumes in memory shared by all plugins; restarting one without its state needs a driver process (run without --mock-driver)")
+		}
+		return nil
+	}
+	return fault.Unsupported(f.Kind, backendName, "not a CSI or driver fault")
 }
 
+// injectCSIFault adds (csi-error, csi-delay, csi-hang) or removes
+// (csi-heal) fault rules in the proxies of the plugins the fault names.
 func (c *Cluster) injectCSIFault(_ context.Context, f fault.Fault) error {
-	return fault.Unsupported(f.Kind, backendName, "not implemented yet")
+	if err := c.canInjectCSI(f); err != nil {
+		return err
+	}
+	plugins := c.pluginsFor(f)
+	if f.Kind == fault.CSIHeal {
+		return c.healCSI(f, plugins)
+	}
+	rule, err := faultproxy.RuleFor(f)
+	if err != nil {
+		return err
+	}
+	c.faultRules++
+	rule.ID = fmt.Sprintf("%s-%d", f.Kind, c.faultRules)
+	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: csiFaultObject(f),
+		Detail: "on " + pluginNames(plugins) + ": " + rule.String()})
+	for _, pl := range plugins {
+		if _, err := pl.proxy.AddRule(rule); err != nil {
+			return fmt.Errorf("%s on %s: %w", f.Kind, pl.name, err)
+		}
+	}
+	return nil
 }
 
-func (c *Cluster) injectDriverFault(_ context.Context, f fault.Fault) error {
-	return fault.Unsupported(f.Kind, backendName, "not implemented yet")
+// healCSI removes the fault rules the heal selects (faultproxy.Heals).
+func (c *Cluster) healCSI(f fault.Fault, plugins []*plugin) error {
+	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: csiFaultObject(f),
+		Detail: "on " + pluginNames(plugins)})
+	for _, pl := range plugins {
+		for _, r := range pl.proxy.Rules() {
+			if faultproxy.Heals(f, r.Rule) {
+				pl.proxy.RemoveRule(r.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// pluginsFor lists the plugins a CSI or driver fault acts on: the one its
+// plugin and node name, or, without either, every plugin (a CSI fault's
+// method decides which of them ever see a matching call).
+func (c *Cluster) pluginsFor(f fault.Fault) []*plugin {
+	var out []*plugin
+	for _, pl := range c.plugins {
+		switch {
+		case f.Plugin != "" && pl.role != f.Plugin:
+		case f.Node != "" && pl.node != f.Node:
+		default:
+			out = append(out, pl)
+		}
+	}
+	return out
+}
+
+func pluginNames(plugins []*plugin) string {
+	names := make([]string, len(plugins))
+	for i, pl := range plugins {
+		names[i] = pl.name
+	}
+	return strings.Join(names, ", ")
+}
+
+func csiFaultObject(f fault.Fault) string {
+	o := f.CSI.Method
+	if o == "" {
+		o = "*"
+	}
+	if f.CSI.Volume != "" {
+		o += " " + f.CSI.Volume
+	}
+	return o
+}
+
+// injectDriverFault carries out driver-crash, driver-restart and
+// node-plugin-missing.
+func (c *Cluster) injectDriverFault(ctx context.Context, f fault.Fault) error {
+	if err := c.canInjectCSI(f); err != nil {
+		return err
+	}
+	if f.Kind == fault.NodePluginMissing && f.Node == "" {
+		return fmt.Errorf("%s needs the node whose plugin is missing", f.Kind)
+	}
+	if f.Kind == fault.NodePluginMissing {
+		f.Plugin = fault.Node
+	}
+	plugins := c.pluginsFor(f)
+	if len(plugins) == 0 {
+		return fmt.Errorf("%s: no plugin matches", f.Describe())
+	}
+	var errs []error
+	for _, pl := range plugins {
+		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: pl.name})
+		switch f.Kind {
+		case fault.DriverCrash:
+			errs = append(errs, c.crashPlugin(pl))
+		case fault.DriverRestart:
+			errs = append(errs, c.restartPlugin(ctx, pl, f.LoseState))
+		case fault.NodePluginMissing:
+			errs = append(errs, c.crashPlugin(pl), c.nodes[pl.node].kubelet.UnregisterDriver(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// crashPlugin kills the plugin's driver (SIGKILL for a process) and removes
+// its socket, as a dead container's socket goes with its directory; calls
+// in flight get Unavailable, later ones fail to connect. The proxy stays:
+// it is the socket the callers know, as the kubelet keeps the plugin's
+// registration while node-driver-registrar runs.
+func (c *Cluster) crashPlugin(pl *plugin) error {
+	if pl.crashed {
+		return nil
+	}
+	pl.crashed = true
+	defer pl.proxy.InterruptParked()
+	if pl.mockServer != nil {
+		return pl.mockServer.Stop()
+	}
+	if pl.process == nil {
+		return fmt.Errorf("%s has no driver process", pl.name)
+	}
+	if err := pl.process.Kill(); err != nil {
+		return fmt.Errorf("crashing %s: %w", pl.name, err)
+	}
+	socket, err := endpoint.SocketPath(pl.driverEndpoint)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("crashing %s: removing its socket: %w", pl.name, err)
+	}
+	return nil
+}
+
+// restartPlugin starts the plugin's driver again (killing it first if it
+// runs), with its state directory or, with loseState, an empty one; a
+// node plugin then registers with its kubelet again, as a restarted plugin
+// pod's node-driver-registrar does.
+func (c *Cluster) restartPlugin(ctx context.Context, pl *plugin, loseState bool) error {
+	if err := c.crashPlugin(pl); err != nil {
+		return err
+	}
+	if loseState {
+		if pl.vars.StateDir == "" {
+			return fmt.Errorf("%s keeps no state directory", pl.name)
+		}
+		if err := os.RemoveAll(pl.vars.StateDir); err != nil {
+			return fmt.Errorf("restarting %s without its state: %w", pl.name, err)
+		}
+		if err := os.MkdirAll(pl.vars.StateDir, 0o750); err != nil {
+			return fmt.Errorf("restarting %s without its state: %w", pl.name, err)
+		}
+	}
+	if err := c.startPlugin(ctx, pl); err != nil {
+		return fmt.Errorf("restarting %s: %w", pl.name, err)
+	}
+	pl.crashed = false
+	if pl.role != fault.Node {
+		return nil
+	}
+	parts := c.nodes[pl.node]
+	if parts.kubelet == nil || parts.lost {
+		return nil
+	}
+	// The plugin's registration socket appears again: the kubelet asks
+	// for its name and node info and records them (unchanged, usually).
+	regCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return parts.kubelet.RegisterDriver(regCtx, pl.identity)
 }

@@ -565,6 +565,12 @@ func (k *Kubelet) unstageUnused(ctx context.Context) error {
 			used[m.unique] = true
 		}
 	}
+	// Nor a device a pod is still being set up with.
+	for _, vols := range k.actual.wanted {
+		for _, u := range vols {
+			used[u] = true
+		}
+	}
 	var unused []corev1.UniqueVolumeName
 	for u := range k.actual.staged {
 		if !used[u] {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/moby/sys/mountinfo"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
@@ -236,6 +238,10 @@ func (k *Kubelet) mountFilesystem(ctx context.Context, pod *corev1.Pod, v volume
 	cancel()
 	if err != nil {
 		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q : %v", v.pv.Name, err)
+		if !isFinalError(err) {
+			// Maybe mounted: unpublished if the pod goes first.
+			k.recordMounted(pod, v, target, true)
+		}
 		return fmt.Errorf("NodePublishVolume %s for pod %s: %w", v.pv.Name, pod.Name, err)
 	}
 	// The driver said yes; the mount must also be visible here, in the
@@ -305,6 +311,13 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	})
 	if err != nil {
 		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.MountDevice failed for volume %q : %v", v.pv.Name, err)
+		if !isFinalError(err) && !staged {
+			// The driver may be staging it still: the device is
+			// uncertain, to be staged again or unstaged when unused.
+			k.mu.Lock()
+			k.actual.staged[v.unique] = &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name, uncertain: true}
+			k.mu.Unlock()
+		}
 		return fmt.Errorf("NodeStageVolume %s: %w", v.pv.Name, err)
 	}
 	k.mu.Lock()
@@ -366,4 +379,21 @@ func removeUnmountedDir(dir string) error {
 		return fmt.Errorf("removing pod dir: %w", err)
 	}
 	return nil
+}
+
+// isFinalError reports whether a failed CSI call certainly did nothing:
+// gRPC codes that say the driver may still be at work (a timeout, a lost
+// connection, a busy driver) are not final, nor is a failure before the
+// call, and leave the volume uncertain, as in the kubelet's CSI client
+// (kubernetes pkg/volume/csi/csi_client.go, isFinalError).
+func isFinalError(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	switch st.Code() {
+	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
+		return false
+	}
+	return true
 }
