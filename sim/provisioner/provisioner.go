@@ -51,7 +51,8 @@ const (
 // Config configures the provisioner.
 type Config struct {
 	DriverName string
-	// Timeout bounds every CSI call, like the sidecar's --timeout (15 s).
+	// Timeout bounds every CSI call, like the sidecar's --timeout (default
+	// 10 s, external-provisioner cmd/csi-provisioner/csi-provisioner.go).
 	Timeout time.Duration
 	// Identity, if set, is asked whether the driver has topology.
 	Identity csi.IdentityClient
@@ -91,7 +92,7 @@ type Provisioner struct {
 // client.
 func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Provisioner {
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 15 * time.Second
+		cfg.Timeout = 10 * time.Second
 	}
 	events, stop := rt.NewEventRecorder(client, cfg.DriverName+"_csisim", "")
 	p := &Provisioner{
