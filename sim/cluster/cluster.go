@@ -120,6 +120,8 @@ type Cluster struct {
 	// The controller-manager's controllers with memory, for its restart.
 	attachDetach  *attachdetach.Controller
 	nodeLifecycle *nodelifecycle.Controller
+
+	exits exits // drivers that died unexpectedly (exits.go)
 }
 
 // Start brings the cluster up: API server, driver processes, controllers
@@ -258,6 +260,9 @@ func (c *Cluster) launch(ctx context.Context, name string, tmpl launch.Template,
 		return err
 	}
 	c.drivers = append(c.drivers, p)
+	if err := c.watch(p, name); err != nil {
+		return err
+	}
 	if parts := c.nodes[node]; parts != nil {
 		parts.process = p
 	}
