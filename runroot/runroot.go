@@ -131,8 +131,24 @@ func teardown(dir string, dryRun bool) (Teardown, error) {
 			errs = append(errs, fmt.Errorf("remove run root: %w", err))
 		}
 	}
-	return t, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return t, &LeftBehind{Dir: dir, Err: err}
+	}
+	return t, nil
 }
+
+// LeftBehind is the error of a teardown that could not clean up all of a
+// root: Err says what was left (a loop device still attached, a mount, the
+// directory). A caller tells the user the run was torn down only if no
+// error of this type came back.
+type LeftBehind struct {
+	Dir string
+	Err error
+}
+
+func (e *LeftBehind) Error() string { return fmt.Sprintf("run root %s not fully torn down: %v", e.Dir, e.Err) }
+
+func (e *LeftBehind) Unwrap() error { return e.Err }
 
 // maxSweepPasses bounds SweepMounts: each pass removes the top mount of every
 // mount point, so only paths mounted over this many times survive.
