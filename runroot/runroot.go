@@ -146,7 +146,9 @@ type LeftBehind struct {
 	Err error
 }
 
-func (e *LeftBehind) Error() string { return fmt.Sprintf("run root %s not fully torn down: %v", e.Dir, e.Err) }
+func (e *LeftBehind) Error() string {
+	return fmt.Sprintf("run root %s not fully torn down: %v", e.Dir, e.Err)
+}
 
 func (e *LeftBehind) Unwrap() error { return e.Err }
 
