@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,7 +18,7 @@ import (
 // Load reads the scenario file at path and checks it completely, including
 // the manifest files it refers to. Errors name the file and line.
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := readInputFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load scenario: %w", err)
 	}
@@ -153,6 +152,10 @@ func (p *parser) cluster(n *yaml.Node) Cluster {
 	nodes, _ := p.textList(f.vals["nodes"], "nodes", func(item *yaml.Node, name string) bool {
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 			p.fail(item, "invalid node name %q: %s", name, strings.Join(errs, "; "))
+			return false
+		}
+		if msg := nodeNameProblem(name); msg != "" {
+			p.fail(item, "%s", msg)
 			return false
 		}
 		if seen[name] {
@@ -427,7 +430,7 @@ func (p *parser) manifestFile(n *yaml.Node) (string, []Manifest) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(p.baseDir, name)
 	}
-	data, err := os.ReadFile(path)
+	data, err := readInputFile(path)
 	if err != nil {
 		p.fail(n, "cannot read manifest file: %v", err)
 		return "", nil

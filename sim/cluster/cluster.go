@@ -232,6 +232,9 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node, name string) (str
 		socket = c.root.Path("nodes", node, "kubelet", "plugins", c.cfg.DriverName, "csi.sock")
 		stateDir = c.root.Path("nodes", node, "driver-state")
 	}
+	if err := checkSocket(node, socket); err != nil {
+		return "", err
+	}
 	for _, dir := range []string{stateDir, filepath.Dir(socket), c.root.Path("storage")} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return "", fmt.Errorf("preparing %s: %w", dir, err)
@@ -285,6 +288,9 @@ func (c *Cluster) startMock(mode, node string) (string, error) {
 	if mode == "node" {
 		m = mock.ModeNode
 		socket = c.root.Path("nodes", node, "kubelet", "plugins", c.cfg.DriverName, "csi.sock")
+	}
+	if err := checkSocket(node, socket); err != nil {
+		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(socket), 0o750); err != nil {
 		return "", fmt.Errorf("preparing %s: %w", filepath.Dir(socket), err)
