@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -67,6 +68,30 @@ func SocketPathProblem(root, node, driver string) string {
 // a run from this machine's temporary directory with the default driver.
 func nodeNameProblem(node string) string {
 	return SocketPathProblem(runRootSample(), node, defaultDriverName)
+}
+
+// launcherFlags are the flags of csisim's driver that the launcher sets for
+// each plugin: where its socket, files and state live in the run's root, and
+// who it is. A scenario's driverArgs come after them on the command line,
+// so one of these there would move the driver out of the run's directories
+// (or make it another plugin); the driver refuses a second value as well.
+var launcherFlags = map[string]string{
+	"endpoint":    "its socket in the run's directory",
+	"root":        "the run's storage directory",
+	"state-dir":   "its state directory in the run's directory",
+	"node-id":     "the node it serves",
+	"mode":        "the plugin it is (controller or node)",
+	"driver-name": "the driver name, from --driver-name of csisim run",
+	"zone":        "the node's zone, from cluster.zones",
+}
+
+// driverArgProblem says why a scenario may not pass arg to the driver, or "".
+func driverArgProblem(arg string) string {
+	name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	if what, ok := launcherFlags[name]; ok {
+		return fmt.Sprintf("driver argument %q: csisim sets --%s for each plugin (%s); a scenario cannot change it", arg, name, what)
+	}
+	return ""
 }
 
 // durationProblem says why d is out of bounds for field, or "".

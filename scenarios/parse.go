@@ -175,6 +175,10 @@ func (p *parser) cluster(n *yaml.Node) Cluster {
 				p.fail(item, "driver argument %q must be a flag starting with --, e.g. --capacity=10Gi", arg)
 				return false
 			}
+			if msg := driverArgProblem(arg); msg != "" {
+				p.fail(item, "%s", msg)
+				return false
+			}
 			return true
 		})
 	}
