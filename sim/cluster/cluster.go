@@ -235,7 +235,11 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node, name string) (str
 	if err := checkSocket(node, socket); err != nil {
 		return "", err
 	}
-	for _, dir := range []string{stateDir, filepath.Dir(socket), c.root.Path("storage")} {
+	// The driver's temporary files (mount-utils makes some as it starts)
+	// go in the run's root too, so that a driver killed at any moment
+	// leaves none outside it.
+	tmpl.Env = append(slices.Clip(tmpl.Env), "TMPDIR="+c.root.Path("tmp"))
+	for _, dir := range []string{stateDir, filepath.Dir(socket), c.root.Path("storage"), c.root.Path("tmp")} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return "", fmt.Errorf("preparing %s: %w", dir, err)
 		}
