@@ -1,6 +1,7 @@
 package runroot
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,5 +184,35 @@ func TestSweepRemovesOnlyDeadRunsRoots(t *testing.T) {
 	case <-reaped:
 	case <-time.After(5 * time.Second):
 		t.Error("the dead run's process still runs after the sweep")
+	}
+}
+
+// A loop device that cannot go (still open elsewhere) is named in Close's
+// error, a *LeftBehind, and the root is not claimed clean.
+func TestCloseNamesWhatIsLeft(t *testing.T) {
+	requireRoot(t)
+	r, err := New("lefttest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	sparseFile(t, r.Path("disk.img"))
+	dev := attachLoop(t, r.Path("disk.img"))
+	holder, err := os.Open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Close()
+	var left *LeftBehind
+	if !errors.As(err, &left) || !strings.Contains(err.Error(), "loop device "+dev) || !strings.Contains(err.Error(), "still attached") {
+		t.Errorf("Close with %s held open = %v, want a *LeftBehind naming it", dev, err)
+	}
+	holder.Close() // the kernel's deferred detach happens now
+	deadline := time.Now().Add(5 * time.Second)
+	for attached(dev) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if attached(dev) {
+		t.Errorf("%s still attached after its last user closed it", dev)
 	}
 }

@@ -125,6 +125,38 @@ var _ = Describe("runs that end badly", func() {
 		}
 	})
 
+	It("leave nothing when terminated (SIGTERM) at a random moment, for every scenario in the library", func() {
+		library, err := filepath.Glob("../../scenarios/library/*.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(library)).To(BeNumerically(">", 20))
+		const seed = 12
+		rng := rand.New(rand.NewPCG(seed, 0))
+		before := orphanedLoops()
+		for _, file := range library {
+			// Every library scenario prints more than 80 lines.
+			line := 1 + rng.IntN(80)
+			where := fmt.Sprintf("%s (seed %d): SIGTERM after output line %d", filepath.Base(file), seed, line)
+			By(where)
+			tmp := GinkgoT().TempDir()
+			cmd, done := runUntilLine(tmp, line, 0, syscall.SIGTERM, "run", file)
+			Expect(exitCode(cmd, done)).To(Equal(130), where)
+			Expect(loopDevicesOf(tmp, before)).To(BeEmpty(), where)
+			expectNothingLeftIn(tmp)
+		}
+	})
+
+	It("leave nothing when a step of a raw-block run fails", func() {
+		scenarioFile := filepath.Join(GinkgoT().TempDir(), "failing.yaml")
+		Expect(os.WriteFile(scenarioFile, []byte(strings.Replace(heldBlockScenario, "timeout: 20h", "timeout: 1m", 1)), 0o644)).To(Succeed())
+		tmp := GinkgoT().TempDir()
+		before := orphanedLoops()
+		s := start(tmp, "run", "--quiet", scenarioFile)
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(1))
+		Expect(string(s.Err.Contents())).To(ContainSubstring(`FAILED: step 3 "wait pod/never"`))
+		Expect(loopDevicesOf(tmp, before)).To(BeEmpty())
+		expectNothingLeftIn(tmp)
+	})
+
 	It("sweeps a SIGKILLed run's leftovers on the next run, and with csisim clean", func() {
 		scenarioFile := filepath.Join(GinkgoT().TempDir(), "held.yaml")
 		Expect(os.WriteFile(scenarioFile, []byte(heldBlockScenario), 0o644)).To(Succeed())
