@@ -22,7 +22,7 @@ type Root struct {
 }
 
 // New creates a fresh directory named csisim-<prefix>-* in the system's
-// temporary directory.
+// temporary directory, locked as the calling process's (see owner.go).
 func New(prefix string) (*Root, error) {
 	dir, err := os.MkdirTemp("", "csisim-"+prefix+"-")
 	if err != nil {
@@ -34,6 +34,10 @@ func New(prefix string) (*Root, error) {
 	if err != nil {
 		_ = os.Remove(dir)
 		return nil, fmt.Errorf("resolve run root %s: %w", dir, err)
+	}
+	if err := lock(resolved); err != nil {
+		_ = os.RemoveAll(resolved)
+		return nil, err
 	}
 	return &Root{dir: resolved}, nil
 }
@@ -49,33 +53,104 @@ func (r *Root) Path(elem ...string) string {
 	return p
 }
 
-// Close unmounts everything mounted at or below the root (deepest first),
-// detaches loop devices whose backing file lies below the root and then
-// removes the directory. It is safe to call more than once. The error joins
-// everything that could not be cleaned up; if a mount survives, the directory
-// is deliberately left in place, since removing it would reach through the
-// mount into another file system.
+// Close tears down everything of the run at or below the root and removes
+// it: the processes recorded with RecordProcess that still run, the loop
+// devices (found before anything is unmounted, see loops.go), every mount
+// (deepest first), and the directory. It is safe to call more than once.
+// The error joins everything that could not be cleaned up, naming what was
+// left; if a mount survives, the directory is deliberately left in place,
+// since removing it would reach through the mount into another file system.
 func (r *Root) Close() error {
+	if _, err := os.Lstat(r.dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	_, err := teardown(r.dir, false)
+	return err
+}
+
+// Teardown is what tearing down a root did or, in a dry run, would do.
+type Teardown struct {
+	Dir       string
+	Processes []int    // process groups killed
+	Loops     []string // loop devices detached, "/dev/loopN (backing file)"
+	Mounts    []string // mount points unmounted
+}
+
+// teardown tears down the root at dir (see Close); dryRun only looks.
+func teardown(dir string, dryRun bool) (Teardown, error) {
+	t := Teardown{Dir: dir}
 	var errs []error
-	if err := SweepMounts(r.dir); err != nil {
+	for _, s := range recordedProcesses(dir) {
+		killed, err := killGroup(s, dryRun)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if killed {
+			t.Processes = append(t.Processes, s.pid)
+		}
+	}
+	// Before any unmount: the kubelet's loop devices are recognisable by
+	// path only while their bind mounts exist.
+	loops, err := runLoops(dir)
+	if err != nil {
 		errs = append(errs, err)
 	}
-	if err := detachLoopDevices(r.dir); err != nil {
+	mounts, err := mountsBelow(dir)
+	if err != nil {
 		errs = append(errs, err)
 	}
-	remaining, err := mountsBelow(r.dir)
+	for _, l := range loops {
+		t.Loops = append(t.Loops, l.String())
+	}
+	t.Mounts = mounts
+	if dryRun {
+		return t, errors.Join(errs...)
+	}
+	if err := detachLoops(loops); err != nil {
+		errs = append(errs, err)
+	}
+	if err := SweepMounts(dir); err != nil {
+		errs = append(errs, err)
+	}
+	// A device attached while the first ones went (a driver's last act).
+	if late, err := runLoops(dir); err == nil && len(late) > 0 {
+		errs = append(errs, detachLoops(late))
+		loops = append(loops, late...)
+	}
+	for _, l := range stillAttached(loops) {
+		errs = append(errs, fmt.Errorf("loop device %s is still attached", l))
+	}
+	remaining, err := mountsBelow(dir)
 	switch {
 	case err != nil:
-		errs = append(errs, fmt.Errorf("leave %s in place: %w", r.dir, err))
+		errs = append(errs, fmt.Errorf("leave %s in place: %w", dir, err))
 	case len(remaining) > 0:
-		errs = append(errs, fmt.Errorf("leave %s in place: %d mount(s) remain below it", r.dir, len(remaining)))
+		errs = append(errs, fmt.Errorf("leave %s in place: %d mount(s) remain below it", dir, len(remaining)))
 	default:
-		if err := os.RemoveAll(r.dir); err != nil {
+		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove run root: %w", err))
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return t, &LeftBehind{Dir: dir, Err: err}
+	}
+	return t, nil
 }
+
+// LeftBehind is the error of a teardown that could not clean up all of a
+// root: Err says what was left (a loop device still attached, a mount, the
+// directory). A caller tells the user the run was torn down only if no
+// error of this type came back.
+type LeftBehind struct {
+	Dir string
+	Err error
+}
+
+func (e *LeftBehind) Error() string {
+	return fmt.Sprintf("run root %s not fully torn down: %v", e.Dir, e.Err)
+}
+
+func (e *LeftBehind) Unwrap() error { return e.Err }
 
 // maxSweepPasses bounds SweepMounts: each pass removes the top mount of every
 // mount point, so only paths mounted over this many times survive.
@@ -154,53 +229,6 @@ func unmount(mp string) error {
 		return nil
 	}
 	return fmt.Errorf("unmount %s: %w", mp, err)
-}
-
-// sysBlock is where the kernel lists block devices, loop devices included.
-const sysBlock = "/sys/block"
-
-// detachLoopDevices detaches every loop device whose backing file lies at or
-// below dir.
-func detachLoopDevices(dir string) error {
-	dir = resolve(dir)
-	entries, err := os.ReadDir(sysBlock)
-	if err != nil {
-		return fmt.Errorf("list loop devices: %w", err)
-	}
-	var errs []error
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasPrefix(name, "loop") {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join(sysBlock, name, "loop", "backing_file"))
-		if err != nil {
-			// No backing_file: the device is not attached.
-			continue
-		}
-		backing := strings.TrimSuffix(strings.TrimSpace(string(raw)), " (deleted)")
-		if !within(backing, dir) {
-			continue
-		}
-		if err := detachLoop("/dev/" + name); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// detachLoop clears a loop device's backing file. If the device is still
-// open elsewhere, the kernel defers the detach until the last user closes it.
-func detachLoop(dev string) error {
-	f, err := os.OpenFile(dev, os.O_RDONLY, 0)
-	if err != nil {
-		return fmt.Errorf("detach loop device %s: %w", dev, err)
-	}
-	defer f.Close()
-	if err := unix.IoctlSetInt(int(f.Fd()), unix.LOOP_CLR_FD, 0); err != nil && !errors.Is(err, unix.ENXIO) {
-		return fmt.Errorf("detach loop device %s: %w", dev, err)
-	}
-	return nil
 }
 
 // within reports whether p is dir or lies below it.

@@ -62,10 +62,25 @@ type StepError struct {
 	Expected string
 	Observed string
 	Err      error
+	// Problems are what the backend saw go wrong outside the scenario's
+	// control by the time the step failed (see ProblemSource), often the
+	// cause: "node plugin on node-1 exited with status 3 (pid 4242)".
+	Problems []string
 }
 
 func (e *StepError) Error() string {
-	return fmt.Sprintf("step %d %q at %s:%d: %v", e.Step, e.Name, e.File, e.Line, e.Err)
+	msg := fmt.Sprintf("step %d %q at %s:%d: %v", e.Step, e.Name, e.File, e.Line, e.Err)
+	for _, p := range e.Problems {
+		msg += "\n  meanwhile: " + p
+	}
+	return msg
+}
+
+// ProblemSource is implemented by backends that notice trouble no step
+// asked for, such as a CSI driver process that died on its own (the
+// simulator). The runner adds them to a failed step's error.
+type ProblemSource interface {
+	Problems() []string
 }
 
 func (e *StepError) Unwrap() error { return e.Err }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,7 +20,7 @@ import (
 // Load reads the scenario file at path and checks it completely, including
 // the manifest files it refers to. Errors name the file and line.
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := readInputFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load scenario: %w", err)
 	}
@@ -160,6 +159,10 @@ func (p *parser) cluster(n *yaml.Node) Cluster {
 			p.fail(item, "invalid node name %q: %s", name, strings.Join(errs, "; "))
 			return false
 		}
+		if msg := nodeNameProblem(name); msg != "" {
+			p.fail(item, "%s", msg)
+			return false
+		}
 		if seen[name] {
 			p.fail(item, "node %q is listed twice", name)
 			return false
@@ -175,6 +178,10 @@ func (p *parser) cluster(n *yaml.Node) Cluster {
 		c.DriverArgs, _ = p.textList(f.vals["driverArgs"], "driverArgs", func(item *yaml.Node, arg string) bool {
 			if !strings.HasPrefix(arg, "--") {
 				p.fail(item, "driver argument %q must be a flag starting with --, e.g. --capacity=10Gi", arg)
+				return false
+			}
+			if msg := driverArgProblem(arg); msg != "" {
+				p.fail(item, "%s", msg)
 				return false
 			}
 			return true
@@ -416,7 +423,7 @@ func (p *parser) manifestFile(n *yaml.Node) (string, []Manifest) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(p.baseDir, name)
 	}
-	data, err := os.ReadFile(path)
+	data, err := readInputFile(path)
 	if err != nil {
 		p.fail(n, "cannot read manifest file: %v", err)
 		return "", nil

@@ -154,6 +154,9 @@ func (r *Runner) stepError(s *Scenario, st Step, err error) *StepError {
 	if errors.As(err, &cerr) {
 		serr.Expected, serr.Observed = cerr.expected, cerr.observed
 	}
+	if ps, ok := r.Backend.(ProblemSource); ok {
+		serr.Problems = ps.Problems()
+	}
 	return serr
 }
 

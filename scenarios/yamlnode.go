@@ -150,6 +150,10 @@ func (p *parser) duration(n *yaml.Node, field string) (time.Duration, bool) {
 		p.fail(n, "%s must be positive, not %s", field, s)
 		return 0, false
 	}
+	if msg := durationProblem(field, d); msg != "" {
+		p.fail(n, "%s", msg)
+		return 0, false
+	}
 	return d, true
 }
 

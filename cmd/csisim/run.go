@@ -17,6 +17,7 @@ import (
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/realcluster"
 	"github.com/csisim/csisim/realkube"
+	"github.com/csisim/csisim/runroot"
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
@@ -71,6 +72,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	sweepDeadRuns(stderr)
 
 	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, Seed: *seed, DriverName: *driverName, Mock: *mockDriver}
 	if !*quiet {
@@ -102,16 +104,14 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		rc, err := realcluster.Start(ctx, realcluster.Config{Nodes: cfg.Nodes, Zones: cfg.Zones, DriverArgs: cfg.DriverArgs,
 			DriverName: cfg.DriverName, OnEntry: cfg.OnEntry, Log: cfg.DriverLog})
 		if err != nil {
-			fmt.Fprintf(stderr, "csisim: starting the real control plane: %v\n", err)
-			return 1
+			return startFailed(ctx, "the real control plane", err, stderr)
 		}
 		c = rc
 	} else {
 		fmt.Fprintf(stdout, "scenario %s (%s), seed %d\n", sc.Name, sc.File, *seed)
 		simc, err := cluster.Start(ctx, cfg)
 		if err != nil {
-			fmt.Fprintf(stderr, "csisim: starting the simulated cluster: %v\n", err)
-			return 1
+			return startFailed(ctx, "the simulated cluster", err, stderr)
 		}
 		c, runClock = simc, simc.Clock()
 	}
@@ -131,7 +131,11 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	var stepErr *scenario.StepError
 	switch {
 	case ctx.Err() != nil:
-		fmt.Fprintln(stderr, "csisim: interrupted; the cluster was torn down")
+		if closeErr == nil {
+			fmt.Fprintln(stderr, "csisim: interrupted; the cluster was torn down")
+		} else {
+			fmt.Fprintln(stderr, "csisim: interrupted; tearing the cluster down left something behind (below)")
+		}
 		code = 130
 	case errors.As(runErr, &stepErr):
 		fmt.Fprintf(stderr, "\nFAILED: %v\n", stepErr)
@@ -141,6 +145,13 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		code = 1
 	case runErr != nil:
 		fmt.Fprintf(stderr, "csisim: %v\n", runErr)
+		code = 1
+	case len(problems(c)) > 0:
+		// Every step passed, but a driver died on its own meanwhile: not
+		// a verdict to trust.
+		for _, p := range problems(c) {
+			fmt.Fprintf(stderr, "\nFAILED: every step passed, but %s\n", p)
+		}
 		code = 1
 	default:
 		fmt.Fprintf(stdout, "\nPASSED: %d steps, %s of cluster time in %s\n", len(res.Steps), res.Duration.Round(time.Millisecond), wall.Round(time.Millisecond))
@@ -152,6 +163,32 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// startFailed reports a cluster that did not start: exit 130 if the user
+// interrupted the start-up, else 1. Either way the start tore down what it
+// had made; whether all of it went is in err (a *runroot.LeftBehind).
+func startFailed(ctx context.Context, what string, err error, stderr io.Writer) int {
+	var left *runroot.LeftBehind
+	if ctx.Err() != nil {
+		if errors.As(err, &left) {
+			fmt.Fprintf(stderr, "csisim: interrupted while starting %s; tearing it down left something behind: %v\n", what, left)
+		} else {
+			fmt.Fprintf(stderr, "csisim: interrupted while starting %s; it was torn down\n", what)
+		}
+		return 130
+	}
+	fmt.Fprintf(stderr, "csisim: starting %s: %v\n", what, err)
+	return 1
+}
+
+// problems are what went wrong in backend b that no step asked for (a
+// driver that died), if it can tell.
+func problems(b runBackend) []string {
+	if ps, ok := b.(scenario.ProblemSource); ok {
+		return ps.Problems()
+	}
+	return nil
 }
 
 // runBackend is a cluster `csisim run` can run a scenario on.

@@ -55,6 +55,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	sweepDeadRuns(stderr)
 
 	cfg := cluster.Config{Nodes: strings.Split(*nodes, ","), Seed: *seed, Realtime: true}
 	if *without != "" {
@@ -65,8 +66,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	c, err := cluster.Start(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim: starting the simulated cluster: %v\n", err)
-		return 1
+		return startFailed(ctx, "the simulated cluster", err, stderr)
 	}
 	code := serveCluster(ctx, c, *port, *kubeconfig, !*bare, stdout, stderr)
 	if err := c.Close(); err != nil {

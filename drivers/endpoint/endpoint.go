@@ -12,6 +12,11 @@ import (
 	"time"
 )
 
+// MaxSocketPath is the longest path a unix socket can have on Linux: the
+// 108 bytes of sun_path in struct sockaddr_un (unix(7)), less the
+// terminating NUL.
+const MaxSocketPath = 107
+
 // SocketPath returns the socket path of a unix endpoint: unix:///path,
 // unix:/path or a bare absolute path. Relative paths are refused because a
 // driver and its clients rarely share a working directory.
@@ -31,7 +36,11 @@ func SocketPath(endpoint string) (string, error) {
 	if !filepath.IsAbs(p) {
 		return "", fmt.Errorf("endpoint %q: socket path must be absolute", endpoint)
 	}
-	return filepath.Clean(p), nil
+	p = filepath.Clean(p)
+	if len(p) > MaxSocketPath {
+		return "", fmt.Errorf("endpoint %q: socket path is %d bytes long, over the %d a unix socket path can have", endpoint, len(p), MaxSocketPath)
+	}
+	return p, nil
 }
 
 // DialTarget returns endpoint as a grpc target, unix:///path.

@@ -27,12 +27,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cfg  Config
 		mode string
 	)
-	fs.StringVar(&cfg.Endpoint, "endpoint", "", "unix socket to serve CSI on, e.g. unix:///run/csi/csi.sock (required)")
-	fs.StringVar(&cfg.NodeID, "node-id", "", "node ID reported by NodeGetInfo (required when --mode serves the node service)")
-	fs.StringVar(&cfg.Root, "root", "", "storage backend root shared by all plugin processes of a run; volumes live in ROOT/volumes/<id> (kind directory) or ROOT/volumes/<id>.img (kind block), snapshots in ROOT/snapshots (required)")
-	fs.StringVar(&cfg.StateDir, "state-dir", "", "where this process persists its state (default: <dir of root>/state/<node-id or \"controller\">)")
-	fs.StringVar(&mode, "mode", string(ModeAll), "services to serve besides identity: all, controller or node")
-	fs.StringVar(&cfg.DriverName, "driver-name", DefaultDriverName, "CSI driver name reported by GetPluginInfo")
+	// Where the driver keeps its files and who it is may be given once
+	// only: a second value, appended to a launcher's command line (a
+	// scenario's driverArgs), would otherwise silently move the driver's
+	// root or state out of the directories the launcher cleans up.
+	cfg.DriverName, mode = DefaultDriverName, string(ModeAll)
+	fs.Var(once(&cfg.Endpoint), "endpoint", "unix socket to serve CSI on, e.g. unix:///run/csi/csi.sock (required)")
+	fs.Var(once(&cfg.NodeID), "node-id", "node ID reported by NodeGetInfo (required when --mode serves the node service)")
+	fs.Var(once(&cfg.Root), "root", "storage backend root shared by all plugin processes of a run; volumes live in ROOT/volumes/<id> (kind directory) or ROOT/volumes/<id>.img (kind block), snapshots in ROOT/snapshots (required)")
+	fs.Var(once(&cfg.StateDir), "state-dir", "where this process persists its state (default: <dir of root>/state/<node-id or \"controller\">)")
+	fs.Var(once(&mode), "mode", "services to serve besides identity: all, controller or node")
+	fs.Var(once(&cfg.DriverName), "driver-name", "CSI driver name reported by GetPluginInfo")
 	fs.Int64Var(&cfg.MaxVolumesPerNode, "max-volumes-per-node", 0, "volume limit reported by NodeGetInfo and enforced by ControllerPublishVolume; 0 means unlimited")
 	fs.StringVar(&cfg.Zone, "zone", "", "the node's zone, reported by NodeGetInfo as topology segment "+TopologyKeyZone+" (the node's topology.kubernetes.io/zone label); empty: no zone")
 	fs.Func("capacity", "storage pool size of each zone, e.g. 10Gi: CreateVolume fails with ResourceExhausted when no pool has room, GetCapacity reports what is left (default: unlimited, GetCapacity reports the root's free space)", func(s string) error {
@@ -94,6 +99,29 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// onceFlag is a string flag that may be given at most once.
+type onceFlag struct {
+	p   *string
+	set bool
+}
+
+func once(p *string) *onceFlag { return &onceFlag{p: p} }
+
+func (f *onceFlag) String() string {
+	if f == nil || f.p == nil {
+		return ""
+	}
+	return *f.p
+}
+
+func (f *onceFlag) Set(s string) error {
+	if f.set {
+		return fmt.Errorf("given twice (%q, then %q): it may be given once only", *f.p, s)
+	}
+	*f.p, f.set = s, true
+	return nil
 }
 
 // usageError reports bad usage in one line, which stays readable when a

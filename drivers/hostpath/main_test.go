@@ -30,6 +30,12 @@ func TestMainUsage(t *testing.T) {
 		{name: "bad capacity", args: []string{"--capacity", "lots"}, wantCode: 2, wantStderr: []string{"capacity"}},
 		{name: "negative capacity", args: []string{"--capacity", "-1Gi"}, wantCode: 2, wantStderr: []string{"negative"}},
 		{name: "bad zone", args: []string{"--endpoint", "unix:///tmp/x.sock", "--root", "/tmp/r", "--node-id", "n", "--zone", "a zone"}, wantCode: 1, wantStderr: []string{"zone"}},
+		{name: "root moved by a second flag", args: []string{"--endpoint", "unix:///tmp/x.sock", "--root", "/tmp/run/storage", "--node-id", "n", "--root=/"},
+			wantCode: 2, wantStderr: []string{`-root: given twice ("/tmp/run/storage", then "/")`}},
+		{name: "state dir moved by a second flag", args: []string{"--state-dir", "/tmp/run/state", "--state-dir", "/etc"},
+			wantCode: 2, wantStderr: []string{`-state-dir: given twice`}},
+		{name: "endpoint given twice", args: []string{"--endpoint", "unix:///tmp/x.sock", "-endpoint=unix:///tmp/y.sock"},
+			wantCode: 2, wantStderr: []string{`-endpoint: given twice`}},
 		{name: "bad endpoint", args: []string{"--endpoint", "tcp://x:1", "--root", "/tmp/r", "--mode", "controller"}, wantCode: 1, wantStderr: []string{"only unix sockets"}},
 	}
 	for _, tc := range tests {

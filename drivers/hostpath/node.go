@@ -320,6 +320,9 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 			return nil, status.Errorf(codes.AlreadyExists, "%s: volume %s is already published at %s with readonly=%t, access mode %s", method, id, target, have.Readonly, have.AccessMode)
 		}
 	} else {
+		if _, err := os.Lstat(target); errors.Is(err, os.ErrNotExist) {
+			want.CreatedTarget = true
+		}
 		source := staging
 		if block {
 			// The device node itself reaches the pod. A read-only bind
@@ -341,6 +344,9 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	if targets == nil {
 		targets = map[string]*publishRecord{}
 		d.state.Published[id] = targets
+	}
+	if have, ok := targets[target]; ok && have.CreatedTarget {
+		want.CreatedTarget = true // a repeated publish: still the plugin's
 	}
 	targets[target] = want
 	if err := d.store.save(d.state); err != nil {
@@ -390,7 +396,7 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 	d.mu.Lock()
 	defer d.mu.Unlock()
 
-	_, recorded := d.state.Published[id][target]
+	published, recorded := d.state.Published[id][target]
 	device := ""
 	if rec, ok := d.state.Staged[id]; ok {
 		device = rec.Device
@@ -402,11 +408,18 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 	if err := d.unmountVolume(method, target, ident, recorded); err != nil {
 		return nil, err
 	}
-	// The plugin created the target directory (or file), so it removes
-	// it. Remove, not RemoveAll: a directory that is not empty means
-	// something is wrong, and its contents are not ours to delete.
-	if err := os.Remove(target); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, status.Errorf(codes.Internal, "%s: remove target path: %v", method, err)
+	// The CSI spec: "The SP MUST delete the file or directory it created
+	// at this path" (csi.proto, NodeUnpublishVolumeRequest.target_path),
+	// and only that: a target the plugin did not create (one the CO
+	// made, or a path where this volume was never published, which is
+	// answered OK as the spec's idempotency asks) stays, with whatever a
+	// user keeps there. Remove, not RemoveAll: a created directory that
+	// is not empty means something is wrong, and its contents are not
+	// the plugin's to delete.
+	if recorded && published.CreatedTarget {
+		if err := os.Remove(target); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, status.Errorf(codes.Internal, "%s: remove target path: %v", method, err)
+		}
 	}
 	if recorded {
 		delete(d.state.Published[id], target)

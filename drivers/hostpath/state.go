@@ -116,6 +116,10 @@ type publishRecord struct {
 	AccessMode string   `json:"accessMode"`
 	Block      bool     `json:"block,omitempty"`
 	MountFlags []string `json:"mountFlags,omitempty"`
+	// CreatedTarget is set when NodePublishVolume created the target
+	// path (directory or device file): the only case in which
+	// NodeUnpublishVolume removes it.
+	CreatedTarget bool `json:"createdTarget,omitempty"`
 }
 
 // same reports whether two publications were asked for alike.

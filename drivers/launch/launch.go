@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -116,6 +117,38 @@ type Process struct {
 
 	exited  chan struct{}
 	waitErr error // set before exited is closed
+
+	// intended is set before the launcher itself signals the driver
+	// (Stop, Kill, the end of Start's context): an exit after that is
+	// asked for, any other is unexpected.
+	intended atomic.Bool
+	mu       sync.Mutex
+	onExit   []func(Exit)
+	exit     *Exit // set once reaped
+}
+
+// Exit is how a driver process ended.
+type Exit struct {
+	// Name is the name the driver was started under.
+	Name string
+	// PID is its process ID.
+	PID int
+	// Intended is true when the launcher had been told to stop or kill
+	// it (Stop, Kill, the end of Start's context) before it exited.
+	Intended bool
+	// Code is the exit status, -1 when a signal ended it.
+	Code int
+	// Signal is the signal that ended it, 0 when it exited by itself.
+	Signal syscall.Signal
+}
+
+// Status says how the process ended: "exited with status 3", "was killed
+// by signal 9 (killed)".
+func (e Exit) Status() string {
+	if e.Signal != 0 {
+		return fmt.Sprintf("was killed by signal %d (%s)", int(e.Signal), e.Signal)
+	}
+	return fmt.Sprintf("exited with status %d", e.Code)
 }
 
 // Timing defaults.
@@ -179,6 +212,7 @@ func Start(ctx context.Context, name string, t Template, v Vars, log io.Writer) 
 		started <- nil
 		p.waitErr = cmd.Wait()
 		out.flush()
+		p.reaped()
 		close(p.exited)
 	}()
 	if err := <-started; err != nil {
@@ -192,6 +226,39 @@ func Start(ctx context.Context, name string, t Template, v Vars, log io.Writer) 
 		}
 	}()
 	return p, nil
+}
+
+// reaped records how the process ended and tells those waiting for it.
+func (p *Process) reaped() {
+	e := Exit{Name: p.name, PID: p.PID(), Intended: p.intended.Load(), Code: -1}
+	if ps := p.cmd.ProcessState; ps != nil {
+		e.Code = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.Signal = ws.Signal()
+		}
+	}
+	p.mu.Lock()
+	p.exit = &e
+	fns := p.onExit
+	p.onExit = nil
+	p.mu.Unlock()
+	for _, f := range fns {
+		f(e)
+	}
+}
+
+// OnExit has f called once with how the driver ended, as soon as it is
+// reaped (from another goroutine), or at once if it has been already.
+func (p *Process) OnExit(f func(Exit)) {
+	p.mu.Lock()
+	e := p.exit
+	if e == nil {
+		p.onExit = append(p.onExit, f)
+	}
+	p.mu.Unlock()
+	if e != nil {
+		f(*e)
+	}
 }
 
 // PID is the driver's process ID.
@@ -274,13 +341,15 @@ func (p *Process) exitError(what string) error {
 
 // Stop asks the driver to exit with SIGTERM and, if it is still running
 // after grace, kills its whole process group with SIGKILL. It returns once
-// the driver is reaped; stopping an exited driver does nothing.
+// the driver is reaped; stopping an exited driver does nothing. The exit
+// counts as intended.
 func (p *Process) Stop(grace time.Duration) error {
 	select {
 	case <-p.exited:
 		return nil
 	default:
 	}
+	p.intended.Store(true)
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("stop driver %s: %w", p.name, err)
 	}
@@ -296,13 +365,15 @@ func (p *Process) Stop(grace time.Duration) error {
 }
 
 // Kill kills the driver's process group with SIGKILL and waits until the
-// driver is reaped.
+// driver is reaped. The exit counts as intended (a fault that kills the
+// driver on purpose uses Kill).
 func (p *Process) Kill() error {
 	select {
 	case <-p.exited:
 		return nil
 	default:
 	}
+	p.intended.Store(true)
 	// The group ID is the driver's PID. It could only name a stranger if
 	// the driver were reaped, and its PID reused by a new group leader, in
 	// the instant since the check above; helpers the driver forked die

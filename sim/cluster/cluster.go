@@ -123,6 +123,8 @@ type Cluster struct {
 	// The controller-manager's controllers with memory, for its restart.
 	attachDetach  *attachdetach.Controller
 	nodeLifecycle *nodelifecycle.Controller
+
+	exits exits // drivers that died unexpectedly (exits.go)
 }
 
 // Start brings the cluster up: API server, driver processes, controllers
@@ -225,6 +227,11 @@ func (c *Cluster) startDriver(ctx context.Context, role fault.Plugin, node strin
 		parts.plugin = pl
 	}
 	c.plugins = append(c.plugins, pl)
+	for _, socket := range []string{listen, driverSocket} {
+		if err := checkSocket(node, socket); err != nil {
+			return "", err
+		}
+	}
 	for _, dir := range []string{filepath.Dir(listen), filepath.Dir(driverSocket), c.root.Path("storage")} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return "", fmt.Errorf("preparing %s: %w", dir, err)
@@ -282,8 +289,14 @@ func (c *Cluster) prepareProcess(pl *plugin) error {
 	if pl.role == fault.Node {
 		stateDir, nodeID = c.root.Path("nodes", pl.node, "driver-state"), pl.node
 	}
-	if err := os.MkdirAll(stateDir, 0o750); err != nil {
-		return fmt.Errorf("preparing %s: %w", stateDir, err)
+	// The driver's temporary files (mount-utils makes some as it starts)
+	// go in the run's root too, so that a driver killed at any moment
+	// leaves none outside it.
+	tmpl.Env = append(slices.Clip(tmpl.Env), "TMPDIR="+c.root.Path("tmp"))
+	for _, dir := range []string{stateDir, c.root.Path("tmp")} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("preparing %s: %w", dir, err)
+		}
 	}
 	pl.template = tmpl
 	pl.vars = launch.Vars{Endpoint: pl.driverEndpoint, NodeID: nodeID, StateDir: stateDir, Root: c.root.Path("storage")}
@@ -315,6 +328,9 @@ func (c *Cluster) launch(ctx context.Context, pl *plugin) error {
 		return err
 	}
 	c.drivers = append(c.drivers, p)
+	if err := c.watch(p, pl.name); err != nil {
+		return err
+	}
 	pl.process = p
 	readyCtx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()

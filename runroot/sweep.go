@@ -1,0 +1,61 @@
+package runroot
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Sweep tears down the roots that dead runs left in the system's temporary
+// directory (csisim-*-* with a lock file whose owner is gone: a run that
+// was SIGKILLed or crashed) and returns what it removed; with dryRun it only
+// says what it would remove. Roots of live runs, and directories without a
+// lock (not a run root, or one still being created), are never touched.
+func Sweep(dryRun bool) ([]Teardown, error) {
+	tmp := resolve(os.TempDir())
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("sweep dead runs: %w", err)
+	}
+	var (
+		done []Teardown
+		errs []error
+	)
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "csisim-") {
+			continue
+		}
+		dir := filepath.Join(tmp, e.Name())
+		owner, err := parseStamp(filepath.Join(dir, lockFile))
+		if err != nil || owner.alive() {
+			continue
+		}
+		t, err := teardown(dir, dryRun)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweep %s (run of dead pid %d): %w", dir, owner.pid, err))
+		}
+		done = append(done, t)
+	}
+	return done, errors.Join(errs...)
+}
+
+// String says what a teardown did, in one line.
+func (t Teardown) String() string {
+	var parts []string
+	count := func(n int, what string) {
+		if n == 1 {
+			parts = append(parts, "1 "+what)
+		} else if n > 1 {
+			parts = append(parts, fmt.Sprintf("%d %ss", n, what))
+		}
+	}
+	count(len(t.Processes), "process group")
+	count(len(t.Loops), "loop device")
+	count(len(t.Mounts), "mount")
+	if len(parts) == 0 {
+		return t.Dir
+	}
+	return t.Dir + ": " + strings.Join(parts, ", ")
+}
