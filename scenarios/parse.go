@@ -314,6 +314,8 @@ func (p *parser) parseStep(index int, n *yaml.Node) Step {
 		st.Fault = p.staleVolumeAttachment(v)
 	case FaultControllerManagerRestart:
 		st.Fault = p.controllerManagerRestart(v)
+	case FaultAPIConflict, FaultWatchDrop:
+		st.Fault = p.apiFault(v, p.action)
 	}
 	if f.has("name") {
 		st.Name, _ = p.nonEmpty(f.vals["name"], "name")
@@ -374,6 +376,8 @@ func (f *Fault) Describe() string {
 		return fmt.Sprintf("%s %s on %s", f.Type, f.Claim, f.Node)
 	case f.Node != "":
 		return f.Type + " " + f.Node
+	case f.Component != "":
+		return strings.TrimSpace(fmt.Sprintf("%s %s %s", f.Type, f.Component, f.Resource))
 	}
 	return f.Type
 }

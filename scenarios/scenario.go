@@ -96,7 +96,7 @@ const (
 
 var (
 	faultKeys = []string{FaultNodeLoss, FaultNodeReturn, FaultOutOfService, FaultMissingMountPropagation, FaultKubeletRestart,
-		FaultStaleVolumeAttachment, FaultControllerManagerRestart}
+		FaultStaleVolumeAttachment, FaultControllerManagerRestart, FaultAPIConflict, FaultWatchDrop}
 	actionKeys = append([]string{actionApply, actionWait, actionAssert, actionDelete, actionSleep}, faultKeys...)
 )
 
@@ -121,6 +121,11 @@ type Fault struct {
 	// Namespace defaults to "default".
 	Claim     string
 	Namespace string
+	// Component, Resource and Times are api-conflict's and watch-drop's
+	// (parse_apifaults.go).
+	Component string
+	Resource  string
+	Times     int
 }
 
 // Apply creates each object, or replaces it when it already exists.

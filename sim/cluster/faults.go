@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csisim/csisim/drivers/launch"
+	"github.com/csisim/csisim/fault"
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/kubelet"
 	"github.com/csisim/csisim/sim/nodelifecycle"
@@ -36,6 +37,10 @@ func (c *Cluster) InjectFault(ctx context.Context, f scenario.Fault) error {
 		return c.staleVolumeAttachment(ctx, f)
 	case scenario.FaultControllerManagerRestart:
 		return c.restartControllerManager()
+	case scenario.FaultAPIConflict, scenario.FaultWatchDrop:
+		// Temporary, until the migration to package fault (helper
+		// "faults") dispatches fault.Fault here.
+		return c.injectAPIFault(ctx, fault.Fault{Kind: fault.Kind(f.Type), Component: f.Component, Resource: f.Resource, Times: f.Times})
 	}
 	parts := c.nodes[f.Node]
 	if parts == nil {

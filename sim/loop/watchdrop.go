@@ -94,7 +94,7 @@ func (l *Loop) DropWatchEvents(component, resource string, times int, onRelist f
 		}
 	}
 	if len(found) == 0 {
-		return fmt.Errorf("%s has no informer of %s (its informers: %v)", component, resource, l.informerResources(component))
+		return fmt.Errorf("%s has no informer of %s (its informers: %v)", component, resource, l.InformerResources(component))
 	}
 	// Writes made so far reach the informers before the watch breaks.
 	l.deliver()
@@ -107,8 +107,8 @@ func (l *Loop) DropWatchEvents(component, resource string, times int, onRelist f
 	return nil
 }
 
-// informerResources lists the resources component has informers of.
-func (l *Loop) informerResources(component string) []string {
+// InformerResources lists the resources component has informers of.
+func (l *Loop) InformerResources(component string) []string {
 	var out []string
 	for _, inf := range l.informers {
 		if inf.component == component {
