@@ -61,7 +61,9 @@ var _ = Describe("api-conflict-provisioner", func() {
 var _ = Describe("watch-drop-attachdetach", func() {
 	It("attaches the volume only after the controller's reflector relists, within its first backoff of the pod's binding", func() {
 		entries := runLibraryScenario("watch-drop-attachdetach.yaml")
-		bind := indexOf(entries, func(e trace.Entry) bool { return e.Kind == trace.API && e.Verb == "bind" && e.Object == "Pod default/app" })
+		bind := indexOf(entries, func(e trace.Entry) bool {
+			return e.Kind == trace.API && e.Verb == "bind" && e.Object == "Pod default/app"
+		})
 		relist := indexOf(entries, func(e trace.Entry) bool { return e.Kind == trace.Fault && e.Verb == "relist" })
 		attach := indexOf(entries, func(e trace.Entry) bool {
 			return e.Kind == trace.API && e.Verb == "create" && strings.HasPrefix(e.Object, "VolumeAttachment ")
