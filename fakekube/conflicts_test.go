@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // The real API server's message for a write based on a stale object.
@@ -16,43 +18,38 @@ const modifiedMessage = `Operation cannot be fulfilled on persistentvolumeclaims
 
 func TestRefuseConflicting(t *testing.T) {
 	ctx := context.Background()
+	// Each conditional write starts from the claim as it is now.
+	type claims = typedcorev1.PersistentVolumeClaimInterface
+	fromCurrent := func(write func(claims, *corev1.PersistentVolumeClaim) error) func(cs kubernetes.Interface) error {
+		return func(cs kubernetes.Interface) error {
+			c, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			return write(cs.CoreV1().PersistentVolumeClaims("default"), c)
+		}
+	}
 	writes := map[string]func(cs kubernetes.Interface) error{
-		"update with resourceVersion": func(cs kubernetes.Interface) error {
-			c, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			c.Labels = map[string]string{"n": fmt.Sprint(len(c.ResourceVersion))}
-			_, err = cs.CoreV1().PersistentVolumeClaims("default").Update(ctx, c, metav1.UpdateOptions{})
+		"update with resourceVersion": fromCurrent(func(pvcs claims, c *corev1.PersistentVolumeClaim) error {
+			c.Labels = map[string]string{"n": c.ResourceVersion}
+			_, err := pvcs.Update(ctx, c, metav1.UpdateOptions{})
 			return err
-		},
-		"status update": func(cs kubernetes.Interface) error {
-			c, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
+		}),
+		"status update": fromCurrent(func(pvcs claims, c *corev1.PersistentVolumeClaim) error {
 			c.Status.Phase = "Lost"
-			_, err = cs.CoreV1().PersistentVolumeClaims("default").UpdateStatus(ctx, c, metav1.UpdateOptions{})
+			_, err := pvcs.UpdateStatus(ctx, c, metav1.UpdateOptions{})
 			return err
-		},
-		"merge patch with resourceVersion": func(cs kubernetes.Interface) error {
-			c, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
+		}),
+		"merge patch with resourceVersion": fromCurrent(func(pvcs claims, c *corev1.PersistentVolumeClaim) error {
 			patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"labels":{"p":"1"}}}`, c.ResourceVersion)
-			_, err = cs.CoreV1().PersistentVolumeClaims("default").Patch(ctx, "data", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			_, err := pvcs.Patch(ctx, "data", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 			return err
-		},
-		"json patch testing resourceVersion": func(cs kubernetes.Interface) error {
-			c, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, "data", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
+		}),
+		"json patch testing resourceVersion": fromCurrent(func(pvcs claims, c *corev1.PersistentVolumeClaim) error {
 			patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/resourceVersion","value":%q},{"op":"add","path":"/metadata/labels","value":{"j":"1"}}]`, c.ResourceVersion)
-			_, err = cs.CoreV1().PersistentVolumeClaims("default").Patch(ctx, "data", types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+			_, err := pvcs.Patch(ctx, "data", types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
 			return err
-		},
+		}),
 	}
 	unconditional := map[string]func(cs kubernetes.Interface) error{
 		"create": func(cs kubernetes.Interface) error {
