@@ -12,6 +12,15 @@ import (
 	"github.com/csisim/csisim/trace"
 )
 
+// conflictDiverges names the simulated components whose writes where a
+// real 409 can happen differ from the real component's, and how: a 409
+// storm on them would show the simulation's writes, not the real
+// behaviour, so api-conflict refuses them.
+var conflictDiverges = map[string]string{
+	"default-scheduler": "it updates a pod's PodScheduled condition with its resourceVersion where kube-scheduler patches the status without one",
+	"kubelet":           "it updates pod and node status with their resourceVersion where the kubelet patches them without one (status manager, node status)",
+}
+
 // writersWithoutInformers are clients of the simulated control plane that
 // write but have no informers of their own: the node lifecycle
 // controller's helpers, which share its informers.
@@ -36,6 +45,15 @@ func (c *Cluster) canInjectAPI(f fault.Fault) error {
 	if !slices.Contains(known, f.Component) {
 		return fault.Unsupported(f.Kind, "the simulator",
 			fmt.Sprintf("there is no component %q (the simulated ones: %s)", f.Component, strings.Join(known, ", ")))
+	}
+	if f.Kind == fault.APIConflict {
+		name := f.Component
+		if strings.HasPrefix(name, "kubelet:") {
+			name = "kubelet"
+		}
+		if why, ok := conflictDiverges[name]; ok {
+			return fault.Unsupported(f.Kind, "the simulator", fmt.Sprintf("csisim's %s does not write as the real one where a conflict can occur: %s", f.Component, why))
+		}
 	}
 	if f.Kind == fault.WatchDrop {
 		resources := c.loop.InformerResources(f.Component)
