@@ -80,4 +80,27 @@ var _ = Describe("watch-drop-attachdetach", func() {
 		Expect(wait).To(BeNumerically("<", 1600*time.Millisecond))
 		Expect(entries[attach].At).To(Equal(entries[relist].At))
 	})
+
+	It("detaches only after the second relist, which tells of the deleted pod with a tombstone after a doubled backoff", func() {
+		entries := runLibraryScenario("watch-drop-attachdetach.yaml")
+		gone := indexOf(entries, func(e trace.Entry) bool {
+			return e.Kind == trace.API && e.Object == "Pod default/app" && e.Detail == "removed"
+		})
+		Expect(gone).To(BeNumerically(">=", 0))
+		relist := indexOf(entries[gone:], func(e trace.Entry) bool { return e.Kind == trace.Fault && e.Verb == "relist" })
+		Expect(relist).To(BeNumerically(">", 0), "no relist after the pod went")
+		relist += gone
+		detach := indexOf(entries, func(e trace.Entry) bool {
+			return e.Kind == trace.API && e.Actor == "attachdetach-controller" && e.Verb == "delete" && strings.HasPrefix(e.Object, "VolumeAttachment ")
+		})
+		Expect(detach).To(BeNumerically(">", relist), "the VolumeAttachment was deleted before the relist")
+		Expect(entries[relist].Detail).To(ContainSubstring("deleted (tombstones) [default/app]"))
+		deleted := indexOf(entries, func(e trace.Entry) bool {
+			return e.Kind == trace.API && e.Actor == "scenario" && e.Verb == "delete" && e.Object == "Pod default/app"
+		})
+		// The second failure within two minutes: 1.6 s, stretched by up to 100 %.
+		wait := entries[relist].At - entries[deleted].At
+		Expect(wait).To(BeNumerically(">=", 1600*time.Millisecond))
+		Expect(wait).To(BeNumerically("<", 3200*time.Millisecond))
+	})
 })
