@@ -50,6 +50,10 @@ type watchDrop struct {
 
 // reflectorBackoff is the reflector's delay function
 // (wait.Backoff.DelayWithReset in apimachinery pkg/util/wait/backoff.go).
+// The real one's two-minute reset window starts when the reflector is
+// made; here it starts at the informer's first broken watch, which gives
+// the same first delay and differs only for a second break less than two
+// minutes after the first one but more than two after the start.
 type reflectorBackoff struct {
 	next      time.Duration
 	lastStart time.Time
