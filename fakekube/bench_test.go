@@ -45,7 +45,7 @@ func BenchmarkStoreUpdate(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		cm := configMap(0)
 		cm.Data["k"] = fmt.Sprint(i)
-		if _, err := srv.store.update("bench", "update", res, "default", "cm-0", "", cm, nil); err != nil {
+		if _, err := srv.store.update("bench", "update", res, "default", "cm-0", "", cm, nil, true); err != nil {
 			b.Fatal(err)
 		}
 	}

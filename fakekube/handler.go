@@ -360,7 +360,11 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req request
 		writeError(w, err)
 		return
 	}
-	updated, err := s.store.update(req.actor, "update", req.res, req.namespace, req.name, req.subresource, obj, nil)
+	conditional := false
+	if m, err := meta.Accessor(obj); err == nil {
+		conditional = m.GetResourceVersion() != ""
+	}
+	updated, err := s.store.update(req.actor, "update", req.res, req.namespace, req.name, req.subresource, obj, nil, conditional)
 	respond(w, r, http.StatusOK, updated, err)
 }
 
@@ -391,7 +395,8 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req request)
 		}
 		return obj, nil
 	}
-	updated, err := s.store.update(req.actor, "patch", req.res, req.namespace, req.name, req.subresource, nil, mutate)
+	updated, err := s.store.update(req.actor, "patch", req.res, req.namespace, req.name, req.subresource, nil, mutate,
+		patchSetsResourceVersion(patchType, patch))
 	respond(w, r, http.StatusOK, updated, err)
 }
 
@@ -493,7 +498,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, req reques
 	}
 	// A binding changes spec.nodeName and the PodScheduled condition in one
 	// write, as the real server's binding storage does.
-	_, err = s.store.update(req.actor, "bind", req.res, req.namespace, req.name, "binding", nil, mutate)
+	_, err = s.store.update(req.actor, "bind", req.res, req.namespace, req.name, "binding", nil, mutate, false)
 	if err != nil {
 		writeError(w, err)
 		return

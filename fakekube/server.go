@@ -48,6 +48,10 @@ type Options struct {
 	// resourceVersion order, while the store is locked: it must not call
 	// back into the server.
 	OnWrite func(Write)
+	// OnRefused, if set, is called for every write refused by
+	// RefuseConflicting, with the error it was answered with, while the
+	// store is locked: it must not call back into the server.
+	OnRefused func(Write, error)
 }
 
 // Server is one API server: a store and the REST protocol in front of it.
@@ -66,7 +70,7 @@ func New(opts Options) *Server {
 		opts.HistoryLimit = 10000
 	}
 	reg := newRegistry(defaultResources())
-	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts.Clock, opts.Seed, opts.HistoryLimit, opts.OnWrite)}
+	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts.Clock, opts.Seed, opts.HistoryLimit, opts.OnWrite, opts.OnRefused)}
 	nsRes := reg.byGVR[coreV1.WithResource("namespaces")]
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}

@@ -50,6 +50,8 @@ type store struct {
 	clock   clock.PassiveClock
 	rand    *rand.Rand
 	onWrite func(Write)
+	// onRefused hears of writes refused by RefuseConflicting.
+	onRefused func(Write, error)
 
 	mu           sync.Mutex
 	rv           uint64
@@ -58,14 +60,17 @@ type store struct {
 	historyLimit int
 	gcPending    bool // a write since the last collection may give the collector work
 	watchers     map[*watcher]struct{}
+	refusals     map[string]int // writes with a resourceVersion to refuse, by actor
 }
 
-func newStore(reg *registry, clk clock.PassiveClock, seed uint64, historyLimit int, onWrite func(Write)) *store {
+func newStore(reg *registry, clk clock.PassiveClock, seed uint64, historyLimit int, onWrite func(Write), onRefused func(Write, error)) *store {
 	s := &store{
 		reg:          reg,
 		clock:        clk,
 		rand:         rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		onWrite:      onWrite,
+		onRefused:    onRefused,
+		refusals:     map[string]int{},
 		objects:      map[*resource]map[string]runtime.Object{},
 		historyLimit: historyLimit,
 		watchers:     map[*watcher]struct{}{},
@@ -252,8 +257,10 @@ func (s *store) checkNamespaceLocked(res *resource, namespace string, m metav1.O
 // update replaces an object (subresource "") or its status ("status").
 // mutate, when set, computes the new object from a copy of the stored one
 // under the store's lock; that is how patches apply without races.
+// conditional says the write carries a resourceVersion (an update's
+// object, a patch that sets it), so that it can meet a conflict.
 func (s *store) update(actor, verb string, res *resource, namespace, name, subresource string,
-	newObj runtime.Object, mutate func(current runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	newObj runtime.Object, mutate func(current runtime.Object) (runtime.Object, error), conditional bool) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := objectKey(namespace, name)
@@ -280,6 +287,11 @@ func (s *store) update(actor, verb string, res *resource, namespace, name, subre
 	}
 	if rv := newMeta.GetResourceVersion(); rv != "" && rv != oldMeta.GetResourceVersion() {
 		return nil, conflict(res, name)
+	}
+	if conditional {
+		if err := s.refuseLocked(actor, verb, res, namespace, name, subresource); err != nil {
+			return nil, err
+		}
 	}
 	if uid := newMeta.GetUID(); uid != "" && uid != oldMeta.GetUID() {
 		return nil, apierrors.NewConflict(res.groupResource(), name,

@@ -392,12 +392,25 @@ func (a *Attacher) protectVolume(ctx context.Context, pv *corev1.PersistentVolum
 	if slices.Contains(pv.Finalizers, a.finalizer) || pv.DeletionTimestamp != nil {
 		return nil
 	}
-	v := pv.DeepCopy()
-	v.Finalizers = append(v.Finalizers, a.finalizer)
-	if _, err := a.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
+	if err := a.patchFinalizers(ctx, pv.Name, append(slices.Clone(pv.Finalizers), a.finalizer)); err != nil {
 		return fmt.Errorf("adding finalizer to PV %s: %w", pv.Name, err)
 	}
 	return nil
+}
+
+// patchFinalizers sets a PV's finalizers with a JSON merge patch of the
+// finalizers alone, as the sidecar's patchPV does (csi_handler.go): no
+// resourceVersion, so a write of the PV by someone else is no conflict.
+func (a *Attacher) patchFinalizers(ctx context.Context, name string, finalizers []string) error {
+	if finalizers == nil {
+		finalizers = []string{}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers}})
+	if err != nil {
+		return err
+	}
+	_, err = a.client.CoreV1().PersistentVolumes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
 }
 
 // syncVolume removes the attacher's finalizer from a PV that no
@@ -424,9 +437,8 @@ func (a *Attacher) syncVolume(ctx context.Context, name string) error {
 			return nil
 		}
 	}
-	v := pv.DeepCopy()
-	v.Finalizers = slices.DeleteFunc(v.Finalizers, func(f string) bool { return f == a.finalizer })
-	if _, err := a.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	rest := slices.DeleteFunc(slices.Clone(pv.Finalizers), func(f string) bool { return f == a.finalizer })
+	if err := a.patchFinalizers(ctx, name, rest); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing finalizer from PV %s: %w", name, err)
 	}
 	return nil

@@ -168,7 +168,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		if c.loop != nil { // the server's own first writes come before the loop; informers fill from the store
 			c.loop.Observe(w)
 		}
-	}})
+	}, OnRefused: func(w fakekube.Write, err error) { c.rec.Add(describeRefused(w, err)) }})
 	c.loop = loop.New(c.api, clk, cfg.Seed)
 	c.rt = controller.Runtime{
 		Clock:               clk,
@@ -365,9 +365,10 @@ func (c *Cluster) client(userAgent string) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(c.api.RESTConfig(userAgent))
 }
 
-// informers returns an informer factory for one component whose informers
-// the loop feeds; pods may be limited by a field selector, as a kubelet's.
-func (c *Cluster) informers(cs kubernetes.Interface, podFieldSelector string) (informers.SharedInformerFactory, error) {
+// informers returns an informer factory for one component (by its user
+// agent) whose informers the loop feeds; pods may be limited by a field
+// selector, as a kubelet's.
+func (c *Cluster) informers(component string, cs kubernetes.Interface, podFieldSelector string) (informers.SharedInformerFactory, error) {
 	f := informers.NewSharedInformerFactory(cs, 0)
 	for _, k := range []struct {
 		obj      runtime.Object
@@ -389,6 +390,7 @@ func (c *Cluster) informers(cs kubernetes.Interface, podFieldSelector string) (i
 		if err != nil {
 			return nil, err
 		}
+		inf.BelongsTo(component) // for watch-drop
 		// Registered first, the loop's informer is what the component's
 		// typed accessors (factory.Core().V1().Pods()...) hand out.
 		f.InformerFor(k.obj, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer { return inf })
@@ -414,7 +416,7 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			return nil
 		}
 		cs := c.client(userAgent)
-		f, err := c.informers(cs, "")
+		f, err := c.informers(userAgent, cs, "")
 		if err != nil {
 			return err
 		}
@@ -461,7 +463,7 @@ func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error
 		return err
 	}
 	cs := c.client("kubelet:" + node)
-	f, err := c.informers(cs, "spec.nodeName="+node)
+	f, err := c.informers("kubelet:"+node, cs, "spec.nodeName="+node)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
@@ -94,11 +96,15 @@ func (r *SyncEventRecorder) record(obj runtime.Object, annotations map[string]st
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if prev, ok := r.seen[key]; ok {
-		// A repeat: the real correlator counts it on the existing event.
-		next := prev.DeepCopy()
-		next.Count++
-		next.LastTimestamp = now
-		if updated, err := r.client.CoreV1().Events(ns).Update(ctx, next, metav1.UpdateOptions{}); err == nil {
+		// A repeat: the real correlator counts it on the existing event
+		// with a strategic merge patch of count, lastTimestamp and message
+		// (client-go tools/record/events_cache.go eventObserve, event.go
+		// recordEvent): no resourceVersion, so it never meets a conflict.
+		patch, err := json.Marshal(map[string]any{"count": prev.Count + 1, "lastTimestamp": now, "message": message})
+		if err != nil {
+			return
+		}
+		if updated, err := r.client.CoreV1().Events(ns).Patch(ctx, prev.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err == nil {
 			r.seen[key] = updated
 			return
 		} else if !apierrors.IsNotFound(err) {

@@ -29,6 +29,12 @@ type Informer struct {
 	handlers []*registration
 	rv       string
 	stopped  bool
+
+	// For DropWatchEvents: whose informer it is, its broken watch if any,
+	// and its reflector's backoff.
+	component string
+	drop      *watchDrop
+	backoff   reflectorBackoff
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
@@ -130,6 +136,9 @@ func (i *Informer) observe(obj runtime.Object, removed bool, rv string, matches 
 		return
 	}
 	old, had, _ := i.indexer.GetByKey(key)
+	if (matches || had) && i.lose() {
+		return // a broken watch: see DropWatchEvents
+	}
 	i.mu.Lock()
 	i.rv = rv
 	handlers := append([]*registration(nil), i.handlers...)

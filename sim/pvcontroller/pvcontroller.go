@@ -121,10 +121,23 @@ func (c *Controller) enqueuePodClaims(obj any) {
 // Workers are the controller's queues and sync functions.
 func (c *Controller) Workers() []controller.Worker {
 	return []controller.Worker{
-		{Name: "pv-controller-claims", Queue: c.claimQ, Sync: c.syncClaim},
-		{Name: "pv-controller-volumes", Queue: c.volumeQ, Sync: c.syncVolume},
+		{Name: "pv-controller-claims", Queue: c.claimQ, Sync: recoverLater(c.syncClaim)},
+		{Name: "pv-controller-volumes", Queue: c.volumeQ, Sync: recoverLater(c.syncVolume)},
 		{Name: "pvc-protection", Queue: c.claimProtQ, Sync: c.syncClaimProtection},
 		{Name: "pv-protection", Queue: c.volumeProtQ, Sync: c.syncVolumeProtection},
+	}
+}
+
+// recoverLater treats a failed claim or volume sync as the real
+// controller's workers do (pkg/controller/volume/persistentvolume/
+// pv_controller_base.go updateClaim, updateVolume): the error is logged
+// and the key is not queued again — "version conflict error happens quite
+// often and the controller recovers from it easily" — so the next event of
+// the object or the next resync (SyncPeriod) syncs it again.
+func recoverLater(sync controller.Sync) controller.Sync {
+	return func(ctx context.Context, key string) error {
+		_ = sync(ctx, key)
+		return nil
 	}
 }
 
