@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -62,7 +63,11 @@ type Config struct {
 	// DriverArgs are added to the command line of csisim's own driver, for
 	// the controller and every node (e.g. --capacity=10Gi).
 	DriverArgs []string
-	// DriverName is the CSI driver's name; default hostpath.csisim.io.
+	// DriverName is the name csisim's own driver and the mock are started
+	// with; default hostpath.csisim.io. Whatever name the controller
+	// plugin reports (GetPluginInfo) is the cluster's driver name, as the
+	// real sidecars take it, so a third-party driver's own name needs no
+	// flag.
 	DriverName string
 	// Driver is how to start a driver plugin, for the controller plugin
 	// and for each node's; the zero value runs csisim's own driver from
@@ -402,7 +407,6 @@ func (c *Cluster) informers(component string, cs kubernetes.Interface, podFieldS
 // client and informers as the real processes have, and gives their queues
 // to the loop.
 func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
-	drv := c.cfg.DriverName
 	provConn, err := c.dial(ctrlEndpoint, "external-provisioner")
 	if err != nil {
 		return err
@@ -411,6 +415,17 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 	if err != nil {
 		return err
 	}
+	// Each sidecar takes its driver's name from GetPluginInfo when it
+	// starts, as the real ones do: that name, not a flag, is the
+	// provisioner and attacher name, and the kubelet's plugin directory.
+	for _, conn := range []*csiclient.Conn{provConn, attConn} {
+		name, err := c.pluginName(conn)
+		if err != nil {
+			return err
+		}
+		c.cfg.DriverName = name
+	}
+	drv := c.cfg.DriverName
 	component := func(userAgent string, build func(kubernetes.Interface, informers.SharedInformerFactory) []controller.Worker) error {
 		if slices.Contains(c.cfg.Without, userAgent) {
 			return nil
@@ -455,6 +470,20 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			return a.Workers()
 		}),
 	)
+}
+
+// pluginName asks the controller plugin for its name.
+func (c *Cluster) pluginName(conn *csiclient.Conn) (string, error) {
+	ctx, cancel := csiclient.WithTimeout(context.Background(), c.cfg.StartTimeout)
+	defer cancel()
+	info, err := conn.Identity.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+	if err != nil {
+		return "", fmt.Errorf("controller plugin: GetPluginInfo: %w", err)
+	}
+	if info.GetName() == "" {
+		return "", errors.New("controller plugin: GetPluginInfo answered an empty name")
+	}
+	return info.GetName(), nil
 }
 
 func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error {
