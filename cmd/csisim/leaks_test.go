@@ -132,17 +132,26 @@ var _ = Describe("runs that end badly", func() {
 		const seed = 12
 		rng := rand.New(rand.NewPCG(seed, 0))
 		before := orphanedLoops()
+		interrupted := 0
 		for _, file := range library {
-			// Every library scenario prints more than 80 lines.
-			line := 1 + rng.IntN(80)
+			// Every library scenario prints more than 40 lines; the
+			// quickest finish within milliseconds of their last, so a
+			// signal may come too late: such a run must have passed,
+			// and must leave nothing either.
+			line := 1 + rng.IntN(40)
 			where := fmt.Sprintf("%s (seed %d): SIGTERM after output line %d", filepath.Base(file), seed, line)
 			By(where)
 			tmp := GinkgoT().TempDir()
 			cmd, done := runUntilLine(tmp, line, 0, syscall.SIGTERM, "run", file)
-			Expect(exitCode(cmd, done)).To(Equal(130), where)
+			code := exitCode(cmd, done)
+			Expect(code).To(BeElementOf(130, 0), where)
+			if code == 130 {
+				interrupted++
+			}
 			Expect(loopDevicesOf(tmp, before)).To(BeEmpty(), where)
 			expectNothingLeftIn(tmp)
 		}
+		Expect(interrupted).To(BeNumerically(">=", 2*len(library)/3), "runs interrupted before they ended")
 	})
 
 	It("leave nothing when a step of a raw-block run fails", func() {
