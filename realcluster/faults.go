@@ -33,15 +33,15 @@ const backendName = "the real control plane (--backend realkube)"
 // CanInject says whether the cluster can inject f, before the run starts.
 // The node faults act on the simulated nodes as in the simulator; the CSI
 // faults go to the fault proxies in front of the controller plugin, one
-// per sidecar (see controllerProxiesFor); the rest would need a real
-// component changed, and are refused.
+// per sidecar, and in front of each node plugin (see proxiesFor); the
+// rest would need a real component changed, and are refused.
 func (c *Cluster) CanInject(f fault.Fault) error {
 	switch f.Kind {
 	case fault.NodeLoss, fault.NodeReturn, fault.OutOfService, fault.MissingMountPropagation, fault.KubeletRestart,
 		fault.StaleVolumeAttachment, fault.ControllerManagerRestart:
 		return nil
 	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSIHeal:
-		_, err := controllerProxiesFor(f)
+		_, err := c.proxiesFor(f)
 		return err
 	case fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
 		return fault.Unsupported(f.Kind, backendName, "the real sidecars' and the kubelets' reaction to a driver process going away is not modelled here yet; run it on the simulator")
@@ -117,12 +117,11 @@ func (c *Cluster) returnNode(ctx context.Context, n *simNode) error {
 	if !n.lost {
 		return fmt.Errorf("node %s is not lost", n.name)
 	}
-	endpoint, err := c.startDriver(ctx, "node", n.name)
-	if err != nil {
+	if _, err := c.startDriver(ctx, "node", n.name); err != nil {
 		return err
 	}
 	n.lost = false
-	return c.startKubelet(ctx, c.kubeletCtx, n.name, endpoint, true)
+	return c.startKubelet(ctx, c.kubeletCtx, n.name, "unix://"+c.nodeSocket(n.name), true)
 }
 
 // restartKubelet stops the node's kubelet and starts a new one, which

@@ -24,36 +24,49 @@ var sidecarMethods = map[string][]string{
 // bothSidecars are the calls every sidecar makes.
 var bothSidecars = append(faultproxy.ServiceMethods("Identity"), "ControllerGetCapabilities")
 
-// controllerProxiesFor returns the sidecars whose proxies a CSI fault goes
-// to, or why it cannot be injected here. Only the controller plugin has
-// proxies in front of it: the simulated kubelets call their node plugins
-// directly. A fault with times counts per proxy, so it must select the
-// calls of one sidecar.
-func controllerProxiesFor(f fault.Fault) ([]string, error) {
-	if f.Plugin == fault.Node {
-		return nil, fault.Unsupported(f.Kind, backendName, "the simulated kubelets call their node plugins directly, with no fault proxy in between; CSI faults on node plugins run on the simulator")
+// nodeProxy names the proxy in front of a node's plugin.
+func nodeProxy(node string) string { return "faultproxy:" + node }
+
+// proxiesFor returns the proxies a CSI fault goes to — those in front of
+// the controller plugin, one per sidecar, and those in front of the node
+// plugins, one per node, which the simulated kubelets call through — or
+// why it cannot be injected here. A fault with times counts per proxy, so
+// it must select the calls of one sidecar or one node.
+func (c *Cluster) proxiesFor(f fault.Fault) ([]string, error) {
+	matches := func(methods []string) bool {
+		return f.CSI.Method == "" || f.Kind == fault.CSIHeal || slices.ContainsFunc(methods, func(m string) bool {
+			ok, _ := path.Match(f.CSI.Method, m)
+			return ok
+		})
 	}
-	if f.Plugin == "" && f.CSI.Method != "" {
-		for _, m := range faultproxy.ServiceMethods("Node") {
-			if ok, _ := path.Match(f.CSI.Method, m); ok {
-				return nil, fault.Unsupported(f.Kind, backendName, fmt.Sprintf("method %s selects node plugin calls (%s), which no fault proxy sees here; add plugin: controller to fault only the controller plugin's calls", f.CSI.Method, m))
+	var out []string
+	if f.Plugin != fault.Node {
+		for _, sidecar := range sidecars {
+			if matches(append(slices.Clone(bothSidecars), sidecarMethods[sidecar]...)) {
+				out = append(out, sidecar)
 			}
 		}
 	}
-	var out []string
-	for _, sidecar := range sidecars {
-		if f.CSI.Method == "" || f.Kind == fault.CSIHeal || slices.ContainsFunc(append(slices.Clone(bothSidecars), sidecarMethods[sidecar]...), func(m string) bool {
-			ok, _ := path.Match(f.CSI.Method, m)
-			return ok
-		}) {
-			out = append(out, sidecar)
+	if f.Plugin != fault.Controller {
+		nodeCalls := faultproxy.ServiceMethods("Node")
+		if f.Plugin == fault.Node {
+			// The kubelet's identity calls too (GetPluginInfo when the
+			// plugin registers).
+			nodeCalls = append(nodeCalls, faultproxy.ServiceMethods("Identity")...)
+		}
+		if matches(nodeCalls) {
+			for _, node := range c.cfg.Nodes {
+				if f.Node == "" || f.Node == node {
+					out = append(out, nodeProxy(node))
+				}
+			}
 		}
 	}
 	switch {
 	case len(out) == 0:
-		return nil, fault.Unsupported(f.Kind, backendName, fmt.Sprintf("no sidecar here calls %s (the sidecars are %v)", f.CSI.Method, sidecars))
+		return nil, fault.Unsupported(f.Kind, backendName, fmt.Sprintf("no sidecar or kubelet here calls %s (the sidecars are %v; nodes %v)", f.CSI.Method, sidecars, c.cfg.Nodes))
 	case f.Times > 0 && len(out) > 1:
-		return nil, fault.Unsupported(f.Kind, backendName, fmt.Sprintf("%s is called by %v, each through a proxy of its own, so times: %d would count per sidecar; fault a method only one sidecar calls, or leave times out", f.CSI.Method, out, f.Times))
+		return nil, fault.Unsupported(f.Kind, backendName, fmt.Sprintf("%s is called through %v, each a proxy of its own, so times: %d would count per proxy; name the plugin (and the node) so that one proxy sees the calls, or leave times out", f.CSI.Method, out, f.Times))
 	}
 	if f.Kind != fault.CSIHeal {
 		if _, err := faultproxy.RuleFor(f); err != nil {
@@ -66,7 +79,7 @@ func controllerProxiesFor(f fault.Fault) ([]string, error) {
 // injectCSIFault adds the fault's rule to the proxies of the sidecars it
 // concerns, or for csi-heal removes the rules it heals from them.
 func (c *Cluster) injectCSIFault(f fault.Fault) error {
-	names, err := controllerProxiesFor(f)
+	names, err := c.proxiesFor(f)
 	if err != nil {
 		return err
 	}

@@ -29,19 +29,20 @@ func TestCanInject(t *testing.T) {
 		{"hang of attach", fault.Fault{Kind: fault.CSIHang, CSI: fault.CSI{Method: "ControllerPublishVolume"}}, ""},
 		{"heal everything", fault.Fault{Kind: fault.CSIHeal}, ""},
 		{"heal of the controller's", fault.Fault{Kind: fault.CSIHeal, Plugin: fault.Controller, CSI: fault.CSI{Method: "*"}}, ""},
-		{"node plugin", csiErr("NodeStageVolume", fault.Node, 1), "call their node plugins directly"},
-		{"node method, any plugin", csiErr("NodeStageVolume", "", 1), "method NodeStageVolume selects node plugin calls (NodeStageVolume)"},
-		{"pattern over node methods", csiErr("*", "", 0), "add plugin: controller"},
-		{"heal of the node plugins", fault.Fault{Kind: fault.CSIHeal, Plugin: fault.Node}, "call their node plugins directly"},
-		{"method no sidecar calls", csiErr("CreateSnapshot", fault.Controller, 0), "no sidecar here calls CreateSnapshot"},
-		{"times over both sidecars", csiErr("Probe", fault.Controller, 2), "times: 2 would count per sidecar"},
+		{"a node's plugin", fault.Fault{Kind: fault.CSIError, Plugin: fault.Node, Node: "node-1", Times: 1, CSI: fault.CSI{Method: "NodeStageVolume", Code: codes.Internal}}, ""},
+		{"node method on every node", csiErr("NodeStageVolume", "", 0), ""},
+		{"pattern over every plugin", csiErr("*", "", 0), ""},
+		{"heal of the node plugins", fault.Fault{Kind: fault.CSIHeal, Plugin: fault.Node}, ""},
+		{"times over two nodes", csiErr("NodeStageVolume", fault.Node, 1), "times: 1 would count per proxy"},
+		{"method no sidecar calls", csiErr("CreateSnapshot", fault.Controller, 0), "no sidecar or kubelet here calls CreateSnapshot"},
+		{"times over both sidecars", csiErr("Probe", fault.Controller, 2), "times: 2 would count per proxy"},
 		{"driver crash", fault.Fault{Kind: fault.DriverCrash, Plugin: fault.Controller}, "driver process going away"},
 		{"node plugin missing", fault.Fault{Kind: fault.NodePluginMissing, Node: "node-1"}, "driver process going away"},
 		{"api conflict", fault.Fault{Kind: fault.APIConflict, Component: "external-provisioner", Times: 1}, "answer 409"},
 		{"watch drop", fault.Fault{Kind: fault.WatchDrop, Component: "attachdetach-controller", Resource: "pods", Times: 1}, "drop watch events"},
 		{"unknown kind", fault.Fault{Kind: "meteor-strike"}, "not a fault csisim knows"},
 	}
-	c := &Cluster{}
+	c := &Cluster{cfg: Config{Nodes: []string{"node-1", "node-2"}}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := c.CanInject(tt.f)
@@ -62,7 +63,7 @@ func TestCanInject(t *testing.T) {
 	}
 }
 
-func TestControllerProxiesFor(t *testing.T) {
+func TestProxiesFor(t *testing.T) {
 	tests := []struct {
 		f    fault.Fault
 		want string
@@ -70,10 +71,13 @@ func TestControllerProxiesFor(t *testing.T) {
 		{fault.Fault{Kind: fault.CSIError, Times: 1, CSI: fault.CSI{Method: "CreateVolume", Code: codes.Internal}}, "csi-provisioner"},
 		{fault.Fault{Kind: fault.CSIHang, CSI: fault.CSI{Method: "ControllerUnpublishVolume"}}, "csi-attacher"},
 		{fault.Fault{Kind: fault.CSIDelay, Plugin: fault.Controller, CSI: fault.CSI{Method: "*", Delay: 1}}, "csi-provisioner csi-attacher"},
-		{fault.Fault{Kind: fault.CSIHeal, CSI: fault.CSI{Method: "CreateVolume"}}, "csi-provisioner csi-attacher"},
+		{fault.Fault{Kind: fault.CSIHeal, CSI: fault.CSI{Method: "CreateVolume"}}, "csi-provisioner csi-attacher faultproxy:node-1 faultproxy:node-2"},
+		{fault.Fault{Kind: fault.CSIHang, CSI: fault.CSI{Method: "NodePublishVolume"}}, "faultproxy:node-1 faultproxy:node-2"},
+		{fault.Fault{Kind: fault.CSIHang, Node: "node-2", CSI: fault.CSI{Method: "Node*"}}, "faultproxy:node-2"},
 	}
+	c := &Cluster{cfg: Config{Nodes: []string{"node-1", "node-2"}}}
 	for _, tt := range tests {
-		got, err := controllerProxiesFor(tt.f)
+		got, err := c.proxiesFor(tt.f)
 		if err != nil {
 			t.Errorf("%s: %v", tt.f.Describe(), err)
 			continue

@@ -190,7 +190,15 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		if err != nil {
 			return c, err
 		}
-		if err := c.startKubelet(ctx, c.kubeletCtx, node, endpoint, false); err != nil {
+		// The kubelet reaches its plugin through a fault proxy, as in the
+		// simulator; its own client records the calls.
+		p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: nodeProxy(node),
+			Listen: "unix://" + c.nodeSocket(node), Target: endpoint, NodeID: node, Recorder: c.rec})
+		if err != nil {
+			return c, fmt.Errorf("proxy for the node plugin of %s: %w", node, err)
+		}
+		c.proxies = append(c.proxies, p)
+		if err := c.startKubelet(ctx, c.kubeletCtx, node, p.Endpoint(), false); err != nil {
 			return c, err
 		}
 	}
@@ -228,7 +236,7 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node string) (string, e
 	name, socket, stateDir := "controller", c.root.Path("controller", "csi.sock"), c.root.Path("controller", "state")
 	if mode == "node" {
 		name = "node-" + node
-		socket = c.nodeSocket(node)
+		socket = c.root.Path("nodes", node, "driver", "csi.sock")
 		stateDir = c.root.Path("nodes", node, "driver-state")
 	}
 	for _, dir := range []string{stateDir, filepath.Dir(socket), c.root.Path("storage")} {
@@ -263,8 +271,9 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node string) (string, e
 	return vars.Endpoint, nil
 }
 
-// nodeSocket is where node's plugin listens: in the kubelet's plugins
-// directory, as node-driver-registrar has it.
+// nodeSocket is where the kubelet finds node's plugin: in its plugins
+// directory, as node-driver-registrar has it. The fault proxy listens
+// there; the plugin itself behind it, in the node's driver directory.
 func (c *Cluster) nodeSocket(node string) string {
 	return c.root.Path("nodes", node, "kubelet", "plugins", c.cfg.DriverName, "csi.sock")
 }
