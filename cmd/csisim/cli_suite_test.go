@@ -118,6 +118,11 @@ var _ = Describe("csisim run", func() {
 		lost := traceOf("3", "1", nodeLoss)
 		Expect(string(lost)).To(ContainSubstring("Waiting for detach"))
 		Expect(string(traceOf("3", "2", nodeLoss))).To(Equal(string(lost)))
+		// Calls parked on the virtual clock by a hang, too.
+		hang := "../../scenarios/library/csi-publish-hang.yaml"
+		hung := traceOf("4", "1", hang)
+		Expect(string(hung)).To(ContainSubstring("DeadlineExceeded"))
+		Expect(string(traceOf("4", "2", hang))).To(Equal(string(hung)))
 	})
 
 	It("names the file, line and problem of a malformed scenario", func() {
