@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -281,7 +282,7 @@ func (c *Cluster) driverTimeout() time.Duration {
 func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) error {
 	socket := c.root.Path("controller", name+".sock")
 	p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: name, Listen: "unix://" + socket,
-		Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(name, call)) }})
+		Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(name, call, c.rec)) }})
 	if err != nil {
 		return fmt.Errorf("proxy for %s: %w", name, err)
 	}
@@ -318,7 +319,9 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 
 // callEntry is a proxied call as a timeline entry, in the words csisim's
 // recording client uses for its own calls.
-func callEntry(actor string, call faultproxy.Call) trace.Entry {
+// The entry is added when the call has returned; rec says which entries
+// came before the call was sent.
+func callEntry(actor string, call faultproxy.Call, rec *trace.Recorder) trace.Entry {
 	e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: call.Method, Object: call.VolumeID,
 		Wall: call.Duration.Round(time.Microsecond), Detail: call.Code.String()}
 	if call.Method == "CreateVolume" {
@@ -330,6 +333,18 @@ func callEntry(actor string, call faultproxy.Call) trace.Entry {
 	if call.Code != 0 {
 		e.Err = call.Message
 	}
+	e.Call = &trace.CSICall{NodeID: call.NodeID, Volume: call.VolumeID, Name: call.Name,
+		StagingPath: call.StagingPath, TargetPath: call.TargetPath, Code: call.Code, Capabilities: call.Capabilities}
+	// The proxy keeps the access mode only in its summary of the request,
+	// "access=SINGLE_NODE_WRITER/mount".
+	for _, field := range strings.Fields(call.Request) {
+		if access, ok := strings.CutPrefix(field, "access="); ok {
+			mode, kind, _ := strings.Cut(access, "/")
+			e.Call.AccessMode, e.Call.Block = mode, kind == "block"
+		}
+	}
+	e.Call.Started = max(rec.Now()-call.Duration, 0)
+	e.Call.StartedAfter = rec.CountUntil(e.Call.Started)
 	return e
 }
 
@@ -356,7 +371,7 @@ func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint strin
 	if zone := c.cfg.Zones[node]; zone != "" {
 		labels[corev1.LabelTopologyZone] = zone
 	}
-	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"), Labels: labels},
+	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"), Labels: labels, Recorder: c.rec},
 		cs, podFactory, factory, conn.Node, controller.RealRuntime())
 	// A restarted kubelet finds its Node and CSINode there; the plugin
 	// registers again during Restart.
