@@ -7,7 +7,9 @@ package invariant
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -84,16 +86,31 @@ func Known(name string) bool { return slices.Contains(Names(), name) }
 func Check(h *History) []Violation {
 	var out []Violation
 	for _, inv := range All() {
-		vs := inv.Check(h)
-		for i := range vs {
-			vs[i].Invariant = inv.Name
-			slices.Sort(vs[i].Entries)
-			vs[i].Entries = slices.Compact(vs[i].Entries)
-		}
-		slices.SortStableFunc(vs, func(a, b Violation) int { return cmp.Compare(first(a.Entries), first(b.Entries)) })
-		out = append(out, vs...)
+		out = append(out, run(inv, h)...)
 	}
 	return out
+}
+
+// run checks one invariant: its violations named, each with its entries in
+// order, in the order of their first entries.
+func run(inv Invariant, h *History) []Violation {
+	vs := inv.Check(h)
+	for i := range vs {
+		vs[i].Invariant = inv.Name
+		slices.Sort(vs[i].Entries)
+		vs[i].Entries = slices.Compact(vs[i].Entries)
+	}
+	slices.SortStableFunc(vs, func(a, b Violation) int { return cmp.Compare(first(a.Entries), first(b.Entries)) })
+	return vs
+}
+
+// seqList names entries: "#3, #7".
+func seqList(seqs []int) string {
+	parts := make([]string, len(seqs))
+	for i, s := range seqs {
+		parts[i] = fmt.Sprintf("#%d", s)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func first(seqs []int) int {

@@ -42,8 +42,8 @@ var singleNode = Invariant{
 						}
 						seqs := slices.Sorted(maps.Values(nodes[other]))
 						found = append(found, Violation{
-							Message: fmt.Sprintf("#%d NodePublishVolume of ReadWriteOnce volume %s on node %s while it is still published on node %s (#%v) and not detached from it",
-								e.Seq, c.Volume, node, other, seqs),
+							Message: fmt.Sprintf("#%d NodePublishVolume of ReadWriteOnce volume %s on node %s while it is still published on node %s (%s) and not detached from it",
+								e.Seq, c.Volume, node, other, seqList(seqs)),
 							Entries: append([]int{e.Seq}, seqs...),
 						})
 					}

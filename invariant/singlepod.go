@@ -37,8 +37,8 @@ var singlePod = Invariant{
 						}
 						seqs := slices.Sorted(maps.Values(pods[other]))
 						found = append(found, Violation{
-							Message: fmt.Sprintf("#%d NodePublishVolume of ReadWriteOncePod volume %s for pod %s while it is still published for pod %s (#%v)",
-								e.Seq, c.Volume, pod, other, seqs),
+							Message: fmt.Sprintf("#%d NodePublishVolume of ReadWriteOncePod volume %s for pod %s while it is still published for pod %s (%s)",
+								e.Seq, c.Volume, pod, other, seqList(seqs)),
 							Entries: append([]int{e.Seq}, seqs...),
 						})
 					}
