@@ -24,6 +24,12 @@ func TestAttachMatches(t *testing.T) {
 			h.write(va("va1", "pv1", "node-1"), false)
 			return h.call("ControllerPublishVolume", trace.CSICall{Volume: "v1", NodeID: "id-1"})
 		}, 0},
+		{"to an ID another node's plugin reports too", func(h *hist) int {
+			h.call("NodeGetInfo", trace.CSICall{Node: "node-1", NodeID: "node-2"})
+			h.call("NodeGetInfo", trace.CSICall{Node: "node-2", NodeID: "node-2"})
+			h.write(va("va1", "pv1", "node-1"), false)
+			return h.call("ControllerPublishVolume", trace.CSICall{Volume: "v1", NodeID: "node-2"})
+		}, 1},
 		{"to another node", func(h *hist) int {
 			h.write(va("va1", "pv1", "node-1"), false)
 			return h.call("ControllerPublishVolume", trace.CSICall{Volume: "v1", NodeID: "node-2"})
