@@ -94,6 +94,16 @@ func (r *Runner) checkInvariants(ctx context.Context, s *Scenario, res *Result) 
 		end.Mounts, end.MountsKnown = mounts, true
 	}
 	h := &invariant.History{Entries: src.History(), End: *end}
+	res.Invariants = judge(s, h)
+	if len(res.Invariants.Unexpected) == 0 && len(res.Invariants.Missing) == 0 {
+		return nil
+	}
+	return &InvariantError{File: s.File, Result: res.Invariants, Entries: h.Entries, ExpectLine: s.Expect.Line}
+}
+
+// judge checks every invariant over h and sorts the violations into those
+// the scenario expects and those it does not.
+func judge(s *Scenario, h *invariant.History) *InvariantResult {
 	ir := &InvariantResult{Checked: len(invariant.All()), Violations: invariant.Check(h)}
 	for _, v := range ir.Violations {
 		if !slices.Contains(s.Expect.Violations, v.Invariant) {
@@ -105,11 +115,7 @@ func (r *Runner) checkInvariants(ctx context.Context, s *Scenario, res *Result) 
 			ir.Missing = append(ir.Missing, name)
 		}
 	}
-	res.Invariants = ir
-	if len(ir.Unexpected) == 0 && len(ir.Missing) == 0 {
-		return nil
-	}
-	return &InvariantError{File: s.File, Result: ir, Entries: h.Entries, ExpectLine: s.Expect.Line}
+	return ir
 }
 
 // readEndState lists the objects the invariants judge the end by.
