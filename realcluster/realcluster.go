@@ -24,7 +24,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -333,16 +332,7 @@ func callEntry(actor string, call faultproxy.Call, rec *trace.Recorder) trace.En
 	if call.Code != 0 {
 		e.Err = call.Message
 	}
-	e.Call = &trace.CSICall{NodeID: call.NodeID, Volume: call.VolumeID, Name: call.Name,
-		StagingPath: call.StagingPath, TargetPath: call.TargetPath, Code: call.Code, Capabilities: call.Capabilities}
-	// The proxy keeps the access mode only in its summary of the request,
-	// "access=SINGLE_NODE_WRITER/mount".
-	for _, field := range strings.Fields(call.Request) {
-		if access, ok := strings.CutPrefix(field, "access="); ok {
-			mode, kind, _ := strings.Cut(access, "/")
-			e.Call.AccessMode, e.Call.Block = mode, kind == "block"
-		}
-	}
+	e.Call = call.Trace()
 	e.Call.Started = max(rec.Now()-call.Duration, 0)
 	e.Call.StartedAfter = rec.CountUntil(e.Call.Started)
 	return e

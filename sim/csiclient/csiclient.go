@@ -13,10 +13,10 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/csisim/csisim/drivers/faultproxy"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -55,7 +55,8 @@ type volumeIDer interface{ GetVolumeId() string }
 // recordCalls returns an interceptor that adds one CSI entry per call:
 // method, volume, result code, and how long the call took in wall time
 // (the virtual clock stands still during a call), with the call's
-// structured data (callData) for the invariant checker.
+// structured data, described as the fault proxy describes the calls it
+// sees, for the invariant checker.
 func recordCalls(actor string, rec *trace.Recorder) grpc.UnaryClientInterceptor {
 	node := nodeOfActor(actor)
 	var mu sync.Mutex
@@ -82,13 +83,16 @@ func recordCalls(actor string, rec *trace.Recorder) grpc.UnaryClientInterceptor 
 		}
 		id := nodeID
 		mu.Unlock()
-		e.Call = callData(method, req, reply, st.Code())
+		answer := reply
+		if err != nil {
+			answer = nil
+		}
+		call := faultproxy.Describe(method, req, answer, cmp.Or(id, node))
+		call.Code = st.Code()
+		e.Call = call.Trace()
 		e.Call.StartedAfter, e.Call.Started = startedAfter, started
 		if strings.HasPrefix(method, "/csi.v1.Node/") {
 			e.Call.Node = node
-			if e.Call.NodeID == "" {
-				e.Call.NodeID = cmp.Or(id, node)
-			}
 		}
 		rec.Add(e)
 		return err
@@ -102,75 +106,6 @@ func nodeOfActor(actor string) string {
 		return ""
 	}
 	return node
-}
-
-// The getters of the CSI requests that callData reads.
-type (
-	nodeIDer      interface{ GetNodeId() string }
-	stagingPather interface{ GetStagingTargetPath() string }
-	targetPather  interface{ GetTargetPath() string }
-	readonlyer    interface{ GetReadonly() bool }
-	capabilityer  interface {
-		GetVolumeCapability() *csi.VolumeCapability
-	}
-	capabilitieser interface {
-		GetVolumeCapabilities() []*csi.VolumeCapability
-	}
-)
-
-// callData is the structured data of a call: what the request names and
-// what a successful answer said that the invariants need.
-func callData(method string, req, reply any, code codes.Code) *trace.CSICall {
-	c := &trace.CSICall{Code: code}
-	if r, ok := req.(volumeIDer); ok {
-		c.Volume = r.GetVolumeId()
-	}
-	if r, ok := req.(*csi.CreateVolumeRequest); ok {
-		c.Name = r.GetName()
-		if resp, ok := reply.(*csi.CreateVolumeResponse); ok && code == codes.OK {
-			c.Volume = resp.GetVolume().GetVolumeId()
-		}
-	}
-	if r, ok := req.(nodeIDer); ok {
-		c.NodeID = r.GetNodeId()
-	}
-	if r, ok := req.(stagingPather); ok {
-		c.StagingPath = r.GetStagingTargetPath()
-	}
-	if r, ok := req.(targetPather); ok {
-		c.TargetPath = r.GetTargetPath()
-	}
-	if r, ok := req.(readonlyer); ok {
-		c.ReadOnly = r.GetReadonly()
-	}
-	var vc *csi.VolumeCapability
-	if r, ok := req.(capabilityer); ok {
-		vc = r.GetVolumeCapability()
-	} else if r, ok := req.(capabilitieser); ok && len(r.GetVolumeCapabilities()) > 0 {
-		vc = r.GetVolumeCapabilities()[0]
-	}
-	if vc != nil {
-		c.AccessMode = vc.GetAccessMode().GetMode().String()
-		c.Block = vc.GetBlock() != nil
-	}
-	if code != codes.OK {
-		return c
-	}
-	switch r := reply.(type) {
-	case *csi.NodeGetCapabilitiesResponse:
-		for _, cp := range r.GetCapabilities() {
-			if rpc := cp.GetRpc(); rpc != nil {
-				c.Capabilities = append(c.Capabilities, rpc.GetType().String())
-			}
-		}
-	case *csi.ControllerGetCapabilitiesResponse:
-		for _, cp := range r.GetCapabilities() {
-			if rpc := cp.GetRpc(); rpc != nil {
-				c.Capabilities = append(c.Capabilities, rpc.GetType().String())
-			}
-		}
-	}
-	return c
 }
 
 // VolumeOf names the volume a call concerns: the request's volume ID, or for
