@@ -59,7 +59,7 @@ func Check(dir string, pod Pod, readOnly bool) (Report, error) {
 		}
 		m, intact := parse(data)
 		switch {
-		case intact && m.Claim != pod.Claim:
+		case intact && (m.Claim != pod.Claim || m.Namespace != pod.Namespace):
 			// Another claim's data, copied in by a clone or a restore.
 		case intact && m.UID == uid:
 			rep.Found = append(rep.Found, uid)

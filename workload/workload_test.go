@@ -36,6 +36,12 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("after corruption, read-only: %+v, %v; want uid-2 found, uid-1 corrupt, nothing written", rep, err)
 	}
 
+	// A claim of the same name in another namespace is another claim.
+	rep, err = Check(dir, Pod{UID: "uid-5", Namespace: "other", Name: "app", Claim: "data"}, true)
+	if err != nil || len(rep.Found) != 0 {
+		t.Fatalf("another namespace: %+v, %v; want nothing found", rep, err)
+	}
+
 	// Another claim's markers (copied by a clone) are not this claim's.
 	rep, err = Check(dir, Pod{UID: "uid-4", Namespace: "default", Name: "clone", Claim: "copy"}, false)
 	if err != nil || len(rep.Found) != 0 || !slices.Equal(rep.Corrupt, []string{"uid-1"}) {
