@@ -11,7 +11,10 @@ import (
 
 // attachMatches: ControllerPublishVolume attaches a volume only to a node
 // a VolumeAttachment of that volume names (spec.nodeName), as its node
-// plugin identifies itself (NodeGetInfo's node ID).
+// plugin identifies itself (NodeGetInfo's node ID). The VolumeAttachments
+// are those the whole history shows, not only the ones written before the
+// call: a backend that learns of writes through watches and an audit log
+// (the real control plane) may record a write after the call it caused.
 var attachMatches = Invariant{
 	Name: "attach-matches-attachment",
 	Doc:  "a volume is controller-published only to a node a VolumeAttachment of that volume names",
@@ -19,37 +22,40 @@ var attachMatches = Invariant{
 		if !hasWrites(h.Entries) {
 			return nil // no objects in the history: nothing to compare with
 		}
-		objs := newObjects()
-		// The CSI node IDs each Kubernetes node's plugin answered
-		// NodeGetInfo with.
+		// Every PV and VolumeAttachment the history shows (their
+		// volume and node never change), and the CSI node IDs each
+		// Kubernetes node's plugin answered NodeGetInfo with.
+		vas := map[string]int{} // VolumeAttachment name -> its first write
 		ids := map[string][]string{}
-		var found []Violation
 		for _, e := range h.Entries {
-			objs.apply(e)
-			c := e.Call
-			if e.Kind != trace.CSI || c == nil || c.Code != 0 {
-				continue
+			if e.Write != nil && e.Write.Kind == "VolumeAttachment" && !e.Write.Removed && vas[e.Write.Name] == 0 {
+				vas[e.Write.Name] = e.Seq
 			}
-			if e.Verb == "NodeGetInfo" && c.Node != "" && c.NodeID != "" && !slices.Contains(ids[c.Node], c.NodeID) {
+			if c := e.Call; e.Verb == "NodeGetInfo" && c != nil && c.Code == 0 && c.Node != "" && c.NodeID != "" && !slices.Contains(ids[c.Node], c.NodeID) {
 				ids[c.Node] = append(ids[c.Node], c.NodeID)
 			}
+		}
+		all := allObjects(h.Entries)
+		var found []Violation
+		for _, e := range okCalls(h.Entries) {
 			if e.Verb != "ControllerPublishVolume" {
 				continue
 			}
+			c := e.Call
 			var named []string
 			var seqs []int
 			matched := false
-			for _, name := range slices.Sorted(maps.Keys(objs.vas)) {
-				va := objs.vas[name]
-				if !attachmentOf(objs, va.Spec.Source, c.Volume) {
+			for _, name := range slices.Sorted(maps.Keys(vas)) {
+				va := all.vas[name]
+				if !attachmentOf(all, va.Spec.Source, c.Volume) {
 					continue
 				}
-				if owner := ownerOf(ids, c.NodeID); owner == va.Spec.NodeName {
+				if ownerOf(ids, c.NodeID) == va.Spec.NodeName {
 					matched = true
 					break
 				}
-				named = append(named, fmt.Sprintf("%s (node %s, #%d)", name, va.Spec.NodeName, objs.vaSeq[name]))
-				seqs = append(seqs, objs.vaSeq[name])
+				named = append(named, fmt.Sprintf("%s (node %s, #%d)", name, va.Spec.NodeName, vas[name]))
+				seqs = append(seqs, vas[name])
 			}
 			if matched {
 				continue
@@ -63,6 +69,19 @@ var attachMatches = Invariant{
 		}
 		return found
 	},
+}
+
+// allObjects is every PV and VolumeAttachment the history shows, as last
+// written before it was removed, if it was.
+func allObjects(entries []trace.Entry) *objects {
+	all := newObjects()
+	for _, e := range entries {
+		if e.Write == nil || e.Write.Removed {
+			continue
+		}
+		all.apply(e)
+	}
+	return all
 }
 
 // ownerOf is the one node whose plugin reported CSI node ID id; a node

@@ -37,11 +37,16 @@ func TestAttachMatches(t *testing.T) {
 		{"with no VolumeAttachment", func(h *hist) int {
 			return h.call("ControllerPublishVolume", trace.CSICall{Volume: "v1", NodeID: "node-1"})
 		}, 1},
-		{"after the VolumeAttachment is gone", func(h *hist) int {
-			h.write(va("va1", "pv1", "node-1"), false)
-			h.write(va("va1", "pv1", "node-1"), true)
+		{"a VolumeAttachment of another volume", func(h *hist) int {
+			h.write(pv("pv2", "v2", corev1.ReadWriteOnce), false)
+			h.write(va("va2", "pv2", "node-1"), false)
 			return h.call("ControllerPublishVolume", trace.CSICall{Volume: "v1", NodeID: "node-1"})
 		}, 1},
+		{"its VolumeAttachment recorded after the call", func(h *hist) int {
+			publish := h.call("ControllerPublishVolume", trace.CSICall{Volume: "v1", NodeID: "node-1"})
+			h.write(va("va1", "pv1", "node-1"), false)
+			return publish
+		}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
