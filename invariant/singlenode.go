@@ -34,24 +34,16 @@ var singleNode = Invariant{
 			single := singleNodeMode(objs.pvOf(c.Volume), c.AccessMode)
 			switch e.Verb {
 			case "NodePublishVolume":
-				nodes := ensure(published, c.Volume)
 				if single {
-					for _, other := range slices.Sorted(maps.Keys(nodes)) {
-						if other == node || len(nodes[other]) == 0 {
-							continue
-						}
-						seqs := slices.Sorted(maps.Values(nodes[other]))
+					for _, other := range othersHolding(published[c.Volume], node) {
 						found = append(found, Violation{
 							Message: fmt.Sprintf("#%d NodePublishVolume of ReadWriteOnce volume %s on node %s while it is still published on node %s (%s) and not detached from it",
-								e.Seq, c.Volume, node, other, seqList(seqs)),
-							Entries: append([]int{e.Seq}, seqs...),
+								e.Seq, c.Volume, node, other.name, seqList(other.seqs)),
+							Entries: append([]int{e.Seq}, other.seqs...),
 						})
 					}
 				}
-				if nodes[node] == nil {
-					nodes[node] = map[string]int{}
-				}
-				nodes[node][c.TargetPath] = e.Seq
+				hold(published, c.Volume, node, c.TargetPath, e.Seq)
 			case "NodeUnpublishVolume":
 				delete(published[c.Volume][node], c.TargetPath)
 			case "ControllerPublishVolume":
@@ -97,4 +89,29 @@ func ensure[V any](m map[string]map[string]V, k string) map[string]V {
 		m[k] = map[string]V{}
 	}
 	return m[k]
+}
+
+// hold records that holder (a node, a pod) has volume published at
+// target, by call seq: held[volume][holder][target] = seq.
+func hold(held map[string]map[string]map[string]int, volume, holder, target string, seq int) {
+	ensure(ensure(held, volume), holder)[target] = seq
+}
+
+// holding is another holder of a volume, with the Seqs of the calls that
+// gave it its targets.
+type holding struct {
+	name string
+	seqs []int
+}
+
+// othersHolding lists the holders other than self that still have targets
+// of the volume, by name.
+func othersHolding(holders map[string]map[string]int, self string) []holding {
+	var out []holding
+	for _, other := range slices.Sorted(maps.Keys(holders)) {
+		if other != self && len(holders[other]) > 0 {
+			out = append(out, holding{other, slices.Sorted(maps.Values(holders[other]))})
+		}
+	}
+	return out
 }

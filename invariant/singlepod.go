@@ -2,8 +2,6 @@ package invariant
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/csisim/csisim/trace"
 )
@@ -29,24 +27,16 @@ var singlePod = Invariant{
 				if pod == "" {
 					pod = c.TargetPath
 				}
-				pods := ensure(published, c.Volume)
 				if singlePodMode(objs.pvOf(c.Volume), c.AccessMode) {
-					for _, other := range slices.Sorted(maps.Keys(pods)) {
-						if other == pod || len(pods[other]) == 0 {
-							continue
-						}
-						seqs := slices.Sorted(maps.Values(pods[other]))
+					for _, other := range othersHolding(published[c.Volume], pod) {
 						found = append(found, Violation{
 							Message: fmt.Sprintf("#%d NodePublishVolume of ReadWriteOncePod volume %s for pod %s while it is still published for pod %s (%s)",
-								e.Seq, c.Volume, pod, other, seqList(seqs)),
-							Entries: append([]int{e.Seq}, seqs...),
+								e.Seq, c.Volume, pod, other.name, seqList(other.seqs)),
+							Entries: append([]int{e.Seq}, other.seqs...),
 						})
 					}
 				}
-				if pods[pod] == nil {
-					pods[pod] = map[string]int{}
-				}
-				pods[pod][c.TargetPath] = e.Seq
+				hold(published, c.Volume, pod, c.TargetPath, e.Seq)
 			case "NodeUnpublishVolume":
 				for _, targets := range published[c.Volume] {
 					delete(targets, c.TargetPath)
