@@ -36,6 +36,13 @@ var attachMatches = Invariant{
 			}
 		}
 		all := allObjects(h.Entries)
+		// The VolumeAttachments of each volume, by name.
+		byVolume := map[string][]string{}
+		for _, name := range slices.Sorted(maps.Keys(vas)) {
+			if vol := attachedVolume(all, all.vas[name].Spec.Source); vol != "" {
+				byVolume[vol] = append(byVolume[vol], name)
+			}
+		}
 		var found []Violation
 		for _, e := range okCalls(h.Entries) {
 			if e.Verb != "ControllerPublishVolume" {
@@ -45,11 +52,8 @@ var attachMatches = Invariant{
 			var named []string
 			var seqs []int
 			matched := false
-			for _, name := range slices.Sorted(maps.Keys(vas)) {
+			for _, name := range byVolume[c.Volume] {
 				va := all.vas[name]
-				if !attachmentOf(all, va.Spec.Source, c.Volume) {
-					continue
-				}
 				if ownerOf(ids, c.NodeID) == va.Spec.NodeName {
 					matched = true
 					break

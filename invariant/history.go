@@ -132,15 +132,17 @@ func nodeOf(c *trace.CSICall) string {
 	return c.NodeID
 }
 
-// attachmentOf reports whether a VolumeAttachment's source is volume vol:
-// a PV with that handle, or an inline (migrated) volume with it.
-func attachmentOf(o *objects, src storagev1.VolumeAttachmentSource, vol string) bool {
+// attachedVolume is the CSI volume handle a VolumeAttachment's source
+// names: its PV's, or an inline (migrated) volume's; "" if not known.
+func attachedVolume(o *objects, src storagev1.VolumeAttachmentSource) string {
 	if src.PersistentVolumeName != nil {
-		pv := o.pvs[*src.PersistentVolumeName]
-		return pv != nil && pv.Spec.CSI != nil && pv.Spec.CSI.VolumeHandle == vol
+		if pv := o.pvs[*src.PersistentVolumeName]; pv != nil && pv.Spec.CSI != nil {
+			return pv.Spec.CSI.VolumeHandle
+		}
+		return ""
 	}
 	if src.InlineVolumeSpec != nil && src.InlineVolumeSpec.CSI != nil {
-		return src.InlineVolumeSpec.CSI.VolumeHandle == vol
+		return src.InlineVolumeSpec.CSI.VolumeHandle
 	}
-	return false
+	return ""
 }
