@@ -61,6 +61,7 @@ fidelity: realkube-bins build
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./sim/cluster/
 	$(GO) test -run '^$$' -bench . ./fakekube/ ./drivers/hostpath/ ./drivers/mock/ ./drivers/faultproxy/
+	$(GO) test -run '^$$' -bench . ./invariant/
 
 clean:
 	rm -rf bin

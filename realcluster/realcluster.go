@@ -290,7 +290,7 @@ func (c *Cluster) driverTimeout() time.Duration {
 func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) error {
 	socket := c.root.Path("controller", name+".sock")
 	p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: name, Listen: "unix://" + socket,
-		Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(name, call)) }})
+		Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(name, call, c.rec)) }})
 	if err != nil {
 		return fmt.Errorf("proxy for %s: %w", name, err)
 	}
@@ -327,7 +327,9 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 
 // callEntry is a proxied call as a timeline entry, in the words csisim's
 // recording client uses for its own calls.
-func callEntry(actor string, call faultproxy.Call) trace.Entry {
+// The entry is added when the call has returned; rec says which entries
+// came before the call was sent.
+func callEntry(actor string, call faultproxy.Call, rec *trace.Recorder) trace.Entry {
 	e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: call.Method, Object: call.VolumeID,
 		Wall: call.Duration.Round(time.Microsecond), Detail: call.Code.String()}
 	if call.Method == "CreateVolume" {
@@ -339,6 +341,9 @@ func callEntry(actor string, call faultproxy.Call) trace.Entry {
 	if call.Code != 0 {
 		e.Err = call.Message
 	}
+	e.Call = call.Trace()
+	e.Call.Started = max(rec.Now()-call.Duration, 0)
+	e.Call.StartedAfter = rec.CountUntil(e.Call.Started)
 	return e
 }
 
@@ -365,7 +370,7 @@ func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint strin
 	if zone := c.cfg.Zones[node]; zone != "" {
 		labels[corev1.LabelTopologyZone] = zone
 	}
-	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"), Labels: labels},
+	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"), Labels: labels, Recorder: c.rec},
 		cs, podFactory, factory, conn.Node, controller.RealRuntime())
 	// A restarted kubelet finds its Node and CSINode there; the plugin
 	// registers again during Restart.

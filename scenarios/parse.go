@@ -74,7 +74,7 @@ func (p *parser) checkVars(line int, s string) bool {
 	return true
 }
 
-var scenarioFields = []string{"name", "description", "cluster", "steps"}
+var scenarioFields = []string{"name", "description", "cluster", "expect", "steps"}
 
 func (p *parser) scenario() *Scenario {
 	dec := yaml.NewDecoder(bytes.NewReader(p.source))
@@ -115,6 +115,9 @@ func (p *parser) scenario() *Scenario {
 	if f.has("cluster") {
 		s.Cluster = p.cluster(f.vals["cluster"])
 		p.nodes = s.Cluster.Nodes
+	}
+	if f.has("expect") {
+		s.Expect = p.expect(f.vals["expect"])
 	}
 	if !f.has("steps") {
 		p.failAt(doc.Content[0].Line, "steps: is missing; a scenario is a list of steps")

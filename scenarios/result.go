@@ -23,6 +23,9 @@ type Result struct {
 	// Vars holds the variables saved by the steps that ran.
 	Vars     map[string]string
 	Duration time.Duration
+	// Invariants is what the invariant checker found after the steps; nil
+	// when the backend keeps no history or a step failed.
+	Invariants *InvariantResult
 }
 
 // StepResult is the record of one step.

@@ -138,7 +138,7 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		r.afterStep(ctx, *sr)
 	}
 	res.Duration = clk.Since(started)
-	return res, nil
+	return res, r.checkInvariants(ctx, s, res)
 }
 
 func (r *Runner) afterStep(ctx context.Context, sr StepResult) {

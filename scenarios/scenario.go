@@ -15,7 +15,9 @@ type Scenario struct {
 	// File is the path the scenario was loaded from, as used in messages.
 	File    string
 	Cluster Cluster
-	Steps   []Step
+	// Expect names the invariant violations the run must show.
+	Expect Expect
+	Steps  []Step
 }
 
 // Cluster says what the scenario needs from the cluster it runs on. The

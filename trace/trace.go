@@ -6,6 +6,7 @@ package trace
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,8 @@ const (
 	Step Kind = "STEP"
 	// Fault is a fault injected into the run.
 	Fault Kind = "FAULT"
+	// Data is the built-in workload of a pod checking its volumes' data.
+	Data Kind = "DATA"
 )
 
 // Entry is one line of the timeline.
@@ -40,6 +43,13 @@ type Entry struct {
 	// Wall is how long the action took in wall time, where that is known
 	// (CSI calls); it varies from run to run, so Canonical leaves it out.
 	Wall time.Duration
+
+	// The structured data of the entry, for the invariant checker (one of
+	// them, by Kind, where the recording side knows it). Neither String nor
+	// Canonical prints them: the timeline reads the same with or without.
+	Call  *CSICall   // a CSI entry's request and answer
+	Write *APIWrite  // an API entry's object
+	Check *DataCheck // a DATA entry's outcome
 }
 
 // String renders the entry as one timeline line.
@@ -88,6 +98,10 @@ func New(clk clock.PassiveClock) *Recorder {
 	return &Recorder{clock: clk, start: clk.Now()}
 }
 
+// Now is the offset from the recorder's start, on its clock: what the next
+// entry's At would be. A CSI call notes it when it starts.
+func (r *Recorder) Now() time.Duration { return r.clock.Since(r.start) }
+
 // Add stamps e with its sequence number and time and appends it.
 // Subscribers are called in order, under the recorder's lock, so they see
 // entries exactly in timeline order; they must not call back into the recorder.
@@ -114,6 +128,13 @@ func (r *Recorder) Entries() []Entry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Entry(nil), r.entries...)
+}
+
+// CountUntil is the number of entries added at offset d or before.
+func (r *Recorder) CountUntil(d time.Duration) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return sort.Search(len(r.entries), func(i int) bool { return r.entries[i].At > d })
 }
 
 // Len is the number of entries so far.

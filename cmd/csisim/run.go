@@ -129,6 +129,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 
 	code := 0
 	var stepErr *scenario.StepError
+	var invErr *scenario.InvariantError
 	switch {
 	case ctx.Err() != nil:
 		if closeErr == nil {
@@ -143,6 +144,9 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "  expected: %s\n  observed: %s\n", stepErr.Expected, stepErr.Observed)
 		}
 		code = 1
+	case errors.As(runErr, &invErr):
+		fmt.Fprintf(stderr, "\n%v\nFAILED: %d steps passed, but the run breaks its invariants\n", invErr, len(res.Steps))
+		code = 1
 	case runErr != nil:
 		fmt.Fprintf(stderr, "csisim: %v\n", runErr)
 		code = 1
@@ -154,7 +158,8 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		}
 		code = 1
 	default:
-		fmt.Fprintf(stdout, "\nPASSED: %d steps, %s of cluster time in %s\n", len(res.Steps), res.Duration.Round(time.Millisecond), wall.Round(time.Millisecond))
+		fmt.Fprintf(stdout, "\nPASSED: %d steps, %s of cluster time in %s%s\n", len(res.Steps), res.Duration.Round(time.Millisecond), wall.Round(time.Millisecond),
+			invariantSummary(res.Invariants))
 	}
 	if closeErr != nil {
 		fmt.Fprintf(stderr, "csisim: cleaning up: %v\n", closeErr)
@@ -189,6 +194,22 @@ func problems(b runBackend) []string {
 		return ps.Problems()
 	}
 	return nil
+}
+
+// invariantSummary ends the PASSED line: "; 7 invariants held", or with the
+// violations the scenario expects, how many of them occurred.
+func invariantSummary(ir *scenario.InvariantResult) string {
+	if ir == nil {
+		return ""
+	}
+	violated := map[string]bool{}
+	for _, v := range ir.Violations {
+		violated[v.Invariant] = true
+	}
+	if len(violated) == 0 {
+		return fmt.Sprintf("; %d invariants held", ir.Checked)
+	}
+	return fmt.Sprintf("; %d invariants held, %d violated as the scenario expects", ir.Checked-len(violated), len(violated))
 }
 
 // runBackend is a cluster `csisim run` can run a scenario on.

@@ -35,6 +35,10 @@ type Call struct {
 	NodeID string
 	// StagingPath and TargetPath are the request's paths, if it has them.
 	StagingPath, TargetPath string
+	// AccessMode is the request's CSI access mode ("SINGLE_NODE_WRITER"),
+	// Block whether its capability is raw block, ReadOnly its readonly.
+	AccessMode      string
+	Block, ReadOnly bool
 	// Request summarises the request's identifying fields; secrets are
 	// never included.
 	Request string
@@ -174,6 +178,27 @@ func describeRequest(c *Call, info *methodInfo, raw []byte, nodeID string) {
 		c.Request = fmt.Sprintf("(undecodable request: %v)", err)
 		return
 	}
+	describeMessage(c, info.full, msg, nodeID)
+}
+
+// Describe is what a call says, from its decoded request and (if it
+// succeeded) answer, for recorders that see the messages themselves (a
+// client's interceptor) rather than the bytes: Method, VolumeID, Name,
+// NodeID, paths, access mode, Request and Capabilities. nodeID is the node
+// of a node service call, if known.
+func Describe(fullMethod string, req, resp any, nodeID string) Call {
+	c := Call{FullMethod: fullMethod, Method: shortName(fullMethod)}
+	if msg, ok := req.(proto.Message); ok {
+		describeMessage(&c, fullMethod, msg, nodeID)
+	}
+	if msg, ok := resp.(proto.Message); ok && resp != nil {
+		describeAnswer(&c, msg)
+	}
+	return c
+}
+
+// describeMessage fills in what a decoded request says about the call.
+func describeMessage(c *Call, full string, msg proto.Message, nodeID string) {
 	var parts []string
 	add := func(k, v string) {
 		if v != "" {
@@ -190,7 +215,7 @@ func describeRequest(c *Call, info *methodInfo, raw []byte, nodeID string) {
 	}
 	if r, ok := msg.(nodeIDer); ok {
 		c.NodeID = r.GetNodeId()
-	} else if strings.HasPrefix(info.full, "/csi.v1.Node/") {
+	} else if strings.HasPrefix(full, "/csi.v1.Node/") {
 		c.NodeID = nodeID
 	}
 	add("node", c.NodeID)
@@ -202,12 +227,18 @@ func describeRequest(c *Call, info *methodInfo, raw []byte, nodeID string) {
 		c.TargetPath = r.GetTargetPath()
 		add("target", c.TargetPath)
 	}
+	var vc *csi.VolumeCapability
 	if r, ok := msg.(capabilityer); ok && r.GetVolumeCapability() != nil {
-		add("access", capabilityString(r.GetVolumeCapability()))
+		vc = r.GetVolumeCapability()
 	} else if r, ok := msg.(capabilitieser); ok && len(r.GetVolumeCapabilities()) > 0 {
-		add("access", capabilityString(r.GetVolumeCapabilities()[0]))
+		vc = r.GetVolumeCapabilities()[0]
+	}
+	if vc != nil {
+		c.AccessMode, c.Block = vc.GetAccessMode().GetMode().String(), vc.GetBlock() != nil
+		add("access", capabilityString(vc))
 	}
 	if r, ok := msg.(readonlyer); ok && r.GetReadonly() {
+		c.ReadOnly = true
 		parts = append(parts, "readonly")
 	}
 	c.Request = strings.Join(parts, " ")
@@ -231,6 +262,12 @@ func describeResponse(c *Call, info *methodInfo, raw []byte) (nodeID string) {
 	if err := proto.Unmarshal(raw, msg); err != nil {
 		return ""
 	}
+	return describeAnswer(c, msg)
+}
+
+// describeAnswer reads what a decoded successful answer says about the
+// call; it returns the node ID a NodeGetInfo answer reports, if any.
+func describeAnswer(c *Call, msg proto.Message) (nodeID string) {
 	switch r := msg.(type) {
 	case *csi.CreateVolumeResponse:
 		c.VolumeID = r.GetVolume().GetVolumeId()

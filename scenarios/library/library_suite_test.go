@@ -83,8 +83,11 @@ var _ = Describe("every scenario in the library", func() {
 			sc, err := scenario.Load(file)
 			Expect(err).NotTo(HaveOccurred())
 			res, runErr, _, root := runOnSimulator(sc)
+			// An invariant the scenario does not expect to break fails
+			// it here, with the INVARIANT lines.
 			Expect(runErr).NotTo(HaveOccurred())
 			Expect(res.Passed()).To(BeTrue())
+			Expect(res.Invariants).NotTo(BeNil(), "the invariants were not checked")
 			expectNothingLeft(root)
 		})
 	}

@@ -501,7 +501,7 @@ func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error
 		labels[corev1.LabelTopologyZone] = zone
 	}
 	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"),
-		SkipMountCheck: c.cfg.Mock, Labels: labels},
+		SkipMountCheck: c.cfg.Mock, Labels: labels, Recorder: c.rec},
 		cs, f, f, conn.Node, c.rt)
 	if err := k.Register(ctx, conn.Identity); err != nil {
 		return err

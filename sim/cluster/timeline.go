@@ -27,7 +27,9 @@ func DescribeWrite(w fakekube.Write) trace.Entry {
 		obj += w.Namespace + "/"
 	}
 	obj += w.Name
-	e := trace.Entry{Kind: trace.API, Actor: w.Actor, Verb: verb, Object: obj}
+	e := trace.Entry{Kind: trace.API, Actor: w.Actor, Verb: verb, Object: obj,
+		Write: &trace.APIWrite{Verb: w.Verb, Subresource: w.Subresource, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name,
+			Object: w.Object, Removed: w.Removed}}
 	if w.Removed {
 		e.Detail = "removed"
 		return e

@@ -3,9 +3,12 @@
 package csiclient
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -13,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/csisim/csisim/drivers/faultproxy"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -58,26 +62,58 @@ type volumeIDer interface{ GetVolumeId() string }
 
 // recordCalls returns an interceptor that adds one CSI entry per call:
 // method, volume, result code, and how long the call took in wall time
-// (the virtual clock stands still during a call).
+// (the virtual clock stands still during a call), with the call's
+// structured data, described as the fault proxy describes the calls it
+// sees, for the invariant checker.
 func recordCalls(actor string, rec *trace.Recorder) grpc.UnaryClientInterceptor {
+	node := nodeOfActor(actor)
+	var mu sync.Mutex
+	nodeID := "" // the node plugin's answer to NodeGetInfo, once seen
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if rec == nil {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		startedAfter, started := rec.Len(), rec.Now()
 		start := time.Now()
 		err := invoker(ctx, method, req, reply, cc, opts...)
-		if rec == nil {
-			return err
-		}
 		e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: path.Base(method), Object: VolumeOf(req, reply),
 			Wall: time.Since(start).Round(time.Microsecond)}
+		st, _ := status.FromError(err)
 		if err != nil {
-			st, _ := status.FromError(err)
 			e.Detail = st.Code().String()
 			e.Err = st.Message()
 		} else {
 			e.Detail = "OK"
 		}
+		mu.Lock()
+		if info, ok := reply.(*csi.NodeGetInfoResponse); ok && err == nil {
+			nodeID = info.GetNodeId()
+		}
+		id := nodeID
+		mu.Unlock()
+		answer := reply
+		if err != nil {
+			answer = nil
+		}
+		call := faultproxy.Describe(method, req, answer, cmp.Or(id, node))
+		call.Code = st.Code()
+		e.Call = call.Trace()
+		e.Call.StartedAfter, e.Call.Started = startedAfter, started
+		if strings.HasPrefix(method, "/csi.v1.Node/") {
+			e.Call.Node = node
+		}
 		rec.Add(e)
 		return err
 	}
+}
+
+// nodeOfActor is the node of a kubelet's actor name, "kubelet:NODE".
+func nodeOfActor(actor string) string {
+	node, ok := strings.CutPrefix(actor, "kubelet:")
+	if !ok {
+		return ""
+	}
+	return node
 }
 
 // VolumeOf names the volume a call concerns: the request's volume ID, or for

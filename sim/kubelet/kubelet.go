@@ -48,6 +48,7 @@ import (
 
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/trace"
 )
 
 // Version is the kubelet version the Node reports.
@@ -77,6 +78,8 @@ type Config struct {
 	// for drivers that mount nothing (the mock driver): no mount check, no
 	// fsGroup on a target the driver did not create, no block bind mounts.
 	SkipMountCheck bool
+	// Recorder, if set, receives the built-in workload's data checks.
+	Recorder *trace.Recorder
 }
 
 // Kubelet is one simulated node agent.
@@ -387,6 +390,7 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		if err := k.setUp(ctx, pod, false); err != nil {
 			return err
 		}
+		k.runWorkload(pod)
 		return k.markRunning(ctx, pod)
 	case corev1.PodRunning:
 		// A restarted kubelet sets up again what it found on disk; a

@@ -1,0 +1,378 @@
+package invariant_test
+
+// Each invariant catches a deliberately broken behaviour, and no other
+// invariant does. The simulator runs csisim's own driver (real mounts; the
+// tests need root) behind a fault proxy: the cluster's driver command is
+// this test binary, which, when it finds brokenEnv set, serves the fault
+// proxy on the plugin's endpoint in front of csisim's driver on a socket
+// beside it (see brokenDriverMain).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/csisim/csisim/drivers/faultproxy"
+	"github.com/csisim/csisim/drivers/hostpath"
+	"github.com/csisim/csisim/drivers/launch"
+	"github.com/csisim/csisim/invariant"
+	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/workload"
+)
+
+// brokenEnv holds, for a driver process this test binary runs, the node
+// whose plugin misbehaves ("*" for every plugin, "controller" for the
+// controller plugin) and the fault proxy rules it misbehaves by:
+// "NODE|RULES". The rules are faultproxy.ParseRules', or wrongNodeID.
+const brokenEnv = "CSISIM_INVARIANT_BROKEN_DRIVER"
+
+// wrongNodeID: the node plugin answers its first NodeGetInfo with another
+// node's ID ("node-2"), as a DaemonSet with a hard-coded node ID would.
+const wrongNodeID = "wrong-node-id"
+
+// stageOnly: the node plugin answers NodeGetCapabilities with
+// STAGE_UNSTAGE_VOLUME alone, as a driver without SINGLE_NODE_MULTI_WRITER
+// does: the kubelet then asks for SINGLE_NODE_WRITER for a ReadWriteOncePod
+// volume, and the driver cannot tell it must serve one pod only.
+const stageOnly = "stage-only"
+
+func TestMain(m *testing.M) {
+	if spec, ok := os.LookupEnv(brokenEnv); ok {
+		os.Exit(brokenDriverMain(spec, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// brokenDriverMain runs csisim's driver behind a fault proxy. args are the
+// driver's flags as brokenTemplate passes them.
+func brokenDriverMain(spec string, args []string) int {
+	who, rulesText, _ := strings.Cut(spec, "|")
+	var endpoint, nodeID string
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--endpoint":
+			endpoint = args[i+1]
+		case "--node-id":
+			nodeID = args[i+1]
+		}
+	}
+	mode := "node"
+	if nodeID == "controller" {
+		mode = "controller"
+	}
+	inner := endpoint + ".driver"
+	driverArgs := slices.Clone(args)
+	driverArgs[slices.Index(driverArgs, "--endpoint")+1] = inner
+	driverArgs = append(driverArgs, "--mode", mode)
+
+	var rules []faultproxy.Rule
+	if who == "*" || who == nodeID {
+		var err error
+		switch rulesText {
+		case wrongNodeID:
+			rules = []faultproxy.Rule{{Method: "NodeGetInfo", Times: 1,
+				Action: faultproxy.Action{Kind: faultproxy.ActionOK, Response: &csi.NodeGetInfoResponse{NodeId: "node-2"}}}}
+		case stageOnly:
+			stage := &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{
+				Type: csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}}}
+			rules = []faultproxy.Rule{{Method: "NodeGetCapabilities",
+				Action: faultproxy.Action{Kind: faultproxy.ActionOK, Response: &csi.NodeGetCapabilitiesResponse{Capabilities: []*csi.NodeServiceCapability{stage}}}}}
+		default:
+			rules, err = faultproxy.ParseRules(rulesText)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "broken driver: %v\n", err)
+			return 2
+		}
+	}
+	p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: "broken-" + nodeID, Listen: endpoint, Target: inner, Rules: rules})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "broken driver: %v\n", err)
+		return 1
+	}
+	defer p.Stop()
+	return hostpath.Main(driverArgs, os.Stdout, os.Stderr)
+}
+
+// runBroken runs scenario yaml on a simulated cluster whose driver
+// misbehaves as spec says, and returns the invariants it violated.
+// afterStep, if not nil, is called after each step; its error fails the
+// test.
+func runBroken(t *testing.T, spec, yaml string, afterStep func(*cluster.Cluster, scenario.StepResult) error) []string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("the broken-driver tests run csisim's driver, which mounts: run them as root")
+	}
+	sc, err := scenario.Parse("broken.yaml", []byte(yaml), "../scenarios/library")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Seed: 1, Driver: launch.Template{Path: self,
+		Args: []string{"--endpoint", "{endpoint}", "--node-id", "{nodeID}", "--root", "{root}", "--state-dir", "{stateDir}"},
+		Env:  []string{brokenEnv + "=" + spec}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	runner := &scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}
+	if afterStep != nil {
+		runner.AfterStep = func(_ context.Context, st scenario.StepResult) {
+			if err := afterStep(c, st); err != nil {
+				t.Errorf("after step %d (%s): %v", st.Step, st.Name, err)
+			}
+		}
+	}
+	res, err := runner.Run(ctx, sc)
+	var invErr *scenario.InvariantError
+	if err != nil && !errors.As(err, &invErr) {
+		t.Fatalf("the scenario failed before the invariants: %v\n%s", err, timeline(c))
+	}
+	if res.Invariants == nil {
+		t.Fatal("the invariants were not checked")
+	}
+	var names []string
+	for _, v := range res.Invariants.Violations {
+		t.Logf("INVARIANT %s violated: %s", v.Invariant, v.Message)
+		names = append(names, v.Invariant)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+func timeline(c *cluster.Cluster) string {
+	var b strings.Builder
+	for _, e := range c.Recorder().Entries() {
+		b.WriteString(e.String() + "\n")
+	}
+	return b.String()
+}
+
+// expectOnly checks that exactly invariant name was violated.
+func expectOnly(t *testing.T, got []string, name string) {
+	t.Helper()
+	if !invariant.Known(name) {
+		t.Fatalf("%q is not an invariant", name)
+	}
+	if !slices.Equal(got, []string{name}) {
+		t.Fatalf("violated %v, want exactly [%s]", got, name)
+	}
+}
+
+// lifecycle is one claim, a pod using it, both deleted: basic-lifecycle.
+const lifecycle = `
+cluster: {nodes: [node-1]}
+steps:
+  - apply: {file: manifests/hostpath.yaml}
+  - apply:
+      manifest: |
+        apiVersion: v1
+        kind: PersistentVolumeClaim
+        metadata: {name: data}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: csisim-hostpath, resources: {requests: {storage: 1Gi}}}
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: app}
+        spec:
+          nodeName: node-1
+          containers: [{name: app, image: busybox}]
+          volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - delete: {object: pod/app}
+  - wait: {object: pod/app, gone: true, timeout: 60s}
+  - delete: {object: pvc/data}
+  - wait: {object: pvc/data, gone: true, timeout: 60s}
+`
+
+func TestBrokenDriverHealthy(t *testing.T) {
+	// The harness itself breaks nothing.
+	if got := runBroken(t, "*|", lifecycle, nil); len(got) > 0 {
+		t.Fatalf("a driver with no rules violated %v", got)
+	}
+}
+
+func TestBrokenNodeUnstageLeaksTheMount(t *testing.T) {
+	expectOnly(t, runBroken(t, "node-1|NodeUnstageVolume ok", lifecycle, nil), "nothing-leaked")
+}
+
+func TestBrokenStorageLosesTheData(t *testing.T) {
+	// Between the two pods the driver's storage loses the volume's files
+	// (a backend that does not keep what was written): the second pod
+	// does not find the first one's marker. No proxy rule can lose data
+	// on csisim's driver, which refuses to publish what it has not
+	// staged, so the test empties the volume's directory in the driver's
+	// storage root itself.
+	wiped := false
+	wipe := func(c *cluster.Cluster, st scenario.StepResult) error {
+		if st.Step != 5 { // wait: pod/first gone
+			return nil
+		}
+		wiped = true
+		vols, err := filepath.Glob(filepath.Join(c.Root(), "storage", "volumes", "*", workload.Dir))
+		if err != nil || len(vols) != 1 {
+			return fmt.Errorf("finding the volume's markers in the driver's storage: %v %v", vols, err)
+		}
+		return os.RemoveAll(vols[0])
+	}
+	expectOnly(t, runBroken(t, "*|", `
+cluster: {nodes: [node-1]}
+steps:
+  - apply: {file: manifests/hostpath.yaml}
+  - apply:
+      manifest: |
+        apiVersion: v1
+        kind: PersistentVolumeClaim
+        metadata: {name: data}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: csisim-hostpath, resources: {requests: {storage: 1Gi}}}
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: first}
+        spec:
+          containers: [{name: app, image: busybox}]
+          volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  - wait: {object: pod/first, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - delete: {object: pod/first}
+  - wait: {object: pod/first, gone: true, timeout: 60s}
+  - sleep: 30s
+  - apply:
+      manifest: |
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: second}
+        spec:
+          containers: [{name: app, image: busybox}]
+          volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  - wait: {object: pod/second, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - delete: {object: pod/second}
+  - wait: {object: pod/second, gone: true, timeout: 60s}
+  - delete: {object: pvc/data}
+  - wait: {object: pvc/data, gone: true, timeout: 60s}
+`, wipe), "data-durability")
+	if !wiped {
+		t.Fatal("the test did not empty the volume")
+	}
+}
+
+func TestBrokenNodeIDAttachesElsewhere(t *testing.T) {
+	// node-1's plugin first says it is node-2: the CSINode the kubelet
+	// registers sends node-1's attachments to node-2.
+	expectOnly(t, runBroken(t, "node-1|"+wrongNodeID, strings.Replace(lifecycle, "[node-1]", "[node-1, node-2]", 1), nil), "attach-matches-attachment")
+}
+
+// twoPods applies a claim with access mode mode and two pods using it, on
+// the nodes given (the scheduler is bypassed, as with spec.nodeName set by
+// hand or by an operator), and waits for both to run; csiDriver is the
+// CSIDriver's spec.
+func twoPods(mode, csiDriver, node1, node2 string) string {
+	return fmt.Sprintf(`
+cluster: {nodes: [node-1, node-2]}
+steps:
+  - apply:
+      manifest: |
+        apiVersion: storage.k8s.io/v1
+        kind: CSIDriver
+        metadata: {name: hostpath.csisim.io}
+        spec: %s
+        ---
+        apiVersion: storage.k8s.io/v1
+        kind: StorageClass
+        metadata: {name: csisim-hostpath}
+        provisioner: hostpath.csisim.io
+        reclaimPolicy: Delete
+        volumeBindingMode: Immediate
+  - apply:
+      manifest: |
+        apiVersion: v1
+        kind: PersistentVolumeClaim
+        metadata: {name: data}
+        spec: {accessModes: [%s], storageClassName: csisim-hostpath, resources: {requests: {storage: 1Gi}}}
+  - wait: {object: pvc/data, jsonpath: '{.status.phase}', equals: Bound, timeout: 30s}
+  - apply:
+      manifest: |
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: one}
+        spec:
+          nodeName: %s
+          containers: [{name: app, image: busybox}]
+          volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: two}
+        spec:
+          nodeName: %s
+          containers: [{name: app, image: busybox}]
+          volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  - wait: {object: pod/one, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - wait: {object: pod/two, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - delete: {object: pod/one}
+  - delete: {object: pod/two}
+  - wait: {object: pod/one, gone: true, timeout: 60s}
+  - wait: {object: pod/two, gone: true, timeout: 60s}
+  - delete: {object: pvc/data}
+  - wait: {object: pvc/data, gone: true, timeout: 60s}
+`, csiDriver, mode, node1, node2)
+}
+
+func TestBrokenAttachNotRequiredPublishesOnTwoNodes(t *testing.T) {
+	// A driver that says attachRequired: false for ReadWriteOnce volumes
+	// leaves nothing to stop a second node (only the attach/detach
+	// controller refuses a second attachment): both nodes publish it.
+	expectOnly(t, runBroken(t, "*|", twoPods("ReadWriteOnce", "{attachRequired: false}", "node-1", "node-2"), nil), "rwo-single-node")
+}
+
+func TestBrokenReadWriteOncePodOnTwoPods(t *testing.T) {
+	// Two pods bound to one node by hand (the scheduler would keep the
+	// second away) on a driver without SINGLE_NODE_MULTI_WRITER, which
+	// cannot refuse the second publish: both get the volume.
+	expectOnly(t, runBroken(t, "*|"+stageOnly, twoPods("ReadWriteOncePod", "{attachRequired: true}", "node-1", "node-1"), nil), "rwop-single-pod")
+}
+
+func TestBrokenInlineVolumeRunsUnset(t *testing.T) {
+	// csisim's kubelet sets up claims only: a pod with an inline csi:
+	// volume runs without a NodePublishVolume.
+	expectOnly(t, runBroken(t, "*|", `
+cluster: {nodes: [node-1]}
+steps:
+  - apply: {file: manifests/hostpath.yaml}
+  - apply:
+      manifest: |
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: app}
+        spec:
+          containers: [{name: app, image: busybox}]
+          volumes: [{name: scratch, csi: {driver: hostpath.csisim.io}}]
+  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - delete: {object: pod/app}
+  - wait: {object: pod/app, gone: true, timeout: 60s}
+`, nil), "pod-volumes-set-up")
+}
+
+func TestBrokenCapabilitiesPublishBeforeStage(t *testing.T) {
+	// The node plugin's first NodeGetCapabilities answers none (an empty
+	// answer, without asking the driver), later ones STAGE_UNSTAGE_VOLUME:
+	// the kubelet publishes before it stages.
+	expectOnly(t, runBroken(t, "node-1|NodeGetCapabilities times=1 ok", lifecycle, nil), "csi-call-order")
+}

@@ -1,0 +1,121 @@
+// Package invariant checks what must hold in every run, whatever the
+// scenario: properties of the run's history (the timeline's API writes, CSI
+// calls and workload checks, with their structured data) and of the cluster
+// it ended in. The checks are pure functions: no I/O, no clock, so a test
+// feeds them a synthetic history.
+package invariant
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/csisim/csisim/trace"
+)
+
+// History is what the checker reads.
+type History struct {
+	// Entries is the run's timeline, in order.
+	Entries []trace.Entry
+	// End is the cluster when the run ended.
+	End EndState
+}
+
+// EndState is the cluster as the run left it.
+type EndState struct {
+	// Observed is false when the backend could not read the end state;
+	// the checks that need it are then skipped.
+	Observed               bool
+	PersistentVolumes      []corev1.PersistentVolume
+	PersistentVolumeClaims []corev1.PersistentVolumeClaim
+	Pods                   []corev1.Pod
+	Nodes                  []corev1.Node
+	VolumeAttachments      []storagev1.VolumeAttachment
+	CSIDrivers             []storagev1.CSIDriver
+	// Mounts are the mount points still mounted under the run's kubelet
+	// directories; MountsKnown is false when the backend cannot tell.
+	Mounts      []string
+	MountsKnown bool
+}
+
+// Violation is one breach of an invariant.
+type Violation struct {
+	// Invariant is the invariant's name.
+	Invariant string
+	// Message says what happened, naming the entries by their Seq (#n).
+	Message string
+	// Entries are the Seqs of the timeline entries that break it.
+	Entries []int
+}
+
+// Invariant is one property every run must have.
+type Invariant struct {
+	// Name is stable, kebab-case: what `INVARIANT <name> violated:` and a
+	// scenario's `expect: {violations: [name]}` say.
+	Name string
+	// Doc says in a sentence what must hold.
+	Doc   string
+	Check func(h *History) []Violation
+}
+
+// All are the invariants, in the order they are checked.
+func All() []Invariant {
+	return []Invariant{
+		singleNode, singlePod, attachMatches, callOrder, nothingLeaked, podVolumesSetUp, dataDurability,
+	}
+}
+
+// Names are the invariants' names, in order.
+func Names() []string {
+	var out []string
+	for _, inv := range All() {
+		out = append(out, inv.Name)
+	}
+	return out
+}
+
+// Known reports whether name is an invariant's name.
+func Known(name string) bool { return slices.Contains(Names(), name) }
+
+// Check runs every invariant over h and returns the violations found, by
+// invariant and then in timeline order.
+func Check(h *History) []Violation {
+	var out []Violation
+	for _, inv := range All() {
+		out = append(out, run(inv, h)...)
+	}
+	return out
+}
+
+// run checks one invariant: its violations named, each with its entries in
+// order, in the order of their first entries.
+func run(inv Invariant, h *History) []Violation {
+	vs := inv.Check(h)
+	for i := range vs {
+		vs[i].Invariant = inv.Name
+		slices.Sort(vs[i].Entries)
+		vs[i].Entries = slices.Compact(vs[i].Entries)
+	}
+	slices.SortStableFunc(vs, func(a, b Violation) int { return cmp.Compare(first(a.Entries), first(b.Entries)) })
+	return vs
+}
+
+// seqList names entries: "#3, #7".
+func seqList(seqs []int) string {
+	parts := make([]string, len(seqs))
+	for i, s := range seqs {
+		parts[i] = fmt.Sprintf("#%d", s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func first(seqs []int) int {
+	if len(seqs) == 0 {
+		return 0
+	}
+	return seqs[0]
+}

@@ -1,0 +1,110 @@
+package invariant
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csisim/csisim/trace"
+)
+
+func TestNothingLeaked(t *testing.T) {
+	stage := trace.CSICall{Node: "node-1", Volume: "v1", StagingPath: staging("node-1", "v1")}
+	publish := trace.CSICall{Node: "node-1", Volume: "v1", TargetPath: target("node-1", "a", "pv1")}
+	running := pod("app", "a", "node-1", corev1.PodRunning, claimVolume("data", "data"))
+	tests := []struct {
+		name  string
+		build func(h *hist)
+		want  string // what the one violation says, "" for none
+	}{
+		{"created and deleted", func(h *hist) {
+			h.call("CreateVolume", trace.CSICall{Volume: "v1"})
+			h.call("DeleteVolume", trace.CSICall{Volume: "v1"})
+		}, ""},
+		{"created, its PV kept", func(h *hist) {
+			h.call("CreateVolume", trace.CSICall{Volume: "v1"})
+			h.end.PersistentVolumes = append(h.end.PersistentVolumes, *pv("pv1", "v1", corev1.ReadWriteOnce))
+		}, ""},
+		{"created, never deleted, no PV", func(h *hist) {
+			h.call("CreateVolume", trace.CSICall{Volume: "v1"})
+		}, "was never deleted"},
+		{"published for a pod still there", func(h *hist) {
+			h.call("NodeStageVolume", stage)
+			h.call("NodePublishVolume", publish)
+			h.end.PersistentVolumes = append(h.end.PersistentVolumes, *pv("pv1", "v1", corev1.ReadWriteOnce))
+			h.end.PersistentVolumeClaims = append(h.end.PersistentVolumeClaims, *pvc("data", "pv1"))
+			h.end.Pods = append(h.end.Pods, *running)
+		}, ""},
+		{"published for a pod that is gone", func(h *hist) {
+			h.call("NodePublishVolume", publish)
+		}, "its pod a is gone"},
+		{"staged, no pod uses it", func(h *hist) {
+			h.call("NodeStageVolume", stage)
+		}, "no pod there uses it"},
+		{"staged on a node that is down", func(h *hist) {
+			h.call("NodeStageVolume", stage)
+			h.end.Nodes[0] = *node("node-1", false)
+		}, ""},
+		{"attached, no VolumeAttachment", func(h *hist) {
+			h.call("ControllerPublishVolume", trace.CSICall{Volume: "v1", NodeID: "node-1"})
+		}, "no VolumeAttachment is left"},
+		{"attached, its VolumeAttachment there", func(h *hist) {
+			h.call("ControllerPublishVolume", trace.CSICall{Volume: "v1", NodeID: "node-1"})
+			h.end.PersistentVolumes = append(h.end.PersistentVolumes, *pv("pv1", "v1", corev1.ReadWriteOnce))
+			h.end.PersistentVolumeClaims = append(h.end.PersistentVolumeClaims, *pvc("data", "pv1"))
+			h.end.Pods = append(h.end.Pods, *running)
+			h.end.VolumeAttachments = append(h.end.VolumeAttachments, *va("va1", "pv1", "node-1"))
+		}, ""},
+		{"a VolumeAttachment nothing uses", func(h *hist) {
+			h.end.PersistentVolumes = append(h.end.PersistentVolumes, *pv("pv1", "v1", corev1.ReadWriteOnce))
+			h.end.VolumeAttachments = append(h.end.VolumeAttachments, *va("va1", "pv1", "node-1"))
+		}, "VolumeAttachment va1"},
+		{"a VolumeAttachment being detached", func(h *hist) {
+			h.end.PersistentVolumes = append(h.end.PersistentVolumes, *pv("pv1", "v1", corev1.ReadWriteOnce))
+			a := va("va1", "pv1", "node-1")
+			a.DeletionTimestamp = &metav1.Time{}
+			h.end.VolumeAttachments = append(h.end.VolumeAttachments, *a)
+		}, ""},
+		{"a VolumeAttachment the node still reports in use", func(h *hist) {
+			h.end.PersistentVolumes = append(h.end.PersistentVolumes, *pv("pv1", "v1", corev1.ReadWriteOnce))
+			h.end.VolumeAttachments = append(h.end.VolumeAttachments, *va("va1", "pv1", "node-1"))
+			h.end.Nodes[0].Status.VolumesInUse = []corev1.UniqueVolumeName{"kubernetes.io/csi/d^v1"}
+		}, ""},
+		{"a mount left after NodeUnstageVolume said OK", func(h *hist) {
+			h.call("NodeStageVolume", stage)
+			h.call("NodeUnstageVolume", stage)
+			h.end.Mounts, h.end.MountsKnown = []string{stage.StagingPath}, true
+		}, "NodeUnstageVolume #2 answered OK"},
+		{"the mount of a volume still staged", func(h *hist) {
+			h.call("NodeStageVolume", stage)
+			h.call("NodePublishVolume", publish)
+			h.end.Pods = append(h.end.Pods, *running)
+			h.end.PersistentVolumes = append(h.end.PersistentVolumes, *pv("pv1", "v1", corev1.ReadWriteOnce))
+			h.end.PersistentVolumeClaims = append(h.end.PersistentVolumeClaims, *pvc("data", "pv1"))
+			h.end.Mounts, h.end.MountsKnown = []string{stage.StagingPath, publish.TargetPath}, true
+		}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := hist{end: EndState{Observed: true, Nodes: []corev1.Node{*node("node-1", true)}}}
+			tt.build(&h)
+			got := h.check(t, nothingLeaked)
+			switch {
+			case tt.want == "" && len(got) > 0:
+				t.Fatalf("got %+v, want none", got)
+			case tt.want != "" && (len(got) != 1 || !strings.Contains(got[0].Message, tt.want)):
+				t.Fatalf("got %+v, want one saying %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNothingLeakedNeedsTheEndState(t *testing.T) {
+	var h hist // End.Observed false: the backend could not read it
+	h.call("CreateVolume", trace.CSICall{Volume: "v1"})
+	h.end.VolumeAttachments = []storagev1.VolumeAttachment{*va("va1", "pv1", "node-1")}
+	expectViolations(t, h.check(t, nothingLeaked), 0)
+}

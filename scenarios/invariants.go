@@ -1,0 +1,160 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/csisim/csisim/invariant"
+	"github.com/csisim/csisim/trace"
+)
+
+// HistorySource is implemented by backends that keep the run's history
+// with the structured data the invariants read (the simulator, the real
+// control plane): the runner then checks every invariant after the steps.
+type HistorySource interface {
+	// History is the timeline so far, oldest first.
+	History() []trace.Entry
+}
+
+// MountLister is implemented by backends whose kubelets mount on this
+// machine: the mount points under the kubelets' directories, for the
+// nothing-leaked invariant.
+type MountLister interface {
+	KubeletMounts() ([]string, error)
+}
+
+// InvariantResult is what the invariant checker found after the steps.
+type InvariantResult struct {
+	// Checked is how many invariants were checked.
+	Checked int
+	// Violations are all the violations found, expected or not.
+	Violations []invariant.Violation
+	// Unexpected are the violations of invariants the scenario does not
+	// expect to be violated; Missing the expected ones that held.
+	Unexpected []invariant.Violation
+	Missing    []string
+}
+
+// InvariantError is a run whose steps passed but whose history breaks an
+// invariant (or keeps one the scenario expected it to break).
+type InvariantError struct {
+	File   string
+	Result *InvariantResult
+	// Entries is the timeline, to quote the entries a violation names.
+	Entries []trace.Entry
+	// ExpectLine is the line of the scenario's expect:, 0 if it has none.
+	ExpectLine int
+}
+
+func (e *InvariantError) Error() string {
+	var b strings.Builder
+	for i, v := range e.Result.Unexpected {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "INVARIANT %s violated: %s", v.Invariant, v.Message)
+		for _, seq := range v.Entries {
+			if seq >= 1 && seq <= len(e.Entries) {
+				fmt.Fprintf(&b, "\n    #%-5d %s", seq, e.Entries[seq-1].Canonical())
+			}
+		}
+	}
+	for _, name := range e.Result.Missing {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "INVARIANT %s held, but %s:%d expects it to be violated (expect: violations)", name, e.File, e.ExpectLine)
+	}
+	return b.String()
+}
+
+// checkInvariants checks the run's history and end state, if the backend
+// keeps a history; a nil error means every invariant held (or was
+// violated as the scenario expects).
+func (r *Runner) checkInvariants(ctx context.Context, s *Scenario, res *Result) error {
+	src, ok := r.Backend.(HistorySource)
+	if !ok {
+		return nil
+	}
+	end, err := readEndState(ctx, r.Backend.RESTConfig())
+	if err != nil {
+		return fmt.Errorf("run scenario %s: reading the end state for the invariants: %w", s.Name, err)
+	}
+	if ml, ok := r.Backend.(MountLister); ok {
+		mounts, err := ml.KubeletMounts()
+		if err != nil {
+			return fmt.Errorf("run scenario %s: listing the kubelets' mounts for the invariants: %w", s.Name, err)
+		}
+		end.Mounts, end.MountsKnown = mounts, true
+	}
+	h := &invariant.History{Entries: src.History(), End: *end}
+	res.Invariants = judge(s, h)
+	if len(res.Invariants.Unexpected) == 0 && len(res.Invariants.Missing) == 0 {
+		return nil
+	}
+	return &InvariantError{File: s.File, Result: res.Invariants, Entries: h.Entries, ExpectLine: s.Expect.Line}
+}
+
+// judge checks every invariant over h and sorts the violations into those
+// the scenario expects and those it does not.
+func judge(s *Scenario, h *invariant.History) *InvariantResult {
+	ir := &InvariantResult{Checked: len(invariant.All()), Violations: invariant.Check(h)}
+	for _, v := range ir.Violations {
+		if !slices.Contains(s.Expect.Violations, v.Invariant) {
+			ir.Unexpected = append(ir.Unexpected, v)
+		}
+	}
+	for _, name := range s.Expect.Violations {
+		if !slices.ContainsFunc(ir.Violations, func(v invariant.Violation) bool { return v.Invariant == name }) {
+			ir.Missing = append(ir.Missing, name)
+		}
+	}
+	return ir
+}
+
+// readEndState lists the objects the invariants judge the end by.
+func readEndState(ctx context.Context, cfg *rest.Config) (*invariant.EndState, error) {
+	cs, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	var all metav1.ListOptions
+	end := &invariant.EndState{Observed: true}
+	pvs, err := cs.CoreV1().PersistentVolumes().List(ctx, all)
+	if err != nil {
+		return nil, fmt.Errorf("listing PersistentVolumes: %w", err)
+	}
+	end.PersistentVolumes = pvs.Items
+	pvcs, err := cs.CoreV1().PersistentVolumeClaims("").List(ctx, all)
+	if err != nil {
+		return nil, fmt.Errorf("listing PersistentVolumeClaims: %w", err)
+	}
+	end.PersistentVolumeClaims = pvcs.Items
+	pods, err := cs.CoreV1().Pods("").List(ctx, all)
+	if err != nil {
+		return nil, fmt.Errorf("listing Pods: %w", err)
+	}
+	end.Pods = pods.Items
+	nodes, err := cs.CoreV1().Nodes().List(ctx, all)
+	if err != nil {
+		return nil, fmt.Errorf("listing Nodes: %w", err)
+	}
+	end.Nodes = nodes.Items
+	vas, err := cs.StorageV1().VolumeAttachments().List(ctx, all)
+	if err != nil {
+		return nil, fmt.Errorf("listing VolumeAttachments: %w", err)
+	}
+	end.VolumeAttachments = vas.Items
+	drivers, err := cs.StorageV1().CSIDrivers().List(ctx, all)
+	if err != nil {
+		return nil, fmt.Errorf("listing CSIDrivers: %w", err)
+	}
+	end.CSIDrivers = drivers.Items
+	return end, nil
+}

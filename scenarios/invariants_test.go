@@ -1,0 +1,83 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/csisim/csisim/invariant"
+	"github.com/csisim/csisim/trace"
+)
+
+// leakyHistory has a volume created and never deleted, with no PV left:
+// a nothing-leaked violation.
+func leakyHistory() *invariant.History {
+	return &invariant.History{
+		Entries: []trace.Entry{
+			{Seq: 1, Kind: trace.Step, Actor: "scenario", Verb: "apply", Object: "claim"},
+			{Seq: 2, Kind: trace.CSI, Actor: "external-provisioner", Verb: "CreateVolume", Object: "pvc-1 -> v1", Detail: "OK",
+				Call: &trace.CSICall{Volume: "v1", Name: "pvc-1"}},
+		},
+		End: invariant.EndState{Observed: true},
+	}
+}
+
+func TestJudge(t *testing.T) {
+	tests := []struct {
+		name           string
+		expect         []string
+		unexpected     int
+		missing        []string
+		wantInErrorMsg []string
+	}{
+		{"an unexpected violation", nil, 1, nil,
+			[]string{"INVARIANT nothing-leaked violated: volume v1 (CreateVolume #2) was never deleted", "\n    #2 ", "CSI   external-provisioner     CreateVolume"}},
+		{"the expected violation", []string{"nothing-leaked"}, 0, nil, nil},
+		{"an expected violation that did not occur", []string{"nothing-leaked", "data-durability"}, 0, []string{"data-durability"},
+			[]string{"INVARIANT data-durability held, but x.yaml:3 expects it to be violated"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Scenario{File: "x.yaml", Expect: Expect{Violations: tt.expect, Line: 3}}
+			h := leakyHistory()
+			ir := judge(s, h)
+			if ir.Checked != len(invariant.All()) || len(ir.Violations) != 1 || len(ir.Unexpected) != tt.unexpected ||
+				strings.Join(ir.Missing, ",") != strings.Join(tt.missing, ",") {
+				t.Fatalf("judge = %+v", ir)
+			}
+			msg := (&InvariantError{File: s.File, Result: ir, Entries: h.Entries, ExpectLine: 3}).Error()
+			for _, want := range tt.wantInErrorMsg {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error message\n%s\ndoes not say %q", msg, want)
+				}
+			}
+		})
+	}
+}
+
+func TestParseExpect(t *testing.T) {
+	s, err := Parse("x.yaml", []byte("expect: {violations: [nothing-leaked, data-durability]}\nsteps:\n  - sleep: 1s\n"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(s.Expect.Violations, ","); got != "nothing-leaked,data-durability" || s.Expect.Line != 1 {
+		t.Errorf("expect = %+v", s.Expect)
+	}
+}
+
+func TestParseExpectErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"expect: {violations: [nothing-leak]}\nsteps:\n  - sleep: 1s\n",
+			`x.yaml:1: unknown invariant "nothing-leak" (did you mean "nothing-leaked"?)`},
+		{"expect:\n  violations:\n    - rwo-single-node\n    - rwo-single-node\nsteps:\n  - sleep: 1s\n",
+			`x.yaml:4: invariant "rwo-single-node" is listed twice`},
+		{"expect: {}\nsteps:\n  - sleep: 1s\n", "x.yaml:1: expect needs violations:"},
+		{"expect: {violation: [rwo-single-node]}\nsteps:\n  - sleep: 1s\n", "x.yaml:1:"},
+		{"expect: {violations: rwo-single-node}\nsteps:\n  - sleep: 1s\n", "x.yaml:1: violations must be a list"},
+	}
+	for _, tt := range tests {
+		_, err := Parse("x.yaml", []byte(tt.src), ".")
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v, want an error with %q", tt.src, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,19 @@
+package cluster
+
+import (
+	"github.com/csisim/csisim/sim/kubelet"
+	"github.com/csisim/csisim/trace"
+)
+
+// History is the run's timeline with the entries' structured data, for the
+// invariant checker.
+func (c *Cluster) History() []trace.Entry { return c.rec.Entries() }
+
+// KubeletMounts lists what is mounted under the nodes' kubelet directories.
+func (c *Cluster) KubeletMounts() ([]string, error) {
+	var dirs []string
+	for _, node := range c.cfg.Nodes {
+		dirs = append(dirs, c.root.Path("nodes", node, "kubelet"))
+	}
+	return kubelet.Mounts(dirs...)
+}

@@ -1,0 +1,72 @@
+package csiclient
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"k8s.io/utils/clock"
+
+	"github.com/csisim/csisim/drivers/mock"
+	"github.com/csisim/csisim/trace"
+)
+
+// TestRecordCallsStructuredData: each call's entry carries what the
+// invariants read: node, the node ID the plugin reported, volume, paths,
+// access mode, code, capabilities, and what came before it was sent.
+func TestRecordCallsStructuredData(t *testing.T) {
+	sock := "unix://" + filepath.Join(t.TempDir(), "csi.sock")
+	d, err := mock.New(mock.Config{Name: "mock.csi", NodeID: "id-of-node-1", Mode: mock.ModeAll, Backend: mock.NewBackend(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := d.Start(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	rec := trace.New(clock.RealClock{})
+	conn, err := Dial(sock, "kubelet:node-1", rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := context.Background()
+	mode := &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}
+	vol, err := conn.Controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-1", VolumeCapabilities: []*csi.VolumeCapability{mode}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Node.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	// Not attached: the mock refuses, and the entry says how.
+	_, stageErr := conn.Node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: vol.GetVolume().GetVolumeId(),
+		StagingTargetPath: "/staging", VolumeCapability: mode})
+
+	entries := rec.Entries()
+	if len(entries) != 4 {
+		t.Fatalf("got %d entries, want 4", len(entries))
+	}
+	create, info, caps, stage := entries[0].Call, entries[1].Call, entries[2].Call, entries[3].Call
+	if create.Volume != vol.GetVolume().GetVolumeId() || create.Name != "pvc-1" || create.Node != "" || create.AccessMode != "SINGLE_NODE_WRITER" {
+		t.Errorf("CreateVolume: %+v", create)
+	}
+	if info.Node != "node-1" || info.NodeID != "id-of-node-1" || info.StartedAfter != 1 {
+		t.Errorf("NodeGetInfo: %+v; want node-1, the ID it answered, after one entry", info)
+	}
+	if !slices.Contains(caps.Capabilities, "STAGE_UNSTAGE_VOLUME") || caps.NodeID != "id-of-node-1" {
+		t.Errorf("NodeGetCapabilities: %+v", caps)
+	}
+	if stage.StagingPath != "/staging" || stage.NodeID != "id-of-node-1" || stage.Volume != create.Volume ||
+		(stageErr == nil) != (stage.Code == codes.OK) || stage.StartedAfter != 3 {
+		t.Errorf("NodeStageVolume (error %v): %+v", stageErr, stage)
+	}
+}

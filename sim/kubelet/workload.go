@@ -1,0 +1,77 @@
+package kubelet
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csisim/csisim/trace"
+	"github.com/csisim/csisim/workload"
+)
+
+// runWorkload is the pod's container starting: the built-in workload checks
+// the data of each of the pod's claim volumes the kubelet has mounted, and
+// each check goes into the timeline as a DATA entry (what the
+// data-durability invariant reads). Nothing is checked where nothing is
+// mounted (a driver that mounts nothing, a raw block volume), and the entry
+// says so.
+func (k *Kubelet) runWorkload(pod *corev1.Pod) {
+	if k.cfg.Recorder == nil {
+		return
+	}
+	k.mu.Lock()
+	mounted := map[string]mountedVolume{}
+	for name, m := range k.actual.mounted[pod.UID] {
+		mounted[name] = *m
+	}
+	k.mu.Unlock()
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		claim, err := k.claims.PersistentVolumeClaims(pod.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
+		if err != nil {
+			continue // set up a moment ago: the claim is there
+		}
+		d := &trace.DataCheck{PodUID: string(pod.UID), Namespace: pod.Namespace, Pod: pod.Name,
+			Claim: claim.Name, Volume: claim.Spec.VolumeName}
+		m, ok := mounted[claim.Spec.VolumeName]
+		switch {
+		case !ok:
+			d.Skipped = "the kubelet has not mounted it"
+		case m.block:
+			d.Skipped = "a raw block volume has no filesystem to write to"
+		case k.cfg.SkipMountCheck:
+			d.Skipped = "the driver mounts nothing"
+		default:
+			rep, err := workload.Check(m.target, workload.Pod{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Claim: claim.Name},
+				v.PersistentVolumeClaim.ReadOnly)
+			d.Wrote, d.Found, d.Corrupt = rep.Wrote, rep.Found, rep.Corrupt
+			if err != nil {
+				d.Err = err.Error()
+			}
+		}
+		e := trace.Entry{Kind: trace.Data, Actor: "workload", Verb: "check data",
+			Object: fmt.Sprintf("Pod %s/%s volume %s", pod.Namespace, pod.Name, v.Name), Detail: describeCheck(d), Err: d.Err, Check: d}
+		k.cfg.Recorder.Add(e)
+	}
+}
+
+// describeCheck says in a few words what the workload did.
+func describeCheck(d *trace.DataCheck) string {
+	if d.Skipped != "" {
+		return "not checked: " + d.Skipped
+	}
+	var parts []string
+	if d.Wrote {
+		parts = append(parts, "wrote marker")
+	} else {
+		parts = append(parts, "read-only")
+	}
+	parts = append(parts, fmt.Sprintf("found %d earlier marker(s) of claim %s", len(d.Found), d.Claim))
+	if len(d.Corrupt) > 0 {
+		parts = append(parts, fmt.Sprintf("%d corrupt", len(d.Corrupt)))
+	}
+	return strings.Join(parts, ", ")
+}
