@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 clients still send the deprecated orphanDependents, and the real API server honours it
+
 package fakekube
 
 import (

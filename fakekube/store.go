@@ -295,6 +295,7 @@ func (s *store) update(actor, verb string, res *resource, namespace, name, subre
 	}
 	if uid := newMeta.GetUID(); uid != "" && uid != oldMeta.GetUID() {
 		return nil, apierrors.NewConflict(res.groupResource(), name,
+			//lint:ignore ST1005 the real API server's words
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, oldMeta.GetUID()))
 	}
 
@@ -399,10 +400,12 @@ func (s *store) deleteLocked(actor string, res *resource, namespace, name string
 	if p := opts.Preconditions; p != nil {
 		if p.UID != nil && *p.UID != m.GetUID() {
 			return nil, apierrors.NewConflict(res.groupResource(), name,
+				//lint:ignore ST1005 the real API server's words
 				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
 		}
 		if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
 			return nil, apierrors.NewConflict(res.groupResource(), name,
+				//lint:ignore ST1005 the real API server's words
 				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
 		}
 	}

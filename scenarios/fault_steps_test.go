@@ -160,7 +160,7 @@ func TestParseFaultStepErrors(t *testing.T) {
 }
 
 func TestParseFaultStepVariables(t *testing.T) {
-	s, err := parseWithFiles(t, `steps:
+	_, err := parseWithFiles(t, `steps:
   - wait: {object: pvc/data, jsonpath: '{.spec.volumeName}', save: {pv: '{.spec.volumeName}'}}
   - csi-error: {method: NodeStageVolume, code: Internal, volume: '${pv}'}
   - csi-error: {method: NodeStageVolume, code: Internal, volume: '${nope}'}
@@ -168,7 +168,7 @@ func TestParseFaultStepVariables(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "x.yaml:4:") || strings.Contains(err.Error(), "x.yaml:3:") {
 		t.Fatalf("error %v, want one at line 4 only (${nope} is not set)", err)
 	}
-	s, err = parseWithFiles(t, `steps:
+	s, err := parseWithFiles(t, `steps:
   - wait: {object: pvc/data, jsonpath: '{.spec.volumeName}', save: {pv: '{.spec.volumeName}'}}
   - csi-error: {method: NodeStageVolume, code: Internal, volume: '${pv}'}
 `, nil)

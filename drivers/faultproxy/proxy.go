@@ -165,7 +165,6 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	p.target, err = grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithInitialWindowSize(windowSize), grpc.WithInitialConnWindowSize(windowSize),
-		grpc.WithSharedWriteBuffer(true),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
 			BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, MaxDelay: reconnectDelay,
 		}}))
@@ -182,7 +181,7 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	// the unknown-service handler, in raw bytes.
 	p.srv = grpc.NewServer(grpc.UnknownServiceHandler(p.handle), grpc.ForceServerCodecV2(rawCodec{}),
 		grpc.InitialWindowSize(windowSize), grpc.InitialConnWindowSize(windowSize),
-		grpc.SharedWriteBuffer(true), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
 	go func() {
 		err := p.srv.Serve(p.lis)
 		if err != nil && !errors.Is(err, grpc.ErrServerStopped) {

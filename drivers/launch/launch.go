@@ -298,7 +298,7 @@ func (p *Process) WaitReady(ctx context.Context) error {
 	defer conn.Close()
 	identity := csi.NewIdentityClient(conn)
 
-	lastProbe := errors.New("no probe answered yet")
+	var lastProbe error // set by every probe that did not say ready
 	for {
 		select {
 		case <-p.exited:

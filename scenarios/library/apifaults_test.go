@@ -16,7 +16,7 @@ import (
 func runLibraryScenario(file string) []trace.Entry {
 	sc, err := scenario.Load(file)
 	Expect(err).NotTo(HaveOccurred())
-	res, runErr, rec, _ := runOnSimulator(sc)
+	res, rec, _, runErr := runOnSimulator(sc)
 	Expect(runErr).NotTo(HaveOccurred())
 	Expect(res.Passed()).To(BeTrue())
 	return rec.Entries()

@@ -56,7 +56,7 @@ func lifecycleCalls(entries []trace.Entry) []string {
 
 // runOnSimulator starts a cluster for sc, runs it and tears the cluster
 // down, returning the result, the run error and the run's root directory.
-func runOnSimulator(sc *scenario.Scenario) (*scenario.Result, error, *trace.Recorder, string) {
+func runOnSimulator(sc *scenario.Scenario) (*scenario.Result, *trace.Recorder, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverBinary: csisimBinary, Seed: 1, DriverLog: GinkgoWriter})
@@ -64,7 +64,7 @@ func runOnSimulator(sc *scenario.Scenario) (*scenario.Result, error, *trace.Reco
 	root := c.Root()
 	res, runErr := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock(), Out: GinkgoWriter}).Run(ctx, sc)
 	Expect(c.Close()).To(Succeed())
-	return res, runErr, c.Recorder(), root
+	return res, c.Recorder(), root, runErr
 }
 
 // expectNothingLeft checks that a run's mounts and files are gone.
@@ -82,7 +82,7 @@ var _ = Describe("every scenario in the library", func() {
 		It("passes: "+file, func() {
 			sc, err := scenario.Load(file)
 			Expect(err).NotTo(HaveOccurred())
-			res, runErr, _, root := runOnSimulator(sc)
+			res, _, root, runErr := runOnSimulator(sc)
 			// An invariant the scenario does not expect to break fails
 			// it here, with the INVARIANT lines.
 			Expect(runErr).NotTo(HaveOccurred())
@@ -97,7 +97,7 @@ var _ = Describe("basic-lifecycle", func() {
 	It("makes the CSI calls of the real volume lifecycle, in order", func() {
 		sc, err := scenario.Load("basic-lifecycle.yaml")
 		Expect(err).NotTo(HaveOccurred())
-		_, runErr, rec, _ := runOnSimulator(sc)
+		_, rec, _, runErr := runOnSimulator(sc)
 		Expect(runErr).NotTo(HaveOccurred())
 		Expect(lifecycleCalls(rec.Filter(trace.CSI))).To(Equal([]string{
 			"CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume",
@@ -108,7 +108,7 @@ var _ = Describe("basic-lifecycle", func() {
 	It("writes the objects' names, annotations and finalizers as Kubernetes does", func() {
 		sc, err := scenario.Load("basic-lifecycle.yaml")
 		Expect(err).NotTo(HaveOccurred())
-		_, runErr, rec, _ := runOnSimulator(sc)
+		_, rec, _, runErr := runOnSimulator(sc)
 		Expect(runErr).NotTo(HaveOccurred())
 		api := rec.Filter(trace.API)
 		Expect(api).To(ContainElement(SatisfyAll(
@@ -137,7 +137,7 @@ var _ = Describe("basic-lifecycle", func() {
 		Expect(broken).NotTo(Equal(string(data)), "the scenario no longer has the step this test breaks")
 		sc, err := scenario.Parse("broken.yaml", []byte(broken), ".")
 		Expect(err).NotTo(HaveOccurred())
-		_, runErr, _, root := runOnSimulator(sc)
+		_, _, root, runErr := runOnSimulator(sc)
 		var stepErr *scenario.StepError
 		Expect(errors.As(runErr, &stepErr)).To(BeTrue(), "got %v", runErr)
 		Expect(stepErr.File).To(Equal("broken.yaml"))

@@ -110,8 +110,8 @@ func (c *Controller) releaseVolumeProtection(ctx context.Context, pv *corev1.Per
 // UnusedSinceTime, beta): whether a pod uses the claim.
 const (
 	conditionUnused      corev1.PersistentVolumeClaimConditionType = "Unused"
-	reasonPodUsingPVC                                              = "PodUsingPVC"
-	reasonNoPodsUsingPVC                                           = "NoPodsUsingPVC"
+	reasonPodUsingPVC    string                                    = "PodUsingPVC"
+	reasonNoPodsUsingPVC string                                    = "NoPodsUsingPVC"
 )
 
 // syncUnusedCondition sets a Bound claim's Unused condition from the pods
