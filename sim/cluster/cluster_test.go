@@ -114,6 +114,15 @@ func TestRealDriverProvisions(t *testing.T) {
 // ten-node cluster, with the mock driver and with csisim's own driver
 // (real directories, real gRPC to separate processes).
 func BenchmarkProvision1000Claims(b *testing.B) {
+	onBothDrivers(b, 10, func(ctx context.Context, c *Cluster) error {
+		return provisionClaims(ctx, c, 1000, 10*time.Minute)
+	}, "claims/s", func(d time.Duration) float64 { return 1000 / d.Seconds() })
+}
+
+// onBothDrivers runs work on a fresh cluster of n nodes in each iteration,
+// with the mock driver and with csisim's own, and reports value of the
+// wall time work took, in unit.
+func onBothDrivers(b *testing.B, nodes int, work func(context.Context, *Cluster) error, unit string, value func(time.Duration) float64) {
 	for _, mock := range []bool{true, false} {
 		name := "hostpath"
 		if mock {
@@ -122,15 +131,15 @@ func BenchmarkProvision1000Claims(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				ctx := context.Background()
-				c, err := Start(ctx, Config{Nodes: nodeNames(10), Mock: mock, DriverBinary: csisimBinary, Seed: 1})
+				c, err := Start(ctx, Config{Nodes: nodeNames(nodes), Mock: mock, DriverBinary: csisimBinary, Seed: 1})
 				if err != nil {
 					b.Fatal(err)
 				}
 				start := time.Now()
-				if err := provisionClaims(ctx, c, 1000, 10*time.Minute); err != nil {
+				if err := work(ctx, c); err != nil {
 					b.Fatal(err)
 				}
-				b.ReportMetric(1000/time.Since(start).Seconds(), "claims/s")
+				b.ReportMetric(value(time.Since(start)), unit)
 				if err := c.Close(); err != nil {
 					b.Fatal(err)
 				}
@@ -145,29 +154,8 @@ func BenchmarkProvision1000Claims(b *testing.B) {
 // driver and with csisim's own (real bind mounts).
 func BenchmarkAttachMountLifecycle(b *testing.B) {
 	const pods = 100
-	for _, mock := range []bool{true, false} {
-		name := "hostpath"
-		if mock {
-			name = "mock"
-		}
-		b.Run(name, func(b *testing.B) {
-			for b.Loop() {
-				ctx := context.Background()
-				c, err := Start(ctx, Config{Nodes: nodeNames(10), Mock: mock, DriverBinary: csisimBinary, Seed: 1})
-				if err != nil {
-					b.Fatal(err)
-				}
-				start := time.Now()
-				if err := runLifecycles(ctx, c, pods); err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(pods/time.Since(start).Seconds(), "lifecycles/s")
-				if err := c.Close(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	onBothDrivers(b, 10, func(ctx context.Context, c *Cluster) error { return runLifecycles(ctx, c, pods) },
+		"lifecycles/s", func(d time.Duration) float64 { return pods / d.Seconds() })
 }
 
 // runLifecycles provisions n claims, runs a pod on each (spread over the

@@ -126,29 +126,7 @@ func TestDriverCrashAndRestart(t *testing.T) {
 // out after 15 s each time and backs off), then the pod runs. It reports
 // the wall time that costs.
 func BenchmarkTenMinuteHang(b *testing.B) {
-	for _, mock := range []bool{true, false} {
-		name := "hostpath"
-		if mock {
-			name = "mock"
-		}
-		b.Run(name, func(b *testing.B) {
-			for b.Loop() {
-				ctx := context.Background()
-				c, err := Start(ctx, Config{Nodes: nodeNames(1), Mock: mock, DriverBinary: csisimBinary, Seed: 1})
-				if err != nil {
-					b.Fatal(err)
-				}
-				start := time.Now()
-				if err := hangTenMinutes(ctx, c); err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(time.Since(start).Seconds()*1000, "wall-ms/10min-hang")
-				if err := c.Close(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	onBothDrivers(b, 1, hangTenMinutes, "wall-ms/10min-hang", func(d time.Duration) float64 { return d.Seconds() * 1000 })
 }
 
 func hangTenMinutes(ctx context.Context, c *Cluster) error {
