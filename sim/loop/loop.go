@@ -5,7 +5,9 @@
 // work item among all controllers' queues with a seeded random choice, runs
 // it to completion — CSI calls to the real driver processes included, while
 // the virtual clock stands still — and advances the clock to the next timer
-// only when nothing is ready. The same seed and inputs give the same
+// only when nothing is ready. A work item whose CSI call a fault holds
+// (delay, hang) is parked on the virtual clock instead and taken up again
+// when its time has come (park.go), while the rest of the cluster goes on. The same seed and inputs give the same
 // sequence of API writes and CSI calls, and a six-minute timeout costs no
 // wall time. The controllers keep the informer → workqueue → sync shape, so
 // the same code runs under goroutines against a real API server.
