@@ -101,6 +101,22 @@ func (r *Runner) checkInvariants(ctx context.Context, s *Scenario, res *Result) 
 	return &InvariantError{File: s.File, Result: res.Invariants, Entries: h.Entries, ExpectLine: s.Expect.Line}
 }
 
+// brokenSoFar are the invariants the history broke by the time a step
+// failed, unless the scenario expects them broken, as "INVARIANT <name>
+// violated: …" lines for the step's error: often they are the cause of
+// the failure. The end state is not judged: the run never reached its end.
+func (r *Runner) brokenSoFar(s *Scenario) []string {
+	src, ok := r.Backend.(HistorySource)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, v := range judge(s, &invariant.History{Entries: src.History()}).Unexpected {
+		out = append(out, fmt.Sprintf("INVARIANT %s violated: %s", v.Invariant, v.Message))
+	}
+	return out
+}
+
 // judge checks every invariant over h and sorts the violations into those
 // the scenario expects and those it does not.
 func judge(s *Scenario, h *invariant.History) *InvariantResult {

@@ -1,8 +1,11 @@
 package scenario
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/csisim/csisim/invariant"
 	"github.com/csisim/csisim/trace"
@@ -79,5 +82,47 @@ func TestParseExpectErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Parse(%q) = %v, want an error with %q", tt.src, err, tt.want)
 		}
+	}
+}
+
+// historyBackend is a backend with nothing but a history.
+type historyBackend struct{ entries []trace.Entry }
+
+func (b historyBackend) RESTConfig() *rest.Config { return nil }
+func (b historyBackend) History() []trace.Entry   { return b.entries }
+
+func TestAFailedStepNamesTheInvariantsBrokenSoFar(t *testing.T) {
+	attach := func(seq int, node string) trace.Entry {
+		return trace.Entry{Seq: seq, Kind: trace.CSI, Actor: "external-attacher", Verb: "ControllerPublishVolume", Object: "v1", Detail: "OK",
+			Call: &trace.CSICall{Volume: "v1", NodeID: node, AccessMode: "SINGLE_NODE_WRITER"}}
+	}
+	twice := historyBackend{entries: []trace.Entry{attach(1, "node-1"), attach(2, "node-2")}}
+	leaky := historyBackend{entries: leakyHistory().Entries}
+	for _, tt := range []struct {
+		name    string
+		backend Backend
+		expect  []string
+		want    string
+	}{
+		{"a volume attached to two nodes", twice, nil, "INVARIANT rwo-single-node violated: #2 ControllerPublishVolume"},
+		{"the same, expected", twice, []string{"rwo-single-node"}, ""},
+		// A run that stopped half-way is not judged by its end.
+		{"a volume not deleted yet", leaky, nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Runner{Backend: tt.backend}
+			s := &Scenario{File: "x.yaml", Expect: Expect{Violations: tt.expect}}
+			serr := r.stepError(s, Step{Index: 1, Name: "wait", Line: 2}, errors.New("timed out"))
+			msg := serr.Error()
+			if tt.want == "" {
+				if strings.Contains(msg, "INVARIANT") {
+					t.Fatalf("error %q names an invariant", msg)
+				}
+				return
+			}
+			if !strings.Contains(msg, "\n  meanwhile: "+tt.want) {
+				t.Fatalf("error\n%s\ndoes not say %q", msg, tt.want)
+			}
+		})
 	}
 }

@@ -157,6 +157,7 @@ func (r *Runner) stepError(s *Scenario, st Step, err error) *StepError {
 	if ps, ok := r.Backend.(ProblemSource); ok {
 		serr.Problems = ps.Problems()
 	}
+	serr.Problems = append(serr.Problems, r.brokenSoFar(s)...)
 	return serr
 }
 
