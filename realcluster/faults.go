@@ -6,10 +6,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/scenarios/apifaults"
+	"github.com/csisim/csisim/sim/kubelet"
 	"github.com/csisim/csisim/sim/nodelifecycle"
 	"github.com/csisim/csisim/trace"
 )
@@ -25,6 +27,10 @@ type simNode struct {
 	// isolated: the node plugin runs in a mount namespace of its own with
 	// private propagation (missing-mount-propagation).
 	isolated bool
+	// kubelet and identity are the running kubelet and its client of the
+	// plugin's identity service, to register the plugin again.
+	kubelet  *kubelet.Kubelet
+	identity csi.IdentityClient
 }
 
 // backendName names the real control plane in the faults it refuses.
@@ -44,7 +50,7 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 		_, err := c.proxiesFor(f)
 		return err
 	case fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
-		return fault.Unsupported(f.Kind, backendName, "the real sidecars' and the kubelets' reaction to a driver process going away is not modelled here yet; run it on the simulator")
+		return c.canInjectDriver(f)
 	case fault.APIConflict, fault.WatchDrop:
 		return fault.Unsupported(f.Kind, backendName, "the components are real processes talking to a real API server, which csisim cannot make answer 409 or drop watch events for one of them")
 	}
@@ -74,6 +80,8 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 		return c.kube.RestartControllerManager(ctx)
 	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSIHeal:
 		return c.injectCSIFault(f)
+	case fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
+		return c.injectDriverFault(ctx, f)
 	}
 	n := c.nodes[f.Node]
 	if n == nil {

@@ -233,11 +233,9 @@ func (c *Cluster) logWriter(name string) (io.Writer, error) {
 // answers Probe and returns its endpoint. The layout below the run root is
 // the simulator's.
 func (c *Cluster) startDriver(ctx context.Context, mode, node string) (string, error) {
-	name, socket, stateDir := "controller", c.root.Path("controller", "csi.sock"), c.root.Path("controller", "state")
+	name, socket, stateDir := "controller", c.pluginSocket(mode, node), c.pluginStateDir(mode, node)
 	if mode == "node" {
 		name = "node-" + node
-		socket = c.root.Path("nodes", node, "driver", "csi.sock")
-		stateDir = c.root.Path("nodes", node, "driver-state")
 	}
 	for _, dir := range []string{stateDir, filepath.Dir(socket), c.root.Path("storage")} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -269,6 +267,23 @@ func (c *Cluster) startDriver(ctx context.Context, mode, node string) (string, e
 		return "", fmt.Errorf("driver %s did not become ready: %w", name, err)
 	}
 	return vars.Endpoint, nil
+}
+
+// pluginSocket is where a plugin's driver listens: for a node plugin,
+// behind the fault proxy the kubelet calls.
+func (c *Cluster) pluginSocket(mode, node string) string {
+	if mode == "node" {
+		return c.root.Path("nodes", node, "driver", "csi.sock")
+	}
+	return c.root.Path("controller", "csi.sock")
+}
+
+// pluginStateDir is a plugin's state directory.
+func (c *Cluster) pluginStateDir(mode, node string) string {
+	if mode == "node" {
+		return c.root.Path("nodes", node, "driver-state")
+	}
+	return c.root.Path("controller", "state")
 }
 
 // nodeSocket is where the kubelet finds node's plugin: in its plugins
@@ -386,6 +401,7 @@ func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint strin
 		n = &simNode{name: node}
 		c.nodes[node] = n
 	}
+	n.kubelet, n.identity = k, conn.Identity
 	done := make(chan struct{})
 	n.stop = func() { stop(); <-done }
 	podFactory.Start(nodeCtx.Done())
