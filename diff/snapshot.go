@@ -185,6 +185,10 @@ var (
 	timeRE     = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})`)
 	identityRE = regexp.MustCompile(`\b\d{10,}-\d+-`) // csiProvisionerIdentity: <unix ms>-<random>-<driver>
 	longNumRE  = regexp.MustCompile(`\b\d{10,}\b`)
+	// runRootRE is a run's temporary root (runroot.New: csisim-run-* for
+	// the simulator, csisim-real-* for the real control plane), as paths
+	// in messages name it.
+	runRootRE = regexp.MustCompile(`[^\s"']*/csisim-(run|real)-\d+`)
 )
 
 func qualified(namespace, name string) string {
@@ -287,6 +291,7 @@ func (n *Normaliser) value(s string) string {
 		}
 	}
 	s = uuidRE.ReplaceAllString(s, "<uid>")
+	s = runRootRE.ReplaceAllString(s, "<run root>")
 	s = timeRE.ReplaceAllString(s, "<time>")
 	s = identityRE.ReplaceAllString(s, "<time>-<n>-")
 	return longNumRE.ReplaceAllString(s, "<n>")

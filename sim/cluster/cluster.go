@@ -217,9 +217,11 @@ func (c *Cluster) startDriver(ctx context.Context, role fault.Plugin, node strin
 	pl := &plugin{role: role, node: node, name: "controller plugin"}
 	// The proxy listens where the components look for the plugin: for a
 	// node plugin, where node-driver-registrar's driver socket lives on a
-	// real node. The driver listens on a socket of its own beside it.
-	listen := c.root.Path("controller", "csi.sock")
-	driverSocket := c.root.Path("controller", "driver", "csi.sock")
+	// real node. The driver listens on a socket of its own beside it, laid
+	// out as realcluster lays out its plugins, so that the paths in
+	// messages compare (csisim diff).
+	listen := c.root.Path("controller", "faultproxy.sock")
+	driverSocket := c.root.Path("controller", "csi.sock")
 	if role == fault.Node {
 		pl.name = "node plugin on " + node
 		listen = c.root.Path("nodes", node, "kubelet", "plugins", c.cfg.DriverName, "csi.sock")
@@ -555,10 +557,10 @@ func (c *Cluster) CSICalls() []trace.Entry { return c.rec.Filter(trace.CSI) }
 // Recorder is the cluster's timeline.
 func (c *Cluster) Recorder() *trace.Recorder { return c.rec }
 
-// ControllerEndpoint is the controller plugin's CSI socket, for a real
+// ControllerEndpoint is the fault proxy in front of the controller plugin, for a real
 // sidecar that takes a simulated one's place.
 func (c *Cluster) ControllerEndpoint() string {
-	return "unix://" + c.root.Path("controller", "csi.sock")
+	return "unix://" + c.root.Path("controller", "faultproxy.sock")
 }
 
 // DriverName is the name of the cluster's CSI driver.
