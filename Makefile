@@ -41,11 +41,11 @@ e2e:
 # 30 minutes cold, a minute warm): the real control plane, the upstream CSI
 # sidecars driving csisim's API server and driver, the scenario library on a
 # real control plane with simulated kubelets (realcluster), and csisim diff.
-# Last, the divergence reports of the provisioning scenarios, printed
-# whatever they say (about 8 minutes of real time; each remaining line is
-# explained in its scenario's comments). FIDELITY_SCENARIOS picks others.
+# Last, the divergence reports of the provisioning scenarios and two CSI
+# fault scenarios, printed whatever they say (about 10 minutes of real
+# time; each remaining line is explained in its scenario's comments). FIDELITY_SCENARIOS picks others.
 FIDELITY_SCENARIOS ?= basic-lifecycle multi-node static-binding wait-for-first-consumer storage-capacity \
-	provisioning-secrets-and-clones provisioning-parameters
+	provisioning-secrets-and-clones provisioning-parameters csi-stage-error-retry csi-publish-hang
 fidelity: realkube-bins build
 	CSISIM_REALKUBE=required $(GO) test -count=1 ./realkube/ ./fidelity/ ./realcluster/ ./diff/
 	CSISIM_REALKUBE=required $(GO) test -count=1 ./cmd/csisim/ -ginkgo.focus='csisim diff'
