@@ -121,6 +121,17 @@ func (c *Cluster) restartPlugin(ctx context.Context, p driverPlugin, loseState b
 	if _, err := c.startDriver(ctx, p.mode, p.node); err != nil {
 		return fmt.Errorf("restarting the %s: %w", p, err)
 	}
+	// The proxies in front of it reach it again before anyone calls.
+	connCtx, cancel := context.WithTimeout(ctx, c.driverTimeout())
+	defer cancel()
+	for _, proxy := range c.proxies {
+		if proxy.Target() != "unix://"+c.pluginSocket(p.mode, p.node) {
+			continue
+		}
+		if err := proxy.WaitConnected(connCtx); err != nil {
+			return fmt.Errorf("restarting the %s: %w", p, err)
+		}
+	}
 	n := c.nodes[p.node]
 	if p.mode != "node" || n == nil || n.lost || n.kubelet == nil {
 		return nil

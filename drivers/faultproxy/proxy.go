@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
@@ -205,6 +206,9 @@ func (p *Proxy) Name() string { return p.cfg.Name }
 // Endpoint is the endpoint the proxy listens on.
 func (p *Proxy) Endpoint() string { return p.cfg.Listen }
 
+// Target is the driver endpoint the proxy forwards to.
+func (p *Proxy) Target() string { return p.cfg.Target }
+
 // stopTimeout bounds how long Stop waits for calls under way.
 const stopTimeout = 2 * time.Second
 
@@ -232,6 +236,26 @@ func (p *Proxy) Stop() error {
 	})
 	<-p.done
 	return p.serveErr
+}
+
+// WaitConnected waits until the proxy's connection to the driver is up,
+// after the driver has (re)started: a connection that failed while the
+// driver was down retries with a backoff, and the calls sent before it
+// does fail as if the driver were still down. It ends that backoff.
+func (p *Proxy) WaitConnected(ctx context.Context) error {
+	p.target.ResetConnectBackoff()
+	for {
+		state := p.target.GetState()
+		switch state {
+		case connectivity.Ready:
+			return nil
+		case connectivity.Idle:
+			p.target.Connect()
+		}
+		if !p.target.WaitForStateChange(ctx, state) {
+			return fmt.Errorf("faultproxy %s: connecting to %s: %w (last state %s)", p.cfg.Name, p.cfg.Target, ctx.Err(), state)
+		}
+	}
 }
 
 // InterruptParked ends the delays and hangs parked on the virtual clock

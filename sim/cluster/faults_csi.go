@@ -208,6 +208,11 @@ func (c *Cluster) restartPlugin(ctx context.Context, pl *plugin, loseState bool)
 		return fmt.Errorf("restarting %s: %w", pl.name, err)
 	}
 	pl.crashed = false
+	connCtx, cancelConn := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	defer cancelConn()
+	if err := pl.proxy.WaitConnected(connCtx); err != nil {
+		return fmt.Errorf("restarting %s: %w", pl.name, err)
+	}
 	if pl.role != fault.Node {
 		return nil
 	}

@@ -41,10 +41,11 @@ func (k *Kubelet) RegisterDriver(ctx context.Context, identity csi.IdentityClien
 	if err := k.registerDriver(ctx, nodeInfo); err != nil {
 		return err
 	}
+	// Pods waiting for the driver are not taken up at once: the volume
+	// manager tries each operation again when its backoff has passed.
 	k.mu.Lock()
 	k.unregistered = false
 	k.mu.Unlock()
-	k.enqueuePending()
 	return nil
 }
 
