@@ -23,6 +23,11 @@ type History struct {
 	Entries []trace.Entry
 	// End is the cluster when the run ended.
 	End EndState
+	// LateWrites says that API writes may stand in the timeline after CSI
+	// calls made after them (a real control plane's timeline learns of
+	// writes by watching), so that the order of a write and a call is not
+	// to be trusted.
+	LateWrites bool
 }
 
 // EndState is the cluster as the run left it.

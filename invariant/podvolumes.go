@@ -31,7 +31,9 @@ var podVolumesSetUp = Invariant{
 				case pod == "":
 				case e.Verb == "NodePublishVolume":
 					ensure(published, pod)[c.TargetPath] = e.Seq
-				case e.Verb == "NodeUnpublishVolume":
+				case e.Verb == "NodeUnpublishVolume" && !h.LateWrites:
+					// With late writes, a pod's Running may be recorded
+					// after the unpublish that its deletion caused.
 					delete(published[pod], c.TargetPath)
 				}
 			}

@@ -66,3 +66,25 @@ func TestPodVolumesSetUp(t *testing.T) {
 		})
 	}
 }
+
+// On a timeline that learns of writes late, the kubelet's Running may come
+// after the unpublish the pod's deletion caused: that is no violation there.
+func TestPodVolumesSetUpWithLateWrites(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		var h hist
+		h.write(pv("pv1", "v1", corev1.ReadWriteOnce), false)
+		h.write(pvc("data", "pv1"), false)
+		c := trace.CSICall{Node: "node-1", Volume: "v1", TargetPath: target("node-1", "a", "pv1")}
+		h.call("NodePublishVolume", c)
+		h.call("NodeUnpublishVolume", c)
+		h.write(pod("app", "a", "node-1", corev1.PodRunning, claimVolume("data", "data")), false)
+		got := run(podVolumesSetUp, &History{Entries: h.entries, LateWrites: late})
+		want := 1
+		if late {
+			want = 0
+		}
+		if len(got) != want {
+			t.Errorf("late writes %v: %d violations %v, want %d", late, len(got), got, want)
+		}
+	}
+}

@@ -17,3 +17,8 @@ func (c *Cluster) KubeletMounts() ([]string, error) {
 	}
 	return kubelet.Mounts(dirs...)
 }
+
+// WritesRecordedLate: the timeline learns of the real API server's writes
+// from its audit events and watches, after the calls they caused may have
+// been recorded.
+func (c *Cluster) WritesRecordedLate() bool { return true }
