@@ -218,11 +218,6 @@ func Unsupported(k Kind, backend, reason string) error {
 	return &UnsupportedError{Kind: k, Backend: backend, Reason: reason}
 }
 
-// TaintOutOfService is the taint of the non-graceful node shutdown: a node
-// that carries it is shut down for good, so its pods are deleted and its
-// volumes detached at once.
-const TaintOutOfService = corev1.TaintNodeOutOfService
-
 // OutOfServiceTaint is the taint an administrator puts on a node shut down
 // for good, as with
 //
@@ -231,7 +226,7 @@ const TaintOutOfService = corev1.TaintNodeOutOfService
 // added at the given time.
 func OutOfServiceTaint(added time.Time) corev1.Taint {
 	at := metav1.NewTime(added.Truncate(time.Second))
-	return corev1.Taint{Key: TaintOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute, TimeAdded: &at}
+	return corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute, TimeAdded: &at}
 }
 
 // Components are the simulated components whose API traffic api-conflict

@@ -12,7 +12,6 @@ import (
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/scenarios/apifaults"
 	"github.com/csisim/csisim/sim/kubelet"
-	"github.com/csisim/csisim/sim/nodelifecycle"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -98,7 +97,7 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 		if err != nil {
 			return err
 		}
-		return nodelifecycle.MarkOutOfService(ctx, cs, f.Node, time.Now())
+		return apifaults.OutOfService(ctx, cs, f.Node, time.Now())
 	case fault.MissingMountPropagation:
 		return c.isolateNodePlugin(ctx, n)
 	case fault.KubeletRestart:

@@ -46,17 +46,17 @@ func runRootSample() string {
 	return filepath.Join(tmp, "csisim-run-4294967295")
 }
 
-// NodePluginSocket is where a node's CSI plugin listens in a run rooted
+// nodePluginSocket is where a node's CSI plugin listens in a run rooted
 // at root: where node-driver-registrar finds the driver's socket on a real
 // node (<kubelet dir>/plugins/<driver>/csi.sock).
-func NodePluginSocket(root, node, driver string) string {
+func nodePluginSocket(root, node, driver string) string {
 	return filepath.Join(root, "nodes", node, "kubelet", "plugins", driver, "csi.sock")
 }
 
-// SocketPathProblem says why a node's plugin socket would not work in a
+// socketPathProblem says why a node's plugin socket would not work in a
 // run rooted at root, or "".
-func SocketPathProblem(root, node, driver string) string {
-	sock := NodePluginSocket(root, node, driver)
+func socketPathProblem(root, node, driver string) string {
+	sock := nodePluginSocket(root, node, driver)
 	if len(sock) <= endpoint.MaxSocketPath {
 		return ""
 	}
@@ -67,7 +67,7 @@ func SocketPathProblem(root, node, driver string) string {
 // nodeNameProblem checks a node name against the socket path it makes in
 // a run from this machine's temporary directory with the default driver.
 func nodeNameProblem(node string) string {
-	return SocketPathProblem(runRootSample(), node, defaultDriverName)
+	return socketPathProblem(runRootSample(), node, defaultDriverName)
 }
 
 // launcherFlags are the flags of csisim's driver that the launcher sets for

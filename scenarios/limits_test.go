@@ -17,7 +17,7 @@ import (
 func TestLimits(t *testing.T) {
 	// The socket path depends on the temporary directory a run uses.
 	t.Setenv("TMPDIR", "/tmp")
-	longest := strings.Repeat("n", endpoint.MaxSocketPath-len(NodePluginSocket(runRootSample(), "n", defaultDriverName))+1)
+	longest := strings.Repeat("n", endpoint.MaxSocketPath-len(nodePluginSocket(runRootSample(), "n", defaultDriverName))+1)
 	manifest := "{apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n"
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo.yaml")

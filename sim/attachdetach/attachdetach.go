@@ -34,7 +34,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/sim/controller"
 )
 
@@ -45,10 +44,6 @@ const AnnControllerManagedAttachDetach = "volumes.kubernetes.io/controller-manag
 // MaxWaitForUnmountDuration is how long the controller waits for an
 // unhealthy node's kubelet to unmount a volume before detaching it anyway.
 const MaxWaitForUnmountDuration = 6 * time.Minute
-
-// TaintOutOfService marks a node shut down for good: its volumes are
-// detached at once (non-graceful node shutdown).
-const TaintOutOfService = fault.TaintOutOfService
 
 // AttachmentName is the VolumeAttachment name the real controller uses
 // (getAttachmentName in pkg/volume/csi): csi-<sha256 of the volume

@@ -27,7 +27,7 @@ import (
 func (c *Controller) detachUnneeded(ctx context.Context, nodeName string, node *corev1.Node, desired map[string]*wanted) (bool, error) {
 	now := c.clock.Now()
 	healthy := node != nil && nodeReady(node)
-	outOfService := node != nil && hasTaint(node, TaintOutOfService)
+	outOfService := node != nil && hasTaint(node, corev1.TaintNodeOutOfService)
 	var detach []string
 	c.mu.Lock()
 	for _, a := range c.entriesOn(nodeName) {

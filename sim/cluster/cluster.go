@@ -489,12 +489,13 @@ func (c *Cluster) pluginName(conn *csiclient.Conn) (string, error) {
 }
 
 func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error {
-	conn, err := c.dial(endpoint, "kubelet:"+node)
+	agent := fault.KubeletComponent(node)
+	conn, err := c.dial(endpoint, agent)
 	if err != nil {
 		return err
 	}
-	cs := c.client("kubelet:" + node)
-	f, err := c.informers("kubelet:"+node, cs, "spec.nodeName="+node)
+	cs := c.client(agent)
+	f, err := c.informers(agent, cs, "spec.nodeName="+node)
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/scenarios/apifaults"
 	"github.com/csisim/csisim/sim/kubelet"
-	"github.com/csisim/csisim/sim/nodelifecycle"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -80,7 +80,7 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 		if err != nil {
 			return err
 		}
-		return nodelifecycle.MarkOutOfService(ctx, cs, f.Node, c.clock.Now())
+		return apifaults.OutOfService(ctx, cs, f.Node, c.clock.Now())
 	case fault.MissingMountPropagation:
 		return c.isolateNodePlugin(ctx, parts, f.Node)
 	case fault.KubeletRestart:

@@ -32,33 +32,33 @@ var writersWithoutInformers = []string{"taint-eviction-controller", "pod-garbage
 // and for watch-drop it must have an informer of the resource.
 func (c *Cluster) canInjectAPI(f fault.Fault) error {
 	if f.Kind != fault.APIConflict && f.Kind != fault.WatchDrop {
-		return fault.Unsupported(f.Kind, "the simulator", "it is not an API-layer fault")
+		return fault.Unsupported(f.Kind, backendName, "it is not an API-layer fault")
 	}
 	if f.Times < 1 {
-		return fault.Unsupported(f.Kind, "the simulator", fmt.Sprintf("times must be at least 1, not %d", f.Times))
+		return fault.Unsupported(f.Kind, backendName, fmt.Sprintf("times must be at least 1, not %d", f.Times))
 	}
 	if slices.Contains(c.cfg.Without, f.Component) {
-		return fault.Unsupported(f.Kind, "the simulator",
+		return fault.Unsupported(f.Kind, backendName,
 			fmt.Sprintf("%s is left out of the simulation and replaced by a real process, whose API traffic the simulator does not disturb", f.Component))
 	}
 	known := c.apiComponents(f.Kind == fault.APIConflict)
 	if !slices.Contains(known, f.Component) {
-		return fault.Unsupported(f.Kind, "the simulator",
+		return fault.Unsupported(f.Kind, backendName,
 			fmt.Sprintf("there is no component %q (the simulated ones: %s)", f.Component, strings.Join(known, ", ")))
 	}
 	if f.Kind == fault.APIConflict {
 		name := f.Component
-		if strings.HasPrefix(name, "kubelet:") {
+		if _, ok := fault.KubeletNode(name); ok {
 			name = "kubelet"
 		}
 		if why, ok := conflictDiverges[name]; ok {
-			return fault.Unsupported(f.Kind, "the simulator", fmt.Sprintf("csisim's %s does not write as the real one where a conflict can occur: %s", f.Component, why))
+			return fault.Unsupported(f.Kind, backendName, fmt.Sprintf("csisim's %s does not write as the real one where a conflict can occur: %s", f.Component, why))
 		}
 	}
 	if f.Kind == fault.WatchDrop {
 		resources := c.loop.InformerResources(f.Component)
 		if !slices.Contains(resources, f.Resource) {
-			return fault.Unsupported(f.Kind, "the simulator",
+			return fault.Unsupported(f.Kind, backendName,
 				fmt.Sprintf("%s has no informer of %q (its informers: %s)", f.Component, f.Resource, strings.Join(resources, ", ")))
 		}
 	}
@@ -78,7 +78,7 @@ func (c *Cluster) apiComponents(writers bool) []string {
 		out = append(out, writersWithoutInformers...)
 	}
 	for _, node := range c.cfg.Nodes {
-		out = append(out, "kubelet:"+node)
+		out = append(out, fault.KubeletComponent(node))
 	}
 	return out
 }
@@ -115,7 +115,7 @@ func (c *Cluster) injectAPIFault(ctx context.Context, f fault.Fault) error {
 		c.rec.Add(entry)
 		return c.loop.DropWatchEvents(f.Component, f.Resource, f.Times, func(r loop.Relist) { c.rec.Add(describeRelist(r)) })
 	}
-	return fault.Unsupported(f.Kind, "the simulator", "it is not an API-layer fault")
+	return fault.Unsupported(f.Kind, backendName, "it is not an API-layer fault")
 }
 
 // describeRelist is the timeline entry of a reflector's list after a

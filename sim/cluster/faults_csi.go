@@ -37,7 +37,12 @@ func (c *Cluster) canInjectCSI(f fault.Fault) error {
 		return err
 	case fault.CSIHeal:
 		return nil
-	case fault.DriverCrash, fault.NodePluginMissing:
+	case fault.NodePluginMissing:
+		if f.Node == "" {
+			return fmt.Errorf("%s needs the node whose plugin is missing", f.Kind)
+		}
+		return nil
+	case fault.DriverCrash:
 		return nil
 	case fault.DriverRestart:
 		if f.LoseState && c.cfg.Mock {
@@ -129,9 +134,6 @@ func csiFaultObject(f fault.Fault) string {
 func (c *Cluster) injectDriverFault(ctx context.Context, f fault.Fault) error {
 	if err := c.canInjectCSI(f); err != nil {
 		return err
-	}
-	if f.Kind == fault.NodePluginMissing && f.Node == "" {
-		return fmt.Errorf("%s needs the node whose plugin is missing", f.Kind)
 	}
 	if f.Kind == fault.NodePluginMissing {
 		f.Plugin = fault.Node

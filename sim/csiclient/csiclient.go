@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/csisim/csisim/drivers/faultproxy"
+	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -66,7 +67,7 @@ type volumeIDer interface{ GetVolumeId() string }
 // structured data, described as the fault proxy describes the calls it
 // sees, for the invariant checker.
 func recordCalls(actor string, rec *trace.Recorder) grpc.UnaryClientInterceptor {
-	node := nodeOfActor(actor)
+	node, _ := fault.KubeletNode(actor) // "" for the sidecars
 	var mu sync.Mutex
 	nodeID := "" // the node plugin's answer to NodeGetInfo, once seen
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -105,15 +106,6 @@ func recordCalls(actor string, rec *trace.Recorder) grpc.UnaryClientInterceptor 
 		rec.Add(e)
 		return err
 	}
-}
-
-// nodeOfActor is the node of a kubelet's actor name, "kubelet:NODE".
-func nodeOfActor(actor string) string {
-	node, ok := strings.CutPrefix(actor, "kubelet:")
-	if !ok {
-		return ""
-	}
-	return node
 }
 
 // VolumeOf names the volume a call concerns: the request's volume ID, or for

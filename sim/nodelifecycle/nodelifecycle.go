@@ -29,7 +29,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/sim/controller"
 )
 
@@ -46,7 +45,6 @@ const (
 	TaintUnreachable = "node.kubernetes.io/unreachable"
 	// TaintUnschedulable mirrors a cordoned node's spec.unschedulable.
 	TaintUnschedulable = "node.kubernetes.io/unschedulable"
-	TaintOutOfService  = fault.TaintOutOfService
 )
 
 // Controller watches node heartbeats and acts on lost nodes.

@@ -44,7 +44,7 @@ func (c *Controller) collectOutOfService(ctx context.Context) {
 			continue
 		}
 		node, err := c.nodes.Get(pod.Spec.NodeName)
-		if err != nil || ready(node) == corev1.ConditionTrue || !hasTaint(node, TaintOutOfService) {
+		if err != nil || ready(node) == corev1.ConditionTrue || !hasTaint(node, corev1.TaintNodeOutOfService) {
 			continue
 		}
 		if err := c.failAndDelete(ctx, pod, nil); err != nil {

@@ -105,7 +105,7 @@ func TestTerminatingPodsOnOutOfServiceNodesGo(t *testing.T) {
 		t.Fatalf("%d writes for a lost node without the out-of-service taint", n)
 	}
 	tainted := lost.DeepCopy()
-	tainted.Spec.Taints = []corev1.Taint{{Key: TaintOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}}
+	tainted.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}}
 	if err := nodes.Update(tainted); err != nil {
 		t.Fatal(err)
 	}

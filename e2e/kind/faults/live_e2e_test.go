@@ -112,7 +112,7 @@ func TestLiveOutOfServiceTaint(t *testing.T) {
 		taint := fault.OutOfServiceTaint(time.Time{})
 		return slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool { return tt.MatchTaint(&taint) })
 	}
-	untaint := UntaintNode{Node: worker, Key: fault.TaintOutOfService, Effect: corev1.TaintEffectNoExecute}
+	untaint := UntaintNode{Node: worker, Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoExecute}
 	t.Cleanup(func() { _ = k.Execute(context.Background(), []Action{untaint}) })
 	if err := k.InjectFault(ctx, fault.Fault{Kind: fault.OutOfService, Node: worker}); err != nil {
 		t.Fatal(err)

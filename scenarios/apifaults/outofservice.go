@@ -1,4 +1,4 @@
-package nodelifecycle
+package apifaults
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/csisim/csisim/fault"
 )
 
-// MarkOutOfService adds the node.kubernetes.io/out-of-service:NoExecute
+// OutOfService adds the node.kubernetes.io/out-of-service:NoExecute
 // taint to node, as an administrator does with
 //
 //	kubectl taint nodes NODE node.kubernetes.io/out-of-service=nodeshutdown:NoExecute
@@ -21,12 +21,12 @@ import (
 // once they know the node is down for good (the non-graceful node shutdown).
 // It does nothing when the taint is there already. now stamps the taint's
 // timeAdded, as the API server does, to the second.
-func MarkOutOfService(ctx context.Context, cs kubernetes.Interface, node string, now time.Time) error {
+func OutOfService(ctx context.Context, cs kubernetes.Interface, node string, now time.Time) error {
 	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("tainting node %s out of service: %w", node, err)
 	}
-	if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == TaintOutOfService }) {
+	if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeOutOfService }) {
 		return nil
 	}
 	n.Spec.Taints = append(n.Spec.Taints, fault.OutOfServiceTaint(now))
