@@ -70,6 +70,9 @@ var components = []component{
 	{name: "kube-apiserver", group: "kubernetes", module: "k8s.io/kubernetes", version: KubeVersion, pkg: "k8s.io/kubernetes/cmd/kube-apiserver", ldflags: kubeLdflags()},
 	{name: "kube-controller-manager", group: "kubernetes", module: "k8s.io/kubernetes", version: KubeVersion, pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", ldflags: kubeLdflags()},
 	{name: "kube-scheduler", group: "kubernetes", module: "k8s.io/kubernetes", version: KubeVersion, pkg: "k8s.io/kubernetes/cmd/kube-scheduler", ldflags: kubeLdflags()},
+	// kubelet: the real node agent of realnodes (issue 12); it shares the
+	// kubernetes scratch module with the control plane.
+	{name: "kubelet", group: "kubernetes", module: "k8s.io/kubernetes", version: KubeVersion, pkg: "k8s.io/kubernetes/cmd/kubelet", ldflags: kubeLdflags()},
 	{name: "csi-provisioner", group: "external-provisioner", module: "github.com/kubernetes-csi/external-provisioner/v6", version: "v6.4.0", pkg: "github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner", ldflags: []string{"-X main.version=v6.4.0"}},
 	{name: "csi-attacher", group: "external-attacher", module: "github.com/kubernetes-csi/external-attacher/v4", version: "v4.13.0", pkg: "github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher", ldflags: []string{"-X main.version=v4.13.0"}},
 	{name: "csi-resizer", group: "external-resizer", module: "github.com/kubernetes-csi/external-resizer/v2", version: "v2.3.0", pkg: "github.com/kubernetes-csi/external-resizer/v2/cmd/csi-resizer", ldflags: []string{"-X main.version=v2.3.0"}},
