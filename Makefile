@@ -1,17 +1,21 @@
 # csisim — see README.md.
 GO      ?= go
 BIN     := bin/csisim
+WORKLOAD_BIN := bin/csisim-workload
 SCENARIO ?= scenarios/library/basic-lifecycle.yaml
 
-.PHONY: all build demo test vet fmt-check e2e fidelity bench clean
+.PHONY: all build demo test vet fmt-check e2e e2e-here realnodes-deps fidelity bench clean
 
 include realkube/realkube.mk
 include e2e/kind/kind.mk
 
 all: build
 
+# build: csisim, and the static workload binary real nodes' images are
+# made of (it must run in an image that holds nothing else).
 build:
 	$(GO) build -o $(BIN) ./cmd/csisim
+	CGO_ENABLED=0 $(GO) build -o $(WORKLOAD_BIN) ./cmd/csisim-workload
 
 # demo: the main job on its built-in default — the basic lifecycle scenario
 # on the simulator with csisim's own CSI driver, printing the timeline.
@@ -35,6 +39,23 @@ fmt-check:
 # CSI driver deployed there). Not run in CI here: no cluster on this machine.
 e2e:
 	$(GO) test -count=1 -tags e2e ./e2e/... -args -kubeconfig="$${KUBECONFIG:-$$HOME/.kube/config}"
+
+# realnodes-deps: containerd and runc from Debian's packages when missing.
+realnodes-deps:
+	bash realnodes/install-deps.sh
+
+# e2e-here: the e2e suite (-tags e2e) on real clusters started here: for each
+# scenario, the real control plane with real kubelets v1.37.2 and
+# containerd as its nodes (realnodes/), csisim's driver doing real loop
+# devices, ext4 and bind mounts through the real kubelets. E2E_HERE_SCENARIOS
+# picks the scenarios (the kubelet-side ones by default); the suite checks
+# that the machine is left as it was found.
+E2E_HERE_SCENARIOS ?= basic-lifecycle attach-not-required multi-node kubelet-restart kubelet-block-volume \
+	kubelet-pod-info-and-fsgroup kubelet-missing-driver kubelet-requires-republish missing-mount-propagation \
+	node-loss-force-detach node-loss-out-of-service
+e2e-here: realkube-bins build realnodes-deps
+	CSISIM_REALKUBE=required $(GO) test -count=1 -timeout 80m -tags e2e ./e2e/ -args -here \
+		-scenarios="$(E2E_HERE_SCENARIOS)" -csisim="$(CURDIR)/$(BIN)"
 
 # fidelity: csisim measured against the real components, built once from the
 # Go module proxy into a cache outside the repo (realkube/README.md; about

@@ -25,6 +25,10 @@ type Options struct {
 	DriverBinary string
 	// BinDir holds the real components; default realkube.BinDir().
 	BinDir string
+	// RealNodes are the nodes that run a real kubelet and containerd in
+	// the real run (realcluster.Config.RealNodes); the simulator's are
+	// simulated as always, so the kubelet is judged too.
+	RealNodes []string
 	// Progress, if set, receives a line per run and step.
 	Progress io.Writer
 	// ComponentLog, if set, receives the output of every process.
@@ -132,7 +136,7 @@ func runSim(ctx context.Context, sc *scenario.Scenario, opts Options, realAt map
 func runReal(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResult, error) {
 	progress(opts, "running %s on the real control plane\n", sc.Name)
 	c, err := realcluster.Start(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs,
-		DriverBinary: opts.DriverBinary, BinDir: opts.BinDir, Log: opts.ComponentLog})
+		DriverBinary: opts.DriverBinary, BinDir: opts.BinDir, Log: opts.ComponentLog, RealNodes: opts.RealNodes})
 	if err != nil {
 		return RunResult{}, fmt.Errorf("starting the real control plane: %w", err)
 	}

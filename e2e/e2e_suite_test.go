@@ -11,6 +11,13 @@
 // e2e/kind/run.sh (-kind-cluster, default $CSISIM_KIND_CLUSTER), fault
 // steps are injected through e2e/kind/faults; those it cannot inject, and
 // every fault step on another cluster, are skipped the same way.
+//
+// With -here (make e2e-here) there is no cluster to be given: each
+// scenario named in -scenarios runs on a real cluster started here for
+// it — the real control plane v1.37.2 with every node of the scenario a
+// real kubelet and containerd (package realnodes), csisim's driver beside
+// them — which also injects the scenario's faults and sees its CSI calls.
+// The suite checks that the machine is left as it was found.
 package e2e
 
 import (
@@ -35,6 +42,9 @@ import (
 var (
 	kubeconfig  = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to run the scenarios on")
 	kindCluster = flag.String("kind-cluster", os.Getenv("CSISIM_KIND_CLUSTER"), "name of the kind cluster, to inject faults into it")
+	here        = flag.Bool("here", false, "run each scenario on a real cluster with real nodes started on this machine (make e2e-here)")
+	hereOnly    = flag.String("scenarios", "", "with -here: the library scenarios to run, by name, space- or comma-separated (default all)")
+	csisimBin   = flag.String("csisim", "", "with -here: the csisim binary that runs the driver (csisim-workload beside it)")
 )
 
 func TestE2E(t *testing.T) {
@@ -58,6 +68,9 @@ var backend scenario.Backend
 var _ fault.Injector = kindBackend{}
 
 var _ = BeforeSuite(func() {
+	if *here {
+		return
+	}
 	Expect(*kubeconfig).NotTo(BeEmpty(), "set -kubeconfig or KUBECONFIG to the cluster to test")
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	Expect(err).NotTo(HaveOccurred())
@@ -74,6 +87,10 @@ var _ = BeforeSuite(func() {
 
 var _ = Describe("the scenario library", func() {
 	files, _ := filepath.Glob("../scenarios/library/*.yaml")
+	if *here {
+		describeHere(files)
+		return
+	}
 	for _, file := range files {
 		It("passes on the cluster: "+filepath.Base(file), func() {
 			sc, err := scenario.Load(file)

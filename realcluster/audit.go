@@ -142,6 +142,10 @@ func actorName(username, userAgent string) string {
 		return strings.TrimPrefix(username, "system:")
 	case username == "system:apiserver":
 		return "kube-apiserver"
+	case strings.HasPrefix(username, "system:node:"):
+		// A real kubelet, by its node credentials; the simulator names
+		// its kubelets the same way.
+		return "kubelet:" + strings.TrimPrefix(username, "system:node:")
 	}
 	if ua := managerOf(userAgent); ua != "" {
 		return ua

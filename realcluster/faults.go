@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/realnodes"
 	"github.com/csisim/csisim/scenarios/apifaults"
 	"github.com/csisim/csisim/sim/kubelet"
 	"github.com/csisim/csisim/trace"
@@ -30,6 +31,9 @@ type simNode struct {
 	// plugin's identity service, to register the plugin again.
 	kubelet  *kubelet.Kubelet
 	identity csi.IdentityClient
+	// real is the node's real kubelet and containerd, on a real node
+	// (then kubelet is nil).
+	real *realnodes.Node
 }
 
 // backendName names the real control plane in the faults it refuses.
@@ -128,6 +132,9 @@ func (c *Cluster) returnNode(ctx context.Context, n *simNode) error {
 		return err
 	}
 	n.lost = false
+	if n.real != nil {
+		return n.real.StartKubelet(ctx)
+	}
 	return c.startKubelet(ctx, c.kubeletCtx, n.name, "unix://"+c.nodeSocket(n.name), true)
 }
 
@@ -139,6 +146,9 @@ func (c *Cluster) restartKubelet(ctx context.Context, n *simNode) error {
 		return fmt.Errorf("node %s is lost; it has no kubelet to restart", n.name)
 	}
 	n.stop()
+	if n.real != nil {
+		return n.real.StartKubelet(ctx)
+	}
 	return c.startKubelet(ctx, c.kubeletCtx, n.name, "unix://"+c.nodeSocket(n.name), true)
 }
 

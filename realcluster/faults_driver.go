@@ -79,6 +79,11 @@ func (c *Cluster) injectDriverFault(ctx context.Context, f fault.Fault) error {
 			errs = append(errs, c.restartPlugin(ctx, p, f.LoseState))
 		case fault.NodePluginMissing:
 			errs = append(errs, c.crashPlugin(p))
+			if n := c.nodes[p.node]; n != nil && n.real != nil {
+				// The real kubelet's plugin watcher unregisters the
+				// driver when the registration socket goes.
+				errs = append(errs, c.stopRegistrar(p.node))
+			}
 			if n := c.nodes[p.node]; n != nil && n.kubelet != nil {
 				errs = append(errs, n.kubelet.UnregisterDriver(ctx))
 			}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,6 +39,7 @@ import (
 	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/realkube"
+	"github.com/csisim/csisim/realnodes"
 	"github.com/csisim/csisim/runroot"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
@@ -63,6 +65,12 @@ type Config struct {
 	DriverBinary string
 	// BinDir holds the real components; default realkube.BinDir().
 	BinDir string
+	// RealNodes are the nodes (of Nodes) that run a real kubelet and
+	// containerd (package realnodes) instead of a simulated kubelet.
+	RealNodes []string
+	// WorkloadBinary is the static csisim-workload binary the real nodes'
+	// images are made of; default: csisim-workload beside DriverBinary.
+	WorkloadBinary string
 	// OnEntry, if set, is called for every timeline entry as it is added.
 	OnEntry func(trace.Entry)
 	// Log receives the output of every process (control plane, sidecars,
@@ -94,6 +102,9 @@ type Cluster struct {
 	logs    []*os.File
 
 	nodes map[string]*simNode // by name, for faults
+
+	host   *realnodes.Host // what real nodes change on the machine, to restore
+	images string          // the real nodes' image archive
 
 	stopWrites   context.CancelFunc
 	kubeletCtx   context.Context // the kubelets run until it is done
@@ -132,6 +143,11 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	if err := realkube.Available(cfg.BinDir, append(slices.Clone(realkube.ControlPlaneBinaries), sidecars...)...); err != nil {
 		return nil, err
+	}
+	for _, n := range cfg.RealNodes {
+		if !slices.Contains(cfg.Nodes, n) {
+			return nil, fmt.Errorf("real node %q is not one of the cluster's nodes %v", n, cfg.Nodes)
+		}
 	}
 	root, err := runroot.New("real")
 	if err != nil {
@@ -185,7 +201,13 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		}
 	}
 	c.kubeletCtx, c.stopKubelets = context.WithCancel(context.Background())
-	for _, node := range cfg.Nodes {
+	for i, node := range cfg.Nodes {
+		if c.isReal(node) {
+			if err := c.startRealNode(ctx, i, node); err != nil {
+				return c, err
+			}
+			continue
+		}
 		endpoint, err := c.startDriver(ctx, "node", node)
 		if err != nil {
 			return c, err
@@ -462,6 +484,11 @@ func (c *Cluster) PIDs() map[string]int {
 	for _, p := range c.procs {
 		m[p.name] = p.PID()
 	}
+	for _, n := range c.nodes {
+		if n.real != nil {
+			maps.Copy(m, n.real.PIDs())
+		}
+	}
 	return m
 }
 
@@ -474,6 +501,9 @@ func (c *Cluster) Close() error {
 		var errs []error
 		c.stopKubelets()
 		c.kubelets.Wait()
+		// The real kubelets, their pods and containerd; the host's
+		// sysctls, fixed paths and cgroups back as they were.
+		errs = append(errs, c.stopRealNodes())
 		for _, p := range c.procs {
 			if p.sidecar {
 				errs = append(errs, p.Stop(5*time.Second))

@@ -32,6 +32,7 @@ type pki struct {
 	proxyClientKey              string
 
 	caPEM, adminCertPEM, adminKeyPEM []byte
+	ca                               *certificate // signs the kubelets' client certificates later
 }
 
 // frontProxyClientName is the CN the API server presents to aggregated
@@ -208,7 +209,27 @@ func newPKI(dir string) (*pki, error) {
 			return nil, err
 		}
 	}
-	p.caPEM = ca.certPEM
+	p.caPEM, p.ca = ca.certPEM, ca
 	p.adminCertPEM, p.adminKeyPEM = admin.certPEM, admin.keyPEM
 	return p, nil
+}
+
+// nodeClient writes a client certificate and key for the kubelet of node,
+// as the kubelet's TLS bootstrap would obtain one: CN system:node:<node>,
+// O system:nodes, so the Node authorizer and the NodeRestriction admission
+// plugin treat it as that node. It returns the two file names.
+func (p *pki) nodeClient(node string) (certFile, keyFile string, err error) {
+	cert, err := sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, p.ca)
+	if err != nil {
+		return "", "", fmt.Errorf("client certificate of node %s: %w", node, err)
+	}
+	certFile, keyFile = filepath.Join(p.dir, "node-"+node+".crt"), filepath.Join(p.dir, "node-"+node+".key")
+	if err := os.WriteFile(certFile, cert.certPEM, 0o644); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, os.WriteFile(keyFile, cert.keyPEM, 0o600)
 }

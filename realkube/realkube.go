@@ -478,15 +478,7 @@ func (c *Cluster) schedulerArgs() []string {
 func (c *Cluster) writeKubeconfigs() error {
 	host := fmt.Sprintf("https://127.0.0.1:%d", c.ports.apiserver)
 	p := c.pki
-	write := func(file, user, cert, key string) (string, error) {
-		cfg := clientcmdapi.NewConfig()
-		cfg.Clusters["realkube"] = &clientcmdapi.Cluster{Server: host, CertificateAuthority: p.caCert}
-		cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificate: cert, ClientKey: key}
-		cfg.Contexts["realkube"] = &clientcmdapi.Context{Cluster: "realkube", AuthInfo: user}
-		cfg.CurrentContext = "realkube"
-		path := filepath.Join(c.cfg.RootDir, file)
-		return path, clientcmd.WriteToFile(*cfg, path)
-	}
+	write := c.writeKubeconfig
 	var err error
 	if c.kubeconfig, err = write("admin.kubeconfig", "admin", p.adminCert, p.adminKey); err != nil {
 		return err
@@ -508,6 +500,29 @@ func (c *Cluster) writeKubeconfigs() error {
 		Burst: 100,
 	}
 	return nil
+}
+
+// writeKubeconfig writes a kubeconfig for user with a client certificate
+// to file below RootDir and returns its path.
+func (c *Cluster) writeKubeconfig(file, user, cert, key string) (string, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["realkube"] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d", c.ports.apiserver), CertificateAuthority: c.pki.caCert}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificate: cert, ClientKey: key}
+	cfg.Contexts["realkube"] = &clientcmdapi.Context{Cluster: "realkube", AuthInfo: user}
+	cfg.CurrentContext = "realkube"
+	path := filepath.Join(c.cfg.RootDir, file)
+	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
+// NodeKubeconfig writes a kubeconfig for the kubelet of node — a client
+// certificate for system:node:<node> in group system:nodes, what TLS
+// bootstrapping gives a real kubelet — and returns its path.
+func (c *Cluster) NodeKubeconfig(node string) (string, error) {
+	cert, key, err := c.pki.nodeClient(node)
+	if err != nil {
+		return "", err
+	}
+	return c.writeKubeconfig("kubelet-"+node+".kubeconfig", "system:node:"+node, cert, key)
 }
 
 // adminHTTPClient is a plain HTTP client with the admin certificate that

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
 	"github.com/csisim/csisim/fault"
@@ -30,6 +31,14 @@ type CSICallSource interface {
 	// only grows. Entries are trace.CSI entries: Verb is the method name,
 	// Object the volume ID.
 	CSICalls() []trace.Entry
+}
+
+// ManifestAdapter is implemented by backends that must change a manifest
+// to carry it out as written: real nodes cannot pull the images a pod
+// names, so they run csisim's workload image in its containers instead.
+// The runner calls AdaptManifest on a copy of every object it applies.
+type ManifestAdapter interface {
+	AdaptManifest(obj *unstructured.Unstructured) error
 }
 
 // Simulated is implemented by backends whose time is virtual (the

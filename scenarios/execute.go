@@ -56,8 +56,16 @@ func (ex *executor) execute(ctx context.Context, st Step) (stepOutcome, error) {
 
 func (ex *executor) apply(ctx context.Context, a *Apply) (stepOutcome, error) {
 	done := make([]string, 0, len(a.Objects))
+	adapter, _ := ex.runner.Backend.(ManifestAdapter)
 	for _, m := range a.Objects {
-		applied, err := ex.objects.apply(ctx, &unstructured.Unstructured{Object: m.Object}, a.Namespace)
+		obj := &unstructured.Unstructured{Object: m.Object}
+		if adapter != nil {
+			obj = obj.DeepCopy() // the scenario may run again, elsewhere
+			if err := adapter.AdaptManifest(obj); err != nil {
+				return stepOutcome{}, fmt.Errorf("%s:%d: apply %s: %w", m.File, m.Line, m.Describe(), err)
+			}
+		}
+		applied, err := ex.objects.apply(ctx, obj, a.Namespace)
 		if err != nil {
 			return stepOutcome{}, fmt.Errorf("%s:%d: apply %s: %w", m.File, m.Line, m.Describe(), err)
 		}

@@ -24,6 +24,8 @@ func diffScenario(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Uint64("seed", 1, "the simulator's seed")
 	asJSON := fs.Bool("json", false, "write the report as JSON, snapshots included")
 	logFile := fs.String("log", "", "write every process's output (drivers, control plane, sidecars) to this file")
+	var realNodes realNodesFlag
+	fs.Var(&realNodes, "real-nodes", realNodesUsage)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: csisim diff [flags] SCENARIO.yaml\n\n"+
 			"Runs the scenario on the simulator and on a real control plane (make realkube-bins) with\n"+
@@ -47,6 +49,13 @@ func diffScenario(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	opts := diff.Options{Seed: *seed, Progress: stderr}
+	if opts.RealNodes, err = realNodes.resolve(sc.Cluster.Nodes); err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		return 2
+	}
+	if len(opts.RealNodes) > 0 && len(sc.Cluster.Nodes) == 0 {
+		sc.Cluster.Nodes = opts.RealNodes
+	}
 	if *logFile != "" {
 		f, err := os.Create(*logFile)
 		if err != nil {

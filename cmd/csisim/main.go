@@ -43,6 +43,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return driverMain(args[1:], stdout, stderr)
 	case "clean":
 		return clean(args[1:], stdout, stderr)
+	case "cni":
+		return cniPlugin(os.Stdin, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -42,6 +42,8 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		"two runs with the same seed and scenario write the same file")
 	backend := fs.String("backend", "sim", "where to run: sim, the simulator, or realkube, a real control plane (make realkube-bins)\n"+
 		"with csisim's simulated kubelets joining it; realkube runs on wall time and ignores --seed")
+	var realNodes realNodesFlag
+	fs.Var(&realNodes, "real-nodes", realNodesUsage)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: csisim run [flags] SCENARIO.yaml\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -60,11 +62,19 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	case *backend != "sim" && *backend != "realkube":
 		fmt.Fprintf(stderr, "csisim: --backend %q: the backends are sim and realkube\n", *backend)
 		return 2
+	case realNodes.set() && *backend != "realkube":
+		fmt.Fprintln(stderr, "csisim: --real-nodes joins real kubelets to the real control plane; add --backend realkube")
+		return 2
 	case *backend == "realkube" && (*mockDriver || *driverCommand != ""):
 		fmt.Fprintln(stderr, "csisim: --backend realkube runs csisim's own driver; --mock-driver and --driver-command are for the simulator")
 		return 2
 	}
 	sc, err := scenario.Load(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		return 2
+	}
+	realNodeNames, err := realNodes.resolve(sc.Cluster.Nodes)
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2
@@ -100,8 +110,8 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		runClock clock.WithTicker // nil: wall time
 	)
 	if *backend == "realkube" {
-		fmt.Fprintf(stdout, "scenario %s (%s), real control plane %s\n", sc.Name, sc.File, realkube.KubeVersion)
-		rc, err := realcluster.Start(ctx, realcluster.Config{Nodes: cfg.Nodes, Zones: cfg.Zones, DriverArgs: cfg.DriverArgs,
+		fmt.Fprintf(stdout, "scenario %s (%s), real control plane %s%s\n", sc.Name, sc.File, realkube.KubeVersion, realNodesNote(realNodeNames))
+		rc, err := realcluster.Start(ctx, realcluster.Config{Nodes: cfg.Nodes, Zones: cfg.Zones, DriverArgs: cfg.DriverArgs, RealNodes: realNodeNames,
 			DriverName: cfg.DriverName, OnEntry: cfg.OnEntry, Log: cfg.DriverLog})
 		if err != nil {
 			return startFailed(ctx, "the real control plane", err, stderr)

@@ -1,0 +1,66 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/csisim/csisim/realcluster"
+	"github.com/csisim/csisim/realnodes"
+	scenario "github.com/csisim/csisim/scenarios"
+)
+
+// describeHere runs the chosen scenarios each on a real cluster of its own
+// with real nodes, and checks the machine's footprint before and after.
+func describeHere(files []string) {
+	var chosen []string
+	if *hereOnly != "" {
+		chosen = strings.FieldsFunc(*hereOnly, func(r rune) bool { return r == ' ' || r == ',' })
+	}
+	Describe("on real nodes started here", Ordered, func() { hereSpecs(files, chosen) })
+}
+
+func hereSpecs(files, chosen []string) {
+	var before realnodes.Footprint
+	BeforeAll(func() {
+		var err error
+		before, err = realnodes.TakeFootprint()
+		Expect(err).NotTo(HaveOccurred())
+	})
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		if chosen != nil && !slices.Contains(chosen, name) {
+			continue
+		}
+		It("passes on a real cluster with real nodes: "+name, func() {
+			sc, err := scenario.Load(file)
+			Expect(err).NotTo(HaveOccurred())
+			nodes := sc.Cluster.Nodes
+			if len(nodes) == 0 {
+				nodes = []string{"node-1"}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			defer cancel()
+			c, err := realcluster.Start(ctx, realcluster.Config{Nodes: nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs,
+				RealNodes: nodes, DriverBinary: *csisimBin, Log: GinkgoWriter})
+			Expect(err).NotTo(HaveOccurred())
+			defer func() { Expect(c.Close()).To(Succeed()) }()
+			runner := &scenario.Runner{Backend: c, Recorder: c.Recorder(), Out: GinkgoWriter}
+			res, err := runner.Run(ctx, sc)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Failed()).To(BeFalse())
+		})
+	}
+	AfterAll(func() {
+		after, err := realnodes.TakeFootprint()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(before.Diff(after)).To(BeEmpty(), "the real clusters left the machine changed")
+	})
+}

@@ -1,0 +1,307 @@
+package realnodes
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The kernel settings the kubelet changes at start when
+// protectKernelDefaults is false (pkg/kubelet/cm's setupKernelTunables):
+// it wants vm.overcommit_memory=1, kernel.panic=10, kernel.panic_on_oops=1.
+var kubeletSysctls = []string{"vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops"}
+
+// fixedPaths are the host paths a kubelet or containerd 1.6 uses whatever
+// their root directories are: the device-plugin directory
+// (pkg/kubelet/apis/deviceplugin's DevicePluginPath), the container log
+// symlinks (pkg/kubelet/kuberuntime's ContainerLogsDir), the runc and
+// shim state containerd 1.6 keeps below /run/containerd, and the network
+// namespaces its CRI plugin bind-mounts below /var/run/netns. Those that
+// did not exist before a run are removed after it; of those that did, only
+// what the run put in them.
+var fixedPaths = []string{
+	"/var/lib/kubelet/device-plugins", "/var/lib/kubelet",
+	"/var/log/containers", "/var/log/pods",
+	"/run/containerd/runc", "/run/containerd/s", "/run/containerd/fifo", "/run/containerd/io.containerd.runtime.v2.task", "/run/containerd",
+	"/var/run/netns", "/run/netns",
+}
+
+// Host is what real nodes change on the machine outside their run root,
+// as it was before they started, so Restore can put it back. It is
+// written to a file in the run root too, so that `csisim clean` can
+// restore a machine a killed run left changed.
+type Host struct {
+	// Sysctls by /proc/sys path below /proc/sys.
+	Sysctls map[string]string `json:"sysctls"`
+	// Existed are the fixed paths that were there before.
+	Existed []string `json:"existed"`
+	// CgroupRoot is the cgroup (the same name in every hierarchy) below
+	// which the nodes' kubelets put their pods; Restore removes it.
+	CgroupRoot string `json:"cgroupRoot"`
+	// Since is when the run started: what appeared in a fixed path that
+	// existed before, later than Since and pointing into the run root, is
+	// the run's.
+	Since   time.Time `json:"since"`
+	RunRoot string    `json:"runRoot"`
+}
+
+// hostStateFile is where CaptureHost records the host in the run root.
+const hostStateFile = "host-state.json"
+
+// CaptureHost records the host's state before real nodes start below
+// runRoot and creates the run's cgroup root in every cgroup hierarchy.
+func CaptureHost(runRoot, cgroupRoot string) (*Host, error) {
+	h := &Host{Sysctls: map[string]string{}, CgroupRoot: cgroupRoot, Since: time.Now(), RunRoot: runRoot}
+	for _, k := range kubeletSysctls {
+		b, err := os.ReadFile(filepath.Join("/proc/sys", k))
+		if err != nil {
+			return nil, fmt.Errorf("reading sysctl %s: %w", k, err)
+		}
+		h.Sysctls[k] = strings.TrimSpace(string(b))
+	}
+	for _, p := range fixedPaths {
+		if _, err := os.Lstat(p); err == nil {
+			h.Existed = append(h.Existed, p)
+		}
+	}
+	data, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(runRoot, hostStateFile), data, 0o600); err != nil {
+		return nil, fmt.Errorf("recording the host's state: %w", err)
+	}
+	hierarchies, err := cgroupHierarchies()
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range hierarchies {
+		if err := os.MkdirAll(filepath.Join(dir, cgroupRoot), 0o755); err != nil {
+			return nil, fmt.Errorf("creating the nodes' cgroup in %s: %w", dir, err)
+		}
+	}
+	return h, nil
+}
+
+// LoadHost reads what CaptureHost recorded in runRoot, for a clean-up
+// after the run that made it is gone.
+func LoadHost(runRoot string) (*Host, error) {
+	data, err := os.ReadFile(filepath.Join(runRoot, hostStateFile))
+	if err != nil {
+		return nil, err
+	}
+	var h Host
+	if err := json.Unmarshal(data, &h); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(runRoot, hostStateFile), err)
+	}
+	return &h, nil
+}
+
+// Restore kills what is left in the run's cgroups and removes them, puts
+// the sysctls back and removes from the fixed paths what the run made.
+// Call it when every kubelet and containerd of the run has stopped.
+func (h *Host) Restore() error {
+	var errs []error
+	errs = append(errs, h.removeCgroups())
+	for k, v := range h.Sysctls {
+		if err := os.WriteFile(filepath.Join("/proc/sys", k), []byte(v), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("restoring sysctl %s=%s: %w", k, v, err))
+		}
+	}
+	for _, p := range fixedPaths {
+		if slices.Contains(h.Existed, p) {
+			errs = append(errs, h.removeOwnEntries(p))
+			continue
+		}
+		errs = append(errs, removeTree(p))
+	}
+	return errors.Join(errs...)
+}
+
+// removeOwnEntries removes from dir, a fixed path that existed before the
+// run, the entries the run made: symlinks into the run root, and network
+// namespaces and files made since the run started.
+func (h *Host) removeOwnEntries(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var errs []error
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, h.RunRoot) {
+			errs = append(errs, os.Remove(p))
+			continue
+		}
+		// Where names say nothing of their owner (a network namespace, a
+		// shim's socket, the kubelet's device-plugin socket), what is newer
+		// than the run is the run's; elsewhere only links into its root.
+		if fi.ModTime().After(h.Since) && !slices.Contains(fixedPaths, p) && dir != "/var/lib/kubelet" && dir != "/var/log/pods" && dir != "/var/log/containers" {
+			errs = append(errs, removeTree(p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeTree unmounts whatever is mounted below path (a network namespace
+// is a bind mount of nsfs) and removes it.
+func removeTree(path string) error {
+	if _, err := os.Lstat(path); err != nil {
+		return nil
+	}
+	mounts, err := mountPointsUnder(path)
+	if err != nil {
+		return err
+	}
+	for i := len(mounts) - 1; i >= 0; i-- {
+		if err := syscall.Unmount(mounts[i], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			return fmt.Errorf("unmounting %s: %w", mounts[i], err)
+		}
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("removing %s: %w", path, err)
+	}
+	return nil
+}
+
+// mountPointsUnder lists the mount points at or below path, in the order
+// they were mounted.
+func mountPointsUnder(path string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMount(fields[4])
+		if mp == path || strings.HasPrefix(mp, path+"/") {
+			out = append(out, mp)
+		}
+	}
+	return out, sc.Err()
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v int
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &v); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// cgroupHierarchies are the mount points of the machine's cgroup
+// hierarchies: each v1 controller's, named ones (name=systemd) and the
+// unified v2 one.
+func cgroupHierarchies() ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		_, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		fs := strings.Fields(post)
+		if len(fs) == 0 || (fs[0] != "cgroup" && fs[0] != "cgroup2") {
+			continue
+		}
+		out = append(out, unescapeMount(strings.Fields(line)[4]))
+	}
+	return out, sc.Err()
+}
+
+// removeCgroups kills every process left in the run's cgroups and removes
+// them, deepest first, in every hierarchy.
+func (h *Host) removeCgroups() error {
+	if h.CgroupRoot == "" || h.CgroupRoot == "/" {
+		return nil
+	}
+	hierarchies, err := cgroupHierarchies()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, hier := range hierarchies {
+		root := filepath.Join(hier, h.CgroupRoot)
+		if _, err := os.Stat(root); err != nil {
+			continue
+		}
+		var dirs []string
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			errs = append(errs, removeCgroup(dirs[i]))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeCgroup kills the processes in one cgroup until it is empty, then
+// removes it.
+func removeCgroup(dir string) error {
+	var last error
+	for range 50 {
+		pids := cgroupProcs(dir)
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if last = syscall.Rmdir(dir); last == nil || errors.Is(last, syscall.ENOENT) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("removing cgroup %s: %w", dir, last)
+}
+
+func cgroupProcs(dir string) []int {
+	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		var pid int
+		if _, err := fmt.Sscan(f, &pid); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
