@@ -74,7 +74,6 @@ func kubeletArgs(n *Node, configFile string) []string {
 		"--root-dir=" + n.KubeletDir(),
 		"--cert-dir=" + n.path("kubelet-pki"),
 		"--hostname-override=" + n.cfg.Name,
-		"--node-ip=127.0.0.1",
 		"--v=2",
 	}
 	if len(n.cfg.Labels) > 0 {
