@@ -106,14 +106,15 @@ func Serve(ctx context.Context, cfg Config, log io.Writer) error {
 		lis.Close()
 		return fmt.Errorf("registrar for %s: %w", cfg.DriverName, err)
 	}
-	remove := func() error {
+	// remove says what became of the socket, for the log.
+	remove := func() (string, error) {
 		if cur, err := os.Lstat(cfg.Socket); err != nil || !os.SameFile(cur, own) {
-			return nil // gone already, or another registrar's now
+			return "socket gone already or replaced by another's, left alone", nil
 		}
 		if err := os.Remove(cfg.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("registrar for %s: removing socket: %w", cfg.DriverName, err)
+			return "", fmt.Errorf("registrar for %s: removing socket: %w", cfg.DriverName, err)
 		}
-		return nil
+		return "socket removed", nil
 	}
 
 	lg := newLogger(log, cfg.DriverName)
@@ -131,7 +132,7 @@ func Serve(ctx context.Context, cfg Config, log io.Writer) error {
 	// The socket goes first: its removal is what makes the kubelet
 	// deregister the driver, and what keeps it from dialling a registrar
 	// that is going away.
-	rmErr := remove()
+	removed, rmErr := remove()
 	stop(srv)
 	if serveErr == nil {
 		serveErr = <-served
@@ -141,7 +142,9 @@ func Serve(ctx context.Context, cfg Config, log io.Writer) error {
 	} else {
 		serveErr = nil
 	}
-	lg.Printf("stopped; removed %s", cfg.Socket)
+	if rmErr == nil {
+		lg.Printf("stopped; %s: %s", removed, cfg.Socket)
+	}
 	return errors.Join(serveErr, rmErr)
 }
 

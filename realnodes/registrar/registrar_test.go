@@ -114,7 +114,7 @@ func TestServe(t *testing.T) {
 		"GetInfo: answering type CSIPlugin, name hostpath.csisim.io, endpoint /var/lib/kubelet/plugins/hostpath.csisim.io/csi.sock, versions 1.0.0",
 		"NotifyRegistrationStatus: the kubelet registered driver hostpath.csisim.io",
 		"NotifyRegistrationStatus: the kubelet failed to register driver hostpath.csisim.io: " + refusal,
-		"stopped; removed " + cfg.Socket,
+		"stopped; socket removed: " + cfg.Socket,
 	} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, log.String())
@@ -143,7 +143,8 @@ func TestServeSocketOwnership(t *testing.T) {
 	}
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	l.Close()
-	stop := serve(t, cfg, nil)
+	var log bytes.Buffer
+	stop := serve(t, cfg, &log)
 
 	// One that answers is not.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -167,6 +168,9 @@ func TestServeSocketOwnership(t *testing.T) {
 	}
 	if _, err := os.Lstat(cfg.Socket); err != nil {
 		t.Fatalf("the newer registrar's socket: %v, want it kept", err)
+	}
+	if want := "stopped; socket gone already or replaced by another's, left alone: " + cfg.Socket; !strings.Contains(log.String(), want) {
+		t.Errorf("log lacks %q:\n%s", want, log.String())
 	}
 }
 
