@@ -22,12 +22,15 @@ import (
 //     the adjustment at or above its own.
 //   - no AppArmor, no hugetlb controller (neither is there), cgroupfs.
 //   - the pause image is the one imported at start; nothing is pulled.
-//   - the opt plugin would otherwise write /opt/containerd.
+//   - the opt plugin would otherwise write /opt/containerd, runc its state
+//     to /run/containerd/runc; only the shims' sockets stay in the fixed
+//     /run/containerd/s (Host restores it).
 func containerdConfig(dir, pauseImage, cniConfDir, cniBinDir string) string {
 	q := strconv.Quote
 	return `version = 2
 root = ` + q(filepath.Join(dir, "root")) + `
 state = ` + q(filepath.Join(dir, "state")) + `
+temp = ` + q(filepath.Join(dir, "tmp")) + `
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
 
 [grpc]
@@ -55,6 +58,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        Root = ` + q(filepath.Join(dir, "runc")) + `
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = ` + q(cniBinDir) + `
     conf_dir = ` + q(cniConfDir) + `
