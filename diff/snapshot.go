@@ -508,6 +508,11 @@ func (n *Normaliser) events(objects map[string]Object, events []corev1.Event) {
 		if slices.Contains(systemNamespaces, e.InvolvedObject.Namespace) || !slices.Contains(kindOrder, e.InvolvedObject.Kind) {
 			continue
 		}
+		// What a real kubelet says of the machine it runs on, not of the
+		// lifecycle: these machines have cgroup v1.
+		if slices.Contains(machineEventReasons, e.Reason) {
+			continue
+		}
 		key := Object{Kind: e.InvolvedObject.Kind, Name: n.name(qualified(e.InvolvedObject.Namespace, e.InvolvedObject.Name))}.Key()
 		if e.InvolvedObject.Namespace == "" {
 			key = Object{Kind: e.InvolvedObject.Kind, Name: n.name(e.InvolvedObject.Name)}.Key()
@@ -522,7 +527,7 @@ func (n *Normaliser) events(objects map[string]Object, events []corev1.Event) {
 		if messages[key][e.Reason] == nil {
 			messages[key][e.Reason] = map[string]bool{}
 		}
-		messages[key][e.Reason][n.value(e.Message)] = true
+		messages[key][e.Reason][containerImage.ReplaceAllString(n.value(e.Message), `Container image "<image>"`)] = true
 	}
 	for key, byReason := range messages {
 		o := objects[key]
@@ -534,6 +539,15 @@ func (n *Normaliser) events(objects map[string]Object, events []corev1.Event) {
 		objects[key] = o
 	}
 }
+
+// machineEventReasons are the reasons of events about the machine a
+// real node runs on, left out of snapshots.
+var machineEventReasons = []string{"CgroupV1"}
+
+// containerImage is the image in the kubelet's Pulled message: real nodes
+// run csisim's workload image in every container (nothing can be pulled
+// here), the simulator names the image the pod asks for.
+var containerImage = regexp.MustCompile(`Container image "[^"]*"`)
 
 func setField(fields map[string]string, name, value string) {
 	if value != "" {

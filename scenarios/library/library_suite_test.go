@@ -133,7 +133,7 @@ var _ = Describe("basic-lifecycle", func() {
 	It("fails with the step, what was expected and what was seen, and still cleans up", func() {
 		data, err := os.ReadFile("basic-lifecycle.yaml")
 		Expect(err).NotTo(HaveOccurred())
-		broken := strings.Replace(string(data), "equals: Running\n      timeout: 60s", "equals: Succeeded\n      timeout: 2s", 1)
+		broken := strings.Replace(string(data), "equals: Running\n      timeout: 60s", "equals: Succeeded\n      timeout: 20s", 1)
 		Expect(broken).NotTo(Equal(string(data)), "the scenario no longer has the step this test breaks")
 		sc, err := scenario.Parse("broken.yaml", []byte(broken), ".")
 		Expect(err).NotTo(HaveOccurred())

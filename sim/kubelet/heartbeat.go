@@ -123,13 +123,27 @@ func (k *Kubelet) postReady(ctx context.Context) error {
 		}
 		changed = true
 	}
-	if !changed {
-		return nil
+	// volumesInUse is part of the status sync too, as in the real
+	// kubelet's setNodeVolumesInUseStatus: a volume a pod starts to use is
+	// reported at the next sync, and only then mounted (setUp); one no pod
+	// uses any more leaves at the next sync, and only then may the
+	// attach/detach controller detach it.
+	inUse := k.volumesInUse()
+	reported := slices.Clone(node.Status.VolumesInUse)
+	slices.Sort(reported)
+	if !slices.Equal(inUse, reported) {
+		node.Status.VolumesInUse = inUse
+		changed = true
 	}
-	if _, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		return err
+	if changed {
+		if _, err = k.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		k.statusReported()
 	}
-	k.statusReported()
+	k.mu.Lock()
+	k.inUse = inUse
+	k.mu.Unlock()
 	return nil
 }
 

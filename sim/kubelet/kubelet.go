@@ -127,6 +127,7 @@ type actualState struct {
 	podKeys map[string]types.UID                    // namespace/name → UID, to tear down pods that vanished
 	wanted  map[types.UID][]corev1.UniqueVolumeName // volumes pods are being set up with
 	resync  map[string]bool                         // pods whose periodic sync is due
+	killed  map[types.UID]bool                      // pods whose containers were told to stop
 }
 
 func newActualState() actualState {
@@ -136,6 +137,7 @@ func newActualState() actualState {
 		podKeys: map[string]types.UID{},
 		wanted:  map[types.UID][]corev1.UniqueVolumeName{},
 		resync:  map[string]bool{},
+		killed:  map[types.UID]bool{},
 	}
 }
 
@@ -205,16 +207,20 @@ func (k *Kubelet) enqueuePending() {
 // Register creates the Node and its CSINode and registers the node plugin:
 // NodeGetInfo gives the driver's node ID, topology and volume limit.
 func (k *Kubelet) Register(ctx context.Context, identity csi.IdentityClient) error {
-	if err := k.registerNode(ctx); err != nil {
+	registered, err := k.registerNode(ctx)
+	if err != nil {
 		return err
 	}
+	k.startEvents(registered)
 	if err := k.RegisterDriver(ctx, identity); err != nil {
 		return err
 	}
 	return k.renewLease(ctx)
 }
 
-func (k *Kubelet) registerNode(ctx context.Context) error {
+// registerNode creates the Node; it reports whether it did (false: the
+// Node was there).
+func (k *Kubelet) registerNode(ctx context.Context) (bool, error) {
 	now := metav1.NewTime(k.clock.Now()).Rfc3339Copy()
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -241,10 +247,11 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 	switch {
 	case err == nil:
 		k.statusReported()
+		return true, nil
 	case !apierrors.IsAlreadyExists(err):
-		return fmt.Errorf("registering node %s: %w", k.cfg.NodeName, err)
+		return false, fmt.Errorf("registering node %s: %w", k.cfg.NodeName, err)
 	}
-	return nil
+	return false, nil
 }
 
 func nodeResources() corev1.ResourceList {
@@ -276,6 +283,7 @@ func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoRespo
 	csiNode := &storagev1.CSINode{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            k.cfg.NodeName,
+			Annotations:     map[string]string{annMigratedPlugins: migratedPlugins},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}},
 		},
 		Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{drv}},
@@ -373,6 +381,7 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	k.mu.Unlock()
 
 	if pod.DeletionTimestamp != nil {
+		k.stopContainersOnce(pod)
 		if err := k.tearDown(ctx, pod.UID, key); err != nil {
 			return err
 		}
@@ -391,6 +400,7 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 			return err
 		}
 		k.runWorkload(pod)
+		k.containersStarted(pod)
 		return k.markRunning(ctx, pod)
 	case corev1.PodRunning:
 		// A restarted kubelet sets up again what it found on disk; a
@@ -467,10 +477,16 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, republish bool) er
 	k.mu.Lock()
 	k.actual.wanted[pod.UID] = uniques
 	k.mu.Unlock()
-	// Report the volumes in use before mounting, so the attach/detach
-	// controller never detaches what we are about to mount.
-	if err := k.reportVolumesInUse(ctx); err != nil {
-		return err
+	// An attached volume is mounted only once the node's status has
+	// reported it in volumesInUse, so the attach/detach controller never
+	// detaches what is about to be mounted. The report is the periodic
+	// node status sync's (Heartbeat), as in the real kubelet, whose
+	// VerifyControllerAttachedVolume refuses ("Volume has not been added
+	// to the list of VolumesInUse in the node's volume status") until then
+	// (pkg/volume/util/operationexecutor/operation_generator.go); volumes
+	// that need no attach do not wait.
+	if !k.reportedInUse(vols) {
+		return controller.RequeueAfter(waitRetry)
 	}
 	for _, v := range vols {
 		if republish && !k.requiresRepublish(v.pv.Spec.CSI.Driver) {
@@ -550,14 +566,27 @@ func (k *Kubelet) tearDown(ctx context.Context, uid types.UID, key string) error
 	k.mu.Lock()
 	delete(k.actual.mounted, uid)
 	delete(k.actual.wanted, uid)
+	delete(k.actual.killed, uid)
 	if key != "" && k.actual.podKeys[key] == uid {
 		delete(k.actual.podKeys, key)
 	}
 	k.mu.Unlock()
-	if err := k.unstageUnused(ctx); err != nil {
-		return err
+	// volumesInUse drops the volumes at the next node status sync; the
+	// attach/detach controller detaches only after that.
+	return k.unstageUnused(ctx)
+}
+
+// reportedInUse says whether every volume of vols that needs an attach is
+// in the volumesInUse the node's status last reported.
+func (k *Kubelet) reportedInUse(vols []volumeToMount) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, v := range vols {
+		if !slices.Contains(k.inUse, v.unique) && k.attachRequired(v.pv.Spec.CSI.Driver) {
+			return false
+		}
 	}
-	return k.reportVolumesInUse(ctx)
+	return true
 }
 
 // unstageUnused unstages the staged volumes no pod here uses any more.
@@ -603,10 +632,11 @@ func (k *Kubelet) unstageUnused(ctx context.Context) error {
 	return nil
 }
 
-// reportVolumesInUse writes node.status.volumesInUse: every volume a pod
-// here is set up with or that is still staged.
-func (k *Kubelet) reportVolumesInUse(ctx context.Context) error {
+// volumesInUse are the volumes the node's status should report: every
+// volume a pod here is set up with, or wants, or that is still staged.
+func (k *Kubelet) volumesInUse() []corev1.UniqueVolumeName {
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	set := map[corev1.UniqueVolumeName]bool{}
 	for _, vols := range k.actual.wanted {
 		for _, u := range vols {
@@ -621,23 +651,7 @@ func (k *Kubelet) reportVolumesInUse(ctx context.Context) error {
 		inUse = append(inUse, u)
 	}
 	slices.Sort(inUse)
-	unchanged := slices.Equal(inUse, k.inUse)
-	k.mu.Unlock()
-	if unchanged {
-		return nil
-	}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"volumesInUse": inUse}})
-	if err != nil {
-		return err
-	}
-	if _, err := k.client.CoreV1().Nodes().Patch(ctx, k.cfg.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
-		return fmt.Errorf("reporting volumesInUse of node %s: %w", k.cfg.NodeName, err)
-	}
-	k.mu.Lock()
-	k.inUse = inUse
-	k.mu.Unlock()
-	k.statusReported()
-	return nil
+	return inUse
 }
 
 // markRunning reports the pod Running with its conditions and container

@@ -43,6 +43,7 @@ func (k *Kubelet) Restart(ctx context.Context) error {
 	// A new process posts new Events; it does not count on the old ones.
 	k.stopRecs()
 	k.events, k.stopRecs = k.newEvents()
+	k.startEvents(false)
 
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	_, err := k.csi.NodeGetInfo(callCtx, &csi.NodeGetInfoRequest{})

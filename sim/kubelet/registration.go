@@ -134,3 +134,13 @@ func (k *Kubelet) installInCSINode(ctx context.Context, drv storagev1.CSINodeDri
 		return err
 	})
 }
+
+// The annotation with which the kubelet's node info manager lists, on the
+// CSINode, the in-tree volume plugins whose volumes it hands to CSI drivers
+// (pkg/volume/csi/nodeinfomanager; the set is v1.37's: every migration is
+// on and its in-tree plugin gone).
+const (
+	annMigratedPlugins = "storage.alpha.kubernetes.io/migrated-plugins"
+	migratedPlugins    = "kubernetes.io/aws-ebs,kubernetes.io/azure-disk,kubernetes.io/azure-file,kubernetes.io/cinder," +
+		"kubernetes.io/gce-pd,kubernetes.io/portworx-volume,kubernetes.io/vsphere-volume"
+)

@@ -227,9 +227,22 @@ func newEnv(t *testing.T, o envOptions) *env {
 }
 
 // sync runs the kubelet's sync of the pod (or another key) once.
+// sync syncs the pod; a sync that waits for the node's status to report
+// the pod's volumes in use gets one node status sync (Heartbeat) and is
+// tried again, as the periodic sync would let it.
 func (e *env) sync(key string) error {
 	e.t.Helper()
-	return e.k.syncPod(context.Background(), key)
+	err := e.k.syncPod(context.Background(), key)
+	var again controller.RequeueAfter
+	if errors.As(err, &again) && time.Duration(again) == waitRetry {
+		e.k.Heartbeat(context.Background())
+		e.waitFor("the node's volumesInUse in the informer", func() bool {
+			n, gerr := e.k.nodes.Get(e.k.cfg.NodeName)
+			return gerr == nil && len(n.Status.VolumesInUse) == len(e.k.volumesInUse())
+		})
+		err = e.k.syncPod(context.Background(), key)
+	}
+	return err
 }
 
 // waitFor polls the informers until cond holds.
