@@ -37,7 +37,8 @@ type Options struct {
 	// as settled after a step (default 1 s; virtual time in the
 	// simulator, which also runs at least until the time the real
 	// cluster's snapshot was taken); SettleTimeout bounds the wait for
-	// quiet (default 15 s).
+	// quiet (default 30 s: a snapshot that awaits a kubelet's status sync
+	// needs 11 s of quiet, statusSyncQuiet).
 	Quiet, SettleTimeout time.Duration
 }
 
@@ -54,7 +55,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Report, err
 		opts.Quiet = time.Second
 	}
 	if opts.SettleTimeout == 0 {
-		opts.SettleTimeout = 15 * time.Second
+		opts.SettleTimeout = 30 * time.Second
 	}
 	rep := &Report{Scenario: sc.Name, File: sc.File, Seed: opts.Seed}
 	var err error
@@ -151,7 +152,7 @@ func runReal(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResul
 				s := n.Snapshot(objs, c.CSICalls())
 				if since.IsZero() || !s.Equal(last) {
 					last, since = s, time.Now()
-				} else if time.Since(since) >= opts.Quiet {
+				} else if time.Since(since) >= quietFor(last, opts.Quiet) {
 					return true
 				}
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -46,11 +48,70 @@ func settleVirtual(ctx context.Context, sim simulation, snapshot func() (Snapsho
 		}
 		if since.IsZero() || !s.Equal(last) {
 			last, since = s, clk.Now()
-		} else if clk.Since(since) >= quiet && !clk.Now().Before(until) {
+		} else if clk.Since(since) >= quietFor(last, quiet) && !clk.Now().Before(until) {
 			return true
 		}
 		if err := sim.RunFor(ctx, pollSettle); err != nil {
 			return false
+		}
+	}
+	return false
+}
+
+// statusSyncQuiet is the quiet a snapshot that awaits a kubelet's node
+// status sync must show before it counts as settled: longer than the
+// sync's period (nodeStatusUpdateFrequency, 10 s), so that the sync has
+// come, whatever its phase. A kubelet mounts an attached volume only once
+// a sync has reported it in volumesInUse, and a volume no pod uses any
+// more is detached only once a sync has dropped it; without this, either
+// cluster could be looked at in the seconds before its sync, the other
+// after, and the two would differ in when, not in what.
+const statusSyncQuiet = 11 * time.Second
+
+// quietFor is the quiet the last snapshot must show.
+func quietFor(last Snapshot, quiet time.Duration) time.Duration {
+	if last.AwaitsStatusSync {
+		return max(quiet, statusSyncQuiet)
+	}
+	return quiet
+}
+
+// awaitsStatusSync says whether a kubelet's next node status sync will
+// change what objs show: a pod bound to a node and not yet running (it may
+// be waiting for its volumes to be reported in use), or a node reporting
+// in use a volume none of its pods uses (it will stop, and the volume be
+// detached).
+func awaitsStatusSync(objs Objects) bool {
+	handles := map[string]string{} // "namespace/claim" -> CSI unique volume name
+	for _, pvc := range objs.PVCs {
+		for _, pv := range objs.PVs {
+			if pv.Name == pvc.Spec.VolumeName && pv.Spec.CSI != nil {
+				handles[pvc.Namespace+"/"+pvc.Name] = "kubernetes.io/csi/" + pv.Spec.CSI.Driver + "^" + pv.Spec.CSI.VolumeHandle
+			}
+		}
+	}
+	used := map[string]map[string]bool{} // node -> unique volume names its pods use
+	for _, p := range objs.Pods {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		if p.Status.Phase == corev1.PodPending && p.DeletionTimestamp == nil {
+			return true
+		}
+		if used[p.Spec.NodeName] == nil {
+			used[p.Spec.NodeName] = map[string]bool{}
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				used[p.Spec.NodeName][handles[p.Namespace+"/"+v.PersistentVolumeClaim.ClaimName]] = true
+			}
+		}
+	}
+	for _, n := range objs.Nodes {
+		for _, u := range n.Status.VolumesInUse {
+			if !used[n.Name][string(u)] {
+				return true
+			}
 		}
 	}
 	return false

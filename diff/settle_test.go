@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -54,6 +56,39 @@ func TestSettleVirtual(t *testing.T) {
 		}
 		if sim.clk.Now().Before(t0.Add(tc.until)) {
 			t.Errorf("%s: settled at %v, before %v", tc.name, sim.clk.Since(t0), tc.until)
+		}
+	}
+}
+
+func TestAwaitsStatusSync(t *testing.T) {
+	pvc := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}}
+	pv := corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"},
+		Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h"}}}}
+	pod := func(phase corev1.PodPhase, node string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"},
+			Spec: corev1.PodSpec{NodeName: node, Volumes: []corev1.Volume{{Name: "data",
+				VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}},
+			Status: corev1.PodStatus{Phase: phase}}
+	}
+	node := func(inUse ...corev1.UniqueVolumeName) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Status: corev1.NodeStatus{VolumesInUse: inUse}}
+	}
+	for _, tc := range []struct {
+		name string
+		objs Objects
+		want bool
+	}{
+		{"nothing", Objects{Nodes: []corev1.Node{node()}}, false},
+		{"pod not scheduled", Objects{Pods: []corev1.Pod{pod(corev1.PodPending, "")}, Nodes: []corev1.Node{node()}}, false},
+		{"pod bound, pending", Objects{Pods: []corev1.Pod{pod(corev1.PodPending, "node-1")}, Nodes: []corev1.Node{node()}}, true},
+		{"pod running, volume in use", Objects{PVCs: []corev1.PersistentVolumeClaim{pvc}, PVs: []corev1.PersistentVolume{pv},
+			Pods: []corev1.Pod{pod(corev1.PodRunning, "node-1")}, Nodes: []corev1.Node{node("kubernetes.io/csi/d^h")}}, false},
+		{"pod gone, volume still in use", Objects{PVCs: []corev1.PersistentVolumeClaim{pvc}, PVs: []corev1.PersistentVolume{pv},
+			Nodes: []corev1.Node{node("kubernetes.io/csi/d^h")}}, true},
+	} {
+		if got := awaitsStatusSync(tc.objs); got != tc.want {
+			t.Errorf("%s: awaitsStatusSync = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

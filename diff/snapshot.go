@@ -140,6 +140,9 @@ type Snapshot struct {
 	// CSICalls are the calls made so far, by volume placeholder: method
 	// names in order, without the informational calls.
 	CSICalls map[string][]string `json:"csiCalls,omitempty"`
+	// AwaitsStatusSync: a kubelet's next node status sync will change
+	// something (awaitsStatusSync); settling then needs a longer quiet.
+	AwaitsStatusSync bool `json:"-"`
 }
 
 // Equal reports whether two snapshots show the same cluster state.
@@ -335,7 +338,7 @@ func (n *Normaliser) object(kind string, m metav1.ObjectMeta) Object {
 // normalised. The step fields are left for the caller.
 func (n *Normaliser) Snapshot(objs Objects, calls []trace.Entry) Snapshot {
 	n.learn(objs, calls)
-	s := Snapshot{Objects: map[string]Object{}, CSICalls: map[string][]string{}}
+	s := Snapshot{Objects: map[string]Object{}, CSICalls: map[string][]string{}, AwaitsStatusSync: awaitsStatusSync(objs)}
 	add := func(o Object) {
 		if len(o.Fields) == 0 {
 			o.Fields = nil

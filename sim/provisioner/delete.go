@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -131,7 +132,15 @@ func shouldDelete(pv *corev1.PersistentVolume) bool {
 func (p *Provisioner) deleteVolume(ctx context.Context, pv *corev1.PersistentVolume) error {
 	name := pv.Name
 	if err := p.deleteBacking(ctx, pv); err != nil {
-		p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
+		// A volume still attached is no failure but a wait: the sidecar
+		// says so in a Normal VolumeDelete event (the provisioner library's
+		// IgnoredError), as the real csi-provisioner v6.4.0 does.
+		var wait *stillAttached
+		if errors.As(err, &wait) {
+			p.events.Eventf(pv, corev1.EventTypeNormal, "VolumeDelete", "%v", err)
+		} else {
+			p.events.Eventf(pv, corev1.EventTypeWarning, "VolumeFailedDelete", "%v", err)
+		}
 		return fmt.Errorf("deleting the volume of PV %s: %w", name, err)
 	}
 	p.refreshCapacityOfVolume(pv)
@@ -159,7 +168,7 @@ func (p *Provisioner) deleteBacking(ctx context.Context, pv *corev1.PersistentVo
 		return fmt.Errorf("invalid CSI PV")
 	}
 	if node := p.attachedTo(pv.Name); node != "" {
-		return fmt.Errorf("persistentvolume %s is still attached to node %s", pv.Name, node)
+		return &stillAttached{pv: pv.Name, node: node}
 	}
 	secrets, err := p.deletionSecrets(ctx, pv)
 	if err != nil {
@@ -211,4 +220,12 @@ func (p *Provisioner) attachedTo(pvName string) string {
 		}
 	}
 	return ""
+}
+
+// stillAttached is why a volume is not deleted yet: a VolumeAttachment
+// still attaches it to node.
+type stillAttached struct{ pv, node string }
+
+func (e *stillAttached) Error() string {
+	return fmt.Sprintf("persistentvolume %s is still attached to node %s, waiting for detach", e.pv, e.node)
 }
