@@ -78,7 +78,7 @@ func quietFor(last Snapshot, quiet time.Duration) time.Duration {
 
 // awaitsStatusSync says whether a kubelet's next node status sync will
 // change what objs show: a pod bound to a node and not yet running (it may
-// be waiting for its volumes to be reported in use), or a node reporting
+// be waiting for its volumes to be reported in use) or being deleted, or a node reporting
 // in use a volume none of its pods uses (it will stop, and the volume be
 // detached).
 func awaitsStatusSync(objs Objects) bool {
@@ -95,7 +95,9 @@ func awaitsStatusSync(objs Objects) bool {
 		if p.Spec.NodeName == "" {
 			continue
 		}
-		if p.Status.Phase == corev1.PodPending && p.DeletionTimestamp == nil {
+		// Being set up, or being torn down (its containers stopped, then
+		// its volumes): the kubelet is at work.
+		if p.Status.Phase == corev1.PodPending || p.DeletionTimestamp != nil {
 			return true
 		}
 		if used[p.Spec.NodeName] == nil {

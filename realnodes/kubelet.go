@@ -52,8 +52,12 @@ func kubeletConfiguration(n *Node, port, healthzPort int) ([]byte, error) {
 		VolumePluginDir:                  n.path("volume-plugins"),
 		// The pod's DNS is not used; an empty resolv.conf keeps the
 		// host's search domains out of the pods.
-		ResolverConfig:      ptr.To(""),
-		ClusterDomain:       "cluster.local",
+		ResolverConfig: ptr.To(""),
+		ClusterDomain:  "cluster.local",
+		// A cluster DNS address (the service range's tenth, as kubeadm
+		// picks it): without one the kubelet warns MissingClusterDNS for
+		// every pod. Nothing answers there; no pod looks a name up.
+		ClusterDNS:          []string{"10.0.0.10"},
 		RegisterNode:        ptr.To(true),
 		SerializeImagePulls: ptr.To(false),
 		// The upstream default, written out: how soon a pod's volume
