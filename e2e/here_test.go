@@ -24,7 +24,7 @@ func describeHere(files []string) {
 	if *hereOnly != "" {
 		chosen = strings.FieldsFunc(*hereOnly, func(r rune) bool { return r == ' ' || r == ',' })
 	}
-	Describe("on real nodes started here", Ordered, func() { hereSpecs(files, chosen) })
+	Describe("on real nodes started here", Ordered, ContinueOnFailure, func() { hereSpecs(files, chosen) })
 }
 
 func hereSpecs(files, chosen []string) {

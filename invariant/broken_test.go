@@ -194,7 +194,7 @@ steps:
         metadata: {name: app}
         spec:
           nodeName: node-1
-          containers: [{name: app, image: busybox}]
+          containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
   - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
   - delete: {object: pod/app}
@@ -248,7 +248,7 @@ steps:
         kind: Pod
         metadata: {name: first}
         spec:
-          containers: [{name: app, image: busybox}]
+          containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
   - wait: {object: pod/first, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
   - delete: {object: pod/first}
@@ -260,7 +260,7 @@ steps:
         kind: Pod
         metadata: {name: second}
         spec:
-          containers: [{name: app, image: busybox}]
+          containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
   - wait: {object: pod/second, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
   - delete: {object: pod/second}
@@ -314,7 +314,7 @@ steps:
         metadata: {name: one}
         spec:
           nodeName: %s
-          containers: [{name: app, image: busybox}]
+          containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
         ---
         apiVersion: v1
@@ -322,7 +322,7 @@ steps:
         metadata: {name: two}
         spec:
           nodeName: %s
-          containers: [{name: app, image: busybox}]
+          containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
   - wait: {object: pod/one, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
   - wait: {object: pod/two, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
@@ -362,7 +362,7 @@ steps:
         kind: Pod
         metadata: {name: app}
         spec:
-          containers: [{name: app, image: busybox}]
+          containers: [{name: app, image: busybox, volumeMounts: [{name: scratch, mountPath: /scratch}]}]
           volumes: [{name: scratch, csi: {driver: hostpath.csisim.io}}]
   - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
   - delete: {object: pod/app}

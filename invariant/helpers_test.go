@@ -95,7 +95,8 @@ func pvc(name, volume string) *corev1.PersistentVolumeClaim {
 
 func pod(name, uid, node string, phase corev1.PodPhase, volumes ...corev1.Volume) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(uid)},
-		Spec: corev1.PodSpec{NodeName: node, Volumes: volumes}, Status: corev1.PodStatus{Phase: phase}}
+		Spec:   corev1.PodSpec{NodeName: node, Volumes: volumes, Containers: []corev1.Container{{Name: "app", VolumeMounts: mountsOf(volumes)}}},
+		Status: corev1.PodStatus{Phase: phase}}
 }
 
 func claimVolume(name, claim string) corev1.Volume {
@@ -159,4 +160,13 @@ func TestCheckNamesTheInvariant(t *testing.T) {
 	if len(got) != 1 || got[0].Invariant != "nothing-leaked" {
 		t.Fatalf("got %+v, want one nothing-leaked violation", got)
 	}
+}
+
+// mountsOf mounts every volume in the pod's one container.
+func mountsOf(volumes []corev1.Volume) []corev1.VolumeMount {
+	var out []corev1.VolumeMount
+	for _, v := range volumes {
+		out = append(out, corev1.VolumeMount{Name: v.Name, MountPath: "/" + v.Name})
+	}
+	return out
 }

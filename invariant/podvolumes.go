@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"fmt"
+	"github.com/csisim/csisim/sim/volumeutil"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -50,8 +51,8 @@ var podVolumesSetUp = Invariant{
 			}
 			for _, v := range pod.Spec.Volumes {
 				name, what := csiVolumeName(objs, pod, v)
-				if what == "" {
-					continue
+				if what == "" || !volumeutil.UsedByContainers(pod, v.Name) {
+					continue // a kubelet sets up only the volumes containers use
 				}
 				if setUpFor(published[string(pod.UID)], name) {
 					continue

@@ -100,11 +100,11 @@ func waitContainerd(ctx context.Context, socket string, exited <-chan struct{}) 
 	}
 }
 
-// killShims kills the runc shims of the containerd at socket: containerd
+// killShims kills the runc shims of the containerds whose socket matches: containerd
 // starts each in a session of its own, so they outlive containerd and are
 // not in its process group. The containers themselves are in the node's
 // cgroups, which Host.Restore empties.
-func killShims(socket string) []int {
+func killShims(matches func(address string) bool) []int {
 	var killed []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -121,7 +121,7 @@ func killShims(socket string) []int {
 			continue
 		}
 		for i, a := range args {
-			if a == "-address" && i+1 < len(args) && args[i+1] == socket {
+			if a == "-address" && i+1 < len(args) && matches(args[i+1]) {
 				if syscall.Kill(pid, syscall.SIGKILL) == nil {
 					killed = append(killed, pid)
 				}

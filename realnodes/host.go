@@ -109,6 +109,10 @@ func LoadHost(runRoot string) (*Host, error) {
 // Call it when every kubelet and containerd of the run has stopped.
 func (h *Host) Restore() error {
 	var errs []error
+	// A dead run's shims outlive it (each is in a session of its own).
+	if h.RunRoot != "" {
+		killShims(func(address string) bool { return strings.HasPrefix(address, h.RunRoot+"/") })
+	}
 	errs = append(errs, h.removeCgroups())
 	for k, v := range h.Sysctls {
 		if err := os.WriteFile(filepath.Join("/proc/sys", k), []byte(v), 0o644); err != nil {

@@ -282,9 +282,10 @@ func (n *Node) Stop() error {
 		errs = append(errs, (&Host{CgroupRoot: n.cfg.CgroupRoot}).removeCgroups())
 	}
 	if n.containerd != nil {
-		killShims(n.ContainerdSocket())
+		ours := func(address string) bool { return address == n.ContainerdSocket() }
+		killShims(ours)
 		errs = append(errs, n.containerd.Stop(10*time.Second))
-		killShims(n.ContainerdSocket())
+		killShims(ours)
 	}
 	for _, f := range n.logs {
 		errs = append(errs, f.Close())

@@ -13,7 +13,13 @@ import (
 // was SIGKILLed or crashed) and returns what it removed; with dryRun it only
 // says what it would remove. Roots of live runs, and directories without a
 // lock (not a run root, or one still being created), are never touched.
-func Sweep(dryRun bool) ([]Teardown, error) {
+func Sweep(dryRun bool) ([]Teardown, error) { return SweepWith(dryRun, nil) }
+
+// SweepWith is Sweep with a hook for what a run changed outside its root
+// (real nodes' sysctls and fixed paths): before is called with each dead
+// root before it is torn down, while its files are still there, and the
+// function it returns, if any, after; neither in a dry run.
+func SweepWith(dryRun bool, before func(dir string) (after func() error)) ([]Teardown, error) {
 	tmp := resolve(os.TempDir())
 	entries, err := os.ReadDir(tmp)
 	if err != nil {
@@ -32,9 +38,18 @@ func Sweep(dryRun bool) ([]Teardown, error) {
 		if err != nil || owner.alive() {
 			continue
 		}
+		var after func() error
+		if before != nil && !dryRun {
+			after = before(dir)
+		}
 		t, err := teardown(dir, dryRun)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sweep %s (run of dead pid %d): %w", dir, owner.pid, err))
+		}
+		if after != nil {
+			if err := after(); err != nil {
+				errs = append(errs, fmt.Errorf("sweep %s (run of dead pid %d): %w", dir, owner.pid, err))
+			}
 		}
 		done = append(done, t)
 	}

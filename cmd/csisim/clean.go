@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/csisim/csisim/realnodes"
 	"github.com/csisim/csisim/runroot"
 )
 
@@ -31,7 +32,7 @@ func clean(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	swept, err := runroot.Sweep(*dryRun)
+	swept, err := runroot.SweepWith(*dryRun, restoreHost)
 	verb := "removed"
 	if *dryRun {
 		verb = "would remove"
@@ -52,11 +53,22 @@ func clean(args []string, stdout, stderr io.Writer) int {
 // sweepDeadRuns is what run and serve do first: the leftovers of dead runs
 // go, and the user is told, before a new run adds its own.
 func sweepDeadRuns(stderr io.Writer) {
-	swept, err := runroot.Sweep(false)
+	swept, err := runroot.SweepWith(false, restoreHost)
 	for _, t := range swept {
 		fmt.Fprintf(stderr, "csisim: removed what a dead run left: %s\n", t)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: warning: %v\n", err)
 	}
+}
+
+// restoreHost undoes, after a dead run's root is torn down, what its real
+// nodes changed outside it (sysctls, fixed paths, cgroups, shims), from
+// the record they kept in the root.
+func restoreHost(dir string) func() error {
+	h, err := realnodes.LoadHost(dir)
+	if err != nil {
+		return nil // no real nodes in that run
+	}
+	return h.Restore
 }

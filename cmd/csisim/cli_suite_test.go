@@ -179,7 +179,7 @@ steps:
         kind: Pod
         metadata: {name: app}
         spec:
-          containers: [{name: app, image: busybox}]
+          containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
   - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
   - sleep: 10m

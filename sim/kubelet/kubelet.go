@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +49,7 @@ import (
 
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/volumeutil"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -442,7 +444,8 @@ type volumeToMount struct {
 func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
 	var out []volumeToMount
 	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim == nil {
+		// A volume no container uses is not set up (nor waited for).
+		if v.PersistentVolumeClaim == nil || !volumeutil.UsedByContainers(pod, v.Name) {
 			continue
 		}
 		claim, err := k.claims.PersistentVolumeClaims(pod.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
@@ -633,10 +636,12 @@ func (k *Kubelet) unstageUnused(ctx context.Context) error {
 }
 
 // volumesInUse are the volumes the node's status should report: every
-// volume a pod here is set up with, or wants, or that is still staged.
+// volume a pod here is set up with, or wants, or that is still staged —
+// of those that are attached: like the real kubelet's GetVolumesInUse
+// (pkg/kubelet/volumemanager), which lists only volumes of attachable
+// plugins, a CSI volume whose driver needs no attach is never reported.
 func (k *Kubelet) volumesInUse() []corev1.UniqueVolumeName {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	set := map[corev1.UniqueVolumeName]bool{}
 	for _, vols := range k.actual.wanted {
 		for _, u := range vols {
@@ -646,8 +651,12 @@ func (k *Kubelet) volumesInUse() []corev1.UniqueVolumeName {
 	for u := range k.actual.staged {
 		set[u] = true
 	}
+	k.mu.Unlock()
 	inUse := make([]corev1.UniqueVolumeName, 0, len(set))
 	for u := range set {
+		if driver, _, ok := strings.Cut(strings.TrimPrefix(string(u), "kubernetes.io/csi/"), "^"); ok && !k.attachRequired(driver) {
+			continue
+		}
 		inUse = append(inUse, u)
 	}
 	slices.Sort(inUse)
