@@ -4,7 +4,7 @@ BIN     := bin/csisim
 WORKLOAD_BIN := bin/csisim-workload
 SCENARIO ?= scenarios/library/basic-lifecycle.yaml
 
-.PHONY: all build demo test vet fmt-check e2e e2e-here realnodes-deps fidelity bench clean
+.PHONY: all build demo test vet fmt-check e2e e2e-here realnodes-deps fidelity bench bench-realnodes clean
 
 include realkube/realkube.mk
 include e2e/kind/kind.mk
@@ -83,6 +83,12 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./sim/cluster/
 	$(GO) test -run '^$$' -bench . ./fakekube/ ./drivers/hostpath/ ./drivers/mock/ ./drivers/faultproxy/
 	$(GO) test -run '^$$' -bench . ./invariant/
+
+# bench-realnodes: the start-up of a real cluster with one real node, and
+# basic-lifecycle's wall time on it and on the simulator, with the ratio
+# (root, make realkube-bins, make realnodes-deps).
+bench-realnodes:
+	$(GO) test -run '^$$' -bench RealNodes -benchtime 1x ./realcluster/
 
 clean:
 	rm -rf bin
