@@ -68,7 +68,7 @@ var nothingLeaked = Invariant{
 		}
 		if h.End.MountsKnown {
 			for _, m := range h.End.Mounts {
-				if l.accountsForMount(m) || end.podMount(m) {
+				if l.accountsForMount(m) || end.podMount(m) || kubeletOwnVolume(m) {
 					continue
 				}
 				msg := fmt.Sprintf("%s is still mounted, but no volume is staged or published there", m)
@@ -291,4 +291,14 @@ func (x *endIndex) podMount(m string) bool {
 		}
 	}
 	return false
+}
+
+// kubeletOwnVolume says whether a mount is one of a real kubelet's own
+// volume plugins (a projected service-account token, an emptyDir, a
+// secret: .../volumes/kubernetes.io~projected/...), not a CSI volume's:
+// what the CSI lifecycle leaves is judged, not the kubelet's tmpfs mounts,
+// which it keeps for the pods of a node that is down.
+func kubeletOwnVolume(mount string) bool {
+	_, rest, ok := strings.Cut(mount, "/volumes/kubernetes.io~")
+	return ok && !strings.HasPrefix(rest, "csi/")
 }

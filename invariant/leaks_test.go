@@ -78,6 +78,12 @@ func TestNothingLeaked(t *testing.T) {
 			h.call("NodeUnstageVolume", stage)
 			h.end.Mounts, h.end.MountsKnown = []string{stage.StagingPath}, true
 		}, "NodeUnstageVolume #2 answered OK"},
+		{"a real kubelet's own projected token volume", func(h *hist) {
+			h.end.Mounts, h.end.MountsKnown = []string{"/k/pods/uid-1/volumes/kubernetes.io~projected/kube-api-access-x"}, true
+		}, ""},
+		{"a CSI target left mounted, nothing staged or published", func(h *hist) {
+			h.end.Mounts, h.end.MountsKnown = []string{"/k/pods/uid-1/volumes/kubernetes.io~csi/pv1/mount"}, true
+		}, "is still mounted, but no volume is staged or published there"},
 		{"the mount of a volume still staged", func(h *hist) {
 			h.call("NodeStageVolume", stage)
 			h.call("NodePublishVolume", publish)
