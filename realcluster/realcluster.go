@@ -103,8 +103,9 @@ type Cluster struct {
 
 	nodes map[string]*simNode // by name, for faults
 
-	host   *realnodes.Host // what real nodes change on the machine, to restore
-	images string          // the real nodes' image archive
+	host     *realnodes.Host // what real nodes change on the machine, to restore
+	images   string          // the real nodes' image archive
+	stopLogs func()          // stops reading the real pods' workload logs
 
 	stopWrites   context.CancelFunc
 	kubeletCtx   context.Context // the kubelets run until it is done
@@ -154,7 +155,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return nil, err
 	}
 	c = &Cluster{cfg: cfg, root: root, rec: trace.New(clock.RealClock{}),
-		nodes: map[string]*simNode{}, stopWrites: func() {}, stopKubelets: func() {}}
+		nodes: map[string]*simNode{}, stopWrites: func() {}, stopKubelets: func() {}, stopLogs: func() {}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Close())
@@ -187,6 +188,11 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	writesCtx, stopWrites := context.WithCancel(context.Background())
 	c.stopWrites = stopWrites
 	c.writes = newWriteRecorder(c.rec, index)
+	if len(cfg.RealNodes) > 0 {
+		if err := c.watchWorkloadLogs(writesCtx); err != nil {
+			return c, err
+		}
+	}
 	if !c.writes.start(writesCtx, kubernetes.NewForConfigOrDie(c.clientConfig("csisim-timeline"))) {
 		return c, errors.New("watching the API server for the timeline: the informers did not sync")
 	}
@@ -512,6 +518,7 @@ func (c *Cluster) Close() error {
 		// Nothing of ours writes any more; the recorder takes what it
 		// has observed and stops.
 		c.stopWrites()
+		c.stopLogs()
 		if c.writes != nil {
 			<-c.writes.drained
 		}

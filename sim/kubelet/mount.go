@@ -244,13 +244,11 @@ func (k *Kubelet) mountFilesystem(ctx context.Context, pod *corev1.Pod, v volume
 		}
 		return fmt.Errorf("NodePublishVolume %s for pod %s: %w", v.pv.Name, pod.Name, err)
 	}
-	// The driver said yes; the mount must also be visible here, in the
-	// kubelet's mount namespace, or the container would see an empty dir.
-	if mounted, err := mountinfo.Mounted(target); !k.cfg.SkipMountCheck && (err != nil || !mounted) {
-		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount",
-			"MountVolume.SetUp failed for volume %q : the CSI driver reported success, but the volume is not mounted in the kubelet's mount namespace (does the node plugin mount with Bidirectional mount propagation?)", v.pv.Name)
-		return fmt.Errorf("volume %s of pod %s: target %s is not mounted", v.pv.Name, pod.Name, target)
-	}
+	// The driver said yes, and the kubelet takes its word, as the real one
+	// does (pkg/volume/csi's SetUpAt checks nothing after
+	// NodePublishVolume): a plugin without Bidirectional mount propagation
+	// mounts where the kubelet never sees it, and the container gets the
+	// empty directory (found with real nodes, missing-mount-propagation).
 	if kubeletAppliesFSGroup(fsGroupRequest{FSGroup: fsGroup, Policy: k.fsGroupPolicy(src.Driver), ReadOnly: v.readOnly,
 		FSType: src.FSType, AccessModes: v.pv.Spec.AccessModes, Delegated: delegated}) && !k.nothingMounted(target) {
 		if err := setVolumeOwnership(target, *fsGroup, changePolicy, v.readOnly); err != nil {
