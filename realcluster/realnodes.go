@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,7 +81,15 @@ func (c *Cluster) startRealNode(ctx context.Context, index int, node string) err
 	actor := "kubelet:" + node
 	p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: nodeProxy(node),
 		Listen: "unix://" + c.nodeSocket(node), Target: endpoint, NodeID: node, Recorder: c.rec,
-		OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(actor, call, c.rec)) }})
+		OnCall: func(call faultproxy.Call) {
+			e := callEntry(actor, call, c.rec)
+			// The kubelet's node service calls are this node's, as
+			// csisim's recording client says of the simulated kubelets'.
+			if e.Call != nil && strings.HasPrefix(call.Method, "Node") {
+				e.Call.Node = node
+			}
+			c.rec.Add(e)
+		}})
 	if err != nil {
 		return fmt.Errorf("proxy for the node plugin of %s: %w", node, err)
 	}
