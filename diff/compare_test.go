@@ -68,6 +68,13 @@ func TestCompare(t *testing.T) {
 			`after step 1 (s): Node node-1: volumesInUse: sim "v", real (none)`,
 		},
 	}, {
+		name: "what kubectl shows of a pod's containers",
+		sim: []Snapshot{snap(1, "s", nil, Object{Kind: "Pod", Name: "default/app", Exists: true, Phase: "Pending",
+			Fields: map[string]string{"containers": "app=running"}})},
+		real: []Snapshot{snap(1, "s", nil, Object{Kind: "Pod", Name: "default/app", Exists: true, Phase: "Pending",
+			Fields: map[string]string{"containers": "app=waiting(ContainerCreating)"}})},
+		want: []string{`after step 1 (s): Pod default/app: containers: sim "app=running", real "app=waiting(ContainerCreating)"`},
+	}, {
 		name: "a difference that lasts is reported once, with its steps",
 		sim:  []Snapshot{snap(1, "a", nil, pv(x)), snap(2, "b", nil, pv(x)), snap(3, "c", nil, pv(x)), snap(4, "d", nil, pv(x))},
 		real: []Snapshot{snap(1, "a", nil, pv(nil)), snap(2, "b", nil, pv(nil)), snap(3, "c", nil, pv(nil)), snap(4, "d", nil, pv(x))},

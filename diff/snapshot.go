@@ -385,6 +385,9 @@ func (n *Normaliser) Snapshot(objs Objects, calls []trace.Entry) Snapshot {
 		o := n.object("Pod", p.ObjectMeta)
 		o.Phase = string(p.Status.Phase)
 		setField(o.Fields, "nodeName", p.Spec.NodeName)
+		// What kubectl shows of the pod: each container's state.
+		setField(o.Fields, "initContainers", containerStates(p.Status.InitContainerStatuses, false))
+		setField(o.Fields, "containers", containerStates(p.Status.ContainerStatuses, true))
 		for _, cond := range p.Status.Conditions {
 			o.Conditions = append(o.Conditions, condition(string(cond.Type), string(cond.Status), cond.Reason))
 		}
@@ -564,4 +567,31 @@ func condition(typ, status, reason string) string {
 		s += " (" + reason + ")"
 	}
 	return s
+}
+
+// containerStates says each container's state as "name=running",
+// "name=waiting(Reason)" or "name=terminated(Reason)", joined by ", ":
+// by name when sorted (a pod's containers), else in the status's order
+// (init containers run in order).
+func containerStates(statuses []corev1.ContainerStatus, sorted bool) string {
+	states := make([]string, 0, len(statuses))
+	for _, cs := range statuses {
+		state, reason := "unknown", ""
+		switch s := cs.State; {
+		case s.Running != nil:
+			state = "running"
+		case s.Waiting != nil:
+			state, reason = "waiting", s.Waiting.Reason
+		case s.Terminated != nil:
+			state, reason = "terminated", s.Terminated.Reason
+		}
+		if reason != "" {
+			state += "(" + reason + ")"
+		}
+		states = append(states, cs.Name+"="+state)
+	}
+	if sorted {
+		sort.Strings(states)
+	}
+	return strings.Join(states, ", ")
 }

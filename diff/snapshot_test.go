@@ -55,7 +55,14 @@ func (w world) objects() Objects {
 			Spec:       corev1.PodSpec{NodeName: "node-1"},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
 				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
-				{Type: corev1.PodReady, Status: corev1.ConditionTrue, Reason: "", LastTransitionTime: now}}},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, Reason: "", LastTransitionTime: now}},
+				InitContainerStatuses: []corev1.ContainerStatus{
+					{Name: "setup", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}},
+					{Name: "proxy", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}},
+				// Out of order: a snapshot sorts containers by name.
+				ContainerStatuses: []corev1.ContainerStatus{
+					{Name: "web", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
+					{Name: "app", ContainerID: "containerd://" + w.podUID, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}},
 		}, {
 			// The control plane's own: not the scenario's.
 			ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: "kube-system"},
@@ -130,7 +137,9 @@ func TestSnapshotNormalises(t *testing.T) {
 				"csi.volumeAttributes.storage.kubernetes.io/csiProvisionerIdentity": "<time>-<n>-hostpath.csisim.io"},
 			Events: []string{"VolumeDelete"}, EventMessages: map[string]string{"VolumeDelete": ""}}},
 		{"Pod default/app", Object{Kind: "Pod", Name: "default/app", Exists: true, Phase: "Running",
-			Conditions: []string{"PodScheduled=True", "Ready=True"}, Fields: map[string]string{"nodeName": "node-1"}}},
+			Conditions: []string{"PodScheduled=True", "Ready=True"}, Fields: map[string]string{"nodeName": "node-1",
+				"initContainers": "setup=terminated(Completed), proxy=running",
+				"containers":     "app=running, web=waiting(CrashLoopBackOff)"}}},
 		{"Pod default/gone", Object{Kind: "Pod", Name: "default/gone", Events: []string{"Scheduled"},
 			EventMessages: map[string]string{"Scheduled": ""}}},
 		{"VolumeAttachment <attachment of <pv of default/data> to node-1>", Object{Kind: "VolumeAttachment",
@@ -225,5 +234,37 @@ func TestValueNormalisation(t *testing.T) {
 		if got := n.value(tc.in); got != tc.want {
 			t.Errorf("value(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+func TestContainerStates(t *testing.T) {
+	waiting := func(reason string) corev1.ContainerState {
+		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}
+	}
+	tests := []struct {
+		name     string
+		statuses []corev1.ContainerStatus
+		sorted   bool
+		want     string
+	}{
+		{name: "none"},
+		{name: "creating", statuses: []corev1.ContainerStatus{{Name: "app", State: waiting("ContainerCreating")}},
+			want: "app=waiting(ContainerCreating)"},
+		{name: "running, terminated, waiting without a reason, no state", sorted: true, statuses: []corev1.ContainerStatus{
+			{Name: "c", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}},
+			{Name: "a", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+			{Name: "d", State: waiting("")},
+			{Name: "b"}},
+			want: "a=running, b=unknown, c=terminated(OOMKilled), d=waiting"},
+		{name: "init containers keep their order", statuses: []corev1.ContainerStatus{
+			{Name: "z", State: waiting("PodInitializing")}, {Name: "a", State: waiting("PodInitializing")}},
+			want: "z=waiting(PodInitializing), a=waiting(PodInitializing)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := containerStates(tc.statuses, tc.sorted); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

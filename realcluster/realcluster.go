@@ -413,7 +413,9 @@ func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint strin
 	if zone := c.cfg.Zones[node]; zone != "" {
 		labels[corev1.LabelTopologyZone] = zone
 	}
-	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"), Labels: labels, Recorder: c.rec},
+	nodeIP, podSubnet := kubelet.NodeNetwork(slices.Index(c.cfg.Nodes, node))
+	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"), Labels: labels, Recorder: c.rec,
+		NodeIP: nodeIP, PodSubnet: podSubnet},
 		cs, podFactory, factory, conn.Node, controller.RealRuntime())
 	// A restarted kubelet finds its Node and CSINode there; the plugin
 	// registers again during Restart.

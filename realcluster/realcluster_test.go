@@ -103,7 +103,7 @@ func TestBasicLifecycle(t *testing.T) {
 		"bind Pod default/app":                      "kube-scheduler",
 		"create VolumeAttachment":                   "attachdetach-controller",
 		"patch status VolumeAttachment":             "csi-attacher",
-		"update status Pod default/app":             "kubelet:node-1",
+		"patch status Pod default/app":              "kubelet:node-1",
 		"delete Pod default/app":                    "scenario",
 		"delete PersistentVolume":                   "csi-provisioner",
 	}

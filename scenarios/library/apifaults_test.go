@@ -73,7 +73,9 @@ var _ = Describe("watch-drop-attachdetach", func() {
 		Expect(attach).To(BeNumerically(">", relist), "the VolumeAttachment came before the relist")
 		Expect(entries[relist].Actor).To(Equal("attachdetach-controller"))
 		Expect(entries[relist].Object).To(Equal("pods"))
-		Expect(entries[relist].Detail).To(ContainSubstring("2 events missed; added [default/app]"))
+		// The creation and the binding dropped, and, on the ended watch,
+		// the kubelet's first status of the pod (ContainerCreating).
+		Expect(entries[relist].Detail).To(ContainSubstring("3 events missed; added [default/app]"))
 		// The reflector's first backoff: 800 ms stretched by up to 100 %.
 		wait := entries[relist].At - entries[bind].At
 		Expect(wait).To(BeNumerically(">=", 800*time.Millisecond))

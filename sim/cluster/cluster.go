@@ -503,8 +503,9 @@ func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error
 	if zone := c.cfg.Zones[node]; zone != "" {
 		labels[corev1.LabelTopologyZone] = zone
 	}
+	nodeIP, podSubnet := kubelet.NodeNetwork(slices.Index(c.cfg.Nodes, node))
 	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"),
-		SkipMountCheck: c.cfg.Mock, Labels: labels, Recorder: c.rec},
+		SkipMountCheck: c.cfg.Mock, Labels: labels, Recorder: c.rec, NodeIP: nodeIP, PodSubnet: podSubnet},
 		cs, f, f, conn.Node, c.rt)
 	if err := k.Register(ctx, conn.Identity); err != nil {
 		return err

@@ -82,6 +82,11 @@ type Config struct {
 	SkipMountCheck bool
 	// Recorder, if set, receives the built-in workload's data checks.
 	Recorder *trace.Recorder
+	// NodeIP is the node's InternalIP, which its pods report as their
+	// hostIP, and PodSubnet the network its pods get their addresses
+	// from (see NodeNetwork); without them the Node reports no IP and pods
+	// get addresses from 10.88.0.0/16.
+	NodeIP, PodSubnet string
 }
 
 // Kubelet is one simulated node agent.
@@ -118,6 +123,8 @@ type Kubelet struct {
 	// failedReconstruction: volume directories a restart found unmounted,
 	// for the orphan clean-up.
 	failedReconstruction []*failedVolume
+	// podStatus: what is kept to post pods' status (podstatus.go).
+	podStatus podStatuses
 }
 
 // actualState is what is mounted on the node: the volume manager's
@@ -235,6 +242,7 @@ func (k *Kubelet) registerNode(ctx context.Context) (bool, error) {
 			Annotations: map[string]string{attachdetach.AnnControllerManagedAttachDetach: "true"},
 		},
 		Status: corev1.NodeStatus{
+			Addresses:   k.nodeAddresses(),
 			Capacity:    nodeResources(),
 			Allocatable: nodeResources(),
 			Conditions:  healthyConditions(now),
@@ -398,7 +406,8 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	}
 	switch pod.Status.Phase {
 	case corev1.PodPending:
-		if err := k.setUp(ctx, pod, false); err != nil {
+		// podstatus.go: status ContainerCreating, then the volumes.
+		if err := k.syncPendingPod(ctx, pod); err != nil {
 			return err
 		}
 		k.runWorkload(pod)
@@ -664,36 +673,8 @@ func (k *Kubelet) volumesInUse() []corev1.UniqueVolumeName {
 }
 
 // markRunning reports the pod Running with its conditions and container
-// statuses, as the kubelet's status manager does once containers start.
+// statuses, as the kubelet's status manager does once containers start
+// (podstatus.go).
 func (k *Kubelet) markRunning(ctx context.Context, pod *corev1.Pod) error {
-	now := metav1.NewTime(k.clock.Now()).Rfc3339Copy()
-	p := pod.DeepCopy()
-	p.Status.Phase = corev1.PodRunning
-	p.Status.HostIP = "127.0.0.1"
-	p.Status.StartTime = &now
-	for _, t := range []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
-		setCondition(&p.Status, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
-	}
-	p.Status.ContainerStatuses = nil
-	for _, c := range pod.Spec.Containers {
-		started := true
-		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: true, Started: &started,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
-		})
-	}
-	if _, err := k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("reporting pod %s/%s Running: %w", pod.Namespace, pod.Name, err)
-	}
-	return nil
-}
-
-func setCondition(s *corev1.PodStatus, c corev1.PodCondition) {
-	for i := range s.Conditions {
-		if s.Conditions[i].Type == c.Type {
-			s.Conditions[i] = c
-			return
-		}
-	}
-	s.Conditions = append(s.Conditions, c)
+	return k.reportRunning(ctx, pod)
 }
