@@ -65,7 +65,7 @@ func statusEnv(t *testing.T, unattached bool, mutate func(*corev1.Pod)) *env {
 		p, perr := e.k.pods.Pods("default").Get("app")
 		v, verr := e.k.volumes.Get(testPV)
 		n, nerr := e.k.nodes.Get(testNode)
-		return perr == nil && verr == nil && nerr == nil && len(p.Spec.Containers) > 0 && v.Spec.ClaimRef != nil &&
+		return perr == nil && verr == nil && nerr == nil && p.Generation == 1 && v.Spec.ClaimRef != nil &&
 			len(n.Status.Addresses) > 0
 	})
 	e.client.ClearActions()

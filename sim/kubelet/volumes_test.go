@@ -182,6 +182,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 			AccessModes: o.modes,
+			ClaimRef:    &corev1.ObjectReference{Namespace: "default", Name: "data"},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
 				Driver: o.pvDriver, VolumeHandle: testHandle, FSType: o.fsType, VolumeAttributes: map[string]string{"kind": "directory"}}},
 		},
@@ -199,12 +200,15 @@ func newEnv(t *testing.T, o envOptions) *env {
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: "uid-1"},
 		Spec: corev1.PodSpec{NodeName: testNode, ServiceAccountName: "builder",
 			SecurityContext: &corev1.PodSecurityContext{FSGroup: o.fsGroup},
+			Containers:      []corev1.Container{usesData(o.block)},
 			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data", ReadOnly: o.readOnly}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}
+	// The node's status has reported the volume in use already, as a
+	// kubelet's status sync would before it mounts.
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode},
-		Status: corev1.NodeStatus{VolumesAttached: []corev1.AttachedVolume{{Name: unique}}}}
+		Status: corev1.NodeStatus{VolumesAttached: []corev1.AttachedVolume{{Name: unique}}, VolumesInUse: []corev1.UniqueVolumeName{unique}}}
 	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: attachdetach.AttachmentName(testHandle, o.pvDriver, testNode)},
 		Status: storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"devicePath": "/dev/loop9"}}}
 	drv := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: testDriver}, Spec: o.driver}
@@ -219,6 +223,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	fn := &fakeNode{caps: o.caps}
 	dir := t.TempDir()
 	k := New(Config{NodeName: testNode, DriverName: testDriver, Dir: dir, SkipMountCheck: !o.mountCheck}, client, factory, factory, fn, rt)
+	k.inUse = []corev1.UniqueVolumeName{unique}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
@@ -227,22 +232,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 }
 
 // sync runs the kubelet's sync of the pod (or another key) once.
-// sync syncs the pod; a sync that waits for the node's status to report
-// the pod's volumes in use gets one node status sync (Heartbeat) and is
-// tried again, as the periodic sync would let it.
 func (e *env) sync(key string) error {
 	e.t.Helper()
-	err := e.k.syncPod(context.Background(), key)
-	var again controller.RequeueAfter
-	if errors.As(err, &again) && time.Duration(again) == waitRetry {
-		e.k.Heartbeat(context.Background())
-		e.waitFor("the node's volumesInUse in the informer", func() bool {
-			n, gerr := e.k.nodes.Get(e.k.cfg.NodeName)
-			return gerr == nil && len(n.Status.VolumesInUse) == len(e.k.volumesInUse())
-		})
-		err = e.k.syncPod(context.Background(), key)
-	}
-	return err
+	return e.k.syncPod(context.Background(), key)
 }
 
 // waitFor polls the informers until cond holds.
@@ -259,13 +251,8 @@ func (e *env) waitFor(what string, cond func() bool) {
 
 func (e *env) runningPod() {
 	e.t.Helper()
-	if err := e.sync("default/app"); err != nil {
-		e.t.Fatalf("sync: %v", err)
-	}
-	e.waitFor("the pod to be Running in the informer", func() bool {
-		p, err := e.k.pods.Pods("default").Get("app")
-		return err == nil && p.Status.Phase == corev1.PodRunning
-	})
+	// Set up at the first sync, started at WaitForAttachAndMount's next look.
+	e.syncUntilRunning()
 }
 
 func (e *env) events() []corev1.Event {
@@ -625,4 +612,17 @@ func TestRestartCleansUpUnmountedVolumesOfGonePods(t *testing.T) {
 	if got := e.node.lifecycle(); len(got) != 1 {
 		t.Errorf("calls after a second clean-up = %v", got)
 	}
+}
+
+// usesData is the test pod's container, which uses the volume "data": as a
+// mount, or as a device when the volume is raw block (the kubelet sets up
+// only volumes a container uses).
+func usesData(block bool) corev1.Container {
+	c := corev1.Container{Name: "app", Image: "busybox"}
+	if block {
+		c.VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/data"}}
+	} else {
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	}
+	return c
 }
