@@ -48,11 +48,13 @@ realnodes-deps:
 # scenario, the real control plane with real kubelets v1.37.2 and
 # containerd as its nodes (realnodes/), csisim's driver doing real loop
 # devices, ext4 and bind mounts through the real kubelets. E2E_HERE_SCENARIOS
-# picks the scenarios (the kubelet-side ones by default); the suite checks
-# that the machine is left as it was found.
+# picks the scenarios (the kubelet-side ones by default; node-loss-force-detach
+# passes too but waits 14 minutes of wall time for the eviction and the force
+# detach, so it is left to E2E_HERE_SCENARIOS=...); the suite checks that the
+# machine is left as it was found.
 E2E_HERE_SCENARIOS ?= basic-lifecycle attach-not-required multi-node kubelet-restart kubelet-block-volume \
 	kubelet-pod-info-and-fsgroup kubelet-missing-driver kubelet-requires-republish missing-mount-propagation \
-	node-loss-force-detach node-loss-out-of-service
+	node-loss-out-of-service
 e2e-here: realkube-bins build realnodes-deps
 	CSISIM_REALKUBE=required $(GO) test -count=1 -timeout 80m -tags e2e ./e2e/ -args -here \
 		-scenarios="$(E2E_HERE_SCENARIOS)" -csisim="$(CURDIR)/$(BIN)"

@@ -164,6 +164,11 @@ func removeTree(path string) error {
 	if _, err := os.Lstat(path); err != nil {
 		return nil
 	}
+	// The mount table names real paths: /var/run/netns is /run/netns on
+	// Debian, where a network namespace's nsfs mount shows up.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	mounts, err := mountPointsUnder(path)
 	if err != nil {
 		return err
