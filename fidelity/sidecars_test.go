@@ -160,7 +160,7 @@ func TestUpstreamSidecarsAgainstFakekube(t *testing.T) {
 		return err
 	})
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
 			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}
 	mustCreate(t, func() error {
