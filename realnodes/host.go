@@ -1,7 +1,6 @@
 package realnodes
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // The kernel settings the kubelet changes at start when
@@ -187,70 +188,34 @@ func removeTree(path string) error {
 // mountPointsUnder lists the mount points at or below path, in the order
 // they were mounted.
 func mountPointsUnder(path string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	var filter mountinfo.FilterFunc // all, for "/": PrefixFilter would look for "//"
+	if path != "/" {
+		filter = mountinfo.PrefixFilter(path)
+	}
+	infos, err := mountinfo.GetMounts(filter)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("listing mounts under %s: %w", path, err)
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMount(fields[4])
-		if mp == path || strings.HasPrefix(mp, path+"/") {
-			out = append(out, mp)
-		}
+	out := make([]string, 0, len(infos))
+	for _, m := range infos {
+		out = append(out, m.Mountpoint)
 	}
-	return out, sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var v int
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &v); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out, nil
 }
 
 // cgroupHierarchies are the mount points of the machine's cgroup
 // hierarchies: each v1 controller's, named ones (name=systemd) and the
 // unified v2 one.
 func cgroupHierarchies() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	infos, err := mountinfo.GetMounts(mountinfo.FSTypeFilter("cgroup", "cgroup2"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("listing cgroup hierarchies: %w", err)
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		_, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		fs := strings.Fields(post)
-		if len(fs) == 0 || (fs[0] != "cgroup" && fs[0] != "cgroup2") {
-			continue
-		}
-		out = append(out, unescapeMount(strings.Fields(line)[4]))
+	out := make([]string, 0, len(infos))
+	for _, m := range infos {
+		out = append(out, m.Mountpoint)
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // removeCgroups kills every process left in the run's cgroups and removes
