@@ -19,6 +19,7 @@ Usage:
   csisim driver [flags]              run csisim's CSI driver on a unix socket (see csisim driver --help)
   csisim registrar [flags]           register a CSI node plugin with a real kubelet (see csisim registrar --help)
   csisim clean [--dry-run]           remove what killed runs left behind (processes, loop devices, mounts, files)
+  csisim scale [--claims N] [--nodes M]  print a scale scenario: N claims and pods on M nodes, created and deleted
   csisim help                        show this help
 
 Run 'csisim run --help' for the flags of run.
@@ -46,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return registrarMain(args[1:], stdout, stderr)
 	case "clean":
 		return clean(args[1:], stdout, stderr)
+	case "scale":
+		return scaleScenario(args[1:], stdout, stderr)
 	case "cni":
 		return cniPlugin(os.Stdin, stdout)
 	case "help", "-h", "--help":

@@ -42,6 +42,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		"two runs with the same seed and scenario write the same file")
 	backend := fs.String("backend", "sim", "where to run: sim, the simulator, or realkube, a real control plane (make realkube-bins)\n"+
 		"with csisim's simulated kubelets joining it; realkube runs on wall time and ignores --seed")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	var realNodes realNodesFlag
 	fs.Var(&realNodes, "real-nodes", realNodesUsage)
 	fs.Usage = func() {
@@ -78,6 +79,15 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2
+	}
+
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "csisim: %v\n", err)
+			return 2
+		}
+		defer stopProfile()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -1,0 +1,63 @@
+package scale
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/util/jsonpath"
+
+	scenario "github.com/csisim/csisim/scenarios"
+)
+
+func TestScenarioParses(t *testing.T) {
+	for _, c := range []Config{{Claims: 1, Nodes: 1}, {Claims: 7, Nodes: 3}} {
+		out, err := Scenario(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := scenario.Parse("scale.yaml", out, t.TempDir())
+		if err != nil {
+			t.Fatalf("%+v: %v\n%s", c, err, out)
+		}
+		if len(sc.Cluster.Nodes) != c.Nodes {
+			t.Errorf("%+v: %d nodes", c, len(sc.Cluster.Nodes))
+		}
+		// driver, objects, the Running wait, N pod and N claim deletes, three waits.
+		if want := 2 + 1 + 2*c.Claims + 3; len(sc.Steps) != want {
+			t.Errorf("%+v: %d steps, want %d", c, len(sc.Steps), want)
+		}
+		if got := strings.Count(string(out), "kind: Pod\n"); got != c.Claims {
+			t.Errorf("%+v: %d pods", c, got)
+		}
+		if !strings.Contains(string(out), "nodeName: "+NodeName((c.Claims-1)%c.Nodes)) {
+			t.Errorf("%+v: last pod not pinned round-robin", c)
+		}
+	}
+}
+
+func TestScenarioRefusesEmpty(t *testing.T) {
+	if _, err := Scenario(Config{Claims: 0, Nodes: 1}); err == nil {
+		t.Error("no error for zero claims")
+	}
+}
+
+// The Running wait's jsonpath names the pods that are not Running, so it
+// holds only once every pod is.
+func TestRunningFilterNamesPodsNotRunning(t *testing.T) {
+	jp := jsonpath.New("x").AllowMissingKeys(true)
+	if err := jp.Parse(notRunning); err != nil {
+		t.Fatal(err)
+	}
+	list := map[string]any{"items": []any{
+		map[string]any{"metadata": map[string]any{"name": "a"}, "status": map[string]any{"phase": "Running"}},
+		map[string]any{"metadata": map[string]any{"name": "b"}, "status": map[string]any{"phase": "Pending"}},
+	}}
+	var out bytes.Buffer
+	if err := jp.Execute(&out, list); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "b" {
+		t.Errorf("got %q, want b", out.String())
+	}
+}
