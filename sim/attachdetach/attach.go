@@ -11,7 +11,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 )
 
 // attach makes sure the wanted volume is attached to the node, as the
@@ -151,12 +150,16 @@ func (c *Controller) attachedElsewhere(volume corev1.UniqueVolumeName, nodeName 
 // a v1.37.2 control plane says "Waiting for detach for volume …".)
 func (c *Controller) reportMultiAttach(w *wanted, otherNodes []string) {
 	var users []*corev1.Pod
-	pods, _ := c.pods.List(labels.Everything())
+	var pods []*corev1.Pod
+	for _, n := range slices.Compact(slices.Sorted(slices.Values(otherNodes))) {
+		on, _ := c.nodePods(n)
+		pods = append(pods, on...)
+	}
 	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	for _, p := range pods {
-		if !slices.Contains(otherNodes, p.Spec.NodeName) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		for _, v := range p.Spec.Volumes {

@@ -35,6 +35,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // AnnControllerManagedAttachDetach is set on a Node by its kubelet when the
@@ -81,6 +82,9 @@ type Controller struct {
 	drivers     storagelisters.CSIDriverLister
 	vas         storagelisters.VolumeAttachmentLister
 	queue       controller.Queue
+	// podIndex is the pod informer's cache, with volumeutil.PodsByClaim
+	// and volumeutil.PodsByNode.
+	podIndex cache.Indexer
 
 	clock clock.PassiveClock
 
@@ -129,17 +133,67 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		return []string{obj.(*storagev1.VolumeAttachment).Spec.NodeName}
 	}))
 	_, _ = vaInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		c.detached(controller.Unwrap(obj).(*storagev1.VolumeAttachment).Name)
+		va := controller.Unwrap(obj).(*storagev1.VolumeAttachment)
+		c.detached(va.Name)
 		// An attachment that goes may free its volume for another node.
-		for _, n := range c.allNodeNames() {
+		for _, n := range c.nodesWantingAttachment(va) {
 			c.queue.Add(n)
 		}
 	}})
-	// A claim getting bound can make a pod's volume attachable anywhere.
-	allNodes := func(any) []string { return c.allNodeNames() }
-	_, _ = pvcInf.Informer().AddEventHandler(c.handler(allNodes))
-	_, _ = pvInf.Informer().AddEventHandler(c.handler(allNodes))
+	// A claim getting bound can make a volume attachable for the pods that
+	// use it: the real controller's claim handler looks up those pods in
+	// its pod index by claim, and so does this one.
+	_ = volumeutil.AddIndexes(podInf.Informer(), volumeutil.PodsByClaim, volumeutil.PodsByNode)
+	c.podIndex = podInf.Informer().GetIndexer()
+	_, _ = pvcInf.Informer().AddEventHandler(c.handler(func(obj any) []string {
+		claim := obj.(*corev1.PersistentVolumeClaim)
+		return c.nodesUsingClaim(claim.Namespace + "/" + claim.Name)
+	}))
+	_, _ = pvInf.Informer().AddEventHandler(c.handler(func(obj any) []string {
+		if ref := obj.(*corev1.PersistentVolume).Spec.ClaimRef; ref != nil {
+			return c.nodesUsingClaim(ref.Namespace + "/" + ref.Name)
+		}
+		return nil
+	}))
 	return c
+}
+
+// nodesUsingClaim names the nodes of the scheduled pods that use a claim,
+// "namespace/name".
+func (c *Controller) nodesUsingClaim(claim string) []string {
+	pods, err := volumeutil.ByIndex[*corev1.Pod](c.podIndex, volumeutil.PodsByClaim, claim)
+	if err != nil {
+		return c.allNodeNames()
+	}
+	var out []string
+	for _, p := range pods {
+		if p.Spec.NodeName != "" && !slices.Contains(out, p.Spec.NodeName) {
+			out = append(out, p.Spec.NodeName)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// nodesWantingAttachment names the nodes whose pods may want the volume of
+// an attachment that went; every node if the volume is not known.
+func (c *Controller) nodesWantingAttachment(va *storagev1.VolumeAttachment) []string {
+	if va.Spec.Source.PersistentVolumeName == nil {
+		return c.allNodeNames()
+	}
+	pv, err := c.volumes.Get(*va.Spec.Source.PersistentVolumeName)
+	if err != nil {
+		return c.allNodeNames()
+	}
+	if ref := pv.Spec.ClaimRef; ref != nil {
+		return c.nodesUsingClaim(ref.Namespace + "/" + ref.Name)
+	}
+	return nil
+}
+
+// nodePods are the pods scheduled to a node.
+func (c *Controller) nodePods(node string) ([]*corev1.Pod, error) {
+	return volumeutil.ByIndex[*corev1.Pod](c.podIndex, volumeutil.PodsByNode, node)
 }
 
 // handler enqueues the nodes an object concerns.
@@ -254,13 +308,13 @@ func (c *Controller) syncNode(ctx context.Context, nodeName string) error {
 // desiredAttachments maps VolumeAttachment names to the volumes that the
 // node's running pods need and whose driver requires attachment.
 func (c *Controller) desiredAttachments(nodeName string) (map[string]*wanted, error) {
-	pods, err := c.pods.List(labels.Everything())
+	pods, err := c.nodePods(nodeName)
 	if err != nil {
 		return nil, err
 	}
 	desired := map[string]*wanted{}
 	for _, pod := range pods {
-		if pod.Spec.NodeName != nodeName || terminated(pod) {
+		if terminated(pod) {
 			continue
 		}
 		// A terminating pod whose containers still run keeps its volumes;

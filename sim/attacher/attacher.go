@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // annNodeID is where the sidecar records the driver's ID of the node.
@@ -71,6 +71,7 @@ type Attacher struct {
 	client    kubernetes.Interface
 	csi       csi.ControllerClient
 	vas       storagelisters.VolumeAttachmentLister
+	vaIndex   cache.Indexer // with volumeutil.AttachmentsByVolume
 	volumes   corelisters.PersistentVolumeLister
 	csiNodes  storagelisters.CSINodeLister
 	vaQ       controller.Queue
@@ -113,6 +114,8 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	pvInf := factory.Core().V1().PersistentVolumes()
 	nodeInf := factory.Storage().V1().CSINodes()
 	a.vas, a.volumes, a.csiNodes = vaInf.Lister(), pvInf.Lister(), nodeInf.Lister()
+	_ = volumeutil.AddIndexes(vaInf.Informer(), volumeutil.AttachmentsByVolume)
+	a.vaIndex = vaInf.Informer().GetIndexer()
 	_, _ = vaInf.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
 			obj = controller.Unwrap(obj)
@@ -428,14 +431,12 @@ func (a *Attacher) syncVolume(ctx context.Context, name string) error {
 	if !slices.Contains(pv.Finalizers, a.finalizer) || pv.DeletionTimestamp == nil {
 		return nil
 	}
-	vas, err := a.vas.List(labels.Everything())
+	vas, err := volumeutil.ByIndex[*storagev1.VolumeAttachment](a.vaIndex, volumeutil.AttachmentsByVolume, name)
 	if err != nil {
 		return err
 	}
-	for _, va := range vas {
-		if src := va.Spec.Source.PersistentVolumeName; src != nil && *src == name {
-			return nil
-		}
+	if len(vas) > 0 {
+		return nil
 	}
 	rest := slices.DeleteFunc(slices.Clone(pv.Finalizers), func(f string) bool { return f == a.finalizer })
 	if err := a.patchFinalizers(ctx, name, rest); err != nil && !apierrors.IsNotFound(err) {

@@ -375,7 +375,7 @@ func (c *Cluster) client(userAgent string) kubernetes.Interface {
 // informers returns an informer factory for one component (by its user
 // agent) whose informers the loop feeds; pods may be limited by a field
 // selector, as a kubelet's.
-func (c *Cluster) informers(component string, cs kubernetes.Interface, podFieldSelector string) (informers.SharedInformerFactory, error) {
+func (c *Cluster) informers(component string, cs kubernetes.Interface, podFieldSelector string, only ...string) (informers.SharedInformerFactory, error) {
 	f := informers.NewSharedInformerFactory(cs, 0)
 	for _, k := range []struct {
 		obj      runtime.Object
@@ -393,6 +393,9 @@ func (c *Cluster) informers(component string, cs kubernetes.Interface, podFieldS
 		{&storagev1.CSIStorageCapacity{}, storagev1.SchemeGroupVersion.WithResource("csistoragecapacities"), ""},
 		{&coordinationv1.Lease{}, coordinationv1.SchemeGroupVersion.WithResource("leases"), ""},
 	} {
+		if len(only) > 0 && !slices.Contains(only, k.gvr.Resource) {
+			continue
+		}
 		inf, err := c.loop.NewInformer(k.gvr, k.selector)
 		if err != nil {
 			return nil, err
@@ -488,6 +491,9 @@ func (c *Cluster) pluginName(conn *csiclient.Conn) (string, error) {
 	return info.GetName(), nil
 }
 
+// kubeletResources are the kinds a simulated kubelet reads.
+var kubeletResources = []string{"pods", "nodes", "persistentvolumeclaims", "persistentvolumes", "csidrivers", "volumeattachments"}
+
 func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error {
 	agent := fault.KubeletComponent(node)
 	conn, err := c.dial(endpoint, agent)
@@ -495,7 +501,9 @@ func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error
 		return err
 	}
 	cs := c.client(agent)
-	f, err := c.informers(agent, cs, "spec.nodeName="+node)
+	// A kubelet watches only what it uses, each write of the cluster
+	// reaching a hundred nodes' caches otherwise.
+	f, err := c.informers(agent, cs, "spec.nodeName="+node, kubeletResources...)
 	if err != nil {
 		return err
 	}

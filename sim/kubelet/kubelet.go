@@ -35,7 +35,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -63,8 +62,21 @@ const (
 	volumeRetryMax     = 2*time.Minute + 2*time.Second
 )
 
-// waitRetry is how soon a pod whose volumes are not ready is tried again.
+// waitRetry is how soon a running pod whose volumes are not ready (a
+// restarted kubelet's, setting up again what it found) is tried again.
 const waitRetry = 50 * time.Millisecond
+
+// errNotReady says a pod's volumes wait for another component: a claim to
+// be bound, an attachment, the node's volumesInUse report. To a caller
+// that polls it is a RequeueAfter(waitRetry); the sync of a pending pod
+// instead waits to be woken by the change (wake.go), or by the end of its
+// attempt.
+var errNotReady error = notReady{}
+
+type notReady struct{}
+
+func (notReady) Error() string { return "volumes not ready" }
+func (notReady) Unwrap() error { return controller.RequeueAfter(waitRetry) }
 
 // Config configures one kubelet.
 type Config struct {
@@ -100,14 +112,16 @@ type Kubelet struct {
 	// newEvents makes the event recorder of a (re)started kubelet process.
 	newEvents func() (record.EventRecorder, func())
 
-	pods    corelisters.PodLister
-	claims  corelisters.PersistentVolumeClaimLister
-	volumes corelisters.PersistentVolumeLister
-	nodes   corelisters.NodeLister
-	drivers storagelisters.CSIDriverLister
-	vas     storagelisters.VolumeAttachmentLister
-	queue   controller.Queue
-	synced  []cache.InformerSynced
+	pods corelisters.PodLister
+	// podIndex is the pod informer's cache, with volumeutil.PodsByClaim.
+	podIndex cache.Indexer
+	claims   corelisters.PersistentVolumeClaimLister
+	volumes  corelisters.PersistentVolumeLister
+	nodes    corelisters.NodeLister
+	drivers  storagelisters.CSIDriverLister
+	vas      storagelisters.VolumeAttachmentLister
+	queue    controller.Queue
+	synced   []cache.InformerSynced
 
 	backoff opBackoff // per volume, for failed mount operations
 
@@ -186,31 +200,16 @@ func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.
 		actual: newActualState()}
 	podInf := podFactory.Core().V1().Pods()
 	k.pods = podInf.Lister()
+	_ = volumeutil.AddIndexes(podInf.Informer(), volumeutil.PodsByClaim) // wake.go copes without
+	k.podIndex = podInf.Informer().GetIndexer()
 	_, _ = podInf.Informer().AddEventHandler(controller.EnqueueHandler(k.queue))
 	pvcInf, pvInf := factory.Core().V1().PersistentVolumeClaims(), factory.Core().V1().PersistentVolumes()
 	nodeInf, drvInf, vaInf := factory.Core().V1().Nodes(), factory.Storage().V1().CSIDrivers(), factory.Storage().V1().VolumeAttachments()
 	k.claims, k.volumes, k.nodes, k.drivers, k.vas = pvcInf.Lister(), pvInf.Lister(), nodeInf.Lister(), drvInf.Lister(), vaInf.Lister()
-	// Anything a waiting pod may be waiting for wakes the node's pods.
-	wake := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { k.enqueuePending() },
-		UpdateFunc: func(any, any) { k.enqueuePending() },
-	}
-	for _, inf := range []cache.SharedIndexInformer{pvcInf.Informer(), pvInf.Informer(), nodeInf.Informer(), vaInf.Informer()} {
-		_, _ = inf.AddEventHandler(wake)
-	}
+	k.addWakeHandlers(pvcInf.Informer(), pvInf.Informer(), nodeInf.Informer(), drvInf.Informer(), vaInf.Informer())
 	k.synced = []cache.InformerSynced{podInf.Informer().HasSynced, pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced,
 		nodeInf.Informer().HasSynced, drvInf.Informer().HasSynced, vaInf.Informer().HasSynced}
 	return k
-}
-
-// enqueuePending queues this node's pods that are not yet running.
-func (k *Kubelet) enqueuePending() {
-	pods, _ := k.pods.List(labels.Everything())
-	for _, p := range pods {
-		if p.Status.Phase == corev1.PodPending || p.DeletionTimestamp != nil {
-			k.queue.Add(p.Namespace + "/" + p.Name)
-		}
-	}
 }
 
 // Register creates the Node and its CSINode and registers the node plugin:
@@ -459,11 +458,11 @@ func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
 		}
 		claim, err := k.claims.PersistentVolumeClaims(pod.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
 		if err != nil || claim.Spec.VolumeName == "" || claim.Status.Phase != corev1.ClaimBound {
-			return nil, controller.RequeueAfter(waitRetry)
+			return nil, errNotReady
 		}
 		pv, err := k.volumes.Get(claim.Spec.VolumeName)
 		if err != nil {
-			return nil, controller.RequeueAfter(waitRetry)
+			return nil, errNotReady
 		}
 		if pv.Spec.CSI == nil {
 			return nil, fmt.Errorf("volume %s of pod %s/%s is not a CSI volume", pv.Name, pod.Namespace, pod.Name)
@@ -498,7 +497,7 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, republish bool) er
 	// (pkg/volume/util/operationexecutor/operation_generator.go); volumes
 	// that need no attach do not wait.
 	if !k.reportedInUse(vols) {
-		return controller.RequeueAfter(waitRetry)
+		return errNotReady
 	}
 	for _, v := range vols {
 		if republish && !k.requiresRepublish(v.pv.Spec.CSI.Driver) {
@@ -520,15 +519,15 @@ func (k *Kubelet) waitForAttach(v volumeToMount) (map[string]string, error) {
 	}
 	node, err := k.nodes.Get(k.cfg.NodeName)
 	if err != nil {
-		return nil, controller.RequeueAfter(waitRetry)
+		return nil, errNotReady
 	}
 	listed := slices.ContainsFunc(node.Status.VolumesAttached, func(a corev1.AttachedVolume) bool { return a.Name == v.unique })
 	if !listed {
-		return nil, controller.RequeueAfter(waitRetry)
+		return nil, errNotReady
 	}
 	va, err := k.vas.Get(attachdetach.AttachmentName(v.pv.Spec.CSI.VolumeHandle, v.pv.Spec.CSI.Driver, k.cfg.NodeName))
 	if err != nil || !va.Status.Attached {
-		return nil, controller.RequeueAfter(waitRetry)
+		return nil, errNotReady
 	}
 	return va.Status.AttachmentMetadata, nil
 }

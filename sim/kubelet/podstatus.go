@@ -263,7 +263,11 @@ func (k *Kubelet) syncPendingPod(ctx context.Context, pod *corev1.Pod) error {
 		}
 	}
 	mountedBefore := len(k.unmountedVolumes(pod, p)) == 0
-	if err := k.setUp(ctx, pod, false); err != nil {
+	if err := k.setUp(ctx, pod, false); errors.Is(err, errNotReady) {
+		// Woken by what it waits for (wake.go); at the latest, its attempt
+		// times out.
+		return controller.RequeueAfter(s.start.Add(podAttachAndMountTimeout).Sub(now))
+	} else if err != nil {
 		return err
 	}
 	if len(p.expected) == 0 {

@@ -29,6 +29,7 @@ type Informer struct {
 	handlers []*registration
 	rv       string
 	stopped  bool
+	seq      int // its place among its resource's informers (route.go)
 
 	// For DropWatchEvents: whose informer it is, its broken watch if any,
 	// and its reflector's backoff.

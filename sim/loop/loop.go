@@ -45,7 +45,9 @@ type Loop struct {
 	wakeCh  chan struct{}
 
 	informers []*Informer
-	workers   []*worker
+	// routes is which informers a write of each resource goes to.
+	routes  map[schema.GroupVersionResource]*route
+	workers []*worker
 
 	// yield passes control between the loop and the goroutine running a
 	// job (see park.go); active counts the goroutines the loop is waiting
@@ -126,6 +128,7 @@ func (l *Loop) NewInformer(gvr schema.GroupVersionResource, fieldSelector string
 		return nil, err
 	}
 	l.informers = append(l.informers, inf)
+	l.addRoute(inf)
 	return inf, nil
 }
 
@@ -181,10 +184,7 @@ func (l *Loop) deliver() {
 			if m, ok := w.Object.(interface{ GetResourceVersion() string }); ok {
 				rv = m.GetResourceVersion()
 			}
-			for _, inf := range l.informers {
-				if inf.gvr != w.GVR {
-					continue
-				}
+			for _, inf := range l.routes[w.GVR].informersFor(w.Object) {
 				matches, _ := l.api.Matches(w.GVR, w.Object, "", nil, inf.fields)
 				inf.observe(w.Object, w.Removed, rv, matches)
 			}

@@ -9,13 +9,14 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // annMigratedTo names the CSI driver an in-tree volume was migrated to.
@@ -213,13 +214,11 @@ func (p *Provisioner) deletionSecrets(ctx context.Context, pv *corev1.Persistent
 }
 
 func (p *Provisioner) attachedTo(pvName string) string {
-	vas, _ := p.vas.List(labels.Everything())
-	for _, va := range vas {
-		if src := va.Spec.Source.PersistentVolumeName; src != nil && *src == pvName {
-			return va.Spec.NodeName
-		}
+	vas, _ := volumeutil.ByIndex[*storagev1.VolumeAttachment](p.vaIndex, volumeutil.AttachmentsByVolume, pvName)
+	if len(vas) == 0 {
+		return ""
 	}
-	return ""
+	return vas[0].Spec.NodeName
 }
 
 // stillAttached is why a volume is not deleted yet: a VolumeAttachment

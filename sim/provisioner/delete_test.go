@@ -15,6 +15,8 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // deletingController records the volumes DeleteVolume is asked to delete.
@@ -69,7 +71,7 @@ func TestDeleteVolumeMadeByHand(t *testing.T) {
 	p := &Provisioner{cfg: Config{DriverName: "drv", Timeout: 1e9}, client: client, csi: ctrl, events: record.NewFakeRecorder(10),
 		volumes: corelisters.NewPersistentVolumeLister(volumes),
 		classes: storagelisters.NewStorageClassLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		vas:     storagelisters.NewVolumeAttachmentLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))}
+		vaIndex: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{volumeutil.AttachmentsByVolume: volumeutil.IndexFunc(volumeutil.AttachmentsByVolume)})}
 	sync := func() {
 		t.Helper()
 		cur, err := client.CoreV1().PersistentVolumes().Get(ctx, "static", metav1.GetOptions{})

@@ -28,6 +28,7 @@ import (
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/pvcontroller"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // Names the real external-provisioner writes.
@@ -76,7 +77,7 @@ type Provisioner struct {
 	claims       corelisters.PersistentVolumeClaimLister
 	volumes      corelisters.PersistentVolumeLister
 	classes      storagelisters.StorageClassLister
-	vas          storagelisters.VolumeAttachmentLister
+	vaIndex      cache.Indexer // with volumeutil.AttachmentsByVolume
 	nodes        corelisters.NodeLister
 	csiNodes     storagelisters.CSINodeLister
 	drivers      storagelisters.CSIDriverLister
@@ -108,7 +109,9 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	pvInf := factory.Core().V1().PersistentVolumes()
 	scInf := factory.Storage().V1().StorageClasses()
 	vaInf := factory.Storage().V1().VolumeAttachments()
-	p.claims, p.volumes, p.classes, p.vas = pvcInf.Lister(), pvInf.Lister(), scInf.Lister(), vaInf.Lister()
+	p.claims, p.volumes, p.classes = pvcInf.Lister(), pvInf.Lister(), scInf.Lister()
+	_ = volumeutil.AddIndexes(vaInf.Informer(), volumeutil.AttachmentsByVolume)
+	p.vaIndex = vaInf.Informer().GetIndexer()
 	p.nodes, p.csiNodes = factory.Core().V1().Nodes().Lister(), factory.Storage().V1().CSINodes().Lister()
 	p.drivers, p.capacities = factory.Storage().V1().CSIDrivers().Lister(), factory.Storage().V1().CSIStorageCapacities().Lister()
 	p.capacityQ = rt.NewQueueWithBackoff("provisioner-capacity", RetryIntervalStart, RetryIntervalMax)

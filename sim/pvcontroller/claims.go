@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // syncClaim is the binder's sync of a claim: a claim with
@@ -47,11 +50,11 @@ func (c *Controller) syncUnboundClaim(ctx context.Context, claim *corev1.Persist
 	if err != nil {
 		return err
 	}
-	all, err := c.volumes.List(labels.Everything())
+	candidates, err := c.candidateVolumes(claim)
 	if err != nil {
 		return err
 	}
-	if pv := bestMatch(claim, all, delayed); pv != nil {
+	if pv := bestMatch(claim, candidates, delayed); pv != nil {
 		return c.bind(ctx, pv, claim)
 	}
 	if assigned, err := c.assignDefaultClass(ctx, claim); err != nil || assigned {
@@ -69,6 +72,28 @@ func (c *Controller) syncUnboundClaim(ctx context.Context, claim *corev1.Persist
 	}
 	_, err = c.updateClaimStatus(ctx, claim, corev1.ClaimPending, nil)
 	return err
+}
+
+// candidateVolumes are the volumes a claim could bind to: those bound to
+// no claim and those whose claimRef names it (bestMatch skips the rest),
+// by name as a list of all would give them.
+func (c *Controller) candidateVolumes(claim *corev1.PersistentVolumeClaim) ([]*corev1.PersistentVolume, error) {
+	free, err := volumeutil.ByIndex[*corev1.PersistentVolume](c.volumeIndex, volumeutil.VolumesByClaim, "")
+	if err != nil {
+		return nil, err
+	}
+	mine, err := volumeutil.ByIndex[*corev1.PersistentVolume](c.volumeIndex, volumeutil.VolumesByClaim, claim.Namespace+"/"+claim.Name)
+	if err != nil {
+		return nil, err
+	}
+	all := append(free, mine...)
+	slices.SortFunc(all, func(a, b *corev1.PersistentVolume) int { return strings.Compare(a.Name, b.Name) })
+	return all, nil
+}
+
+// claimPods are the pods in the claim's namespace that use it.
+func (c *Controller) claimPods(claim *corev1.PersistentVolumeClaim) ([]*corev1.Pod, error) {
+	return volumeutil.ByIndex[*corev1.Pod](c.podIndex, volumeutil.PodsByClaim, claim.Namespace+"/"+claim.Name)
 }
 
 // syncRequestedVolume binds a claim to the volume its spec.volumeName
@@ -268,7 +293,7 @@ func (c *Controller) delayBinding(claim *corev1.PersistentVolumeClaim) (bool, er
 // emitWaitingForConsumer explains a WaitForFirstConsumer claim that waits:
 // for a pod to use it, or for the scheduler to place the pods that do.
 func (c *Controller) emitWaitingForConsumer(claim *corev1.PersistentVolumeClaim) {
-	pods, _ := c.pods.Pods(claim.Namespace).List(labels.Everything())
+	pods, _ := c.claimPods(claim)
 	var waiting []string
 	for _, pod := range pods {
 		if terminated(pod) || pod.Spec.NodeName != "" || !usesClaim(pod, claim.Name) {

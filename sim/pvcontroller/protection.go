@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -64,7 +63,7 @@ func (c *Controller) releaseClaimProtection(ctx context.Context, claim *corev1.P
 	if !slices.Contains(claim.Finalizers, PVCProtectionFinalizer) {
 		return nil
 	}
-	pods, err := c.pods.Pods(claim.Namespace).List(labels.Everything())
+	pods, err := c.claimPods(claim)
 	if err != nil {
 		return err
 	}
@@ -149,7 +148,7 @@ func (c *Controller) syncUnusedCondition(ctx context.Context, claim *corev1.Pers
 
 // usedByPod: a pod that has not finished names the claim.
 func (c *Controller) usedByPod(claim *corev1.PersistentVolumeClaim) (bool, error) {
-	pods, err := c.pods.Pods(claim.Namespace).List(labels.Everything())
+	pods, err := c.claimPods(claim)
 	if err != nil {
 		return false, err
 	}

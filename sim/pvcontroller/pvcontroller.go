@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // Annotations and finalizers the real PV controller and API server use.
@@ -54,8 +55,11 @@ type Controller struct {
 	volumes corelisters.PersistentVolumeLister
 	classes storagelisters.StorageClassLister
 	pods    corelisters.PodLister
-	claimQ  controller.Queue
-	volumeQ controller.Queue
+	// volumeIndex and podIndex are the informers' caches with
+	// volumeutil.VolumesByClaim and volumeutil.PodsByClaim.
+	volumeIndex, podIndex cache.Indexer
+	claimQ                controller.Queue
+	volumeQ               controller.Queue
 	// The protection controllers' queues.
 	claimProtQ  controller.Queue
 	volumeProtQ controller.Queue
@@ -80,6 +84,11 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	podInf := factory.Core().V1().Pods()
 	scInf := factory.Storage().V1().StorageClasses()
 	c.claims, c.volumes, c.classes, c.pods = pvcInf.Lister(), pvInf.Lister(), scInf.Lister(), podInf.Lister()
+	// The real controllers index too: the binder its volumes, the PVC
+	// protection controller pods by claim (sim/volumeutil).
+	_ = volumeutil.AddIndexes(pvInf.Informer(), volumeutil.VolumesByClaim)
+	_ = volumeutil.AddIndexes(podInf.Informer(), volumeutil.PodsByClaim)
+	c.volumeIndex, c.podIndex = pvInf.Informer().GetIndexer(), podInf.Informer().GetIndexer()
 	_, _ = pvcInf.Informer().AddEventHandler(controller.EnqueueHandler(c.claimQ))
 	_, _ = pvInf.Informer().AddEventHandler(controller.EnqueueHandler(c.volumeQ))
 	_, _ = pvcInf.Informer().AddEventHandler(controller.EnqueueHandler(c.claimProtQ))

@@ -50,6 +50,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // Name is the scheduler name pods ask for by default.
@@ -67,20 +68,22 @@ const (
 
 // Scheduler binds pending pods to nodes.
 type Scheduler struct {
-	client      kubernetes.Interface
-	events      record.EventRecorder
-	stopRecs    func()
-	clock       clock.PassiveClock
-	pods        corelisters.PodLister
-	nodes       corelisters.NodeLister
-	claims      corelisters.PersistentVolumeClaimLister
-	volumes     corelisters.PersistentVolumeLister
-	classes     storagelisters.StorageClassLister
-	csiNodes    storagelisters.CSINodeLister
-	drivers     storagelisters.CSIDriverLister
-	capacities  storagelisters.CSIStorageCapacityLister
-	attachments storagelisters.VolumeAttachmentLister
-	queue       controller.Queue
+	client     kubernetes.Interface
+	events     record.EventRecorder
+	stopRecs   func()
+	clock      clock.PassiveClock
+	pods       corelisters.PodLister
+	nodes      corelisters.NodeLister
+	claims     corelisters.PersistentVolumeClaimLister
+	volumes    corelisters.PersistentVolumeLister
+	classes    storagelisters.StorageClassLister
+	csiNodes   storagelisters.CSINodeLister
+	drivers    storagelisters.CSIDriverLister
+	capacities storagelisters.CSIStorageCapacityLister
+	// podIndex and vaIndex are the informers' caches, with
+	// volumeutil.PodsByNode and volumeutil.AttachmentsByNode.
+	podIndex, vaIndex cache.Indexer
+	queue             controller.Queue
 
 	mu       sync.Mutex
 	attempts map[string]attempt    // pod key → its failed attempts, for the backoff
@@ -115,7 +118,9 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	capInf := factory.Storage().V1().CSIStorageCapacities()
 	s.drivers, s.capacities = factory.Storage().V1().CSIDrivers().Lister(), capInf.Lister()
 	vaInf := factory.Storage().V1().VolumeAttachments()
-	s.attachments = vaInf.Lister()
+	_ = volumeutil.AddIndexes(podInf.Informer(), volumeutil.PodsByNode)
+	_ = volumeutil.AddIndexes(vaInf.Informer(), volumeutil.AttachmentsByNode)
+	s.podIndex, s.vaIndex = podInf.Informer().GetIndexer(), vaInf.Informer().GetIndexer()
 	// A new pod is tried at once; a pod whose spec or labels change is
 	// tried again (after its backoff). Status updates, the scheduler's own
 	// included, do not count.
@@ -182,9 +187,8 @@ func (s *Scheduler) enqueue(obj any) {
 // event concerns back to the queue; with waiting, also the pods that have
 // not failed but wait for their claims to be bound.
 func (s *Scheduler) requeueWhere(waiting bool, want func(*corev1.Pod, attempt) bool) {
-	pods, _ := s.pods.List(labels.Everything())
-	for _, p := range pods {
-		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+	for _, p := range s.unscheduled() {
+		if p.DeletionTimestamp != nil {
 			continue
 		}
 		key := p.Namespace + "/" + p.Name
@@ -213,9 +217,8 @@ func (s *Scheduler) enqueueFitting(obj any) {
 	if !ok {
 		return
 	}
-	pods, _ := s.pods.List(labels.Everything())
-	for _, p := range pods {
-		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+	for _, p := range s.unscheduled() {
+		if p.DeletionTimestamp != nil {
 			continue
 		}
 		vols, why := s.podVolumes(p)
@@ -418,12 +421,18 @@ func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, st
 	return nil, failureMessage(len(nodes), verdicts), plugins, nil
 }
 
+// unscheduled are the pods waiting for a node.
+func (s *Scheduler) unscheduled() []*corev1.Pod {
+	pods, _ := volumeutil.ByIndex[*corev1.Pod](s.podIndex, volumeutil.PodsByNode, "")
+	return pods
+}
+
 // runningOn are the pods bound to the node that have not finished.
 func (s *Scheduler) runningOn(node string) []*corev1.Pod {
 	var out []*corev1.Pod
-	all, _ := s.pods.List(labels.Everything())
-	for _, p := range all {
-		if p.Spec.NodeName == node && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+	on, _ := volumeutil.ByIndex[*corev1.Pod](s.podIndex, volumeutil.PodsByNode, node)
+	for _, p := range on {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			out = append(out, p)
 		}
 	}
@@ -451,15 +460,12 @@ func (s *Scheduler) overVolumeLimit(node *corev1.Node, wanted map[string]string)
 		return false
 	}
 	attached := map[string]string{}
-	pods, _ := s.pods.List(labels.Everything())
-	for _, p := range pods {
-		if p.Spec.NodeName == node.Name && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			maps.Copy(attached, s.podCSIVolumes(p))
-		}
+	for _, p := range s.runningOn(node.Name) {
+		maps.Copy(attached, s.podCSIVolumes(p))
 	}
-	vas, _ := s.attachments.List(labels.Everything())
+	vas, _ := volumeutil.ByIndex[*storagev1.VolumeAttachment](s.vaIndex, volumeutil.AttachmentsByNode, node.Name)
 	for _, va := range vas {
-		if va.Spec.NodeName != node.Name || va.Spec.Source.PersistentVolumeName == nil {
+		if va.Spec.Source.PersistentVolumeName == nil {
 			continue
 		}
 		if pv, err := s.volumes.Get(*va.Spec.Source.PersistentVolumeName); err == nil && pv.Spec.CSI != nil {

@@ -1,0 +1,51 @@
+package loop
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+)
+
+func TestRouteSendsPodsOnlyToTheirNodesInformers(t *testing.T) {
+	pods := corev1.SchemeGroupVersion.WithResource("pods")
+	l := &Loop{}
+	mk := func(sel string) *Informer {
+		inf := &Informer{gvr: pods, fields: fields.ParseSelectorOrDie(sel)}
+		l.addRoute(inf)
+		return inf
+	}
+	all := mk("")
+	a := mk("spec.nodeName=node-a")
+	b := mk("spec.nodeName==node-b")
+	notOnlyNode := mk("spec.nodeName=node-a,metadata.name=x")
+	a2 := mk("spec.nodeName=node-a")
+	r := l.routes[pods]
+	pod := func(node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	for _, tc := range []struct {
+		node string
+		want []*Informer
+	}{
+		{"node-a", []*Informer{all, a, notOnlyNode, a2}},
+		{"node-b", []*Informer{all, b, notOnlyNode}},
+		{"", []*Informer{all, notOnlyNode}},
+		{"node-c", []*Informer{all, notOnlyNode}},
+	} {
+		got := r.informersFor(pod(tc.node))
+		if len(got) != len(tc.want) {
+			t.Errorf("pod on %q: %d informers, want %d", tc.node, len(got), len(tc.want))
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("pod on %q: informer %d is #%d, want #%d", tc.node, i, got[i].seq, tc.want[i].seq)
+			}
+		}
+	}
+	if got := r.informersFor(&corev1.Node{}); len(got) != 5 {
+		t.Errorf("a non-pod goes to %d informers, want all 5", len(got))
+	}
+}
