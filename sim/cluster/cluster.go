@@ -118,6 +118,8 @@ type Cluster struct {
 	drivers    []*launch.Process     // every driver process started, to stop them all
 	plugins    []*plugin             // the controller plugin, then each node's
 	nodes      map[string]*nodeParts // what makes up each node, for faults
+	// nodeCaches are the informers the kubelets share (kubeletInformers).
+	nodeCaches map[schema.GroupVersionResource]*loop.Informer
 	backend    *mock.Backend         // the mock plugins' shared storage
 	faultRules int                   // CSI fault rules added so far, to name them
 	conns      []*csiclient.Conn
@@ -158,7 +160,8 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	clk := testingclock.NewFakeClock(time.Now().Truncate(time.Second))
-	c = &Cluster{cfg: cfg, root: root, clock: clk, rec: trace.New(clk), cancel: cancel, nodes: map[string]*nodeParts{}}
+	c = &Cluster{cfg: cfg, root: root, clock: clk, rec: trace.New(clk), cancel: cancel, nodes: map[string]*nodeParts{},
+		nodeCaches: map[schema.GroupVersionResource]*loop.Informer{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Close())
@@ -267,6 +270,14 @@ func (c *Cluster) startDriver(ctx context.Context, role fault.Plugin, node strin
 		return "", fmt.Errorf("%s: %w", pl.name, err)
 	}
 	pl.proxy = proxy
+	// The first call must not meet a connection still being made (it
+	// would fail as if the driver were down): wait, as
+	// node-driver-registrar and the sidecars wait for the driver's socket.
+	connCtx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	defer cancel()
+	if err := proxy.WaitConnected(connCtx); err != nil {
+		return "", fmt.Errorf("%s: %w", pl.name, err)
+	}
 	return proxy.Endpoint(), nil
 }
 
@@ -372,17 +383,16 @@ func (c *Cluster) client(userAgent string) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(c.api.RESTConfig(userAgent))
 }
 
-// informers returns an informer factory for one component (by its user
-// agent) whose informers the loop feeds; pods may be limited by a field
-// selector, as a kubelet's.
-func (c *Cluster) informers(component string, cs kubernetes.Interface, podFieldSelector string, only ...string) (informers.SharedInformerFactory, error) {
+// informers returns an informer factory for one control-plane component
+// (by its user agent) whose informers the loop feeds.
+func (c *Cluster) informers(component string, cs kubernetes.Interface) (informers.SharedInformerFactory, error) {
 	f := informers.NewSharedInformerFactory(cs, 0)
 	for _, k := range []struct {
 		obj      runtime.Object
 		gvr      schema.GroupVersionResource
 		selector string
 	}{
-		{&corev1.Pod{}, corev1.SchemeGroupVersion.WithResource("pods"), podFieldSelector},
+		{&corev1.Pod{}, corev1.SchemeGroupVersion.WithResource("pods"), ""},
 		{&corev1.Node{}, corev1.SchemeGroupVersion.WithResource("nodes"), ""},
 		{&corev1.PersistentVolumeClaim{}, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), ""},
 		{&corev1.PersistentVolume{}, corev1.SchemeGroupVersion.WithResource("persistentvolumes"), ""},
@@ -393,9 +403,6 @@ func (c *Cluster) informers(component string, cs kubernetes.Interface, podFieldS
 		{&storagev1.CSIStorageCapacity{}, storagev1.SchemeGroupVersion.WithResource("csistoragecapacities"), ""},
 		{&coordinationv1.Lease{}, coordinationv1.SchemeGroupVersion.WithResource("leases"), ""},
 	} {
-		if len(only) > 0 && !slices.Contains(only, k.gvr.Resource) {
-			continue
-		}
 		inf, err := c.loop.NewInformer(k.gvr, k.selector)
 		if err != nil {
 			return nil, err
@@ -436,7 +443,7 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			return nil
 		}
 		cs := c.client(userAgent)
-		f, err := c.informers(userAgent, cs, "")
+		f, err := c.informers(userAgent, cs)
 		if err != nil {
 			return err
 		}
@@ -491,8 +498,57 @@ func (c *Cluster) pluginName(conn *csiclient.Conn) (string, error) {
 	return info.GetName(), nil
 }
 
-// kubeletResources are the kinds a simulated kubelet reads.
-var kubeletResources = []string{"pods", "nodes", "persistentvolumeclaims", "persistentvolumes", "csidrivers", "volumeattachments"}
+// kubeletInformers returns a kubelet's informer factory. A real kubelet
+// watches its own pods and its own Node, and reads claims, volumes and
+// attachments by GETs when its volume manager needs them; the simulated
+// one watches its pods and its Node and reads the rest from caches all
+// simulated kubelets share (c.nodeCaches), which the loop keeps as
+// current as a GET would be. Each kubelet still registers its own
+// handlers on them. With a hundred nodes, a write then updates one cache
+// instead of a hundred.
+func (c *Cluster) kubeletInformers(node string, cs kubernetes.Interface) (informers.SharedInformerFactory, error) {
+	f := informers.NewSharedInformerFactory(cs, 0)
+	component := fault.KubeletComponent(node)
+	for _, k := range []struct {
+		obj      runtime.Object
+		gvr      schema.GroupVersionResource
+		selector string
+	}{
+		{&corev1.Pod{}, corev1.SchemeGroupVersion.WithResource("pods"), "spec.nodeName=" + node},
+		{&corev1.Node{}, corev1.SchemeGroupVersion.WithResource("nodes"), "metadata.name=" + node},
+	} {
+		inf, err := c.loop.NewInformer(k.gvr, k.selector)
+		if err != nil {
+			return nil, err
+		}
+		inf.BelongsTo(component)
+		f.InformerFor(k.obj, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer { return inf })
+	}
+	for _, k := range []struct {
+		obj runtime.Object
+		gvr schema.GroupVersionResource
+	}{
+		{&corev1.PersistentVolumeClaim{}, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")},
+		{&corev1.PersistentVolume{}, corev1.SchemeGroupVersion.WithResource("persistentvolumes")},
+		{&storagev1.CSIDriver{}, storagev1.SchemeGroupVersion.WithResource("csidrivers")},
+		{&storagev1.VolumeAttachment{}, storagev1.SchemeGroupVersion.WithResource("volumeattachments")},
+	} {
+		inf := c.nodeCaches[k.gvr]
+		if inf == nil {
+			var err error
+			if inf, err = c.loop.NewInformer(k.gvr, ""); err != nil {
+				return nil, err
+			}
+			inf.BelongsTo(nodeCachesComponent)
+			c.nodeCaches[k.gvr] = inf
+		}
+		f.InformerFor(k.obj, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer { return inf })
+	}
+	return f, nil
+}
+
+// nodeCachesComponent owns the caches the simulated kubelets share.
+const nodeCachesComponent = "kubelets"
 
 func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error {
 	agent := fault.KubeletComponent(node)
@@ -501,9 +557,7 @@ func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error
 		return err
 	}
 	cs := c.client(agent)
-	// A kubelet watches only what it uses, each write of the cluster
-	// reaching a hundred nodes' caches otherwise.
-	f, err := c.informers(agent, cs, "spec.nodeName="+node, kubeletResources...)
+	f, err := c.kubeletInformers(node, cs)
 	if err != nil {
 		return err
 	}

@@ -11,12 +11,13 @@ import (
 
 // route is where the writes of one resource go: to every informer of it,
 // except that a pod goes only to the informers whose field selector names
-// its node (spec.nodeName=X, a kubelet's) if it is not X's. With a hundred
-// kubelets, a pod's write would otherwise be offered to a hundred caches
-// that never hold it.
+// its node (spec.nodeName=X, a kubelet's) if it is X's, and a Node only to
+// the informers that select it by name (metadata.name=X, a kubelet's own
+// Node) if it is X. With a hundred kubelets, a write would otherwise be
+// offered to a hundred caches that never hold it.
 type route struct {
 	all    []*Informer            // every informer of the resource, in the order made
-	byNode map[string][]*Informer // informers of pods on one node
+	byNode map[string][]*Informer // informers of one node's pods, or of one Node
 	others []*Informer            // the informers not in byNode
 }
 
@@ -38,14 +39,29 @@ func (l *Loop) addRoute(inf *Informer) {
 	r.others = append(r.others, inf)
 }
 
-// nodeSelected is the node a pod informer's field selector names, if that
-// is all it selects on.
+// nodeField is the field that names an object's node, for the kinds that
+// have one that never changes once set.
+func nodeField(gvr schema.GroupVersionResource) string {
+	switch {
+	case gvr.Group != "":
+		return ""
+	case gvr.Resource == "pods":
+		return "spec.nodeName"
+	case gvr.Resource == "nodes":
+		return "metadata.name"
+	}
+	return ""
+}
+
+// nodeSelected is the node an informer's field selector names, if that is
+// all it selects on.
 func nodeSelected(inf *Informer) (string, bool) {
-	if inf.gvr.Group != "" || inf.gvr.Resource != "pods" {
+	field := nodeField(inf.gvr)
+	if field == "" {
 		return "", false
 	}
 	reqs := inf.fields.Requirements()
-	if len(reqs) != 1 || reqs[0].Field != "spec.nodeName" || reqs[0].Value == "" {
+	if len(reqs) != 1 || reqs[0].Field != field || reqs[0].Value == "" {
 		return "", false
 	}
 	if op := reqs[0].Operator; op != selection.Equals && op != selection.DoubleEquals {
@@ -54,19 +70,34 @@ func nodeSelected(inf *Informer) (string, bool) {
 	return reqs[0].Value, true
 }
 
+// nodeOf is the node a pod is bound to, or a Node's name.
+func nodeOf(obj runtime.Object) (string, bool) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return o.Spec.NodeName, true
+	case *corev1.Node:
+		return o.Name, true
+	}
+	return "", false
+}
+
 // informersFor are the informers that may hold obj or be told of it, in
 // the order they were made. A pod's node never changes once set (the API
-// server refuses it), and a pod has no node before it is bound, so the
-// informers of other nodes neither hold it nor match it.
+// server refuses it), a pod has no node before it is bound, and a name
+// never changes: the informers of other nodes neither hold obj nor match
+// it.
 func (r *route) informersFor(obj runtime.Object) []*Informer {
 	if r == nil {
 		return nil
 	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok || len(r.byNode) == 0 {
+	if len(r.byNode) == 0 {
 		return r.all
 	}
-	mine := r.byNode[pod.Spec.NodeName]
+	node, ok := nodeOf(obj)
+	if !ok {
+		return r.all
+	}
+	mine := r.byNode[node]
 	if len(mine) == 0 {
 		return r.others
 	}

@@ -45,7 +45,18 @@ func TestRouteSendsPodsOnlyToTheirNodesInformers(t *testing.T) {
 			}
 		}
 	}
-	if got := r.informersFor(&corev1.Node{}); len(got) != 5 {
-		t.Errorf("a non-pod goes to %d informers, want all 5", len(got))
+	if got := r.informersFor(&corev1.PersistentVolume{}); len(got) != 5 {
+		t.Errorf("a volume goes to %d informers, want all 5", len(got))
+	}
+	nodes := corev1.SchemeGroupVersion.WithResource("nodes")
+	all, own := &Informer{gvr: nodes, fields: fields.Everything()}, &Informer{gvr: nodes, fields: fields.ParseSelectorOrDie("metadata.name=node-a")}
+	l.addRoute(all)
+	l.addRoute(own)
+	node := func(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	if got := l.routes[nodes].informersFor(node("node-a")); len(got) != 2 {
+		t.Errorf("node-a goes to %d informers, want 2", len(got))
+	}
+	if got := l.routes[nodes].informersFor(node("node-b")); len(got) != 1 || got[0] != all {
+		t.Errorf("node-b goes to %d informers, want only the cluster-wide one", len(got))
 	}
 }
