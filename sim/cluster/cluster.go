@@ -108,20 +108,20 @@ var Components = fault.Components
 
 // Cluster is a running simulated cluster.
 type Cluster struct {
-	cfg        Config
-	root       *runroot.Root
-	api        *fakekube.Server
-	clock      *testingclock.FakeClock
-	loop       *loop.Loop
-	rt         controller.Runtime
-	rec        *trace.Recorder
-	drivers    []*launch.Process     // every driver process started, to stop them all
-	plugins    []*plugin             // the controller plugin, then each node's
-	nodes      map[string]*nodeParts // what makes up each node, for faults
+	cfg     Config
+	root    *runroot.Root
+	api     *fakekube.Server
+	clock   *testingclock.FakeClock
+	loop    *loop.Loop
+	rt      controller.Runtime
+	rec     *trace.Recorder
+	drivers []*launch.Process     // every driver process started, to stop them all
+	plugins []*plugin             // the controller plugin, then each node's
+	nodes   map[string]*nodeParts // what makes up each node, for faults
 	// nodeCaches are the informers the kubelets share (kubeletInformers).
 	nodeCaches map[schema.GroupVersionResource]*loop.Informer
-	backend    *mock.Backend         // the mock plugins' shared storage
-	faultRules int                   // CSI fault rules added so far, to name them
+	backend    *mock.Backend // the mock plugins' shared storage
+	faultRules int           // CSI fault rules added so far, to name them
 	conns      []*csiclient.Conn
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
