@@ -53,27 +53,28 @@ type store struct {
 	// onRefused hears of writes refused by RefuseConflicting.
 	onRefused func(Write, error)
 
-	mu           sync.Mutex
-	rv           uint64
-	objects      map[*resource]map[string]runtime.Object // key: namespace/name
-	history      []*event                                // oldest first
-	historyLimit int
-	gcPending    bool // a write since the last collection may give the collector work
-	watchers     map[*watcher]struct{}
-	refusals     map[string]int // writes with a resourceVersion to refuse, by actor
+	mu        sync.Mutex
+	rv        uint64
+	objects   map[*resource]map[string]runtime.Object // key: namespace/name
+	history   history
+	gcPending bool // a write since the last collection may give the collector work
+	gc        *gcIndex
+	watchers  map[*watcher]struct{}
+	refusals  map[string]int // writes with a resourceVersion to refuse, by actor
 }
 
 func newStore(reg *registry, clk clock.PassiveClock, seed uint64, historyLimit int, onWrite func(Write), onRefused func(Write, error)) *store {
 	s := &store{
-		reg:          reg,
-		clock:        clk,
-		rand:         rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		onWrite:      onWrite,
-		onRefused:    onRefused,
-		refusals:     map[string]int{},
-		objects:      map[*resource]map[string]runtime.Object{},
-		historyLimit: historyLimit,
-		watchers:     map[*watcher]struct{}{},
+		reg:       reg,
+		clock:     clk,
+		rand:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		onWrite:   onWrite,
+		onRefused: onRefused,
+		refusals:  map[string]int{},
+		objects:   map[*resource]map[string]runtime.Object{},
+		history:   history{limit: historyLimit},
+		watchers:  map[*watcher]struct{}{},
+		gc:        newGCIndex(reg),
 	}
 	for _, r := range reg.all {
 		s.objects[r] = map[string]runtime.Object{}
@@ -365,6 +366,9 @@ func (s *store) finishDeletionLocked(actor string, res *resource, obj runtime.Ob
 func (s *store) removeLocked(actor string, res *resource, obj runtime.Object) {
 	m, _ := meta.Accessor(obj)
 	key := objectKey(m.GetNamespace(), m.GetName())
+	if prev, ok := s.objects[res][key]; ok {
+		s.gc.removed(objectRef{res: res, key: key}, prev)
+	}
 	delete(s.objects[res], key)
 	s.gcPending = true
 	s.rv++
@@ -483,7 +487,11 @@ func (s *store) commitLocked(actor, verb, subresource string, res *resource, old
 	if m.GetDeletionTimestamp() != nil {
 		s.gcPending = true
 	}
-	s.objects[res][objectKey(m.GetNamespace(), m.GetName())] = stored
+	key := objectKey(m.GetNamespace(), m.GetName())
+	// The index replaces what is stored now: old is that, except for the
+	// collector, which may hold an older copy.
+	s.gc.stored(objectRef{res: res, key: key}, s.objects[res][key], stored)
+	s.objects[res][key] = stored
 	typ := watch.Modified
 	if old == nil {
 		typ = watch.Added
