@@ -164,6 +164,7 @@ type watchOptions struct {
 func (s *store) openWatch(res *resource, sel selector, opts watchOptions) (*watcher, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expireLocked()
 	w := newWatcher(res, sel)
 	switch {
 	case opts.sendInitialEvents || opts.resourceVersion == "" || opts.resourceVersion == "0":
