@@ -182,17 +182,18 @@ func (s *store) list(res *resource, sel selector) ([]runtime.Object, string) {
 }
 
 func (s *store) listLocked(res *resource, sel selector) []runtime.Object {
-	keys := make([]string, 0, len(s.objects[res]))
-	for k := range s.objects[res] {
-		keys = append(keys, k)
+	// Filter first: a selective list (a kubelet's pods by spec.nodeName)
+	// then sorts and copies only what it returns.
+	var keys []string
+	for k, obj := range s.objects[res] {
+		if sel.matches(res, obj) {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	var out []runtime.Object
 	for _, k := range keys {
-		obj := s.objects[res][k]
-		if sel.matches(res, obj) {
-			out = append(out, obj.DeepCopyObject())
-		}
+		out = append(out, s.objects[res][k].DeepCopyObject())
 	}
 	return out
 }
