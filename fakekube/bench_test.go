@@ -52,6 +52,87 @@ func BenchmarkStoreUpdate(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
 }
 
+// storeSizes are the numbers of stored objects the scale benchmarks run
+// with: a write or a delete should cost the same at each.
+var storeSizes = []int{1000, 10000}
+
+// filledServer is a server holding n ConfigMaps and n Events, with a full
+// watch history.
+func filledServer(b *testing.B, n int) *Server {
+	srv := New(Options{})
+	cms := srv.reg.byGVR[coreV1.WithResource("configmaps")]
+	events := srv.reg.byGVR[coreV1.WithResource("events")]
+	for i := 0; i < n; i++ {
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ev-%d", i), Namespace: "default"},
+			InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Name: fmt.Sprintf("cm-%d", i)}}
+		if _, err := srv.store.create("bench", cms, "default", configMap(i)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := srv.store.create("bench", events, "default", ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < 10000; i++ { // the default history limit: the history is full
+		cm := configMap(0)
+		cm.Data["k"] = fmt.Sprint(i)
+		if _, err := srv.store.update("bench", "update", cms, "default", "cm-0", "", cm, nil, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return srv
+}
+
+// BenchmarkStoreUpdateScale is the cost of one update with many objects
+// stored and the history full.
+func BenchmarkStoreUpdateScale(b *testing.B) {
+	atEachStoreSize(b, func(b *testing.B, srv *Server, res *resource, _ int) {
+		for i := 0; b.Loop(); i++ {
+			cm := configMap(1)
+			cm.Data["k"] = fmt.Sprint(i)
+			if _, err := srv.store.update("bench", "update", res, "default", "cm-1", "", cm, nil, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// atEachStoreSize runs bench as a sub-benchmark for each of storeSizes,
+// with a filled server and its ConfigMaps resource.
+func atEachStoreSize(b *testing.B, bench func(b *testing.B, srv *Server, res *resource, n int)) {
+	for _, n := range storeSizes {
+		b.Run(fmt.Sprintf("objects=%d", 2*n), func(b *testing.B) {
+			srv := filledServer(b, n)
+			b.ReportAllocs()
+			bench(b, srv, srv.reg.byGVR[coreV1.WithResource("configmaps")], n)
+		})
+	}
+}
+
+// BenchmarkStoreDeleteScale is the cost of deleting an owner, with the
+// garbage collection of its dependent, with many objects stored.
+func BenchmarkStoreDeleteScale(b *testing.B) {
+	atEachStoreSize(b, func(b *testing.B, srv *Server, res *resource, n int) {
+		for i := 0; b.Loop(); i++ {
+			owner, err := srv.store.create("bench", res, "default", configMap(n+2*i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			dep := configMap(n + 2*i + 1)
+			m := owner.(*corev1.ConfigMap)
+			dep.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: m.Name, UID: m.UID}}
+			if _, err := srv.store.create("bench", res, "default", dep); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := srv.store.delete("bench", res, "default", m.Name, metav1.DeleteOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := srv.store.get(res, "default", dep.Name); err == nil {
+				b.Fatal("the dependent was not collected")
+			}
+		}
+	})
+}
+
 // clients returns the two client-go paths, each to a fresh server.
 func clients(b *testing.B) map[string]kubernetes.Interface {
 	return map[string]kubernetes.Interface{

@@ -54,25 +54,29 @@ func addFinalizerTo(m metav1.Object, f string) {
 
 // stored is one object with the resource it belongs to.
 type stored struct {
-	res *resource
+	ref objectRef
 	obj runtime.Object
 	m   metav1.Object
 }
 
-// allLocked lists every stored object, in a stable order, without copying:
-// stored objects are never modified, only replaced.
-func (s *store) allLocked() []stored {
-	var out []stored
-	for _, res := range s.reg.all {
-		keys := make([]string, 0, len(s.objects[res]))
-		for k := range s.objects[res] {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			obj := s.objects[res][k]
-			m, _ := meta.Accessor(obj)
-			out = append(out, stored{res: res, obj: obj, m: m})
+// lookupLocked finds a stored object, without copying: stored objects are
+// never modified, only replaced.
+func (s *store) lookupLocked(ref objectRef) (stored, bool) {
+	obj, ok := s.objects[ref.res][ref.key]
+	if !ok {
+		return stored{}, false
+	}
+	m, _ := meta.Accessor(obj)
+	return stored{ref: ref, obj: obj, m: m}, true
+}
+
+// sortedLocked looks up the objects of set, in the collector's order.
+func (s *store) sortedLocked(set refSet) []stored {
+	refs := s.gc.sorted(set)
+	out := make([]stored, 0, len(refs))
+	for _, ref := range refs {
+		if o, ok := s.lookupLocked(ref); ok {
+			out = append(out, o)
 		}
 	}
 	return out
@@ -100,74 +104,72 @@ func (s *store) collectGarbageLocked() {
 	s.gcPending = false
 }
 
+// collectOnceLocked acts on the first candidate, in the order of the
+// registry's resources and then of keys, that has something to do, as a
+// scan of every stored object in that order would. Candidates found to have
+// nothing to do leave the set until a write puts them back.
 func (s *store) collectOnceLocked() bool {
-	all := s.allLocked()
-	live := map[types.UID]stored{}
-	for _, o := range all {
-		live[o.m.GetUID()] = o
-	}
-	dependents := map[types.UID][]stored{}
-	for _, o := range all {
-		for _, ref := range o.m.GetOwnerReferences() {
-			dependents[ref.UID] = append(dependents[ref.UID], o)
-		}
-	}
-	for _, o := range all {
-		// A dependent whose every owner is gone goes too.
-		if refs := o.m.GetOwnerReferences(); len(refs) > 0 && o.m.GetDeletionTimestamp() == nil {
-			orphaned := true
-			for _, ref := range refs {
-				if _, ok := live[ref.UID]; ok {
-					orphaned = false
-				}
-			}
-			if orphaned {
-				_, _ = s.deleteLocked(garbageCollectorActor, o.res, o.m.GetNamespace(), o.m.GetName(), metav1.DeleteOptions{})
-				return true
-			}
-		}
-		if o.m.GetDeletionTimestamp() == nil {
+	for _, ref := range s.gc.sorted(s.gc.candidates) {
+		o, ok := s.lookupLocked(ref)
+		if !ok || !s.gc.needsCollector(o.obj) {
+			delete(s.gc.candidates, ref)
 			continue
 		}
-		switch {
-		case slices.Contains(o.m.GetFinalizers(), metav1.FinalizerOrphanDependents):
-			for _, d := range dependents[o.m.GetUID()] {
-				s.dropOwnerLocked(d, o.m.GetUID())
-			}
-			s.removeFinalizerLocked(garbageCollectorActor, o, metav1.FinalizerOrphanDependents)
-			return true
-		case slices.Contains(o.m.GetFinalizers(), metav1.FinalizerDeleteDependents):
-			deps := dependents[o.m.GetUID()]
-			if len(deps) == 0 {
-				s.removeFinalizerLocked(garbageCollectorActor, o, metav1.FinalizerDeleteDependents)
-				return true
-			}
-			for _, d := range deps {
-				if d.m.GetDeletionTimestamp() == nil {
-					_, _ = s.deleteLocked(garbageCollectorActor, d.res, d.m.GetNamespace(), d.m.GetName(),
-						metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)})
-					return true
-				}
-			}
-		}
-		if ns, ok := o.obj.(*corev1.Namespace); ok && s.emptyNamespaceLocked(ns, all) {
+		if s.collectLocked(o) {
 			return true
 		}
 	}
 	return false
 }
 
+// collectLocked does the next thing the collector or the namespace
+// controller would do for o, if anything, and says whether it did.
+func (s *store) collectLocked(o stored) bool {
+	// A dependent whose every owner is gone goes too.
+	if refs := o.m.GetOwnerReferences(); len(refs) > 0 && o.m.GetDeletionTimestamp() == nil {
+		if !s.gc.anyOwnerStored(refs) {
+			_, _ = s.deleteLocked(garbageCollectorActor, o.ref.res, o.m.GetNamespace(), o.m.GetName(), metav1.DeleteOptions{})
+			return true
+		}
+	}
+	if o.m.GetDeletionTimestamp() == nil {
+		return false
+	}
+	switch {
+	case slices.Contains(o.m.GetFinalizers(), metav1.FinalizerOrphanDependents):
+		for _, d := range s.sortedLocked(s.gc.dependents[o.m.GetUID()]) {
+			s.dropOwnerLocked(d, o.m.GetUID())
+		}
+		s.removeFinalizerLocked(garbageCollectorActor, o, metav1.FinalizerOrphanDependents)
+		return true
+	case slices.Contains(o.m.GetFinalizers(), metav1.FinalizerDeleteDependents):
+		deps := s.sortedLocked(s.gc.dependents[o.m.GetUID()])
+		if len(deps) == 0 {
+			s.removeFinalizerLocked(garbageCollectorActor, o, metav1.FinalizerDeleteDependents)
+			return true
+		}
+		for _, d := range deps {
+			if d.m.GetDeletionTimestamp() == nil {
+				_, _ = s.deleteLocked(garbageCollectorActor, d.ref.res, d.m.GetNamespace(), d.m.GetName(),
+					metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)})
+				return true
+			}
+		}
+	}
+	if ns, ok := o.obj.(*corev1.Namespace); ok {
+		return s.emptyNamespaceLocked(ns)
+	}
+	return false
+}
+
 // emptyNamespaceLocked deletes what is in a terminating namespace and
 // removes the namespace once nothing is left in it.
-func (s *store) emptyNamespaceLocked(ns *corev1.Namespace, all []stored) bool {
-	changed, empty := false, true
-	for _, o := range all {
-		if !o.res.namespaced || o.m.GetNamespace() != ns.Name {
-			continue
-		}
-		empty = false
+func (s *store) emptyNamespaceLocked(ns *corev1.Namespace) bool {
+	contents := s.sortedLocked(s.gc.byNamespace[ns.Name])
+	changed, empty := false, len(contents) == 0
+	for _, o := range contents {
 		if o.m.GetDeletionTimestamp() == nil {
-			_, _ = s.deleteLocked(namespaceControllerActor, o.res, ns.Name, o.m.GetName(), metav1.DeleteOptions{})
+			_, _ = s.deleteLocked(namespaceControllerActor, o.ref.res, ns.Name, o.m.GetName(), metav1.DeleteOptions{})
 			changed = true
 		}
 	}
@@ -183,15 +185,15 @@ func (s *store) dropOwnerLocked(d stored, owner types.UID) {
 	next := d.obj.DeepCopyObject()
 	m, _ := meta.Accessor(next)
 	m.SetOwnerReferences(slices.DeleteFunc(m.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == owner }))
-	s.commitLocked(garbageCollectorActor, "patch", "", d.res, d.obj, next)
+	s.commitLocked(garbageCollectorActor, "patch", "", d.ref.res, d.obj, next)
 }
 
 func (s *store) removeFinalizerLocked(actor string, o stored, finalizer string) {
 	next := o.obj.DeepCopyObject()
 	m, _ := meta.Accessor(next)
 	m.SetFinalizers(slices.DeleteFunc(m.GetFinalizers(), func(f string) bool { return f == finalizer }))
-	s.commitLocked(actor, "patch", "", o.res, o.obj, next)
-	s.finishDeletionLocked(actor, o.res, next)
+	s.commitLocked(actor, "patch", "", o.ref.res, o.obj, next)
+	s.finishDeletionLocked(actor, o.ref.res, next)
 }
 
 func ptrTo[T any](v T) *T { return &v }

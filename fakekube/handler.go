@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -320,10 +321,13 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 			// The object inside the event is encoded on its own first, as
 			// the real server's embedded encoder does — as a one-row Table
 			// if the client asked for Tables. Only the first event's Table
-			// defines the columns; an object that cannot be printed goes
-			// out as it is.
-			obj := withTypeMeta(req.res, ev.Object)
-			if table != nil {
+			// defines the columns; an object that cannot be printed, and
+			// the Status of an ERROR event, go out as they are.
+			obj := ev.Object
+			if ev.Type != watch.Error {
+				obj = withTypeMeta(req.res, obj)
+			}
+			if table != nil && ev.Type != watch.Error {
 				if t, err := conv.convert(obj, *table); err == nil {
 					obj = t
 				}
@@ -340,6 +344,9 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req request)
 		}
 		if flusher != nil {
 			flusher.Flush()
+		}
+		if slices.ContainsFunc(evs, func(ev watch.Event) bool { return ev.Type == watch.Error }) {
+			return // an ERROR event ends a watch
 		}
 	}
 }

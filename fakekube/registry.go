@@ -40,6 +40,9 @@ type resource struct {
 	// on create), as the real strategies of these kinds and every custom
 	// resource do; PVs, PVCs and most storage kinds have none.
 	generation bool
+	// expires: objects go the server's EventTTL after their last write, as
+	// Events do on a real server.
+	expires bool
 }
 
 func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
@@ -128,7 +131,8 @@ func defaultResources() []*resource {
 		{gvr: coreV1.WithResource("persistentvolumes"), kind: "PersistentVolume", shortNames: []string{"pv"}, hasStatus: true},
 		{gvr: coreV1.WithResource("persistentvolumeclaims"), kind: "PersistentVolumeClaim", namespaced: true,
 			shortNames: []string{"pvc"}, hasStatus: true},
-		{gvr: coreV1.WithResource("events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, fields: coreEventFields},
+		{gvr: coreV1.WithResource("events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, fields: coreEventFields,
+			expires: true},
 		{gvr: coreV1.WithResource("secrets"), kind: "Secret", namespaced: true,
 			fields: func(o runtime.Object) fields.Set {
 				return fields.Set{"type": string(o.(*corev1.Secret).Type)}
@@ -144,7 +148,8 @@ func defaultResources() []*resource {
 		{gvr: appsV1.WithResource("statefulsets"), kind: "StatefulSet", namespaced: true, shortNames: []string{"sts"},
 			categories: allCategory, hasStatus: true, generation: true},
 		{gvr: coordV1.WithResource("leases"), kind: "Lease", namespaced: true},
-		{gvr: eventsV1.WithResource("events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, fields: eventsV1Fields},
+		{gvr: eventsV1.WithResource("events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, fields: eventsV1Fields,
+			expires: true},
 		// The snapshot CRDs of kubernetes-csi/external-snapshotter.
 		{gvr: snapshotV1.WithResource("volumesnapshots"), kind: "VolumeSnapshot", namespaced: true,
 			shortNames: []string{"vs"}, hasStatus: true, crd: true, generation: true},

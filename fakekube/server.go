@@ -44,6 +44,12 @@ type Options struct {
 	// HistoryLimit is how many changes are kept for watches that resume
 	// from an older resourceVersion (older ones get 410 Gone). Default 10000.
 	HistoryLimit int
+	// EventTTL is how long an Event (core v1 or events.k8s.io) lives after
+	// its last write, on Clock, as kube-apiserver's --event-ttl: then it is
+	// deleted, as an etcd lease running out deletes it, with a DELETED
+	// event for watchers and nothing for OnWrite. Default DefaultEventTTL
+	// (1h); negative: Events never expire.
+	EventTTL time.Duration
 	// OnWrite, if set, is called for every accepted write, in
 	// resourceVersion order, while the store is locked: it must not call
 	// back into the server.
@@ -69,8 +75,11 @@ func New(opts Options) *Server {
 	if opts.HistoryLimit <= 0 {
 		opts.HistoryLimit = 10000
 	}
+	if opts.EventTTL == 0 {
+		opts.EventTTL = DefaultEventTTL
+	}
 	reg := newRegistry(defaultResources())
-	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts.Clock, opts.Seed, opts.HistoryLimit, opts.OnWrite, opts.OnRefused)}
+	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts)}
 	nsRes := reg.byGVR[coreV1.WithResource("namespaces")]
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}

@@ -44,9 +44,12 @@ func TestWatchResumeAndGone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := pvcs.Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
-	if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
-		t.Fatalf("watch from an expired resourceVersion: %v, want 410 Gone", err)
+	expired, err := pvcs.Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watch from an expired resourceVersion: %v, want an ERROR event", err)
+	}
+	if ev := <-expired.ResultChan(); !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
+		t.Fatalf("watch from an expired resourceVersion: %s %v, want ERROR 410 Gone", ev.Type, ev.Object)
 	}
 	list, _ := pvcs.List(ctx, metav1.ListOptions{})
 	d, _ := pvcs.Get(ctx, "d", metav1.GetOptions{})

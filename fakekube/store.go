@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -53,27 +54,31 @@ type store struct {
 	// onRefused hears of writes refused by RefuseConflicting.
 	onRefused func(Write, error)
 
-	mu           sync.Mutex
-	rv           uint64
-	objects      map[*resource]map[string]runtime.Object // key: namespace/name
-	history      []*event                                // oldest first
-	historyLimit int
-	gcPending    bool // a write since the last collection may give the collector work
-	watchers     map[*watcher]struct{}
-	refusals     map[string]int // writes with a resourceVersion to refuse, by actor
+	mu        sync.Mutex
+	rv        uint64
+	objects   map[*resource]map[string]runtime.Object // key: namespace/name
+	history   history
+	gcPending bool // a write since the last collection may give the collector work
+	gc        *gcIndex
+	watchers  map[*watcher]struct{}
+	refusals  map[string]int // writes with a resourceVersion to refuse, by actor
+	eventTTL  time.Duration  // how long an Event lives after its last write; 0: for ever
+	expiries  expiries
 }
 
-func newStore(reg *registry, clk clock.PassiveClock, seed uint64, historyLimit int, onWrite func(Write), onRefused func(Write, error)) *store {
+func newStore(reg *registry, opts Options) *store {
 	s := &store{
-		reg:          reg,
-		clock:        clk,
-		rand:         rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		onWrite:      onWrite,
-		onRefused:    onRefused,
-		refusals:     map[string]int{},
-		objects:      map[*resource]map[string]runtime.Object{},
-		historyLimit: historyLimit,
-		watchers:     map[*watcher]struct{}{},
+		reg:       reg,
+		clock:     opts.Clock,
+		rand:      rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
+		onWrite:   opts.OnWrite,
+		onRefused: opts.OnRefused,
+		refusals:  map[string]int{},
+		objects:   map[*resource]map[string]runtime.Object{},
+		history:   history{limit: opts.HistoryLimit},
+		watchers:  map[*watcher]struct{}{},
+		gc:        newGCIndex(reg),
+		eventTTL:  max(opts.EventTTL, 0),
 	}
 	for _, r := range reg.all {
 		s.objects[r] = map[string]runtime.Object{}
@@ -123,6 +128,7 @@ func (s *store) generatedNameSuffix() string {
 func (s *store) get(res *resource, namespace, name string) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expireLocked()
 	obj, ok := s.objects[res][objectKey(namespace, name)]
 	if !ok {
 		return nil, apierrors.NewNotFound(res.groupResource(), name)
@@ -171,21 +177,23 @@ func fieldSet(res *resource, obj runtime.Object) fields.Set {
 func (s *store) list(res *resource, sel selector) ([]runtime.Object, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expireLocked()
 	return s.listLocked(res, sel), strconv.FormatUint(s.rv, 10)
 }
 
 func (s *store) listLocked(res *resource, sel selector) []runtime.Object {
-	keys := make([]string, 0, len(s.objects[res]))
-	for k := range s.objects[res] {
-		keys = append(keys, k)
+	// Filter first: a selective list (a kubelet's pods by spec.nodeName)
+	// then sorts and copies only what it returns.
+	var keys []string
+	for k, obj := range s.objects[res] {
+		if sel.matches(res, obj) {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	var out []runtime.Object
 	for _, k := range keys {
-		obj := s.objects[res][k]
-		if sel.matches(res, obj) {
-			out = append(out, obj.DeepCopyObject())
-		}
+		out = append(out, s.objects[res][k].DeepCopyObject())
 	}
 	return out
 }
@@ -194,6 +202,7 @@ func (s *store) listLocked(res *resource, sel selector) []runtime.Object {
 func (s *store) create(actor string, res *resource, namespace string, obj runtime.Object) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expireLocked()
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -263,6 +272,7 @@ func (s *store) update(actor, verb string, res *resource, namespace, name, subre
 	newObj runtime.Object, mutate func(current runtime.Object) (runtime.Object, error), conditional bool) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expireLocked()
 	key := objectKey(namespace, name)
 	old, ok := s.objects[res][key]
 	if !ok {
@@ -363,8 +373,20 @@ func (s *store) finishDeletionLocked(actor string, res *resource, obj runtime.Ob
 }
 
 func (s *store) removeLocked(actor string, res *resource, obj runtime.Object) {
+	gone := s.dropLocked(res, obj)
+	gm, _ := meta.Accessor(gone)
+	s.notifyWrite(Write{Actor: actor, Verb: "delete", Resource: res.gvr.Resource, GVR: res.gvr, Kind: res.kind,
+		Namespace: gm.GetNamespace(), Name: gm.GetName(), Object: gone, Removed: true})
+}
+
+// dropLocked takes obj out of the store, tells watchers, and returns it as
+// it was last stored, with the resourceVersion of its removal.
+func (s *store) dropLocked(res *resource, obj runtime.Object) runtime.Object {
 	m, _ := meta.Accessor(obj)
 	key := objectKey(m.GetNamespace(), m.GetName())
+	if prev, ok := s.objects[res][key]; ok {
+		s.gc.removed(objectRef{res: res, key: key}, prev)
+	}
 	delete(s.objects[res], key)
 	s.gcPending = true
 	s.rv++
@@ -373,8 +395,7 @@ func (s *store) removeLocked(actor string, res *resource, obj runtime.Object) {
 	gm, _ := meta.Accessor(gone)
 	gm.SetResourceVersion(strconv.FormatUint(s.rv, 10))
 	s.publishLocked(&event{typ: watch.Deleted, res: res, obj: gone, rv: s.rv})
-	s.notifyWrite(Write{Actor: actor, Verb: "delete", Resource: res.gvr.Resource, GVR: res.gvr, Kind: res.kind,
-		Namespace: gm.GetNamespace(), Name: gm.GetName(), Object: gone, Removed: true})
+	return gone
 }
 
 // delete deletes an object the way the real server does: at once when
@@ -383,6 +404,7 @@ func (s *store) removeLocked(actor string, res *resource, obj runtime.Object) {
 func (s *store) delete(actor string, res *resource, namespace, name string, opts metav1.DeleteOptions) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expireLocked()
 	obj, err := s.deleteLocked(actor, res, namespace, name, opts)
 	if err == nil {
 		s.collectGarbageLocked()
@@ -483,7 +505,13 @@ func (s *store) commitLocked(actor, verb, subresource string, res *resource, old
 	if m.GetDeletionTimestamp() != nil {
 		s.gcPending = true
 	}
-	s.objects[res][objectKey(m.GetNamespace(), m.GetName())] = stored
+	key := objectKey(m.GetNamespace(), m.GetName())
+	// The index replaces what is stored now: old is that, except for the
+	// collector, which may hold an older copy.
+	ref := objectRef{res: res, key: key}
+	s.gc.stored(ref, s.objects[res][key], stored)
+	s.objects[res][key] = stored
+	s.scheduleExpiryLocked(ref, s.rv)
 	typ := watch.Modified
 	if old == nil {
 		typ = watch.Added

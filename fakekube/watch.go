@@ -3,6 +3,7 @@ package fakekube
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"sync"
 
@@ -93,13 +94,56 @@ func (w *watcher) translate(ev *event) (watch.Event, bool) {
 	return watch.Event{}, false
 }
 
-// publishLocked appends ev to the history and queues it for every watcher.
-func (s *store) publishLocked(ev *event) {
-	s.history = append(s.history, ev)
-	if over := len(s.history) - s.historyLimit; over > 0 {
-		// Drop the oldest; copy so the backing array does not grow forever.
-		s.history = append([]*event(nil), s.history[over:]...)
+// history is the last changes, for watches that resume from a
+// resourceVersion: a ring that, once full, overwrites its oldest entry, so a
+// write costs the same however long the server has run.
+type history struct {
+	limit  int
+	events []*event // grows to limit, then wraps
+	oldest int      // index of the oldest event once the ring has wrapped
+}
+
+func (h *history) push(ev *event) {
+	if len(h.events) < h.limit {
+		h.events = append(h.events, ev)
+		return
 	}
+	h.events[h.oldest] = ev
+	h.oldest = (h.oldest + 1) % h.limit
+}
+
+func (h *history) len() int { return len(h.events) }
+
+// at is the i-th event, oldest first.
+func (h *history) at(i int) *event { return h.events[(h.oldest+i)%len(h.events)] }
+
+// since returns the events after resourceVersion from, oldest first.
+func (h *history) since(from uint64) []*event {
+	first := sort.Search(h.len(), func(i int) bool { return h.at(i).rv > from })
+	out := make([]*event, 0, h.len()-first)
+	for i := first; i < h.len(); i++ {
+		out = append(out, h.at(i))
+	}
+	return out
+}
+
+// tooOld says whether the history no longer holds every change after
+// resourceVersion from, with the error the real server's watch cache gives
+// then: 410 Gone, reason Expired, naming the oldest resourceVersion a watch
+// can still start from.
+func (h *history) tooOld(from uint64) *apierrors.StatusError {
+	if h.len() == 0 {
+		return nil
+	}
+	if oldest := h.at(0).rv; from < oldest-1 {
+		return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, oldest-1))
+	}
+	return nil
+}
+
+// publishLocked adds ev to the history and queues it for every watcher.
+func (s *store) publishLocked(ev *event) {
+	s.history.push(ev)
 	for w := range s.watchers {
 		if out, ok := w.translate(ev); ok {
 			w.push(out)
@@ -120,6 +164,7 @@ type watchOptions struct {
 func (s *store) openWatch(res *resource, sel selector, opts watchOptions) (*watcher, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expireLocked()
 	w := newWatcher(res, sel)
 	switch {
 	case opts.sendInitialEvents || opts.resourceVersion == "" || opts.resourceVersion == "0":
@@ -137,15 +182,12 @@ func (s *store) openWatch(res *resource, sel selector, opts watchOptions) (*watc
 		if from > s.rv {
 			// The real server waits for a future resourceVersion; ours can
 			// only come from a client that talked to another server.
-			return nil, apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", from, s.rv), 1)
+			return failedWatch(apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", from, s.rv), 1)), nil
 		}
-		if len(s.history) > 0 && from+1 < s.history[0].rv {
-			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, s.history[0].rv-1))
+		if err := s.history.tooOld(from); err != nil {
+			return failedWatch(err), nil
 		}
-		for _, ev := range s.history {
-			if ev.rv <= from {
-				continue
-			}
+		for _, ev := range s.history.since(from) {
 			if out, ok := w.translate(ev); ok {
 				w.queue = append(w.queue, out)
 			}
@@ -153,6 +195,19 @@ func (s *store) openWatch(res *resource, sel selector, opts watchOptions) (*watc
 	}
 	s.watchers[w] = struct{}{}
 	return w, nil
+}
+
+// failedWatch is a watch that sends one ERROR event and ends. That is how
+// the real server answers a valid watch request it cannot serve (too old a
+// resourceVersion, or one it never reached): 200 OK, and the error as a
+// Status in the stream, which a client-go reflector takes as its cue to
+// list again.
+func failedWatch(err *apierrors.StatusError) *watcher {
+	st := err.Status()
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	w := newWatcher(nil, selector{})
+	w.queue = []watch.Event{{Type: watch.Error, Object: &st}}
+	return w
 }
 
 // bookmarkLocked is a BOOKMARK event at the current resourceVersion; with
