@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
 )
@@ -35,6 +36,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	nodes := fs.String("nodes", "node-1", "comma-separated node names")
 	seed := fs.Uint64("seed", 1, "seed for UIDs and generated names")
 	quiet := fs.Bool("quiet", false, "do not print the timeline")
+	eventTTL := fs.Duration("event-ttl", fakekube.DefaultEventTTL, "how long the API server keeps an Event after its last write, as kube-apiserver's --event-ttl")
 	bare := fs.Bool("bare", false, "do not create the driver's CSIDriver and default StorageClass")
 	without := fs.String("without", "", "comma-separated simulated components to leave out, for real ones to take their place\n"+
 		"(external-provisioner, external-attacher, persistentvolume-binder, attachdetach-controller, default-scheduler);\n"+
@@ -57,7 +59,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	sweepDeadRuns(stderr)
 
-	cfg := cluster.Config{Nodes: strings.Split(*nodes, ","), Seed: *seed, Realtime: true}
+	cfg := cluster.Config{Nodes: strings.Split(*nodes, ","), Seed: *seed, Realtime: true, EventTTL: *eventTTL}
 	if *without != "" {
 		cfg.Without = strings.Split(*without, ",")
 	}

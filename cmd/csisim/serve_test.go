@@ -151,3 +151,36 @@ var _ = Describe("csisim serve", Ordered, func() {
 		Expect(ok("get", "volumeattachments", "-o", "name")).To(BeEmpty())
 	})
 })
+
+var _ = Describe("csisim serve --event-ttl", func() {
+	It("lets Events expire as kube-apiserver's --event-ttl does", func() {
+		kubectl := kubectlPath()
+		tmp := GinkgoT().TempDir()
+		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+		server := start(tmp, "serve", "--quiet", "--bare", "--event-ttl", "2s", "--kubeconfig", kubeconfig)
+		Eventually(server.Out, time.Minute).Should(gbytes.Say("kubeconfig " + kubeconfig))
+		DeferCleanup(func() {
+			server.Interrupt()
+			Eventually(server, time.Minute).Should(gexec.Exit(0))
+			expectNothingLeftIn(tmp)
+		})
+		kubectlOut := func(args ...string) string {
+			out, err := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), "kubectl %v: %s", args, out)
+			return string(out)
+		}
+		event := filepath.Join(GinkgoT().TempDir(), "event.yaml")
+		Expect(os.WriteFile(event, []byte(`apiVersion: v1
+kind: Event
+metadata: {name: hello, namespace: default}
+involvedObject: {kind: Pod, name: app, namespace: default}
+reason: Hello
+message: short-lived
+type: Normal
+`), 0o644)).To(Succeed())
+		kubectlOut("create", "-f", event)
+		Expect(kubectlOut("get", "events", "-o", "name")).To(ContainSubstring("event/hello"))
+		Eventually(func() string { return kubectlOut("get", "events", "-o", "name") }, 30*time.Second, 500*time.Millisecond).
+			ShouldNot(ContainSubstring("event/hello"))
+	})
+})

@@ -99,6 +99,9 @@ type Config struct {
 	DriverLog io.Writer
 	// StartTimeout bounds how long a driver may take to become ready.
 	StartTimeout time.Duration
+	// EventTTL is how long the API server keeps an Event after its last
+	// write (kube-apiserver --event-ttl); default fakekube.DefaultEventTTL.
+	EventTTL time.Duration
 }
 
 // Components are the simulated control-plane components, by the user agent
@@ -171,7 +174,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if cfg.OnEntry != nil {
 		c.rec.Subscribe(cfg.OnEntry)
 	}
-	c.api = fakekube.New(fakekube.Options{Seed: cfg.Seed, Clock: clk, OnWrite: func(w fakekube.Write) {
+	c.api = fakekube.New(fakekube.Options{Seed: cfg.Seed, Clock: clk, EventTTL: cfg.EventTTL, OnWrite: func(w fakekube.Write) {
 		c.rec.Add(DescribeWrite(w))
 		if c.loop != nil { // the server's own first writes come before the loop; informers fill from the store
 			c.loop.Observe(w)
