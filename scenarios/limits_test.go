@@ -43,7 +43,7 @@ func TestLimits(t *testing.T) {
 		{name: "manifest is a directory", src: "steps:\n  - apply: {file: " + filepath.Join(dir, "adir") + "}\n", want: []string{"x.yaml:2:", "is a directory, not a regular file"}},
 		{name: "manifest is a FIFO", src: "steps:\n  - apply: {file: " + fifo + "}\n", want: []string{"x.yaml:2:", "is a named pipe (FIFO), not a regular file"}},
 		{name: "manifest is /dev/zero", src: "steps:\n  - apply: {file: /dev/zero}\n", want: []string{"x.yaml:2:", "/dev/zero is a character device, not a regular file"}},
-		{name: "manifest over the size limit", src: "steps:\n  - apply: {file: " + big + "}\n", want: []string{"x.yaml:2:", "4.0 MiB, over the 4 MiB limit"}},
+		{name: "manifest over the size limit", src: "steps:\n  - apply: {file: " + big + "}\n", want: []string{"x.yaml:2:", "16.0 MiB, over the 16 MiB limit"}},
 		{name: "driverArgs may tune the driver", src: "cluster:\n  nodes: [n1]\n  driverArgs: [--capacity=2Gi, --max-volumes-per-node=3]\nsteps:\n  - sleep: 1s\n"},
 		{name: "driverArgs cannot move the root", src: "cluster:\n  nodes: [n1]\n  driverArgs:\n    - --capacity=2Gi\n    - --root=/\n",
 			want: []string{"x.yaml:5:", `driver argument "--root=/": csisim sets --root for each plugin (the run's storage directory)`}},

@@ -166,9 +166,13 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	p.target, err = grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithInitialWindowSize(windowSize), grpc.WithInitialConnWindowSize(windowSize),
+		// MinConnectTimeout too: without it grpc-go bounds a connection
+		// attempt by the current backoff step (20 ms at first), which a
+		// loaded machine misses, and the first call fails as if the driver
+		// were down.
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
 			BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, MaxDelay: reconnectDelay,
-		}}))
+		}, MinConnectTimeout: minConnectTimeout}))
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy %s: connect to %s: %w", cfg.Name, cfg.Target, err)
 	}
@@ -208,6 +212,9 @@ func (p *Proxy) Endpoint() string { return p.cfg.Listen }
 
 // Target is the driver endpoint the proxy forwards to.
 func (p *Proxy) Target() string { return p.cfg.Target }
+
+// minConnectTimeout is grpc-go's own default for an attempt to connect.
+const minConnectTimeout = 20 * time.Second
 
 // stopTimeout bounds how long Stop waits for calls under way.
 const stopTimeout = 2 * time.Second
