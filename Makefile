@@ -80,9 +80,11 @@ fidelity: realkube-bins build
 # bench: the performance figures (never asserted in tests — these machines
 # are shared and noisy): 1,000 claims provisioned and bound across 10 nodes
 # and full attach+mount+unmount+detach lifecycles, each with the mock and
-# with csisim's driver; the API server; the driver's calls; the fault proxy.
+# with csisim's driver; the API server; the driver's calls; the fault proxy;
+# seed sweeps (seeds/s of csisim run --seeds --parallel 2 --mock-driver).
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./sim/cluster/
+	$(GO) test -run '^$$' -bench Sweep -benchtime 1x ./cmd/csisim/
 	$(GO) test -run '^$$' -bench . ./fakekube/ ./drivers/hostpath/ ./drivers/mock/ ./drivers/faultproxy/
 	$(GO) test -run '^$$' -bench . ./invariant/
 
