@@ -85,10 +85,12 @@ fidelity: realkube-bins build
 # the floor (the run's own CSI calls and API writes at the gRPC round trip
 # and API write cost measured in the same run); then 1,000 claims provisioned and bound across 10 nodes
 # and full attach+mount+unmount+detach lifecycles, each with the mock and
-# with csisim's driver; the API server; the driver's calls; the fault proxy.
+# with csisim's driver; the API server; the driver's calls; the fault proxy;
+# seed sweeps (seeds/s of csisim run --seeds --parallel 2 --mock-driver).
 bench:
 	$(GO) test -run '^$$' -bench Scale -benchtime 1x -timeout 60m ./scenarios/scale/
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./sim/cluster/
+	$(GO) test -run '^$$' -bench Sweep -benchtime 1x ./cmd/csisim/
 	$(GO) test -run '^$$' -bench . ./fakekube/ ./drivers/hostpath/ ./drivers/mock/ ./drivers/faultproxy/
 	$(GO) test -run '^$$' -bench . ./invariant/
 

@@ -2,7 +2,8 @@
 // (drivers/hostpath) on a real cluster: deploy/Dockerfile builds the image,
 // deploy/kubernetes/ holds the manifests, and
 // deploy/kubernetes/variants/ the deliberately broken variants, applied by
-// hand. README.md describes them.
+// hand; deploy/seed-sweep/ runs seed sweeps of the simulator as an
+// Indexed Job, and deploy/ci/ in a CI matrix. README.md describes them.
 //
 // The Go package itself only names what the manifests must agree on; its
 // tests check that they do (parsed with the client-go scheme, offline) and,
@@ -71,6 +72,12 @@ const (
 	ManifestDir = "kubernetes"
 	// NodeManifest is the file, in ManifestDir, of the node DaemonSet.
 	NodeManifest = "31-node.yaml"
+	// SeedSweepDir is the directory, relative to deploy/, of the Indexed
+	// Job that runs a seed sweep (csisim run --seeds) in shards; it is not
+	// part of the deployment.
+	SeedSweepDir = "seed-sweep"
+	// ScenarioLibraryDir is where the image holds scenarios/library.
+	ScenarioLibraryDir = "/usr/share/csisim/scenarios/library"
 	// NoMountPropagationVariant is the directory, relative to ManifestDir,
 	// of the node DaemonSet without Bidirectional mount propagation. It
 	// holds a file of the same name as NodeManifest.

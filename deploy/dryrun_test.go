@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -27,7 +28,8 @@ import (
 // e2e/kind/run.sh (which sets it).
 const KubeconfigEnv = "CSISIM_REALKUBE_KUBECONFIG"
 
-// TestServerSideDryRun applies every manifest (deployment and variant) with
+// TestServerSideDryRun applies every manifest (deployment, variant and the
+// seed sweep Job) with
 // server-side apply and dryRun=All: the API server validates and admits
 // each object — defaulting, validation, admission plugins, and, where the
 // objects exist already, the update rules for immutable fields — and
@@ -79,7 +81,7 @@ func TestServerSideDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, m := range append(base, load(t, variantPattern)...) {
+	for _, m := range slices.Concat(base, load(t, variantPattern), load(t, seedSweepPattern)) {
 		u := &unstructured.Unstructured{}
 		if err := json.Unmarshal(m.json, &u.Object); err != nil {
 			t.Fatalf("%s: %v", m, err)

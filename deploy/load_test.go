@@ -115,11 +115,13 @@ func load(t *testing.T, pattern string) []manifest {
 	return all
 }
 
-// The two sets of manifests: the deployment, and the node DaemonSet
-// variant without mount propagation.
+// The sets of manifests: the deployment, the node DaemonSet variant
+// without mount propagation, and the seed sweep Job (not part of the
+// deployment).
 var (
-	basePattern    = filepath.Join(ManifestDir, "*.yaml")
-	variantPattern = filepath.Join(ManifestDir, NoMountPropagationVariant, "*.yaml")
+	basePattern      = filepath.Join(ManifestDir, "*.yaml")
+	variantPattern   = filepath.Join(ManifestDir, NoMountPropagationVariant, "*.yaml")
+	seedSweepPattern = filepath.Join(SeedSweepDir, "*.yaml")
 )
 
 // only returns the objects of type T in ms.
@@ -148,7 +150,7 @@ func one[T runtime.Object](t *testing.T, ms []manifest) T {
 // kind must be namespaced (and is, for those listed in namespaced).
 var (
 	clusterScoped = map[string]bool{"Namespace": true, "CSIDriver": true, "StorageClass": true, "VolumeSnapshotClass": true, "ClusterRole": true, "ClusterRoleBinding": true}
-	namespaced    = map[string]bool{"ServiceAccount": true, "Role": true, "RoleBinding": true, "Deployment": true, "DaemonSet": true}
+	namespaced    = map[string]bool{"ServiceAccount": true, "Role": true, "RoleBinding": true, "Deployment": true, "DaemonSet": true, "Job": true}
 )
 
 func container(spec *corev1.PodSpec, name string) *corev1.Container {

@@ -62,7 +62,7 @@ func TestManifestFiles(t *testing.T) {
 // `kubectl apply -f` never puts them elsewhere), cluster-scoped ones no
 // namespace, and every object carries the part-of label.
 func TestScopeAndLabels(t *testing.T) {
-	for _, m := range append(load(t, basePattern), load(t, variantPattern)...) {
+	for _, m := range slices.Concat(load(t, basePattern), load(t, variantPattern), load(t, seedSweepPattern)) {
 		kind := m.obj.GetObjectKind().GroupVersionKind().Kind
 		switch {
 		case clusterScoped[kind]:

@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/utils/clock"
-
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/realcluster"
 	"github.com/csisim/csisim/realkube"
@@ -30,8 +28,8 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("csisim run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	seed := fs.Uint64("seed", 1, "seed for UIDs and generated names; the same seed gives the same names")
-	driverLog := fs.String("driver-log", "", "write the CSI driver processes' output to this file\n"+
-		"(with --backend realkube: every process's, the control plane's and sidecars' too)")
+	driverLog := fs.String("driver-log", "", "write the CSI driver processes' output to this file; {seed} in the name stands for the seed\n"+
+		"(with --seeds, the name needs it; with --backend realkube: every process's, the control plane's and sidecars' too)")
 	quiet := fs.Bool("quiet", false, "print only the result, not the timeline")
 	driverCommand := fs.String("driver-command", "", "run this CSI driver instead of csisim's own, for the controller and every node:\n"+
 		"a command line whose words may contain {endpoint}, {nodeID}, {stateDir} and {root}, e.g.\n"+
@@ -39,14 +37,25 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	driverName := fs.String("driver-name", "", "the name the driver reports (default hostpath.csisim.io)")
 	mockDriver := fs.Bool("mock-driver", false, "use the in-memory mock CSI driver (no mounts, no root needed)")
 	traceFile := fs.String("trace", "", "also write the timeline to this file, without wall-clock durations:\n"+
-		"two runs with the same seed and scenario write the same file")
+		"two runs with the same seed and scenario write the same file; {seed} in the name stands for the seed\n"+
+		"(with --seeds, the name needs it: each seed writes its own file)")
 	backend := fs.String("backend", "sim", "where to run: sim, the simulator, or realkube, a real control plane (make realkube-bins)\n"+
 		"with csisim's simulated kubelets joining it; realkube runs on wall time and ignores --seed")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	seeds := fs.String("seeds", "", seedsUsage)
+	parallel := fs.Int("parallel", 1, "with --seeds, how many seeds run at once, each in a csisim process and on a cluster of its own\n"+
+		"(the output and each seed's result are the same whatever it is)")
+	shardSpec := fs.String("shard", "", shardUsage)
+	jsonResult := fs.String("json-result", "", "write how the run ended to this file as JSON (a sweep runs each seed with it)")
+	junitFile := fs.String("junit", "", "write a JUnit XML report to this file: one test case per seed, a failing one\n"+
+		"with its first failure and the command that replays it")
 	var realNodes realNodesFlag
 	fs.Var(&realNodes, "real-nodes", realNodesUsage)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: csisim run [flags] SCENARIO.yaml\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: csisim run [flags] SCENARIO.yaml\n"+
+			"       csisim run --seeds A..B [--parallel P] [--shard i/n] [--junit FILE] [flags] SCENARIO.yaml\n\n"+
+			"The second form runs the scenario once per seed and prints one line per seed, a failing\n"+
+			"seed's first failure and the command that replays it alone; it exits 1 if any seed failed.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -70,6 +79,11 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "csisim: --backend realkube runs csisim's own driver; --mock-driver and --driver-command are for the simulator")
 		return 2
 	}
+	sweepSeeds, sweepShard, err := sweepFlags(fs, *seeds, *shardSpec, *backend, *traceFile, *driverLog, *parallel)
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		return 2
+	}
 	sc, err := scenario.Load(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
@@ -79,6 +93,15 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2
+	}
+	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: *driverName, Mock: *mockDriver}
+	if *driverCommand != "" {
+		words := strings.Fields(*driverCommand)
+		cfg.Driver = launch.Template{Path: words[0], Args: words[1:]}
+		if _, err := cfg.Driver.Expand(launch.Vars{Endpoint: "unix:///x", NodeID: "x", StateDir: "/x", Root: "/x"}); err != nil {
+			fmt.Fprintf(stderr, "csisim: --driver-command: %v\n", err)
+			return 2
+		}
 	}
 
 	if *cpuProfile != "" {
@@ -94,98 +117,102 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	sweepDeadRuns(stderr)
 
-	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, Seed: *seed, DriverName: *driverName, Mock: *mockDriver}
-	if !*quiet {
-		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
-	}
-	if *driverCommand != "" {
-		words := strings.Fields(*driverCommand)
-		cfg.Driver = launch.Template{Path: words[0], Args: words[1:]}
-		if _, err := cfg.Driver.Expand(launch.Vars{Endpoint: "unix:///x", NodeID: "x", StateDir: "/x", Root: "/x"}); err != nil {
-			fmt.Fprintf(stderr, "csisim: --driver-command: %v\n", err)
-			return 2
-		}
-	}
-	if *driverLog != "" {
-		f, err := os.Create(*driverLog)
+	flags := seedFlags(fs)
+	replay := replayCommand(flags, fs.Arg(0))
+	if sweepSeeds != nil {
+		exe, err := os.Executable()
 		if err != nil {
-			fmt.Fprintf(stderr, "csisim: %v\n", err)
-			return 2
+			fmt.Fprintf(stderr, "csisim: finding the csisim binary to run each seed with: %v\n", err)
+			return 1
 		}
-		defer f.Close()
-		cfg.DriverLog = f
-	}
-	var (
-		c        runBackend
-		runClock clock.WithTicker // nil: wall time
-	)
-	if *backend == "realkube" {
-		fmt.Fprintf(stdout, "scenario %s (%s), real control plane %s%s\n", sc.Name, sc.File, realkube.KubeVersion, realNodesNote(realNodeNames))
-		rc, err := realcluster.Start(ctx, realcluster.Config{Nodes: cfg.Nodes, Zones: cfg.Zones, DriverArgs: cfg.DriverArgs, RealNodes: realNodeNames,
-			DriverName: cfg.DriverName, OnEntry: cfg.OnEntry, Log: cfg.DriverLog})
-		if err != nil {
-			return startFailed(ctx, "the real control plane", err, stderr)
-		}
-		c = rc
-	} else {
-		fmt.Fprintf(stdout, "scenario %s (%s), seed %d\n", sc.Name, sc.File, *seed)
-		simc, err := cluster.Start(ctx, cfg)
-		if err != nil {
-			return startFailed(ctx, "the simulated cluster", err, stderr)
-		}
-		c, runClock = simc, simc.Clock()
-	}
-	runner := &scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: runClock}
-	wallStart := time.Now()
-	res, runErr := runner.Run(ctx, sc)
-	wall := time.Since(wallStart)
-	closeErr := c.Close()
-	if *traceFile != "" {
-		if err := writeTrace(*traceFile, c.Recorder().Entries()); err != nil {
-			fmt.Fprintf(stderr, "csisim: %v\n", err)
-			closeErr = errors.Join(closeErr, err)
-		}
+		child := childRun{binary: exe, args: childArgs(flags, *traceFile, *driverLog), file: fs.Arg(0), stopGrace: time.Minute}
+		return runSweep(ctx, sweep{run: child.runSeed, scenario: sc.Name, file: fs.Arg(0), seedsSpec: *seeds, shard: sweepShard,
+			seeds: sweepShard.pick(sweepSeeds), parallel: *parallel, junitFile: *junitFile, replay: replay}, stdout, stderr)
 	}
 
-	code := 0
-	var stepErr *scenario.StepError
-	var invErr *scenario.InvariantError
-	switch {
-	case ctx.Err() != nil:
-		if closeErr == nil {
+	sim := simRun{file: fs.Arg(0), cluster: cfg, traceFile: *traceFile, driverLog: *driverLog}
+	if !*quiet {
+		sim.cluster.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
+	}
+	var out runOutcome
+	if *backend == "realkube" {
+		fmt.Fprintf(stdout, "scenario %s (%s), real control plane %s%s\n", sc.Name, sc.File, realkube.KubeVersion, realNodesNote(realNodeNames))
+		out = runOnRealkube(ctx, realcluster.Config{Nodes: cfg.Nodes, Zones: cfg.Zones, DriverArgs: cfg.DriverArgs, RealNodes: realNodeNames,
+			DriverName: cfg.DriverName, OnEntry: sim.cluster.OnEntry}, sc, withSeed(*driverLog, *seed), withSeed(*traceFile, *seed))
+	} else {
+		fmt.Fprintf(stdout, "scenario %s (%s), seed %d\n", sc.Name, sc.File, *seed)
+		out = sim.runSeed(ctx, *seed)
+	}
+	out.seed = *seed
+	var code int
+	var notStarted *startError
+	if errors.As(out.startErr, &notStarted) {
+		code = startFailed(ctx, notStarted.what, notStarted.err, stderr)
+	} else {
+		code = reportRun(out, stdout, stderr)
+	}
+	// Also a run that did not start has a result, for the sweep that
+	// runs it.
+	if err := writeResults(out.seedResult(), sc.Name, fs.Arg(0), *jsonResult, *junitFile, replay); err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		code = max(code, 1)
+	}
+	return code
+}
+
+// runOnRealkube starts a real control plane with cfg, runs sc on it and
+// tears it down.
+func runOnRealkube(ctx context.Context, cfg realcluster.Config, sc *scenario.Scenario, driverLog, traceFile string) runOutcome {
+	if driverLog != "" {
+		f, err := os.Create(driverLog)
+		if err != nil {
+			return runOutcome{startErr: fmt.Errorf("--driver-log: %w", err)}
+		}
+		defer f.Close()
+		cfg.Log = f
+	}
+	rc, err := realcluster.Start(ctx, cfg)
+	if err != nil {
+		return runOutcome{startErr: &startError{what: "the real control plane", err: err}, interrupted: ctx.Err() != nil}
+	}
+	return runOn(ctx, rc, nil, sc, traceFile)
+}
+
+// writeResults writes the result of a single run as JSON and as a JUnit
+// report, to the files asked for ("" for none).
+func writeResults(r seedResult, scenarioName, file, jsonResult, junitFile string, replay func(uint64) string) error {
+	var errs []error
+	if jsonResult != "" {
+		errs = append(errs, writeSeedResult(jsonResult, r))
+	}
+	if junitFile != "" {
+		errs = append(errs, writeJUnit(junitFile, junitReport(scenarioName, file, []seedResult{r}, replay, r.Wall)))
+	}
+	return errors.Join(errs...)
+}
+
+// reportRun prints how a single run ended, and returns the exit code.
+func reportRun(out runOutcome, stdout, stderr io.Writer) int {
+	if out.interrupted {
+		if out.closeErr == nil {
 			fmt.Fprintln(stderr, "csisim: interrupted; the cluster was torn down")
 		} else {
 			fmt.Fprintln(stderr, "csisim: interrupted; tearing the cluster down left something behind (below)")
+			fmt.Fprintf(stderr, "csisim: cleaning up: %v\n", out.closeErr)
 		}
-		code = 130
-	case errors.As(runErr, &stepErr):
-		fmt.Fprintf(stderr, "\nFAILED: %v\n", stepErr)
-		if stepErr.Expected != "" || stepErr.Observed != "" {
-			fmt.Fprintf(stderr, "  expected: %s\n  observed: %s\n", stepErr.Expected, stepErr.Observed)
-		}
-		code = 1
-	case errors.As(runErr, &invErr):
-		fmt.Fprintf(stderr, "\n%v\nFAILED: %d steps passed, but the run breaks its invariants\n", invErr, len(res.Steps))
-		code = 1
-	case runErr != nil:
-		fmt.Fprintf(stderr, "csisim: %v\n", runErr)
-		code = 1
-	case len(problems(c)) > 0:
-		// Every step passed, but a driver died on its own meanwhile: not
-		// a verdict to trust.
-		for _, p := range problems(c) {
-			fmt.Fprintf(stderr, "\nFAILED: every step passed, but %s\n", p)
-		}
-		code = 1
-	default:
-		fmt.Fprintf(stdout, "\nPASSED: %d steps, %s of cluster time in %s%s\n", len(res.Steps), res.Duration.Round(time.Millisecond), wall.Round(time.Millisecond),
-			invariantSummary(res.Invariants))
+		return 130
 	}
-	if closeErr != nil {
-		fmt.Fprintf(stderr, "csisim: cleaning up: %v\n", closeErr)
-		if code == 0 {
-			code = 1
-		}
+	code := 0
+	if f := out.runFailure(); f != nil {
+		fmt.Fprint(stderr, f.Detail)
+		code = 1
+	} else {
+		fmt.Fprintf(stdout, "\nPASSED: %d steps, %s of cluster time in %s%s\n", len(out.result.Steps), out.result.Duration.Round(time.Millisecond),
+			out.wall.Round(time.Millisecond), invariantSummary(out.result.Invariants))
+	}
+	if out.closeErr != nil {
+		fmt.Fprintf(stderr, "csisim: cleaning up: %v\n", out.closeErr)
+		code = 1
 	}
 	return code
 }
