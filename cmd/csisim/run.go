@@ -45,6 +45,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	var realNodes realNodesFlag
 	fs.Var(&realNodes, "real-nodes", realNodesUsage)
+	nem := addNemesisFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: csisim run [flags] SCENARIO.yaml\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -68,6 +69,10 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		return 2
 	case *backend == "realkube" && (*mockDriver || *driverCommand != ""):
 		fmt.Fprintln(stderr, "csisim: --backend realkube runs csisim's own driver; --mock-driver and --driver-command are for the simulator")
+		return 2
+	}
+	if err := nem.check(*backend); err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2
 	}
 	sc, err := scenario.Load(fs.Arg(0))
@@ -114,6 +119,9 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		}
 		defer f.Close()
 		cfg.DriverLog = f
+	}
+	if nem.on {
+		return nem.run(ctx, fs, sc, cfg, *traceFile, stdout, stderr)
 	}
 	var (
 		c        runBackend
