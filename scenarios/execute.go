@@ -245,7 +245,10 @@ func (ex *executor) sleep(ctx context.Context, s *Sleep) (stepOutcome, error) {
 			}
 			return context.DeadlineExceeded // the span is slept
 		})
-		if !errors.Is(err, context.DeadlineExceeded) {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return stepOutcome{}, fmt.Errorf("sleep interrupted: %w", err)
 		}
 		return stepOutcome{detail: "slept " + formatDuration(s.Duration)}, nil

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/scenarios/nemesis"
@@ -28,7 +29,6 @@ type nemesisFlags struct {
 	// under the schedule in trialFile, write to verdictFile (nemesisTrial).
 	trialFile   string
 	verdictFile string
-	fs          *flag.FlagSet // the run's flags, for the children
 }
 
 func addNemesisFlags(fs *flag.FlagSet) *nemesisFlags {
@@ -98,9 +98,8 @@ func (n *nemesisFlags) run(ctx context.Context, fs *flag.FlagSet, sc *scenario.S
 		summary string // the PASSED line's end: steps, time, invariants
 	)
 	if n.shrink {
-		h.RunTrial = childTrials(fs, sc.File, stderr)
-		n.fs = fs
-		main := childTrial(fs, sc.File, childOptions{stdout: stdout, stderr: stderr, trace: traceFile, verbose: cfg.OnEntry != nil})
+		h.RunTrial = childTrial(fs, sc.File, childOptions{})
+		main := childTrial(fs, sc.File, childOptions{stdout: stdout, trace: traceFile, verbose: cfg.OnEntry != nil})
 		t, err := main(ctx, sched)
 		if err != nil {
 			return nemesisFailed(ctx, "running the scenario", err, stderr)
@@ -137,7 +136,7 @@ func (n *nemesisFlags) run(ctx context.Context, fs *flag.FlagSet, sc *scenario.S
 		fmt.Fprintf(stderr, "\nnothing to shrink: the scenario fails the same way without faults\n")
 		return 1
 	}
-	if err := n.shrinkAndWrite(ctx, h, sched, verdict, stdout, stderr); err != nil {
+	if err := n.shrinkAndWrite(ctx, fs, h, sched, verdict, stdout, stderr); err != nil {
 		return nemesisFailed(ctx, "shrinking", err, stderr)
 	}
 	return 1
@@ -145,7 +144,7 @@ func (n *nemesisFlags) run(ctx context.Context, fs *flag.FlagSet, sc *scenario.S
 
 // shrinkAndWrite shrinks the failing schedule, writes it as a scenario
 // with fault steps, and checks that scenario fails the same way.
-func (n *nemesisFlags) shrinkAndWrite(ctx context.Context, h *nemesis.Harness, sched nemesis.Schedule, want nemesis.Verdict, stdout, stderr io.Writer) error {
+func (n *nemesisFlags) shrinkAndWrite(ctx context.Context, fs *flag.FlagSet, h *nemesis.Harness, sched nemesis.Schedule, want nemesis.Verdict, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "\nshrinking %d faults (each trial a run)\n", len(sched.Events))
 	small, trials, err := h.Shrink(ctx, sched, want)
 	if err != nil {
@@ -185,7 +184,7 @@ func (n *nemesisFlags) shrinkAndWrite(ctx context.Context, h *nemesis.Harness, s
 	if err := os.WriteFile(checkFile, checkText, 0o644); err != nil {
 		return err
 	}
-	check, err := childTrial(n.fs, checkFile, childOptions{stderr: stderr})(ctx, nemesis.Schedule{Seed: sched.Seed})
+	check, err := childTrial(fs, checkFile, childOptions{})(ctx, nemesis.Schedule{Seed: sched.Seed})
 	if err != nil {
 		return err
 	}
@@ -257,14 +256,9 @@ func (n *nemesisFlags) trial(ctx context.Context, h *nemesis.Harness, traceFile 
 // childOptions say what a child run shows: its timeline on stdout
 // (verbose), its trace file.
 type childOptions struct {
-	stdout, stderr io.Writer
-	trace          string
-	verbose        bool
-}
-
-// childTrials runs shrinking trials as quiet children.
-func childTrials(fs *flag.FlagSet, scenarioFile string, stderr io.Writer) func(context.Context, nemesis.Schedule) (nemesis.Trial, error) {
-	return childTrial(fs, scenarioFile, childOptions{stderr: stderr})
+	stdout  io.Writer
+	trace   string
+	verbose bool
 }
 
 // childTrial runs scenarioFile under a schedule in a child process: this
@@ -300,6 +294,9 @@ func childTrial(fs *flag.FlagSet, scenarioFile string, o childOptions) func(cont
 			return nemesis.Trial{}, err
 		}
 		cmd := exec.CommandContext(ctx, exe, append(args, scenarioFile)...)
+		// Interrupted, the child tears its cluster down as any run does.
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = time.Minute
 		var errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &errOut
 		if o.verbose {
