@@ -60,7 +60,7 @@ func (n *nemesisFlags) check(backend string) error {
 	return nil
 }
 
-// runNemesis is csisim run --nemesis: survey the scenario (one run
+// run is csisim run --nemesis: survey the scenario (one run
 // without faults: its span and what it has to aim at), draw the seed's
 // schedule, print it, run under it with the timeline shown, and with
 // --shrink reduce a failing schedule and write it as a scenario.
