@@ -3,6 +3,8 @@ package scenario
 import (
 	"fmt"
 	"strings"
+
+	"github.com/csisim/csisim/invariant"
 )
 
 // ParseError is one problem found in a scenario file or in a manifest it
@@ -64,8 +66,13 @@ type StepError struct {
 	Err      error
 	// Problems are what the backend saw go wrong outside the scenario's
 	// control by the time the step failed (see ProblemSource), often the
-	// cause: "node plugin on node-1 exited with status 3 (pid 4242)".
+	// cause: "node plugin on node-1 exited with status 3 (pid 4242)", and
+	// the invariants broken so far ("INVARIANT ... violated: ...").
 	Problems []string
+	// Broken are the invariant violations the history showed by then
+	// (all but nothing-leaked, which judges the end) that the scenario
+	// does not expect; Problems names them too.
+	Broken []invariant.Violation
 }
 
 func (e *StepError) Error() string {

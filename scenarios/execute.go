@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/clock"
@@ -21,6 +22,8 @@ type executor struct {
 
 	csi         CSICallSource // nil when the backend cannot see CSI calls
 	csiBaseline int           // calls made before the scenario started
+
+	timed *timedFaults // the Runner's timed faults
 }
 
 // stepOutcome is what a passing step reports.
@@ -155,11 +158,12 @@ func (ex *executor) waitSimulated(ctx context.Context, sim Simulated, w *Wait) (
 		last verdict
 		obj  map[string]any
 	)
-	err := sim.RunUntil(ctx, w.Timeout, func() (bool, error) {
+	cond := func() (bool, error) {
 		v, o, err := ex.look(ctx, &w.Check)
 		last, obj = v, o
 		return err == nil && v.held, nil
-	})
+	}
+	err := ex.runSplit(ctx, w.Timeout, func(d time.Duration) error { return sim.RunUntil(ctx, d, cond) })
 	switch {
 	case err == nil:
 		return passed(&w.Check, obj)
@@ -235,7 +239,16 @@ func (ex *executor) delete(ctx context.Context, d *Delete) (stepOutcome, error) 
 
 func (ex *executor) sleep(ctx context.Context, s *Sleep) (stepOutcome, error) {
 	if sim, ok := ex.runner.Backend.(Simulated); ok {
-		if err := sim.RunFor(ctx, s.Duration); err != nil {
+		err := ex.runSplit(ctx, s.Duration, func(d time.Duration) error {
+			if err := sim.RunFor(ctx, d); err != nil {
+				return err
+			}
+			return context.DeadlineExceeded // the span is slept
+		})
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return stepOutcome{}, fmt.Errorf("sleep interrupted: %w", err)
 		}
 		return stepOutcome{detail: "slept " + formatDuration(s.Duration)}, nil

@@ -115,19 +115,15 @@ func (r *Runner) checkInvariants(ctx context.Context, s *Scenario, res *Result) 
 }
 
 // brokenSoFar are the invariants the history broke by the time a step
-// failed, unless the scenario expects them broken, as "INVARIANT <name>
-// violated: …" lines for the step's error: often they are the cause of
-// the failure. The end state is not judged: the run never reached its end.
-func (r *Runner) brokenSoFar(s *Scenario) []string {
+// failed, unless the scenario expects them broken: often they are the
+// cause of the failure. The end state is not judged: the run never
+// reached its end.
+func (r *Runner) brokenSoFar(s *Scenario) []invariant.Violation {
 	src, ok := r.Backend.(HistorySource)
 	if !ok {
 		return nil
 	}
-	var out []string
-	for _, v := range judge(s, r.history(src, invariant.EndState{})).Unexpected {
-		out = append(out, fmt.Sprintf("INVARIANT %s violated: %s", v.Invariant, v.Message))
-	}
-	return out
+	return judge(s, r.history(src, invariant.EndState{})).Unexpected
 }
 
 // judge checks every invariant over h and sorts the violations into those

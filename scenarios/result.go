@@ -26,6 +26,9 @@ type Result struct {
 	// Invariants is what the invariant checker found after the steps; nil
 	// when the backend keeps no history or a step failed.
 	Invariants *InvariantResult
+	// Fired are the Runner's timed faults that fired, in order, with
+	// where in the steps.
+	Fired []FiredFault
 }
 
 // StepResult is the record of one step.

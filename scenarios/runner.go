@@ -38,6 +38,13 @@ type Runner struct {
 	// failed, on the runner's goroutine before the next step starts: where
 	// a tool that compares runs (csisim diff) looks at the cluster.
 	AfterStep func(ctx context.Context, st StepResult)
+	// Timed are faults to inject at virtual times while the steps run,
+	// wherever the steps are then (see TimedFault); a backend on virtual
+	// time only. Result.Fired says where each fired.
+	Timed []TimedFault
+	// OnFired, if set, is called as each timed fault fires, before it is
+	// injected: a record that outlives a run that crashes.
+	OnFired func(FiredFault)
 }
 
 // Run executes the steps of s in order and stops at the first failure,
@@ -97,7 +104,13 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		}
 	}
 
-	ex := &executor{runner: r, objects: objects, clock: clk}
+	if err := checkTimed(r.Timed, r.Backend); err != nil {
+		res.Duration = clk.Since(started)
+		return res, fmt.Errorf("run scenario %s: %w", s.Name, err)
+	}
+	ex := &executor{runner: r, objects: objects, clock: clk, timed: newTimedFaults(r.Timed)}
+	ex.timed.started = clk.Now()
+	defer func() { res.Fired = ex.timed.fired }()
 	if src, ok := r.Backend.(CSICallSource); ok {
 		ex.csi = src
 		// Only calls made while this scenario runs count.
@@ -112,10 +125,14 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 			continue
 		}
 		stepStart := clk.Now()
+		ex.timed.step, ex.timed.stepStart = raw.Index, stepStart
 		st, err := expandStep(raw, res.Vars)
 		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d/%d started at %s:%d", st.Index, len(s.Steps), s.File, st.Line)})
 
 		var out stepOutcome
+		if err == nil {
+			err = ex.fireDue(ctx)
+		}
 		if err == nil {
 			out, err = ex.execute(ctx, st)
 		}
@@ -157,7 +174,10 @@ func (r *Runner) stepError(s *Scenario, st Step, err error) *StepError {
 	if ps, ok := r.Backend.(ProblemSource); ok {
 		serr.Problems = ps.Problems()
 	}
-	serr.Problems = append(serr.Problems, r.brokenSoFar(s)...)
+	serr.Broken = r.brokenSoFar(s)
+	for _, v := range serr.Broken {
+		serr.Problems = append(serr.Problems, fmt.Sprintf("INVARIANT %s violated: %s", v.Invariant, v.Message))
+	}
 	return serr
 }
 

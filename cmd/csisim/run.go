@@ -51,6 +51,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		"with its first failure and the command that replays it")
 	var realNodes realNodesFlag
 	fs.Var(&realNodes, "real-nodes", realNodesUsage)
+	nem := addNemesisFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: csisim run [flags] SCENARIO.yaml\n"+
 			"       csisim run --seeds A..B [--parallel P] [--shard i/n] [--junit FILE] [flags] SCENARIO.yaml\n\n"+
@@ -81,6 +82,10 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	}
 	sweepSeeds, sweepShard, err := sweepFlags(fs, *seeds, *shardSpec, *backend, *traceFile, *driverLog, *parallel)
 	if err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		return 2
+	}
+	if err := nem.check(*backend); err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2
 	}
@@ -130,6 +135,9 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 			seeds: sweepShard.pick(sweepSeeds), parallel: *parallel, junitFile: *junitFile, replay: replay}, stdout, stderr)
 	}
 
+	if nem.on {
+		return runNemesis(ctx, nem, fs, sc, cfg, *quiet, *traceFile, *driverLog, stdout, stderr)
+	}
 	sim := simRun{file: fs.Arg(0), cluster: cfg, traceFile: *traceFile, driverLog: *driverLog}
 	if !*quiet {
 		sim.cluster.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
@@ -277,4 +285,23 @@ func writeTrace(path string, entries []trace.Entry) error {
 		return fmt.Errorf("writing the trace: %w", err)
 	}
 	return nil
+}
+
+// runNemesis is a single run under --nemesis (nemesis.go), with the
+// timeline printed unless quiet and the drivers' output in driverLog.
+func runNemesis(ctx context.Context, nem *nemesisFlags, fs *flag.FlagSet, sc *scenario.Scenario, cfg cluster.Config,
+	quiet bool, traceFile, driverLog string, stdout, stderr io.Writer) int {
+	if !quiet {
+		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
+	}
+	if driverLog != "" {
+		f, err := os.Create(driverLog)
+		if err != nil {
+			fmt.Fprintf(stderr, "csisim: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		cfg.DriverLog = f
+	}
+	return nem.run(ctx, fs, sc, cfg, traceFile, stdout, stderr)
 }

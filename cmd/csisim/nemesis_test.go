@@ -1,0 +1,60 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gexec"
+)
+
+var _ = Describe("csisim run --nemesis", func() {
+	It("prints the seed's schedule and writes the same trace for the same seed", func() {
+		dir := GinkgoT().TempDir()
+		var traces [2][]byte
+		for i := range traces {
+			file := filepath.Join(dir, []string{"a.trace", "b.trace"}[i])
+			s := start(GinkgoT().TempDir(), "run", "--quiet", "--mock-driver", "--nemesis", "--seed", "5", "--trace", file,
+				"../../scenarios/library/multi-node.yaml")
+			Eventually(s, 2*time.Minute).Should(gexec.Exit())
+			Expect(string(s.Out.Contents())).To(ContainSubstring("nemesis seed 5:"))
+			var err error
+			traces[i], err = os.ReadFile(file)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(traces[0]).NotTo(BeEmpty())
+		Expect(traces[0]).To(Equal(traces[1]), "two runs of seed 5 wrote different traces")
+		Expect(string(traces[0])).To(ContainSubstring("FAULT timed"))
+	})
+
+	It("shrinks a failing schedule to the one fault the scenario cannot survive and writes a scenario that fails the same way", func() {
+		// node-stays-ready fails only when node-1 is lost for longer than
+		// the node monitor grace period. Seed 18 loses node-1 and node-2;
+		// only the first matters.
+		out := filepath.Join(GinkgoT().TempDir(), "shrunk.yaml")
+		s := start(GinkgoT().TempDir(), "run", "--quiet", "--mock-driver", "--nemesis", "--liveness", "--seed", "18",
+			"--shrink", "--shrink-out", out, "../../scenarios/nemesis/testdata/node-stays-ready.yaml")
+		Eventually(s, 3*time.Minute).Should(gexec.Exit(1))
+		stderr := string(s.Err.Contents())
+		Expect(stderr).To(ContainSubstring("FAILED under nemesis seed 18 (liveness: step assert node/node-1"))
+		Expect(stderr).To(ContainSubstring("node-loss on node-2"), "the schedule has a second fault to shrink away")
+		Expect(stderr).To(ContainSubstring("shrunk to 1 faults"))
+		Expect(stderr).To(ContainSubstring("the shrunk scenario fails the same way without --nemesis"))
+		shrunk, err := os.ReadFile(out)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(shrunk)).To(ContainSubstring("node-loss: {node: node-1}"))
+		Expect(string(shrunk)).To(ContainSubstring("node-return: {node: node-1}"))
+		Expect(string(shrunk)).NotTo(ContainSubstring("node-2}"))
+
+		rerun := start(GinkgoT().TempDir(), "run", "--quiet", "--mock-driver", out)
+		Eventually(rerun, 2*time.Minute).Should(gexec.Exit(1))
+		Expect(string(rerun.Err.Contents())).To(ContainSubstring(`"assert node/node-1"`))
+	})
+
+	It("refuses --shrink without --nemesis", func() {
+		s := start(GinkgoT().TempDir(), "run", "--shrink", "../../scenarios/library/basic-lifecycle.yaml")
+		Eventually(s, time.Minute).Should(gexec.Exit(2))
+	})
+})

@@ -1,0 +1,87 @@
+package nemesis
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/csisim/csisim/fault"
+	scenario "github.com/csisim/csisim/scenarios"
+)
+
+const reproducerSource = `# A comment that stays.
+name: small
+cluster:
+  nodes: [node-1]
+steps:
+  - apply: {file: manifests/hostpath.yaml}
+  - wait: {object: pvc/data, jsonpath: '{.status.phase}', equals: Bound}
+  - sleep: 10s
+  - assert: {object: pvc/data}
+`
+
+func TestReproducerWritesFaultsWhereTheyFired(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "manifests/hostpath.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n")
+	sc, err := scenario.Parse(dir+"/small.yaml", []byte(reproducerSource), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss := fault.Fault{Kind: fault.NodeLoss, Node: "node-1"}
+	csiErr := fault.Fault{Kind: fault.CSIError, CSI: fault.CSI{Method: "NodeStageVolume", Code: codes.Unavailable}, Times: 2}
+	ret := fault.Fault{Kind: fault.NodeReturn, Node: "node-1"}
+	restart := fault.Fault{Kind: fault.DriverRestart, Plugin: fault.Node, Node: "node-1"}
+	fired := []scenario.FiredFault{
+		{TimedFault: scenario.TimedFault{At: 5 * time.Second, Fault: loss}, Step: 2, Offset: 4 * time.Second},
+		{TimedFault: scenario.TimedFault{At: 7 * time.Second, Fault: csiErr}, Step: 2, Offset: 6 * time.Second},
+		{TimedFault: scenario.TimedFault{At: 20 * time.Second, Fault: ret}, Step: 3, Offset: 3 * time.Second},
+		{TimedFault: scenario.TimedFault{At: 30 * time.Second, Fault: restart}, Step: 4, Offset: 0},
+	}
+	out := dir + "/out"
+	text, err := Reproducer(ReproducerInput{Source: []byte(reproducerSource), Scenario: sc, Fired: fired,
+		FromDir: dir, ToDir: out, Name: "small-shrunk", Comment: "# shrunk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(text)
+	for _, want := range []string{
+		"# shrunk",
+		"# A comment that stays.",
+		"name: small-shrunk",
+		"apply: {file: ../manifests/hostpath.yaml}",
+		"  - sleep: 4s\n  - name: nemesis node-loss on node-1 (fired at +5.0s)\n    node-loss: {node: node-1}\n" +
+			"  - sleep: 2s\n  - name: nemesis csi-error NodeStageVolume Unavailable times 2 (fired at +7.0s)\n" +
+			"    csi-error: {method: NodeStageVolume, code: Unavailable, times: 2}\n" +
+			"  - wait: {object: pvc/data, jsonpath: '{.status.phase}', equals: Bound, timeout: 54s}\n" +
+			"  - sleep: 3s\n  - name: nemesis node-return on node-1 (fired at +20.0s)\n    node-return: {node: node-1}\n  - sleep: 7s\n" +
+			"  - name: nemesis driver-restart node on node-1 (fired at +30.0s)\n    driver-restart: {plugin: node, node: node-1, state: keep}\n" +
+			"  - assert: {object: pvc/data}\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the reproducer lacks\n%s\nin\n%s", want, got)
+		}
+	}
+	writeFile(t, out, "x", "")
+	repro, err := scenario.Parse(out+"/small-shrunk.yaml", text, out)
+	if err != nil {
+		t.Fatalf("the reproducer does not load: %v\n%s", err, text)
+	}
+	if len(repro.Steps) != 11 {
+		t.Errorf("the reproducer has %d steps, want 11", len(repro.Steps))
+	}
+}
+
+func writeFile(t *testing.T, dir, name, text string) {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

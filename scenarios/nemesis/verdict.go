@@ -1,0 +1,118 @@
+package nemesis
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	scenario "github.com/csisim/csisim/scenarios"
+)
+
+// Class is what a run under the nemesis came to; see the package doc for
+// which classes count as failures.
+type Class string
+
+const (
+	// Pass: every step passed and every invariant held.
+	Pass Class = "pass"
+	// Liveness: a step did not pass (a wait timed out, an assert did not
+	// hold, an expected violation did not occur) while every invariant
+	// held so far: the faults may excuse it.
+	Liveness Class = "liveness"
+	// Safety: an invariant was violated.
+	Safety Class = "safety"
+	// Error: the run itself went wrong: a fault could not be injected, a
+	// driver died on its own, the cluster could not be asked.
+	Error Class = "error"
+)
+
+// Verdict is the classified outcome of one run.
+type Verdict struct {
+	Class Class
+	// Invariants are the violated invariants' names (Safety), sorted.
+	Invariants []string
+	// Step names the step that failed, if one did.
+	Step string
+	// Crash says how the process running the scenario died (a panic's
+	// message and where), when it did: an Error.
+	Crash string
+	// Message is the failure as the runner reported it.
+	Message string
+}
+
+// Failed says whether the verdict counts as a failure; liveness counts
+// only when asked to.
+func (v Verdict) Failed(liveness bool) bool {
+	return v.Class == Safety || v.Class == Error || (liveness && v.Class == Liveness)
+}
+
+// Signature is what two runs must share to fail "in the same way", for the
+// shrinker: the class and the invariants violated, or the step that
+// failed. Messages are left out: their times and names vary with the
+// schedule.
+func (v Verdict) Signature() string {
+	switch v.Class {
+	case Safety:
+		return "safety: " + strings.Join(v.Invariants, ", ")
+	case Error:
+		if v.Crash != "" {
+			return "error: crash: " + v.Crash
+		}
+		return "error: step " + v.Step
+	case Liveness:
+		return "liveness: step " + v.Step
+	}
+	return string(v.Class)
+}
+
+// Classify turns a run's error (from scenario.Runner.Run) and the
+// backend's problems (drivers that died on their own) into a verdict.
+func Classify(runErr error, problems []string) Verdict {
+	var (
+		stepErr  *scenario.StepError
+		invErr   *scenario.InvariantError
+		timedErr *scenario.TimedFaultError
+	)
+	switch {
+	case errors.As(runErr, &invErr) && len(invErr.Result.Unexpected) > 0:
+		v := Verdict{Class: Safety, Message: invErr.Error()}
+		for _, iv := range invErr.Result.Unexpected {
+			v.Invariants = append(v.Invariants, iv.Invariant)
+		}
+		v.Invariants = uniqueSorted(v.Invariants)
+		return v
+	case errors.As(runErr, &stepErr) && len(stepErr.Broken) > 0:
+		v := Verdict{Class: Safety, Step: stepErr.Name, Message: stepErr.Error()}
+		for _, iv := range stepErr.Broken {
+			v.Invariants = append(v.Invariants, iv.Invariant)
+		}
+		v.Invariants = uniqueSorted(v.Invariants)
+		return v
+	case len(problems) > 0:
+		v := Verdict{Class: Error, Message: strings.Join(problems, "\n")}
+		if stepErr != nil {
+			v.Step = stepErr.Name
+		}
+		return v
+	case errors.As(runErr, &timedErr):
+		v := Verdict{Class: Error, Message: runErr.Error()}
+		if stepErr != nil {
+			v.Step = stepErr.Name
+		}
+		return v
+	case stepErr != nil:
+		return Verdict{Class: Liveness, Step: stepErr.Name, Message: stepErr.Error()}
+	case invErr != nil:
+		// Only expected violations that did not occur: the faults kept
+		// the scenario from reproducing its bug.
+		return Verdict{Class: Liveness, Step: "expect", Message: invErr.Error()}
+	case runErr != nil:
+		return Verdict{Class: Error, Message: runErr.Error()}
+	}
+	return Verdict{Class: Pass}
+}
+
+// uniqueSorted is names sorted, each once.
+func uniqueSorted(names []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(names)))
+}

@@ -1,0 +1,144 @@
+package scenario
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/trace"
+)
+
+// TimedFault is a fault the runner injects when the run's virtual time
+// reaches At, whatever step is running then: the hook a fault schedule
+// that is not written as steps (csisim run --nemesis) fires through.
+type TimedFault struct {
+	// At is the virtual time since the first step started.
+	At    time.Duration
+	Fault fault.Fault
+}
+
+// FiredFault is a timed fault that fired, with where in the scenario: in
+// step Step (1-based), Offset after that step started. A fault fires only
+// while the simulation runs (in a wait or a sleep), or at Offset 0 as a
+// step starts when it fell due in a step that took no virtual time; so a
+// scenario with the fault written as a step at that place (after a sleep
+// of Offset, for a wait or sleep) does the same.
+type FiredFault struct {
+	TimedFault
+	Step   int
+	Offset time.Duration
+}
+
+// TimedFaultError is a timed fault the backend failed to inject; it fails
+// the step that was running.
+type TimedFaultError struct {
+	TimedFault
+	Err error
+}
+
+func (e *TimedFaultError) Error() string {
+	return fmt.Sprintf("timed fault %s at %s: %v", e.Fault.Describe(), formatDuration(e.At), e.Err)
+}
+
+func (e *TimedFaultError) Unwrap() error { return e.Err }
+
+// timedFaults are a run's timed faults still to fire, soonest first, and
+// the place the run has reached, to record where each fired.
+type timedFaults struct {
+	pending   []TimedFault
+	started   time.Time // when the first step started
+	step      int
+	stepStart time.Time
+	fired     []FiredFault
+}
+
+func newTimedFaults(faults []TimedFault) *timedFaults {
+	pending := slices.Clone(faults)
+	slices.SortStableFunc(pending, func(a, b TimedFault) int { return cmp.Compare(a.At, b.At) })
+	return &timedFaults{pending: pending}
+}
+
+// checkTimed refuses timed faults the backend cannot fire at virtual
+// times, before anything runs, as fault steps are refused.
+func checkTimed(faults []TimedFault, b Backend) error {
+	if len(faults) == 0 {
+		return nil
+	}
+	if _, ok := b.(Simulated); !ok {
+		return errors.New("timed faults need a backend on virtual time (the simulator)")
+	}
+	inj, ok := b.(fault.Injector)
+	if !ok {
+		return errors.New("timed faults need a backend that can inject faults")
+	}
+	for _, tf := range faults {
+		if err := inj.CanInject(tf.Fault); err != nil {
+			return fmt.Errorf("timed fault %s at %s: %w", tf.Fault.Describe(), formatDuration(tf.At), err)
+		}
+	}
+	return nil
+}
+
+// nextDue is when the next timed fault falls due, if there is one.
+func (tf *timedFaults) nextDue() (time.Time, bool) {
+	if tf == nil || len(tf.pending) == 0 {
+		return time.Time{}, false
+	}
+	return tf.started.Add(tf.pending[0].At), true
+}
+
+// fireDue injects every timed fault due by now.
+func (ex *executor) fireDue(ctx context.Context) error {
+	tf := ex.timed
+	now := ex.clock.Now()
+	for {
+		at, ok := tf.nextDue()
+		if !ok || at.After(now) {
+			return nil
+		}
+		next := tf.pending[0]
+		tf.pending = tf.pending[1:]
+		fired := FiredFault{TimedFault: next, Step: tf.step, Offset: now.Sub(tf.stepStart)}
+		tf.fired = append(tf.fired, fired)
+		ex.runner.recordTimed(next, tf.step)
+		if ex.runner.OnFired != nil {
+			ex.runner.OnFired(fired)
+		}
+		if err := ex.runner.Backend.(fault.Injector).InjectFault(ctx, next.Fault); err != nil {
+			return &TimedFaultError{TimedFault: next, Err: err}
+		}
+	}
+}
+
+// runSplit runs the simulation for up to d of virtual time with run, which
+// returns context.DeadlineExceeded when its span passed without the step
+// being done; it stops at each timed fault due within d to inject it.
+func (ex *executor) runSplit(ctx context.Context, d time.Duration, run func(time.Duration) error) error {
+	deadline := ex.clock.Now().Add(d)
+	for {
+		if err := ex.fireDue(ctx); err != nil {
+			return err
+		}
+		at, ok := ex.timed.nextDue()
+		if !ok || at.After(deadline) {
+			return run(deadline.Sub(ex.clock.Now()))
+		}
+		if err := run(at.Sub(ex.clock.Now())); !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+	}
+}
+
+// recordTimed adds a timed fault's entry to the trace, before the
+// backend's own entries for it.
+func (r *Runner) recordTimed(tf TimedFault, step int) {
+	if r.Recorder == nil {
+		return
+	}
+	r.Recorder.Add(trace.Entry{Kind: trace.Fault, Actor: "timed", Verb: string(tf.Fault.Kind), Object: tf.Fault.Describe(),
+		Detail: fmt.Sprintf("timed fault due at %s, during step %d", formatDuration(tf.At), step)})
+}
