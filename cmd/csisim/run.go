@@ -136,6 +136,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	}
 
 	if nem.on {
+		cfg.Seed = *seed
 		return runNemesis(ctx, nem, fs, sc, cfg, *quiet, *traceFile, *driverLog, stdout, stderr)
 	}
 	sim := simRun{file: fs.Arg(0), cluster: cfg, traceFile: *traceFile, driverLog: *driverLog}

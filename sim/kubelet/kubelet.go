@@ -173,6 +173,8 @@ type stagedVolume struct {
 	// uncertain: found on disk by a restarted kubelet, which stages it
 	// again before use, as the real one marks reconstructed devices.
 	uncertain bool
+	// unstaging: a NodeUnstageVolume of it is under way.
+	unstaging bool
 }
 
 // mountedVolume is a volume published for one pod.
@@ -624,8 +626,17 @@ func (k *Kubelet) unstageUnused(ctx context.Context) error {
 	k.mu.Unlock()
 	slices.Sort(unused)
 	for _, u := range unused {
+		// One operation per volume at a time, as the operation executor
+		// runs them (nestedpendingoperations): while another sync's
+		// unstage of it is under way (a call held by a fault), or once it
+		// is done, there is nothing to do here.
 		k.mu.Lock()
 		st := k.actual.staged[u]
+		if st == nil || st.unstaging {
+			k.mu.Unlock()
+			continue
+		}
+		st.unstaging = true
 		k.mu.Unlock()
 		var err error
 		if st.block {
@@ -634,6 +645,9 @@ func (k *Kubelet) unstageUnused(ctx context.Context) error {
 			err = k.unmountDevice(ctx, st)
 		}
 		if err != nil {
+			k.mu.Lock()
+			st.unstaging = false
+			k.mu.Unlock()
 			return err
 		}
 		k.mu.Lock()
