@@ -89,7 +89,7 @@ func (c *Controller) attachSucceeded(name string, w *wanted, nodeName string, vo
 	a := c.actual[name]
 	if a == nil {
 		a = &attachment{name: name, node: nodeName, volume: volume, mounted: true}
-		c.actual[name] = a
+		c.putActual(a)
 	}
 	a.confirmed = true
 	a.detaching = false
@@ -107,7 +107,7 @@ func (c *Controller) attachFailed(name string, w *wanted, nodeName string, volum
 	now := c.clock.Now()
 	c.mu.Lock()
 	if c.actual[name] == nil {
-		c.actual[name] = &attachment{name: name, node: nodeName, volume: volume, mounted: true}
+		c.putActual(&attachment{name: name, node: nodeName, volume: volume, mounted: true})
 	}
 	op := c.attaching[name]
 	if op == nil {
@@ -133,8 +133,8 @@ func (c *Controller) attachFailed(name string, w *wanted, nodeName string, volum
 // (the driver may still refuse the second attach).
 func (c *Controller) attachedElsewhere(volume corev1.UniqueVolumeName, nodeName string) []string {
 	var nodes []string
-	for _, a := range c.actual {
-		if a.volume == volume && a.node != nodeName && a.confirmed {
+	for _, a := range c.ofVolume[volume] {
+		if a.node != nodeName && a.confirmed {
 			nodes = append(nodes, a.node)
 		}
 	}

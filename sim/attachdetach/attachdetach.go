@@ -90,10 +90,13 @@ type Controller struct {
 
 	mu sync.Mutex
 	// The controller's memory, lost when it restarts.
-	populated     bool
-	actual        map[string]*attachment // by VolumeAttachment name
-	attaching     map[string]*operation  // attach retries, by VolumeAttachment name
-	multiReported map[string]string      // node of a Multi-Attach error reported, by VolumeAttachment name
+	populated bool
+	actual    map[string]*attachment // by VolumeAttachment name
+	// onNode and ofVolume index actual by node and by volume (putActual).
+	onNode        map[string]map[string]*attachment
+	ofVolume      map[corev1.UniqueVolumeName]map[string]*attachment
+	attaching     map[string]*operation // attach retries, by VolumeAttachment name
+	multiReported map[string]string     // node of a Multi-Attach error reported, by VolumeAttachment name
 }
 
 // New wires the controller to the factory's informers.

@@ -43,6 +43,8 @@ type operation struct {
 func (c *Controller) forget() {
 	c.populated = false
 	c.actual = map[string]*attachment{}
+	c.onNode = map[string]map[string]*attachment{}
+	c.ofVolume = map[corev1.UniqueVolumeName]map[string]*attachment{}
 	c.attaching = map[string]*operation{}
 	c.multiReported = map[string]string{}
 }
@@ -68,8 +70,8 @@ func (c *Controller) populate() {
 				continue
 			}
 			name := AttachmentName(handle, driver, node.Name)
-			c.actual[name] = &attachment{name: name, node: node.Name, volume: av.Name, confirmed: true,
-				mounted: slices.Contains(node.Status.VolumesInUse, av.Name)}
+			c.putActual(&attachment{name: name, node: node.Name, volume: av.Name, confirmed: true,
+				mounted: slices.Contains(node.Status.VolumesInUse, av.Name)})
 		}
 	}
 	vas, _ := c.vas.List(labels.Everything())
@@ -81,8 +83,8 @@ func (c *Controller) populate() {
 		if err != nil || pv.Spec.CSI == nil {
 			continue // the real controller skips attachments it cannot resolve
 		}
-		c.actual[va.Name] = &attachment{name: va.Name, node: va.Spec.NodeName,
-			volume: UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle), mounted: true}
+		c.putActual(&attachment{name: va.Name, node: va.Spec.NodeName,
+			volume: UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle), mounted: true})
 	}
 }
 
@@ -118,7 +120,7 @@ func (c *Controller) detached(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if a := c.actual[name]; a != nil && a.detaching {
-		delete(c.actual, name)
+		c.removeActual(a)
 	}
 }
 
@@ -143,11 +145,40 @@ func (c *Controller) forgetUnwanted(nodeName string, desired map[string]*wanted)
 // c.mu.
 func (c *Controller) entriesOn(nodeName string) []*attachment {
 	var out []*attachment
-	for _, a := range c.actual {
-		if a.node == nodeName {
-			out = append(out, a)
-		}
+	for _, a := range c.onNode[nodeName] {
+		out = append(out, a)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
+}
+
+// putActual records an attachment in the actual state, indexed by its node
+// and its volume (neither changes once it is made); the caller holds c.mu.
+func (c *Controller) putActual(a *attachment) {
+	if old := c.actual[a.name]; old != nil {
+		c.removeActual(old)
+	}
+	c.actual[a.name] = a
+	if c.onNode[a.node] == nil {
+		c.onNode[a.node] = map[string]*attachment{}
+	}
+	c.onNode[a.node][a.name] = a
+	if c.ofVolume[a.volume] == nil {
+		c.ofVolume[a.volume] = map[string]*attachment{}
+	}
+	c.ofVolume[a.volume][a.name] = a
+}
+
+// removeActual drops an attachment from the actual state; the caller holds
+// c.mu.
+func (c *Controller) removeActual(a *attachment) {
+	delete(c.actual, a.name)
+	delete(c.onNode[a.node], a.name)
+	if len(c.onNode[a.node]) == 0 {
+		delete(c.onNode, a.node)
+	}
+	delete(c.ofVolume[a.volume], a.name)
+	if len(c.ofVolume[a.volume]) == 0 {
+		delete(c.ofVolume, a.volume)
+	}
 }
