@@ -128,5 +128,26 @@ func killShims(matches func(address string) bool) []int {
 			}
 		}
 	}
+	waitGone(killed, 5*time.Second)
 	return killed
+}
+
+// waitGone waits, up to limit, until each process has exited: gone from
+// /proc, or a zombie waiting for its parent. A shim is not our child, so
+// SIGKILL returns before it is dead.
+func waitGone(pids []int, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) {
+			stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+			// The state follows the command in parentheses: "pid (comm) S ...".
+			if err != nil {
+				break
+			}
+			if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }
