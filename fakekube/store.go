@@ -314,6 +314,17 @@ func (s *store) update(actor, verb string, res *resource, namespace, name, subre
 		// A status write changes the status and nothing else.
 		next = old.DeepCopyObject()
 		copyField(next, newObj, "Status")
+		if claim, ok := next.(*corev1.PersistentVolumeClaim); ok {
+			// The claim's status strategy resets only the spec: labels,
+			// annotations and finalizers written with the status stay
+			// (kubernetes pkg/registry/core/persistentvolumeclaim/strategy.go);
+			// the external-resizer marks a claim that needs no node
+			// expansion that way.
+			keepWrittenMeta(&claim.ObjectMeta, newMeta)
+		}
+		if errs := validateStatusUpdate(next); len(errs) > 0 {
+			return nil, apierrors.NewInvalid(res.gvk().GroupKind(), name, errs)
+		}
 	} else {
 		next = newObj
 		m, _ := meta.Accessor(next)
@@ -342,6 +353,10 @@ func (s *store) update(actor, verb string, res *resource, namespace, name, subre
 		}
 		if errs := validateUpdate(res, next, old); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(res.gvk().GroupKind(), name, errs)
+		}
+		// Validating admission runs after the strategy's validation.
+		if err := s.validateAdmissionLocked(res, name, next, old); err != nil {
+			return nil, err
 		}
 		if res.generation && specChanged(next, old) {
 			m.SetGeneration(oldMeta.GetGeneration() + 1)
@@ -540,6 +555,16 @@ func newFinalizers(old, cur []string) []string {
 		}
 	}
 	return added
+}
+
+// keepWrittenMeta takes the metadata a writer may change from written.
+func keepWrittenMeta(m *metav1.ObjectMeta, written metav1.Object) {
+	m.Labels = written.GetLabels()
+	m.Annotations = written.GetAnnotations()
+	m.OwnerReferences = written.GetOwnerReferences()
+	if m.DeletionTimestamp == nil || len(newFinalizers(m.Finalizers, written.GetFinalizers())) == 0 {
+		m.Finalizers = written.GetFinalizers()
+	}
 }
 
 // specChanged compares the Spec fields, or for a kind without one (a

@@ -122,22 +122,7 @@ func validateUpdate(res *resource, obj, old runtime.Object) field.ErrorList {
 	var errs field.ErrorList
 	switch o := obj.(type) {
 	case *corev1.PersistentVolumeClaim:
-		was := old.(*corev1.PersistentVolumeClaim)
-		// Everything but resources.requests (and a first volumeName) is immutable.
-		a, b := o.Spec.DeepCopy(), was.Spec.DeepCopy()
-		a.Resources.Requests, b.Resources.Requests = nil, nil
-		if b.VolumeName == "" {
-			a.VolumeName = ""
-		}
-		// A claim without a class may be given one (the PV controller's
-		// retroactive default StorageClass).
-		if b.StorageClassName == nil {
-			a.StorageClassName = nil
-		}
-		if !apiequality.Semantic.DeepEqual(a, b) {
-			errs = append(errs, field.Forbidden(field.NewPath("spec"),
-				"spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"))
-		}
+		errs = append(errs, validateClaimUpdate(o, old.(*corev1.PersistentVolumeClaim))...)
 	case *corev1.PersistentVolume:
 		was := old.(*corev1.PersistentVolume)
 		if !apiequality.Semantic.DeepEqual(o.Spec.PersistentVolumeSource, was.Spec.PersistentVolumeSource) {
@@ -170,6 +155,14 @@ func validateUpdate(res *resource, obj, old runtime.Object) field.ErrorList {
 		}
 	}
 	return append(errs, validateSnapshotUpdate(obj, old)...)
+}
+
+// validateStatusUpdate holds the rules of status writes.
+func validateStatusUpdate(obj runtime.Object) field.ErrorList {
+	if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+		return validateClaimStatusUpdate(claim)
+	}
+	return nil
 }
 
 func countVolumeSources(src corev1.PersistentVolumeSource) int {

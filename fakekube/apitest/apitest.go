@@ -68,6 +68,7 @@ func checks() []check {
 		{"NamespaceDeletion", namespaceDeletion},
 		{"BadBodies", badBodies},
 		{"SnapshotKinds", snapshotKinds},
+		{"ClaimResize", claimResize},
 	}
 }
 
