@@ -71,8 +71,9 @@ func TestProxiesFor(t *testing.T) {
 	}{
 		{fault.Fault{Kind: fault.CSIError, Times: 1, CSI: fault.CSI{Method: "CreateVolume", Code: codes.Internal}}, "csi-provisioner"},
 		{fault.Fault{Kind: fault.CSIHang, CSI: fault.CSI{Method: "ControllerUnpublishVolume"}}, "csi-attacher"},
-		{fault.Fault{Kind: fault.CSIDelay, Plugin: fault.Controller, CSI: fault.CSI{Method: "*", Delay: 1}}, "csi-provisioner csi-attacher"},
-		{fault.Fault{Kind: fault.CSIHeal, CSI: fault.CSI{Method: "CreateVolume"}}, "csi-provisioner csi-attacher faultproxy:node-1 faultproxy:node-2"},
+		{fault.Fault{Kind: fault.CSIDelay, Plugin: fault.Controller, CSI: fault.CSI{Method: "*", Delay: 1}}, "csi-provisioner csi-attacher csi-resizer"},
+		{fault.Fault{Kind: fault.CSIHeal, CSI: fault.CSI{Method: "CreateVolume"}}, "csi-provisioner csi-attacher csi-resizer faultproxy:node-1 faultproxy:node-2"},
+		{fault.Fault{Kind: fault.CSIError, Times: 1, CSI: fault.CSI{Method: "ControllerExpandVolume", Code: codes.OutOfRange}}, "csi-resizer"},
 		{fault.Fault{Kind: fault.CSIHang, CSI: fault.CSI{Method: "NodePublishVolume"}}, "faultproxy:node-1 faultproxy:node-2"},
 		{fault.Fault{Kind: fault.CSIHang, Node: "node-2", CSI: fault.CSI{Method: "Node*"}}, "faultproxy:node-2"},
 	}

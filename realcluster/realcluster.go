@@ -1,7 +1,7 @@
 // Package realcluster is a scenario backend that is a real Kubernetes
 // control plane — etcd, kube-apiserver, kube-controller-manager with all
 // its controllers, kube-scheduler (package realkube), the upstream
-// csi-provisioner and csi-attacher — with csisim's driver and csisim's
+// csi-provisioner, csi-attacher and csi-resizer — with csisim's driver and csisim's
 // simulated kubelets joining it as nodes. It is the oracle the simulator
 // is measured against: the same scenario, the same driver, the real
 // controllers.
@@ -85,7 +85,7 @@ type Config struct {
 // The sidecars, by binary, and the actor their CSI calls appear under: the
 // binary's name, which is also how their API writes are attributed (their
 // user agent).
-var sidecars = []string{realkube.CSIProvisioner, realkube.CSIAttacher}
+var sidecars = []string{realkube.CSIProvisioner, realkube.CSIAttacher, realkube.CSIResizer}
 
 // Cluster is a running real control plane with simulated nodes.
 type Cluster struct {

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/csisim/csisim/drivers/faultproxy"
@@ -43,11 +44,13 @@ import (
 	"github.com/csisim/csisim/sim/attacher"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/expand"
 	"github.com/csisim/csisim/sim/kubelet"
 	"github.com/csisim/csisim/sim/loop"
 	"github.com/csisim/csisim/sim/nodelifecycle"
 	"github.com/csisim/csisim/sim/provisioner"
 	"github.com/csisim/csisim/sim/pvcontroller"
+	"github.com/csisim/csisim/sim/resizer"
 	"github.com/csisim/csisim/sim/scheduler"
 	"github.com/csisim/csisim/trace"
 )
@@ -430,6 +433,10 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 	if err != nil {
 		return err
 	}
+	resConn, err := c.dial(ctrlEndpoint, "external-resizer")
+	if err != nil {
+		return err
+	}
 	// Each sidecar takes its driver's name from GetPluginInfo when it
 	// starts, as the real ones do: that name, not a flag, is the
 	// provisioner and attacher name, and the kubelet's plugin directory.
@@ -483,6 +490,22 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			a := attacher.New(attacher.Config{DriverName: drv}, cs, f, attConn.Controller, c.rt)
 			c.loop.Every(attacher.ReconcileInterval, a.Reconcile)
 			return a.Workers()
+		}),
+		component("expand-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			return expand.New(cs, f, c.rt).Workers()
+		}),
+		component("external-resizer", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
+			defer cancel()
+			r, err := resizer.New(ctx, resizer.Config{DriverName: drv}, cs, f, resConn, c.rt)
+			if err != nil {
+				// The real sidecar exits when the driver cannot expand
+				// (the mock driver): no resizer then.
+				klog.Background().V(2).Info("external-resizer not started", "err", err)
+				return nil
+			}
+			c.loop.Every(resizer.ResyncPeriod, r.Resync)
+			return r.Workers()
 		}),
 	)
 }

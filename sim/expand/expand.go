@@ -1,0 +1,117 @@
+// Package expand is the simulated expand controller of the
+// kube-controller-manager (kubernetes pkg/controller/volume/expand). In
+// v1.37 it expands no volume itself: for a CSI volume (and any volume no
+// in-tree plugin expands) it only says, with an ExternalExpanding event on
+// the claim, that an external resizer is expected to.
+package expand
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/csisim/csisim/sim/controller"
+)
+
+// The event the controller records (kubernetes
+// pkg/controller/volume/events/event.go, expand_controller.go).
+const (
+	EventExternalExpanding = "ExternalExpanding"
+	ExternalExpandingMsg   = "waiting for an external controller to expand this PVC"
+	// eventSource is the component its events name.
+	eventSource = "volume_expand"
+)
+
+// annPreResizeCapacity is the PV annotation a resizer leaves while the
+// node has an expansion to finish.
+const annPreResizeCapacity = "volume.alpha.kubernetes.io/pre-resize-capacity"
+
+// Controller is the expand controller.
+type Controller struct {
+	client kubernetes.Interface
+	claims corelisters.PersistentVolumeClaimLister
+	queue  controller.Queue
+	events record.EventRecorder
+}
+
+// New wires the controller to the factory's claim informer.
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
+	c := &Controller{client: client, queue: rt.NewQueue("volume_expand")}
+	c.events, _ = rt.NewEventRecorder(client, eventSource, "")
+	inf := factory.Core().V1().PersistentVolumeClaims()
+	c.claims = inf.Lister()
+	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueue,
+		// A claim whose request grew needs expanding; one whose capacity
+		// grew may leave a PV annotation to clean up.
+		UpdateFunc: func(oldObj, newObj any) {
+			was, ok1 := oldObj.(*corev1.PersistentVolumeClaim)
+			claim, ok2 := newObj.(*corev1.PersistentVolumeClaim)
+			if !ok1 || !ok2 {
+				return
+			}
+			oldReq, newReq := was.Spec.Resources.Requests[corev1.ResourceStorage], claim.Spec.Resources.Requests[corev1.ResourceStorage]
+			oldCap, newCap := was.Status.Capacity[corev1.ResourceStorage], claim.Status.Capacity[corev1.ResourceStorage]
+			if newReq.Cmp(oldReq) > 0 || newCap.Cmp(oldCap) > 0 {
+				c.enqueue(claim)
+			}
+		},
+		DeleteFunc: c.enqueue,
+	})
+	return c
+}
+
+// enqueue queues bound claims only.
+func (c *Controller) enqueue(obj any) {
+	claim, ok := obj.(*corev1.PersistentVolumeClaim)
+	if !ok || claim.Status.Phase != corev1.ClaimBound {
+		return
+	}
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(claim); err == nil {
+		c.queue.Add(key)
+	}
+}
+
+// Workers is the controller's queue and sync function.
+func (c *Controller) Workers() []controller.Worker {
+	return []controller.Worker{{Name: "volume_expand", Queue: c.queue, Sync: c.sync}}
+}
+
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return err
+	}
+	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// The real controller reads the volume from the API server.
+	pv, err := c.client.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("failed to get PV %q: %v", claim.Spec.VolumeName, err)
+	}
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.Namespace != claim.Namespace || ref.UID != claim.UID {
+		return fmt.Errorf("persistent Volume is not bound to PVC being updated : %s", key)
+	}
+	request, capacity := claim.Spec.Resources.Requests[corev1.ResourceStorage], claim.Status.Capacity[corev1.ResourceStorage]
+	if request.Cmp(capacity) <= 0 && !metav1.HasAnnotation(pv.ObjectMeta, annPreResizeCapacity) {
+		return nil
+	}
+	// No in-tree plugin expands a CSI volume, nor any other volume of the
+	// kinds csisim runs: an external controller is expected to; the
+	// claim is not queued again.
+	c.events.Event(claim, corev1.EventTypeNormal, EventExternalExpanding, ExternalExpandingMsg)
+	return nil
+}

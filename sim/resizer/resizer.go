@@ -1,0 +1,555 @@
+// Package resizer is the simulated external-resizer sidecar (v2.3, with
+// RecoverVolumeExpansionFailure GA): it expands the volumes of bound
+// claims of its driver whose storage request exceeds their capacity with
+// ControllerExpandVolume, records the operation in the claim's
+// status.allocatedResources and allocatedResourceStatuses and conditions,
+// grows the PersistentVolume, and hands the file system to the kubelet
+// when the driver says the node must expand too. A driver with node
+// expansion only gets the sidecar's "trivial resizer": no CSI call, the
+// volume is marked for node expansion at once.
+package resizer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/csiclient"
+)
+
+// Names the real external-resizer reads and writes (external-resizer
+// pkg/util/util.go and events.go).
+const (
+	// AnnResizer names the resizer of a migrated in-tree claim.
+	AnnResizer = "volume.kubernetes.io/storage-resizer"
+	// AnnNodeExpansionNotRequired tells the kubelet that the controller
+	// finished the expansion and the node has nothing to do.
+	AnnNodeExpansionNotRequired = "volume.kubernetes.io/node-expansion-not-required"
+	// AnnPreResizeCapacity records on the PV its capacity before an
+	// expansion the node still has to finish (feature AnnotateFsResize,
+	// beta, on).
+	AnnPreResizeCapacity = "volume.alpha.kubernetes.io/pre-resize-capacity"
+
+	EventResizing                 = "Resizing"
+	EventResizeFailed             = "VolumeResizeFailed"
+	EventResizeSuccessful         = "VolumeResizeSuccessful"
+	EventFileSystemResizeRequired = "FileSystemResizeRequired"
+
+	// FileSystemResizePendingMessage is the message of the claim's
+	// FileSystemResizePending condition (external-resizer
+	// pkg/controller/resize_status.go).
+	FileSystemResizePendingMessage = "Waiting for user to (re-)start a pod to finish file system resize of volume on node."
+)
+
+// The sidecar's defaults (external-resizer cmd/csi-resizer/main.go):
+// --retry-interval-start, --retry-interval-max (also how long a claim
+// whose expansion was infeasible waits before the next try), --timeout,
+// --resync-period.
+const (
+	RetryIntervalStart = time.Second
+	RetryIntervalMax   = 5 * time.Minute
+	DefaultTimeout     = 10 * time.Second
+	ResyncPeriod       = 10 * time.Minute
+)
+
+// ErrNotSupported is what a driver without controller service, or with
+// neither controller nor node expansion, gets: the real sidecar exits.
+var ErrNotSupported = errors.New("CSI driver neither supports controller resize nor node resize")
+
+// Config configures the resizer.
+type Config struct {
+	// DriverName is the driver's name (GetPluginInfo), the resizer's name.
+	DriverName string
+	// Timeout bounds every CSI call, like the sidecar's --timeout.
+	Timeout time.Duration
+}
+
+// Resizer is one external-resizer for one driver.
+type Resizer struct {
+	cfg    Config
+	client kubernetes.Interface
+	csi    csi.ControllerClient
+	clock  clock.PassiveClock
+	events record.EventRecorder
+	queue  controller.Queue
+
+	claims  cache.Indexer // written through after each write, as the sidecar does
+	volumes cache.Indexer
+	pods    corelisters.PodLister
+
+	// controllerExpand is false for a driver with node expansion only: the
+	// sidecar's trivial resizer.
+	controllerExpand      bool
+	singleNodeMultiWriter bool
+
+	mu sync.Mutex
+	// finalErrors are the claims whose last ControllerExpandVolume failed
+	// with a final error (not a timeout or a retryable code).
+	finalErrors map[string]bool
+	// slow are the claims whose expansion was infeasible, since when:
+	// they are tried again only after RetryIntervalMax.
+	slow map[string]time.Time
+	// inUseErrors are the claims (by UID) whose driver answered
+	// FailedPrecondition: it expands only offline.
+	inUseErrors map[string]bool
+}
+
+// New asks the plugin what it can do, as the sidecar does when it starts,
+// and wires a resizer to the factory's informers. It returns
+// ErrNotSupported (wrapped) for a driver that cannot expand at all.
+func New(ctx context.Context, cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, conn *csiclient.Conn, rt controller.Runtime) (*Resizer, error) {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	r := &Resizer{cfg: cfg, client: client, csi: conn.Controller, clock: rt.Clock,
+		queue:       rt.NewQueueWithBackoff(cfg.DriverName+"-pvc", RetryIntervalStart, RetryIntervalMax),
+		finalErrors: map[string]bool{}, slow: map[string]time.Time{}, inUseErrors: map[string]bool{}}
+	if err := r.probe(ctx, conn); err != nil {
+		return nil, err
+	}
+	r.events, _ = rt.NewEventRecorder(client, "external-resizer "+cfg.DriverName, "")
+	pvcInf := factory.Core().V1().PersistentVolumeClaims().Informer()
+	pvInf := factory.Core().V1().PersistentVolumes().Informer()
+	r.claims, r.volumes = pvcInf.GetIndexer(), pvInf.GetIndexer()
+	r.pods = factory.Core().V1().Pods().Lister() // --handle-volume-inuse-error, on by default
+	_, _ = pvcInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    r.enqueue,
+		UpdateFunc: r.claimUpdated,
+		DeleteFunc: func(obj any) {
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				r.queue.Forget(key)
+			}
+		},
+	})
+	return r, nil
+}
+
+// probe is the sidecar's start: a controller service is required; with
+// EXPAND_VOLUME the CSI resizer, else with the node's EXPAND_VOLUME the
+// trivial one (external-resizer pkg/resizer/csi_resizer.go).
+func (r *Resizer) probe(ctx context.Context, conn *csiclient.Conn) error {
+	callCtx, cancel := csiclient.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	plugin, err := conn.Identity.GetPluginCapabilities(callCtx, &csi.GetPluginCapabilitiesRequest{})
+	if err != nil {
+		return fmt.Errorf("failed to check if plugin supports controller service: %w", err)
+	}
+	service := false
+	for _, c := range plugin.GetCapabilities() {
+		service = service || c.GetService().GetType() == csi.PluginCapability_Service_CONTROLLER_SERVICE
+	}
+	if !service {
+		return fmt.Errorf("%w: CSI driver does not support controller service", ErrNotSupported)
+	}
+	caps, err := csiclient.ControllerCapabilities(callCtx, conn.Controller)
+	if err != nil {
+		return fmt.Errorf("failed to check if plugin supports controller resize: %w", err)
+	}
+	r.controllerExpand = caps[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
+	r.singleNodeMultiWriter = caps[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]
+	if r.controllerExpand {
+		return nil
+	}
+	node, err := conn.Node.NodeGetCapabilities(callCtx, &csi.NodeGetCapabilitiesRequest{})
+	if err != nil {
+		return fmt.Errorf("failed to check if plugin supports node resize: %w", err)
+	}
+	for _, c := range node.GetCapabilities() {
+		if c.GetRpc().GetType() == csi.NodeServiceCapability_RPC_EXPAND_VOLUME {
+			return nil
+		}
+	}
+	return ErrNotSupported
+}
+
+// Workers is the resizer's queue and sync function.
+func (r *Resizer) Workers() []controller.Worker {
+	return []controller.Worker{{Name: "resizer", Queue: r.queue, Sync: r.syncClaim}}
+}
+
+// Resync queues every claim, as the sidecar's informer resync does every
+// --resync-period.
+func (r *Resizer) Resync(context.Context) {
+	for _, key := range r.claims.ListKeys() {
+		r.queue.Add(key)
+	}
+}
+
+func (r *Resizer) enqueue(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		r.queue.Add(key)
+	}
+}
+
+// claimUpdated queues a claim whose request changed, whose resizer
+// annotation changed, whose capacity grew (the node finished) or whose
+// resize status changed; other updates are someone else's business
+// (external-resizer pkg/controller/controller.go updatePVC).
+func (r *Resizer) claimUpdated(oldObj, newObj any) {
+	was, ok1 := oldObj.(*corev1.PersistentVolumeClaim)
+	claim, ok2 := newObj.(*corev1.PersistentVolumeClaim)
+	if !ok1 || !ok2 {
+		return
+	}
+	newReq, oldReq := claim.Spec.Resources.Requests[corev1.ResourceStorage], was.Spec.Resources.Requests[corev1.ResourceStorage]
+	newCap, oldCap := claim.Status.Capacity[corev1.ResourceStorage], was.Status.Capacity[corev1.ResourceStorage]
+	switch {
+	case newReq.Cmp(oldReq) != 0, claim.Annotations[AnnResizer] != was.Annotations[AnnResizer],
+		claim.ResourceVersion == was.ResourceVersion, newCap.Cmp(oldCap) > 0,
+		claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage] != was.Status.AllocatedResourceStatuses[corev1.ResourceStorage]:
+		r.enqueue(claim)
+	}
+}
+
+func (r *Resizer) syncClaim(ctx context.Context, key string) error {
+	obj, exists, err := r.claims.GetByKey(key)
+	if err != nil || !exists {
+		return err
+	}
+	claim := obj.(*corev1.PersistentVolumeClaim)
+	if claim.Spec.VolumeName == "" {
+		return nil
+	}
+	obj, exists, err = r.volumes.GetByKey(claim.Spec.VolumeName)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		// The informer may not have seen it yet: try again.
+		return fmt.Errorf("PV %q bound to pvc %q not found", claim.Spec.VolumeName, key)
+	}
+	pv := obj.(*corev1.PersistentVolume)
+	if metav1.HasAnnotation(pv.ObjectMeta, AnnPreResizeCapacity) && nodeExpandComplete(claim, pv) {
+		next := pv.DeepCopy()
+		delete(next.Annotations, AnnPreResizeCapacity)
+		if _, err := r.patchVolume(ctx, pv, next); err != nil {
+			return fmt.Errorf("failed removing annotation %s from pv %q: %w", AnnPreResizeCapacity, pv.Name, err)
+		}
+	}
+	if !needsResize(claim) {
+		return nil
+	}
+	return r.expandAndRecover(ctx, key, claim, pv)
+}
+
+// needsResize: a bound claim whose request exceeds its capacity.
+func needsResize(claim *corev1.PersistentVolumeClaim) bool {
+	if claim.Status.Phase != corev1.ClaimBound || claim.Spec.VolumeName == "" {
+		return false
+	}
+	req, capacity := claim.Spec.Resources.Requests[corev1.ResourceStorage], claim.Status.Capacity[corev1.ResourceStorage]
+	return req.Cmp(capacity) > 0
+}
+
+// nodeExpandComplete: the claim's capacity has caught up with the PV's.
+func nodeExpandComplete(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) bool {
+	c, p := claim.Status.Capacity[corev1.ResourceStorage], pv.Spec.Capacity[corev1.ResourceStorage]
+	return c.Cmp(p) >= 0
+}
+
+// supports: a CSI volume of this driver, bound to this very claim.
+func (r *Resizer) supports(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) bool {
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != r.cfg.DriverName {
+		return false
+	}
+	ref := pv.Spec.ClaimRef
+	return ref != nil && ref.Namespace == claim.Namespace && ref.UID == claim.UID
+}
+
+// expandAndRecover picks the size to expand to — the request, or the size
+// an operation still pending or uncertain was started with — records it,
+// and expands (external-resizer pkg/controller/expand_and_recover.go).
+func (r *Resizer) expandAndRecover(ctx context.Context, key string, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
+	if !r.supports(claim, pv) {
+		return nil
+	}
+	request := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	capacity := claim.Status.Capacity[corev1.ResourceStorage]
+	pvSize := pv.Spec.Capacity[corev1.ResourceStorage]
+	resizeStatus := claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
+	var allocated *resource.Quantity
+	if q, ok := claim.Status.AllocatedResources[corev1.ResourceStorage]; ok {
+		allocated = &q
+	}
+	inSlowSet := r.inSlowSet(key)
+	if resizeStatus == corev1.PersistentVolumeClaimControllerResizeInfeasible {
+		r.markSlow(key)
+	}
+	newSize := request
+	if pvSize.Cmp(request) < 0 {
+		switch resizeStatus {
+		case corev1.PersistentVolumeClaimNodeResizeInfeasible:
+			if allocated != nil {
+				newSize = *allocated
+			}
+		case corev1.PersistentVolumeClaimNodeResizePending, corev1.PersistentVolumeClaimNodeResizeInProgress:
+			if allocated != nil {
+				newSize = *allocated
+			}
+			// Let the node finish the expansion it has.
+			if pvSize.Cmp(newSize) >= 0 {
+				return nil
+			}
+		case corev1.PersistentVolumeClaimControllerResizeInProgress:
+			// An operation that ended uncertain must end before another
+			// size is tried; one that ended for good need not.
+			if !r.hasFinalError(key) && allocated != nil {
+				newSize = *allocated
+			}
+		}
+	} else {
+		switch resizeStatus {
+		case corev1.PersistentVolumeClaimNodeResizeInProgress, corev1.PersistentVolumeClaimNodeResizePending:
+			return nil // the kubelet's turn
+		case corev1.PersistentVolumeClaimNodeResizeInfeasible:
+			if r.controllerExpand && allocated != nil {
+				newSize = *allocated
+			}
+		case corev1.PersistentVolumeClaimControllerResizeInProgress, corev1.PersistentVolumeClaimControllerResizeInfeasible:
+			if allocated != nil {
+				newSize = *allocated
+			}
+		default:
+			if resizeStatus == "" && allocated != nil {
+				newSize = *allocated
+			} else if hasCondition(claim, corev1.PersistentVolumeClaimFileSystemResizePending) {
+				return nil
+			}
+		}
+	}
+	updateStatus := true
+	if allocated != nil && allocated.Cmp(newSize) == 0 {
+		if inSlowSet {
+			return controller.RequeueAfter(r.slowRemaining(key))
+		}
+		updateStatus = false
+	}
+	claim, err := r.markControllerResizeInProgress(ctx, claim, newSize, updateStatus)
+	if err != nil {
+		return fmt.Errorf("marking pvc %q as resizing failed: %w", key, err)
+	}
+	if r.hasInUseError(claim) && r.inUse(claim) {
+		msg := fmt.Sprintf("Unable to expand %s because CSI driver %s only supports offline expansion and volume is currently in-use", key, r.cfg.DriverName)
+		r.events.Event(claim, corev1.EventTypeWarning, EventResizeFailed, msg)
+		return errors.New(msg)
+	}
+	r.events.Event(claim, corev1.EventTypeNormal, EventResizing, fmt.Sprintf("External resizer is resizing volume %s", pv.Name))
+	r.setInUseError(claim, false)
+	claim, err = r.resize(ctx, key, claim, pv, newSize, capacity)
+	if err != nil {
+		r.events.Event(claim, corev1.EventTypeWarning, EventResizeFailed, err.Error())
+		return err
+	}
+	return nil
+}
+
+// resize expands the volume (or, for a driver with node expansion only,
+// lets the node do it), grows the PV and records the outcome on the
+// claim.
+func (r *Resizer) resize(ctx context.Context, key string, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, newSize, oldSize resource.Quantity) (*corev1.PersistentVolumeClaim, error) {
+	size, nodeRequired, err := r.expand(ctx, pv, newSize)
+	if err != nil {
+		if status.Code(err) == codes.FailedPrecondition {
+			r.setInUseError(claim, true)
+		}
+		if finalError(err) {
+			r.setFinalError(key, true)
+			var markErr error
+			if infeasible(err) {
+				claim, markErr = r.markControllerExpansionFailed(ctx, claim, err, true)
+			} else {
+				r.unmarkSlow(key)
+				claim, markErr = r.markControllerExpansionFailed(ctx, claim, err, false)
+			}
+			if markErr != nil {
+				return claim, fmt.Errorf("resizing failed in controller with %v but failed to update PVC %s with: %v", err, key, markErr)
+			}
+		} else {
+			r.unmarkSlow(key)
+			r.setFinalError(key, false)
+		}
+		return claim, fmt.Errorf("resize volume %q by resizer %q failed: %v", pv.Name, r.cfg.DriverName, err)
+	}
+	r.setFinalError(key, false)
+	r.unmarkSlow(key)
+	if err := r.updateVolumeCapacity(ctx, pv, oldSize, size, nodeRequired); err != nil {
+		return claim, fmt.Errorf("error updating pv %q by resizer: %v", pv.Name, err)
+	}
+	if nodeRequired {
+		return r.markNodeExpansionPending(ctx, claim)
+	}
+	return r.markExpansionFinished(ctx, claim, size)
+}
+
+// expand is ControllerExpandVolume with the PV's controller-expand secret
+// and capability; the trivial resizer answers the request at once, with
+// node expansion required.
+func (r *Resizer) expand(ctx context.Context, pv *corev1.PersistentVolume, size resource.Quantity) (resource.Quantity, bool, error) {
+	old := pv.Spec.Capacity[corev1.ResourceStorage]
+	if !r.controllerExpand {
+		return size, true, nil
+	}
+	src := pv.Spec.CSI
+	if src.VolumeHandle == "" {
+		return old, false, errors.New("empty volume handle")
+	}
+	var secrets map[string]string
+	if ref := src.ControllerExpandSecretRef; ref != nil {
+		secret, err := r.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return old, false, fmt.Errorf("error getting secret %s in namespace %s: %v", ref.Name, ref.Namespace, err)
+		}
+		secrets = map[string]string{}
+		for k, v := range secret.Data {
+			secrets[k] = string(v)
+		}
+	}
+	capability, err := csiclient.CapabilityOf(pv, r.singleNodeMultiWriter)
+	if err != nil {
+		return old, false, fmt.Errorf("failed to get capabilities of volume %s with %v", pv.Name, err)
+	}
+	callCtx, cancel := csiclient.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	resp, err := r.csi.ControllerExpandVolume(callCtx, &csi.ControllerExpandVolumeRequest{
+		VolumeId: src.VolumeHandle, CapacityRange: &csi.CapacityRange{RequiredBytes: size.Value()},
+		Secrets: secrets, VolumeCapability: capability,
+	})
+	if err != nil {
+		return old, false, err
+	}
+	return *resource.NewQuantity(resp.GetCapacityBytes(), resource.BinarySI), resp.GetNodeExpansionRequired(), nil
+}
+
+// finalError: the operation is known to have ended, not merely timed out
+// or been refused for now (external-resizer pkg/util/util.go).
+func finalError(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	switch st.Code() {
+	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
+		return false
+	}
+	return true
+}
+
+// infeasible: the driver will not expand to that size, ever.
+func infeasible(err error) bool {
+	switch status.Code(err) {
+	case codes.InvalidArgument, codes.OutOfRange, codes.NotFound:
+		return true
+	}
+	return false
+}
+
+func hasCondition(claim *corev1.PersistentVolumeClaim, t corev1.PersistentVolumeClaimConditionType) bool {
+	for _, c := range claim.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Resizer) inSlowSet(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	since, ok := r.slow[key]
+	return ok && r.clock.Since(since) < RetryIntervalMax
+}
+
+func (r *Resizer) slowRemaining(key string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if since, ok := r.slow[key]; ok {
+		return RetryIntervalMax - r.clock.Since(since)
+	}
+	return 0
+}
+
+// markSlow adds the claim to the slow set unless it is there: the time of
+// the first infeasible try counts. An entry older than RetryIntervalMax
+// has expired (the sidecar sweeps them every 100 ms).
+func (r *Resizer) markSlow(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if since, ok := r.slow[key]; ok && r.clock.Since(since) <= RetryIntervalMax {
+		return
+	}
+	r.slow[key] = r.clock.Now()
+}
+
+func (r *Resizer) unmarkSlow(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.slow, key)
+}
+
+func (r *Resizer) hasFinalError(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.finalErrors[key]
+}
+
+func (r *Resizer) setFinalError(key string, final bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if final {
+		r.finalErrors[key] = true
+	} else {
+		delete(r.finalErrors, key)
+	}
+}
+
+func (r *Resizer) hasInUseError(claim *corev1.PersistentVolumeClaim) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inUseErrors[string(claim.UID)]
+}
+
+func (r *Resizer) setInUseError(claim *corev1.PersistentVolumeClaim, on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if on {
+		r.inUseErrors[string(claim.UID)] = true
+	} else {
+		delete(r.inUseErrors, string(claim.UID))
+	}
+}
+
+// inUse: a pod that has not terminated uses the claim.
+func (r *Resizer) inUse(claim *corev1.PersistentVolumeClaim) bool {
+	pods, err := r.pods.Pods(claim.Namespace).List(labels.Everything())
+	if err != nil {
+		return false
+	}
+	for _, pod := range pods {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
