@@ -42,6 +42,8 @@ func (ex *executor) execute(ctx context.Context, st Step) (stepOutcome, error) {
 		return ex.assert(ctx, st.Assert)
 	case st.Delete != nil:
 		return ex.delete(ctx, st.Delete)
+	case st.Patch != nil:
+		return ex.patch(ctx, st.Patch)
 	case st.Sleep != nil:
 		return ex.sleep(ctx, st.Sleep)
 	case st.Fault != nil:

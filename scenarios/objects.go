@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -30,6 +31,8 @@ type objectStore interface {
 	get(ctx context.Context, ref ObjectRef, namespace string) (map[string]any, error)
 	// list returns every object of a kind as a list, with its "items".
 	list(ctx context.Context, kind, namespace, labelSelector string) (map[string]any, error)
+	// patch patches the named object.
+	patch(ctx context.Context, ref ObjectRef, namespace string, pt types.PatchType, data []byte) error
 	// delete deletes the named object; found is false if it did not exist.
 	delete(ctx context.Context, ref ObjectRef, namespace string, opts deleteOpts) (found bool, err error)
 }
@@ -215,6 +218,15 @@ func (k *kubeObjects) list(ctx context.Context, kind, namespace, labelSelector s
 		return nil, err
 	}
 	return list.UnstructuredContent(), nil
+}
+
+func (k *kubeObjects) patch(ctx context.Context, ref ObjectRef, namespace string, pt types.PatchType, data []byte) error {
+	m, err := k.mappingForKind(ref.Kind)
+	if err != nil {
+		return err
+	}
+	_, err = k.resource(m, namespace).Patch(ctx, ref.Name, pt, data, metav1.PatchOptions{})
+	return err
 }
 
 // deleteOpts are how a delete step deletes.

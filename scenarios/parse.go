@@ -319,6 +319,8 @@ func (p *parser) parseStep(index int, n *yaml.Node) Step {
 		st.Assert = p.assert(v)
 	case actionDelete:
 		st.Delete = p.delete(v)
+	case actionPatch:
+		st.Patch = p.patch(v)
 	case actionSleep:
 		if d, ok := p.duration(v, "sleep"); ok {
 			st.Sleep = &Sleep{Duration: d}
@@ -369,6 +371,8 @@ func defaultStepName(st Step) string {
 		return "assert " + st.Assert.target()
 	case st.Delete != nil:
 		return "delete " + st.Delete.Object.String()
+	case st.Patch != nil:
+		return "patch " + st.Patch.Object.String()
 	case st.Sleep != nil:
 		return "sleep " + st.Sleep.Duration.String()
 	case st.Fault != nil:

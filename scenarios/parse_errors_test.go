@@ -61,14 +61,14 @@ func TestParseErrors(t *testing.T) {
         {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
     wait: {object: pvc/a}
 `,
-			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, assert, delete, sleep, node-loss, node-return, out-of-service, missing-mount-propagation, kubelet-restart, stale-volumeattachment, controller-manager-restart, csi-error, csi-delay, csi-hang, csi-heal, driver-crash, driver-restart, node-plugin-missing, api-conflict, watch-drop; found apply and wait"},
+			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, assert, delete, patch, sleep, node-loss, node-return, out-of-service, missing-mount-propagation, kubelet-restart, stale-volumeattachment, controller-manager-restart, csi-error, csi-delay, csi-hang, csi-heal, driver-crash, driver-restart, node-plugin-missing, api-conflict, watch-drop; found apply and wait"},
 		},
 		{
 			name: "no action in a step",
 			src: `steps:
   - name: nothing
 `,
-			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, assert, delete, sleep, node-loss, node-return, out-of-service, missing-mount-propagation, kubelet-restart, stale-volumeattachment, controller-manager-restart, csi-error, csi-delay, csi-hang, csi-heal, driver-crash, driver-restart, node-plugin-missing, api-conflict, watch-drop; found none"},
+			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, assert, delete, patch, sleep, node-loss, node-return, out-of-service, missing-mount-propagation, kubelet-restart, stale-volumeattachment, controller-manager-restart, csi-error, csi-delay, csi-hang, csi-heal, driver-crash, driver-restart, node-plugin-missing, api-conflict, watch-drop; found none"},
 		},
 		{
 			name: "kubelet-restart without a node",

@@ -44,6 +44,7 @@ type Step struct {
 	Wait   *Wait
 	Assert *Assert
 	Delete *Delete
+	Patch  *Patch
 	Sleep  *Sleep
 	Fault  *fault.Fault
 }
@@ -59,6 +60,8 @@ func (s *Step) Action() string {
 		return actionAssert
 	case s.Delete != nil:
 		return actionDelete
+	case s.Patch != nil:
+		return actionPatch
 	case s.Sleep != nil:
 		return actionSleep
 	case s.Fault != nil:
@@ -73,12 +76,13 @@ const (
 	actionWait   = "wait"
 	actionAssert = "assert"
 	actionDelete = "delete"
+	actionPatch  = "patch"
 	actionSleep  = "sleep"
 )
 
 // actionKeys are the step's action keys: the ones above, then a fault step
 // for every fault (fault.Kinds, which scenarios/README.md documents).
-var actionKeys = append([]string{actionApply, actionWait, actionAssert, actionDelete, actionSleep}, faultKeys()...)
+var actionKeys = append([]string{actionApply, actionWait, actionAssert, actionDelete, actionPatch, actionSleep}, faultKeys()...)
 
 func faultKeys() []string {
 	keys := make([]string, len(fault.Kinds))

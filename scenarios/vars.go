@@ -118,6 +118,17 @@ func expandStep(s Step, vars map[string]string) (Step, error) {
 		d.Object = x.ref(d.Object)
 		d.Namespace = x.str(d.Namespace)
 		out.Delete = &d
+	case s.Patch != nil:
+		pt := *s.Patch
+		pt.Object = x.ref(pt.Object)
+		pt.Namespace = x.str(pt.Namespace)
+		pt.Patch = x.value(pt.Patch)
+		if pt.Refused != nil {
+			r := *pt.Refused
+			r.Message, r.MessagePrefix = x.str(r.Message), x.str(r.MessagePrefix)
+			pt.Refused = &r
+		}
+		out.Patch = &pt
 	case s.Fault != nil:
 		f := *s.Fault
 		f.Node = x.str(f.Node)
