@@ -413,3 +413,86 @@ func TestMergeResizeConditions(t *testing.T) {
 		})
 	}
 }
+
+func TestNodeExpandSecret(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		secret  bool
+		wantErr string
+	}{
+		{name: "sent", secret: true},
+		{name: "missing", wantErr: `MountVolume.Setup failed while expanding volume for volume "pv-1" : expander.NodeExpand failed to get NodeExpandSecretRef default/expand-creds: kubernetes.io/csi: failed to find the secret expand-creds in the namespace default with error: secrets "expand-creds" not found`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{caps: expandCaps()})
+			ctx := context.Background()
+			if tt.secret {
+				_, err := e.client.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "expand-creds", Namespace: "default"},
+					Data: map[string][]byte{"password": []byte("s3cret")}}, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			pv, err := e.client.CoreV1().PersistentVolumes().Get(ctx, testPV, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pv.Spec.CSI.NodeExpandSecretRef = &corev1.SecretReference{Name: "expand-creds", Namespace: "default"}
+			if _, err := e.client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			e.grow()
+			if tt.wantErr == "" {
+				e.runningPod()
+				if len(e.node.expand) != 1 || e.node.expand[0].GetSecrets()["password"] != "s3cret" {
+					t.Fatalf("NodeExpandVolume requests %v", e.node.expand)
+				}
+				e.expectResized()
+				return
+			}
+			if _, ok := requeuedAfter(e.sync("default/app")); !ok {
+				t.Fatal("the mount did not fail")
+			}
+			if len(e.node.expand) != 0 {
+				t.Errorf("NodeExpandVolume called without its secret")
+			}
+			if evs := e.eventMessages("FailedMount"); len(evs) != 1 || evs[0] != "Pod: "+tt.wantErr {
+				t.Errorf("events %q, want %q", evs, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestReadOnlyClaimIsNotExpanded(t *testing.T) {
+	e := newEnv(t, envOptions{caps: expandCaps(), readOnly: true})
+	e.grow()
+	e.runningPod()
+	if len(e.node.expand) != 0 {
+		t.Fatalf("a read-only claim was expanded: %v", e.node.lifecycle())
+	}
+	msg := `MountVolume.NodeExpandVolume failed for volume "pv-1" requested read-only file system`
+	if got := e.eventMessages("FileSystemResizeFailed"); !slices.Equal(got, []string{"PersistentVolumeClaim: " + msg, "Pod: " + msg}) {
+		t.Errorf("events %q", got)
+	}
+	if st := e.claim().Status.AllocatedResourceStatuses[corev1.ResourceStorage]; st != corev1.PersistentVolumeClaimNodeResizePending {
+		t.Errorf("resize status %q, want NodeResizePending left alone", st)
+	}
+}
+
+func TestRestartedKubeletExpandsAtRemount(t *testing.T) {
+	e := newEnv(t, envOptions{caps: expandCaps()})
+	e.runningPod()
+	if err := e.k.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.grow()
+	// The reconstructed volume is set up again, and expanded as part of it.
+	if err := e.sync("default/app"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"NodeStageVolume", "NodePublishVolume", "NodeStageVolume", "NodePublishVolume", "NodeExpandVolume"}
+	if got := e.node.lifecycle(); !slices.Equal(got, want) {
+		t.Fatalf("calls = %v, want %v", got, want)
+	}
+	e.expectResized()
+}
