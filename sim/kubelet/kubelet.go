@@ -172,7 +172,7 @@ func newActualState() actualState {
 		resync:  map[string]bool{},
 		killed:  map[types.UID]bool{},
 		sizes:   map[corev1.UniqueVolumeName]*volumeSizes{},
-
+		// Never forgotten in a process, as the real one's.
 		finalExpansionErrors: map[corev1.UniqueVolumeName]bool{},
 	}
 }
