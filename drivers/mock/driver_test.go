@@ -157,12 +157,12 @@ func TestIdentityAndCapabilities(t *testing.T) {
 		{
 			cfg: Config{Name: "a.example", NodeID: "n1", Capacity: 1 << 40}, wantController: true,
 			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME", "PUBLISH_UNPUBLISH_VOLUME", "GET_CAPACITY"},
-			wantNodeCaps: []string{"GET_VOLUME_STATS", "STAGE_UNSTAGE_VOLUME"},
+			wantNodeCaps: []string{"GET_VOLUME_STATS", "EXPAND_VOLUME", "STAGE_UNSTAGE_VOLUME"},
 		},
 		{
 			cfg: Config{Name: "b.example", NodeID: "n2", NoAttach: true, NoStageUnstage: true}, wantController: true,
 			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME"},
-			wantNodeCaps: []string{"GET_VOLUME_STATS"},
+			wantNodeCaps: []string{"GET_VOLUME_STATS", "EXPAND_VOLUME"},
 		},
 		{
 			cfg: Config{Name: "c.example", Mode: ModeController}, wantController: true,
@@ -171,7 +171,7 @@ func TestIdentityAndCapabilities(t *testing.T) {
 		},
 		{
 			cfg: Config{Name: "d.example", Mode: ModeNode, NodeID: "n3"}, wantCtrlCode: codes.Unimplemented,
-			wantNodeCaps: []string{"GET_VOLUME_STATS", "STAGE_UNSTAGE_VOLUME"},
+			wantNodeCaps: []string{"GET_VOLUME_STATS", "EXPAND_VOLUME", "STAGE_UNSTAGE_VOLUME"},
 		},
 	} {
 		t.Run(tc.cfg.Name, func(t *testing.T) {
@@ -390,6 +390,17 @@ func TestLifecycle(t *testing.T) {
 		}
 	}
 
+	expand := func(path string, required int64, c *csi.VolumeCapability) func(context.Context) error {
+		return func(ctx context.Context) error {
+			resp, err := node.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: vol, VolumePath: path, StagingTargetPath: staging,
+				CapacityRange: &csi.CapacityRange{RequiredBytes: required}, VolumeCapability: c})
+			if err == nil && resp.GetCapacityBytes() != DefaultVolumeSize {
+				t.Errorf("NodeExpandVolume capacity %d, want the volume's %d", resp.GetCapacityBytes(), DefaultVolumeSize)
+			}
+			return err
+		}
+	}
+
 	runSteps(t, []step{
 		{"stage before the volume exists", stage(node, staging, pubCtx, rwo), codes.NotFound, "does not exist"},
 		{"create", create, codes.OK, ""},
@@ -414,6 +425,12 @@ func TestLifecycle(t *testing.T) {
 		{"stats at the target", stats(target), codes.OK, ""},
 		{"stats at the staging path", stats(staging), codes.OK, ""},
 		{"stats elsewhere", stats("/elsewhere"), codes.NotFound, "neither staged nor published"},
+		{"expand at the target", expand(target, DefaultVolumeSize/2, rwo), codes.OK, ""},
+		{"expand at the staging path", expand(staging, DefaultVolumeSize, nil), codes.OK, ""},
+		{"expand elsewhere", expand("/elsewhere", DefaultVolumeSize, rwo), codes.NotFound, "neither staged nor published"},
+		{"expand beyond the volume", expand(target, 2*DefaultVolumeSize, rwo), codes.OutOfRange, "ControllerExpandVolume must grow it first"},
+		{"expand as block", expand(target, DefaultVolumeSize, blockCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)), codes.InvalidArgument, "mount access"},
+		{"expand without a path", expand("", DefaultVolumeSize, rwo), codes.InvalidArgument, "volume path"},
 		{"delete while in use", del, codes.FailedPrecondition, "controller-published"},
 		{"unstage while published", unstage(staging), codes.FailedPrecondition, "still published"},
 		{"unpublish", unpublish(target), codes.OK, ""},

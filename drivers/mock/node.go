@@ -22,7 +22,7 @@ type nodeServer struct {
 }
 
 func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
-	types := []csi.NodeServiceCapability_RPC_Type{csi.NodeServiceCapability_RPC_GET_VOLUME_STATS}
+	types := []csi.NodeServiceCapability_RPC_Type{csi.NodeServiceCapability_RPC_GET_VOLUME_STATS, csi.NodeServiceCapability_RPC_EXPAND_VOLUME}
 	if !s.d.cfg.NoStageUnstage {
 		types = append(types, csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	}
@@ -349,4 +349,55 @@ func (s *nodeServer) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolum
 	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
 		{Unit: csi.VolumeUsage_BYTES, Total: total, Available: total},
 	}}, nil
+}
+
+// NodeExpandVolume grows what the node sees of a volume staged or
+// published here: nothing, as nothing is mounted, but the checks a node
+// plugin makes. The volume must be at volume_path (a target, or its
+// staging path), and, when the backend knows the volume, already as large
+// as required: ControllerExpandVolume grows it first. The answer is the
+// volume's capacity.
+func (s *nodeServer) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+	const method = "NodeExpandVolume"
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: volume ID is required", method)
+	}
+	p, err := checkPath(req.GetVolumePath(), "volume path")
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
+	}
+	r := req.GetCapacityRange()
+	required, limit := r.GetRequiredBytes(), r.GetLimitBytes()
+	if required < 0 || limit < 0 || (limit > 0 && required > limit) {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: invalid capacity range (required %d, limit %d)", method, required, limit)
+	}
+	c := req.GetVolumeCapability()
+	if c != nil {
+		if err := checkCapability(c); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
+		}
+	}
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v, err := b.lookUp(method, id, c)
+	if err != nil {
+		return nil, err
+	}
+	n := b.node(s.d.cfg.NodeID)
+	_, published := n.published[id][p]
+	if st, ok := n.staged[id]; !published && (!ok || st.path != p) {
+		return nil, status.Errorf(codes.NotFound, "%s: volume %s is neither staged nor published at %s", method, id, p)
+	}
+	if v == nil {
+		return &csi.NodeExpandVolumeResponse{CapacityBytes: required}, nil
+	}
+	if required > v.capacityBytes {
+		return nil, status.Errorf(codes.OutOfRange, "%s: volume %s has %d bytes, less than the required %d: ControllerExpandVolume must grow it first", method, id, v.capacityBytes, required)
+	}
+	if limit > 0 && v.capacityBytes > limit {
+		return nil, status.Errorf(codes.OutOfRange, "%s: volume %s has %d bytes, more than the limit of %d", method, id, v.capacityBytes, limit)
+	}
+	return &csi.NodeExpandVolumeResponse{CapacityBytes: v.capacityBytes}, nil
 }

@@ -38,11 +38,18 @@ func (k *Kubelet) mapBlock(ctx context.Context, pod *corev1.Pod, v volumeToMount
 	}
 	capability := blockCapability(v.pv, caps)
 	staging := ""
+	// setUpStaging: the staging path if SetUpDevice staged the volume in
+	// this operation, what an expansion at the end of it is given.
+	setUpStaging := ""
 	if caps[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] {
 		staging = BlockStagingPath(k.cfg.Dir, v.pv.Name)
 		if !republish {
-			if err := k.setUpDevice(ctx, pod, v, publishContext, capability, staging); err != nil {
+			staged, err := k.setUpDevice(ctx, pod, v, publishContext, capability, staging)
+			if err != nil {
 				return err
+			}
+			if staged {
+				setUpStaging = staging
 			}
 		}
 	}
@@ -69,21 +76,36 @@ func (k *Kubelet) mapBlock(ctx context.Context, pod *corev1.Pod, v volumeToMount
 		v.pv.Name, blockGlobalMapPath(RealDir, v.pv.Name))
 	k.events.Eventf(pod, corev1.EventTypeNormal, "SuccessfulMountVolume", "MapVolume.MapPodDevice succeeded for volume %q volumeMapPath %q",
 		v.pv.Name, podDeviceDir(RealDir, pod.UID))
+	// The device is the publish path: the volume's device path from now
+	// on, which an online expansion passes as volume_path.
+	k.mu.Lock()
+	if s := k.actual.sizes[v.unique]; s != nil {
+		s.devicePath = publish
+	}
+	k.mu.Unlock()
+	// A volume that has grown is expanded now (offline): volume_path is
+	// the device, the staging path only if staged just now.
+	if _, err := k.expandDuringMount(ctx, pod, v, publish, setUpStaging); err != nil {
+		k.recordMounted(pod, v, publish, true)
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume", "MapVolume.MarkVolumeAsMounted failed while expanding volume for volume %q : %v", v.pv.Name, err)
+		return fmt.Errorf("volume %s of pod %s: node expansion: %w", v.pv.Name, pod.Name, err)
+	}
 	k.recordMounted(pod, v, publish, false)
 	return nil
 }
 
-// setUpDevice stages a block volume once for the node.
-func (k *Kubelet) setUpDevice(ctx context.Context, pod *corev1.Pod, v volumeToMount, publishContext map[string]string, capability *csi.VolumeCapability, staging string) error {
+// setUpDevice stages a block volume once for the node; it reports
+// whether it staged it now.
+func (k *Kubelet) setUpDevice(ctx context.Context, pod *corev1.Pod, v volumeToMount, publishContext map[string]string, capability *csi.VolumeCapability, staging string) (bool, error) {
 	src := v.pv.Spec.CSI
 	k.mu.Lock()
 	st, staged := k.actual.staged[v.unique]
 	k.mu.Unlock()
 	if staged && !st.uncertain {
-		return nil
+		return false, nil
 	}
 	if err := os.MkdirAll(staging, 0o750); err != nil {
-		return fmt.Errorf("creating block staging dir: %w", err)
+		return false, fmt.Errorf("creating block staging dir: %w", err)
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
@@ -93,12 +115,12 @@ func (k *Kubelet) setUpDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	})
 	if err != nil {
 		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume", "MapVolume.SetUpDevice failed for volume %q : %v", v.pv.Name, err)
-		return fmt.Errorf("NodeStageVolume %s: %w", v.pv.Name, err)
+		return false, fmt.Errorf("NodeStageVolume %s: %w", v.pv.Name, err)
 	}
 	k.mu.Lock()
 	k.actual.staged[v.unique] = &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name, block: true}
 	k.mu.Unlock()
-	return nil
+	return true, nil
 }
 
 // mapDevice bind-mounts the published device into the global map

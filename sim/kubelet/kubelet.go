@@ -14,8 +14,10 @@
 // as volume_mount_group; block volumes mapped (block.go); failed operations
 // retried with the operation executor's per-volume backoff (backoff.go);
 // republishing for requiresRepublish drivers on the pod sync period and
-// NodeGetVolumeStats on the stats period (periodic.go); and a restart that
-// rebuilds the actual state from disk (reconstruct.go).
+// NodeGetVolumeStats on the stats period (periodic.go); node expansion of
+// grown volumes, offline as part of mounting and online for mounted ones
+// (expand.go); and a restart that rebuilds the actual state from disk
+// (reconstruct.go).
 package kubelet
 
 import (
@@ -124,6 +126,8 @@ type Kubelet struct {
 	synced   []cache.InformerSynced
 
 	backoff opBackoff // per volume, for failed mount operations
+	// expandBackoff: per volume, for failed online expansions.
+	expandBackoff opBackoff
 
 	mu      sync.Mutex
 	stopped bool
@@ -151,6 +155,12 @@ type actualState struct {
 	wanted  map[types.UID][]corev1.UniqueVolumeName // volumes pods are being set up with
 	resync  map[string]bool                         // pods whose periodic sync is due
 	killed  map[types.UID]bool                      // pods whose containers were told to stop
+	// sizes: what the volume manager knows of each volume's size, for
+	// node expansion (expand.go).
+	sizes map[corev1.UniqueVolumeName]*volumeSizes
+	// finalExpansionErrors: volumes whose node expansion failed with a
+	// final error in this process (never forgotten, as the real one's).
+	finalExpansionErrors map[corev1.UniqueVolumeName]bool
 }
 
 func newActualState() actualState {
@@ -161,6 +171,9 @@ func newActualState() actualState {
 		wanted:  map[types.UID][]corev1.UniqueVolumeName{},
 		resync:  map[string]bool{},
 		killed:  map[types.UID]bool{},
+		sizes:   map[corev1.UniqueVolumeName]*volumeSizes{},
+		// Never forgotten in a process, as the real one's.
+		finalExpansionErrors: map[corev1.UniqueVolumeName]bool{},
 	}
 }
 
@@ -413,19 +426,33 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		}
 		k.runWorkload(pod)
 		k.containersStarted(pod)
-		return k.markRunning(ctx, pod)
+		if err := k.markRunning(ctx, pod); err != nil {
+			return err
+		}
 	case corev1.PodRunning:
 		// A restarted kubelet sets up again what it found on disk; a
 		// periodic sync publishes again the volumes of drivers that ask
 		// for it (requiresRepublish).
-		if uncertain {
-			return k.setUp(ctx, pod, false)
+		var err error
+		switch {
+		case uncertain:
+			err = k.setUp(ctx, pod, false)
+		case resync:
+			err = k.setUp(ctx, pod, true)
 		}
-		if resync {
-			return k.setUp(ctx, pod, true)
+		if err != nil {
+			return err
 		}
+	default:
+		return nil
 	}
-	return nil
+	// The reconciler expands the mounted volumes that have grown
+	// (expand.go); a failure does not stop the pod.
+	vols, err := k.resolveVolumes(pod)
+	if err != nil {
+		return nil // a claim or volume gone meanwhile: nothing to expand
+	}
+	return k.expandInUse(ctx, pod, vols)
 }
 
 // hasUncertainLocked reports whether a pod has volumes a restarted kubelet
@@ -447,6 +474,8 @@ type volumeToMount struct {
 	// kubelet passes as NodePublishVolume's readonly.
 	readOnly bool
 	block    bool
+	// claimSize is the claim's status.capacity.
+	claimSize resource.Quantity
 }
 
 // resolveVolumes finds each PVC volume's PV. A claim that is not bound yet
@@ -470,8 +499,9 @@ func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
 			return nil, fmt.Errorf("volume %s of pod %s/%s is not a CSI volume", pv.Name, pod.Namespace, pod.Name)
 		}
 		out = append(out, volumeToMount{pv: pv, unique: attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle),
-			readOnly: v.PersistentVolumeClaim.ReadOnly,
-			block:    pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock})
+			readOnly:  v.PersistentVolumeClaim.ReadOnly,
+			block:     pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock,
+			claimSize: claim.Status.Capacity.Storage().DeepCopy()})
 	}
 	return out, nil
 }
@@ -489,6 +519,9 @@ func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, republish bool) er
 	}
 	k.mu.Lock()
 	k.actual.wanted[pod.UID] = uniques
+	for _, v := range vols {
+		k.noteSizesLocked(v)
+	}
 	k.mu.Unlock()
 	// An attached volume is mounted only once the node's status has
 	// reported it in volumesInUse, so the attach/detach controller never
@@ -654,6 +687,15 @@ func (k *Kubelet) unstageUnused(ctx context.Context) error {
 		delete(k.actual.staged, u)
 		k.mu.Unlock()
 	}
+	// A volume no pod uses and not staged is gone from the volume
+	// manager's states, and what it knew of its size with it.
+	k.mu.Lock()
+	for u := range k.actual.sizes {
+		if _, staged := k.actual.staged[u]; !used[u] && !staged {
+			delete(k.actual.sizes, u)
+		}
+	}
+	k.mu.Unlock()
 	return nil
 }
 

@@ -260,6 +260,16 @@ func (k *Kubelet) mountFilesystem(ctx context.Context, pod *corev1.Pod, v volume
 			return fmt.Errorf("volume %s of pod %s: fsGroup: %w", v.pv.Name, pod.Name, err)
 		}
 	}
+	// Set up: a volume that has grown is expanded now (offline), with
+	// the published directory and the staging path (the device mount
+	// path, whether or not the driver stages).
+	if _, err := k.expandDuringMount(ctx, pod, v, target, StagingPath(k.cfg.Dir, src.Driver, src.VolumeHandle)); err != nil {
+		// Mounted but not to be used: uncertain, so that it is set up
+		// again, or torn down if the pod goes.
+		k.recordMounted(pod, v, target, true)
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.Setup failed while expanding volume for volume %q : %v", v.pv.Name, err)
+		return fmt.Errorf("volume %s of pod %s: node expansion: %w", v.pv.Name, pod.Name, err)
+	}
 	k.recordMounted(pod, v, target, false)
 	return nil
 }

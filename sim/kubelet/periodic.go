@@ -25,22 +25,32 @@ const SyncFrequency = time.Minute
 // published volume of a driver with GET_VOLUME_STATS.
 const VolumeStatsPeriod = time.Minute
 
-// Resync marks the running pods that have volumes of drivers with
-// requiresRepublish for a sync, and queues them. Other pods are left alone:
-// their periodic sync does nothing a simulation can see.
+// Resync is each running pod's periodic sync: the pods that have volumes
+// of drivers with requiresRepublish are marked for a sync that publishes
+// them again; every pod's volumes get their desired size from their PVs
+// again (the volume manager reads claims and volumes anew when it
+// processes the pod), and the pods with a volume to expand are queued.
+// Other pods are left alone: their periodic sync does nothing a
+// simulation can see.
 func (k *Kubelet) Resync(context.Context) {
 	if k.Stopped() {
 		return
 	}
 	pods, _ := k.pods.List(labels.Everything())
 	for _, p := range pods {
-		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || !k.hasRepublishVolume(p) {
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 			continue
 		}
 		key := p.Namespace + "/" + p.Name
-		k.mu.Lock()
-		k.actual.resync[key] = true
-		k.mu.Unlock()
+		republish := k.hasRepublishVolume(p)
+		if !k.refreshSizes(p) && !republish {
+			continue
+		}
+		if republish {
+			k.mu.Lock()
+			k.actual.resync[key] = true
+			k.mu.Unlock()
+		}
 		k.queue.Add(key)
 	}
 }

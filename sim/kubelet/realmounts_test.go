@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/kubelet"
 )
 
@@ -203,3 +205,123 @@ func TestRealMounts(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestRealExpansion grows a filesystem volume and a raw block volume of
+// csisim's driver while a pod uses them, doing by hand what the
+// external-resizer does (ControllerExpandVolume, the PV's capacity, the
+// claim marked NodeResizePending), and checks that the kubelet's
+// NodeExpandVolume made the node see the new size: the mounted ext4 file
+// system and the pod's block device have grown, and the claims say so.
+func TestRealExpansion(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Fatal("this test mounts and needs root, as csisim's driver does")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: []string{"node-1"}, DriverBinary: csisimBinary(t), Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = cs.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: c.DriverName()},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: ptr(true)}}, metav1.CreateOptions{})
+	must(err)
+	_, err = cs.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "blocks"},
+		Provisioner: c.DriverName(), Parameters: map[string]string{"kind": "block"}, AllowVolumeExpansion: ptr(true)}, metav1.CreateOptions{})
+	must(err)
+	block := corev1.PersistentVolumeBlock
+	class := "blocks"
+	for _, name := range []string{"fs", "raw"} {
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				StorageClassName: &class,
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}}}}
+		if name == "raw" {
+			claim.Spec.VolumeMode = &block
+		}
+		_, err = cs.CoreV1().PersistentVolumeClaims("default").Create(ctx, claim, metav1.CreateOptions{})
+		must(err)
+	}
+	_, err = cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "app", Image: "busybox",
+				VolumeMounts:  []corev1.VolumeMount{{Name: "fs", MountPath: "/data"}},
+				VolumeDevices: []corev1.VolumeDevice{{Name: "raw", DevicePath: "/dev/xvda"}}}},
+			Volumes: []corev1.Volume{
+				{Name: "fs", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "fs"}}},
+				{Name: "raw", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "raw"}}},
+			}}}, metav1.CreateOptions{})
+	must(err)
+	must(c.RunUntil(ctx, time.Minute, func() (bool, error) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning, nil
+	}))
+	pod, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{})
+	must(err)
+
+	// The resizer's part.
+	resizer, err := csiclient.Dial(c.ControllerEndpoint(), "external-resizer", c.Recorder())
+	must(err)
+	defer resizer.Close()
+	size := resource.MustParse("128Mi")
+	pvs := map[string]string{}
+	for _, name := range []string{"fs", "raw"} {
+		pvc, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, name, metav1.GetOptions{})
+		must(err)
+		pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+		must(err)
+		pvs[name] = pv.Name
+		resp, err := resizer.Controller.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{
+			VolumeId: pv.Spec.CSI.VolumeHandle, CapacityRange: &csi.CapacityRange{RequiredBytes: size.Value()}})
+		must(err)
+		if !resp.GetNodeExpansionRequired() {
+			t.Fatalf("ControllerExpandVolume of %s: node expansion not required", name)
+		}
+		pv.Spec.Capacity[corev1.ResourceStorage] = size
+		_, err = cs.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
+		must(err)
+		pvc.Status.AllocatedResources = corev1.ResourceList{corev1.ResourceStorage: size}
+		pvc.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{
+			corev1.ResourceStorage: corev1.PersistentVolumeClaimNodeResizePending}
+		_, err = cs.CoreV1().PersistentVolumeClaims("default").UpdateStatus(ctx, pvc, metav1.UpdateOptions{})
+		must(err)
+	}
+	// The kubelet sees it at the pod's periodic sync.
+	must(c.RunUntil(ctx, 3*time.Minute, func() (bool, error) {
+		for _, name := range []string{"fs", "raw"} {
+			pvc, err := cs.CoreV1().PersistentVolumeClaims("default").Get(ctx, name, metav1.GetOptions{})
+			if err != nil || pvc.Status.Capacity.Storage().Cmp(size) != 0 || pvc.Status.AllocatedResourceStatuses != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	}))
+	dir := filepath.Join(c.Root(), "nodes", "node-1", "kubelet")
+	var fs syscall.Statfs_t
+	must(syscall.Statfs(kubelet.PublishPath(dir, pod.UID, pvs["fs"]), &fs))
+	if total := int64(fs.Blocks) * fs.Bsize; total <= 96<<20 {
+		t.Errorf("the mounted file system has %d bytes, not grown to about 128 MiB", total)
+	}
+	out, err := exec.Command("blockdev", "--getsize64", kubelet.PodDevicePath(dir, pod.UID, pvs["raw"])).Output()
+	must(err)
+	if got := strings.TrimSpace(string(out)); got != fmt.Sprint(size.Value()) {
+		t.Errorf("the pod's block device has %s bytes, want %d", got, size.Value())
+	}
+
+	must(cs.CoreV1().Pods("default").Delete(ctx, "app", metav1.DeleteOptions{}))
+	must(c.RunUntil(ctx, time.Minute, func() (bool, error) {
+		_, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}))
+}

@@ -50,6 +50,10 @@ type fakeNode struct {
 	unpub []*csi.NodeUnpublishVolumeRequest
 	unst  []*csi.NodeUnstageVolumeRequest
 	stats []*csi.NodeGetVolumeStatsRequest
+	// expand: NodeExpandVolume requests; expandErrs: what the next ones
+	// answer (nil: OK).
+	expand     []*csi.NodeExpandVolumeRequest
+	expandErrs []error
 }
 
 func (f *fakeNode) record(name string) {
@@ -193,8 +197,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
-		Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: testPV},
-		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: testPV, AccessModes: o.modes,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound,
+			Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: "uid-1"},

@@ -7,6 +7,9 @@ package kubelet
 // instant, and only that pod: a claim it uses, the volume bound to such a
 // claim, an attachment to this node of such a volume, this node's status
 // (volumesAttached, volumesInUse), or a CSIDriver (attachRequired). A
+// running pod with a volume its volume manager wants to expand is woken by
+// a change of that volume's claim (the resizer marking it), as the
+// reconciler, looking every 100 ms, would see it (expand.go). A
 // change elsewhere in the cluster — another node's pods, volumes and
 // heartbeats — wakes nothing here, so the cost of a write does not grow
 // with the number of nodes.
@@ -74,6 +77,10 @@ func (k *Kubelet) enqueuePendingUsing(claim string) {
 		return
 	}
 	for _, p := range pods {
+		if k.awaitsExpansion(p) {
+			k.queue.Add(p.Namespace + "/" + p.Name)
+			continue
+		}
 		k.enqueueIfWaiting(p)
 	}
 }
