@@ -375,6 +375,9 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 func callEntry(actor string, call faultproxy.Call, rec *trace.Recorder) trace.Entry {
 	e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: call.Method, Object: call.VolumeID,
 		Wall: call.Duration.Round(time.Microsecond), Detail: call.Code.String()}
+	if call.Method == "CreateSnapshot" {
+		e.Object = call.Name
+	}
 	if call.Method == "CreateVolume" {
 		e.Object = call.Name
 		if call.VolumeID != "" {

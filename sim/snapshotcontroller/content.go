@@ -18,7 +18,7 @@ func (c *Controller) syncContent(ctx context.Context, content *snapv1.VolumeSnap
 	src := content.Spec.Source
 	if (src.VolumeHandle == nil) == (src.SnapshotHandle == nil) {
 		msg := "Exactly one of VolumeHandle and SnapshotHandle should be specified"
-		c.events.Event(content, corev1.EventTypeWarning, "ContentValidationError", msg)
+		c.events.Event(volumeutil.WithKind(content), corev1.EventTypeWarning, "ContentValidationError", msg)
 		return errors.New(msg)
 	}
 	r := content.Spec.VolumeSnapshotRef

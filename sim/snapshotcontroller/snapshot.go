@@ -16,8 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
-	ref "k8s.io/client-go/tools/reference"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -114,7 +112,7 @@ func (c *Controller) volumeOf(ctx context.Context, s *snapv1.VolumeSnapshot) (*c
 // controller's order.
 func (c *Controller) syncSnapshot(ctx context.Context, s *snapv1.VolumeSnapshot) error {
 	if err := c.checkAndRemovePVCFinalizer(ctx, s, false); err != nil {
-		c.events.Event(s, corev1.EventTypeWarning, "ErrorPVCFinalizer", "Error check and remove PVC Finalizer for VolumeSnapshot")
+		c.events.Event(volumeutil.WithKind(s), corev1.EventTypeWarning, "ErrorPVCFinalizer", "Error check and remove PVC Finalizer for VolumeSnapshot")
 	}
 	if s.DeletionTimestamp != nil {
 		return c.processSnapshotWithDeletionTimestamp(ctx, s)
@@ -125,7 +123,7 @@ func (c *Controller) syncSnapshot(ctx context.Context, s *snapv1.VolumeSnapshot)
 		return errors.New(msg)
 	}
 	if err := c.checkAndAddSnapshotFinalizers(ctx, s); err != nil {
-		c.events.Event(s, corev1.EventTypeWarning, "SnapshotFinalizerError", fmt.Sprintf("Failed to check and update snapshot: %s", err))
+		c.events.Event(volumeutil.WithKind(s), corev1.EventTypeWarning, "SnapshotFinalizerError", fmt.Sprintf("Failed to check and update snapshot: %s", err))
 		return err
 	}
 	if !isReady(s) || boundContent(s) == "" {
@@ -297,10 +295,9 @@ func (c *Controller) createSnapshotContent(ctx context.Context, s *snapv1.Volume
 	if pv.Spec.CSI == nil {
 		return nil, fmt.Errorf("cannot find CSI PersistentVolumeSource for volume %s", pv.Name)
 	}
-	snapRef, err := ref.GetReference(scheme.Scheme, s)
-	if err != nil {
-		return nil, err
-	}
+	// What client-go's reference.GetReference makes of the snapshot.
+	snapRef := &corev1.ObjectReference{Kind: snapshotKind, APIVersion: snapv1.SchemeGroupVersion.String(),
+		Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion}
 	className := class.Name
 	handle := pv.Spec.CSI.VolumeHandle
 	content := &snapv1.VolumeSnapshotContent{
@@ -323,11 +320,11 @@ func (c *Controller) createSnapshotContent(ctx context.Context, s *snapv1.Volume
 		created, err = content, nil
 	}
 	if err != nil {
-		c.events.Event(s, corev1.EventTypeWarning, "CreateSnapshotContentFailed",
+		c.events.Event(volumeutil.WithKind(s), corev1.EventTypeWarning, "CreateSnapshotContentFailed",
 			fmt.Sprintf("Error creating volume snapshot content object for snapshot %s: %v.", snapshotKey(s), err))
 		return nil, updateError(snapshotKey(s), err)
 	}
-	c.events.Event(s, corev1.EventTypeNormal, "CreatingSnapshot",
+	c.events.Event(volumeutil.WithKind(s), corev1.EventTypeNormal, "CreatingSnapshot",
 		fmt.Sprintf("Waiting for a snapshot %s to be created by the CSI driver.", snapshotKey(s)))
 	return created, nil
 }
@@ -422,11 +419,11 @@ func (c *Controller) updateSnapshotStatus(ctx context.Context, s *snapv1.VolumeS
 	next.Status = status
 	// The events come before the write, as in the real controller.
 	if (current.Status == nil || current.Status.CreationTime == nil) && status.CreationTime != nil {
-		c.events.Event(s, corev1.EventTypeNormal, "SnapshotCreated",
+		c.events.Event(volumeutil.WithKind(s), corev1.EventTypeNormal, "SnapshotCreated",
 			fmt.Sprintf("Snapshot %s was successfully created by the CSI driver.", snapshotKey(s)))
 	}
 	if !isReady(current) && isReady(next) {
-		c.events.Event(s, corev1.EventTypeNormal, "SnapshotReady", fmt.Sprintf("Snapshot %s is ready to use.", snapshotKey(s)))
+		c.events.Event(volumeutil.WithKind(s), corev1.EventTypeNormal, "SnapshotReady", fmt.Sprintf("Snapshot %s is ready to use.", snapshotKey(s)))
 	}
 	updated, err := c.snaps.SnapshotV1().VolumeSnapshots(s.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	if err != nil {
@@ -454,7 +451,7 @@ func (c *Controller) updateErrorStatus(ctx context.Context, s *snapv1.VolumeSnap
 	}
 	_, err := c.snaps.SnapshotV1().VolumeSnapshots(s.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	// The event goes out even when the write failed, so the error is seen.
-	c.events.Event(s, eventtype, reason, message)
+	c.events.Event(volumeutil.WithKind(s), eventtype, reason, message)
 	return err
 }
 
@@ -529,7 +526,7 @@ func (c *Controller) processSnapshotWithDeletionTimestamp(ctx context.Context, s
 		return nil
 	}
 	if content != nil && c.isVolumeBeingCreatedFromSnapshot(s) {
-		c.events.Event(s, corev1.EventTypeWarning, "SnapshotDeletePending", "Snapshot is being used to restore a PVC")
+		c.events.Event(volumeutil.WithKind(s), corev1.EventTypeWarning, "SnapshotDeletePending", "Snapshot is being used to restore a PVC")
 		return fmt.Errorf("snapshot %s is in use (being used to restore a PVC), will retry deletion", snapshotKey(s))
 	}
 	if content != nil {
@@ -540,7 +537,7 @@ func (c *Controller) processSnapshotWithDeletionTimestamp(ctx context.Context, s
 	if content != nil && deleteContent {
 		err := c.snaps.SnapshotV1().VolumeSnapshotContents().Delete(ctx, content.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			c.events.Event(s, corev1.EventTypeWarning, "SnapshotContentObjectDeleteError", "Failed to delete snapshot content API object")
+			c.events.Event(volumeutil.WithKind(s), corev1.EventTypeWarning, "SnapshotContentObjectDeleteError", "Failed to delete snapshot content API object")
 			return fmt.Errorf("failed to delete VolumeSnapshotContent %s from API server: %q", content.Name, err)
 		}
 	}
@@ -569,7 +566,7 @@ func (c *Controller) isVolumeBeingCreatedFromSnapshot(s *snapv1.VolumeSnapshot) 
 // in progress needs it.
 func (c *Controller) removeSnapshotFinalizers(ctx context.Context, s *snapv1.VolumeSnapshot, removeBound bool) error {
 	if err := c.checkAndRemovePVCFinalizer(ctx, s, true); err != nil {
-		c.events.Event(s, corev1.EventTypeWarning, "ErrorPVCFinalizer", "Error check and remove PVC Finalizer for VolumeSnapshot")
+		c.events.Event(volumeutil.WithKind(s), corev1.EventTypeWarning, "ErrorPVCFinalizer", "Error check and remove PVC Finalizer for VolumeSnapshot")
 		return updateError(s.Name, err)
 	}
 	next := s.DeepCopy()

@@ -444,20 +444,20 @@ func isFinalError(err error) bool {
 func (s *Snapshotter) deleteSnapshot(ctx context.Context, content *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
 	credentials, err := s.credentialsFromAnnotations(ctx, content)
 	if err != nil {
-		s.events.Event(content, corev1.EventTypeWarning, "SnapshotDeleteError", "Failed to get snapshot credentials")
+		s.events.Event(volumeutil.WithKind(content), corev1.EventTypeWarning, "SnapshotDeleteError", "Failed to get snapshot credentials")
 		return content, fmt.Errorf("failed to get input parameters to delete snapshot for content %s: %q", content.Name, err)
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, s.cfg.Timeout)
 	_, err = s.csi.DeleteSnapshot(callCtx, &csi.DeleteSnapshotRequest{SnapshotId: *content.Status.SnapshotHandle, Secrets: credentials})
 	cancel()
 	if err != nil {
-		s.events.Event(content, corev1.EventTypeWarning, "SnapshotDeleteError", "Failed to delete snapshot")
+		s.events.Event(volumeutil.WithKind(content), corev1.EventTypeWarning, "SnapshotDeleteError", "Failed to delete snapshot")
 		return content, fmt.Errorf("failed to delete snapshot %#v, err: %v", content.Name,
 			fmt.Errorf("failed to delete snapshot content %s: %q", content.Name, err))
 	}
 	current, err := s.snaps.SnapshotV1().VolumeSnapshotContents().Get(ctx, content.Name, metav1.GetOptions{})
 	if err != nil {
-		s.events.Event(content, corev1.EventTypeWarning, "SnapshotDeleteError", "Failed to clear content status")
+		s.events.Event(volumeutil.WithKind(content), corev1.EventTypeWarning, "SnapshotDeleteError", "Failed to clear content status")
 		return content, fmt.Errorf("error get snapshot content %s from api server: %v", content.Name, err)
 	}
 	if current.Status != nil {
@@ -465,7 +465,7 @@ func (s *Snapshotter) deleteSnapshot(ctx context.Context, content *snapv1.Volume
 	}
 	updated, err := s.snaps.SnapshotV1().VolumeSnapshotContents().UpdateStatus(ctx, current, metav1.UpdateOptions{})
 	if err != nil {
-		s.events.Event(content, corev1.EventTypeWarning, "SnapshotDeleteError", "Failed to clear content status")
+		s.events.Event(volumeutil.WithKind(content), corev1.EventTypeWarning, "SnapshotDeleteError", "Failed to clear content status")
 		return content, updateError(content.Name, err)
 	}
 	return updated, nil
@@ -521,7 +521,7 @@ func (s *Snapshotter) updateErrorStatus(ctx context.Context, content *snapv1.Vol
 		ops = []patchOp{{Op: "replace", Path: "/status/error", Value: cerr}, {Op: "replace", Path: "/status/readyToUse", Value: &ready}}
 	}
 	_, _ = s.patch(ctx, content, ops, "status")
-	s.events.Event(content, eventtype, reason, message)
+	s.events.Event(volumeutil.WithKind(content), eventtype, reason, message)
 }
 
 // setAnnBeingCreated marks the content: CreateSnapshot is being asked.

@@ -7,6 +7,7 @@ import (
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -116,4 +117,23 @@ func expand(template string, vars map[string]string) (string, error) {
 		return "", fmt.Errorf("invalid tokens: %q", missing)
 	}
 	return out, nil
+}
+
+// WithKind returns a copy of a snapshot object with its apiVersion and
+// kind set, for an event recorder: the objects a typed client returns
+// carry none, and the recorder's scheme (client-go's) does not know the
+// snapshot kinds, so it could not name the event's object otherwise.
+func WithKind(obj runtime.Object) runtime.Object {
+	kind := ""
+	switch obj.(type) {
+	case *snapv1.VolumeSnapshot:
+		kind = "VolumeSnapshot"
+	case *snapv1.VolumeSnapshotContent:
+		kind = "VolumeSnapshotContent"
+	default:
+		return obj
+	}
+	c := obj.DeepCopyObject()
+	c.GetObjectKind().SetGroupVersionKind(snapv1.SchemeGroupVersion.WithKind(kind))
+	return c
 }
