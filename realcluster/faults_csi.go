@@ -15,10 +15,12 @@ import (
 // controller plugin here, beyond the identity calls and
 // ControllerGetCapabilities that both make: the external-provisioner
 // provisions, deletes and (with --enable-capacity) asks for capacity; the
-// external-attacher attaches, detaches and lists published volumes.
+// external-attacher attaches, detaches and lists published volumes; the
+// csi-snapshotter takes, deletes and lists snapshots.
 var sidecarMethods = map[string][]string{
 	realkube.CSIProvisioner: {"CreateVolume", "DeleteVolume", "GetCapacity"},
 	realkube.CSIAttacher:    {"ControllerPublishVolume", "ControllerUnpublishVolume", "ListVolumes"},
+	realkube.CSISnapshotter: {"CreateSnapshot", "DeleteSnapshot", "ListSnapshots"},
 }
 
 // bothSidecars are the calls every sidecar makes.
