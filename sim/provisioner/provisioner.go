@@ -264,7 +264,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 	}
 	if ds != nil {
 		if req.VolumeContentSource, err = p.contentSource(ctx, claim, class, ds); err != nil {
-			return nil, fmt.Errorf("error getting handle for DataSource Type %s by Name %s: %v", ds.Kind, ds.Name, err)
+			return nil, err
 		}
 		protect := p.protectCloneSource
 		if ds.Kind == snapshotKind {

@@ -76,10 +76,17 @@ func (p *Provisioner) dataSource(claim *corev1.PersistentVolumeClaim) (*corev1.O
 // contentSource is the CSI source of the claim's volume: a snapshot to
 // restore, or a claim to clone.
 func (p *Provisioner) contentSource(ctx context.Context, claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, ds *corev1.ObjectReference) (*csi.VolumeContentSource, error) {
+	var src *csi.VolumeContentSource
+	var err error
 	if ds.Kind == snapshotKind {
-		return p.snapshotSource(ctx, claim, class, ds)
+		src, err = p.snapshotSource(ctx, claim, class, ds)
+	} else {
+		src, err = p.pvcSource(claim, ds.Name)
 	}
-	return p.pvcSource(claim, ds.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error getting handle for DataSource Type %s by Name %s: %v", ds.Kind, ds.Name, err)
+	}
+	return src, nil
 }
 
 // snapshotSource checks the snapshot as the sidecar does, reading it and
