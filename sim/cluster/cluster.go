@@ -553,14 +553,18 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 		}),
 		snapshotComponent("snapshot-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory,
 			scs snapclientset.Interface, sf snapinformers.SharedInformerFactory) []controller.Worker {
-			return snapshotcontroller.New(cs, scs, f, sf, c.rt).Workers()
+			sc := snapshotcontroller.New(cs, scs, f, sf, c.rt)
+			c.loop.Every(snapshotcontroller.ResyncPeriod, sc.Resync)
+			return sc.Workers()
 		}),
 		snapshotComponent("csi-snapshotter", func(cs kubernetes.Interface, _ informers.SharedInformerFactory,
 			scs snapclientset.Interface, sf snapinformers.SharedInformerFactory) []controller.Worker {
 			if snapConn == nil {
 				return nil
 			}
-			return snapshotter.New(snapshotter.Config{DriverName: drv}, cs, scs, sf, snapConn.Controller, c.rt).Workers()
+			sn := snapshotter.New(snapshotter.Config{DriverName: drv}, cs, scs, sf, snapConn.Controller, c.rt)
+			c.loop.Every(snapshotter.ResyncPeriod, sn.Resync)
+			return sn.Workers()
 		}),
 	)
 }

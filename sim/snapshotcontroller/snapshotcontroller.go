@@ -21,6 +21,7 @@ import (
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -110,6 +111,23 @@ func (c *Controller) enqueueSnapshot(obj any) {
 func (c *Controller) enqueueContent(obj any) {
 	if content, ok := controller.Unwrap(obj).(*snapv1.VolumeSnapshotContent); ok {
 		c.contentQ.Add(content.Name)
+	}
+}
+
+// ResyncPeriod is the controller's --resync-period: every snapshot and
+// content is synced again this often (cmd/snapshot-controller).
+const ResyncPeriod = 15 * time.Minute
+
+// Resync queues every snapshot and content, as the informers' periodic
+// resync does; run it every ResyncPeriod.
+func (c *Controller) Resync(context.Context) {
+	snapshots, _ := c.snapshots.List(labels.Everything())
+	for _, s := range snapshots {
+		c.enqueueSnapshot(s)
+	}
+	contents, _ := c.contents.List(labels.Everything())
+	for _, content := range contents {
+		c.enqueueContent(content)
 	}
 }
 

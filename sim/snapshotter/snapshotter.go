@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -107,6 +108,18 @@ func New(cfg Config, client kubernetes.Interface, snaps snapclientset.Interface,
 func (s *Snapshotter) enqueue(obj any) {
 	if content, ok := controller.Unwrap(obj).(*snapv1.VolumeSnapshotContent); ok {
 		s.queue.Add(content.Name)
+	}
+}
+
+// ResyncPeriod is the sidecar's --resync-period (cmd/csi-snapshotter).
+const ResyncPeriod = 15 * time.Minute
+
+// Resync queues every content, as the informer's periodic resync does;
+// run it every ResyncPeriod.
+func (s *Snapshotter) Resync(context.Context) {
+	contents, _ := s.contents.List(labels.Everything())
+	for _, content := range contents {
+		s.enqueue(content)
 	}
 }
 
