@@ -241,6 +241,11 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 	if err != nil {
 		return nil, err
 	}
+	if ds != nil {
+		if err := p.checkSourceCapability(ctx, ds); err != nil {
+			return nil, err
+		}
+	}
 	if claim.Spec.Selector != nil {
 		return nil, errors.New("claim Selector is not supported")
 	}

@@ -73,6 +73,22 @@ func (p *Provisioner) dataSource(claim *corev1.PersistentVolumeClaim) (*corev1.O
 	return ds, nil
 }
 
+// checkSourceCapability: the driver can restore snapshots, or clone, as
+// the data source needs (external-provisioner checkDriverCapabilities).
+func (p *Provisioner) checkSourceCapability(ctx context.Context, ds *corev1.ObjectReference) error {
+	caps, err := p.controllerCapabilities(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ds.Kind == snapshotKind && !caps[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT]:
+		return errors.New("CSI driver does not support snapshot restore: controller CREATE_DELETE_SNAPSHOT capability is not reported")
+	case ds.Kind == pvcKind && !caps[csi.ControllerServiceCapability_RPC_CLONE_VOLUME]:
+		return errors.New("CSI driver does not support clone operations: controller CLONE_VOLUME capability is not reported")
+	}
+	return nil
+}
+
 // contentSource is the CSI source of the claim's volume: a snapshot to
 // restore, or a claim to clone.
 func (p *Provisioner) contentSource(ctx context.Context, claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, ds *corev1.ObjectReference) (*csi.VolumeContentSource, error) {
