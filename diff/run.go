@@ -119,10 +119,10 @@ func runSim(ctx context.Context, sc *scenario.Scenario, opts Options, realAt map
 	// it longer) settles by quiet alone; the times of later steps keep
 	// the two from drifting apart. A step the real run did not reach
 	// (realAt has none) settles by quiet alone too.
-	settle := func(ctx context.Context, cs kubernetes.Interface, n *Normaliser, step int) bool {
+	settle := func(ctx context.Context, cl Clients, n *Normaliser, step int) bool {
 		until := start.Add(realAt[step])
 		snapshot := func() (Snapshot, error) {
-			objs, err := List(ctx, cs)
+			objs, err := List(ctx, cl)
 			if err != nil {
 				return Snapshot{}, err
 			}
@@ -142,12 +142,12 @@ func runReal(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResul
 		return RunResult{}, fmt.Errorf("starting the real control plane: %w", err)
 	}
 	// Wait until the cluster shows the same snapshot for opts.Quiet.
-	settle := func(ctx context.Context, cs kubernetes.Interface, n *Normaliser, _ int) bool {
+	settle := func(ctx context.Context, cl Clients, n *Normaliser, _ int) bool {
 		deadline := time.Now().Add(opts.SettleTimeout)
 		var last Snapshot
 		var since time.Time
 		for time.Now().Before(deadline) && ctx.Err() == nil {
-			objs, err := List(ctx, cs)
+			objs, err := List(ctx, cl)
 			if err == nil {
 				s := n.Snapshot(objs, c.CSICalls())
 				if since.IsZero() || !s.Equal(last) {
@@ -175,13 +175,13 @@ func runReal(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResul
 // on clk (nil: the real clock).
 func runOn(ctx context.Context, sc *scenario.Scenario, opts Options, name string, b backend, clk clock.WithTicker,
 	ready func(context.Context, kubernetes.Interface) error,
-	settle func(ctx context.Context, cs kubernetes.Interface, n *Normaliser, step int) bool) (RunResult, error) {
-	cs, err := kubernetes.NewForConfig(b.RESTConfig())
+	settle func(ctx context.Context, cl Clients, n *Normaliser, step int) bool) (RunResult, error) {
+	cl, err := NewClients(b.RESTConfig())
 	if err != nil {
 		return RunResult{}, fmt.Errorf("%s: client: %w", name, err)
 	}
 	run := RunResult{Backend: name, Total: len(sc.Steps)}
-	if err := ready(ctx, cs); err != nil {
+	if err := ready(ctx, cl.Kube); err != nil {
 		run.Error = err.Error()
 		return run, nil
 	}
@@ -194,9 +194,9 @@ func runOn(ctx context.Context, sc *scenario.Scenario, opts Options, name string
 	var snapErr error
 	runner := &scenario.Runner{Backend: b, Recorder: b.Recorder(), Clock: clk,
 		AfterStep: func(ctx context.Context, st scenario.StepResult) {
-			settled := settle(ctx, cs, norm, st.Step)
+			settled := settle(ctx, cl, norm, st.Step)
 			at := now.Since(readyAt)
-			objs, err := List(ctx, cs)
+			objs, err := List(ctx, cl)
 			if err != nil {
 				snapErr = errors.Join(snapErr, fmt.Errorf("snapshot after step %d: %w", st.Step, err))
 				return

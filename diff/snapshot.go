@@ -27,11 +27,14 @@ import (
 	"strings"
 	"time"
 
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/trace"
@@ -49,11 +52,36 @@ type Objects struct {
 	Events            []corev1.Event
 	StorageClasses    []storagev1.StorageClass
 	CSIDrivers        []storagev1.CSIDriver
+	// The snapshot kinds, from the CRDs of external-snapshotter.
+	VolumeSnapshots        []snapv1.VolumeSnapshot
+	VolumeSnapshotContents []snapv1.VolumeSnapshotContent
+	VolumeSnapshotClasses  []snapv1.VolumeSnapshotClass
+}
+
+// Clients are what a snapshot lists objects with: the core kinds', and
+// the snapshot CRDs'.
+type Clients struct {
+	Kube      kubernetes.Interface
+	Snapshots snapclientset.Interface
+}
+
+// NewClients makes the clients of a cluster.
+func NewClients(cfg *rest.Config) (Clients, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return Clients{}, err
+	}
+	snaps, err := snapclientset.NewForConfig(cfg)
+	if err != nil {
+		return Clients{}, err
+	}
+	return Clients{Kube: kube, Snapshots: snaps}, nil
 }
 
 // List lists the objects of every kind a snapshot shows.
-func List(ctx context.Context, cs kubernetes.Interface) (Objects, error) {
+func List(ctx context.Context, cl Clients) (Objects, error) {
 	var o Objects
+	cs := cl.Kube
 	opts := metav1.ListOptions{}
 	errf := func(kind string, err error) error { return fmt.Errorf("listing %s: %w", kind, err) }
 	pvcs, err := cs.CoreV1().PersistentVolumeClaims("").List(ctx, opts)
@@ -92,8 +120,25 @@ func List(ctx context.Context, cs kubernetes.Interface) (Objects, error) {
 	if err != nil {
 		return o, errf("CSIDrivers", err)
 	}
-	return Objects{PVCs: pvcs.Items, PVs: pvs.Items, Pods: pods.Items, VolumeAttachments: vas.Items, Nodes: nodes.Items,
-		CSINodes: csiNodes.Items, Events: events.Items, StorageClasses: classes.Items, CSIDrivers: drivers.Items}, nil
+	o = Objects{PVCs: pvcs.Items, PVs: pvs.Items, Pods: pods.Items, VolumeAttachments: vas.Items, Nodes: nodes.Items,
+		CSINodes: csiNodes.Items, Events: events.Items, StorageClasses: classes.Items, CSIDrivers: drivers.Items}
+	if cl.Snapshots == nil {
+		return o, nil
+	}
+	snaps, err := cl.Snapshots.SnapshotV1().VolumeSnapshots("").List(ctx, opts)
+	if err != nil {
+		return o, errf("VolumeSnapshots", err)
+	}
+	contents, err := cl.Snapshots.SnapshotV1().VolumeSnapshotContents().List(ctx, opts)
+	if err != nil {
+		return o, errf("VolumeSnapshotContents", err)
+	}
+	snapClasses, err := cl.Snapshots.SnapshotV1().VolumeSnapshotClasses().List(ctx, opts)
+	if err != nil {
+		return o, errf("VolumeSnapshotClasses", err)
+	}
+	o.VolumeSnapshots, o.VolumeSnapshotContents, o.VolumeSnapshotClasses = snaps.Items, contents.Items, snapClasses.Items
+	return o, nil
 }
 
 // Object is one object of a snapshot, normalised.
@@ -161,7 +206,7 @@ func equalObjects(a, b map[string]Object) bool {
 
 // kindOrder orders a report's objects the way the lifecycle meets them.
 var kindOrder = []string{"CSIDriver", "StorageClass", "PersistentVolumeClaim", "PersistentVolume", "Pod",
-	"VolumeAttachment", "Node", "CSINode"}
+	"VolumeAttachment", "Node", "CSINode", "VolumeSnapshotClass", "VolumeSnapshot", "VolumeSnapshotContent"}
 
 // systemNamespaces hold the control plane's own objects, not the
 // scenario's; a snapshot leaves them out.
@@ -262,6 +307,22 @@ func (n *Normaliser) learn(objs Objects, calls []trace.Entry) {
 	}
 	for _, p := range objs.Pods {
 		set(string(p.UID), "<uid of pod "+qualified(p.Namespace, p.Name)+">")
+	}
+	// A snapshot of a claim gets the content snapcontent-<uid>, and the
+	// csi-snapshotter asks the driver for snapshot-<uid>; the handle the
+	// driver returns is the snapshot's too.
+	for _, vs := range objs.VolumeSnapshots {
+		snap := qualified(vs.Namespace, vs.Name)
+		set(string(vs.UID), "<uid of volumesnapshot "+snap+">")
+		set("snapcontent-"+string(vs.UID), "<content of volumesnapshot "+snap+">")
+		set("snapshot-"+string(vs.UID), "<snapshot of volumesnapshot "+snap+">")
+	}
+	for _, c := range objs.VolumeSnapshotContents {
+		ref := c.Spec.VolumeSnapshotRef
+		if c.Status != nil && c.Status.SnapshotHandle != nil && ref.Name != "" {
+			set(*c.Status.SnapshotHandle, "<handle of volumesnapshot "+qualified(ref.Namespace, ref.Name)+">")
+		}
+		set(string(c.UID), "<uid of volumesnapshotcontent "+n.name(c.Name)+">")
 	}
 	for _, node := range objs.Nodes {
 		set(string(node.UID), "<uid of node "+node.Name+">")
@@ -467,6 +528,7 @@ func (n *Normaliser) Snapshot(objs Objects, calls []trace.Entry) Snapshot {
 		}
 		add(o)
 	}
+	n.snapshotObjects(add, objs)
 	n.events(s.Objects, objs.Events)
 	for _, o := range s.Objects {
 		sort.Strings(o.Conditions)

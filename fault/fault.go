@@ -233,7 +233,8 @@ func OutOfServiceTaint(added time.Time) corev1.Taint {
 // and watch-drop disturb, by the user agent they write as. A node's kubelet
 // is KubeletComponent(node).
 var Components = []string{"persistentvolume-binder", "attachdetach-controller", "default-scheduler",
-	"node-controller", "external-provisioner", "external-attacher", "expand-controller", "external-resizer"}
+	"node-controller", "external-provisioner", "external-attacher", "expand-controller", "external-resizer",
+	"snapshot-controller", "csi-snapshotter"}
 
 // kubeletPrefix starts a kubelet's user agent: kubelet:NODE.
 const kubeletPrefix = "kubelet:"

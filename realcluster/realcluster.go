@@ -85,7 +85,11 @@ type Config struct {
 // The sidecars, by binary, and the actor their CSI calls appear under: the
 // binary's name, which is also how their API writes are attributed (their
 // user agent).
-var sidecars = []string{realkube.CSIProvisioner, realkube.CSIAttacher, realkube.CSIResizer}
+var sidecars = []string{realkube.CSIProvisioner, realkube.CSIAttacher, realkube.CSIResizer, realkube.CSISnapshotter}
+
+// controllers are the control-plane controllers that run beside
+// kube-controller-manager, with a kubeconfig and no CSI socket.
+var controllers = []string{realkube.SnapshotController}
 
 // Cluster is a running real control plane with simulated nodes.
 type Cluster struct {
@@ -142,7 +146,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		}
 		cfg.DriverBinary = exe
 	}
-	if err := realkube.Available(cfg.BinDir, append(slices.Clone(realkube.ControlPlaneBinaries), sidecars...)...); err != nil {
+	if err := realkube.Available(cfg.BinDir, slices.Concat(realkube.ControlPlaneBinaries, sidecars, controllers)...); err != nil {
 		return nil, err
 	}
 	for _, n := range cfg.RealNodes {
@@ -200,6 +204,11 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	ctrlEndpoint, err := c.startDriver(ctx, "controller", "")
 	if err != nil {
 		return c, err
+	}
+	for _, name := range controllers {
+		if err := c.startSidecar(ctx, name, ""); err != nil {
+			return c, err
+		}
 	}
 	for _, name := range sidecars {
 		if err := c.startSidecar(ctx, name, ctrlEndpoint); err != nil {
@@ -329,22 +338,31 @@ func (c *Cluster) driverTimeout() time.Duration {
 }
 
 // startSidecar runs a real sidecar against the control plane and, through
-// a recording proxy of its own, against the controller plugin.
+// a recording proxy of its own, against the controller plugin; with no
+// ctrlEndpoint, a control-plane controller (the snapshot-controller) that
+// talks to the API server only.
 func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) error {
-	socket := c.root.Path("controller", name+".sock")
-	p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: name, Listen: "unix://" + socket,
-		Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(name, call, c.rec)) }})
-	if err != nil {
-		return fmt.Errorf("proxy for %s: %w", name, err)
-	}
-	c.proxies = append(c.proxies, p)
 	log, err := c.logWriter(name)
 	if err != nil {
 		return err
 	}
 	tmpl := launch.Template{Path: filepath.Join(c.cfg.BinDir, name), Args: []string{
-		"--kubeconfig=" + c.kube.KubeconfigPath(), "--csi-address=" + socket,
-		"--leader-election=false", "--timeout=30s", "-v=2"}}
+		"--kubeconfig=" + c.kube.KubeconfigPath(), "--leader-election=false", "-v=2"}}
+	if ctrlEndpoint != "" {
+		socket := c.root.Path("controller", name+".sock")
+		p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: name, Listen: "unix://" + socket,
+			Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(name, call, c.rec)) }})
+		if err != nil {
+			return fmt.Errorf("proxy for %s: %w", name, err)
+		}
+		c.proxies = append(c.proxies, p)
+		tmpl.Args = append(tmpl.Args, "--csi-address="+socket)
+		// The csi-snapshotter keeps its default --timeout (1 min), as
+		// csisim's does.
+		if name != realkube.CSISnapshotter {
+			tmpl.Args = append(tmpl.Args, "--timeout=30s")
+		}
+	}
 	if name == "csi-provisioner" {
 		// Storage capacity tracking, as csisim's provisioner does it: the
 		// objects go to kube-system with no owner (no pod owns them here).
@@ -375,6 +393,9 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 func callEntry(actor string, call faultproxy.Call, rec *trace.Recorder) trace.Entry {
 	e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: call.Method, Object: call.VolumeID,
 		Wall: call.Duration.Round(time.Microsecond), Detail: call.Code.String()}
+	if call.Method == "CreateSnapshot" {
+		e.Object = call.Name
+	}
 	if call.Method == "CreateVolume" {
 		e.Object = call.Name
 		if call.VolumeID != "" {

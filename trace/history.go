@@ -71,6 +71,9 @@ type DataCheck struct {
 	// Found lists the pod UIDs whose markers for this claim were read back
 	// intact; Corrupt those whose markers did not match their checksum.
 	Found, Corrupt []string
+	// Copied lists the pod UIDs whose markers for other claims were read
+	// back intact: data a restore or a clone brought.
+	Copied []string
 	// Err is what went wrong reading or writing the volume.
 	Err string
 }

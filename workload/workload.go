@@ -36,6 +36,9 @@ type Report struct {
 	// Found are the UIDs of the pods whose markers for the claim were
 	// read back intact, sorted; Corrupt those whose markers were not.
 	Found, Corrupt []string
+	// Copied are the UIDs of the pods of other claims whose markers were
+	// read back intact: copied in by a restore or a clone, sorted.
+	Copied []string
 }
 
 // Check reads the markers in volume directory dir that pods of the same
@@ -61,6 +64,7 @@ func Check(dir string, pod Pod, readOnly bool) (Report, error) {
 		switch {
 		case intact && (m.Claim != pod.Claim || m.Namespace != pod.Namespace):
 			// Another claim's data, copied in by a clone or a restore.
+			rep.Copied = append(rep.Copied, uid)
 		case intact && m.UID == uid:
 			rep.Found = append(rep.Found, uid)
 		default:
@@ -69,6 +73,7 @@ func Check(dir string, pod Pod, readOnly bool) (Report, error) {
 	}
 	slices.Sort(rep.Found)
 	slices.Sort(rep.Corrupt)
+	slices.Sort(rep.Copied)
 	if readOnly {
 		return rep, nil
 	}

@@ -39,7 +39,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	eventTTL := fs.Duration("event-ttl", fakekube.DefaultEventTTL, "how long the API server keeps an Event after its last write, as kube-apiserver's --event-ttl")
 	bare := fs.Bool("bare", false, "do not create the driver's CSIDriver and default StorageClass")
 	without := fs.String("without", "", "comma-separated simulated components to leave out, for real ones to take their place\n"+
-		"(external-provisioner, external-attacher, persistentvolume-binder, attachdetach-controller, default-scheduler);\n"+
+		"(external-provisioner, external-attacher, persistentvolume-binder, attachdetach-controller, default-scheduler,\n"+
+		"snapshot-controller, csi-snapshotter);\n"+
 		"the controller plugin's socket is printed for sidecars")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: csisim serve [flags]\n\nRuns a simulated cluster and serves its API on 127.0.0.1 for kubectl.\n\nFlags:\n")

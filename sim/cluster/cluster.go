@@ -20,6 +20,9 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -52,6 +55,8 @@ import (
 	"github.com/csisim/csisim/sim/pvcontroller"
 	"github.com/csisim/csisim/sim/resizer"
 	"github.com/csisim/csisim/sim/scheduler"
+	"github.com/csisim/csisim/sim/snapshotcontroller"
+	"github.com/csisim/csisim/sim/snapshotter"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -95,7 +100,8 @@ type Config struct {
 	// Without names simulated components to leave out, so that their real
 	// counterparts can take their place against the API server's HTTP
 	// endpoint: external-provisioner, external-attacher,
-	// persistentvolume-binder, attachdetach-controller, default-scheduler.
+	// persistentvolume-binder, attachdetach-controller, default-scheduler,
+	// snapshot-controller, csi-snapshotter.
 	// It needs Realtime: a real process works on wall time.
 	Without []string
 	// DriverLog receives the driver processes' output; default: discarded.
@@ -421,6 +427,35 @@ func (c *Cluster) informers(component string, cs kubernetes.Interface) (informer
 	return f, nil
 }
 
+// snapshotClient returns a clientset of the snapshot kinds that names
+// itself userAgent to the API server.
+func (c *Cluster) snapshotClient(userAgent string) snapclientset.Interface {
+	return snapclientset.NewForConfigOrDie(c.api.RESTConfig(userAgent))
+}
+
+// snapshotInformers returns the informer factory of the snapshot kinds
+// for one control-plane component, whose informers the loop feeds, as
+// informers does for the core kinds.
+func (c *Cluster) snapshotInformers(component string, cs snapclientset.Interface) (snapinformers.SharedInformerFactory, error) {
+	f := snapinformers.NewSharedInformerFactory(cs, 0)
+	for _, k := range []struct {
+		obj      runtime.Object
+		resource string
+	}{
+		{&snapv1.VolumeSnapshot{}, "volumesnapshots"},
+		{&snapv1.VolumeSnapshotContent{}, "volumesnapshotcontents"},
+		{&snapv1.VolumeSnapshotClass{}, "volumesnapshotclasses"},
+	} {
+		inf, err := c.loop.NewInformer(snapv1.SchemeGroupVersion.WithResource(k.resource), "")
+		if err != nil {
+			return nil, err
+		}
+		inf.BelongsTo(component)
+		f.InformerFor(k.obj, func(snapclientset.Interface, time.Duration) cache.SharedIndexInformer { return inf })
+	}
+	return f, nil
+}
+
 // startControlPlane makes the controllers and sidecars, each with its own
 // client and informers as the real processes have, and gives their queues
 // to the loop.
@@ -448,6 +483,21 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 		c.cfg.DriverName = name
 	}
 	drv := c.cfg.DriverName
+	// The csi-snapshotter runs beside a driver that can take snapshots:
+	// the real one exits at start when the driver cannot.
+	var snapConn *csiclient.Conn
+	if !slices.Contains(c.cfg.Without, "csi-snapshotter") {
+		if snapConn, err = c.dial(ctrlEndpoint, "csi-snapshotter"); err != nil {
+			return err
+		}
+		ok, err := c.canSnapshot(snapConn)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			snapConn = nil
+		}
+	}
 	component := func(userAgent string, build func(kubernetes.Interface, informers.SharedInformerFactory) []controller.Worker) error {
 		if slices.Contains(c.cfg.Without, userAgent) {
 			return nil
@@ -458,6 +508,23 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			return err
 		}
 		c.loop.AddWorkers(build(cs, f)...)
+		return nil
+	}
+	snapshotComponent := func(userAgent string, build func(kubernetes.Interface, informers.SharedInformerFactory,
+		snapclientset.Interface, snapinformers.SharedInformerFactory) []controller.Worker) error {
+		if slices.Contains(c.cfg.Without, userAgent) {
+			return nil
+		}
+		cs, scs := c.client(userAgent), c.snapshotClient(userAgent)
+		f, err := c.informers(userAgent, cs)
+		if err != nil {
+			return err
+		}
+		sf, err := c.snapshotInformers(userAgent, scs)
+		if err != nil {
+			return err
+		}
+		c.loop.AddWorkers(build(cs, f, scs, sf)...)
 		return nil
 	}
 	return errors.Join(
@@ -474,7 +541,8 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			return scheduler.New(cs, f, c.rt).Workers()
 		}),
 		component("external-provisioner", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
-			p := provisioner.New(provisioner.Config{DriverName: drv, Identity: provConn.Identity}, cs, f, provConn.Controller, c.rt)
+			p := provisioner.New(provisioner.Config{DriverName: drv, Identity: provConn.Identity,
+				Snapshots: c.snapshotClient("external-provisioner")}, cs, f, provConn.Controller, c.rt)
 			c.loop.Every(provisioner.CapacityPollInterval*time.Second, p.PollCapacity)
 			return p.Workers()
 		}),
@@ -507,7 +575,34 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 			c.loop.Every(resizer.ResyncPeriod, r.Resync)
 			return r.Workers()
 		}),
+		snapshotComponent("snapshot-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory,
+			scs snapclientset.Interface, sf snapinformers.SharedInformerFactory) []controller.Worker {
+			sc := snapshotcontroller.New(cs, scs, f, sf, c.rt)
+			c.loop.Every(snapshotcontroller.ResyncPeriod, sc.Resync)
+			return sc.Workers()
+		}),
+		snapshotComponent("csi-snapshotter", func(cs kubernetes.Interface, _ informers.SharedInformerFactory,
+			scs snapclientset.Interface, sf snapinformers.SharedInformerFactory) []controller.Worker {
+			if snapConn == nil {
+				return nil
+			}
+			sn := snapshotter.New(snapshotter.Config{DriverName: drv}, cs, scs, sf, snapConn.Controller, c.rt)
+			c.loop.Every(snapshotter.ResyncPeriod, sn.Resync)
+			return sn.Workers()
+		}),
 	)
+}
+
+// canSnapshot asks the controller plugin whether it creates and deletes
+// snapshots, as the csi-snapshotter asks when it starts.
+func (c *Cluster) canSnapshot(conn *csiclient.Conn) (bool, error) {
+	ctx, cancel := csiclient.WithTimeout(context.Background(), c.cfg.StartTimeout)
+	defer cancel()
+	caps, err := csiclient.ControllerCapabilities(ctx, conn.Controller)
+	if err != nil {
+		return false, fmt.Errorf("controller plugin: %w", err)
+	}
+	return caps[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT], nil
 }
 
 // pluginName asks the controller plugin for its name.

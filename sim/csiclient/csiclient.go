@@ -109,13 +109,18 @@ func recordCalls(actor string, rec *trace.Recorder) grpc.UnaryClientInterceptor 
 }
 
 // VolumeOf names the volume a call concerns: the request's volume ID, or for
-// CreateVolume the name asked for and the ID returned.
+// CreateVolume the name asked for and the ID returned; for CreateSnapshot
+// the snapshot's name.
 func VolumeOf(req, reply any) string {
 	switch r := req.(type) {
 	case *csi.CreateVolumeRequest:
 		if resp, ok := reply.(*csi.CreateVolumeResponse); ok && resp.GetVolume().GetVolumeId() != "" {
 			return r.GetName() + " -> " + resp.GetVolume().GetVolumeId()
 		}
+		return r.GetName()
+	case *csi.CreateSnapshotRequest:
+		// The snapshot's name (snapshot-<VolumeSnapshot uid>), as the
+		// real control plane's timeline names it (realcluster callEntry).
 		return r.GetName()
 	case volumeIDer:
 		return r.GetVolumeId()

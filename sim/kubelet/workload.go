@@ -47,7 +47,7 @@ func (k *Kubelet) runWorkload(pod *corev1.Pod) {
 		default:
 			rep, err := workload.Check(m.target, workload.Pod{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Claim: claim.Name},
 				v.PersistentVolumeClaim.ReadOnly)
-			d.Wrote, d.Found, d.Corrupt = rep.Wrote, rep.Found, rep.Corrupt
+			d.Wrote, d.Found, d.Corrupt, d.Copied = rep.Wrote, rep.Found, rep.Corrupt, rep.Copied
 			if err != nil {
 				d.Err = err.Error()
 			}
@@ -70,6 +70,9 @@ func describeCheck(d *trace.DataCheck) string {
 		parts = append(parts, "read-only")
 	}
 	parts = append(parts, fmt.Sprintf("found %d earlier marker(s) of claim %s", len(d.Found), d.Claim))
+	if len(d.Copied) > 0 {
+		parts = append(parts, fmt.Sprintf("%d marker(s) of other claims (a restore or a clone)", len(d.Copied)))
+	}
 	if len(d.Corrupt) > 0 {
 		parts = append(parts, fmt.Sprintf("%d corrupt", len(d.Corrupt)))
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,6 +58,9 @@ type Config struct {
 	Timeout time.Duration
 	// Identity, if set, is asked whether the driver has topology.
 	Identity csi.IdentityClient
+	// Snapshots reads the VolumeSnapshots claims are restored from; nil
+	// fails every restore.
+	Snapshots snapclientset.Interface
 }
 
 // annSelectedNode is the node the scheduler chose for a WaitForFirstConsumer claim.
@@ -191,9 +195,13 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 	}
 	p.events.Eventf(claim, corev1.EventTypeNormal, "Provisioning", "External provisioner is provisioning volume for claim %q", ns+"/"+name)
 	pv, err := p.provision(ctx, claim, class, pvName)
+	if errors.Is(err, errPopulator) {
+		return nil
+	}
 	if err != nil {
 		return p.failed(ctx, claim, class, err)
 	}
+	p.releaseSnapshotSource(ctx, claim)
 	if _, err := p.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating PersistentVolume %s: %w", pvName, err)
 	}
@@ -229,6 +237,15 @@ func (p *Provisioner) failed(ctx context.Context, claim *corev1.PersistentVolume
 // CreateVolume and returns the PV to create. Its errors are the sidecar's,
 // in its words: the event's message.
 func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, pvName string) (*corev1.PersistentVolume, error) {
+	ds, err := p.dataSource(claim)
+	if err != nil {
+		return nil, err
+	}
+	if ds != nil {
+		if err := p.checkSourceCapability(ctx, ds); err != nil {
+			return nil, err
+		}
+	}
 	if claim.Spec.Selector != nil {
 		return nil, errors.New("claim Selector is not supported")
 	}
@@ -250,11 +267,15 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 		VolumeCapabilities: volumeCaps,
 		CapacityRange:      &csi.CapacityRange{RequiredBytes: requestedBytes(claim)},
 	}
-	if req.VolumeContentSource, err = p.contentSource(claim); err != nil {
-		return nil, err
-	}
-	if ds := claim.Spec.DataSource; req.VolumeContentSource != nil && ds != nil {
-		if err := p.protectCloneSource(ctx, claim.Namespace, ds.Name); err != nil {
+	if ds != nil {
+		if req.VolumeContentSource, err = p.contentSource(ctx, claim, class, ds); err != nil {
+			return nil, err
+		}
+		protect := p.protectCloneSource
+		if ds.Kind == snapshotKind {
+			protect = p.protectSnapshotSource
+		}
+		if err := protect(ctx, ds.Namespace, ds.Name); err != nil {
 			return nil, err
 		}
 	}
@@ -362,26 +383,6 @@ func (p *Provisioner) volumeFor(claim *corev1.PersistentVolumeClaim, reclaim *co
 			NodeAffinity: nodeAffinityOf(vol.GetAccessibleTopology()),
 		},
 	}
-}
-
-// contentSource is the CSI source of a claim cloned from another claim,
-// checked as the sidecar checks it, with its messages.
-func (p *Provisioner) contentSource(claim *corev1.PersistentVolumeClaim) (*csi.VolumeContentSource, error) {
-	ds := claim.Spec.DataSource
-	if ds == nil {
-		return nil, nil
-	}
-	if ds.Name == "" {
-		return nil, fmt.Errorf("the PVC source not found for PVC %s", claim.Name)
-	}
-	if ds.Kind != "PersistentVolumeClaim" || (ds.APIGroup != nil && *ds.APIGroup != "") {
-		return nil, fmt.Errorf("data source %s %s is not supported by csisim's provisioner", ds.Kind, ds.Name)
-	}
-	src, err := p.pvcSource(claim, ds.Name)
-	if err != nil {
-		return nil, fmt.Errorf("error getting handle for DataSource Type %s by Name %s: %v", ds.Kind, ds.Name, err)
-	}
-	return src, nil
 }
 
 func (p *Provisioner) pvcSource(claim *corev1.PersistentVolumeClaim, name string) (*csi.VolumeContentSource, error) {
