@@ -115,15 +115,22 @@ type Resizer struct {
 // and wires a resizer to the factory's informers. It returns
 // ErrNotSupported (wrapped) for a driver that cannot expand at all.
 func New(ctx context.Context, cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, conn *csiclient.Conn, rt controller.Runtime) (*Resizer, error) {
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	r := &Resizer{cfg: cfg, client: client, csi: conn.Controller, clock: rt.Clock,
-		queue:       rt.NewQueueWithBackoff(cfg.DriverName+"-pvc", RetryIntervalStart, RetryIntervalMax),
-		finalErrors: map[string]bool{}, slow: map[string]time.Time{}, inUseErrors: map[string]bool{}}
+	r := newResizer(cfg, client, factory, conn.Controller, rt)
 	if err := r.probe(ctx, conn); err != nil {
 		return nil, err
 	}
+	return r, nil
+}
+
+// newResizer wires a resizer to the factory's informers; probe says what
+// the plugin can do.
+func newResizer(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Resizer {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	r := &Resizer{cfg: cfg, client: client, csi: ctrl, clock: rt.Clock,
+		queue:       rt.NewQueueWithBackoff(cfg.DriverName+"-pvc", RetryIntervalStart, RetryIntervalMax),
+		finalErrors: map[string]bool{}, slow: map[string]time.Time{}, inUseErrors: map[string]bool{}}
 	r.events, _ = rt.NewEventRecorder(client, "external-resizer "+cfg.DriverName, "")
 	pvcInf := factory.Core().V1().PersistentVolumeClaims().Informer()
 	pvInf := factory.Core().V1().PersistentVolumes().Informer()
@@ -138,7 +145,7 @@ func New(ctx context.Context, cfg Config, client kubernetes.Interface, factory i
 			}
 		},
 	})
-	return r, nil
+	return r
 }
 
 // probe is the sidecar's start: a controller service is required; with
