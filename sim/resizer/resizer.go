@@ -96,8 +96,7 @@ type Resizer struct {
 
 	// controllerExpand is false for a driver with node expansion only: the
 	// sidecar's trivial resizer.
-	controllerExpand      bool
-	singleNodeMultiWriter bool
+	controllerExpand bool
 
 	mu sync.Mutex
 	// finalErrors are the claims whose last ControllerExpandVolume failed
@@ -170,7 +169,6 @@ func (r *Resizer) probe(ctx context.Context, conn *csiclient.Conn) error {
 		return fmt.Errorf("failed to check if plugin supports controller resize: %w", err)
 	}
 	r.controllerExpand = caps[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
-	r.singleNodeMultiWriter = caps[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]
 	if r.controllerExpand {
 		return nil
 	}
@@ -428,12 +426,18 @@ func (r *Resizer) expand(ctx context.Context, pv *corev1.PersistentVolume, size 
 			secrets[k] = string(v)
 		}
 	}
-	capability, err := csiclient.CapabilityOf(pv, r.singleNodeMultiWriter)
+	callCtx, cancel := csiclient.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	// The sidecar asks for SINGLE_NODE_MULTI_WRITER before every
+	// expansion, to map the access modes.
+	caps, err := csiclient.ControllerCapabilities(callCtx, r.csi)
 	if err != nil {
 		return old, false, fmt.Errorf("failed to get capabilities of volume %s with %v", pv.Name, err)
 	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, r.cfg.Timeout)
-	defer cancel()
+	capability, err := csiclient.CapabilityOf(pv, caps[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER])
+	if err != nil {
+		return old, false, fmt.Errorf("failed to get capabilities of volume %s with %v", pv.Name, err)
+	}
 	resp, err := r.csi.ControllerExpandVolume(callCtx, &csi.ControllerExpandVolumeRequest{
 		VolumeId: src.VolumeHandle, CapacityRange: &csi.CapacityRange{RequiredBytes: size.Value()},
 		Secrets: secrets, VolumeCapability: capability,

@@ -34,6 +34,10 @@ type fakeCSI struct {
 	calls        []*csi.ControllerExpandVolumeRequest
 }
 
+func (f *fakeCSI) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest, ...grpc.CallOption) (*csi.ControllerGetCapabilitiesResponse, error) {
+	return &csi.ControllerGetCapabilitiesResponse{}, nil
+}
+
 func (f *fakeCSI) ControllerExpandVolume(_ context.Context, req *csi.ControllerExpandVolumeRequest, _ ...grpc.CallOption) (*csi.ControllerExpandVolumeResponse, error) {
 	f.calls = append(f.calls, req)
 	if f.err != nil {
