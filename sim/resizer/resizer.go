@@ -58,10 +58,10 @@ const (
 	FileSystemResizePendingMessage = "Waiting for user to (re-)start a pod to finish file system resize of volume on node."
 )
 
-// The sidecar's defaults (external-resizer cmd/csi-resizer/main.go):
+// The sidecar's defaults (external-resizer v2.3.0 cmd/csi-resizer/main.go):
 // --retry-interval-start, --retry-interval-max (also how long a claim
-// whose expansion was infeasible waits before the next try), --timeout,
-// --resync-period.
+// whose expansion was infeasible waits before the next try),
+// --resize-timeout (--timeout, when given, overrides it), --resync-period.
 const (
 	RetryIntervalStart = time.Second
 	RetryIntervalMax   = 5 * time.Minute
@@ -77,7 +77,7 @@ var ErrNotSupported = errors.New("CSI driver neither supports controller resize 
 type Config struct {
 	// DriverName is the driver's name (GetPluginInfo), the resizer's name.
 	DriverName string
-	// Timeout bounds every CSI call, like the sidecar's --timeout.
+	// Timeout bounds every CSI call, like the sidecar's --resize-timeout.
 	Timeout time.Duration
 }
 
