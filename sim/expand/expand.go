@@ -8,6 +8,7 @@ package expand
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,11 +41,19 @@ type Controller struct {
 	claims corelisters.PersistentVolumeClaimLister
 	queue  controller.Queue
 	events record.EventRecorder
+
+	// enqueued holds each queued claim as the informer handed it over.
+	// The real controller syncs within milliseconds of that, long before
+	// an external resizer (API writes and a CSI call) can have finished;
+	// the simulation runs a resizer's whole sync as one step, which the
+	// loop may order first, so the sync judges the claim as it was then.
+	mu       sync.Mutex
+	enqueued map[string]*corev1.PersistentVolumeClaim
 }
 
 // New wires the controller to the factory's claim informer.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
-	c := &Controller{client: client, queue: rt.NewQueue("volume_expand")}
+	c := &Controller{client: client, queue: rt.NewQueue("volume_expand"), enqueued: map[string]*corev1.PersistentVolumeClaim{}}
 	c.events, _ = rt.NewEventRecorder(client, eventSource, "")
 	inf := factory.Core().V1().PersistentVolumeClaims()
 	c.claims = inf.Lister()
@@ -76,6 +85,9 @@ func (c *Controller) enqueue(obj any) {
 		return
 	}
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(claim); err == nil {
+		c.mu.Lock()
+		c.enqueued[key] = claim
+		c.mu.Unlock()
 		c.queue.Add(key)
 	}
 }
@@ -97,6 +109,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
+	if seen, ok := c.enqueued[key]; ok && seen.UID == claim.UID {
+		claim = seen
+	}
+	delete(c.enqueued, key)
+	c.mu.Unlock()
 	// The real controller reads the volume from the API server.
 	pv, err := c.client.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {

@@ -32,10 +32,13 @@ func TestExternalExpanding(t *testing.T) {
 		claim  *corev1.PersistentVolumeClaim
 		queued bool
 		events []string
+		// expandedMeanwhile: a resizer finished before the sync.
+		expandedMeanwhile bool
 	}{
-		{"a bound claim asking for more", claim("2Gi", corev1.ClaimBound), true, []string{"Normal ExternalExpanding waiting for an external controller to expand this PVC"}},
-		{"a bound claim of its size", claim("1Gi", corev1.ClaimBound), true, nil},
-		{"a claim not bound", claim("2Gi", corev1.ClaimPending), false, nil},
+		{"a bound claim asking for more", claim("2Gi", corev1.ClaimBound), true, []string{"Normal ExternalExpanding waiting for an external controller to expand this PVC"}, false},
+		{"a bound claim of its size", claim("1Gi", corev1.ClaimBound), true, nil, false},
+		{"a claim not bound", claim("2Gi", corev1.ClaimPending), false, nil, false},
+		{"a claim a resizer expanded meanwhile", claim("2Gi", corev1.ClaimBound), true, []string{"Normal ExternalExpanding waiting for an external controller to expand this PVC"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,6 +57,13 @@ func TestExternalExpanding(t *testing.T) {
 			}
 			if !tt.queued {
 				return
+			}
+			if tt.expandedMeanwhile {
+				done := tt.claim.DeepCopy()
+				done.Status.Capacity[corev1.ResourceStorage] = resource.MustParse("2Gi")
+				if err := factory.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Update(done); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := c.sync(context.Background(), "default/data"); err != nil {
 				t.Fatal(err)
