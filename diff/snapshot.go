@@ -417,6 +417,11 @@ func (n *Normaliser) Snapshot(objs Objects, calls []trace.Entry) Snapshot {
 		if c.Spec.StorageClassName != nil {
 			setField(o.Fields, "storageClassName", *c.Spec.StorageClassName)
 		}
+		// Sizes and the resize status: what volume expansion changes.
+		setField(o.Fields, "request", quantity(c.Spec.Resources.Requests))
+		setField(o.Fields, "capacity", quantity(c.Status.Capacity))
+		setField(o.Fields, "allocatedResources", quantity(c.Status.AllocatedResources))
+		setField(o.Fields, "allocatedResourceStatus", string(c.Status.AllocatedResourceStatuses[corev1.ResourceStorage]))
 		for _, cond := range c.Status.Conditions {
 			o.Conditions = append(o.Conditions, condition(string(cond.Type), string(cond.Status), cond.Reason))
 		}
@@ -430,6 +435,7 @@ func (n *Normaliser) Snapshot(objs Objects, calls []trace.Entry) Snapshot {
 		}
 		setField(o.Fields, "storageClassName", pv.Spec.StorageClassName)
 		setField(o.Fields, "reclaimPolicy", string(pv.Spec.PersistentVolumeReclaimPolicy))
+		setField(o.Fields, "capacity", quantity(pv.Spec.Capacity))
 		if src := pv.Spec.CSI; src != nil {
 			setField(o.Fields, "csi.driver", src.Driver)
 			setField(o.Fields, "csi.volumeHandle", n.name(src.VolumeHandle))
@@ -616,6 +622,14 @@ var machineEventReasons = []string{"CgroupV1"}
 // run csisim's workload image in every container (nothing can be pulled
 // here), the simulator names the image the pod asks for.
 var containerImage = regexp.MustCompile(`Container image "[^"]*"`)
+
+// quantity is the storage in a resource list, or "" for none.
+func quantity(l corev1.ResourceList) string {
+	if q, ok := l[corev1.ResourceStorage]; ok {
+		return q.String()
+	}
+	return ""
+}
 
 func setField(fields map[string]string, name, value string) {
 	if value != "" {

@@ -80,7 +80,9 @@ func specDiff(old, cur *corev1.PersistentVolumeClaimSpec) string {
 }
 
 // claimResizeStatuses are the values allocatedResourceStatuses may hold
-// (kubernetes pkg/apis/core/validation/validation.go, resizeStatusSet).
+// (kubernetes pkg/apis/core/validation/validation.go, resizeStatusSet;
+// v1.37 names the field status.allocatedResourceStatuses, as the real
+// server answered in fidelity/apisemantics_test.go).
 var claimResizeStatuses = sets.New(corev1.PersistentVolumeClaimControllerResizeInProgress,
 	corev1.PersistentVolumeClaimControllerResizeInfeasible,
 	corev1.PersistentVolumeClaimNodeResizePending,
@@ -101,7 +103,7 @@ func validateClaimStatusUpdate(claim *corev1.PersistentVolumeClaim) field.ErrorL
 	for _, r := range sets.List(sets.KeySet(claim.Status.Capacity)) {
 		errs = append(errs, nonNegative(claim.Status.Capacity[r], capPath.Key(string(r)))...)
 	}
-	statusPath := field.NewPath("status", "allocatedResourceStatus")
+	statusPath := field.NewPath("status", "allocatedResourceStatuses")
 	for _, k := range sets.List(sets.KeySet(claim.Status.AllocatedResourceStatuses)) {
 		errs = append(errs, claimResourceKey(string(k), statusPath)...)
 		if !claimResizeStatuses.Has(claim.Status.AllocatedResourceStatuses[k]) {

@@ -99,9 +99,9 @@ type Config struct {
 	Realtime bool
 	// Without names simulated components to leave out, so that their real
 	// counterparts can take their place against the API server's HTTP
-	// endpoint: external-provisioner, external-attacher,
-	// persistentvolume-binder, attachdetach-controller, default-scheduler,
-	// snapshot-controller, csi-snapshotter.
+	// endpoint: external-provisioner, external-attacher, external-resizer,
+	// persistentvolume-binder, attachdetach-controller, expand-controller,
+	// default-scheduler, snapshot-controller, csi-snapshotter.
 	// It needs Realtime: a real process works on wall time.
 	Without []string
 	// DriverLog receives the driver processes' output; default: discarded.

@@ -8,6 +8,7 @@ package expand
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,11 +41,20 @@ type Controller struct {
 	claims corelisters.PersistentVolumeClaimLister
 	queue  controller.Queue
 	events record.EventRecorder
+
+	// grown are the queued claims whose request exceeded their capacity
+	// when the informer handed them over. The real controller syncs
+	// within milliseconds of that, long before an external resizer (API
+	// writes and a CSI call) can have finished; the simulation runs a
+	// resizer's whole sync as one step, which the loop may order first,
+	// so the sync judges the claim as it was then.
+	mu    sync.Mutex
+	grown map[string]bool
 }
 
 // New wires the controller to the factory's claim informer.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Controller {
-	c := &Controller{client: client, queue: rt.NewQueue("volume_expand")}
+	c := &Controller{client: client, queue: rt.NewQueue("volume_expand"), grown: map[string]bool{}}
 	c.events, _ = rt.NewEventRecorder(client, eventSource, "")
 	inf := factory.Core().V1().PersistentVolumeClaims()
 	c.claims = inf.Lister()
@@ -76,6 +86,12 @@ func (c *Controller) enqueue(obj any) {
 		return
 	}
 	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(claim); err == nil {
+		request, capacity := claim.Spec.Resources.Requests[corev1.ResourceStorage], claim.Status.Capacity[corev1.ResourceStorage]
+		if request.Cmp(capacity) > 0 {
+			c.mu.Lock()
+			c.grown[key] = true
+			c.mu.Unlock()
+		}
 		c.queue.Add(key)
 	}
 }
@@ -90,6 +106,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
+	grown := c.grown[key]
+	delete(c.grown, key)
+	c.mu.Unlock()
 	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -106,7 +126,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("persistent Volume is not bound to PVC being updated : %s", key)
 	}
 	request, capacity := claim.Spec.Resources.Requests[corev1.ResourceStorage], claim.Status.Capacity[corev1.ResourceStorage]
-	if request.Cmp(capacity) <= 0 && !metav1.HasAnnotation(pv.ObjectMeta, annPreResizeCapacity) {
+	if request.Cmp(capacity) <= 0 && !grown && !metav1.HasAnnotation(pv.ObjectMeta, annPreResizeCapacity) {
 		return nil
 	}
 	// No in-tree plugin expands a CSI volume, nor any other volume of the

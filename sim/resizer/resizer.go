@@ -58,10 +58,10 @@ const (
 	FileSystemResizePendingMessage = "Waiting for user to (re-)start a pod to finish file system resize of volume on node."
 )
 
-// The sidecar's defaults (external-resizer cmd/csi-resizer/main.go):
+// The sidecar's defaults (external-resizer v2.3.0 cmd/csi-resizer/main.go):
 // --retry-interval-start, --retry-interval-max (also how long a claim
-// whose expansion was infeasible waits before the next try), --timeout,
-// --resync-period.
+// whose expansion was infeasible waits before the next try),
+// --resize-timeout (--timeout, when given, overrides it), --resync-period.
 const (
 	RetryIntervalStart = time.Second
 	RetryIntervalMax   = 5 * time.Minute
@@ -77,7 +77,7 @@ var ErrNotSupported = errors.New("CSI driver neither supports controller resize 
 type Config struct {
 	// DriverName is the driver's name (GetPluginInfo), the resizer's name.
 	DriverName string
-	// Timeout bounds every CSI call, like the sidecar's --timeout.
+	// Timeout bounds every CSI call, like the sidecar's --resize-timeout.
 	Timeout time.Duration
 }
 
@@ -96,8 +96,7 @@ type Resizer struct {
 
 	// controllerExpand is false for a driver with node expansion only: the
 	// sidecar's trivial resizer.
-	controllerExpand      bool
-	singleNodeMultiWriter bool
+	controllerExpand bool
 
 	mu sync.Mutex
 	// finalErrors are the claims whose last ControllerExpandVolume failed
@@ -115,15 +114,22 @@ type Resizer struct {
 // and wires a resizer to the factory's informers. It returns
 // ErrNotSupported (wrapped) for a driver that cannot expand at all.
 func New(ctx context.Context, cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, conn *csiclient.Conn, rt controller.Runtime) (*Resizer, error) {
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	r := &Resizer{cfg: cfg, client: client, csi: conn.Controller, clock: rt.Clock,
-		queue:       rt.NewQueueWithBackoff(cfg.DriverName+"-pvc", RetryIntervalStart, RetryIntervalMax),
-		finalErrors: map[string]bool{}, slow: map[string]time.Time{}, inUseErrors: map[string]bool{}}
+	r := newResizer(cfg, client, factory, conn.Controller, rt)
 	if err := r.probe(ctx, conn); err != nil {
 		return nil, err
 	}
+	return r, nil
+}
+
+// newResizer wires a resizer to the factory's informers; probe says what
+// the plugin can do.
+func newResizer(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Resizer {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	r := &Resizer{cfg: cfg, client: client, csi: ctrl, clock: rt.Clock,
+		queue:       rt.NewQueueWithBackoff(cfg.DriverName+"-pvc", RetryIntervalStart, RetryIntervalMax),
+		finalErrors: map[string]bool{}, slow: map[string]time.Time{}, inUseErrors: map[string]bool{}}
 	r.events, _ = rt.NewEventRecorder(client, "external-resizer "+cfg.DriverName, "")
 	pvcInf := factory.Core().V1().PersistentVolumeClaims().Informer()
 	pvInf := factory.Core().V1().PersistentVolumes().Informer()
@@ -138,7 +144,7 @@ func New(ctx context.Context, cfg Config, client kubernetes.Interface, factory i
 			}
 		},
 	})
-	return r, nil
+	return r
 }
 
 // probe is the sidecar's start: a controller service is required; with
@@ -163,7 +169,6 @@ func (r *Resizer) probe(ctx context.Context, conn *csiclient.Conn) error {
 		return fmt.Errorf("failed to check if plugin supports controller resize: %w", err)
 	}
 	r.controllerExpand = caps[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
-	r.singleNodeMultiWriter = caps[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER]
 	if r.controllerExpand {
 		return nil
 	}
@@ -421,12 +426,18 @@ func (r *Resizer) expand(ctx context.Context, pv *corev1.PersistentVolume, size 
 			secrets[k] = string(v)
 		}
 	}
-	capability, err := csiclient.CapabilityOf(pv, r.singleNodeMultiWriter)
+	callCtx, cancel := csiclient.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	// The sidecar asks for SINGLE_NODE_MULTI_WRITER before every
+	// expansion, to map the access modes.
+	caps, err := csiclient.ControllerCapabilities(callCtx, r.csi)
 	if err != nil {
 		return old, false, fmt.Errorf("failed to get capabilities of volume %s with %v", pv.Name, err)
 	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, r.cfg.Timeout)
-	defer cancel()
+	capability, err := csiclient.CapabilityOf(pv, caps[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER])
+	if err != nil {
+		return old, false, fmt.Errorf("failed to get capabilities of volume %s with %v", pv.Name, err)
+	}
 	resp, err := r.csi.ControllerExpandVolume(callCtx, &csi.ControllerExpandVolumeRequest{
 		VolumeId: src.VolumeHandle, CapacityRange: &csi.CapacityRange{RequiredBytes: size.Value()},
 		Secrets: secrets, VolumeCapability: capability,
