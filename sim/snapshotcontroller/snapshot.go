@@ -449,9 +449,15 @@ func (c *Controller) updateErrorStatus(ctx context.Context, s *snapv1.VolumeSnap
 		ready := false
 		next.Status.ReadyToUse = &ready
 	}
-	_, err := c.snaps.SnapshotV1().VolumeSnapshots(s.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
-	// The event goes out even when the write failed, so the error is seen.
-	c.events.Event(volumeutil.WithKind(s), eventtype, reason, message)
+	updated, err := c.snaps.SnapshotV1().VolumeSnapshots(s.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	// The event goes out even when the write failed, about the object the
+	// write returned, as the real controller's does: after a failed write
+	// (a conflict, say) that is an empty VolumeSnapshot, and the event
+	// names no object.
+	if err != nil {
+		updated = &snapv1.VolumeSnapshot{}
+	}
+	c.events.Event(volumeutil.WithKind(updated), eventtype, reason, message)
 	return err
 }
 
