@@ -114,6 +114,7 @@ func validateCreate(res *resource, obj runtime.Object) field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), o.Name, msg))
 		}
 	}
+	errs = append(errs, validateSpec(obj)...)
 	return append(errs, validateSnapshotCreate(obj)...)
 }
 
@@ -128,16 +129,32 @@ func validateUpdate(res *resource, obj, old runtime.Object) field.ErrorList {
 		if !apiequality.Semantic.DeepEqual(o.Spec.PersistentVolumeSource, was.Spec.PersistentVolumeSource) {
 			errs = append(errs, field.Forbidden(field.NewPath("spec", "persistentvolumesource"), "spec.persistentvolumesource is immutable after creation"))
 		}
-	case *storagev1.StorageClass:
-		was := old.(*storagev1.StorageClass)
-		if !apiequality.Semantic.DeepEqual(o.Parameters, was.Parameters) {
-			errs = append(errs, field.Forbidden(field.NewPath("parameters"), "updates to parameters are forbidden."))
+		// ValidatePersistentVolumeUpdate names the field without "spec.".
+		if !apiequality.Semantic.DeepEqual(o.Spec.VolumeMode, was.Spec.VolumeMode) {
+			var mode any
+			if o.Spec.VolumeMode != nil {
+				mode = string(*o.Spec.VolumeMode)
+			}
+			errs = append(errs, field.Invalid(field.NewPath("volumeMode"), mode, "field is immutable"))
 		}
+	case *storagev1.StorageClass:
+		// The storage group's declarative validation
+		// (kubernetes staging/src/k8s.io/api/storage/v1 +k8s:immutable
+		// tags): provisioner, parameters, reclaimPolicy and
+		// volumeBindingMode never change; mountOptions,
+		// allowedTopologies and allowVolumeExpansion may.
+		was := old.(*storagev1.StorageClass)
 		if o.Provisioner != was.Provisioner {
-			errs = append(errs, field.Forbidden(field.NewPath("provisioner"), "updates to provisioner are forbidden."))
+			errs = append(errs, immutable(field.NewPath("provisioner")))
+		}
+		if !apiequality.Semantic.DeepEqual(o.Parameters, was.Parameters) {
+			errs = append(errs, immutable(field.NewPath("parameters")))
 		}
 		if !apiequality.Semantic.DeepEqual(o.ReclaimPolicy, was.ReclaimPolicy) {
-			errs = append(errs, field.Forbidden(field.NewPath("reclaimPolicy"), "updates to reclaimPolicy are forbidden."))
+			errs = append(errs, immutable(field.NewPath("reclaimPolicy")))
+		}
+		if !apiequality.Semantic.DeepEqual(o.VolumeBindingMode, was.VolumeBindingMode) {
+			errs = append(errs, immutable(field.NewPath("volumeBindingMode")))
 		}
 	case *storagev1.VolumeAttachment:
 		was := old.(*storagev1.VolumeAttachment)
@@ -154,6 +171,7 @@ func validateUpdate(res *resource, obj, old runtime.Object) field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "volumeLifecycleModes"), o.Spec.VolumeLifecycleModes, "field is immutable"))
 		}
 	}
+	errs = append(errs, validateSpec(obj)...)
 	return append(errs, validateSnapshotUpdate(obj, old)...)
 }
 
