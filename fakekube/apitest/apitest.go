@@ -69,6 +69,11 @@ func checks() []check {
 		{"BadBodies", badBodies},
 		{"SnapshotKinds", snapshotKinds},
 		{"ClaimResize", claimResize},
+		{"FieldValidation", fieldValidation},
+		{"UpdatesAreDefaulted", updatesAreDefaulted},
+		{"StorageImmutability", storageImmutability},
+		{"SystemNamespacesStay", systemNamespacesStay},
+		{"BadQueryParameters", badQueryParameters},
 	}
 }
 
