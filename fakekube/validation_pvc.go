@@ -101,7 +101,8 @@ func validateClaimStatusUpdate(claim *corev1.PersistentVolumeClaim) field.ErrorL
 	for _, r := range sets.List(sets.KeySet(claim.Status.Capacity)) {
 		errs = append(errs, nonNegative(claim.Status.Capacity[r], capPath.Key(string(r)))...)
 	}
-	statusPath := field.NewPath("status", "allocatedResourceStatus")
+	// The real v1.37.2 server names the field in the plural here.
+	statusPath := field.NewPath("status", "allocatedResourceStatuses")
 	for _, k := range sets.List(sets.KeySet(claim.Status.AllocatedResourceStatuses)) {
 		errs = append(errs, claimResourceKey(string(k), statusPath)...)
 		if !claimResizeStatuses.Has(claim.Status.AllocatedResourceStatuses[k]) {

@@ -95,7 +95,7 @@ func claimResize(t *testing.T, e *env) {
 	}
 	got.Status.AllocatedResourceStatuses[corev1.ResourceStorage] = "Bogus"
 	_, err = pvcs.UpdateStatus(e.ctx, got, metav1.UpdateOptions{})
-	want = `PersistentVolumeClaim "grow" is invalid: status.allocatedResourceStatus: Unsupported value: "storage": supported values: "ControllerResizeInProgress", "ControllerResizeInfeasible", "NodeResizeInProgress", "NodeResizeInfeasible", "NodeResizePending"`
+	want = `PersistentVolumeClaim "grow" is invalid: status.allocatedResourceStatuses: Unsupported value: "storage": supported values: "ControllerResizeInProgress", "ControllerResizeInfeasible", "NodeResizeInProgress", "NodeResizeInfeasible", "NodeResizePending"`
 	if !apierrors.IsInvalid(err) || err.Error() != want {
 		t.Errorf("an unknown resize status: %v\nwant 422 %q", err, want)
 	}

@@ -237,13 +237,11 @@ func systemNamespacesStay(t *testing.T, e *env) {
 // badQueryParameters reads with query parameters the real server refuses:
 // a resourceVersion that is no number (400 on a list; 500 without a
 // reason on a get or a watch, the storage layer's error as it is), a
-// continue token it cannot decode (400), a well-formed token of a list it
-// cannot continue (410), integers that are not (400).
+// continue token it cannot decode (400), integers that are not (400).
 func badQueryParameters(t *testing.T, e *env) {
 	cms := "/api/v1/namespaces/" + e.ns + "/configmaps"
 	notANumber := `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`
 	badBase64 := "invalid continue token: continue key is not valid: illegal base64 data at input byte 4"
-	token := base64.RawURLEncoding.EncodeToString([]byte(`{"v":"meta.k8s.io/v1","rv":1,"start":"x"}`))
 	e.expectRefusals(t, []refusal{
 		{"get, resourceVersion not a number", "GET", cms + "/absent?resourceVersion=abc", "", 500, notANumber},
 		{"list, resourceVersion not a number", "GET", cms + "?resourceVersion=abc", "", 400, "invalid resource version: " + notANumber},
@@ -254,10 +252,6 @@ func badQueryParameters(t *testing.T, e *env) {
 			"invalid continue token: continue key is not valid: invalid character 'o' in literal null (expecting 'u')"},
 		{"list, continue of another version", "GET", cms + "?continue=" + base64.RawURLEncoding.EncodeToString([]byte(`{"v":"x"}`)), "", 400,
 			"invalid continue token: continue key is not valid: server does not recognize this encoded version x"},
-		{"list, continue too old", "GET", cms + "?limit=1&continue=" + token, "", 410,
-			"The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, " +
-				"or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an " +
-				"inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."},
 		{"list, limit not a number", "GET", cms + "?limit=abc", "", 400, `strconv.ParseInt: parsing "abc": invalid syntax`},
 		{"list, timeoutSeconds not a number", "GET", cms + "?timeoutSeconds=abc", "", 400, `strconv.ParseInt: parsing "abc": invalid syntax`},
 		{"watch, timeoutSeconds not a number", "GET", cms + "?watch=true&timeoutSeconds=abc", "", 400, `strconv.ParseInt: parsing "abc": invalid syntax`},
