@@ -120,7 +120,9 @@ func validateCreate(res *resource, obj runtime.Object) field.ErrorList {
 
 // validateUpdate enforces the immutable fields of the lifecycle objects.
 func validateUpdate(res *resource, obj, old runtime.Object) field.ErrorList {
-	var errs field.ErrorList
+	// The update strategies validate the new object as a create does,
+	// then what may not change.
+	errs := validateSpec(obj)
 	switch o := obj.(type) {
 	case *corev1.PersistentVolumeClaim:
 		errs = append(errs, validateClaimUpdate(o, old.(*corev1.PersistentVolumeClaim))...)
@@ -171,7 +173,6 @@ func validateUpdate(res *resource, obj, old runtime.Object) field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "volumeLifecycleModes"), o.Spec.VolumeLifecycleModes, "field is immutable"))
 		}
 	}
-	errs = append(errs, validateSpec(obj)...)
 	return append(errs, validateSnapshotUpdate(obj, old)...)
 }
 

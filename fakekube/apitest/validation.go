@@ -117,6 +117,13 @@ func fieldValidation(t *testing.T, e *env) {
 			fmt.Sprintf(`PersistentVolume %q is invalid: spec.csi.driver: Required value`, n("nodriver"))},
 		{"volume with an unknown reclaim policy", "POST", "/api/v1/persistentvolumes", pv(n("policy"), rwo+`,"persistentVolumeReclaimPolicy":"Keep",`+csi), 422,
 			fmt.Sprintf(`PersistentVolume %q is invalid: spec.persistentVolumeReclaimPolicy: Unsupported value: "Keep": supported values: "Delete", "Recycle", "Retain"`, n("policy"))},
+		{"volume of size zero", "POST", "/api/v1/persistentvolumes", strings.Replace(pv(n("zero"), rwo+","+csi), `"1Gi"`, `"0"`, 1), 422,
+			fmt.Sprintf(`PersistentVolume %q is invalid: spec.capacity[storage]: Invalid value: "0": must be greater than zero`, n("zero"))},
+		{"volume of negative size", "POST", "/api/v1/persistentvolumes", strings.Replace(pv(n("neg"), rwo+","+csi), `"1Gi"`, `"-1Gi"`, 1), 422,
+			fmt.Sprintf(`PersistentVolume %q is invalid: [spec.capacity[storage]: Invalid value: -1073741824: must be a valid resource quantity, `+
+				`spec.capacity[storage]: Invalid value: "-1Gi": must be greater than zero]`, n("neg"))},
+		{"volume with an unknown volume mode", "POST", "/api/v1/persistentvolumes", pv(n("vm"), rwo+`,"volumeMode":"Sideways",`+csi), 422,
+			fmt.Sprintf(`PersistentVolume %q is invalid: spec.volumeMode: Unsupported value: "Sideways": supported values: "Block", "Filesystem"`, n("vm"))},
 		{"volume with an unknown access mode", "POST", "/api/v1/persistentvolumes", pv(n("pvmode"), `"accessModes":["ReadWriteSometimes"],`+csi), 422,
 			fmt.Sprintf(`PersistentVolume %q is invalid: spec.accessModes: Unsupported value: "ReadWriteSometimes": supported values: "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"`, n("pvmode"))},
 		{"class with an unknown reclaim policy", "POST", "/apis/storage.k8s.io/v1/storageclasses",
@@ -205,6 +212,11 @@ func storageImmutability(t *testing.T, e *env) {
 				"reclaimPolicy: Invalid value: null: field is immutable, volumeBindingMode: Invalid value: null: field is immutable]"},
 		{"volume mode", "PATCH", "/api/v1/persistentvolumes/" + pvName, `{"spec":{"volumeMode":"Block"}}`, 422,
 			fmt.Sprintf(`PersistentVolume %q is invalid: volumeMode: Invalid value: "Block": field is immutable`, pvName)},
+		// An update is validated as a create is.
+		{"volume, unknown reclaim policy", "PATCH", "/api/v1/persistentvolumes/" + pvName, `{"spec":{"persistentVolumeReclaimPolicy":"Keep"}}`, 422,
+			fmt.Sprintf(`PersistentVolume %q is invalid: spec.persistentVolumeReclaimPolicy: Unsupported value: "Keep": supported values: "Delete", "Recycle", "Retain"`, pvName)},
+		{"class, unknown binding mode", "PATCH", sc, `{"volumeBindingMode":"Later"}`, 422,
+			scInvalid + `[volumeBindingMode: Unsupported value: "Later": supported values: "Immediate", "WaitForFirstConsumer", volumeBindingMode: Invalid value: null: field is immutable]`},
 	})
 	for _, tc := range []struct{ path, patch string }{
 		{sc, `{"mountOptions":["ro"]}`},
