@@ -3,10 +3,11 @@ package fakekube
 import (
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -17,8 +18,7 @@ import (
 const annBetaStorageClass = "volume.beta.kubernetes.io/storage-class"
 
 // claimSpecImmutable is the start of the real server's message for a
-// forbidden change of a claim's spec; the server adds a go-cmp diff of the
-// spec (kubernetes pkg/apis/core/validation/validation.go,
+// forbidden change of a claim's spec; the server adds a diff of the spec (kubernetes pkg/apis/core/validation/validation.go,
 // ValidatePersistentVolumeClaimUpdate).
 const claimSpecImmutable = "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"
 
@@ -66,17 +66,54 @@ func validateClaimUpdate(claim, was *corev1.PersistentVolumeClaim) field.ErrorLi
 	return errs
 }
 
-// specDiff is the diff the real server appends to its message, made the
-// same way (go-cmp, old then new) over the v1 types, named as the
-// server's internal types print. go-cmp's output is unstable on purpose
-// (it varies its spaces between processes), so only its gist can match.
+// specDiff is the diff the real server appends to its message: a unified
+// diff (3 lines of context) of the old and new spec as indented JSON
+// (apimachinery pkg/util/diff.Diff), of its internal types, whose fields
+// carry no JSON tags, so the JSON names them as Go does and leaves out
+// nothing.
 func specDiff(old, cur *corev1.PersistentVolumeClaimSpec) string {
-	d := cmp.Diff(*old, *cur)
-	for _, name := range []string{"PersistentVolumeClaimSpec", "VolumeResourceRequirements", "ResourceList",
-		"PersistentVolumeAccessMode", "PersistentVolumeMode", "TypedLocalObjectReference", "TypedObjectReference"} {
-		d = strings.ReplaceAll(d, "v1."+name, "core."+name)
+	return diff.Diff(internalClaimSpec(old), internalClaimSpec(cur))
+}
+
+// claimSpecJSON is the shape of the server's internal
+// core.PersistentVolumeClaimSpec, field for field in its order
+// (kubernetes pkg/apis/core/types.go).
+type claimSpecJSON struct {
+	AccessModes               []corev1.PersistentVolumeAccessMode
+	Selector                  *metav1.LabelSelector
+	Resources                 struct{ Limits, Requests corev1.ResourceList }
+	VolumeName                string
+	StorageClassName          *string
+	VolumeMode                *corev1.PersistentVolumeMode
+	DataSource                *localRefJSON
+	DataSourceRef             *refJSON
+	VolumeAttributesClassName *string
+}
+
+// localRefJSON and refJSON are the internal TypedLocalObjectReference and
+// TypedObjectReference.
+type localRefJSON struct {
+	APIGroup   *string
+	Kind, Name string
+}
+
+type refJSON struct {
+	APIGroup   *string
+	Kind, Name string
+	Namespace  *string
+}
+
+func internalClaimSpec(s *corev1.PersistentVolumeClaimSpec) claimSpecJSON {
+	out := claimSpecJSON{AccessModes: s.AccessModes, Selector: s.Selector, VolumeName: s.VolumeName,
+		StorageClassName: s.StorageClassName, VolumeMode: s.VolumeMode, VolumeAttributesClassName: s.VolumeAttributesClassName}
+	out.Resources.Limits, out.Resources.Requests = s.Resources.Limits, s.Resources.Requests
+	if d := s.DataSource; d != nil {
+		out.DataSource = &localRefJSON{APIGroup: d.APIGroup, Kind: d.Kind, Name: d.Name}
 	}
-	return d
+	if d := s.DataSourceRef; d != nil {
+		out.DataSourceRef = &refJSON{APIGroup: d.APIGroup, Kind: d.Kind, Name: d.Name, Namespace: d.Namespace}
+	}
+	return out
 }
 
 // claimResizeStatuses are the values allocatedResourceStatuses may hold

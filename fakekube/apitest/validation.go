@@ -178,6 +178,21 @@ func updatesAreDefaulted(t *testing.T, e *env) {
 	if updated.Spec.VolumeMode == nil || *updated.Spec.VolumeMode != corev1.PersistentVolumeFilesystem {
 		t.Errorf("updated claim's volumeMode %v, want Filesystem", updated.Spec.VolumeMode)
 	}
+	// A real change of the mode: the message carries a unified diff of
+	// the spec as the server's internal type prints as JSON.
+	e.expectRefusals(t, []refusal{{"claim volume mode", "PATCH", "/api/v1/namespaces/" + e.ns + "/persistentvolumeclaims/defaulted",
+		`{"spec":{"volumeMode":"Block"}}`, 422,
+		`PersistentVolumeClaim "defaulted" is invalid: [spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims` + "\n" +
+			"@@ -11,7 +11,7 @@\n" +
+			"  },\n" +
+			`  "VolumeName": "",` + "\n" +
+			`  "StorageClassName": "apitest-none",` + "\n" +
+			`- "VolumeMode": "Filesystem",` + "\n" +
+			`+ "VolumeMode": "Block",` + "\n" +
+			`  "DataSource": null,` + "\n" +
+			`  "DataSourceRef": null,` + "\n" +
+			`  "VolumeAttributesClassName": null` + "\n" +
+			`, volumeMode: Invalid value: "Block": field is immutable]`}})
 }
 
 // storageImmutability changes the fields of a StorageClass and a
