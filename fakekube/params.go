@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -45,6 +46,11 @@ func checkReadParams(verb readVerb, q map[string][]string) error {
 			}
 		}
 	}
+	if verb != readGet {
+		if errs := listOptionErrors(verb, get("resourceVersion"), get("resourceVersionMatch"), isTrue(get("sendInitialEvents"))); len(errs) > 0 {
+			return apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", errs)
+		}
+	}
 	if verb == readList {
 		if c := get("continue"); c != "" {
 			if err := checkContinue(c); err != nil {
@@ -65,6 +71,43 @@ func checkReadParams(verb readVerb, q map[string][]string) error {
 			Code: http.StatusInternalServerError, Message: msg}}
 	}
 	return nil
+}
+
+// listOptionErrors are the real server's checks of resourceVersionMatch
+// (apimachinery pkg/apis/meta/internalversion/validation,
+// ValidateListOptions): a list needs a resourceVersion with it, and not
+// "0" for Exact; a watch takes only NotOlderThan, with sendInitialEvents
+// (whose own rule the watch handler checks).
+func listOptionErrors(verb readVerb, rv, match string, sendInitialEvents bool) field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("resourceVersionMatch")
+	if match == "" {
+		return nil
+	}
+	if verb == readWatch {
+		if sendInitialEvents {
+			return nil
+		}
+		errs = append(errs, field.Forbidden(p, "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+		if match != string(metav1.ResourceVersionMatchNotOlderThan) {
+			errs = append(errs, field.NotSupported(p, match, []string{string(metav1.ResourceVersionMatchNotOlderThan)}))
+		}
+		return errs
+	}
+	if rv == "" {
+		errs = append(errs, field.Forbidden(p, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+	}
+	switch metav1.ResourceVersionMatch(match) {
+	case metav1.ResourceVersionMatchExact:
+		if rv == "0" {
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("resourceVersionMatch %q is forbidden for resourceVersion %q", "exact", rv)))
+		}
+	case metav1.ResourceVersionMatchNotOlderThan:
+	default:
+		errs = append(errs, field.NotSupported(p, match, []string{string(metav1.ResourceVersionMatchExact),
+			string(metav1.ResourceVersionMatchNotOlderThan), ""}))
+	}
+	return errs
 }
 
 // continueToken is what a list's continue token encodes (base64, no

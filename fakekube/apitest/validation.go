@@ -279,6 +279,16 @@ func badQueryParameters(t *testing.T, e *env) {
 			"invalid continue token: continue key is not valid: invalid character 'o' in literal null (expecting 'u')"},
 		{"list, continue of another version", "GET", cms + "?continue=" + base64.RawURLEncoding.EncodeToString([]byte(`{"v":"x"}`)), "", 400,
 			"invalid continue token: continue key is not valid: server does not recognize this encoded version x"},
+		{"list, resourceVersionMatch unknown", "GET", cms + "?resourceVersionMatch=Bogus&resourceVersion=abc", "", 422,
+			`ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: "Bogus": supported values: "Exact", "NotOlderThan", ""`},
+		{"list, resourceVersionMatch without resourceVersion", "GET", cms + "?resourceVersionMatch=Bogus", "", 422,
+			`ListOptions.meta.k8s.io "" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided, ` +
+				`resourceVersionMatch: Unsupported value: "Bogus": supported values: "Exact", "NotOlderThan", ""]`},
+		{"list, Exact at resourceVersion 0", "GET", cms + "?resourceVersionMatch=Exact&resourceVersion=0", "", 422,
+			`ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"`},
+		{"watch, resourceVersionMatch Exact", "GET", cms + "?watch=true&resourceVersionMatch=Exact&resourceVersion=5", "", 422,
+			`ListOptions.meta.k8s.io "" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided, ` +
+				`resourceVersionMatch: Unsupported value: "Exact": supported values: "NotOlderThan"]`},
 		{"list, limit not a number", "GET", cms + "?limit=abc", "", 400, `strconv.ParseInt: parsing "abc": invalid syntax`},
 		{"list, timeoutSeconds not a number", "GET", cms + "?timeoutSeconds=abc", "", 400, `strconv.ParseInt: parsing "abc": invalid syntax`},
 		{"watch, timeoutSeconds not a number", "GET", cms + "?watch=true&timeoutSeconds=abc", "", 400, `strconv.ParseInt: parsing "abc": invalid syntax`},
