@@ -226,6 +226,9 @@ func (s *store) create(actor string, res *resource, namespace string, obj runtim
 	if errs := validateCreate(res, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.gvk().GroupKind(), m.GetName(), errs)
 	}
+	if err := checkStorable(res, obj); err != nil {
+		return nil, err
+	}
 	m.SetUID(s.newUID())
 	m.SetCreationTimestamp(s.now())
 	m.SetDeletionTimestamp(nil)
@@ -371,6 +374,9 @@ func (s *store) update(actor, verb string, res *resource, namespace, name, subre
 	// no new resourceVersion, no watch event.
 	if apiequality.Semantic.DeepEqual(next, old) {
 		return old.DeepCopyObject(), nil
+	}
+	if err := checkStorable(res, next); err != nil {
+		return nil, err
 	}
 	s.commitLocked(actor, verb, subresource, res, old, next)
 	out := s.finishDeletionLocked(actor, res, next)

@@ -74,6 +74,7 @@ func checks() []check {
 		{"StorageImmutability", storageImmutability},
 		{"SystemNamespacesStay", systemNamespacesStay},
 		{"BadQueryParameters", badQueryParameters},
+		{"EtcdSizeLimit", etcdSizeLimit},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -294,4 +295,28 @@ func badQueryParameters(t *testing.T, e *env) {
 		{"watch, timeoutSeconds not a number", "GET", cms + "?watch=true&timeoutSeconds=abc", "", 400, `strconv.ParseInt: parsing "abc": invalid syntax`},
 		{"delete, gracePeriodSeconds not a number", "DELETE", cms + "/absent?gracePeriodSeconds=abc", "", 400, `strconv.ParseInt: parsing "abc": invalid syntax`},
 	})
+}
+
+// etcdSizeLimit creates pods around etcd's 1.5 MiB request limit, which
+// no field validation of a pod guards: 1.3 MiB of environment is stored,
+// 1.7 MiB is refused by etcd, 500 with its words and no reason.
+func etcdSizeLimit(t *testing.T, e *env) {
+	pods := e.cs.CoreV1().Pods(e.ns)
+	withEnv := func(name string, kib int) *corev1.Pod {
+		p := unscheduledPod(e.ns, name)
+		for i := 0; i < kib/100; i++ {
+			p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env,
+				corev1.EnvVar{Name: fmt.Sprintf("E%d", i), Value: strings.Repeat("x", 100<<10)})
+		}
+		return p
+	}
+	if _, err := pods.Create(e.ctx, withEnv("fits", 1300), metav1.CreateOptions{}); err != nil {
+		t.Errorf("a pod of 1.3 MiB: %v", err)
+	}
+	_, err := pods.Create(e.ctx, withEnv("toolarge", 1700), metav1.CreateOptions{})
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Code != http.StatusInternalServerError ||
+		status.Status().Reason != metav1.StatusReasonUnknown || err.Error() != "etcdserver: request is too large" {
+		t.Errorf("a pod of 1.7 MiB: %v, want 500 %q", err, "etcdserver: request is too large")
+	}
 }
