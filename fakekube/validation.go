@@ -8,6 +8,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -129,7 +130,9 @@ func validateUpdate(res *resource, obj, old runtime.Object) field.ErrorList {
 	case *corev1.PersistentVolume:
 		was := old.(*corev1.PersistentVolume)
 		if !apiequality.Semantic.DeepEqual(o.Spec.PersistentVolumeSource, was.Spec.PersistentVolumeSource) {
-			errs = append(errs, field.Forbidden(field.NewPath("spec", "persistentvolumesource"), "spec.persistentvolumesource is immutable after creation"))
+			// With the diff ValidatePersistentVolumeUpdate appends.
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "persistentvolumesource"), "spec.persistentvolumesource is immutable after creation\n"+
+				diff.Diff(asInternal(was.Spec.PersistentVolumeSource), asInternal(o.Spec.PersistentVolumeSource))))
 		}
 		// ValidatePersistentVolumeUpdate names the field without "spec.".
 		if !apiequality.Semantic.DeepEqual(o.Spec.VolumeMode, was.Spec.VolumeMode) {

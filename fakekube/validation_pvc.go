@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -68,52 +67,11 @@ func validateClaimUpdate(claim, was *corev1.PersistentVolumeClaim) field.ErrorLi
 
 // specDiff is the diff the real server appends to its message: a unified
 // diff (3 lines of context) of the old and new spec as indented JSON
-// (apimachinery pkg/util/diff.Diff), of its internal types, whose fields
+// (apimachinery pkg/util/diff.Diff) of its internal types, whose fields
 // carry no JSON tags, so the JSON names them as Go does and leaves out
 // nothing.
 func specDiff(old, cur *corev1.PersistentVolumeClaimSpec) string {
-	return diff.Diff(internalClaimSpec(old), internalClaimSpec(cur))
-}
-
-// claimSpecJSON is the shape of the server's internal
-// core.PersistentVolumeClaimSpec, field for field in its order
-// (kubernetes pkg/apis/core/types.go).
-type claimSpecJSON struct {
-	AccessModes               []corev1.PersistentVolumeAccessMode
-	Selector                  *metav1.LabelSelector
-	Resources                 struct{ Limits, Requests corev1.ResourceList }
-	VolumeName                string
-	StorageClassName          *string
-	VolumeMode                *corev1.PersistentVolumeMode
-	DataSource                *localRefJSON
-	DataSourceRef             *refJSON
-	VolumeAttributesClassName *string
-}
-
-// localRefJSON and refJSON are the internal TypedLocalObjectReference and
-// TypedObjectReference.
-type localRefJSON struct {
-	APIGroup   *string
-	Kind, Name string
-}
-
-type refJSON struct {
-	APIGroup   *string
-	Kind, Name string
-	Namespace  *string
-}
-
-func internalClaimSpec(s *corev1.PersistentVolumeClaimSpec) claimSpecJSON {
-	out := claimSpecJSON{AccessModes: s.AccessModes, Selector: s.Selector, VolumeName: s.VolumeName,
-		StorageClassName: s.StorageClassName, VolumeMode: s.VolumeMode, VolumeAttributesClassName: s.VolumeAttributesClassName}
-	out.Resources.Limits, out.Resources.Requests = s.Resources.Limits, s.Resources.Requests
-	if d := s.DataSource; d != nil {
-		out.DataSource = &localRefJSON{APIGroup: d.APIGroup, Kind: d.Kind, Name: d.Name}
-	}
-	if d := s.DataSourceRef; d != nil {
-		out.DataSourceRef = &refJSON{APIGroup: d.APIGroup, Kind: d.Kind, Name: d.Name, Namespace: d.Namespace}
-	}
-	return out
+	return diff.Diff(asInternal(*old), asInternal(*cur))
 }
 
 // claimResizeStatuses are the values allocatedResourceStatuses may hold

@@ -228,6 +228,17 @@ func storageImmutability(t *testing.T, e *env) {
 				"reclaimPolicy: Invalid value: null: field is immutable, volumeBindingMode: Invalid value: null: field is immutable]"},
 		{"volume mode", "PATCH", "/api/v1/persistentvolumes/" + pvName, `{"spec":{"volumeMode":"Block"}}`, 422,
 			fmt.Sprintf(`PersistentVolume %q is invalid: volumeMode: Invalid value: "Block": field is immutable`, pvName)},
+		{"volume source", "PATCH", "/api/v1/persistentvolumes/" + pvName, `{"spec":{"csi":{"volumeHandle":"other"}}}`, 422,
+			fmt.Sprintf(`PersistentVolume %q is invalid: spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation`, pvName) + "\n" +
+				"@@ -22,7 +22,7 @@\n" +
+				`  "StorageOS": null,` + "\n" +
+				`  "CSI": {` + "\n" +
+				`   "Driver": "apitest.example.com",` + "\n" +
+				`-  "VolumeHandle": "h",` + "\n" +
+				`+  "VolumeHandle": "other",` + "\n" +
+				`   "ReadOnly": false,` + "\n" +
+				`   "FSType": "",` + "\n" +
+				`   "VolumeAttributes": null,` + "\n"},
 		// An update is validated as a create is.
 		{"volume, unknown reclaim policy", "PATCH", "/api/v1/persistentvolumes/" + pvName, `{"spec":{"persistentVolumeReclaimPolicy":"Keep"}}`, 422,
 			fmt.Sprintf(`PersistentVolume %q is invalid: spec.persistentVolumeReclaimPolicy: Unsupported value: "Keep": supported values: "Delete", "Recycle", "Retain"`, pvName)},
