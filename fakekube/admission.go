@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -15,6 +16,13 @@ const (
 	annDefaultStorageClass     = "storageclass.kubernetes.io/is-default-class"
 	annBetaDefaultStorageClass = "storageclass.beta.kubernetes.io/is-default-class"
 )
+
+// undeletableNamespaces are the namespaces the NamespaceLifecycle
+// admission plugin refuses to delete: default, kube-system and
+// kube-public (its immortalNamespaces; kube-node-lease may go).
+var undeletableNamespaces = map[string]bool{
+	metav1.NamespaceDefault: true, metav1.NamespaceSystem: true, metav1.NamespacePublic: true,
+}
 
 // admitLocked runs the mutating admission plugins of a default API server
 // that need to look at other objects: DefaultStorageClass gives a claim

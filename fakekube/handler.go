@@ -175,12 +175,24 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 	q := r.URL.Query()
 	switch {
 	case r.Method == http.MethodGet && req.name == "":
+		verb := readList
 		if isTrue(q.Get("watch")) {
+			verb = readWatch
+		}
+		if err := checkReadParams(verb, q); err != nil {
+			writeError(w, err)
+			return
+		}
+		if verb == readWatch {
 			s.serveWatch(w, r, req)
 		} else {
 			s.serveList(w, r, req)
 		}
 	case r.Method == http.MethodGet:
+		if err := checkReadParams(readGet, q); err != nil {
+			writeError(w, err)
+			return
+		}
 		obj, err := s.store.get(req.res, req.namespace, req.name)
 		respond(w, r, http.StatusOK, obj, err)
 	case r.Method == http.MethodPost && req.name == "":
@@ -450,7 +462,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req request
 	if g := r.URL.Query().Get("gracePeriodSeconds"); g != "" {
 		v, err := strconv.ParseInt(g, 10, 64)
 		if err != nil {
-			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", g)))
+			writeError(w, apierrors.NewBadRequest(err.Error()))
 			return
 		}
 		opts.GracePeriodSeconds = &v

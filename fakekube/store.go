@@ -1,6 +1,7 @@
 package fakekube
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -225,6 +226,9 @@ func (s *store) create(actor string, res *resource, namespace string, obj runtim
 	if errs := validateCreate(res, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.gvk().GroupKind(), m.GetName(), errs)
 	}
+	if err := checkStorable(res, obj); err != nil {
+		return nil, err
+	}
 	m.SetUID(s.newUID())
 	m.SetCreationTimestamp(s.now())
 	m.SetDeletionTimestamp(nil)
@@ -284,6 +288,10 @@ func (s *store) update(actor, verb string, res *resource, namespace, name, subre
 			return nil, err
 		}
 	}
+	// The real server defaults every body it decodes, an update's and a
+	// patched object's as much as a create's: a claim written back
+	// without spec.volumeMode is the claim with Filesystem.
+	setDefaults(newObj)
 	oldMeta, _ := meta.Accessor(old)
 	newMeta, err := meta.Accessor(newObj)
 	if err != nil {
@@ -367,6 +375,9 @@ func (s *store) update(actor, verb string, res *resource, namespace, name, subre
 	if apiequality.Semantic.DeepEqual(next, old) {
 		return old.DeepCopyObject(), nil
 	}
+	if err := checkStorable(res, next); err != nil {
+		return nil, err
+	}
 	s.commitLocked(actor, verb, subresource, res, old, next)
 	out := s.finishDeletionLocked(actor, res, next)
 	s.collectGarbageLocked()
@@ -445,6 +456,11 @@ func (s *store) deleteLocked(actor string, res *resource, namespace, name string
 				//lint:ignore ST1005 the real API server's words
 				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
 		}
+	}
+	if res.gvr == coreV1.WithResource("namespaces") && undeletableNamespaces[name] {
+		// The NamespaceLifecycle admission plugin
+		// (kubernetes plugin/pkg/admission/namespace/lifecycle/admission.go).
+		return nil, apierrors.NewForbidden(res.groupResource(), name, errors.New("this namespace may not be deleted"))
 	}
 	grace := gracePeriod(cur, opts)
 	next := cur.DeepCopyObject()

@@ -8,6 +8,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -114,30 +115,51 @@ func validateCreate(res *resource, obj runtime.Object) field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), o.Name, msg))
 		}
 	}
+	errs = append(errs, validateSpec(obj)...)
 	return append(errs, validateSnapshotCreate(obj)...)
 }
 
 // validateUpdate enforces the immutable fields of the lifecycle objects.
 func validateUpdate(res *resource, obj, old runtime.Object) field.ErrorList {
-	var errs field.ErrorList
+	// The update strategies validate the new object as a create does,
+	// then what may not change.
+	errs := validateSpec(obj)
 	switch o := obj.(type) {
 	case *corev1.PersistentVolumeClaim:
 		errs = append(errs, validateClaimUpdate(o, old.(*corev1.PersistentVolumeClaim))...)
 	case *corev1.PersistentVolume:
 		was := old.(*corev1.PersistentVolume)
 		if !apiequality.Semantic.DeepEqual(o.Spec.PersistentVolumeSource, was.Spec.PersistentVolumeSource) {
-			errs = append(errs, field.Forbidden(field.NewPath("spec", "persistentvolumesource"), "spec.persistentvolumesource is immutable after creation"))
+			// With the diff ValidatePersistentVolumeUpdate appends.
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "persistentvolumesource"), "spec.persistentvolumesource is immutable after creation\n"+
+				diff.Diff(asInternal(was.Spec.PersistentVolumeSource), asInternal(o.Spec.PersistentVolumeSource))))
+		}
+		// ValidatePersistentVolumeUpdate names the field without "spec.".
+		if !apiequality.Semantic.DeepEqual(o.Spec.VolumeMode, was.Spec.VolumeMode) {
+			var mode any
+			if o.Spec.VolumeMode != nil {
+				mode = string(*o.Spec.VolumeMode)
+			}
+			errs = append(errs, field.Invalid(field.NewPath("volumeMode"), mode, "field is immutable"))
 		}
 	case *storagev1.StorageClass:
+		// The storage group's declarative validation
+		// (kubernetes staging/src/k8s.io/api/storage/v1 +k8s:immutable
+		// tags): provisioner, parameters, reclaimPolicy and
+		// volumeBindingMode never change; mountOptions,
+		// allowedTopologies and allowVolumeExpansion may.
 		was := old.(*storagev1.StorageClass)
-		if !apiequality.Semantic.DeepEqual(o.Parameters, was.Parameters) {
-			errs = append(errs, field.Forbidden(field.NewPath("parameters"), "updates to parameters are forbidden."))
-		}
 		if o.Provisioner != was.Provisioner {
-			errs = append(errs, field.Forbidden(field.NewPath("provisioner"), "updates to provisioner are forbidden."))
+			errs = append(errs, immutable(field.NewPath("provisioner")))
+		}
+		if !apiequality.Semantic.DeepEqual(o.Parameters, was.Parameters) {
+			errs = append(errs, immutable(field.NewPath("parameters")))
 		}
 		if !apiequality.Semantic.DeepEqual(o.ReclaimPolicy, was.ReclaimPolicy) {
-			errs = append(errs, field.Forbidden(field.NewPath("reclaimPolicy"), "updates to reclaimPolicy are forbidden."))
+			errs = append(errs, immutable(field.NewPath("reclaimPolicy")))
+		}
+		if !apiequality.Semantic.DeepEqual(o.VolumeBindingMode, was.VolumeBindingMode) {
+			errs = append(errs, immutable(field.NewPath("volumeBindingMode")))
 		}
 	case *storagev1.VolumeAttachment:
 		was := old.(*storagev1.VolumeAttachment)

@@ -3,10 +3,10 @@ package fakekube
 import (
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -17,8 +17,7 @@ import (
 const annBetaStorageClass = "volume.beta.kubernetes.io/storage-class"
 
 // claimSpecImmutable is the start of the real server's message for a
-// forbidden change of a claim's spec; the server adds a go-cmp diff of the
-// spec (kubernetes pkg/apis/core/validation/validation.go,
+// forbidden change of a claim's spec; the server adds a diff of the spec (kubernetes pkg/apis/core/validation/validation.go,
 // ValidatePersistentVolumeClaimUpdate).
 const claimSpecImmutable = "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"
 
@@ -66,17 +65,13 @@ func validateClaimUpdate(claim, was *corev1.PersistentVolumeClaim) field.ErrorLi
 	return errs
 }
 
-// specDiff is the diff the real server appends to its message, made the
-// same way (go-cmp, old then new) over the v1 types, named as the
-// server's internal types print. go-cmp's output is unstable on purpose
-// (it varies its spaces between processes), so only its gist can match.
+// specDiff is the diff the real server appends to its message: a unified
+// diff (3 lines of context) of the old and new spec as indented JSON
+// (apimachinery pkg/util/diff.Diff) of its internal types, whose fields
+// carry no JSON tags, so the JSON names them as Go does and leaves out
+// nothing.
 func specDiff(old, cur *corev1.PersistentVolumeClaimSpec) string {
-	d := cmp.Diff(*old, *cur)
-	for _, name := range []string{"PersistentVolumeClaimSpec", "VolumeResourceRequirements", "ResourceList",
-		"PersistentVolumeAccessMode", "PersistentVolumeMode", "TypedLocalObjectReference", "TypedObjectReference"} {
-		d = strings.ReplaceAll(d, "v1."+name, "core."+name)
-	}
-	return d
+	return diff.Diff(asInternal(*old), asInternal(*cur))
 }
 
 // claimResizeStatuses are the values allocatedResourceStatuses may hold
@@ -103,6 +98,7 @@ func validateClaimStatusUpdate(claim *corev1.PersistentVolumeClaim) field.ErrorL
 	for _, r := range sets.List(sets.KeySet(claim.Status.Capacity)) {
 		errs = append(errs, nonNegative(claim.Status.Capacity[r], capPath.Key(string(r)))...)
 	}
+	// The real v1.37.2 server names the field in the plural here.
 	statusPath := field.NewPath("status", "allocatedResourceStatuses")
 	for _, k := range sets.List(sets.KeySet(claim.Status.AllocatedResourceStatuses)) {
 		errs = append(errs, claimResourceKey(string(k), statusPath)...)

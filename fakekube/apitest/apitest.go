@@ -69,6 +69,12 @@ func checks() []check {
 		{"BadBodies", badBodies},
 		{"SnapshotKinds", snapshotKinds},
 		{"ClaimResize", claimResize},
+		{"FieldValidation", fieldValidation},
+		{"UpdatesAreDefaulted", updatesAreDefaulted},
+		{"StorageImmutability", storageImmutability},
+		{"SystemNamespacesStay", systemNamespacesStay},
+		{"BadQueryParameters", badQueryParameters},
+		{"EtcdSizeLimit", etcdSizeLimit},
 	}
 }
 
