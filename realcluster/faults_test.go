@@ -34,7 +34,7 @@ func TestCanInject(t *testing.T) {
 		{"pattern over every plugin", csiErr("*", "", 0), ""},
 		{"heal of the node plugins", fault.Fault{Kind: fault.CSIHeal, Plugin: fault.Node}, ""},
 		{"times over two nodes", csiErr("NodeStageVolume", fault.Node, 1), "times: 1 would count per proxy"},
-		{"method no sidecar calls", csiErr("CreateSnapshot", fault.Controller, 0), "no sidecar or kubelet here calls CreateSnapshot"},
+		{"method no sidecar calls", csiErr("CreateSnapshot", fault.Node, 0), "no sidecar or kubelet here calls CreateSnapshot"},
 		{"times over both sidecars", csiErr("Probe", fault.Controller, 2), "times: 2 would count per proxy"},
 		{"driver crash", fault.Fault{Kind: fault.DriverCrash, Plugin: fault.Controller}, ""},
 		{"driver restart without state", fault.Fault{Kind: fault.DriverRestart, Plugin: fault.Node, Node: "node-2", LoseState: true}, ""},
@@ -71,9 +71,10 @@ func TestProxiesFor(t *testing.T) {
 	}{
 		{fault.Fault{Kind: fault.CSIError, Times: 1, CSI: fault.CSI{Method: "CreateVolume", Code: codes.Internal}}, "csi-provisioner"},
 		{fault.Fault{Kind: fault.CSIHang, CSI: fault.CSI{Method: "ControllerUnpublishVolume"}}, "csi-attacher"},
-		{fault.Fault{Kind: fault.CSIDelay, Plugin: fault.Controller, CSI: fault.CSI{Method: "*", Delay: 1}}, "csi-provisioner csi-attacher csi-resizer"},
-		{fault.Fault{Kind: fault.CSIHeal, CSI: fault.CSI{Method: "CreateVolume"}}, "csi-provisioner csi-attacher csi-resizer faultproxy:node-1 faultproxy:node-2"},
+		{fault.Fault{Kind: fault.CSIDelay, Plugin: fault.Controller, CSI: fault.CSI{Method: "*", Delay: 1}}, "csi-provisioner csi-attacher csi-resizer csi-snapshotter"},
+		{fault.Fault{Kind: fault.CSIHeal, CSI: fault.CSI{Method: "CreateVolume"}}, "csi-provisioner csi-attacher csi-resizer csi-snapshotter faultproxy:node-1 faultproxy:node-2"},
 		{fault.Fault{Kind: fault.CSIError, Times: 1, CSI: fault.CSI{Method: "ControllerExpandVolume", Code: codes.OutOfRange}}, "csi-resizer"},
+		{fault.Fault{Kind: fault.CSIHang, CSI: fault.CSI{Method: "CreateSnapshot"}}, "csi-snapshotter"},
 		{fault.Fault{Kind: fault.CSIHang, CSI: fault.CSI{Method: "NodePublishVolume"}}, "faultproxy:node-1 faultproxy:node-2"},
 		{fault.Fault{Kind: fault.CSIHang, Node: "node-2", CSI: fault.CSI{Method: "Node*"}}, "faultproxy:node-2"},
 	}

@@ -227,7 +227,7 @@ func TestForwardsAllServices(t *testing.T) {
 			t.Errorf("call %d: forwarded %t, rule %q, proxy %q", i+1, c.Forwarded, c.Rule, c.Proxy)
 		}
 	}
-	if got := strings.Join(h[4].Capabilities, ","); got != "GET_VOLUME_STATS,STAGE_UNSTAGE_VOLUME" {
+	if got := strings.Join(h[4].Capabilities, ","); got != "GET_VOLUME_STATS,EXPAND_VOLUME,STAGE_UNSTAGE_VOLUME" {
 		t.Errorf("NodeGetCapabilities recorded %q", got)
 	}
 	if got := strings.Join(h[2].Capabilities, ","); got != "CONTROLLER_SERVICE" {
