@@ -3,14 +3,12 @@ package provisioner
 import (
 	"context"
 	"fmt"
-	"os"
-	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // The StorageClass parameters that name secrets, as the sidecar reads them.
@@ -98,49 +96,11 @@ func secretRef(params map[string]string, kind string, claim *corev1.PersistentVo
 		return nil, nil
 	}
 	nsVars := map[string]string{"pv.name": pvName, "pvc.namespace": claim.Namespace}
-	resolvedNS, err := resolveTemplate(ns, nsVars)
-	if err != nil {
-		return nil, fmt.Errorf("error resolving value %q: %v", ns, err)
-	}
-	if len(validation.IsDNS1123Label(resolvedNS)) > 0 {
-		if ns != resolvedNS {
-			return nil, fmt.Errorf("%q resolved to %q which is not a valid namespace name", ns, resolvedNS)
-		}
-		return nil, fmt.Errorf("%q is not a valid namespace name", ns)
-	}
 	nameVars := map[string]string{"pv.name": pvName, "pvc.name": claim.Name, "pvc.namespace": claim.Namespace}
 	for k, v := range claim.Annotations {
 		nameVars["pvc.annotations['"+k+"']"] = v
 	}
-	resolvedName, err := resolveTemplate(name, nameVars)
-	if err != nil {
-		return nil, fmt.Errorf("error resolving value %q: %v", name, err)
-	}
-	if len(validation.IsDNS1123Subdomain(resolvedName)) > 0 {
-		if name != resolvedName {
-			return nil, fmt.Errorf("%q resolved to %q which is not a valid secret name", name, resolvedName)
-		}
-		return nil, fmt.Errorf("%q is not a valid secret name", name)
-	}
-	return &corev1.SecretReference{Name: resolvedName, Namespace: resolvedNS}, nil
-}
-
-// resolveTemplate expands $name and ${name} from vars, as os.Expand reads
-// them; names not in vars are an error naming them all, sorted.
-func resolveTemplate(template string, vars map[string]string) (string, error) {
-	var missing []string
-	out := os.Expand(template, func(k string) string {
-		v, ok := vars[k]
-		if !ok && !slices.Contains(missing, k) {
-			missing = append(missing, k)
-		}
-		return v
-	})
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		return "", fmt.Errorf("invalid tokens: %q", missing)
-	}
-	return out, nil
+	return volumeutil.ResolveSecretReference(ns, nsVars, name, nameVars)
 }
 
 // secretData reads a secret's data for a CSI call.

@@ -78,6 +78,14 @@ func SnapshotSecretReference(p SnapshotSecretParams, params map[string]string, c
 		nameVars["volumesnapshot.namespace"] = s.Namespace
 		nameVars["volumesnapshot.name"] = s.Name
 	}
+	return ResolveSecretReference(ns, nsVars, name, nameVars)
+}
+
+// ResolveSecretReference expands a secret's namespace and name templates
+// ($name and ${name}) and checks the results, with the messages the real
+// sidecars and snapshot controller share (external-provisioner
+// getSecretReference, external-snapshotter utils GetSecretReference).
+func ResolveSecretReference(ns string, nsVars map[string]string, name string, nameVars map[string]string) (*corev1.SecretReference, error) {
 	resolvedNS, err := expand(ns, nsVars)
 	if err != nil {
 		return nil, fmt.Errorf("error resolving value %q: %v", ns, err)
