@@ -496,3 +496,51 @@ func TestRestartedKubeletExpandsAtRemount(t *testing.T) {
 	}
 	e.expectResized()
 }
+
+// TestExpansionWaitsForTheClaim: the kubelet sees the larger PV before the
+// resizer has marked the claim for the node (still
+// ControllerResizeInProgress): it does nothing, and the claim's update
+// wakes the pod, whose volume is expanded then.
+func TestExpansionWaitsForTheClaim(t *testing.T) {
+	e := newEnv(t, envOptions{caps: expandCaps()})
+	e.runningPod()
+	e.grow()
+	ctx := context.Background()
+	pvc := e.claim()
+	pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage] = corev1.PersistentVolumeClaimControllerResizeInProgress
+	if _, err := e.client.CoreV1().PersistentVolumeClaims("default").Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the informer to see the claim", func() bool {
+		c, err := e.k.claims.PersistentVolumeClaims("default").Get("data")
+		return err == nil && c.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimControllerResizeInProgress
+	})
+	if err := e.periodicSync(); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.node.expand) != 0 {
+		t.Fatalf("expanded a claim not marked for the node: %v", e.node.lifecycle())
+	}
+	for e.k.queue.Len() > 0 {
+		key, _ := e.k.queue.Get()
+		e.k.queue.Done(key)
+	}
+	pvc = e.claim()
+	pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage] = corev1.PersistentVolumeClaimNodeResizePending
+	if _, err := e.client.CoreV1().PersistentVolumeClaims("default").Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the claim's update to wake the pod", func() bool { return e.k.queue.Len() > 0 })
+	key, _ := e.k.queue.Get()
+	e.k.queue.Done(key)
+	if key != "default/app" {
+		t.Fatalf("woke %q", key)
+	}
+	if err := e.sync(key); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.node.expand) != 1 {
+		t.Fatalf("calls = %v", e.node.lifecycle())
+	}
+	e.expectResized()
+}
