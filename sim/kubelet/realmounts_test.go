@@ -209,7 +209,8 @@ func ptr[T any](v T) *T { return &v }
 // TestRealExpansion grows a filesystem volume and a raw block volume of
 // csisim's driver while a pod uses them, doing by hand what the
 // external-resizer does (ControllerExpandVolume, the PV's capacity, the
-// claim marked NodeResizePending), and checks that the kubelet's
+// claim marked NodeResizePending; the claim's request is left as it is,
+// so the cluster's own external-resizer has nothing to do), and checks that the kubelet's
 // NodeExpandVolume made the node see the new size: the mounted ext4 file
 // system and the pod's block device have grown, and the claims say so.
 func TestRealExpansion(t *testing.T) {
