@@ -704,8 +704,11 @@ func TestMatchesScenarioLibrary(t *testing.T) {
 		ourClass.VolumeBindingMode == nil || *ourClass.VolumeBindingMode != storagev1.VolumeBindingImmediate {
 		t.Errorf("StorageClass %s: want reclaimPolicy Delete, volumeBindingMode Immediate", ourClass.Name)
 	}
-	if ourDriver.Spec.AttachRequired == nil || !*ourDriver.Spec.AttachRequired || ourDriver.Spec.PodInfoOnMount == nil || *ourDriver.Spec.PodInfoOnMount {
-		t.Errorf("CSIDriver: want attachRequired true, podInfoOnMount false")
+	if ourDriver.Spec.AttachRequired == nil || !*ourDriver.Spec.AttachRequired || ourDriver.Spec.PodInfoOnMount == nil || !*ourDriver.Spec.PodInfoOnMount {
+		t.Errorf("CSIDriver: want attachRequired true, podInfoOnMount true")
+	}
+	if want := []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}; !slices.Equal(ourDriver.Spec.VolumeLifecycleModes, want) {
+		t.Errorf("CSIDriver: volumeLifecycleModes %v, want %v", ourDriver.Spec.VolumeLifecycleModes, want)
 	}
 }
 

@@ -96,7 +96,7 @@ func asProxyCalls(entries []trace.Entry) []faultproxy.Call {
 		end := base.Add(time.Duration(2 * e.Seq))
 		out = append(out, faultproxy.Call{
 			Seq: e.Seq, Proxy: e.Actor, Method: e.Verb, VolumeID: c.Volume, Name: c.Name, NodeID: c.NodeID,
-			StagingPath: c.StagingPath, TargetPath: c.TargetPath, Code: c.Code, Message: e.Err,
+			StagingPath: c.StagingPath, TargetPath: c.TargetPath, Ephemeral: c.Ephemeral, Code: c.Code, Message: e.Err,
 			Start: start, Duration: end.Sub(start), Forwarded: true, Capabilities: c.Capabilities,
 		})
 	}

@@ -27,6 +27,9 @@ type CSICall struct {
 	AccessMode string
 	Block      bool
 	ReadOnly   bool
+	// Ephemeral: a NodePublishVolume of a CSI inline ephemeral volume
+	// (its volume context says so), which is never staged nor attached.
+	Ephemeral bool
 	// Code is the status the caller got.
 	Code codes.Code
 	// Capabilities lists the RPC capabilities a successful

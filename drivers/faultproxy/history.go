@@ -39,6 +39,10 @@ type Call struct {
 	// Block whether its capability is raw block, ReadOnly its readonly.
 	AccessMode      string
 	Block, ReadOnly bool
+	// Ephemeral: a NodePublishVolume of a CSI inline ephemeral volume, by
+	// its volume context (csi.storage.k8s.io/ephemeral "true", which the
+	// kubelet adds for podInfoOnMount drivers): never staged nor attached.
+	Ephemeral bool
 	// Request summarises the request's identifying fields; secrets are
 	// never included.
 	Request string
@@ -197,6 +201,10 @@ func Describe(fullMethod string, req, resp any, nodeID string) Call {
 	return c
 }
 
+// ephemeralContextKey is the volume context key the kubelet sets to "true"
+// for an inline ephemeral volume (kubernetes pkg/volume/csi/csi_mounter.go).
+const ephemeralContextKey = "csi.storage.k8s.io/ephemeral"
+
 // describeMessage fills in what a decoded request says about the call.
 func describeMessage(c *Call, full string, msg proto.Message, nodeID string) {
 	var parts []string
@@ -240,6 +248,10 @@ func describeMessage(c *Call, full string, msg proto.Message, nodeID string) {
 	if r, ok := msg.(readonlyer); ok && r.GetReadonly() {
 		c.ReadOnly = true
 		parts = append(parts, "readonly")
+	}
+	if r, ok := msg.(*csi.NodePublishVolumeRequest); ok && r.GetVolumeContext()[ephemeralContextKey] == "true" {
+		c.Ephemeral = true
+		parts = append(parts, "ephemeral")
 	}
 	c.Request = strings.Join(parts, " ")
 }

@@ -258,6 +258,9 @@ func (ck *checker) check(c *Call) {
 	case "NodePublishVolume":
 		u := ck.use(vol, node)
 		switch {
+		case c.Ephemeral:
+			// An inline ephemeral volume is published only: the CO
+			// neither stages nor attaches it.
 		case ck.stage == yes && u.staged == 0:
 			ck.report(PublishBeforeStage, c, node, relatedOf(u.unstagedBy),
 				"call #%d NodePublishVolume of volume %s on node %s (target %s) came before NodeStageVolume: the volume is not staged on that node%s, and the driver has STAGE_UNSTAGE_VOLUME",

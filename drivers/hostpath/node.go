@@ -246,6 +246,9 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	if err := checkCapability(volCap, ""); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
 	}
+	if isEphemeral(req.GetVolumeContext()) {
+		return s.publishEphemeral(id, target, volCap, req.GetReadonly())
+	}
 	staging, err := checkMountPath(req.GetStagingTargetPath(), "staging target path")
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %v (this plugin stages volumes)", method, err)
@@ -429,6 +432,10 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 		if err := d.store.save(d.state); err != nil {
 			return nil, status.Errorf(codes.Internal, "%s: %v", method, err)
 		}
+	}
+	// An ephemeral volume goes with its last publication.
+	if err := d.deleteEphemeralIfUnused(id); err != nil {
+		return nil, status.Errorf(codes.Internal, "%s: %v", method, err)
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }

@@ -30,6 +30,9 @@ type state struct {
 	Staged map[string]*stageRecord `json:"staged,omitempty"`
 	// Published maps volume ID and target path to a NodePublishVolume mount.
 	Published map[string]map[string]*publishRecord `json:"published,omitempty"`
+	// Ephemeral holds the IDs of the CSI ephemeral volumes this node
+	// plugin made on NodePublishVolume (ephemeral.go).
+	Ephemeral map[string]bool `json:"ephemeral,omitempty"`
 }
 
 // volumeRecord is one created volume as the controller knows it.

@@ -236,6 +236,9 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	if err := checkCapability(c); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "NodePublishVolume: %v", err)
 	}
+	if req.GetVolumeContext()[ephemeralContextKey] == "true" {
+		return s.publishEphemeral(id, target, c, req.GetReadonly())
+	}
 	stages := !s.d.cfg.NoStageUnstage
 	staging := ""
 	if stages {

@@ -162,11 +162,8 @@ func (c *Controller) reportMultiAttach(w *wanted, otherNodes []string) {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		for _, v := range p.Spec.Volumes {
-			if v.PersistentVolumeClaim == nil {
-				continue
-			}
-			if pv := c.boundVolume(p.Namespace, v.PersistentVolumeClaim.ClaimName); pv != nil && pv.Name == w.pv.Name {
+		for i := range p.Spec.Volumes {
+			if pv := c.podVolume(p, &p.Spec.Volumes[i]); pv != nil && pv.Name == w.pv.Name {
 				users = append(users, p)
 				break
 			}

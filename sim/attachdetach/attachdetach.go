@@ -32,6 +32,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
@@ -323,11 +324,10 @@ func (c *Controller) desiredAttachments(nodeName string) (map[string]*wanted, er
 		// A terminating pod whose containers still run keeps its volumes;
 		// the kubelet reports when it is done with them through
 		// volumesInUse.
-		for _, v := range pod.Spec.Volumes {
-			if v.PersistentVolumeClaim == nil {
-				continue
-			}
-			pv := c.boundVolume(pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+		for i := range pod.Spec.Volumes {
+			// Inline csi: volumes are never attached: the CSI plugin's
+			// CanAttach says no for the Ephemeral lifecycle mode.
+			pv := c.podVolume(pod, &pod.Spec.Volumes[i])
 			if pv == nil || pv.Spec.CSI == nil || !c.attachRequired(pv.Spec.CSI.Driver) {
 				continue
 			}
@@ -339,6 +339,24 @@ func (c *Controller) desiredAttachments(nodeName string) (map[string]*wanted, er
 		}
 	}
 	return desired, nil
+}
+
+// podVolume is the PV a pod volume's claim is bound to: a
+// persistentVolumeClaim's, or a generic ephemeral volume's claim if it was
+// made for this pod (the controller's CreateVolumeSpec refuses one the pod
+// does not own); nil for other volumes.
+func (c *Controller) podVolume(pod *corev1.Pod, v *corev1.Volume) *corev1.PersistentVolume {
+	name, ok := volumeutil.ClaimName(pod, v)
+	if !ok {
+		return nil
+	}
+	if v.Ephemeral != nil {
+		claim, err := c.claims.PersistentVolumeClaims(pod.Namespace).Get(name)
+		if err != nil || ephemeral.VolumeIsForPod(pod, claim) != nil {
+			return nil
+		}
+	}
+	return c.boundVolume(pod.Namespace, name)
 }
 
 func (c *Controller) boundVolume(namespace, claimName string) *corev1.PersistentVolume {

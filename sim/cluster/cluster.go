@@ -47,6 +47,7 @@ import (
 	"github.com/csisim/csisim/sim/attacher"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/ephemeral"
 	"github.com/csisim/csisim/sim/expand"
 	"github.com/csisim/csisim/sim/kubelet"
 	"github.com/csisim/csisim/sim/loop"
@@ -101,6 +102,7 @@ type Config struct {
 	// counterparts can take their place against the API server's HTTP
 	// endpoint: external-provisioner, external-attacher, external-resizer,
 	// persistentvolume-binder, attachdetach-controller, expand-controller,
+	// ephemeral-volume-controller,
 	// default-scheduler, snapshot-controller, csi-snapshotter.
 	// It needs Realtime: a real process works on wall time.
 	Without []string
@@ -561,6 +563,9 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 		}),
 		component("expand-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			return expand.New(cs, f, c.rt).Workers()
+		}),
+		component(ephemeral.Component, func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			return ephemeral.New(cs, f, c.rt).Workers()
 		}),
 		component("external-resizer", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)

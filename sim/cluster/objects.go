@@ -10,7 +10,8 @@ import (
 const DefaultStorageClass = "csisim-hostpath"
 
 // DriverObjects are what deploying the driver puts in a cluster: its
-// CSIDriver object (volumes are attached) and a default StorageClass that
+// CSIDriver object (volumes are attached, pod information on mount,
+// persistent and ephemeral volumes) and a default StorageClass that
 // provisions with it, reclaim policy Delete, binding Immediate.
 func DriverObjects(driverName string) (*storagev1.CSIDriver, *storagev1.StorageClass) {
 	attach := true
@@ -18,7 +19,10 @@ func DriverObjects(driverName string) (*storagev1.CSIDriver, *storagev1.StorageC
 	binding := storagev1.VolumeBindingImmediate
 	drv := &storagev1.CSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: driverName},
-		Spec:       storagev1.CSIDriverSpec{AttachRequired: &attach},
+		// As scenarios/library/manifests/hostpath.yaml: pod information
+		// on mount, and inline ephemeral volumes besides claims'.
+		Spec: storagev1.CSIDriverSpec{AttachRequired: &attach, PodInfoOnMount: &attach,
+			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}},
 	}
 	sc := &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{

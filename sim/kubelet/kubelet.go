@@ -23,6 +23,7 @@ package kubelet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -46,6 +47,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/attachdetach"
@@ -484,11 +486,25 @@ func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
 	var out []volumeToMount
 	for _, v := range pod.Spec.Volumes {
 		// A volume no container uses is not set up (nor waited for).
-		if v.PersistentVolumeClaim == nil || !volumeutil.UsedByContainers(pod, v.Name) {
+		if !volumeutil.UsedByContainers(pod, v.Name) {
 			continue
 		}
-		claim, err := k.claims.PersistentVolumeClaims(pod.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
+		// A generic ephemeral volume is its claim <pod>-<volume>, once
+		// the ephemeral volume controller has made it for this pod.
+		claimName, readOnly := "", false
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			claimName, readOnly = v.PersistentVolumeClaim.ClaimName, v.PersistentVolumeClaim.ReadOnly
+		case v.Ephemeral != nil:
+			claimName = ephemeral.VolumeClaimName(pod, &v)
+		default:
+			continue
+		}
+		claim, err := k.claims.PersistentVolumeClaims(pod.Namespace).Get(claimName)
 		if err != nil || claim.Spec.VolumeName == "" || claim.Status.Phase != corev1.ClaimBound {
+			return nil, errNotReady
+		}
+		if v.Ephemeral != nil && ephemeral.VolumeIsForPod(pod, claim) != nil {
 			return nil, errNotReady
 		}
 		pv, err := k.volumes.Get(claim.Spec.VolumeName)
@@ -499,7 +515,7 @@ func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
 			return nil, fmt.Errorf("volume %s of pod %s/%s is not a CSI volume", pv.Name, pod.Namespace, pod.Name)
 		}
 		out = append(out, volumeToMount{pv: pv, unique: attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle),
-			readOnly:  v.PersistentVolumeClaim.ReadOnly,
+			readOnly:  readOnly,
 			block:     pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock,
 			claimSize: claim.Status.Capacity.Storage().DeepCopy()})
 	}
@@ -509,6 +525,18 @@ func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
 // setUp mounts (or maps) every volume of the pod; republish only publishes
 // again those whose driver requires it.
 func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, republish bool) error {
+	// Inline volumes need no claim and no attachment: each is set up
+	// whatever the pod's other volumes wait for (inline.go). Their
+	// failure, with its backoff, is what the sync waits for.
+	inlineErr := k.setUpInline(ctx, pod, republish)
+	if err := k.setUpClaimVolumes(ctx, pod, republish); inlineErr == nil || err != nil && !errors.Is(err, errNotReady) {
+		return err
+	}
+	return inlineErr
+}
+
+// setUpClaimVolumes sets up the pod's volumes that are claims.
+func (k *Kubelet) setUpClaimVolumes(ctx context.Context, pod *corev1.Pod, republish bool) error {
 	vols, err := k.resolveVolumes(pod)
 	if err != nil {
 		return err

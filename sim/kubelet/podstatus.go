@@ -854,6 +854,9 @@ func (k *Kubelet) processVolume(pod *corev1.Pod, v corev1.Volume, mounted, devic
 		claimName = v.PersistentVolumeClaim.ClaimName
 	case v.Ephemeral != nil:
 		claimName = ephemeral.VolumeClaimName(pod, &v)
+	case v.CSI != nil:
+		// Inline: mounted under its own name, never attached (inline.go).
+		return processedVolume{pvName: v.Name, unique: inlineUniqueName(pod.UID, v.Name)}, nil
 	default:
 		return processedVolume{}, nil
 	}

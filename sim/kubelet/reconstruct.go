@@ -11,6 +11,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/moby/sys/mountinfo"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -121,7 +122,7 @@ func (k *Kubelet) reconstruct(stages bool) (reconstructed, error) {
 			out.mounted[uid] = map[string]*mountedVolume{}
 		}
 		out.mounted[uid][m.pvName] = m
-		if stages {
+		if stages && staging != "" {
 			out.staged[m.unique] = &stagedVolume{path: staging, handle: m.handle, pvName: m.pvName, block: m.block, uncertain: true}
 		}
 	}
@@ -137,11 +138,21 @@ func (k *Kubelet) reconstruct(stages bool) (reconstructed, error) {
 			target := filepath.Join(dir, "mount")
 			m := &mountedVolume{unique: attachdetach.UniqueVolumeName(data[volDataDriver], data[volDataHandle]), pvName: vd.Name(),
 				handle: data[volDataHandle], target: target, uncertain: true}
+			// An inline volume (inline.go) was never staged: the
+			// plugin does not device-mount the Ephemeral mode.
+			inline := data[volDataLifecycle] == string(storagev1.VolumeLifecycleEphemeral)
+			if inline {
+				m.unique = inlineUniqueName(uid, vd.Name())
+			}
 			if !k.cfg.SkipMountCheck {
 				if mounted, err := mountinfo.Mounted(target); err != nil || !mounted {
 					out.failed = append(out.failed, &failedVolume{uid: uid, mountedVolume: m})
 					continue
 				}
+			}
+			if inline {
+				add(uid, m, "")
+				continue
 			}
 			add(uid, m, StagingPath(k.cfg.Dir, data[volDataDriver], data[volDataHandle]))
 		}

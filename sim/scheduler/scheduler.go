@@ -47,6 +47,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
@@ -202,8 +203,8 @@ func (s *Scheduler) requeueWhere(waiting bool, want func(*corev1.Pod, attempt) b
 }
 
 func usesClaim(pod *corev1.Pod, claim string) bool {
-	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
+	for i := range pod.Spec.Volumes {
+		if name, ok := volumeutil.ClaimName(pod, &pod.Spec.Volumes[i]); ok && name == claim {
 			return true
 		}
 	}
@@ -327,17 +328,32 @@ func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string) erro
 // scheduled at all.
 func (s *Scheduler) podVolumes(pod *corev1.Pod) (podVolumes, string) {
 	vols := podVolumes{classes: map[string]*storagev1.StorageClass{}}
-	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim == nil {
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		name, ok := volumeutil.ClaimName(pod, v)
+		if !ok {
 			continue
 		}
-		name := v.PersistentVolumeClaim.ClaimName
+		// The volume binding plugin's podHasPVCs
+		// (pkg/scheduler/framework/plugins/volumebinding/volume_binding.go).
 		claim, err := s.claims.PersistentVolumeClaims(pod.Namespace).Get(name)
 		if err != nil {
+			if v.Ephemeral != nil {
+				// Normal just after the pod is created.
+				return vols, fmt.Sprintf("waiting for ephemeral volume controller to create the persistentvolumeclaim %q", name)
+			}
 			return vols, fmt.Sprintf("persistentvolumeclaim %q not found", name)
+		}
+		if claim.Status.Phase == corev1.ClaimLost {
+			return vols, fmt.Sprintf("persistentvolumeclaim %q bound to non-existent persistentvolume %q", name, claim.Spec.VolumeName)
 		}
 		if claim.DeletionTimestamp != nil {
 			return vols, fmt.Sprintf("persistentvolumeclaim %q is being deleted", name)
+		}
+		if v.Ephemeral != nil {
+			if err := ephemeral.VolumeIsForPod(pod, claim); err != nil {
+				return vols, err.Error()
+			}
 		}
 		if claim.Spec.VolumeName != "" {
 			pv, err := s.volumes.Get(claim.Spec.VolumeName)
@@ -481,11 +497,12 @@ func (s *Scheduler) overVolumeLimit(node *corev1.Node, wanted map[string]string)
 // looked up are not counted.
 func (s *Scheduler) podCSIVolumes(pod *corev1.Pod) map[string]string {
 	out := map[string]string{}
-	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim == nil {
+	for i := range pod.Spec.Volumes {
+		name, ok := volumeutil.ClaimName(pod, &pod.Spec.Volumes[i])
+		if !ok {
 			continue
 		}
-		claim, err := s.claims.PersistentVolumeClaims(pod.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
+		claim, err := s.claims.PersistentVolumeClaims(pod.Namespace).Get(name)
 		if err != nil {
 			continue
 		}
