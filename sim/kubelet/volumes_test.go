@@ -161,6 +161,12 @@ type envOptions struct {
 	// mountCheck: look for real mounts (the fake node plugin mounts
 	// nothing, so nothing it publishes counts as mounted).
 	mountCheck bool
+	// inline makes the pod's volume "data" this inline csi: volume
+	// instead of the claim (inline_test.go); extra are more objects.
+	inline *corev1.CSIVolumeSource
+	extra  []runtime.Object
+	// noCSIDriver leaves the CSIDriver object out.
+	noCSIDriver bool
 }
 
 func stageCaps() []csi.NodeServiceCapability_RPC_Type {
@@ -218,7 +224,13 @@ func newEnv(t *testing.T, o envOptions) *env {
 	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: attachdetach.AttachmentName(testHandle, o.pvDriver, testNode)},
 		Status: storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"devicePath": "/dev/loop9"}}}
 	drv := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: testDriver}, Spec: o.driver}
-	objs := []runtime.Object{pv, pvc, pod, node, va, drv}
+	if o.inline != nil {
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{CSI: o.inline}}}
+	}
+	objs := append([]runtime.Object{pv, pvc, pod, node, va}, o.extra...)
+	if !o.noCSIDriver {
+		objs = append(objs, drv)
+	}
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
