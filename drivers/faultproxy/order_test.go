@@ -98,6 +98,17 @@ func TestOrderCheckerThroughProxy(t *testing.T) {
 				Message: "call #8 NodeUnstageVolume of volume mock-pvc-1 on node n1 came while the volume is still published at /t (call #7); NodeUnpublishVolume must succeed first"}},
 		},
 		{
+			// The kubelet publishes an inline ephemeral volume without
+			// staging or attaching it, and says so in the volume context.
+			name: "an inline ephemeral volume on a staging, attaching driver",
+			ops: []op{func(ctx context.Context, e *env) error {
+				return errOf(e.node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "csi-1", TargetPath: "/e", VolumeCapability: rwo,
+					VolumeContext: map[string]string{"csi.storage.k8s.io/ephemeral": "true"}}))
+			}, func(ctx context.Context, e *env) error {
+				return errOf(e.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "csi-1", TargetPath: "/e"}))
+			}},
+		},
+		{
 			name:    "a driver without staging and attaching",
 			mockCfg: mock.Config{NoStageUnstage: true, NoAttach: true},
 			ops: []op{create, func(ctx context.Context, e *env) error {
