@@ -204,7 +204,7 @@ func (k *Kubelet) recordInline(pod *corev1.Pod, iv inlineVolume, target string, 
 		k.actual.mounted[pod.UID] = map[string]*mountedVolume{}
 	}
 	k.actual.mounted[pod.UID][iv.name] = &mountedVolume{unique: iv.unique, pvName: iv.name, handle: iv.handle,
-		target: target, uncertain: uncertain}
+		target: target, uncertain: uncertain, driver: iv.src.Driver}
 }
 
 // supportsEphemeral is the CSI plugin's volume lifecycle check for an

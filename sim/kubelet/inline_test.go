@@ -199,3 +199,22 @@ func TestInlineEphemeralReconstructed(t *testing.T) {
 		t.Fatalf("calls %v, want %v", got, want)
 	}
 }
+
+func TestInlineEphemeralRepublishAndStats(t *testing.T) {
+	e := newEnv(t, envOptions{caps: stageCaps(),
+		driver: storagev1.CSIDriverSpec{RequiresRepublish: ptr(true), VolumeLifecycleModes: bothModes},
+		inline: &corev1.CSIVolumeSource{Driver: testDriver}})
+	e.runningPod()
+	e.k.Resync(context.Background())
+	if err := e.sync("default/app"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.node.lifecycle(); !slices.Equal(got, []string{"NodePublishVolume", "NodePublishVolume"}) {
+		t.Fatalf("calls = %v, want a republish", got)
+	}
+	e.k.CollectVolumeStats(context.Background())
+	if len(e.node.stats) != 1 || e.node.stats[0].GetVolumeId() != InlineVolumeHandle("uid-1", "data") ||
+		e.node.stats[0].GetVolumePath() != e.node.pub[0].GetTargetPath() {
+		t.Errorf("stats requests %v", e.node.stats)
+	}
+}

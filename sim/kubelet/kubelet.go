@@ -202,6 +202,17 @@ type mountedVolume struct {
 	// uncertain: reconstructed after a restart; set up again if the pod
 	// still wants it.
 	uncertain bool
+	// driver is an inline volume's driver (inline.go), whose unique name
+	// does not carry it; "" for a PV's.
+	driver string
+}
+
+// driverName is the volume's CSI driver.
+func (m *mountedVolume) driverName() string {
+	if m.driver != "" {
+		return m.driver
+	}
+	return driverOf(m.unique)
 }
 
 // New wires a kubelet to informers: podFactory must list only this node's

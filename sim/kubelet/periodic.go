@@ -61,7 +61,7 @@ func (k *Kubelet) hasRepublishVolume(pod *corev1.Pod) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, m := range k.actual.mounted[pod.UID] {
-		if k.requiresRepublish(driverOf(m.unique)) {
+		if k.requiresRepublish(m.driverName()) {
 			return true
 		}
 	}
@@ -81,7 +81,7 @@ func (k *Kubelet) CollectVolumeStats(ctx context.Context) {
 	k.mu.Lock()
 	for _, vols := range k.actual.mounted {
 		for _, m := range vols {
-			if !m.uncertain && driverOf(m.unique) == k.cfg.DriverName {
+			if !m.uncertain && m.driverName() == k.cfg.DriverName {
 				targets = append(targets, target{m.handle, m.target})
 			}
 		}

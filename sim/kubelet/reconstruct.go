@@ -142,7 +142,7 @@ func (k *Kubelet) reconstruct(stages bool) (reconstructed, error) {
 			// plugin does not device-mount the Ephemeral mode.
 			inline := data[volDataLifecycle] == string(storagev1.VolumeLifecycleEphemeral)
 			if inline {
-				m.unique = inlineUniqueName(uid, vd.Name())
+				m.unique, m.driver = inlineUniqueName(uid, vd.Name()), data[volDataDriver]
 			}
 			if !k.cfg.SkipMountCheck {
 				if mounted, err := mountinfo.Mounted(target); err != nil || !mounted {
