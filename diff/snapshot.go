@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/sim/volumeutil"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -307,6 +308,13 @@ func (n *Normaliser) learn(objs Objects, calls []trace.Entry) {
 	}
 	for _, p := range objs.Pods {
 		set(string(p.UID), "<uid of pod "+qualified(p.Namespace, p.Name)+">")
+		// The kubelet's handle of an inline csi: volume is made of the
+		// pod's UID.
+		for _, v := range p.Spec.Volumes {
+			if v.CSI != nil {
+				set(volumeutil.InlineVolumeHandle(p.UID, v.Name), "<inline volume "+v.Name+" of pod "+qualified(p.Namespace, p.Name)+">")
+			}
+		}
 	}
 	// A snapshot of a claim gets the content snapcontent-<uid>, and the
 	// csi-snapshotter asks the driver for snapshot-<uid>; the handle the

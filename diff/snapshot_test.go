@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/csisim/csisim/sim/volumeutil"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -266,5 +267,21 @@ func TestContainerStates(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// The kubelet's handle of an inline csi: volume is made of its pod's UID:
+// its calls are the pod volume's on both clusters.
+func TestInlineVolumeHandleNormalised(t *testing.T) {
+	objs := simWorld.objects()
+	pod := objs.Pods[0].DeepCopy()
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "scratch",
+		VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "hostpath.csisim.io"}}})
+	objs.Pods = []corev1.Pod{*pod}
+	handle := volumeutil.InlineVolumeHandle(pod.UID, "scratch")
+	calls := []trace.Entry{{Kind: trace.CSI, Verb: "NodePublishVolume", Object: handle}}
+	s := NewNormaliser().Snapshot(objs, calls)
+	if got := s.CSICalls["<inline volume scratch of pod default/app>"]; !slices.Equal(got, []string{"NodePublishVolume"}) {
+		t.Errorf("calls %v, want them under the pod volume", s.CSICalls)
 	}
 }

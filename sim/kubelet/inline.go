@@ -2,7 +2,6 @@ package kubelet
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -38,10 +37,9 @@ type inlineVolume struct {
 }
 
 // InlineVolumeHandle is the volume handle the kubelet gives an inline
-// volume: csi-<sha256 of the pod UID followed by the volume's name>
-// (kubernetes pkg/volume/csi/csi_mounter.go, makeVolumeHandle).
+// volume (volumeutil.InlineVolumeHandle).
 func InlineVolumeHandle(podUID types.UID, volumeName string) string {
-	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(string(podUID)+volumeName)))
+	return volumeutil.InlineVolumeHandle(podUID, volumeName)
 }
 
 // inlineUniqueName is the volume manager's name for a volume of a plugin
