@@ -19,6 +19,9 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/csisim/csisim/drivers/faultproxy"
 	"github.com/csisim/csisim/drivers/hostpath"
@@ -350,24 +353,53 @@ func TestBrokenReadWriteOncePodOnTwoPods(t *testing.T) {
 }
 
 func TestBrokenInlineVolumeRunsUnset(t *testing.T) {
-	// csisim's kubelet sets up claims only: a pod with an inline csi:
-	// volume runs without a NodePublishVolume.
+	// The kubelet refuses the inline csi: volume (its CSIDriver lists
+	// Persistent only) and never publishes it; something else reports
+	// the pod Running all the same — as csisim's kubelet did before it
+	// learned inline volumes. No proxy rule can make the kubelet do that,
+	// so the test writes the status itself, once the refusal is seen.
+	reported := false
+	green := func(c *cluster.Cluster, st scenario.StepResult) error {
+		if st.Step != 2 { // wait: the FailedMount event
+			return nil
+		}
+		reported = true
+		cs, err := kubernetes.NewForConfig(c.RESTConfig())
+		if err != nil {
+			return err
+		}
+		ctx := context.Background()
+		pod, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pod.Status.Phase = corev1.PodRunning
+		_, err = cs.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		return err
+	}
 	expectOnly(t, runBroken(t, "*|", `
 cluster: {nodes: [node-1]}
 steps:
-  - apply: {file: manifests/hostpath.yaml}
   - apply:
       manifest: |
+        apiVersion: storage.k8s.io/v1
+        kind: CSIDriver
+        metadata: {name: hostpath.csisim.io}
+        spec: {attachRequired: true, volumeLifecycleModes: [Persistent]}
+        ---
         apiVersion: v1
         kind: Pod
         metadata: {name: app}
         spec:
           containers: [{name: app, image: busybox, volumeMounts: [{name: scratch, mountPath: /scratch}]}]
           volumes: [{name: scratch, csi: {driver: hostpath.csisim.io}}]
-  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - wait: {object: events, jsonpath: '{.items[?(@.reason=="FailedMount")].reason}', equals: FailedMount, timeout: 60s}
   - delete: {object: pod/app}
   - wait: {object: pod/app, gone: true, timeout: 60s}
-`, nil), "pod-volumes-set-up")
+`, green), "pod-volumes-set-up")
+	if !reported {
+		t.Error("the pod was never reported Running")
+	}
 }
 
 func TestBrokenCapabilitiesPublishBeforeStage(t *testing.T) {
