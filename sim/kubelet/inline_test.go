@@ -218,3 +218,30 @@ func TestInlineEphemeralRepublishAndStats(t *testing.T) {
 		t.Errorf("stats requests %v", e.node.stats)
 	}
 }
+
+func TestGenericEphemeralVolume(t *testing.T) {
+	// The claim <pod>-<volume> is mounted like any claim when the pod
+	// owns it.
+	e := newEnv(t, envOptions{caps: stageCaps(), ephemeral: true})
+	e.runningPod()
+	if got := e.node.lifecycle(); !slices.Equal(got, []string{"NodeStageVolume", "NodePublishVolume"}) {
+		t.Fatalf("calls = %v", got)
+	}
+	if got, want := e.node.pub[0].GetTargetPath(), PublishPath(e.dir, "uid-1", testPV); got != want {
+		t.Errorf("target %s, want %s", got, want)
+	}
+
+	// One the pod does not own is not used.
+	e = newEnv(t, envOptions{caps: stageCaps(), ephemeral: true, foreignClaim: true})
+	for range 3 {
+		err := e.sync("default/app")
+		var again controller.RequeueAfter
+		if !errors.As(err, &again) {
+			t.Fatalf("sync = %v, want a requeue", err)
+		}
+		e.clock.Step(time.Duration(again))
+	}
+	if got := e.node.lifecycle(); len(got) != 0 {
+		t.Errorf("calls %v for a claim the pod does not own", got)
+	}
+}

@@ -167,6 +167,9 @@ type envOptions struct {
 	extra  []runtime.Object
 	// noCSIDriver leaves the CSIDriver object out.
 	noCSIDriver bool
+	// ephemeral makes the pod's volume "data" a generic ephemeral one,
+	// whose claim is app-data, owned by the pod unless foreignClaim.
+	ephemeral, foreignClaim bool
 }
 
 func stageCaps() []csi.NodeServiceCapability_RPC_Type {
@@ -226,6 +229,14 @@ func newEnv(t *testing.T, o envOptions) *env {
 	drv := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: testDriver}, Spec: o.driver}
 	if o.inline != nil {
 		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{CSI: o.inline}}}
+	}
+	if o.ephemeral {
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{}}}}}
+		pvc.Name, pv.Spec.ClaimRef.Name = "app-data", "app-data"
+		if !o.foreignClaim {
+			pvc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "app", UID: pod.UID, Controller: ptr(true)}}
+		}
 	}
 	objs := append([]runtime.Object{pv, pvc, pod, node, va}, o.extra...)
 	if !o.noCSIDriver {
