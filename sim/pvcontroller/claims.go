@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-helpers/storage/ephemeral"
 
 	"github.com/csisim/csisim/sim/volumeutil"
 )
@@ -296,7 +297,7 @@ func (c *Controller) emitWaitingForConsumer(claim *corev1.PersistentVolumeClaim)
 	pods, _ := c.claimPods(claim)
 	var waiting []string
 	for _, pod := range pods {
-		if terminated(pod) || pod.Spec.NodeName != "" || !usesClaim(pod, claim.Name) {
+		if terminated(pod) || pod.Spec.NodeName != "" || !usesClaim(pod, claim) {
 			continue
 		}
 		waiting = append(waiting, pod.Name)
@@ -390,9 +391,14 @@ func terminated(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
-func usesClaim(pod *corev1.Pod, claim string) bool {
-	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
+// usesClaim: a persistentVolumeClaim volume names the claim, or a generic
+// ephemeral volume's claim <pod>-<volume> is it and was made for the pod
+// (the real pvc-protection controller's podUsesPVC).
+func usesClaim(pod *corev1.Pod, claim *corev1.PersistentVolumeClaim) bool {
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if name, ok := volumeutil.ClaimName(pod, v); ok && name == claim.Name &&
+			(v.Ephemeral == nil || ephemeral.VolumeIsForPod(pod, claim) == nil) {
 			return true
 		}
 	}

@@ -71,7 +71,7 @@ func (c *Controller) releaseClaimProtection(ctx context.Context, claim *corev1.P
 		if pod.Spec.NodeName == "" || terminated(pod) || shutDown(pod) {
 			continue
 		}
-		if usesClaim(pod, claim.Name) {
+		if usesClaim(pod, claim) {
 			return nil // in use; the pod's deletion enqueues the claim again
 		}
 	}
@@ -153,7 +153,7 @@ func (c *Controller) usedByPod(claim *corev1.PersistentVolumeClaim) (bool, error
 		return false, err
 	}
 	for _, pod := range pods {
-		if !terminated(pod) && usesClaim(pod, claim.Name) {
+		if !terminated(pod) && usesClaim(pod, claim) {
 			return true, nil
 		}
 	}
