@@ -25,6 +25,9 @@ const (
 	reasonNoPersistentVolumes = "node(s) didn't find available persistent volumes to bind"
 	reasonMaxVolumeCount      = "node(s) exceed max volume count"
 	reasonNotEnoughStorage    = "node(s) did not have enough free storage"
+	// From the VolumeRestrictions plugin
+	// (pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go).
+	reasonReadWriteOncePodConflict = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 	annSelectedNode           = "volume.kubernetes.io/selected-node"
 )
 
@@ -35,6 +38,10 @@ type podVolumes struct {
 	classes   map[string]*storagev1.StorageClass
 	available []*corev1.PersistentVolume // volumes a delayed claim could bind to
 	selected  string                     // a node already chosen for the delayed claims
+	// readWriteOncePodInUse: a ReadWriteOncePod claim of the pod is used
+	// by a pod already on a node (any node), which VolumeRestrictions
+	// refuses on every node.
+	readWriteOncePodInUse bool
 	// capacity says whether a volume of the claim's class and size can be
 	// made for the node, when its driver publishes storage capacity.
 	capacity func(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, node *corev1.Node) bool
@@ -55,7 +62,8 @@ func (v verdict) fits() bool { return len(v.reasons) == 0 }
 // fits says whether node can run pod, checking what the real scheduler's
 // filter plugins check, in their order, and stopping at the first that
 // rejects the node: NodeUnschedulable, TaintToleration, NodeAffinity,
-// NodeResourcesFit, NodeVolumeLimits, VolumeBinding. running are the pods
+// NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding.
+// running are the pods
 // the node runs; overLimit is the volume limits check.
 func fits(pod *corev1.Pod, node *corev1.Node, running []*corev1.Pod, vols podVolumes, overLimit func(*corev1.Node) bool) verdict {
 	if node.Spec.Unschedulable && !tolerates(pod, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
@@ -72,6 +80,14 @@ func fits(pod *corev1.Pod, node *corev1.Node, running []*corev1.Pod, vols podVol
 	}
 	if reasons, unresolvable := insufficientResources(pod, node, running); len(reasons) > 0 {
 		return verdict{reasons: reasons, preemptible: !unresolvable, plugin: "NodeResourcesFit"}
+	}
+	// VolumeRestrictions: its ReadWriteOncePod check does not depend on
+	// the node (its PreFilter counted the scheduled pods using the
+	// pod's ReadWriteOncePod claims); Unschedulable, so that preemption
+	// may help where the pod using the claim runs. (Its disk conflicts
+	// are of in-tree volume types csisim does not model.)
+	if vols.readWriteOncePodInUse {
+		return verdict{reasons: []string{reasonReadWriteOncePodConflict}, preemptible: true, plugin: "VolumeRestrictions"}
 	}
 	if overLimit(node) {
 		return verdict{reasons: []string{reasonMaxVolumeCount}, preemptible: true, plugin: "NodeVolumeLimits"}

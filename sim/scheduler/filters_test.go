@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 )
 
 func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
@@ -57,13 +58,16 @@ func TestFits(t *testing.T) {
 		{"bound volume elsewhere and another node selected: both", plain, node("n", map[string]string{"zone": "b"}),
 			podVolumes{bound: []*corev1.PersistentVolume{zoneVolume("a")}, selected: "m"}, noLimit, reasonVolumeNodeAffinity + "," + reasonNoPersistentVolumes},
 		{"volume limit", plain, node("n", nil), podVolumes{}, full, reasonMaxVolumeCount},
+		{"ReadWriteOncePod claim in use", plain, node("n", nil), podVolumes{readWriteOncePodInUse: true}, noLimit, reasonReadWriteOncePodConflict},
+		{"ReadWriteOncePod before volume limits", plain, node("n", nil), podVolumes{readWriteOncePodInUse: true}, full, reasonReadWriteOncePodConflict},
+		{"node affinity before ReadWriteOncePod", pinned, node("n", map[string]string{"zone": "b"}), podVolumes{readWriteOncePodInUse: true}, noLimit, reasonNodeAffinity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := fits(tc.pod, tc.node, nil, tc.vols, tc.limit)
 			if reasons := strings.Join(got.reasons, ","); reasons != tc.want {
 				t.Errorf("fits = %q, want %q", reasons, tc.want)
 			}
-			if want := tc.want == reasonMaxVolumeCount; got.preemptible != want {
+			if want := tc.want == reasonMaxVolumeCount || tc.want == reasonReadWriteOncePodConflict; got.preemptible != want {
 				t.Errorf("preemptible = %v, want %v", got.preemptible, want)
 			}
 		})
@@ -219,6 +223,50 @@ func TestInsufficientResources(t *testing.T) {
 			reasons, unresolvable := insufficientResources(tc.pod, n, tc.running)
 			if got := strings.Join(reasons, ","); got != tc.want || unresolvable != tc.unresolvable {
 				t.Errorf("insufficientResources = %q, unresolvable %v; want %q, %v", got, unresolvable, tc.want, tc.unresolvable)
+			}
+		})
+	}
+}
+
+// TestClaimInUse: VolumeRestrictions counts the pods on a node that use a
+// claim of the same name in the pod's namespace, terminating ones too,
+// finished ones and the pod itself not.
+func TestClaimInUse(t *testing.T) {
+	user := func(name, ns, nodeName, claimName string, phase corev1.PodPhase, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + ns + "-" + name)},
+			Spec: corev1.PodSpec{NodeName: nodeName, Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName}}}}},
+			Status: corev1.PodStatus{Phase: phase}}
+		if deleting {
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+		}
+		return p
+	}
+	me := user("me", "default", "", "data", corev1.PodPending, false)
+	for _, tc := range []struct {
+		name   string
+		others []*corev1.Pod
+		want   bool
+	}{
+		{"nobody", nil, false},
+		{"a running pod", []*corev1.Pod{user("a", "default", "n1", "data", corev1.PodRunning, false)}, true},
+		{"a terminating pod", []*corev1.Pod{user("a", "default", "n1", "data", corev1.PodRunning, true)}, true},
+		{"a pod not yet scheduled", []*corev1.Pod{user("a", "default", "", "data", corev1.PodPending, false)}, false},
+		{"a finished pod", []*corev1.Pod{user("a", "default", "n1", "data", corev1.PodSucceeded, false), user("b", "default", "n1", "data", corev1.PodFailed, false)}, false},
+		{"another namespace", []*corev1.Pod{user("a", "other", "n1", "data", corev1.PodRunning, false)}, false},
+		{"another claim", []*corev1.Pod{user("a", "default", "n1", "logs", corev1.PodRunning, false)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			for _, p := range append([]*corev1.Pod{me}, tc.others...) {
+				if err := idx.Add(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := &Scheduler{podIndex: idx}
+			if got := s.claimInUse(me, "data"); got != tc.want {
+				t.Errorf("claimInUse = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -31,6 +31,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -133,10 +134,14 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		},
 		DeleteFunc: func(obj any) {
 			s.enqueue(obj)
-			// A pod that goes may leave room on its node.
+			// A pod that goes may leave room on its node, or free a
+			// ReadWriteOncePod claim (VolumeRestrictions' hint: a pod
+			// of the namespace that used one of the waiting pod's
+			// claims).
 			if p, ok := controller.Unwrap(obj).(*corev1.Pod); ok && p.Spec.NodeName != "" {
-				s.requeueWhere(false, func(_ *corev1.Pod, a attempt) bool {
-					return a.plugins["NodeVolumeLimits"] || a.plugins["NodeResourcesFit"]
+				s.requeueWhere(false, func(w *corev1.Pod, a attempt) bool {
+					return a.plugins["NodeVolumeLimits"] || a.plugins["NodeResourcesFit"] ||
+						a.plugins["VolumeRestrictions"] && w.Namespace == p.Namespace && sharesClaim(w, p)
 				})
 			}
 		},
@@ -199,6 +204,16 @@ func (s *Scheduler) requeueWhere(waiting bool, want func(*corev1.Pod, attempt) b
 			s.requeue(key)
 		}
 	}
+}
+
+// sharesClaim: the two pods use a claim of the same name.
+func sharesClaim(a, b *corev1.Pod) bool {
+	for _, v := range a.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil && usesClaim(b, v.PersistentVolumeClaim.ClaimName) {
+			return true
+		}
+	}
+	return false
 }
 
 func usesClaim(pod *corev1.Pod, claim string) bool {
@@ -336,6 +351,9 @@ func (s *Scheduler) podVolumes(pod *corev1.Pod) (podVolumes, string) {
 		if err != nil {
 			return vols, fmt.Sprintf("persistentvolumeclaim %q not found", name)
 		}
+		if slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteOncePod) && s.claimInUse(pod, name) {
+			vols.readWriteOncePodInUse = true
+		}
 		if claim.DeletionTimestamp != nil {
 			return vols, fmt.Sprintf("persistentvolumeclaim %q is being deleted", name)
 		}
@@ -362,6 +380,24 @@ func (s *Scheduler) podVolumes(pod *corev1.Pod) (podVolumes, string) {
 		vols.capacity = s.hasCapacity
 	}
 	return vols, ""
+}
+
+// claimInUse: a pod other than pod, bound to a node and not finished
+// (the scheduler's cache of assigned pods, terminating ones included),
+// uses the claim: VolumeRestrictions' PreFilter count for a
+// ReadWriteOncePod claim.
+func (s *Scheduler) claimInUse(pod *corev1.Pod, claim string) bool {
+	for _, obj := range s.podIndex.List() {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || p.UID == pod.UID || p.Namespace != pod.Namespace || p.Spec.NodeName == "" ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if usesClaim(p, claim) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasCapacity is the volume binding plugin's capacity check: when the
