@@ -28,7 +28,7 @@ const (
 	// From the VolumeRestrictions plugin
 	// (pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go).
 	reasonReadWriteOncePodConflict = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
-	annSelectedNode           = "volume.kubernetes.io/selected-node"
+	annSelectedNode                = "volume.kubernetes.io/selected-node"
 )
 
 // podVolumes is what scheduling needs to know of a pod's claims.
