@@ -42,6 +42,8 @@ type podVolumes struct {
 	// by a pod already on a node (any node), which VolumeRestrictions
 	// refuses on every node.
 	readWriteOncePodInUse bool
+	// readWriteOncePodUsers are those pods, for preemption.
+	readWriteOncePodUsers []*corev1.Pod
 	// capacity says whether a volume of the claim's class and size can be
 	// made for the node, when its driver publishes storage capacity.
 	capacity func(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, node *corev1.Node) bool
@@ -292,22 +294,19 @@ func className(claim *corev1.PersistentVolumeClaim) string {
 // failureMessage words a FailedScheduling event as the real scheduler
 // does from the nodes' verdicts: the count of nodes, then "N reason" for
 // each reason, sorted as strings, then the postscript of the preemption
-// that was tried: nodes where preemption cannot help, and nodes where it
-// could but no pod of lower priority runs.
-func failureMessage(total int, verdicts []verdict) string {
-	reasons, preemption := map[string]int{}, map[string]int{}
+// that was tried (see preempt), if it nominated no node.
+func failureMessage(total int, verdicts []verdict, postscript string) string {
+	reasons := map[string]int{}
 	for _, v := range verdicts {
 		for _, r := range v.reasons {
 			reasons[r]++
 		}
-		if v.preemptible {
-			preemption["No preemption victims found for incoming pod"]++
-		} else {
-			preemption["Preemption is not helpful for scheduling"]++
-		}
 	}
-	return fmt.Sprintf("0/%d nodes are available: %s. preemption: 0/%d nodes are available: %s.",
-		total, histogram(reasons), total, histogram(preemption))
+	msg := fmt.Sprintf("0/%d nodes are available: %s.", total, histogram(reasons))
+	if postscript != "" {
+		msg += " " + postscript
+	}
+	return msg
 }
 
 // preFilterMessage words a FailedScheduling event for a pod rejected

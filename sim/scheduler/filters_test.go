@@ -9,7 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
@@ -76,25 +79,130 @@ func TestFits(t *testing.T) {
 
 func TestFailureMessageIsTheRealOne(t *testing.T) {
 	affinity, volume := verdict{reasons: []string{reasonNodeAffinity}}, verdict{reasons: []string{reasonVolumeNodeAffinity}}
-	got := failureMessage(3, []verdict{volume, affinity, volume})
+	s := testScheduler(t, []*corev1.Node{node("a", nil), node("b", nil), node("c", nil)})
+	message := func(vs ...verdict) string {
+		verdicts := map[string]verdict{}
+		for i, n := range []string{"a", "b", "c"}[:len(vs)] {
+			verdicts[n] = vs[i]
+		}
+		p := s.preempt(&corev1.Pod{}, podVolumes{}, s.allNodes()[:len(vs)], verdicts)
+		if p.node != "" {
+			t.Fatalf("nominated %s", p.node)
+		}
+		return failureMessage(len(vs), vs, p.postscript)
+	}
+	got := message(volume, affinity, volume)
 	want := "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) didn't match PersistentVolume's node affinity. " +
 		"preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
 	if got != want {
 		t.Errorf("message\n got %q\nwant %q", got, want)
 	}
 	full, tainted := verdict{reasons: []string{reasonMaxVolumeCount}, preemptible: true}, verdict{reasons: []string{reasonUntoleratedTaint}}
-	got = failureMessage(3, []verdict{tainted, full, tainted})
+	got = message(tainted, full, tainted)
 	want = "0/3 nodes are available: 1 node(s) exceed max volume count, 2 node(s) had untolerated taint(s). " +
 		"preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
 	if got != want {
 		t.Errorf("message\n got %q\nwant %q", got, want)
 	}
 	both := verdict{reasons: []string{reasonVolumeNodeAffinity, reasonNoPersistentVolumes}}
-	got = failureMessage(2, []verdict{both, affinity})
+	got = message(both, affinity)
 	want = "0/2 nodes are available: 1 node(s) didn't find available persistent volumes to bind, 1 node(s) didn't match PersistentVolume's node affinity, " +
 		"1 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 	if got != want {
 		t.Errorf("message\n got %q\nwant %q", got, want)
+	}
+	never := corev1.PreemptNever
+	p := s.preempt(&corev1.Pod{Spec: corev1.PodSpec{PreemptionPolicy: &never}}, podVolumes{}, s.allNodes()[:1], map[string]verdict{"a": full})
+	if got, want := failureMessage(1, []verdict{full}, p.postscript), "0/1 nodes are available: 1 node(s) exceed max volume count. not eligible due to preemptionPolicy=Never."; got != want {
+		t.Errorf("message\n got %q\nwant %q", got, want)
+	}
+}
+
+// testScheduler is a scheduler over the given nodes and pods, for the
+// filters and preemption; it writes nothing.
+func testScheduler(t *testing.T, nodes []*corev1.Node, pods ...*corev1.Pod) *Scheduler {
+	t.Helper()
+	podIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := podIdx.AddIndexers(cache.Indexers{volumeutil.PodsByNode: func(obj any) ([]string, error) {
+		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if err := podIdx.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodeIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, n := range nodes {
+		if err := nodeIdx.Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &Scheduler{podIndex: podIdx, nodes: corelisters.NewNodeLister(nodeIdx)}
+}
+
+// TestPreemption: victims are the pods of lower priority whose going lets
+// the pod fit, given back the most important first when it still fits;
+// the node with the least important victims wins.
+func TestPreemption(t *testing.T) {
+	prio := func(p int32) *int32 { return &p }
+	pod := func(name, nodeName string, priority int32, cpu, claim string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+			Spec:   corev1.PodSpec{NodeName: nodeName, Priority: prio(priority), Containers: []corev1.Container{{Name: "c"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		if cpu != "" {
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		}
+		if claim != "" {
+			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+		}
+		return p
+	}
+	cpuNode := func(name string) *corev1.Node {
+		n := node(name, nil)
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+		return n
+	}
+	holder := pod("holder", "a", 0, "", "data")
+	for _, tc := range []struct {
+		name        string
+		pods        []*corev1.Pod
+		incoming    *corev1.Pod
+		vols        podVolumes
+		wantNode    string
+		wantVictims string
+		wantPS      string
+	}{
+		{name: "the holder of a ReadWriteOncePod claim, of lower priority", pods: []*corev1.Pod{holder, pod("bystander", "a", 0, "", "")},
+			incoming: pod("high", "", 100, "", "data"), vols: podVolumes{readWriteOncePodInUse: true, readWriteOncePodUsers: []*corev1.Pod{holder}},
+			wantNode: "a", wantVictims: "holder"},
+		{name: "the holder of equal priority", pods: []*corev1.Pod{holder},
+			incoming: pod("same", "", 0, "", "data"), vols: podVolumes{readWriteOncePodInUse: true, readWriteOncePodUsers: []*corev1.Pod{holder}},
+			wantPS: "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."},
+		{name: "cpu: the least important victims, the others given back", pods: []*corev1.Pod{
+			pod("a-low", "a", 1, "1", ""), pod("a-mid", "a", 5, "1", ""), pod("b-mid", "b", 5, "1", ""), pod("b-mid2", "b", 5, "1", "")},
+			incoming: pod("big", "", 10, "1", ""), wantNode: "a", wantVictims: "a-low"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testScheduler(t, []*corev1.Node{cpuNode("a"), cpuNode("b")}, tc.pods...)
+			verdicts := map[string]verdict{}
+			for _, n := range s.allNodes() {
+				v := fits(tc.incoming, n, s.runningOn(n.Name), tc.vols, func(*corev1.Node) bool { return false })
+				if v.fits() {
+					t.Fatalf("fits on %s", n.Name)
+				}
+				verdicts[n.Name] = v
+			}
+			p := s.preempt(tc.incoming, tc.vols, s.allNodes(), verdicts)
+			var victims []string
+			for _, v := range p.victims {
+				victims = append(victims, v.Name)
+			}
+			if p.node != tc.wantNode || strings.Join(victims, ",") != tc.wantVictims || p.postscript != tc.wantPS {
+				t.Errorf("preempt = node %q victims %v postscript %q; want %q %q %q", p.node, victims, p.postscript, tc.wantNode, tc.wantVictims, tc.wantPS)
+			}
+		})
 	}
 }
 
@@ -231,7 +339,7 @@ func TestInsufficientResources(t *testing.T) {
 // TestClaimInUse: VolumeRestrictions counts the pods on a node that use a
 // claim of the same name in the pod's namespace, terminating ones too,
 // finished ones and the pod itself not.
-func TestClaimInUse(t *testing.T) {
+func TestClaimUsers(t *testing.T) {
 	user := func(name, ns, nodeName, claimName string, phase corev1.PodPhase, deleting bool) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + ns + "-" + name)},
 			Spec: corev1.PodSpec{NodeName: nodeName, Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
@@ -265,8 +373,8 @@ func TestClaimInUse(t *testing.T) {
 				}
 			}
 			s := &Scheduler{podIndex: idx}
-			if got := s.claimInUse(me, "data"); got != tc.want {
-				t.Errorf("claimInUse = %v, want %v", got, tc.want)
+			if got := len(s.claimUsers(me, "data")) > 0; got != tc.want {
+				t.Errorf("claim in use = %v, want %v", got, tc.want)
 			}
 		})
 	}

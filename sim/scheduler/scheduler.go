@@ -306,12 +306,12 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 		nodes, _ := s.nodes.List(labels.Everything())
 		return s.unschedulable(ctx, pod, preFilterMessage(len(nodes), why), map[string]bool{"VolumeBinding": true})
 	}
-	node, msg, plugins, err := s.pickNode(pod, vols)
+	node, verdicts, err := s.pickNode(pod, vols)
 	if err != nil {
 		return err
 	}
 	if node == nil {
-		return s.unschedulable(ctx, pod, msg, plugins)
+		return s.noFit(ctx, pod, vols, verdicts)
 	}
 	wait, err := s.bindVolumes(ctx, pod, vols, node)
 	if err != nil {
@@ -351,8 +351,11 @@ func (s *Scheduler) podVolumes(pod *corev1.Pod) (podVolumes, string) {
 		if err != nil {
 			return vols, fmt.Sprintf("persistentvolumeclaim %q not found", name)
 		}
-		if slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteOncePod) && s.claimInUse(pod, name) {
-			vols.readWriteOncePodInUse = true
+		if slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteOncePod) {
+			if users := s.claimUsers(pod, name); len(users) > 0 {
+				vols.readWriteOncePodInUse = true
+				vols.readWriteOncePodUsers = append(vols.readWriteOncePodUsers, users...)
+			}
 		}
 		if claim.DeletionTimestamp != nil {
 			return vols, fmt.Sprintf("persistentvolumeclaim %q is being deleted", name)
@@ -382,11 +385,12 @@ func (s *Scheduler) podVolumes(pod *corev1.Pod) (podVolumes, string) {
 	return vols, ""
 }
 
-// claimInUse: a pod other than pod, bound to a node and not finished
-// (the scheduler's cache of assigned pods, terminating ones included),
-// uses the claim: VolumeRestrictions' PreFilter count for a
-// ReadWriteOncePod claim.
-func (s *Scheduler) claimInUse(pod *corev1.Pod, claim string) bool {
+// claimUsers are the pods other than pod, bound to a node and not
+// finished (the scheduler's cache of assigned pods, terminating ones
+// included), that use the claim: VolumeRestrictions' PreFilter count for
+// a ReadWriteOncePod claim. They come in the order of their keys.
+func (s *Scheduler) claimUsers(pod *corev1.Pod, claim string) []*corev1.Pod {
+	var users []*corev1.Pod
 	for _, obj := range s.podIndex.List() {
 		p, ok := obj.(*corev1.Pod)
 		if !ok || p.UID == pod.UID || p.Namespace != pod.Namespace || p.Spec.NodeName == "" ||
@@ -394,10 +398,11 @@ func (s *Scheduler) claimInUse(pod *corev1.Pod, claim string) bool {
 			continue
 		}
 		if usesClaim(p, claim) {
-			return true
+			users = append(users, p)
 		}
 	}
-	return false
+	sort.Slice(users, func(i, j int) bool { return users[i].Name < users[j].Name })
+	return users
 }
 
 // hasCapacity is the volume binding plugin's capacity check: when the
@@ -430,31 +435,58 @@ func (s *Scheduler) hasCapacity(claim *corev1.PersistentVolumeClaim, class *stor
 	return false
 }
 
-// pickNode returns the first node by name that fits, or the message of why
-// none does.
-func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, string, map[string]bool, error) {
+// pickNode returns the first node by name that fits, or the verdict of
+// every node, by name, when none does.
+func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, map[string]verdict, error) {
 	nodes, err := s.nodes.List(labels.Everything())
 	if err != nil {
-		return nil, "", nil, err
+		return nil, nil, err
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	var verdicts []verdict
+	verdicts := map[string]verdict{}
 	wanted := s.podCSIVolumes(pod)
 	for _, node := range nodes {
 		v := fits(pod, node, s.runningOn(node.Name), vols, func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) })
 		if v.fits() {
-			return node, "", nil, nil
+			return node, nil, nil
 		}
-		verdicts = append(verdicts, v)
+		verdicts[node.Name] = v
 	}
+	return nil, verdicts, nil
+}
+
+// noFit handles a pod that fits on no node: preemption is tried (the
+// PostFilter), and the attempt reported — a FailedScheduling event and
+// the PodScheduled condition in the real words, and with a preemption
+// that nominated a node, status.nominatedNodeName and the victims'
+// eviction.
+func (s *Scheduler) noFit(ctx context.Context, pod *corev1.Pod, vols podVolumes, verdicts map[string]verdict) error {
+	nodes := s.allNodes()
 	if len(nodes) == 0 {
-		return nil, "no nodes available to schedule pods", nil, nil
+		return s.unschedulable(ctx, pod, "no nodes available to schedule pods", nil)
 	}
 	plugins := map[string]bool{}
-	for _, v := range verdicts {
-		plugins[v.plugin] = true
+	var all []verdict
+	for _, n := range nodes {
+		if v, ok := verdicts[n.Name]; ok {
+			all = append(all, v)
+			plugins[v.plugin] = true
+		}
 	}
-	return nil, failureMessage(len(nodes), verdicts), plugins, nil
+	p := s.preempt(pod, vols, nodes, verdicts)
+	msg := failureMessage(len(nodes), all, p.postscript)
+	if p.node == "" {
+		return s.unschedulable(ctx, pod, msg, plugins)
+	}
+	if err := s.evict(ctx, pod, p.node, p.victims); err != nil {
+		return err
+	}
+	s.events.Event(pod, corev1.EventTypeWarning, "FailedScheduling", msg)
+	if err := s.setNominated(ctx, pod, msg, p.node); err != nil {
+		return err
+	}
+	s.parked(pod.Namespace+"/"+pod.Name, plugins)
+	return controller.RequeueAfter(podMaxInUnschedulablePodsDuration)
 }
 
 // unscheduled are the pods waiting for a node.
@@ -592,13 +624,17 @@ func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg stri
 	if err := s.setScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, msg); err != nil {
 		return err
 	}
-	key := pod.Namespace + "/" + pod.Name
+	s.parked(pod.Namespace+"/"+pod.Name, plugins)
+	// Events that may make it fit bring it back sooner.
+	return controller.RequeueAfter(podMaxInUnschedulablePodsDuration)
+}
+
+// parked counts a failed attempt of the pod, rejected by plugins.
+func (s *Scheduler) parked(key string, plugins map[string]bool) {
 	s.mu.Lock()
 	a := s.attempts[key]
 	s.attempts[key] = attempt{failures: a.failures + 1, last: s.clock.Now(), plugins: plugins}
 	s.mu.Unlock()
-	// Events that may make it fit bring it back sooner.
-	return controller.RequeueAfter(podMaxInUnschedulablePodsDuration)
 }
 
 func (s *Scheduler) forget(key string) {
