@@ -44,6 +44,9 @@ type podVolumes struct {
 	readWriteOncePodInUse bool
 	// readWriteOncePodUsers are those pods, for preemption.
 	readWriteOncePodUsers []*corev1.Pod
+	// readWriteOncePodClaims are the pod's ReadWriteOncePod claims, by
+	// name.
+	readWriteOncePodClaims []string
 	// capacity says whether a volume of the claim's class and size can be
 	// made for the node, when its driver publishes storage capacity.
 	capacity func(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, node *corev1.Node) bool

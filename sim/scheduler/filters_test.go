@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"maps"
+	"sort"
 	"strings"
 	"testing"
 
@@ -377,5 +378,36 @@ func TestClaimUsers(t *testing.T) {
 				t.Errorf("claim in use = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestWithNominated: pods nominated to a node with a priority not lower
+// than the incoming pod's count there, and as users of its
+// ReadWriteOncePod claims; others do not.
+func TestWithNominated(t *testing.T) {
+	prio := func(p int32) *int32 { return &p }
+	nominated := func(name, nodeName string, priority int32, claim string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+			Spec: corev1.PodSpec{Priority: prio(priority), Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}},
+			Status: corev1.PodStatus{NominatedNodeName: nodeName}}
+	}
+	incoming := nominated("me", "", 10, "data")
+	s := testScheduler(t, nil, incoming, nominated("urgent", "a", 100, "data"), nominated("low", "a", 1, "data"),
+		nominated("elsewhere", "b", 100, "data"), nominated("other-claim", "a", 100, "logs"))
+	on, vols := s.withNominated(incoming, "a", nil, podVolumes{readWriteOncePodClaims: []string{"data"}})
+	var names []string
+	for _, p := range on {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	if got := strings.Join(names, ","); got != "other-claim,urgent" {
+		t.Errorf("pods on a = %s, want other-claim,urgent", got)
+	}
+	if !vols.readWriteOncePodInUse || len(vols.readWriteOncePodUsers) != 1 || vols.readWriteOncePodUsers[0].Name != "urgent" {
+		t.Errorf("claim users = %v (in use %v), want urgent", vols.readWriteOncePodUsers, vols.readWriteOncePodInUse)
+	}
+	if fits(incoming, node("a", nil), on, vols, func(*corev1.Node) bool { return false }).fits() {
+		t.Error("fits beside a nominated pod holding its ReadWriteOncePod claim")
 	}
 }

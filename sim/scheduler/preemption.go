@@ -20,7 +20,8 @@ import (
 // preempt pods of lower priority on a node where their going would make
 // it fit. Modelled: the NodeResourcesFit and VolumeRestrictions
 // (ReadWriteOncePod) refusals; not modelled: PodDisruptionBudgets, volume
-// limits freed by victims, and nominated pods' reservations.
+// limits freed by victims, and nominated pods in the victim selection
+// (the filters count them: withNominated).
 
 // The postscripts of a preemption that could not be tried, in the real
 // evaluator's words (preemption.go, PodEligibleToPreemptOthers).

@@ -48,6 +48,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
@@ -352,6 +353,7 @@ func (s *Scheduler) podVolumes(pod *corev1.Pod) (podVolumes, string) {
 			return vols, fmt.Sprintf("persistentvolumeclaim %q not found", name)
 		}
 		if slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteOncePod) {
+			vols.readWriteOncePodClaims = append(vols.readWriteOncePodClaims, name)
 			if users := s.claimUsers(pod, name); len(users) > 0 {
 				vols.readWriteOncePodInUse = true
 				vols.readWriteOncePodUsers = append(vols.readWriteOncePodUsers, users...)
@@ -446,13 +448,49 @@ func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, ma
 	verdicts := map[string]verdict{}
 	wanted := s.podCSIVolumes(pod)
 	for _, node := range nodes {
-		v := fits(pod, node, s.runningOn(node.Name), vols, func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) })
+		running := s.runningOn(node.Name)
+		overLimit := func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) }
+		v := fits(pod, node, running, vols, overLimit)
+		if v.fits() {
+			// The real framework filters a node twice when pods of
+			// equal or higher priority are nominated to it (they wait
+			// there for victims of their preemption to go): with them
+			// as if they ran there, and without.
+			if on, with := s.withNominated(pod, node.Name, running, vols); len(on) > len(running) {
+				v = fits(pod, node, on, with, overLimit)
+			}
+		}
 		if v.fits() {
 			return node, nil, nil
 		}
 		verdicts[node.Name] = v
 	}
 	return nil, verdicts, nil
+}
+
+// withNominated adds to a node's pods those nominated to it with a
+// priority not lower than pod's, and counts them as users of the pod's
+// ReadWriteOncePod claims they use.
+func (s *Scheduler) withNominated(pod *corev1.Pod, node string, running []*corev1.Pod, vols podVolumes) ([]*corev1.Pod, podVolumes) {
+	priority := corev1helpers.PodPriority(pod)
+	on := slices.Clone(running)
+	for _, p := range s.unscheduled() {
+		if p.UID == pod.UID || p.Status.NominatedNodeName != node || p.DeletionTimestamp != nil || corev1helpers.PodPriority(p) < priority {
+			continue
+		}
+		on = append(on, p)
+		if p.Namespace != pod.Namespace {
+			continue
+		}
+		for _, c := range vols.readWriteOncePodClaims {
+			if usesClaim(p, c) {
+				vols.readWriteOncePodUsers = append(slices.Clone(vols.readWriteOncePodUsers), p)
+				vols.readWriteOncePodInUse = true
+				break
+			}
+		}
+	}
+	return on, vols
 }
 
 // noFit handles a pod that fits on no node: preemption is tried (the
