@@ -25,9 +25,11 @@ const (
 	reasonNoPersistentVolumes = "node(s) didn't find available persistent volumes to bind"
 	reasonMaxVolumeCount      = "node(s) exceed max volume count"
 	reasonNotEnoughStorage    = "node(s) did not have enough free storage"
-	// From the VolumeRestrictions plugin
-	// (pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go).
-	reasonReadWriteOncePodConflict = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+	// From the VolumeRestrictions plugin of v1.37.2
+	// (pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go;
+	// older releases said "node has pod using PersistentVolumeClaim with
+	// the same name and ReadWriteOncePod access mode").
+	reasonReadWriteOncePodConflict = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
 	annSelectedNode                = "volume.kubernetes.io/selected-node"
 )
 

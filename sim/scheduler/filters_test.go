@@ -200,6 +200,9 @@ func TestPreemption(t *testing.T) {
 			for _, v := range p.victims {
 				victims = append(victims, v.Name)
 			}
+			if tc.wantNode != "" {
+				tc.wantPS = "preemption: found a potential placement for pod on node " + tc.wantNode + ", preempting 1 victims"
+			}
 			if p.node != tc.wantNode || strings.Join(victims, ",") != tc.wantVictims || p.postscript != tc.wantPS {
 				t.Errorf("preempt = node %q victims %v postscript %q; want %q %q %q", p.node, victims, p.postscript, tc.wantNode, tc.wantVictims, tc.wantPS)
 			}

@@ -35,8 +35,8 @@ const (
 type preemption struct {
 	node    string
 	victims []*corev1.Pod
-	// postscript ends the FailedScheduling message when no node was
-	// nominated; empty when one was.
+	// postscript ends the FailedScheduling message: why no node was
+	// nominated, or which was.
 	postscript string
 }
 
@@ -52,7 +52,7 @@ func (s *Scheduler) preempt(pod *corev1.Pod, vols podVolumes, nodes []*corev1.No
 	if nominated := pod.Status.NominatedNodeName; nominated != "" {
 		if v, ok := verdicts[nominated]; ok && v.preemptible {
 			for _, p := range s.runningOn(nominated) {
-				if p.DeletionTimestamp != nil && corev1helpers.PodPriority(p) < priority {
+				if corev1helpers.PodPriority(p) < priority && terminatingByPreemption(p) {
 					return preemption{postscript: notEligibleTerminating}
 				}
 			}
@@ -97,7 +97,12 @@ func (s *Scheduler) preempt(pod *corev1.Pod, vols podVolumes, nodes []*corev1.No
 		}
 		return startTime(a[0]).After(startTime(b[0]))
 	})
-	return preemption{node: candidates[0].node, victims: candidates[0].victims}
+	best := candidates[0]
+	// v1.37's Evaluator.Preempt says where it preempts
+	// (pkg/scheduler/framework/preemption/preemption.go), behind
+	// DefaultPreemption's "preemption: ".
+	return preemption{node: best.node, victims: best.victims,
+		postscript: fmt.Sprintf("preemption: found a potential placement for pod on node %v, preempting %d victims", best.node, len(best.victims))}
 }
 
 // victimsOn is SelectVictimsOnNode: take away every pod of lower priority
@@ -154,6 +159,20 @@ func (s *Scheduler) victimsOn(pod *corev1.Pod, node *corev1.Node, vols podVolume
 		}
 	}
 	return victims, len(victims) > 0
+}
+
+// terminatingByPreemption: the pod is being deleted after a preemption (the
+// real PodTerminatingByPreemption: its DisruptionTarget condition says so).
+func terminatingByPreemption(p *corev1.Pod) bool {
+	if p.DeletionTimestamp == nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler {
+			return true
+		}
+	}
+	return false
 }
 
 // moreImportant is the real MoreImportantPod: higher priority, then

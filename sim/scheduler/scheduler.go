@@ -494,7 +494,8 @@ func (s *Scheduler) withNominated(pod *corev1.Pod, node string, running []*corev
 }
 
 // noFit handles a pod that fits on no node: preemption is tried (the
-// PostFilter), and the attempt reported — a FailedScheduling event and
+// PostFilter), and the attempt reported — a FailedScheduling event (its
+// message ends with the preemption's outcome) and
 // the PodScheduled condition in the real words, and with a preemption
 // that nominated a node, status.nominatedNodeName and the victims'
 // eviction.
