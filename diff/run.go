@@ -90,7 +90,7 @@ func snapshotTimes(snaps []Snapshot) map[int]time.Duration {
 // without one is settled by quiet alone.
 func runSim(ctx context.Context, sc *scenario.Scenario, opts Options, realAt map[int]time.Duration) (RunResult, error) {
 	progress(opts, "running %s on the simulator (seed %d)\n", sc.Name, opts.Seed)
-	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs,
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: sc.Cluster.DriverName,
 		Seed: opts.Seed, DriverBinary: opts.DriverBinary, DriverLog: opts.ComponentLog})
 	if err != nil {
 		return RunResult{}, fmt.Errorf("starting the simulator: %w", err)
@@ -136,7 +136,7 @@ func runSim(ctx context.Context, sc *scenario.Scenario, opts Options, realAt map
 
 func runReal(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResult, error) {
 	progress(opts, "running %s on the real control plane\n", sc.Name)
-	c, err := realcluster.Start(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs,
+	c, err := realcluster.Start(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: sc.Cluster.DriverName,
 		DriverBinary: opts.DriverBinary, BinDir: opts.BinDir, Log: opts.ComponentLog, RealNodes: opts.RealNodes})
 	if err != nil {
 		return RunResult{}, fmt.Errorf("starting the real control plane: %w", err)

@@ -48,7 +48,7 @@ func hereSpecs(files, chosen []string) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
-			c, err := realcluster.Start(ctx, realcluster.Config{Nodes: nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs,
+			c, err := realcluster.Start(ctx, realcluster.Config{Nodes: nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: sc.Cluster.DriverName,
 				RealNodes: nodes, DriverBinary: *csisimBin, Log: GinkgoWriter})
 			Expect(err).NotTo(HaveOccurred())
 			defer func() { Expect(c.Close()).To(Succeed()) }()

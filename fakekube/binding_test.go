@@ -40,3 +40,26 @@ func TestBindingCopiesTopologyLabels(t *testing.T) {
 		t.Errorf("annotations %v, want the binding's note", pod.Annotations)
 	}
 }
+
+// A binding clears the pod's nominatedNodeName, as the v1.37 binding
+// storage does (ClearingNominatedNodeNameAfterBinding).
+func TestBindingClearsNomination(t *testing.T) {
+	_, cs := newClient(t)
+	ctx := context.Background()
+	pods := cs.CoreV1().Pods("default")
+	pod, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.NominatedNodeName = "node-a"
+	if _, err := pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "app"}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if pod, err = pods.Get(ctx, "app", metav1.GetOptions{}); err != nil || pod.Status.NominatedNodeName != "" || pod.Spec.NodeName != "node-a" {
+		t.Fatalf("after binding: node %q nominated %q (%v)", pod.Spec.NodeName, pod.Status.NominatedNodeName, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -34,6 +35,10 @@ func setDefaults(obj runtime.Object) {
 		}
 	case *storagev1.CSIDriver:
 		setCSIDriverDefaults(&o.Spec)
+	case *schedulingv1.PriorityClass:
+		if o.PreemptionPolicy == nil {
+			o.PreemptionPolicy = ptrTo(corev1.PreemptLowerPriority)
+		}
 	case *corev1.Pod:
 		setPodDefaults(&o.Spec)
 	case *corev1.Secret:

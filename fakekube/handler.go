@@ -499,6 +499,10 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, req reques
 			return nil, apierrors.NewConflict(req.res.groupResource(), req.name, fmt.Errorf("pod %s is already assigned to node %q", req.name, pod.Spec.NodeName))
 		}
 		pod.Spec.NodeName = binding.Target.Name
+		// The nomination of a preemption is cleared (the
+		// ClearingNominatedNodeNameAfterBinding gate, beta and on since
+		// v1.35; pkg/registry/core/pod/storage/storage.go).
+		pod.Status.NominatedNodeName = ""
 		for k, v := range binding.Annotations {
 			if pod.Annotations == nil {
 				pod.Annotations = map[string]string{}

@@ -141,6 +141,7 @@ func defaultResources() []*resource {
 		{gvr: coreV1.WithResource("serviceaccounts"), kind: "ServiceAccount", namespaced: true, shortNames: []string{"sa"}},
 		{gvr: storageV1.WithResource("storageclasses"), kind: "StorageClass", shortNames: []string{"sc"}},
 		{gvr: storageV1.WithResource("csidrivers"), kind: "CSIDriver"},
+		{gvr: schedulingV1.WithResource("priorityclasses"), kind: "PriorityClass", shortNames: []string{"pc"}},
 		{gvr: storageV1.WithResource("csinodes"), kind: "CSINode"},
 		{gvr: storageV1.WithResource("volumeattachments"), kind: "VolumeAttachment", hasStatus: true},
 		{gvr: storageV1.WithResource("csistoragecapacities"), kind: "CSIStorageCapacity", namespaced: true},

@@ -87,6 +87,12 @@ func New(opts Options) *Server {
 			panic(err) // cannot happen on an empty store
 		}
 	}
+	pcRes := reg.byGVR[schedulingV1.WithResource("priorityclasses")]
+	for _, pc := range systemPriorityClasses() {
+		if _, err := s.store.create("kube-apiserver", pcRes, "", pc); err != nil {
+			panic(err) // cannot happen on an empty store
+		}
+	}
 	return s
 }
 

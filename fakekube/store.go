@@ -223,6 +223,9 @@ func (s *store) create(actor string, res *resource, namespace string, obj runtim
 	}
 	prepareForCreate(res, obj)
 	s.admitLocked(obj)
+	if err := s.admitPriorityLocked(res, obj); err != nil {
+		return nil, err
+	}
 	if errs := validateCreate(res, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(res.gvk().GroupKind(), m.GetName(), errs)
 	}

@@ -66,12 +66,6 @@ func socketPathProblem(root, node, driver string) string {
 		node, len(sock), sock, endpoint.MaxSocketPath, len(node)-(len(sock)-endpoint.MaxSocketPath))
 }
 
-// nodeNameProblem checks a node name against the socket path it makes in
-// a run from this machine's temporary directory with the default driver.
-func nodeNameProblem(node string) string {
-	return socketPathProblem(runRootSample(), node, defaultDriverName)
-}
-
 // launcherFlags are the flags of csisim's driver that the launcher sets for
 // each plugin: where its socket, files and state live in the run's root, and
 // who it is. A scenario's driverArgs come after them on the command line,
@@ -83,7 +77,7 @@ var launcherFlags = map[string]string{
 	"state-dir":   "its state directory in the run's directory",
 	"node-id":     "the node it serves",
 	"mode":        "the plugin it is (controller or node)",
-	"driver-name": "the driver name, from --driver-name of csisim run",
+	"driver-name": "the driver name, from cluster.driverName or --driver-name of csisim run",
 	"zone":        "the node's zone, from cluster.zones",
 }
 

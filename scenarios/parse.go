@@ -149,10 +149,28 @@ func sourceLine(data []byte, n int) string {
 }
 
 func (p *parser) cluster(n *yaml.Node) Cluster {
-	f, ok := p.mapping(n, "cluster", "nodes", "zones", "driverArgs")
+	f, ok := p.mapping(n, "cluster", "nodes", "zones", "driverArgs", "driverName")
+	driver := defaultDriverName
+	if ok && f.has("driverName") {
+		if name, named := p.text(f.vals["driverName"], "driverName"); named {
+			// The CSIDriver object's name rules: a DNS-1123 subdomain of
+			// at most 63 characters.
+			if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 || len(name) > 63 {
+				if len(errs) == 0 {
+					errs = []string{"must be no more than 63 characters (a CSIDriver's name)"}
+				}
+				p.fail(f.vals["driverName"], "invalid driverName %q: %s", name, strings.Join(errs, "; "))
+			} else {
+				driver = name
+			}
+		}
+	}
 	if !ok || !f.has("nodes") {
 		if ok && f.has("zones") {
 			p.fail(f.keys["zones"], "zones needs nodes: list the nodes the zones are for")
+		}
+		if ok && f.has("driverName") && driver != defaultDriverName {
+			return Cluster{DriverName: driver}
 		}
 		return Cluster{}
 	}
@@ -162,7 +180,7 @@ func (p *parser) cluster(n *yaml.Node) Cluster {
 			p.fail(item, "invalid node name %q: %s", name, strings.Join(errs, "; "))
 			return false
 		}
-		if msg := nodeNameProblem(name); msg != "" {
+		if msg := socketPathProblem(runRootSample(), name, driver); msg != "" {
 			p.fail(item, "%s", msg)
 			return false
 		}
@@ -174,6 +192,9 @@ func (p *parser) cluster(n *yaml.Node) Cluster {
 		return true
 	})
 	c := Cluster{Nodes: nodes}
+	if f.has("driverName") && driver != defaultDriverName {
+		c.DriverName = driver
+	}
 	if f.has("zones") {
 		c.Zones = p.zones(f.vals["zones"], seen)
 	}

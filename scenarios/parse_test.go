@@ -285,3 +285,20 @@ func TestParseClusterZones(t *testing.T) {
 		}
 	}
 }
+
+func TestParseClusterDriverName(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"cluster:\n  nodes: [a]\n  driverName: ceph.example.com\nsteps:\n  - sleep: 1s\n", "ceph.example.com"},
+		{"cluster:\n  driverName: ceph.example.com\nsteps:\n  - sleep: 1s\n", "ceph.example.com"},
+		{"cluster:\n  nodes: [a]\nsteps:\n  - sleep: 1s\n", ""},
+		{"cluster:\n  nodes: [a]\n  driverName: hostpath.csisim.io\nsteps:\n  - sleep: 1s\n", ""},
+	} {
+		s, err := Parse("d.yaml", []byte(tc.src), ".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Cluster.DriverName != tc.want {
+			t.Errorf("%q: driver name %q, want %q", tc.src, s.Cluster.DriverName, tc.want)
+		}
+	}
+}

@@ -31,6 +31,11 @@ type Cluster struct {
 	// DriverArgs are flags for the simulator's own driver (csisim driver
 	// --help lists them), e.g. --capacity=10Gi for a storage pool per zone.
 	DriverArgs []string
+	// DriverName is the name the simulator's own driver is started with
+	// (and so the provisioner of its classes, the CSIDriver's name); empty
+	// means hostpath.csisim.io. A scenario that applies manifests written
+	// for another driver names that driver here.
+	DriverName string
 }
 
 // Step is one thing a scenario does. Exactly one of the action pointers is

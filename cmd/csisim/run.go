@@ -34,7 +34,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	driverCommand := fs.String("driver-command", "", "run this CSI driver instead of csisim's own, for the controller and every node:\n"+
 		"a command line whose words may contain {endpoint}, {nodeID}, {stateDir} and {root}, e.g.\n"+
 		"'/usr/bin/hostpathplugin --endpoint={endpoint} --nodeid={nodeID} --statedir={stateDir}' (no shell quoting)")
-	driverName := fs.String("driver-name", "", "the name the driver reports (default hostpath.csisim.io)")
+	driverName := fs.String("driver-name", "", "the name the driver reports (default: the scenario's cluster.driverName, else hostpath.csisim.io)")
 	mockDriver := fs.Bool("mock-driver", false, "use the in-memory mock CSI driver (no mounts, no root needed)")
 	traceFile := fs.String("trace", "", "also write the timeline to this file, without wall-clock durations:\n"+
 		"two runs with the same seed and scenario write the same file; {seed} in the name stands for the seed\n"+
@@ -99,7 +99,12 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2
 	}
-	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: *driverName, Mock: *mockDriver}
+	// --driver-name overrides the scenario's cluster.driverName.
+	name := sc.Cluster.DriverName
+	if *driverName != "" {
+		name = *driverName
+	}
+	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: name, Mock: *mockDriver}
 	if *driverCommand != "" {
 		words := strings.Fields(*driverCommand)
 		cfg.Driver = launch.Template{Path: words[0], Args: words[1:]}

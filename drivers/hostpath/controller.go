@@ -77,7 +77,7 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	if err := checkName(req.GetName()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
 	}
-	kind, err := parseParameters(req.GetParameters())
+	kind, params, err := parseParameters(req.GetParameters(), s.d.cfg.StrictParameters)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
 	}
@@ -85,7 +85,7 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 		return nil, status.Error(codes.InvalidArgument, "CreateVolume: volume capabilities are required")
 	}
 	for _, c := range req.GetVolumeCapabilities() {
-		if err := checkCapability(c, kind); err != nil {
+		if err := s.d.checkCapability(c, kind); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
 		}
 	}
@@ -113,6 +113,8 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with capacity %d bytes, which does not fit the requested range", v.Name, v.CapacityBytes)
 		case !sameSource(v.Source, src):
 			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with another content source", v.Name)
+		case !maps.Equal(v.Parameters, params):
+			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with other parameters", v.Name)
 		}
 		return &csi.CreateVolumeResponse{Volume: v.csiVolume()}, nil
 	}
@@ -146,7 +148,13 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 			capacity = sourceSize
 		}
 	}
-	zone, err := d.placeVolume(req.GetAccessibilityRequirements(), capacity)
+	requirements := req.GetAccessibilityRequirements()
+	if d.cfg.NoTopology {
+		// Not asked for: the CO sends none to a driver without
+		// VOLUME_ACCESSIBILITY_CONSTRAINTS.
+		requirements = nil
+	}
+	zone, err := d.placeVolume(requirements, capacity)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +164,7 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	if err := d.createBacking(id, kind, capacity, copyFrom); err != nil {
 		return nil, status.Errorf(codes.Internal, "CreateVolume: %v", err)
 	}
-	v := &volumeRecord{ID: id, Name: req.GetName(), Kind: kind, CapacityBytes: capacity, Zone: zone, Source: src}
+	v := &volumeRecord{ID: id, Name: req.GetName(), Kind: kind, CapacityBytes: capacity, Zone: zone, Source: src, Parameters: params}
 	d.state.Volumes[id] = v
 	if err := d.store.save(d.state); err != nil {
 		delete(d.state.Volumes, id)
@@ -300,7 +308,7 @@ func (s *controllerServer) ControllerPublishVolume(_ context.Context, req *csi.C
 	if err := checkNodeID(nodeID); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ControllerPublishVolume: %v", err)
 	}
-	if err := checkCapability(req.GetVolumeCapability(), ""); err != nil {
+	if err := s.d.checkCapability(req.GetVolumeCapability(), ""); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ControllerPublishVolume: %v", err)
 	}
 	mode := req.GetVolumeCapability().GetAccessMode().GetMode()
@@ -320,7 +328,7 @@ func (s *controllerServer) ControllerPublishVolume(_ context.Context, req *csi.C
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "ControllerPublishVolume: node %s does not exist (no node plugin has registered it)", nodeID)
 	}
-	if err := checkCapability(req.GetVolumeCapability(), v.kind()); err != nil {
+	if err := checkVolumeCapability(req.GetVolumeCapability(), v.kind()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ControllerPublishVolume: %v", err)
 	}
 	if v.Zone != "" && node.Zone != v.Zone {
@@ -473,7 +481,7 @@ func (s *controllerServer) ValidateVolumeCapabilities(_ context.Context, req *cs
 		return nil, status.Errorf(codes.NotFound, "ValidateVolumeCapabilities: volume %s does not exist", id)
 	}
 	if len(req.GetParameters()) > 0 {
-		want, err := parseParameters(req.GetParameters())
+		want, _, err := parseParameters(req.GetParameters(), d.cfg.StrictParameters)
 		if err != nil {
 			return &csi.ValidateVolumeCapabilitiesResponse{Message: err.Error()}, nil
 		}
@@ -482,7 +490,7 @@ func (s *controllerServer) ValidateVolumeCapabilities(_ context.Context, req *cs
 		}
 	}
 	for _, c := range req.GetVolumeCapabilities() {
-		if err := checkCapability(c, kind); err != nil {
+		if err := d.checkCapability(c, kind); err != nil {
 			return &csi.ValidateVolumeCapabilitiesResponse{Message: err.Error()}, nil
 		}
 	}
@@ -536,12 +544,12 @@ func (s *controllerServer) ListVolumes(_ context.Context, req *csi.ListVolumesRe
 // GetCapacity reports what is left in the storage pool of the requested
 // topology segment, or in all pools together; see Config.CapacityPerZone.
 func (s *controllerServer) GetCapacity(_ context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
-	kind, err := parseParameters(req.GetParameters())
+	kind, _, err := parseParameters(req.GetParameters(), s.d.cfg.StrictParameters)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "GetCapacity: %v", err)
 	}
 	for _, c := range req.GetVolumeCapabilities() {
-		if checkCapability(c, kind) != nil {
+		if s.d.checkCapability(c, kind) != nil {
 			// No volume with that capability can be provisioned.
 			return &csi.GetCapacityResponse{AvailableCapacity: 0, MaximumVolumeSize: wrapperspb.Int64(0)}, nil
 		}
@@ -586,7 +594,7 @@ func (s *controllerServer) ControllerExpandVolume(_ context.Context, req *csi.Co
 	}
 	kind := v.kind()
 	if c := req.GetVolumeCapability(); c != nil {
-		if err := checkCapability(c, kind); err != nil {
+		if err := s.d.checkCapability(c, kind); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "ControllerExpandVolume: %v", err)
 		}
 	}
@@ -805,14 +813,17 @@ func (s *controllerServer) GetSnapshot(_ context.Context, req *csi.GetSnapshotRe
 }
 
 // csiVolume is the CSI view of a record. The volume context names the
-// backing kind only; nothing in it is secret.
+// backing kind, beside the parameters the driver does not know itself (see
+// parseParameters); nothing in it is secret.
 func (v *volumeRecord) csiVolume() *csi.Volume {
 	vol := &csi.Volume{
 		VolumeId:           v.ID,
 		CapacityBytes:      v.CapacityBytes,
-		VolumeContext:      map[string]string{VolumeContextKind: string(v.kind())},
+		VolumeContext:      map[string]string{},
 		AccessibleTopology: zoneTopology(v.Zone),
 	}
+	maps.Copy(vol.VolumeContext, v.Parameters)
+	vol.VolumeContext[VolumeContextKind] = string(v.kind())
 	switch {
 	case v.Source == nil:
 	case v.Source.SnapshotID != "":
@@ -934,10 +945,32 @@ func fits(capacity int64, r *csi.CapacityRange) bool {
 // and ignore the fs_type, as a CO may pass a default one for any volume.
 var supportedFsTypes = []string{"", "ext2", "ext3", "ext4", "xfs"}
 
-// checkCapability accepts mount access with any known access mode, and
-// block access for block volumes. kind "" checks only what does not depend
-// on the volume, for calls that must validate before looking it up.
-func checkCapability(c *csi.VolumeCapability, kind volumeKind) error {
+// checkCapability is checkVolumeCapability, and then the access mode
+// against what the driver was started to support: the MULTI_NODE_* modes
+// need --multi-node.
+func (d *Driver) checkCapability(c *csi.VolumeCapability, kind volumeKind) error {
+	if err := checkVolumeCapability(c, kind); err != nil {
+		return err
+	}
+	return d.checkAccessMode(c.GetAccessMode().GetMode())
+}
+
+// checkAccessMode refuses a multi-node access mode unless the driver was
+// started with --multi-node. A disk driver refuses such modes this way
+// (InvalidArgument from CreateVolume and ControllerPublishVolume; the CSI
+// spec's "Exceeds capabilities" from the node service), so that a
+// ReadWriteMany claim of its class is never provisioned.
+func (d *Driver) checkAccessMode(mode csi.VolumeCapability_AccessMode_Mode) error {
+	if d.cfg.MultiNode || isSingleNode(mode) {
+		return nil
+	}
+	return fmt.Errorf("access mode %s is not supported: volumes of this driver are used on one node at a time (csisim driver --multi-node supports the MULTI_NODE modes)", mode)
+}
+
+// checkVolumeCapability accepts mount access with any known access mode,
+// and block access for block volumes. kind "" checks only what does not
+// depend on the volume, for calls that must validate before looking it up.
+func checkVolumeCapability(c *csi.VolumeCapability, kind volumeKind) error {
 	if c == nil {
 		return errors.New("volume capability is required")
 	}

@@ -3,6 +3,7 @@ package hostpath
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -59,8 +60,11 @@ func TestCreateVolume(t *testing.T) {
 			Name: "pvc-empty-source", VolumeCapabilities: []*csi.VolumeCapability{rwo},
 			VolumeContentSource: &csi.VolumeContentSource{},
 		}, codes.InvalidArgument, 0},
-		{"unknown parameter", &csi.CreateVolumeRequest{
+		{"unknown parameter is passed on", &csi.CreateVolumeRequest{
 			Name: "pvc-param", VolumeCapabilities: []*csi.VolumeCapability{rwo}, Parameters: map[string]string{"knid": "block"},
+		}, codes.OK, 1 << 30},
+		{"multi-node access mode without --multi-node", &csi.CreateVolumeRequest{
+			Name: "pvc-rwx", VolumeCapabilities: []*csi.VolumeCapability{rwo, mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER)},
 		}, codes.InvalidArgument, 0},
 		{"unknown kind", &csi.CreateVolumeRequest{
 			Name: "pvc-kind", VolumeCapabilities: []*csi.VolumeCapability{rwo}, Parameters: map[string]string{"kind": "lvm"},
@@ -158,7 +162,7 @@ func TestDeleteVolumeIdempotent(t *testing.T) {
 
 func TestControllerPublish(t *testing.T) {
 	env := newTestEnv(t)
-	r := env.start(t, Config{}) // ModeAll registers node-1
+	r := env.start(t, Config{MultiNode: true}) // ModeAll registers node-1
 	if err := registerNode(env.root, nodeRecord{NodeID: "node-2"}); err != nil {
 		t.Fatal(err)
 	}
@@ -398,5 +402,140 @@ func TestGetCapacity(t *testing.T) {
 	}
 	if resp.GetAvailableCapacity() != 0 {
 		t.Fatalf("capacity for block volumes = %d, want 0", resp.GetAvailableCapacity())
+	}
+}
+
+// TestParameters: parameters the driver does not know go into the volume
+// context by default; --strict-parameters refuses them, in CreateVolume,
+// GetCapacity and ValidateVolumeCapabilities.
+func TestParameters(t *testing.T) {
+	ceph := map[string]string{"clusterID": "c1", "pool": "rbd", "imageFeatures": "layering"}
+	tests := []struct {
+		name        string
+		strict      bool
+		params      map[string]string
+		wantCode    codes.Code
+		wantContext map[string]string
+	}{
+		{"known only", false, map[string]string{"kind": "directory"}, codes.OK, map[string]string{VolumeContextKind: "directory"}},
+		{"unknown passed on", false, ceph, codes.OK,
+			map[string]string{"clusterID": "c1", "pool": "rbd", "imageFeatures": "layering", VolumeContextKind: "directory"}},
+		{"the context's kind key is reserved", false, map[string]string{VolumeContextKind: "block"}, codes.InvalidArgument, nil},
+		{"bad kind", false, map[string]string{"kind": "lvm", "pool": "rbd"}, codes.InvalidArgument, nil},
+		{"strict: known only", true, map[string]string{"kind": "directory"}, codes.OK, map[string]string{VolumeContextKind: "directory"}},
+		{"strict: unknown refused", true, ceph, codes.InvalidArgument, nil},
+	}
+	env := newTestEnv(t)
+	loose := env.start(t, Config{Mode: ModeController})
+	strict := env.start(t, Config{Mode: ModeController, StrictParameters: true, Endpoint: "unix://" + filepath.Join(env.dir, "strict.sock"), StateDir: filepath.Join(env.dir, "strict-state")})
+	ctx := context.Background()
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := loose
+			if tc.strict {
+				r = strict
+			}
+			req := createReq(fmt.Sprintf("pvc-params-%d", i), 0, 0)
+			req.Parameters = tc.params
+			resp, err := r.ctrl.CreateVolume(ctx, req)
+			wantCode(t, err, tc.wantCode)
+			_, capErr := r.ctrl.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: tc.params})
+			wantCode(t, capErr, tc.wantCode)
+			if err != nil {
+				return
+			}
+			if got := resp.GetVolume().GetVolumeContext(); !maps.Equal(got, tc.wantContext) {
+				t.Fatalf("volume context = %v, want %v", got, tc.wantContext)
+			}
+			// The same name with other parameters is another volume.
+			other := createReq(req.GetName(), 0, 0)
+			other.Parameters = map[string]string{"kind": "directory", "pool": "elsewhere"}
+			if !tc.strict {
+				_, err := r.ctrl.CreateVolume(ctx, other)
+				wantCode(t, err, codes.AlreadyExists)
+			}
+			v, err := r.ctrl.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{
+				VolumeId: resp.GetVolume().GetVolumeId(), VolumeCapabilities: []*csi.VolumeCapability{rwo}, Parameters: ceph})
+			wantCode(t, err, codes.OK)
+			if confirmed := v.GetConfirmed() != nil; confirmed == tc.strict {
+				t.Fatalf("ValidateVolumeCapabilities with unknown parameters: confirmed %v, strict %v (%s)", confirmed, tc.strict, v.GetMessage())
+			}
+		})
+	}
+}
+
+// TestAccessModes: without --multi-node only the single-node modes are
+// supported, and the others refused with the codes the CSI spec gives for
+// each call; with it a volume is published to two nodes.
+func TestAccessModes(t *testing.T) {
+	rwx := mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER)
+	rox := mountCap(csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY)
+	sssw := mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER)
+	for _, multi := range []bool{false, true} {
+		t.Run(fmt.Sprintf("multi-node=%t", multi), func(t *testing.T) {
+			env := newTestEnv(t)
+			r := env.start(t, Config{MultiNode: multi})
+			if err := registerNode(env.root, nodeRecord{NodeID: "node-2"}); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			single, err := r.ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-single", VolumeCapabilities: []*csi.VolumeCapability{sssw}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := single.GetVolume().GetVolumeId()
+			refused := codes.OK
+			if !multi {
+				refused = codes.InvalidArgument
+			}
+			for _, c := range []*csi.VolumeCapability{rwx, rox} {
+				_, err := r.ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-" + c.GetAccessMode().GetMode().String(), VolumeCapabilities: []*csi.VolumeCapability{c}})
+				wantCode(t, err, refused)
+				v, err := r.ctrl.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{VolumeId: id, VolumeCapabilities: []*csi.VolumeCapability{c}})
+				wantCode(t, err, codes.OK)
+				if (v.GetConfirmed() != nil) != multi {
+					t.Fatalf("ValidateVolumeCapabilities %s: confirmed %v (%s)", c.GetAccessMode().GetMode(), v.GetConfirmed(), v.GetMessage())
+				}
+				capResp, err := r.ctrl.GetCapacity(ctx, &csi.GetCapacityRequest{VolumeCapabilities: []*csi.VolumeCapability{c}})
+				wantCode(t, err, codes.OK)
+				if (capResp.GetAvailableCapacity() > 0) != multi {
+					t.Fatalf("GetCapacity %s = %d", c.GetAccessMode().GetMode(), capResp.GetAvailableCapacity())
+				}
+			}
+			// The node service refuses what it does not support as the
+			// spec's "Exceeds capabilities".
+			nodeRefused := codes.NotFound // the volume vol-x does not exist
+			if !multi {
+				nodeRefused = codes.FailedPrecondition
+			}
+			abs := filepath.Join(env.dir, "p")
+			_, err = r.node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "vol-x", StagingTargetPath: abs, VolumeCapability: rwx})
+			wantCode(t, err, nodeRefused)
+			_, err = r.node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "vol-x", StagingTargetPath: abs, TargetPath: abs + "t", VolumeCapability: rwx})
+			wantCode(t, err, nodeRefused)
+
+			// A single-node mode is published to one node only, whatever the flag.
+			_, err = r.ctrl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: id, NodeId: "node-1", VolumeCapability: sssw})
+			wantCode(t, err, codes.OK)
+			_, err = r.ctrl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: id, NodeId: "node-2", VolumeCapability: sssw})
+			wantCode(t, err, codes.FailedPrecondition)
+			if !multi {
+				_, err = r.ctrl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: id, NodeId: "node-2", VolumeCapability: rwx})
+				wantCode(t, err, codes.InvalidArgument)
+				return
+			}
+			shared, err := r.ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-shared", VolumeCapabilities: []*csi.VolumeCapability{rox}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, node := range []string{"node-1", "node-2"} {
+				resp, err := r.ctrl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{
+					VolumeId: shared.GetVolume().GetVolumeId(), NodeId: node, VolumeCapability: rox, Readonly: true})
+				wantCode(t, err, codes.OK)
+				if resp.GetPublishContext()[PublishContextReadonly] != "true" {
+					t.Fatalf("readonly publish to %s: publish context %v", node, resp.GetPublishContext())
+				}
+			}
+		})
 	}
 }

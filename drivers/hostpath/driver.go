@@ -24,8 +24,10 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -103,6 +105,23 @@ type Config struct {
 	// GetCapacity reports what is left. 0 means unlimited: GetCapacity
 	// reports the free space of the file system holding the root.
 	CapacityPerZone int64
+	// StrictParameters refuses CreateVolume, GetCapacity and
+	// ValidateVolumeCapabilities parameters other than kind
+	// (InvalidArgument); by default they are passed into the volume
+	// context. See parseParameters.
+	StrictParameters bool
+	// MultiNode lets volumes be used on several nodes at once: the
+	// MULTI_NODE_* access modes are supported (and a volume of such a mode
+	// may be published to several nodes). Without it the driver supports
+	// the SINGLE_NODE_* modes only, as a disk driver does, and refuses the
+	// others (see checkCapability).
+	MultiNode bool
+	// NoTopology: the driver has no VOLUME_ACCESSIBILITY_CONSTRAINTS, its
+	// nodes report no topology and its volumes none, as a network storage
+	// driver reachable from every node (ceph-csi without domain labels).
+	// A StorageClass's allowedTopologies then never reaches it. It
+	// excludes Zone.
+	NoTopology bool
 	// Log receives one line per CSI call; os.Stderr if nil.
 	Log io.Writer
 }
@@ -174,6 +193,9 @@ func New(cfg Config) (*Driver, error) {
 	}
 	if err := checkZone(cfg.Zone); err != nil {
 		return nil, err
+	}
+	if cfg.NoTopology && cfg.Zone != "" {
+		return nil, fmt.Errorf("zone %q needs topology: a driver without topology (--no-topology) reports no zone", cfg.Zone)
 	}
 	socket, err := endpoint.SocketPath(cfg.Endpoint)
 	if err != nil {
@@ -393,23 +415,39 @@ const ParameterKind = "kind"
 const VolumeContextKind = "hostpath.csisim.io/kind"
 
 // parseParameters reads CreateVolume (and GetCapacity,
-// ValidateVolumeCapabilities) parameters. Unknown keys are refused, so that
-// a typo in a StorageClass fails loudly instead of silently giving a
+// ValidateVolumeCapabilities) parameters. The driver knows one, kind. The
+// others it passes on: they are returned as extra and go into the volume
+// context of the volume made with them, as many real drivers pass their
+// class's parameters (ceph-csi's clusterID and pool, for one), so that a
+// StorageClass written for another driver provisions here unchanged. With
+// strict (--strict-parameters), an unknown key is refused instead, so that
+// a typo in a StorageClass fails loudly rather than silently giving a
 // directory volume.
-func parseParameters(params map[string]string) (volumeKind, error) {
-	kind := kindDirectory
-	for k, v := range params {
+func parseParameters(params map[string]string, strict bool) (kind volumeKind, extra map[string]string, err error) {
+	kind = kindDirectory
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		v := params[k]
 		switch k {
 		case ParameterKind:
 			switch volumeKind(v) {
 			case kindDirectory, kindBlock:
 				kind = volumeKind(v)
 			default:
-				return "", fmt.Errorf("parameter %s=%q: want %q or %q", k, v, kindDirectory, kindBlock)
+				return "", nil, fmt.Errorf("parameter %s=%q: want %q or %q", k, v, kindDirectory, kindBlock)
 			}
+		case VolumeContextKind:
+			// The volume context's own key: a parameter of that name
+			// would stand in for the kind there.
+			return "", nil, fmt.Errorf("parameter %q is reserved: it is the volume context key naming the volume kind (use %s)", k, ParameterKind)
 		default:
-			return "", fmt.Errorf("unknown parameter %q (known: %s)", k, ParameterKind)
+			if strict {
+				return "", nil, fmt.Errorf("unknown parameter %q (known: %s)", k, ParameterKind)
+			}
+			if extra == nil {
+				extra = map[string]string{}
+			}
+			extra[k] = v
 		}
 	}
-	return kind, nil
+	return kind, extra, nil
 }

@@ -31,8 +31,10 @@ func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCa
 	if s.d.cfg.Mode.servesController() {
 		resp.Capabilities = append(resp.Capabilities, service(csi.PluginCapability_Service_CONTROLLER_SERVICE))
 	}
+	if !s.d.cfg.NoTopology {
+		resp.Capabilities = append(resp.Capabilities, service(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS))
+	}
 	resp.Capabilities = append(resp.Capabilities,
-		service(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS),
 		&csi.PluginCapability{Type: &csi.PluginCapability_VolumeExpansion_{
 			VolumeExpansion: &csi.PluginCapability_VolumeExpansion{Type: csi.PluginCapability_VolumeExpansion_ONLINE},
 		}},

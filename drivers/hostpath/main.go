@@ -40,6 +40,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.Var(once(&cfg.DriverName), "driver-name", "CSI driver name reported by GetPluginInfo")
 	fs.Int64Var(&cfg.MaxVolumesPerNode, "max-volumes-per-node", 0, "volume limit reported by NodeGetInfo and enforced by ControllerPublishVolume; 0 means unlimited")
 	fs.StringVar(&cfg.Zone, "zone", "", "the node's zone, reported by NodeGetInfo as topology segment "+TopologyKeyZone+" (the node's topology.kubernetes.io/zone label); empty: no zone")
+	fs.BoolVar(&cfg.StrictParameters, "strict-parameters", false, "refuse StorageClass parameters other than kind (InvalidArgument), so that a typo fails loudly; by default they are accepted and passed into the volume context, as many drivers pass theirs")
+	fs.BoolVar(&cfg.MultiNode, "multi-node", false, "support the MULTI_NODE_* access modes (ReadWriteMany, ReadOnlyMany): a volume may be published to several nodes at once; by default only the SINGLE_NODE_* modes are supported and the others refused, as a disk driver refuses them")
+	fs.BoolVar(&cfg.NoTopology, "no-topology", false, "declare no VOLUME_ACCESSIBILITY_CONSTRAINTS: nodes report no topology and volumes none, as a network storage driver reachable from every node; a StorageClass's allowedTopologies then does not reach the driver (excludes --zone)")
 	fs.Func("capacity", "storage pool size of each zone, e.g. 10Gi: CreateVolume fails with ResourceExhausted when no pool has room, GetCapacity reports what is left (default: unlimited, GetCapacity reports the root's free space)", func(s string) error {
 		q, err := resource.ParseQuantity(s)
 		if err != nil {
@@ -56,7 +59,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fs.VisitAll(func(f *flag.Flag) {
 			kind, text := flag.UnquoteUsage(f)
 			fmt.Fprintf(w, "  --%s %s\n    \t%s", f.Name, kind, text)
-			if f.DefValue != "" && f.DefValue != "0" {
+			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
 				fmt.Fprintf(w, " (default %q)", f.DefValue)
 			}
 			fmt.Fprintln(w)

@@ -61,11 +61,11 @@ func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabiliti
 
 func (s *nodeServer) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
 	n := nodeRecord{NodeID: s.d.cfg.NodeID, Zone: s.d.cfg.Zone}
-	return &csi.NodeGetInfoResponse{
-		NodeId:             s.d.cfg.NodeID,
-		MaxVolumesPerNode:  s.d.cfg.MaxVolumesPerNode,
-		AccessibleTopology: &csi.Topology{Segments: n.segments()},
-	}, nil
+	resp := &csi.NodeGetInfoResponse{NodeId: s.d.cfg.NodeID, MaxVolumesPerNode: s.d.cfg.MaxVolumesPerNode}
+	if !s.d.cfg.NoTopology {
+		resp.AccessibleTopology = &csi.Topology{Segments: n.segments()}
+	}
+	return resp, nil
 }
 
 func (s *nodeServer) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
@@ -79,8 +79,13 @@ func (s *nodeServer) NodeStageVolume(_ context.Context, req *csi.NodeStageVolume
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
 	}
 	volCap := req.GetVolumeCapability()
-	if err := checkCapability(volCap, ""); err != nil {
+	if err := checkVolumeCapability(volCap, ""); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
+	}
+	// A mode the driver does not support is the CSI spec's "Exceeds
+	// capabilities" of the node service: FailedPrecondition.
+	if err := s.d.checkAccessMode(volCap.GetAccessMode().GetMode()); err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "%s: %v", method, err)
 	}
 
 	d := s.d
@@ -243,8 +248,13 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
 	}
 	volCap := req.GetVolumeCapability()
-	if err := checkCapability(volCap, ""); err != nil {
+	if err := checkVolumeCapability(volCap, ""); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
+	}
+	// A mode the driver does not support is the CSI spec's "Exceeds
+	// capabilities" of the node service: FailedPrecondition.
+	if err := s.d.checkAccessMode(volCap.GetAccessMode().GetMode()); err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "%s: %v", method, err)
 	}
 	if isEphemeral(req.GetVolumeContext()) {
 		return s.publishEphemeral(id, target, volCap, req.GetReadonly())
@@ -508,7 +518,7 @@ func (s *nodeServer) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolu
 		}
 	}
 	if c := req.GetVolumeCapability(); c != nil {
-		if err := checkCapability(c, ""); err != nil {
+		if err := s.d.checkCapability(c, ""); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
 		}
 	}
@@ -521,7 +531,7 @@ func (s *nodeServer) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolu
 		return nil, err
 	}
 	if c := req.GetVolumeCapability(); c != nil {
-		if err := checkCapability(c, ident.kind); err != nil {
+		if err := checkVolumeCapability(c, ident.kind); err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
 		}
 	}
@@ -587,7 +597,7 @@ func (d *Driver) existingKind(method, id string, c *csi.VolumeCapability) (volum
 	if !ok {
 		return "", status.Errorf(codes.NotFound, "%s: volume %s does not exist", method, id)
 	}
-	if err := checkCapability(c, kind); err != nil {
+	if err := checkVolumeCapability(c, kind); err != nil {
 		return "", status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
 	}
 	return kind, nil

@@ -53,6 +53,9 @@ type volumeRecord struct {
 	// devices is what counts, since a device can vanish (reboot) or be
 	// attached without a record (crash between attach and save).
 	LoopDevice string `json:"loopDevice,omitempty"`
+	// Parameters are the CreateVolume parameters the driver does not know
+	// itself; they are passed on in the volume context.
+	Parameters map[string]string `json:"parameters,omitempty"`
 	// PublishedNodes maps node ID to a ControllerPublishVolume.
 	PublishedNodes map[string]*controllerPublishRecord `json:"publishedNodes,omitempty"`
 }

@@ -2,6 +2,7 @@ package hostpath
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -186,5 +187,48 @@ func TestNoZones(t *testing.T) {
 	}
 	if _, err := r.ctrl.CreateVolume(ctx, createReq("pvc-2", 6*mib, 0)); err != nil {
 		t.Fatalf("CreateVolume after the pool was freed: %v", err)
+	}
+}
+
+// TestNoTopology: with --no-topology the driver declares no topology
+// constraints, its node none, and a requirement a CO sends anyway (an
+// allowedTopologies key it never reports) does not stop CreateVolume.
+func TestNoTopology(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.start(t, Config{NoTopology: true})
+	ctx := context.Background()
+	caps, err := r.id.GetPluginCapabilities(ctx, &csi.GetPluginCapabilitiesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range caps.GetCapabilities() {
+		if c.GetService().GetType() == csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS {
+			t.Fatalf("VOLUME_ACCESSIBILITY_CONSTRAINTS advertised: %v", caps)
+		}
+	}
+	info, err := r.node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.GetAccessibleTopology() != nil || info.GetNodeId() != "node-1" {
+		t.Fatalf("NodeGetInfo = %v", info)
+	}
+	req := createReq("pvc-anywhere", 0, 0)
+	req.AccessibilityRequirements = &csi.TopologyRequirement{Requisite: []*csi.Topology{{Segments: map[string]string{"topology.kubernetes.io/region": "IDC-HL"}}}}
+	resp, err := r.ctrl.CreateVolume(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetVolume().GetAccessibleTopology() != nil {
+		t.Fatalf("accessible topology = %v", resp.GetVolume().GetAccessibleTopology())
+	}
+	// With topology, the same requirement names a key the driver never
+	// reports.
+	topo := env.start(t, Config{Mode: ModeController, Endpoint: "unix://" + filepath.Join(env.dir, "topo.sock"), StateDir: filepath.Join(env.dir, "topo-state")})
+	req.Name = "pvc-somewhere"
+	_, err = topo.ctrl.CreateVolume(ctx, req)
+	wantCode(t, err, codes.InvalidArgument)
+	if _, err := New(Config{Endpoint: "unix://" + env.dir + "/bad.sock", Root: env.root, NodeID: "n", Zone: "zone-a", NoTopology: true}); err == nil {
+		t.Fatal("New accepted a zone without topology")
 	}
 }

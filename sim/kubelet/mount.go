@@ -172,6 +172,9 @@ func (k *Kubelet) mountVolumeOnce(ctx context.Context, pod *corev1.Pod, v volume
 	if m == nil {
 		republish = false
 	}
+	if err := k.readWriteOncePodInUse(pod, v); err != nil {
+		return err
+	}
 	publishContext, err := k.waitForAttach(v)
 	if err != nil {
 		return err
@@ -404,4 +407,34 @@ func isFinalError(err error) bool {
 		return false
 	}
 	return true
+}
+
+// readWriteOncePodInUse is the operation generator's ReadWriteOncePod
+// check, before it waits for the attachment (v1.37
+// pkg/volume/util/operationexecutor/operation_generator.go): a volume whose
+// only access mode is ReadWriteOncePod and that is mounted, or maybe
+// mounted, for another pod on this node is not set up for this one.
+func (k *Kubelet) readWriteOncePodInUse(pod *corev1.Pod, v volumeToMount) error {
+	modes := v.pv.Spec.AccessModes
+	if len(modes) != 1 || modes[0] != corev1.ReadWriteOncePod {
+		return nil
+	}
+	k.mu.Lock()
+	elsewhere := false
+	for uid, vols := range k.actual.mounted {
+		if uid != pod.UID && vols[v.pv.Name] != nil {
+			elsewhere = true
+		}
+	}
+	k.mu.Unlock()
+	if !elsewhere {
+		return nil
+	}
+	const why = "volume uses the ReadWriteOncePod access mode and is already in use by another pod"
+	if v.block {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume", "MapVolume.SetUpDevice failed for volume %q : %s", v.pv.Name, why)
+	} else {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q : %s", v.pv.Name, why)
+	}
+	return fmt.Errorf("volume %s of pod %s/%s: %s", v.pv.Name, pod.Namespace, pod.Name, why)
 }

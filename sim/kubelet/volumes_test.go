@@ -655,3 +655,56 @@ func usesData(block bool) corev1.Container {
 	}
 	return c
 }
+
+// TestReadWriteOncePodInUseOnNode: a second pod on this node using a
+// volume whose only access mode is ReadWriteOncePod is refused by the
+// kubelet itself, in its words, before any CSI call; a volume that also
+// has another mode is left to the driver.
+func TestReadWriteOncePodInUseOnNode(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		modes   []corev1.PersistentVolumeAccessMode
+		refused bool
+	}{
+		{"ReadWriteOncePod only", []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod}, true},
+		{"ReadWriteOnce", []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{caps: stageCaps(), modes: tc.modes})
+			e.runningPod()
+			calls := len(e.node.lifecycle())
+			second := e.pod.DeepCopy()
+			second.Name, second.UID, second.ResourceVersion = "second", "uid-2", ""
+			if _, err := e.client.CoreV1().Pods("default").Create(context.Background(), second, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			e.waitFor("the second pod in the informer", func() bool {
+				_, err := e.k.pods.Pods("default").Get("second")
+				return err == nil
+			})
+			err := e.sync("default/second")
+			var refusal string
+			for _, ev := range e.events() {
+				if ev.InvolvedObject.Name == "second" && ev.Reason == "FailedMount" {
+					refusal = ev.Message
+				}
+			}
+			if !tc.refused {
+				if refusal != "" {
+					t.Fatalf("refused: %s", refusal)
+				}
+				return
+			}
+			var again controller.RequeueAfter
+			if !errors.As(err, &again) {
+				t.Fatalf("sync = %v, want a requeue after the backoff", err)
+			}
+			if want := `MountVolume.SetUp failed for volume "` + testPV + `" : volume uses the ReadWriteOncePod access mode and is already in use by another pod`; refusal != want {
+				t.Errorf("event %q, want %q", refusal, want)
+			}
+			if got := e.node.lifecycle(); len(got) != calls {
+				t.Errorf("CSI calls for the second pod: %v", got[calls:])
+			}
+		})
+	}
+}

@@ -25,7 +25,12 @@ const (
 	reasonNoPersistentVolumes = "node(s) didn't find available persistent volumes to bind"
 	reasonMaxVolumeCount      = "node(s) exceed max volume count"
 	reasonNotEnoughStorage    = "node(s) did not have enough free storage"
-	annSelectedNode           = "volume.kubernetes.io/selected-node"
+	// From the VolumeRestrictions plugin of v1.37.2
+	// (pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go;
+	// older releases said "node has pod using PersistentVolumeClaim with
+	// the same name and ReadWriteOncePod access mode").
+	reasonReadWriteOncePodConflict = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
+	annSelectedNode                = "volume.kubernetes.io/selected-node"
 )
 
 // podVolumes is what scheduling needs to know of a pod's claims.
@@ -35,6 +40,15 @@ type podVolumes struct {
 	classes   map[string]*storagev1.StorageClass
 	available []*corev1.PersistentVolume // volumes a delayed claim could bind to
 	selected  string                     // a node already chosen for the delayed claims
+	// readWriteOncePodInUse: a ReadWriteOncePod claim of the pod is used
+	// by a pod already on a node (any node), which VolumeRestrictions
+	// refuses on every node.
+	readWriteOncePodInUse bool
+	// readWriteOncePodUsers are those pods, for preemption.
+	readWriteOncePodUsers []*corev1.Pod
+	// readWriteOncePodClaims are the pod's ReadWriteOncePod claims, by
+	// name.
+	readWriteOncePodClaims []string
 	// capacity says whether a volume of the claim's class and size can be
 	// made for the node, when its driver publishes storage capacity.
 	capacity func(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, node *corev1.Node) bool
@@ -55,7 +69,8 @@ func (v verdict) fits() bool { return len(v.reasons) == 0 }
 // fits says whether node can run pod, checking what the real scheduler's
 // filter plugins check, in their order, and stopping at the first that
 // rejects the node: NodeUnschedulable, TaintToleration, NodeAffinity,
-// NodeResourcesFit, NodeVolumeLimits, VolumeBinding. running are the pods
+// NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding.
+// running are the pods
 // the node runs; overLimit is the volume limits check.
 func fits(pod *corev1.Pod, node *corev1.Node, running []*corev1.Pod, vols podVolumes, overLimit func(*corev1.Node) bool) verdict {
 	if node.Spec.Unschedulable && !tolerates(pod, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
@@ -72,6 +87,14 @@ func fits(pod *corev1.Pod, node *corev1.Node, running []*corev1.Pod, vols podVol
 	}
 	if reasons, unresolvable := insufficientResources(pod, node, running); len(reasons) > 0 {
 		return verdict{reasons: reasons, preemptible: !unresolvable, plugin: "NodeResourcesFit"}
+	}
+	// VolumeRestrictions: its ReadWriteOncePod check does not depend on
+	// the node (its PreFilter counted the scheduled pods using the
+	// pod's ReadWriteOncePod claims); Unschedulable, so that preemption
+	// may help where the pod using the claim runs. (Its disk conflicts
+	// are of in-tree volume types csisim does not model.)
+	if vols.readWriteOncePodInUse {
+		return verdict{reasons: []string{reasonReadWriteOncePodConflict}, preemptible: true, plugin: "VolumeRestrictions"}
 	}
 	if overLimit(node) {
 		return verdict{reasons: []string{reasonMaxVolumeCount}, preemptible: true, plugin: "NodeVolumeLimits"}
@@ -276,22 +299,19 @@ func className(claim *corev1.PersistentVolumeClaim) string {
 // failureMessage words a FailedScheduling event as the real scheduler
 // does from the nodes' verdicts: the count of nodes, then "N reason" for
 // each reason, sorted as strings, then the postscript of the preemption
-// that was tried: nodes where preemption cannot help, and nodes where it
-// could but no pod of lower priority runs.
-func failureMessage(total int, verdicts []verdict) string {
-	reasons, preemption := map[string]int{}, map[string]int{}
+// that was tried (see preempt), if it nominated no node.
+func failureMessage(total int, verdicts []verdict, postscript string) string {
+	reasons := map[string]int{}
 	for _, v := range verdicts {
 		for _, r := range v.reasons {
 			reasons[r]++
 		}
-		if v.preemptible {
-			preemption["No preemption victims found for incoming pod"]++
-		} else {
-			preemption["Preemption is not helpful for scheduling"]++
-		}
 	}
-	return fmt.Sprintf("0/%d nodes are available: %s. preemption: 0/%d nodes are available: %s.",
-		total, histogram(reasons), total, histogram(preemption))
+	msg := fmt.Sprintf("0/%d nodes are available: %s.", total, histogram(reasons))
+	if postscript != "" {
+		msg += " " + postscript
+	}
+	return msg
 }
 
 // preFilterMessage words a FailedScheduling event for a pod rejected

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"maps"
+	"sort"
 	"strings"
 	"testing"
 
@@ -9,6 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 func node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
@@ -57,13 +62,16 @@ func TestFits(t *testing.T) {
 		{"bound volume elsewhere and another node selected: both", plain, node("n", map[string]string{"zone": "b"}),
 			podVolumes{bound: []*corev1.PersistentVolume{zoneVolume("a")}, selected: "m"}, noLimit, reasonVolumeNodeAffinity + "," + reasonNoPersistentVolumes},
 		{"volume limit", plain, node("n", nil), podVolumes{}, full, reasonMaxVolumeCount},
+		{"ReadWriteOncePod claim in use", plain, node("n", nil), podVolumes{readWriteOncePodInUse: true}, noLimit, reasonReadWriteOncePodConflict},
+		{"ReadWriteOncePod before volume limits", plain, node("n", nil), podVolumes{readWriteOncePodInUse: true}, full, reasonReadWriteOncePodConflict},
+		{"node affinity before ReadWriteOncePod", pinned, node("n", map[string]string{"zone": "b"}), podVolumes{readWriteOncePodInUse: true}, noLimit, reasonNodeAffinity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := fits(tc.pod, tc.node, nil, tc.vols, tc.limit)
 			if reasons := strings.Join(got.reasons, ","); reasons != tc.want {
 				t.Errorf("fits = %q, want %q", reasons, tc.want)
 			}
-			if want := tc.want == reasonMaxVolumeCount; got.preemptible != want {
+			if want := tc.want == reasonMaxVolumeCount || tc.want == reasonReadWriteOncePodConflict; got.preemptible != want {
 				t.Errorf("preemptible = %v, want %v", got.preemptible, want)
 			}
 		})
@@ -72,25 +80,133 @@ func TestFits(t *testing.T) {
 
 func TestFailureMessageIsTheRealOne(t *testing.T) {
 	affinity, volume := verdict{reasons: []string{reasonNodeAffinity}}, verdict{reasons: []string{reasonVolumeNodeAffinity}}
-	got := failureMessage(3, []verdict{volume, affinity, volume})
+	s := testScheduler(t, []*corev1.Node{node("a", nil), node("b", nil), node("c", nil)})
+	message := func(vs ...verdict) string {
+		verdicts := map[string]verdict{}
+		for i, n := range []string{"a", "b", "c"}[:len(vs)] {
+			verdicts[n] = vs[i]
+		}
+		p := s.preempt(&corev1.Pod{}, podVolumes{}, s.allNodes()[:len(vs)], verdicts)
+		if p.node != "" {
+			t.Fatalf("nominated %s", p.node)
+		}
+		return failureMessage(len(vs), vs, p.postscript)
+	}
+	got := message(volume, affinity, volume)
 	want := "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) didn't match PersistentVolume's node affinity. " +
 		"preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
 	if got != want {
 		t.Errorf("message\n got %q\nwant %q", got, want)
 	}
 	full, tainted := verdict{reasons: []string{reasonMaxVolumeCount}, preemptible: true}, verdict{reasons: []string{reasonUntoleratedTaint}}
-	got = failureMessage(3, []verdict{tainted, full, tainted})
+	got = message(tainted, full, tainted)
 	want = "0/3 nodes are available: 1 node(s) exceed max volume count, 2 node(s) had untolerated taint(s). " +
 		"preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
 	if got != want {
 		t.Errorf("message\n got %q\nwant %q", got, want)
 	}
 	both := verdict{reasons: []string{reasonVolumeNodeAffinity, reasonNoPersistentVolumes}}
-	got = failureMessage(2, []verdict{both, affinity})
+	got = message(both, affinity)
 	want = "0/2 nodes are available: 1 node(s) didn't find available persistent volumes to bind, 1 node(s) didn't match PersistentVolume's node affinity, " +
 		"1 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 	if got != want {
 		t.Errorf("message\n got %q\nwant %q", got, want)
+	}
+	never := corev1.PreemptNever
+	p := s.preempt(&corev1.Pod{Spec: corev1.PodSpec{PreemptionPolicy: &never}}, podVolumes{}, s.allNodes()[:1], map[string]verdict{"a": full})
+	if got, want := failureMessage(1, []verdict{full}, p.postscript), "0/1 nodes are available: 1 node(s) exceed max volume count. not eligible due to preemptionPolicy=Never."; got != want {
+		t.Errorf("message\n got %q\nwant %q", got, want)
+	}
+}
+
+// testScheduler is a scheduler over the given nodes and pods, for the
+// filters and preemption; it writes nothing.
+func testScheduler(t *testing.T, nodes []*corev1.Node, pods ...*corev1.Pod) *Scheduler {
+	t.Helper()
+	podIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := podIdx.AddIndexers(cache.Indexers{volumeutil.PodsByNode: func(obj any) ([]string, error) {
+		return []string{obj.(*corev1.Pod).Spec.NodeName}, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if err := podIdx.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodeIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, n := range nodes {
+		if err := nodeIdx.Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &Scheduler{podIndex: podIdx, nodes: corelisters.NewNodeLister(nodeIdx)}
+}
+
+// TestPreemption: victims are the pods of lower priority whose going lets
+// the pod fit, given back the most important first when it still fits;
+// the node with the least important victims wins.
+func TestPreemption(t *testing.T) {
+	prio := func(p int32) *int32 { return &p }
+	pod := func(name, nodeName string, priority int32, cpu, claim string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+			Spec:   corev1.PodSpec{NodeName: nodeName, Priority: prio(priority), Containers: []corev1.Container{{Name: "c"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		if cpu != "" {
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		}
+		if claim != "" {
+			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+		}
+		return p
+	}
+	cpuNode := func(name string) *corev1.Node {
+		n := node(name, nil)
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+		return n
+	}
+	holder := pod("holder", "a", 0, "", "data")
+	for _, tc := range []struct {
+		name        string
+		pods        []*corev1.Pod
+		incoming    *corev1.Pod
+		vols        podVolumes
+		wantNode    string
+		wantVictims string
+		wantPS      string
+	}{
+		{name: "the holder of a ReadWriteOncePod claim, of lower priority", pods: []*corev1.Pod{holder, pod("bystander", "a", 0, "", "")},
+			incoming: pod("high", "", 100, "", "data"), vols: podVolumes{readWriteOncePodInUse: true, readWriteOncePodUsers: []*corev1.Pod{holder}},
+			wantNode: "a", wantVictims: "holder"},
+		{name: "the holder of equal priority", pods: []*corev1.Pod{holder},
+			incoming: pod("same", "", 0, "", "data"), vols: podVolumes{readWriteOncePodInUse: true, readWriteOncePodUsers: []*corev1.Pod{holder}},
+			wantPS: "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."},
+		{name: "cpu: the least important victims, the others given back", pods: []*corev1.Pod{
+			pod("a-low", "a", 1, "1", ""), pod("a-mid", "a", 5, "1", ""), pod("b-mid", "b", 5, "1", ""), pod("b-mid2", "b", 5, "1", "")},
+			incoming: pod("big", "", 10, "1", ""), wantNode: "a", wantVictims: "a-low"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testScheduler(t, []*corev1.Node{cpuNode("a"), cpuNode("b")}, tc.pods...)
+			verdicts := map[string]verdict{}
+			for _, n := range s.allNodes() {
+				v := fits(tc.incoming, n, s.runningOn(n.Name), tc.vols, func(*corev1.Node) bool { return false })
+				if v.fits() {
+					t.Fatalf("fits on %s", n.Name)
+				}
+				verdicts[n.Name] = v
+			}
+			p := s.preempt(tc.incoming, tc.vols, s.allNodes(), verdicts)
+			var victims []string
+			for _, v := range p.victims {
+				victims = append(victims, v.Name)
+			}
+			if tc.wantNode != "" {
+				tc.wantPS = "preemption: found a potential placement for pod on node " + tc.wantNode + ", preempting 1 victims"
+			}
+			if p.node != tc.wantNode || strings.Join(victims, ",") != tc.wantVictims || p.postscript != tc.wantPS {
+				t.Errorf("preempt = node %q victims %v postscript %q; want %q %q %q", p.node, victims, p.postscript, tc.wantNode, tc.wantVictims, tc.wantPS)
+			}
+		})
 	}
 }
 
@@ -221,5 +337,80 @@ func TestInsufficientResources(t *testing.T) {
 				t.Errorf("insufficientResources = %q, unresolvable %v; want %q, %v", got, unresolvable, tc.want, tc.unresolvable)
 			}
 		})
+	}
+}
+
+// TestClaimInUse: VolumeRestrictions counts the pods on a node that use a
+// claim of the same name in the pod's namespace, terminating ones too,
+// finished ones and the pod itself not.
+func TestClaimUsers(t *testing.T) {
+	user := func(name, ns, nodeName, claimName string, phase corev1.PodPhase, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + ns + "-" + name)},
+			Spec: corev1.PodSpec{NodeName: nodeName, Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName}}}}},
+			Status: corev1.PodStatus{Phase: phase}}
+		if deleting {
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+		}
+		return p
+	}
+	me := user("me", "default", "", "data", corev1.PodPending, false)
+	for _, tc := range []struct {
+		name   string
+		others []*corev1.Pod
+		want   bool
+	}{
+		{"nobody", nil, false},
+		{"a running pod", []*corev1.Pod{user("a", "default", "n1", "data", corev1.PodRunning, false)}, true},
+		{"a terminating pod", []*corev1.Pod{user("a", "default", "n1", "data", corev1.PodRunning, true)}, true},
+		{"a pod not yet scheduled", []*corev1.Pod{user("a", "default", "", "data", corev1.PodPending, false)}, false},
+		{"a finished pod", []*corev1.Pod{user("a", "default", "n1", "data", corev1.PodSucceeded, false), user("b", "default", "n1", "data", corev1.PodFailed, false)}, false},
+		{"another namespace", []*corev1.Pod{user("a", "other", "n1", "data", corev1.PodRunning, false)}, false},
+		{"another claim", []*corev1.Pod{user("a", "default", "n1", "logs", corev1.PodRunning, false)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			for _, p := range append([]*corev1.Pod{me}, tc.others...) {
+				if err := idx.Add(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := &Scheduler{podIndex: idx}
+			if got := len(s.claimUsers(me, "data")) > 0; got != tc.want {
+				t.Errorf("claim in use = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWithNominated: pods nominated to a node with a priority not lower
+// than the incoming pod's count there, and as users of its
+// ReadWriteOncePod claims; others do not.
+func TestWithNominated(t *testing.T) {
+	prio := func(p int32) *int32 { return &p }
+	nominated := func(name, nodeName string, priority int32, claim string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+			Spec: corev1.PodSpec{Priority: prio(priority), Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}},
+			Status: corev1.PodStatus{NominatedNodeName: nodeName}}
+	}
+	incoming := nominated("me", "", 10, "data")
+	s := testScheduler(t, nil, incoming, nominated("urgent", "a", 100, "data"), nominated("low", "a", 1, "data"),
+		nominated("elsewhere", "b", 100, "data"), nominated("other-claim", "a", 100, "logs"))
+	on, vols := s.withNominated(incoming, "a", nil, podVolumes{readWriteOncePodClaims: []string{"data"}})
+	var names []string
+	for _, p := range on {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	if got := strings.Join(names, ","); got != "other-claim,urgent" {
+		t.Errorf("pods on a = %s, want other-claim,urgent", got)
+	}
+	if !vols.readWriteOncePodInUse || len(vols.readWriteOncePodUsers) != 1 || vols.readWriteOncePodUsers[0].Name != "urgent" {
+		t.Errorf("claim users = %v (in use %v), want urgent", vols.readWriteOncePodUsers, vols.readWriteOncePodInUse)
+	}
+	if fits(incoming, node("a", nil), on, vols, func(*corev1.Node) bool { return false }).fits() {
+		t.Error("fits beside a nominated pod holding its ReadWriteOncePod claim")
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -47,6 +48,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/utils/clock"
 
@@ -134,10 +136,14 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		},
 		DeleteFunc: func(obj any) {
 			s.enqueue(obj)
-			// A pod that goes may leave room on its node.
+			// A pod that goes may leave room on its node, or free a
+			// ReadWriteOncePod claim (VolumeRestrictions' hint: a pod
+			// of the namespace that used one of the waiting pod's
+			// claims).
 			if p, ok := controller.Unwrap(obj).(*corev1.Pod); ok && p.Spec.NodeName != "" {
-				s.requeueWhere(false, func(_ *corev1.Pod, a attempt) bool {
-					return a.plugins["NodeVolumeLimits"] || a.plugins["NodeResourcesFit"]
+				s.requeueWhere(false, func(w *corev1.Pod, a attempt) bool {
+					return a.plugins["NodeVolumeLimits"] || a.plugins["NodeResourcesFit"] ||
+						a.plugins["VolumeRestrictions"] && w.Namespace == p.Namespace && sharesClaim(w, p)
 				})
 			}
 		},
@@ -200,6 +206,16 @@ func (s *Scheduler) requeueWhere(waiting bool, want func(*corev1.Pod, attempt) b
 			s.requeue(key)
 		}
 	}
+}
+
+// sharesClaim: the two pods use a claim of the same name.
+func sharesClaim(a, b *corev1.Pod) bool {
+	for i := range a.Spec.Volumes {
+		if name, ok := volumeutil.ClaimName(a, &a.Spec.Volumes[i]); ok && usesClaim(b, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func usesClaim(pod *corev1.Pod, claim string) bool {
@@ -292,12 +308,12 @@ func (s *Scheduler) sync(ctx context.Context, key string) error {
 		nodes, _ := s.nodes.List(labels.Everything())
 		return s.unschedulable(ctx, pod, preFilterMessage(len(nodes), why), map[string]bool{"VolumeBinding": true})
 	}
-	node, msg, plugins, err := s.pickNode(pod, vols)
+	node, verdicts, err := s.pickNode(pod, vols)
 	if err != nil {
 		return err
 	}
 	if node == nil {
-		return s.unschedulable(ctx, pod, msg, plugins)
+		return s.noFit(ctx, pod, vols, verdicts)
 	}
 	wait, err := s.bindVolumes(ctx, pod, vols, node)
 	if err != nil {
@@ -347,6 +363,13 @@ func (s *Scheduler) podVolumes(pod *corev1.Pod) (podVolumes, string) {
 		if claim.Status.Phase == corev1.ClaimLost {
 			return vols, fmt.Sprintf("persistentvolumeclaim %q bound to non-existent persistentvolume %q", name, claim.Spec.VolumeName)
 		}
+		if slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteOncePod) {
+			vols.readWriteOncePodClaims = append(vols.readWriteOncePodClaims, name)
+			if users := s.claimUsers(pod, name); len(users) > 0 {
+				vols.readWriteOncePodInUse = true
+				vols.readWriteOncePodUsers = append(vols.readWriteOncePodUsers, users...)
+			}
+		}
 		if claim.DeletionTimestamp != nil {
 			return vols, fmt.Sprintf("persistentvolumeclaim %q is being deleted", name)
 		}
@@ -380,6 +403,26 @@ func (s *Scheduler) podVolumes(pod *corev1.Pod) (podVolumes, string) {
 	return vols, ""
 }
 
+// claimUsers are the pods other than pod, bound to a node and not
+// finished (the scheduler's cache of assigned pods, terminating ones
+// included), that use the claim: VolumeRestrictions' PreFilter count for
+// a ReadWriteOncePod claim. They come in the order of their keys.
+func (s *Scheduler) claimUsers(pod *corev1.Pod, claim string) []*corev1.Pod {
+	var users []*corev1.Pod
+	for _, obj := range s.podIndex.List() {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || p.UID == pod.UID || p.Namespace != pod.Namespace || p.Spec.NodeName == "" ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if usesClaim(p, claim) {
+			users = append(users, p)
+		}
+	}
+	sort.Slice(users, func(i, j int) bool { return users[i].Name < users[j].Name })
+	return users
+}
+
 // hasCapacity is the volume binding plugin's capacity check: when the
 // class's CSIDriver has storageCapacity, some CSIStorageCapacity of the
 // class whose topology the node matches must fit the request (by its
@@ -410,31 +453,95 @@ func (s *Scheduler) hasCapacity(claim *corev1.PersistentVolumeClaim, class *stor
 	return false
 }
 
-// pickNode returns the first node by name that fits, or the message of why
-// none does.
-func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, string, map[string]bool, error) {
+// pickNode returns the first node by name that fits, or the verdict of
+// every node, by name, when none does.
+func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, map[string]verdict, error) {
 	nodes, err := s.nodes.List(labels.Everything())
 	if err != nil {
-		return nil, "", nil, err
+		return nil, nil, err
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
-	var verdicts []verdict
+	verdicts := map[string]verdict{}
 	wanted := s.podCSIVolumes(pod)
 	for _, node := range nodes {
-		v := fits(pod, node, s.runningOn(node.Name), vols, func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) })
+		running := s.runningOn(node.Name)
+		overLimit := func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) }
+		v := fits(pod, node, running, vols, overLimit)
 		if v.fits() {
-			return node, "", nil, nil
+			// The real framework filters a node twice when pods of
+			// equal or higher priority are nominated to it (they wait
+			// there for victims of their preemption to go): with them
+			// as if they ran there, and without.
+			if on, with := s.withNominated(pod, node.Name, running, vols); len(on) > len(running) {
+				v = fits(pod, node, on, with, overLimit)
+			}
 		}
-		verdicts = append(verdicts, v)
+		if v.fits() {
+			return node, nil, nil
+		}
+		verdicts[node.Name] = v
 	}
+	return nil, verdicts, nil
+}
+
+// withNominated adds to a node's pods those nominated to it with a
+// priority not lower than pod's, and counts them as users of the pod's
+// ReadWriteOncePod claims they use.
+func (s *Scheduler) withNominated(pod *corev1.Pod, node string, running []*corev1.Pod, vols podVolumes) ([]*corev1.Pod, podVolumes) {
+	priority := corev1helpers.PodPriority(pod)
+	on := slices.Clone(running)
+	for _, p := range s.unscheduled() {
+		if p.UID == pod.UID || p.Status.NominatedNodeName != node || p.DeletionTimestamp != nil || corev1helpers.PodPriority(p) < priority {
+			continue
+		}
+		on = append(on, p)
+		if p.Namespace != pod.Namespace {
+			continue
+		}
+		for _, c := range vols.readWriteOncePodClaims {
+			if usesClaim(p, c) {
+				vols.readWriteOncePodUsers = append(slices.Clone(vols.readWriteOncePodUsers), p)
+				vols.readWriteOncePodInUse = true
+				break
+			}
+		}
+	}
+	return on, vols
+}
+
+// noFit handles a pod that fits on no node: preemption is tried (the
+// PostFilter), and the attempt reported — a FailedScheduling event (its
+// message ends with the preemption's outcome) and
+// the PodScheduled condition in the real words, and with a preemption
+// that nominated a node, status.nominatedNodeName and the victims'
+// eviction.
+func (s *Scheduler) noFit(ctx context.Context, pod *corev1.Pod, vols podVolumes, verdicts map[string]verdict) error {
+	nodes := s.allNodes()
 	if len(nodes) == 0 {
-		return nil, "no nodes available to schedule pods", nil, nil
+		return s.unschedulable(ctx, pod, "no nodes available to schedule pods", nil)
 	}
 	plugins := map[string]bool{}
-	for _, v := range verdicts {
-		plugins[v.plugin] = true
+	var all []verdict
+	for _, n := range nodes {
+		if v, ok := verdicts[n.Name]; ok {
+			all = append(all, v)
+			plugins[v.plugin] = true
+		}
 	}
-	return nil, failureMessage(len(nodes), verdicts), plugins, nil
+	p := s.preempt(pod, vols, nodes, verdicts)
+	msg := failureMessage(len(nodes), all, p.postscript)
+	if p.node == "" {
+		return s.unschedulable(ctx, pod, msg, plugins)
+	}
+	if err := s.evict(ctx, pod, p.node, p.victims); err != nil {
+		return err
+	}
+	s.events.Event(pod, corev1.EventTypeWarning, "FailedScheduling", msg)
+	if err := s.setNominated(ctx, pod, msg, p.node); err != nil {
+		return err
+	}
+	s.parked(pod.Namespace+"/"+pod.Name, plugins)
+	return controller.RequeueAfter(podMaxInUnschedulablePodsDuration)
 }
 
 // unscheduled are the pods waiting for a node.
@@ -573,13 +680,17 @@ func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg stri
 	if err := s.setScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, msg); err != nil {
 		return err
 	}
-	key := pod.Namespace + "/" + pod.Name
+	s.parked(pod.Namespace+"/"+pod.Name, plugins)
+	// Events that may make it fit bring it back sooner.
+	return controller.RequeueAfter(podMaxInUnschedulablePodsDuration)
+}
+
+// parked counts a failed attempt of the pod, rejected by plugins.
+func (s *Scheduler) parked(key string, plugins map[string]bool) {
 	s.mu.Lock()
 	a := s.attempts[key]
 	s.attempts[key] = attempt{failures: a.failures + 1, last: s.clock.Now(), plugins: plugins}
 	s.mu.Unlock()
-	// Events that may make it fit bring it back sooner.
-	return controller.RequeueAfter(podMaxInUnschedulablePodsDuration)
 }
 
 func (s *Scheduler) forget(key string) {
