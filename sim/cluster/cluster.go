@@ -23,6 +23,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -48,6 +49,7 @@ import (
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/expand"
+	"github.com/csisim/csisim/sim/statefulset"
 	"github.com/csisim/csisim/sim/kubelet"
 	"github.com/csisim/csisim/sim/loop"
 	"github.com/csisim/csisim/sim/nodelifecycle"
@@ -414,6 +416,8 @@ func (c *Cluster) informers(component string, cs kubernetes.Interface) (informer
 		{&storagev1.VolumeAttachment{}, storagev1.SchemeGroupVersion.WithResource("volumeattachments"), ""},
 		{&storagev1.CSIStorageCapacity{}, storagev1.SchemeGroupVersion.WithResource("csistoragecapacities"), ""},
 		{&coordinationv1.Lease{}, coordinationv1.SchemeGroupVersion.WithResource("leases"), ""},
+		{&appsv1.StatefulSet{}, appsv1.SchemeGroupVersion.WithResource("statefulsets"), ""},
+		{&appsv1.ControllerRevision{}, appsv1.SchemeGroupVersion.WithResource("controllerrevisions"), ""},
 	} {
 		inf, err := c.loop.NewInformer(k.gvr, k.selector)
 		if err != nil {
@@ -561,6 +565,9 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 		}),
 		component("expand-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			return expand.New(cs, f, c.rt).Workers()
+		}),
+		component("statefulset-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			return statefulset.New(cs, f, c.rt).Workers()
 		}),
 		component("external-resizer", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
