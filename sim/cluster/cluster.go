@@ -49,7 +49,6 @@ import (
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/expand"
-	"github.com/csisim/csisim/sim/statefulset"
 	"github.com/csisim/csisim/sim/kubelet"
 	"github.com/csisim/csisim/sim/loop"
 	"github.com/csisim/csisim/sim/nodelifecycle"
@@ -59,6 +58,7 @@ import (
 	"github.com/csisim/csisim/sim/scheduler"
 	"github.com/csisim/csisim/sim/snapshotcontroller"
 	"github.com/csisim/csisim/sim/snapshotter"
+	"github.com/csisim/csisim/sim/statefulset"
 	"github.com/csisim/csisim/trace"
 )
 
