@@ -48,12 +48,14 @@ import (
 	"github.com/csisim/csisim/sim/attacher"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/deployment"
 	"github.com/csisim/csisim/sim/expand"
 	"github.com/csisim/csisim/sim/kubelet"
 	"github.com/csisim/csisim/sim/loop"
 	"github.com/csisim/csisim/sim/nodelifecycle"
 	"github.com/csisim/csisim/sim/provisioner"
 	"github.com/csisim/csisim/sim/pvcontroller"
+	"github.com/csisim/csisim/sim/replicaset"
 	"github.com/csisim/csisim/sim/resizer"
 	"github.com/csisim/csisim/sim/scheduler"
 	"github.com/csisim/csisim/sim/snapshotcontroller"
@@ -418,6 +420,8 @@ func (c *Cluster) informers(component string, cs kubernetes.Interface) (informer
 		{&coordinationv1.Lease{}, coordinationv1.SchemeGroupVersion.WithResource("leases"), ""},
 		{&appsv1.StatefulSet{}, appsv1.SchemeGroupVersion.WithResource("statefulsets"), ""},
 		{&appsv1.ControllerRevision{}, appsv1.SchemeGroupVersion.WithResource("controllerrevisions"), ""},
+		{&appsv1.ReplicaSet{}, appsv1.SchemeGroupVersion.WithResource("replicasets"), ""},
+		{&appsv1.Deployment{}, appsv1.SchemeGroupVersion.WithResource("deployments"), ""},
 	} {
 		inf, err := c.loop.NewInformer(k.gvr, k.selector)
 		if err != nil {
@@ -568,6 +572,12 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 		}),
 		component("statefulset-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			return statefulset.New(cs, f, c.rt).Workers()
+		}),
+		component("replicaset-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			return replicaset.New(cs, f, c.rt).Workers()
+		}),
+		component("deployment-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			return deployment.New(cs, f, c.rt).Workers()
 		}),
 		component("external-resizer", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
