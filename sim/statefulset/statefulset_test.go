@@ -266,3 +266,26 @@ func TestSyncMakesClaimsOnceAndFixesOwners(t *testing.T) {
 		t.Errorf("owners %+v, want the set", claim.OwnerReferences)
 	}
 }
+
+// TestRevisionNameAsUpstream: the revision a v1.34 controller made for
+// this template (kubernetes pkg/controller/statefulset/testdata,
+// compatibility_revision_1.34.0.json) is named test-776999688b.
+func TestRevisionNameAsUpstream(t *testing.T) {
+	grace := int64(30)
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "test"}, Spec: appsv1.StatefulSetSpec{
+		Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"test": "value"}, Labels: map[string]string{"app": "foo"}},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "test", Image: "test", ImagePullPolicy: corev1.PullAlways,
+					TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile}},
+				DNSPolicy: corev1.DNSClusterFirst, RestartPolicy: corev1.RestartPolicyAlways, SchedulerName: "default-scheduler",
+				SecurityContext: &corev1.PodSecurityContext{}, TerminationGracePeriodSeconds: &grace,
+			}}}}
+	r, err := newRevision(set, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Name != "test-776999688b" {
+		t.Errorf("revision %s, want test-776999688b; data %s", r.Name, r.Data.Raw)
+	}
+}
