@@ -105,7 +105,8 @@ type Config struct {
 	// counterparts can take their place against the API server's HTTP
 	// endpoint: external-provisioner, external-attacher, external-resizer,
 	// persistentvolume-binder, attachdetach-controller, expand-controller,
-	// default-scheduler, snapshot-controller, csi-snapshotter.
+	// default-scheduler, snapshot-controller, csi-snapshotter, statefulset-controller,
+	// replicaset-controller, deployment-controller.
 	// It needs Realtime: a real process works on wall time.
 	Without []string
 	// DriverLog receives the driver processes' output; default: discarded.
@@ -399,15 +400,22 @@ func (c *Cluster) client(userAgent string) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(c.api.RESTConfig(userAgent))
 }
 
+// informerKind is a kind a component's informer factory serves from the
+// loop's informers.
+type informerKind struct {
+	obj      runtime.Object
+	gvr      schema.GroupVersionResource
+	selector string
+}
+
+// workloadControllers are the controllers of the workload kinds.
+var workloadControllers = []string{"statefulset-controller", "replicaset-controller", "deployment-controller"}
+
 // informers returns an informer factory for one control-plane component
 // (by its user agent) whose informers the loop feeds.
 func (c *Cluster) informers(component string, cs kubernetes.Interface) (informers.SharedInformerFactory, error) {
 	f := informers.NewSharedInformerFactory(cs, 0)
-	for _, k := range []struct {
-		obj      runtime.Object
-		gvr      schema.GroupVersionResource
-		selector string
-	}{
+	kinds := []informerKind{
 		{&corev1.Pod{}, corev1.SchemeGroupVersion.WithResource("pods"), ""},
 		{&corev1.Node{}, corev1.SchemeGroupVersion.WithResource("nodes"), ""},
 		{&corev1.PersistentVolumeClaim{}, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), ""},
@@ -418,11 +426,17 @@ func (c *Cluster) informers(component string, cs kubernetes.Interface) (informer
 		{&storagev1.VolumeAttachment{}, storagev1.SchemeGroupVersion.WithResource("volumeattachments"), ""},
 		{&storagev1.CSIStorageCapacity{}, storagev1.SchemeGroupVersion.WithResource("csistoragecapacities"), ""},
 		{&coordinationv1.Lease{}, coordinationv1.SchemeGroupVersion.WithResource("leases"), ""},
-		{&appsv1.StatefulSet{}, appsv1.SchemeGroupVersion.WithResource("statefulsets"), ""},
-		{&appsv1.ControllerRevision{}, appsv1.SchemeGroupVersion.WithResource("controllerrevisions"), ""},
-		{&appsv1.ReplicaSet{}, appsv1.SchemeGroupVersion.WithResource("replicasets"), ""},
-		{&appsv1.Deployment{}, appsv1.SchemeGroupVersion.WithResource("deployments"), ""},
-	} {
+	}
+	// The workload controllers also watch the apps kinds.
+	if slices.Contains(workloadControllers, component) {
+		kinds = append(kinds, []informerKind{
+			{&appsv1.StatefulSet{}, appsv1.SchemeGroupVersion.WithResource("statefulsets"), ""},
+			{&appsv1.ControllerRevision{}, appsv1.SchemeGroupVersion.WithResource("controllerrevisions"), ""},
+			{&appsv1.ReplicaSet{}, appsv1.SchemeGroupVersion.WithResource("replicasets"), ""},
+			{&appsv1.Deployment{}, appsv1.SchemeGroupVersion.WithResource("deployments"), ""},
+		}...)
+	}
+	for _, k := range kinds {
 		inf, err := c.loop.NewInformer(k.gvr, k.selector)
 		if err != nil {
 			return nil, err
