@@ -91,6 +91,11 @@ const (
 // pods (not to pod templates).
 func setPodDefaults(s *corev1.PodSpec) {
 	setPodSpecDefaults(s)
+	// The pod strategy's, not the pod spec defaults': a template has none
+	// (a real ControllerRevision's template shows it).
+	if s.EnableServiceLinks == nil {
+		s.EnableServiceLinks = ptrTo(true)
+	}
 	if s.Priority == nil {
 		s.Priority = ptrTo(int32(0))
 	}
@@ -122,9 +127,6 @@ func setPodSpecDefaults(s *corev1.PodSpec) {
 	}
 	if s.SecurityContext == nil {
 		s.SecurityContext = &corev1.PodSecurityContext{}
-	}
-	if s.EnableServiceLinks == nil {
-		s.EnableServiceLinks = ptrTo(true)
 	}
 	for i := range s.Containers {
 		setContainerDefaults(&s.Containers[i])

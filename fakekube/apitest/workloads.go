@@ -47,8 +47,9 @@ func workloadDefaults(t *testing.T, e *env) {
 			ts.TerminationGracePeriodSeconds, ts.DNSPolicy, ts.Containers[0].ImagePullPolicy)
 	}
 	// Admission adds tolerations and a priority to pods, not to templates.
-	if len(ts.Tolerations) != 0 || ts.Priority != nil {
-		t.Errorf("deployment template tolerations %v priority %v, want none", ts.Tolerations, ts.Priority)
+	if len(ts.Tolerations) != 0 || ts.Priority != nil || ts.EnableServiceLinks != nil {
+		t.Errorf("deployment template tolerations %v priority %v enableServiceLinks %v, want none", ts.Tolerations, ts.Priority,
+			ts.EnableServiceLinks)
 	}
 	if d.Generation != 1 {
 		t.Errorf("deployment generation %d, want 1", d.Generation)
