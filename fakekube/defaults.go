@@ -183,6 +183,11 @@ func setStatefulSetDefaults(s *appsv1.StatefulSet) {
 	if us.Type == appsv1.RollingUpdateStatefulSetStrategyType && us.RollingUpdate != nil && us.RollingUpdate.Partition == nil {
 		us.RollingUpdate.Partition = ptrTo(int32(0))
 	}
+	// MaxUnavailableStatefulSet is on in v1.37: maxUnavailable defaults
+	// to 1 (a real v1.37.2 server shows it).
+	if us.Type == appsv1.RollingUpdateStatefulSetStrategyType && us.RollingUpdate != nil && us.RollingUpdate.MaxUnavailable == nil {
+		us.RollingUpdate.MaxUnavailable = ptrTo(intstr.FromInt32(1))
+	}
 	if s.Spec.PersistentVolumeClaimRetentionPolicy == nil {
 		s.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{}
 	}

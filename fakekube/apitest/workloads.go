@@ -88,8 +88,9 @@ func workloadDefaults(t *testing.T, e *env) {
 		t.Errorf("statefulset podManagementPolicy %q, want OrderedReady", s.PodManagementPolicy)
 	}
 	if s.UpdateStrategy.Type != appsv1.RollingUpdateStatefulSetStrategyType || s.UpdateStrategy.RollingUpdate == nil ||
-		s.UpdateStrategy.RollingUpdate.Partition == nil || *s.UpdateStrategy.RollingUpdate.Partition != 0 {
-		t.Errorf("statefulset updateStrategy %+v, want RollingUpdate with partition 0", s.UpdateStrategy)
+		s.UpdateStrategy.RollingUpdate.Partition == nil || *s.UpdateStrategy.RollingUpdate.Partition != 0 ||
+		s.UpdateStrategy.RollingUpdate.MaxUnavailable == nil || s.UpdateStrategy.RollingUpdate.MaxUnavailable.String() != "1" {
+		t.Errorf("statefulset updateStrategy %+v, want RollingUpdate with partition 0 and maxUnavailable 1", s.UpdateStrategy)
 	}
 	if p := s.PersistentVolumeClaimRetentionPolicy; p == nil || p.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType ||
 		p.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {

@@ -345,3 +345,13 @@ func newRevision(set *appsv1.StatefulSet, revision int64, collisionCount int32) 
 		Revision: revision,
 	}, nil
 }
+
+// RevisionName is the name of the set's ControllerRevision of its current
+// template: <set>-<hash>.
+func RevisionName(set *appsv1.StatefulSet, collisionCount int32) (string, error) {
+	r, err := newRevision(set, 0, collisionCount)
+	if err != nil {
+		return "", err
+	}
+	return r.Name, nil
+}
