@@ -476,24 +476,27 @@ func (c *Controller) claimIsStale(set *appsv1.StatefulSet, pod *corev1.Pod) (boo
 
 // podEvent and claimEvent are the events the real controller records on
 // the set (stateful_pod_control.go recordPodEvent, recordClaimEvent).
+// A v1.37.2 controller starts its messages with the verb capitalised
+// ("Create Pod web-0 in StatefulSet web successful"), as a real control
+// plane shows; older releases wrote it in lower case.
 func (c *Controller) podEvent(verb string, set *appsv1.StatefulSet, pod *corev1.Pod, err error) {
 	if err == nil {
 		c.events.Event(set, corev1.EventTypeNormal, "Successful"+title(verb),
-			fmt.Sprintf("%s Pod %s in StatefulSet %s successful", verb, pod.Name, set.Name))
+			fmt.Sprintf("%s Pod %s in StatefulSet %s successful", title(verb), pod.Name, set.Name))
 		return
 	}
 	c.events.Event(set, corev1.EventTypeWarning, "Failed"+title(verb),
-		fmt.Sprintf("%s Pod %s in StatefulSet %s failed error: %s", verb, pod.Name, set.Name, err))
+		fmt.Sprintf("%s Pod %s in StatefulSet %s failed error: %s", title(verb), pod.Name, set.Name, err))
 }
 
 func (c *Controller) claimEvent(verb string, set *appsv1.StatefulSet, pod *corev1.Pod, claim *corev1.PersistentVolumeClaim, err error) {
 	if err == nil {
 		c.events.Event(set, corev1.EventTypeNormal, "Successful"+title(verb),
-			fmt.Sprintf("%s Claim %s Pod %s in StatefulSet %s success", verb, claim.Name, pod.Name, set.Name))
+			fmt.Sprintf("%s Claim %s Pod %s in StatefulSet %s success", title(verb), claim.Name, pod.Name, set.Name))
 		return
 	}
 	c.events.Event(set, corev1.EventTypeWarning, "Failed"+title(verb),
-		fmt.Sprintf("%s Claim %s for Pod %s in StatefulSet %s failed error: %s", verb, claim.Name, pod.Name, set.Name, err))
+		fmt.Sprintf("%s Claim %s for Pod %s in StatefulSet %s failed error: %s", title(verb), claim.Name, pod.Name, set.Name, err))
 }
 
 // countReplicas fills the status's counts from the pods as the sync found
