@@ -69,7 +69,8 @@ e2e-here: realkube-bins build realnodes-deps
 # time; each remaining line is explained in its scenario's comments). FIDELITY_SCENARIOS picks others.
 FIDELITY_SCENARIOS ?= basic-lifecycle multi-node static-binding wait-for-first-consumer storage-capacity \
 	provisioning-secrets-and-clones provisioning-parameters csi-stage-error-retry csi-publish-hang \
-	expansion-refused-by-admission expansion-online snapshot-and-restore snapshot-pre-provisioned
+	expansion-refused-by-admission expansion-online snapshot-and-restore snapshot-pre-provisioned \
+	statefulset-claims-and-scaling deployment-rwo-recreate
 fidelity: realkube-bins build
 	CSISIM_REALKUBE=required $(GO) test -count=1 ./realkube/ ./fidelity/ ./realcluster/ ./diff/
 	CSISIM_REALKUBE=required $(GO) test -count=1 ./cmd/csisim/ -ginkgo.focus='csisim diff'

@@ -57,6 +57,8 @@ type Objects struct {
 	VolumeSnapshots        []snapv1.VolumeSnapshot
 	VolumeSnapshotContents []snapv1.VolumeSnapshotContent
 	VolumeSnapshotClasses  []snapv1.VolumeSnapshotClass
+	// The workload kinds (workloadkinds.go).
+	Workloads
 }
 
 // Clients are what a snapshot lists objects with: the core kinds', and
@@ -121,8 +123,12 @@ func List(ctx context.Context, cl Clients) (Objects, error) {
 	if err != nil {
 		return o, errf("CSIDrivers", err)
 	}
+	workloads, err := listWorkloads(ctx, cs)
+	if err != nil {
+		return o, err
+	}
 	o = Objects{PVCs: pvcs.Items, PVs: pvs.Items, Pods: pods.Items, VolumeAttachments: vas.Items, Nodes: nodes.Items,
-		CSINodes: csiNodes.Items, Events: events.Items, StorageClasses: classes.Items, CSIDrivers: drivers.Items}
+		CSINodes: csiNodes.Items, Events: events.Items, StorageClasses: classes.Items, CSIDrivers: drivers.Items, Workloads: workloads}
 	if cl.Snapshots == nil {
 		return o, nil
 	}
@@ -207,7 +213,8 @@ func equalObjects(a, b map[string]Object) bool {
 
 // kindOrder orders a report's objects the way the lifecycle meets them.
 var kindOrder = []string{"CSIDriver", "StorageClass", "PersistentVolumeClaim", "PersistentVolume", "Pod",
-	"VolumeAttachment", "Node", "CSINode", "VolumeSnapshotClass", "VolumeSnapshot", "VolumeSnapshotContent"}
+	"VolumeAttachment", "Node", "CSINode", "VolumeSnapshotClass", "VolumeSnapshot", "VolumeSnapshotContent",
+	"StatefulSet", "ControllerRevision", "Deployment", "ReplicaSet"}
 
 // systemNamespaces hold the control plane's own objects, not the
 // scenario's; a snapshot leaves them out.
@@ -306,6 +313,7 @@ func (n *Normaliser) learn(objs Objects, calls []trace.Entry) {
 		}
 		set(string(va.UID), "<uid of attachment "+n.name(va.Name)+">")
 	}
+	n.learnPodNames(objs.Pods)
 	for _, p := range objs.Pods {
 		set(string(p.UID), "<uid of pod "+qualified(p.Namespace, p.Name)+">")
 		// The kubelet's handle of an inline csi: volume is made of the
@@ -543,6 +551,7 @@ func (n *Normaliser) Snapshot(objs Objects, calls []trace.Entry) Snapshot {
 		add(o)
 	}
 	n.snapshotObjects(add, objs)
+	n.workloadObjects(add, objs.Workloads)
 	n.events(s.Objects, objs.Events)
 	for _, o := range s.Objects {
 		sort.Strings(o.Conditions)

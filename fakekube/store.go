@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -332,6 +333,15 @@ func (s *store) update(actor, verb string, res *resource, namespace, name, subre
 			// the external-resizer marks a claim that needs no node
 			// expansion that way.
 			keepWrittenMeta(&claim.ObjectMeta, newMeta)
+		}
+		if d, ok := next.(*appsv1.Deployment); ok {
+			// The deployment's status strategy resets the spec and the
+			// labels only (kubernetes pkg/registry/apps/deployment/strategy.go):
+			// the deployment controller writes the revision annotation
+			// with the status.
+			labels := d.Labels
+			keepWrittenMeta(&d.ObjectMeta, newMeta)
+			d.Labels = labels
 		}
 		if errs := validateStatusUpdate(next); len(errs) > 0 {
 			return nil, apierrors.NewInvalid(res.gvk().GroupKind(), name, errs)

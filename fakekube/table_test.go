@@ -356,6 +356,28 @@ func TestPrinterCells(t *testing.T) {
 			want: []any{"db", "2/3", "5m", "db,sidecar", "db:1,sidecar:1"},
 		},
 		{
+			name: "deployment",
+			obj: &appsv1.Deployment{ObjectMeta: tblMeta("web"),
+				Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(2)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: tblContainers("web")}}},
+				Status: appsv1.DeploymentStatus{ReadyReplicas: 1, UpdatedReplicas: 2, AvailableReplicas: 1}},
+			want: []any{"web", "1/2", int64(2), int64(1), "5m", "web", "web:1", "app=web"},
+		},
+		{
+			name: "replicaset",
+			obj: &appsv1.ReplicaSet{ObjectMeta: tblMeta("web-5d4f"),
+				Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(2)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "pod-template-hash": "5d4f"}},
+					Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: tblContainers("web")}}},
+				Status: appsv1.ReplicaSetStatus{Replicas: 2, ReadyReplicas: 1}},
+			want: []any{"web-5d4f", int64(2), int64(2), int64(1), "5m", "web", "web:1", "app=web,pod-template-hash=5d4f"},
+		},
+		{
+			name: "controllerrevision",
+			obj: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "db-7f9", CreationTimestamp: tblMeta("x").CreationTimestamp,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", Controller: ptr(true)}}}, Revision: 3},
+			want: []any{"db-7f9", "statefulset.apps/db", int64(3), "5m"},
+		},
+		{
 			name: "new VolumeSnapshot: absent fields are null cells",
 			obj: &snapshotv1.VolumeSnapshot{ObjectMeta: tblMeta("snap"),
 				Spec: snapshotv1.VolumeSnapshotSpec{VolumeSnapshotClassName: ptr("csi-snap"),
@@ -420,6 +442,9 @@ func TestPrinterColumns(t *testing.T) {
 		{schema.GroupKind{Kind: "ServiceAccount"}, "Name Secrets Age"},
 		{schema.GroupKind{Kind: "ConfigMap"}, "Name Data Age"},
 		{schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, "Name Ready Age *Containers *Images"},
+		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, "Name Ready Up-to-date Available Age *Containers *Images *Selector"},
+		{schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, "Name Desired Current Ready Age *Containers *Images *Selector"},
+		{schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}, "Name Controller Revision Age"},
 		{schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, "Name Holder Age"},
 		{schema.GroupKind{Group: "storage.k8s.io", Kind: "StorageClass"}, "Name Provisioner ReclaimPolicy VolumeBindingMode AllowVolumeExpansion Age"},
 		{schema.GroupKind{Group: "storage.k8s.io", Kind: "VolumeAttachment"}, "Name Attacher PV Node Attached Age"},
@@ -449,7 +474,7 @@ func TestPrinterColumns(t *testing.T) {
 			t.Errorf("%v columns\n got %s\nwant %s", tc.kind, g, tc.want)
 		}
 	}
-	if len(kindPrinters) != 20 {
+	if len(kindPrinters) != 23 {
 		t.Errorf("%d printers; a new one needs a line here", len(kindPrinters))
 	}
 }

@@ -234,7 +234,8 @@ func OutOfServiceTaint(added time.Time) corev1.Taint {
 // is KubeletComponent(node).
 var Components = []string{"persistentvolume-binder", "attachdetach-controller", "default-scheduler",
 	"node-controller", "external-provisioner", "external-attacher", "expand-controller", "external-resizer",
-	"snapshot-controller", "csi-snapshotter", "ephemeral-volume-controller"}
+	"snapshot-controller", "csi-snapshotter", "ephemeral-volume-controller", "statefulset-controller",
+	"replicaset-controller", "deployment-controller"}
 
 // kubeletPrefix starts a kubelet's user agent: kubelet:NODE.
 const kubeletPrefix = "kubelet:"

@@ -23,6 +23,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -47,6 +48,7 @@ import (
 	"github.com/csisim/csisim/sim/attacher"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/deployment"
 	"github.com/csisim/csisim/sim/ephemeral"
 	"github.com/csisim/csisim/sim/expand"
 	"github.com/csisim/csisim/sim/kubelet"
@@ -54,10 +56,12 @@ import (
 	"github.com/csisim/csisim/sim/nodelifecycle"
 	"github.com/csisim/csisim/sim/provisioner"
 	"github.com/csisim/csisim/sim/pvcontroller"
+	"github.com/csisim/csisim/sim/replicaset"
 	"github.com/csisim/csisim/sim/resizer"
 	"github.com/csisim/csisim/sim/scheduler"
 	"github.com/csisim/csisim/sim/snapshotcontroller"
 	"github.com/csisim/csisim/sim/snapshotter"
+	"github.com/csisim/csisim/sim/statefulset"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -103,7 +107,8 @@ type Config struct {
 	// endpoint: external-provisioner, external-attacher, external-resizer,
 	// persistentvolume-binder, attachdetach-controller, expand-controller,
 	// ephemeral-volume-controller,
-	// default-scheduler, snapshot-controller, csi-snapshotter.
+	// default-scheduler, snapshot-controller, csi-snapshotter, statefulset-controller,
+	// replicaset-controller, deployment-controller.
 	// It needs Realtime: a real process works on wall time.
 	Without []string
 	// DriverLog receives the driver processes' output; default: discarded.
@@ -397,15 +402,22 @@ func (c *Cluster) client(userAgent string) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(c.api.RESTConfig(userAgent))
 }
 
+// informerKind is a kind a component's informer factory serves from the
+// loop's informers.
+type informerKind struct {
+	obj      runtime.Object
+	gvr      schema.GroupVersionResource
+	selector string
+}
+
+// workloadControllers are the controllers of the workload kinds.
+var workloadControllers = []string{"statefulset-controller", "replicaset-controller", "deployment-controller"}
+
 // informers returns an informer factory for one control-plane component
 // (by its user agent) whose informers the loop feeds.
 func (c *Cluster) informers(component string, cs kubernetes.Interface) (informers.SharedInformerFactory, error) {
 	f := informers.NewSharedInformerFactory(cs, 0)
-	for _, k := range []struct {
-		obj      runtime.Object
-		gvr      schema.GroupVersionResource
-		selector string
-	}{
+	kinds := []informerKind{
 		{&corev1.Pod{}, corev1.SchemeGroupVersion.WithResource("pods"), ""},
 		{&corev1.Node{}, corev1.SchemeGroupVersion.WithResource("nodes"), ""},
 		{&corev1.PersistentVolumeClaim{}, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), ""},
@@ -416,7 +428,17 @@ func (c *Cluster) informers(component string, cs kubernetes.Interface) (informer
 		{&storagev1.VolumeAttachment{}, storagev1.SchemeGroupVersion.WithResource("volumeattachments"), ""},
 		{&storagev1.CSIStorageCapacity{}, storagev1.SchemeGroupVersion.WithResource("csistoragecapacities"), ""},
 		{&coordinationv1.Lease{}, coordinationv1.SchemeGroupVersion.WithResource("leases"), ""},
-	} {
+	}
+	// The workload controllers also watch the apps kinds.
+	if slices.Contains(workloadControllers, component) {
+		kinds = append(kinds, []informerKind{
+			{&appsv1.StatefulSet{}, appsv1.SchemeGroupVersion.WithResource("statefulsets"), ""},
+			{&appsv1.ControllerRevision{}, appsv1.SchemeGroupVersion.WithResource("controllerrevisions"), ""},
+			{&appsv1.ReplicaSet{}, appsv1.SchemeGroupVersion.WithResource("replicasets"), ""},
+			{&appsv1.Deployment{}, appsv1.SchemeGroupVersion.WithResource("deployments"), ""},
+		}...)
+	}
+	for _, k := range kinds {
 		inf, err := c.loop.NewInformer(k.gvr, k.selector)
 		if err != nil {
 			return nil, err
@@ -566,6 +588,15 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 		}),
 		component(ephemeral.Component, func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			return ephemeral.New(cs, f, c.rt).Workers()
+		}),
+		component("statefulset-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			return statefulset.New(cs, f, c.rt).Workers()
+		}),
+		component("replicaset-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			return replicaset.New(cs, f, c.rt).Workers()
+		}),
+		component("deployment-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
+			return deployment.New(cs, f, c.rt).Workers()
 		}),
 		component("external-resizer", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
