@@ -234,11 +234,16 @@ func (k *Kubelet) mountFilesystem(ctx context.Context, pod *corev1.Pod, v volume
 		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q : %v", v.pv.Name, err)
 		return fmt.Errorf("volume %s of pod %s: %w", v.pv.Name, pod.Name, err)
 	}
+	volumeContext, secrets, err := k.withServiceAccountTokens(ctx, pod, src.Driver, k.publishVolumeContext(pod, v.pv), secrets)
+	if err != nil {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q : %v", v.pv.Name, err)
+		return fmt.Errorf("volume %s of pod %s: %w", v.pv.Name, pod.Name, err)
+	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	_, err = k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
 		VolumeCapability: volumeCapability(v.pv, caps, mountGroup), Readonly: v.readOnly,
-		VolumeContext: k.publishVolumeContext(pod, v.pv), Secrets: secrets,
+		VolumeContext: volumeContext, Secrets: secrets,
 	})
 	cancel()
 	if err != nil {
