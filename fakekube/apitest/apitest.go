@@ -75,6 +75,7 @@ func checks() []check {
 		{"SystemNamespacesStay", systemNamespacesStay},
 		{"BadQueryParameters", badQueryParameters},
 		{"EtcdSizeLimit", etcdSizeLimit},
+		{"TokenRequests", tokenRequests},
 	}
 }
 
