@@ -29,6 +29,11 @@ const ReconcilerSyncPeriod = time.Minute
 // (Multi-Attach) is then attached on its next reconcile. So a
 // VolumeAttachment deleted by hand is noticed within a sync period,
 // without the six-minute wait of a force detach. It posts no event.
+//
+// The cluster runs it every ReconcilerSyncPeriod from its start. (The real
+// reconciler syncs when a period has passed since its last sync, looking
+// every 100 ms, and starts counting again when kube-controller-manager
+// restarts; a restarted simulated controller keeps the cluster's phase.)
 func (c *Controller) SyncStates(ctx context.Context) {
 	c.populate()
 	c.mu.Lock()
