@@ -31,7 +31,8 @@ const (
 // serveTokenRequest answers POST serviceaccounts/<name>/token, as the real
 // server's TokenRequest storage does (kubernetes
 // pkg/registry/core/serviceaccount/storage/token.go): the service account
-// must exist, a bound pod must exist with the UID given, the expiration is
+// must exist, a bound pod must exist, run as that service account and have
+// the UID given, the expiration is
 // 3600 s by default and at least 10 minutes. The token is JWT-shaped with
 // the real claims, made from the request and the clock so that a run
 // gives the same tokens every time; its "signature" is a hash, not a
@@ -85,6 +86,14 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, req r
 			return
 		}
 		pod := podObj.(*corev1.Pod)
+		podSA := pod.Spec.ServiceAccountName
+		if podSA == "" {
+			podSA = "default" // what the ServiceAccount admission plugin sets
+		}
+		if podSA != req.name {
+			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", req.name)))
+			return
+		}
 		if ref.UID != "" && ref.UID != pod.UID {
 			writeError(w, apierrors.NewConflict(schema.GroupResource{Resource: "Pod"}, ref.Name,
 				fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID)))

@@ -32,8 +32,19 @@ func TestTokenRequest(t *testing.T) {
 	if _, err := sas.CreateToken(ctx, "builder", req(""), metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("token bound to a missing pod: %v, want NotFound", err)
 	}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sas.CreateToken(ctx, "builder", req(""), metav1.CreateOptions{})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `cannot bind token for serviceaccount "builder" to pod running with different serviceaccount name.`) {
+		t.Fatalf("token for a pod of another service account: %v, want BadRequest", err)
+	}
+	if err := cs.CoreV1().Pods("default").Delete(ctx, "app", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
 	pod, err := cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+		Spec: corev1.PodSpec{ServiceAccountName: "builder", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

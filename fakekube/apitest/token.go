@@ -18,18 +18,21 @@ import (
 // and the token expires when asked.
 func tokenRequests(t *testing.T, e *env) {
 	sas := e.cs.CoreV1().ServiceAccounts(e.ns)
-	pod, err := e.cs.CoreV1().Pods(e.ns).Create(e.ctx, unscheduledPod(e.ns, "app"), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := func(uid types.UID, seconds int64) *authenticationv1.TokenRequest {
 		return &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"vault"}, ExpirationSeconds: &seconds,
 			BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: "app", UID: uid}}}
 	}
-	if _, err := sas.CreateToken(e.ctx, "builder", req(pod.UID, 600), metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := sas.CreateToken(e.ctx, "builder", req("", 600), metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("token of a missing service account: %v, want NotFound", err)
 	}
 	if _, err := sas.Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "builder"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The pod runs as the service account (which must exist first).
+	p := unscheduledPod(e.ns, "app")
+	p.Spec.ServiceAccountName = "builder"
+	pod, err := e.cs.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = sas.CreateToken(e.ctx, "builder", req("00000000-0000-0000-0000-000000000000", 600), metav1.CreateOptions{})
