@@ -91,9 +91,11 @@ func (s *Server) resourceList(gv schema.GroupVersion) (*metav1.APIResourceList, 
 			})
 		}
 		for _, sub := range r.subresources {
-			list.APIResources = append(list.APIResources, metav1.APIResource{
-				Name: r.gvr.Resource + "/" + sub, Namespaced: r.namespaced, Kind: "Binding", Verbs: metav1.Verbs{"create"},
-			})
+			ar := metav1.APIResource{Name: r.gvr.Resource + "/" + sub, Namespaced: r.namespaced, Kind: "Binding", Verbs: metav1.Verbs{"create"}}
+			if sub == "token" {
+				ar.Group, ar.Version, ar.Kind = "authentication.k8s.io", "v1", "TokenRequest"
+			}
+			list.APIResources = append(list.APIResources, ar)
 		}
 	}
 	if len(list.APIResources) == 0 {

@@ -199,6 +199,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 		s.serveCreate(w, r, req)
 	case r.Method == http.MethodPost && req.subresource == "binding":
 		s.serveBinding(w, r, req)
+	case r.Method == http.MethodPost && req.subresource == "token":
+		s.serveTokenRequest(w, r, req)
 	case r.Method == http.MethodPut && req.name != "":
 		s.serveUpdate(w, r, req)
 	case r.Method == http.MethodPatch && req.name != "":

@@ -138,7 +138,8 @@ func defaultResources() []*resource {
 				return fields.Set{"type": string(o.(*corev1.Secret).Type)}
 			}},
 		{gvr: coreV1.WithResource("configmaps"), kind: "ConfigMap", namespaced: true, shortNames: []string{"cm"}},
-		{gvr: coreV1.WithResource("serviceaccounts"), kind: "ServiceAccount", namespaced: true, shortNames: []string{"sa"}},
+		{gvr: coreV1.WithResource("serviceaccounts"), kind: "ServiceAccount", namespaced: true, shortNames: []string{"sa"},
+			subresources: []string{"token"}},
 		{gvr: storageV1.WithResource("storageclasses"), kind: "StorageClass", shortNames: []string{"sc"}},
 		{gvr: storageV1.WithResource("csidrivers"), kind: "CSIDriver"},
 		{gvr: schedulingV1.WithResource("priorityclasses"), kind: "PriorityClass", shortNames: []string{"pc"}},

@@ -76,6 +76,7 @@ func checks() []check {
 		{"BadQueryParameters", badQueryParameters},
 		{"EtcdSizeLimit", etcdSizeLimit},
 		{"WorkloadDefaults", workloadDefaults},
+		{"TokenRequests", tokenRequests},
 	}
 }
 

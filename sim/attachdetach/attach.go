@@ -51,7 +51,11 @@ func (c *Controller) attach(ctx context.Context, name string, w *wanted, nodeNam
 	va, err := c.vas.Get(name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return c.createAttachment(ctx, name, w, nodeName)
+		if err := c.createAttachment(ctx, name, w, nodeName); err != nil {
+			return err
+		}
+		c.attachWaiting(name, w, nodeName, volume)
+		return nil
 	case err != nil:
 		return err
 	case va.DeletionTimestamp != nil:
@@ -60,8 +64,11 @@ func (c *Controller) attach(ctx context.Context, name string, w *wanted, nodeNam
 		c.attachSucceeded(name, w, nodeName, volume)
 	case va.Status.AttachError != nil:
 		c.attachFailed(name, w, nodeName, volume, va.Status.AttachError.Message)
+	default:
+		// The external-attacher is still at work (or there is none): its
+		// update brings us back, or the attach operation times out.
+		c.attachWaiting(name, w, nodeName, volume)
 	}
-	// Otherwise the attacher is still at work; its update brings us back.
 	return nil
 }
 
@@ -115,6 +122,7 @@ func (c *Controller) attachFailed(name string, w *wanted, nodeName string, volum
 		c.attaching[name] = op
 	}
 	op.failures++
+	op.waitingSince = time.Time{} // this operation is over
 	delay := attachBackoffStart << (op.failures - 1)
 	if op.failures > 16 || delay > attachBackoffMax {
 		delay = attachBackoffMax

@@ -31,11 +31,15 @@ type attachment struct {
 	detaching bool
 }
 
-// operation is an attach that failed and is retried after a backoff.
+// operation is an attach under way: one waiting for the external-attacher
+// (waitingSince), or one that failed and is retried after a backoff.
 type operation struct {
 	node      string
 	failures  int
 	notBefore time.Time
+	// waitingSince is when the current attach operation began to wait for
+	// the VolumeAttachment to be attached; zero when none waits.
+	waitingSince time.Time
 }
 
 // forget drops everything the controller knows; the caller holds c.mu

@@ -559,6 +559,7 @@ func (c *Cluster) startControlPlane(ctrlEndpoint string) error {
 		}),
 		component("attachdetach-controller", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {
 			c.attachDetach = attachdetach.New(cs, f, c.rt)
+			c.loop.Every(attachdetach.ReconcilerSyncPeriod, c.attachDetach.SyncStates)
 			return c.attachDetach.Workers()
 		}),
 		component("default-scheduler", func(cs kubernetes.Interface, f informers.SharedInformerFactory) []controller.Worker {

@@ -54,13 +54,18 @@ func (k *Kubelet) mapBlock(ctx context.Context, pod *corev1.Pod, v volumeToMount
 		}
 	}
 	publish := BlockPublishPath(k.cfg.Dir, v.pv.Name, pod.UID)
+	secrets, err := k.nodePublishSecrets(ctx, v.pv, true)
+	if err != nil {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume", "MapVolume.MapPodDevice failed for volume %q : %v", v.pv.Name, err)
+		return fmt.Errorf("volume %s of pod %s: %w", v.pv.Name, pod.Name, err)
+	}
 	if err := os.MkdirAll(filepath.Dir(publish), 0o750); err != nil {
 		return fmt.Errorf("creating block publish dir: %w", err)
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
-	_, err := k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
+	_, err = k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: publish,
-		VolumeCapability: capability, Readonly: v.readOnly, VolumeContext: src.VolumeAttributes,
+		VolumeCapability: capability, Readonly: v.readOnly, VolumeContext: src.VolumeAttributes, Secrets: secrets,
 	})
 	cancel()
 	if err != nil {
@@ -104,14 +109,19 @@ func (k *Kubelet) setUpDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	if staged && !st.uncertain {
 		return false, nil
 	}
+	secrets, err := k.nodeStageSecrets(ctx, v.pv, true)
+	if err != nil {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume", "MapVolume.SetUpDevice failed for volume %q : %v", v.pv.Name, err)
+		return false, fmt.Errorf("volume %s: %w", v.pv.Name, err)
+	}
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return false, fmt.Errorf("creating block staging dir: %w", err)
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
-	_, err := k.csi.NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
+	_, err = k.csi.NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging,
-		VolumeCapability: capability, VolumeContext: src.VolumeAttributes,
+		VolumeCapability: capability, VolumeContext: src.VolumeAttributes, Secrets: secrets,
 	})
 	if err != nil {
 		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume", "MapVolume.SetUpDevice failed for volume %q : %v", v.pv.Name, err)

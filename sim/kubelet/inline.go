@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csisim/csisim/sim/attachdetach"
@@ -125,7 +124,7 @@ func (k *Kubelet) mountInlineOnce(ctx context.Context, pod *corev1.Pod, iv inlin
 	if ref := src.NodePublishSecretRef; ref != nil {
 		// An inline volume's secret is in the pod's namespace.
 		var err error
-		if secrets, err = k.secretData(ctx, pod.Namespace, ref.Name); err != nil {
+		if secrets, err = k.secretData(ctx, &corev1.SecretReference{Namespace: pod.Namespace, Name: ref.Name}); err != nil {
 			return k.setUpFailed(pod, iv, fmt.Errorf("fetching NodePublishSecretRef %s/%s failed: %v", pod.Namespace, ref.Name, err))
 		}
 	}
@@ -140,6 +139,11 @@ func (k *Kubelet) mountInlineOnce(ctx context.Context, pod *corev1.Pod, iv inlin
 		}
 		// The pod information says the volume is ephemeral.
 		volumeContext["csi.storage.k8s.io/ephemeral"] = "true"
+	}
+	// Service account tokens go to inline volumes too (csi_mounter.go, SetUpAt).
+	volumeContext, secrets, err := k.withServiceAccountTokens(ctx, pod, driver, volumeContext, secrets)
+	if err != nil {
+		return k.setUpFailed(pod, iv, err)
 	}
 	caps, err := k.nodeCapabilities(ctx)
 	if err != nil {
@@ -227,18 +231,4 @@ func (k *Kubelet) supportsEphemeral(driver string) error {
 func (k *Kubelet) podInfoOnMount(driver string) bool {
 	drv, err := k.drivers.Get(driver)
 	return err == nil && drv.Spec.PodInfoOnMount != nil && *drv.Spec.PodInfoOnMount
-}
-
-// secretData reads a secret from the API server, as the CSI plugin's
-// getCredentialsFromSecret (csi_util.go) does, worded as its error.
-func (k *Kubelet) secretData(ctx context.Context, namespace, name string) (map[string]string, error) {
-	secret, err := k.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, csiLog("failed to find the secret %s in the namespace %s with error: %v", name, namespace, err)
-	}
-	out := map[string]string{}
-	for key, v := range secret.Data {
-		out[key] = string(v)
-	}
-	return out, nil
 }

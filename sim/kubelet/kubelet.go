@@ -145,6 +145,8 @@ type Kubelet struct {
 	failedReconstruction []*failedVolume
 	// podStatus: what is kept to post pods' status (podstatus.go).
 	podStatus podStatuses
+	// tokens: the token manager's service account tokens (tokens.go).
+	tokens tokenCache
 }
 
 // actualState is what is mounted on the node: the volume manager's
@@ -651,6 +653,7 @@ func (k *Kubelet) tearDown(ctx context.Context, uid types.UID, key string) error
 	k.mu.Lock()
 	delete(k.actual.mounted, uid)
 	delete(k.actual.wanted, uid)
+	k.tokens.forgetPod(uid)
 	delete(k.actual.killed, uid)
 	if key != "" && k.actual.podKeys[key] == uid {
 		delete(k.actual.podKeys, key)

@@ -232,11 +232,21 @@ func (k *Kubelet) mountFilesystem(ctx context.Context, pod *corev1.Pod, v volume
 	}); err != nil {
 		return fmt.Errorf("volume %s of pod %s/%s: %w", v.pv.Name, pod.Namespace, pod.Name, err)
 	}
+	secrets, err := k.nodePublishSecrets(ctx, v.pv, false)
+	if err != nil {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q : %v", v.pv.Name, err)
+		return fmt.Errorf("volume %s of pod %s: %w", v.pv.Name, pod.Name, err)
+	}
+	volumeContext, secrets, err := k.withServiceAccountTokens(ctx, pod, src.Driver, k.publishVolumeContext(pod, v.pv), secrets)
+	if err != nil {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q : %v", v.pv.Name, err)
+		return fmt.Errorf("volume %s of pod %s: %w", v.pv.Name, pod.Name, err)
+	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
-	_, err := k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
+	_, err = k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
 		VolumeCapability: volumeCapability(v.pv, caps, mountGroup), Readonly: v.readOnly,
-		VolumeContext: k.publishVolumeContext(pod, v.pv),
+		VolumeContext: volumeContext, Secrets: secrets,
 	})
 	cancel()
 	if err != nil {
@@ -307,6 +317,11 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	if staged && !st.uncertain {
 		return nil
 	}
+	secrets, err := k.nodeStageSecrets(ctx, v.pv, false)
+	if err != nil {
+		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.MountDevice failed for volume %q : %v", v.pv.Name, err)
+		return fmt.Errorf("volume %s: %w", v.pv.Name, err)
+	}
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return fmt.Errorf("creating staging dir: %w", err)
 	}
@@ -316,9 +331,9 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
-	_, err := k.csi.NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
+	_, err = k.csi.NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging,
-		VolumeCapability: volumeCapability(v.pv, caps, mountGroup), VolumeContext: src.VolumeAttributes,
+		VolumeCapability: volumeCapability(v.pv, caps, mountGroup), VolumeContext: src.VolumeAttributes, Secrets: secrets,
 	})
 	if err != nil {
 		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.MountDevice failed for volume %q : %v", v.pv.Name, err)

@@ -41,6 +41,7 @@ func (k *Kubelet) Restart(ctx context.Context) error {
 	k.inUse = nil
 	k.mu.Unlock()
 	k.backoff.clear()
+	k.tokens.clear()
 	k.expandBackoff.clear()
 	k.podStatus.restarted()
 	// A new process posts new Events; it does not count on the old ones.
