@@ -65,12 +65,14 @@ e2e-here: realkube-bins build realnodes-deps
 # sidecars driving csisim's API server and driver, the scenario library on a
 # real control plane with simulated kubelets (realcluster), and csisim diff.
 # Last, the divergence reports of the provisioning scenarios, two CSI
-# fault scenarios, expansion and snapshots, printed whatever they say (about 15 minutes of real
+# fault scenarios, expansion and snapshots, workloads, ephemeral volumes, access modes and
+# node secrets, printed whatever they say (about 25 minutes of real
 # time; each remaining line is explained in its scenario's comments). FIDELITY_SCENARIOS picks others.
 FIDELITY_SCENARIOS ?= basic-lifecycle multi-node static-binding wait-for-first-consumer storage-capacity \
 	provisioning-secrets-and-clones provisioning-parameters csi-stage-error-retry csi-publish-hang \
 	expansion-refused-by-admission expansion-online snapshot-and-restore snapshot-pre-provisioned \
-	statefulset-claims-and-scaling deployment-rwo-recreate
+	statefulset-claims-and-scaling deployment-rwo-recreate inline-ephemeral-allowed generic-ephemeral-conflict \
+	readwriteoncepod-conflict node-stage-secret-missing
 fidelity: realkube-bins build
 	CSISIM_REALKUBE=required $(GO) test -count=1 ./realkube/ ./fidelity/ ./realcluster/ ./diff/
 	CSISIM_REALKUBE=required $(GO) test -count=1 ./cmd/csisim/ -ginkgo.focus='csisim diff'

@@ -146,6 +146,15 @@ func podFSGroup(pod *corev1.Pod) (*int64, *corev1.PodFSGroupChangePolicy) {
 // has passed (500 ms, doubling up to 2 min 2 s), whatever wakes the pod, as
 // the kubelet's operation executor keys its backoff by volume.
 func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v volumeToMount, republish bool) error {
+	// The reconciler starts no operation for a volume already mounted for
+	// the pod: the backoff (keyed by volume, so another pod's failure may
+	// have set it) does not hold back a pod whose volume is ready.
+	k.mu.Lock()
+	m := k.actual.mounted[pod.UID][v.pv.Name]
+	k.mu.Unlock()
+	if m != nil && !m.uncertain && !republish {
+		return nil
+	}
 	if wait := k.backoff.remaining(v.unique, k.clock.Now()); wait > 0 {
 		return controller.RequeueAfter(wait)
 	}
