@@ -245,3 +245,17 @@ func TestGenericEphemeralVolume(t *testing.T) {
 		t.Errorf("calls %v for a claim the pod does not own", got)
 	}
 }
+
+func TestInlineEphemeralServiceAccountTokens(t *testing.T) {
+	// The CSI plugin's SetUpAt adds the driver's tokenRequests to an
+	// inline volume's publish as to a persistent one's.
+	e := newEnv(t, envOptions{caps: stageCaps(),
+		driver: storagev1.CSIDriverSpec{VolumeLifecycleModes: bothModes, TokenRequests: []storagev1.TokenRequest{{Audience: "vault"}}},
+		inline: &corev1.CSIVolumeSource{Driver: testDriver, VolumeAttributes: map[string]string{"size": "small"}}})
+	e.issueTokens()
+	e.runningPod()
+	got := e.node.pub[0].GetVolumeContext()
+	if got["size"] != "small" || tokensOf(t, got[serviceAccountTokensKey])["vault"].Token != "default/builder/[vault]/app#1" {
+		t.Errorf("volume context %v, want the attributes and the vault token", got)
+	}
+}
