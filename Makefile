@@ -54,7 +54,7 @@ realnodes-deps:
 # machine is left as it was found.
 E2E_HERE_SCENARIOS ?= basic-lifecycle attach-not-required multi-node kubelet-restart kubelet-block-volume \
 	kubelet-pod-info-and-fsgroup kubelet-missing-driver kubelet-requires-republish missing-mount-propagation \
-	node-loss-out-of-service
+	node-loss-out-of-service inline-ephemeral-allowed
 e2e-here: realkube-bins build realnodes-deps
 	CSISIM_REALKUBE=required $(GO) test -count=1 -timeout 80m -tags e2e ./e2e/ -args -here \
 		-scenarios="$(E2E_HERE_SCENARIOS)" -csisim="$(CURDIR)/$(BIN)"
