@@ -27,6 +27,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -94,34 +95,19 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	d, rs, pods := factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods()
 	c.deployments, c.sets, c.pods = d.Lister(), rs.Lister(), pods.Lister()
 	_, _ = d.Informer().AddEventHandler(controller.EnqueueHandler(c.queue))
-	_, _ = rs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOwner,
-		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
-		DeleteFunc: c.enqueueOwner,
-	})
+	_, _ = rs.Informer().AddEventHandler(controller.EnqueueControllerHandler(c.queue, deploymentKind, c.deploymentUID))
 	// A Recreate deployment waits for its old pods to be gone.
 	_, _ = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.podDeleted})
 	return c
 }
 
-// enqueueOwner queues the deployment that controls a ReplicaSet.
-func (c *Controller) enqueueOwner(obj any) {
-	rs, ok := controller.Unwrap(obj).(*appsv1.ReplicaSet)
-	if !ok {
-		return
+// deploymentUID is the UID of the deployment ns/name, for the handlers.
+func (c *Controller) deploymentUID(ns, name string) (types.UID, error) {
+	d, err := c.deployments.Deployments(ns).Get(name)
+	if err != nil {
+		return "", err
 	}
-	c.enqueueController(rs.Namespace, metav1.GetControllerOf(rs))
-}
-
-func (c *Controller) enqueueController(ns string, ref *metav1.OwnerReference) {
-	if ref == nil || ref.Kind != deploymentKind.Kind || ref.APIVersion != deploymentKind.GroupVersion().String() {
-		return
-	}
-	d, err := c.deployments.Deployments(ns).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return
-	}
-	c.queue.Add(ns + "/" + ref.Name)
+	return d.UID, nil
 }
 
 // podDeleted queues a Recreate deployment whose pod went.
@@ -143,7 +129,7 @@ func (c *Controller) podDeleted(obj any) {
 		return
 	}
 	if d, err := c.deployments.Deployments(pod.Namespace).Get(dref.Name); err == nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		c.enqueueController(pod.Namespace, dref)
+		controller.EnqueueController(c.queue, pod.Namespace, dref, deploymentKind, c.deploymentUID)
 	}
 }
 

@@ -15,17 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// csiLogPrefix is how the kubelet's CSI plugin begins its errors (log,
-// kubernetes pkg/volume/csi/csi_util.go).
-const csiLogPrefix = "kubernetes.io/csi: "
-
 // secretData reads a secret as the kubelet's CSI plugin does
 // (getCredentialsFromSecret, kubernetes pkg/volume/csi/csi_util.go): a GET
 // of the secret, its data as strings.
 func (k *Kubelet) secretData(ctx context.Context, ref *corev1.SecretReference) (map[string]string, error) {
 	secret, err := k.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf(csiLogPrefix+"failed to find the secret %s in the namespace %s with error: %v", ref.Name, ref.Namespace, err)
+		return nil, csiLog("failed to find the secret %s in the namespace %s with error: %v", ref.Name, ref.Namespace, err)
 	}
 	out := make(map[string]string, len(secret.Data))
 	for key, v := range secret.Data {
@@ -48,7 +44,7 @@ func (k *Kubelet) nodeStageSecrets(ctx context.Context, pv *corev1.PersistentVol
 	case err == nil:
 		return data, nil
 	case block:
-		return nil, fmt.Errorf(csiLogPrefix+"failed to get NodeStageSecretRef %s/%s: %v", ref.Namespace, ref.Name, err)
+		return nil, csiLog("failed to get NodeStageSecretRef %s/%s: %v", ref.Namespace, ref.Name, err)
 	default:
 		return nil, fmt.Errorf("fetching NodeStageSecretRef %s/%s failed: %v", ref.Namespace, ref.Name, err)
 	}
@@ -67,7 +63,7 @@ func (k *Kubelet) nodePublishSecrets(ctx context.Context, pv *corev1.PersistentV
 	case err == nil:
 		return data, nil
 	case block:
-		return nil, fmt.Errorf(csiLogPrefix+"blockMapper.publishVolumeForBlock failed to get NodePublishSecretRef %s/%s: %v", ref.Namespace, ref.Name, err)
+		return nil, csiLog("blockMapper.publishVolumeForBlock failed to get NodePublishSecretRef %s/%s: %v", ref.Namespace, ref.Name, err)
 	default:
 		return nil, fmt.Errorf("fetching NodePublishSecretRef %s/%s failed: %v", ref.Namespace, ref.Name, err)
 	}

@@ -145,7 +145,7 @@ func (k *Kubelet) serviceAccountTokens(ctx context.Context, pod *corev1.Pod, dri
 func (k *Kubelet) withServiceAccountTokens(ctx context.Context, pod *corev1.Pod, driver string, volumeContext, secrets map[string]string) (map[string]string, map[string]string, error) {
 	tokens, inSecrets, err := k.serviceAccountTokens(ctx, pod, driver)
 	if err != nil {
-		return nil, nil, fmt.Errorf(csiLogPrefix+"mounter.SetUpAt failed to get service accoount token attributes: %v", err)
+		return nil, nil, csiLog("mounter.SetUpAt failed to get service accoount token attributes: %v", err)
 	}
 	if tokens == "" {
 		return volumeContext, secrets, nil

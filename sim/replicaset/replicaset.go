@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -63,28 +64,17 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	sets, pods := factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods()
 	c.sets, c.pods = sets.Lister(), pods.Lister()
 	_, _ = sets.Informer().AddEventHandler(controller.EnqueueHandler(c.queue))
-	_, _ = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOwner,
-		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
-		DeleteFunc: c.enqueueOwner,
-	})
+	_, _ = pods.Informer().AddEventHandler(controller.EnqueueControllerHandler(c.queue, rsKind, c.setUID))
 	return c
 }
 
-func (c *Controller) enqueueOwner(obj any) {
-	pod, ok := controller.Unwrap(obj).(*corev1.Pod)
-	if !ok {
-		return
+// setUID is the UID of the ReplicaSet ns/name, for the pod handler.
+func (c *Controller) setUID(ns, name string) (types.UID, error) {
+	rs, err := c.sets.ReplicaSets(ns).Get(name)
+	if err != nil {
+		return "", err
 	}
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != rsKind.Kind || ref.APIVersion != rsKind.GroupVersion().String() {
-		return
-	}
-	rs, err := c.sets.ReplicaSets(pod.Namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return
-	}
-	c.queue.Add(pod.Namespace + "/" + ref.Name)
+	return rs.UID, nil
 }
 
 // Workers is the controller's queue and sync function.

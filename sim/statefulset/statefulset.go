@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -60,29 +61,17 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	c.claims = factory.Core().V1().PersistentVolumeClaims().Lister()
 	c.revisions = factory.Apps().V1().ControllerRevisions().Lister()
 	_, _ = sets.Informer().AddEventHandler(controller.EnqueueHandler(c.queue))
-	_, _ = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOwner,
-		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
-		DeleteFunc: c.enqueueOwner,
-	})
+	_, _ = pods.Informer().AddEventHandler(controller.EnqueueControllerHandler(c.queue, setKind, c.setUID))
 	return c
 }
 
-// enqueueOwner queues the set that controls a pod.
-func (c *Controller) enqueueOwner(obj any) {
-	pod, ok := controller.Unwrap(obj).(*corev1.Pod)
-	if !ok {
-		return
+// setUID is the UID of the set ns/name, for the pod handler.
+func (c *Controller) setUID(ns, name string) (types.UID, error) {
+	set, err := c.sets.StatefulSets(ns).Get(name)
+	if err != nil {
+		return "", err
 	}
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != setKind.Kind || ref.APIVersion != setKind.GroupVersion().String() {
-		return
-	}
-	set, err := c.sets.StatefulSets(pod.Namespace).Get(ref.Name)
-	if err != nil || set.UID != ref.UID {
-		return
-	}
-	c.queue.Add(pod.Namespace + "/" + ref.Name)
+	return set.UID, nil
 }
 
 // Workers is the controller's queue and sync function.
