@@ -93,8 +93,10 @@ func (c *Cluster) checkControllerNotANode(ctx context.Context) error {
 // provisioner no driver in this run serves, and volumes pinned to a node
 // that does not exist. They are for a failed step's message, not problems
 // of the run.
-func (c *Cluster) Hints(ctx context.Context) []string {
-	hints := append([]string(nil), c.notes...)
+func (c *Cluster) Hints(ctx context.Context) (hints []string) {
+	// The suspicions from the start come last: what the objects show is
+	// more likely why this wait failed.
+	defer func() { hints = append(hints, c.notes...) }()
 	cs := c.client("csisim")
 	claims, err := cs.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -116,7 +118,7 @@ func (c *Cluster) Hints(ctx context.Context) []string {
 			continue // no class (the claim's events say so), ours, or an in-tree name
 		}
 		hints = append(hints, fmt.Sprintf("claim %s/%s is Pending: its StorageClass %s names provisioner %s, but the driver in this run is %s, "+
-			"so nothing provisions it (use the driver's class, ${driver.storageClass}, or the profile of %s)", pvc.Namespace, pvc.Name, class, prov, c.cfg.DriverName, prov))
+			"so nothing provisions it (a scenario for any driver names the driver's class as ${driver.storageClass}; or run it with a profile of %s)", pvc.Namespace, pvc.Name, class, prov, c.cfg.DriverName, prov))
 	}
 	nodes := map[string]bool{}
 	for _, n := range c.cfg.Nodes {
