@@ -17,7 +17,9 @@ var _ = Describe("csisim serve --driver", func() {
 		kubectl := kubectlPath()
 		tmp := GinkgoT().TempDir()
 		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-		server := start(tmp, "serve", "--quiet", "--driver", "csi-test-mock", "--kubeconfig", kubeconfig)
+		// A short node name: the driver's name is in the plugin's socket
+		// path, under the test's long temporary directory.
+		server := start(tmp, "serve", "--quiet", "--driver", "csi-test-mock", "--nodes", "n1", "--kubeconfig", kubeconfig)
 		// The first run builds the driver through the module proxy.
 		Eventually(server.Out, 10*time.Minute).Should(gbytes.Say("kubeconfig " + kubeconfig))
 		DeferCleanup(func() {
