@@ -90,7 +90,7 @@ func (w *walker) volumeAffinity(pv *corev1.PersistentVolume, p *corev1.Pod) {
 		where = "only " + strings.Join(match, ", ")
 	}
 	w.add(Finding{Object: Ref{Kind: KindVolume, Name: pv.Name}, State: "node affinity " + describeSelector(pv.Spec.NodeAffinity.Required),
-		Why: fmt.Sprintf("The volume can be used on %s (its node affinity, set where it was provisioned), and pod %s's own node selection rules those out.", where, p.Name),
+		Why:  fmt.Sprintf("The volume can be used on %s (its node affinity, set where it was provisioned), and pod %s's own node selection rules those out.", where, p.Name),
 		Next: "Run the pod where the volume is (drop or change its node selector/affinity), or use a volume in the pod's topology."})
 }
 

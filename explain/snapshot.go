@@ -11,6 +11,7 @@
 package explain
 
 import (
+	"slices"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -178,11 +179,7 @@ func (ix *index) eventsOf(kind, namespace, name string, uid types.UID) []event {
 		out = append(out, e)
 	}
 	// Latest first; stable on ties so equal times keep the snapshot's order.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].Last.After(out[j-1].Last); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.SortStableFunc(out, func(a, b event) int { return b.Last.Compare(a.Last) })
 	return out
 }
 
