@@ -152,7 +152,7 @@ func (w *walker) unscheduledPod(p *corev1.Pod, f Finding) {
 		if len(f.Said) == 0 || e.Message != f.Said[0].Message {
 			f.Said = append(f.Said, said(e))
 		} else {
-			f.Said[0].Count, f.Said[0].Reason = e.Count, e.Reason
+			f.Said[0].Count, f.Said[0].Reason, f.Said[0].Last = e.Count, e.Reason, e.Last
 		}
 	}
 	if msg == "" {
