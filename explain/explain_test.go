@@ -65,7 +65,7 @@ func ev(kind, name, component, reason, message string, ago time.Duration, count 
 
 func attachment(name, driver, pv, nodeName string, attached bool, finalizers ...string) storagev1.VolumeAttachment {
 	return storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: finalizers},
-		Spec: storagev1.VolumeAttachmentSpec{Attacher: driver, NodeName: nodeName, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(pv)}},
+		Spec:   storagev1.VolumeAttachmentSpec{Attacher: driver, NodeName: nodeName, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To(pv)}},
 		Status: storagev1.VolumeAttachmentStatus{Attached: attached}}
 }
 
