@@ -95,6 +95,13 @@ func (w *walker) csiVolumeOnNode(p *corev1.Pod, driver string, pv *corev1.Persis
 			return
 		default:
 			w.explain(Ref{Kind: KindAttachment, Name: mine.Name})
+			// An attachment elsewhere the controller did not count (a
+			// stale one) is often why this one fails.
+			for _, va := range elsewhere {
+				if va.Status.Attached {
+					w.explain(Ref{Kind: KindAttachment, Name: va.Name})
+				}
+			}
 			return
 		}
 	}
@@ -113,7 +120,7 @@ func (w *walker) driverOnNode(nodeName, driver string, p *corev1.Pod) {
 		Why: fmt.Sprintf("No node plugin of driver %s has registered with the kubelet on %s (CSINode %s lists %s), so the kubelet cannot stage or mount its volumes.",
 			driver, nodeName, nodeName, csiNodeDrivers(csiNode)),
 		Next: fmt.Sprintf("Run the driver's node plugin on %s (its DaemonSet: node selector, tolerations) with its node-driver-registrar; "+
-			"the kubelet retries with a backoff of up to 2m2s.", nodeName)}
+			"the attachment and the mount are retried on their own once it has registered.", nodeName)}
 	if p != nil {
 		if e := ix.latestEvent("Pod", p.Namespace, p.Name, p.UID, "FailedMount", "FailedMapVolume"); e != nil && strings.Contains(e.Message, "not found in the list of registered CSI drivers") {
 			f.Said = append(f.Said, said(e))
@@ -304,6 +311,9 @@ func (w *walker) heldAttachment(va *storagev1.VolumeAttachment, f Finding, drive
 			"It learns attachments only from its own operations and when it starts; a VolumeAttachment it did not make while running "+
 			"(a stale one, restored or left by another controller) stays until kube-controller-manager restarts.", nodeName, claimText, nodeName)
 		f.Next = fmt.Sprintf("Restart kube-controller-manager, or delete the VolumeAttachment %s by hand (the external-attacher then unpublishes the volume).", va.Name)
+	}
+	if known && (node == nil || (!healthy && inUse)) {
+		f.Due = due
 	}
 	w.add(f)
 	if node != nil && !healthy {

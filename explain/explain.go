@@ -3,6 +3,7 @@ package explain
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -22,6 +23,9 @@ type Finding struct {
 	// Next is what would move it on — a fix, or what it waits for and when
 	// that comes; empty if nothing is to be done.
 	Next string
+	// Due is when a component will move it on by itself (a forced detach),
+	// if that is known; zero otherwise.
+	Due time.Time
 }
 
 // Said is a component's own report, quoted.
@@ -125,6 +129,12 @@ func (w *walker) explain(r Ref) {
 // add appends a finding and returns its index, for findings filled in
 // after the links below them are known.
 func (w *walker) add(f Finding) int {
+	// What an earlier link quoted is not quoted again.
+	f.Said = slices.DeleteFunc(f.Said, func(s Said) bool {
+		return slices.ContainsFunc(w.findings, func(g Finding) bool {
+			return slices.ContainsFunc(g.Said, func(t Said) bool { return t.Message == s.Message })
+		})
+	})
 	w.findings = append(w.findings, f)
 	return len(w.findings) - 1
 }

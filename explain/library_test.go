@@ -1,0 +1,252 @@
+package explain_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega/gexec"
+
+	"github.com/csisim/csisim/explain"
+	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/trace"
+)
+
+// The stuck states of the scenario library, run on the simulator up to
+// the step where the object is stuck: the explanation, from the run's
+// history and from the live cluster, must name the real cause.
+
+// csisimBinary builds the csisim command once, for the scenarios that need
+// the real driver (zones, capacity): the simulator starts it as `csisim
+// driver`.
+var (
+	buildOnce   sync.Once
+	builtBinary string
+	buildErr    error
+)
+
+func csisimBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() { builtBinary, buildErr = gexec.Build("github.com/csisim/csisim/cmd/csisim") })
+	if buildErr != nil {
+		t.Fatalf("building csisim: %v", buildErr)
+	}
+	return builtBinary
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	gexec.CleanupBuildArtifacts()
+	os.Exit(code)
+}
+
+// stuckRun is a library scenario cut after a step, and what explaining an
+// object must then say.
+type stuckRun struct {
+	file string
+	// through is the last step run, by number, and the start of its name
+	// (a check that the scenario still has the step this test means).
+	through int
+	stepIs  string
+	// realDriver: the scenario needs csisim's own driver (zones,
+	// capacity), not the mock.
+	realDriver bool
+	target     string
+	// want are substrings of the explanation, in order; liveWant, if
+	// set, those of the explanation from the live cluster, which does not
+	// know when removed objects went.
+	want, liveWant []string
+}
+
+func TestLibraryStuckStates(t *testing.T) {
+	runs := []stuckRun{
+		{file: "wait-for-first-consumer", through: 4, stepIs: "assert persistentvolumes", realDriver: true, target: "pvc/data",
+			want: []string{"PersistentVolumeClaim default/data: Pending (WaitForFirstConsumer)", "waiting for first consumer to be created before binding", "No pod uses the claim"}},
+		{file: "wait-for-first-consumer", through: 14, stepIs: "wait pod/elsewhere", realDriver: true, target: "pod/elsewhere",
+			want: []string{"Pod default/elsewhere: Pending, not scheduled", "didn't match PersistentVolume's node affinity",
+				"PersistentVolume pvc-", "node affinity topology.hostpath.csisim.io/zone In [zone-b]", "can be used on only node-b"}},
+		{file: "storage-capacity", through: 15, stepIs: "wait pod/three", realDriver: true, target: "pod/three",
+			want: []string{"Pod default/three: Pending, not scheduled", "did not have enough free storage",
+				"PersistentVolumeClaim default/three: Pending, needs 2Gi", "Capacity published: 1Gi in topology.hostpath.csisim.io/zone=zone-a; 1Gi in topology.hostpath.csisim.io/zone=zone-b"}},
+		{file: "csidriver-name-mismatch", through: 7, stepIs: "sleep", target: "pvc/lost",
+			want: []string{"PersistentVolumeClaim default/lost: Pending", "names the provisioner hostpath.csisim.oi", "Drivers seen: hostpath.csisim.io",
+				"persistentvolume-controller ExternalProvisioning", "Did you mean hostpath.csisim.io?"}},
+		{file: "kubelet-missing-driver", through: 6, stepIs: "sleep", target: "pod/app",
+			want: []string{"Pod default/app: Pending", "kubelet FailedMount", "Node node-1: driver missing.csi.example.com not registered",
+				"driver name missing.csi.example.com not found in the list of registered CSI drivers"}},
+		{file: "node-plugin-missing", through: 10, stepIs: "assert pod/app", target: "pod/app",
+			want: []string{"Pod default/app: Pending", "VolumeAttachment csi-", "not attached to node-b", "attachError (last 15s ago): CSINode node-b does not contain driver hostpath.csisim.io",
+				"Node node-b: driver hostpath.csisim.io not registered", "lists no driver"}},
+		{file: "pod-waiting-for-attach", through: 11, stepIs: "assert events", target: "pod/app",
+			want: []string{"Pod default/app: Pending (ContainerCreating)", "not attached to node-1", "No external-attacher has picked it up",
+				"timed out waiting for external-attacher of nfs.csi.k8s.io CSI driver", "attachRequired: false"}},
+		{file: "node-loss-force-detach", through: 14, stepIs: "wait events", target: "pod/app-0",
+			want: []string{"Pod default/app-0: Pending", "Waiting for detach for volume", "VolumeAttachment csi-", "attached to node-a",
+				"Node node-a is not Ready (Ready=Unknown", "forces the detach 6 min (maxWaitForUnmountDuration) after the last pod using the volume left node-a", "due in 6m0s",
+				"Node node-a: Ready=Unknown"},
+			liveWant: []string{"Pod default/app-0: Pending", "Waiting for detach for volume", "attached to node-a",
+				"forces the detach 6 min (maxWaitForUnmountDuration) after the last pod using the volume left node-a; the snapshot does not say when that was"}},
+		{file: "stale-volumeattachment-node-gone", through: 13, stepIs: "wait events", target: "pod/app-0",
+			want: []string{"Pod default/app-0: Pending", "Waiting for detach for volume", "attached to node-a", "node node-a no longer exists", "due in 6m0s",
+				"delete the VolumeAttachment"},
+			liveWant: []string{"node node-a no longer exists", "the snapshot does not say when that was", "delete the VolumeAttachment"}},
+		{file: "stale-volumeattachment", through: 13, stepIs: "assert pod/app", realDriver: true, target: "pod/app",
+			want: []string{"Pod default/app: Pending", "not attached to node-b", "is published to node node-a",
+				"attached to node-a", "unless it does not know this attachment", "Restart kube-controller-manager"}},
+	}
+	for _, r := range runs {
+		t.Run(r.file+"/"+r.target, func(t *testing.T) {
+			sc, err := scenario.Load("../scenarios/library/" + r.file + ".yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sc.Steps) < r.through || !strings.HasPrefix(sc.Steps[r.through-1].Name, r.stepIs) {
+				t.Fatalf("%s: step %d is not %q any more: update this test", r.file, r.through, r.stepIs)
+			}
+			sc.Steps = sc.Steps[:r.through]
+			cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: sc.Cluster.DriverName, Seed: 1}
+			if r.realDriver {
+				cfg.DriverBinary = csisimBinary(t)
+			} else {
+				cfg.Mock = true
+			}
+			fromHistory, live := runStuck(t, sc, cfg, r.target)
+			expectInOrder(t, "from the run's history", fromHistory, r.want)
+			if r.liveWant == nil {
+				r.liveWant = r.want
+			}
+			expectInOrder(t, "from the live cluster", live, r.liveWant)
+		})
+	}
+}
+
+// runStuck runs sc on a new simulated cluster and explains target at its
+// end, from the history and from the cluster itself.
+func runStuck(t *testing.T, sc *scenario.Scenario, cfg cluster.Config, targetArg string) (fromHistory, live string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("closing the cluster: %v", err)
+		}
+	}()
+	if _, err := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc); err != nil {
+		t.Fatalf("the scenario up to its stuck point: %v", err)
+	}
+	target, err := explain.ParseTarget(targetArg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := explain.Explain(explain.SnapshotFromHistory(c.History()), target)
+	if err != nil {
+		t.Fatalf("from the history: %v", err)
+	}
+	fromHistory = e.String()
+	snap, err := explain.FromCluster(ctx, c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The live snapshot is read on the cluster's virtual clock, which is
+	// not the wall clock's time.
+	snap.Now = c.Clock().Now()
+	if e, err = explain.Explain(snap, target); err != nil {
+		t.Fatalf("from the live cluster: %v", err)
+	}
+	return fromHistory, e.String()
+}
+
+func expectInOrder(t *testing.T, source, out string, want []string) {
+	t.Helper()
+	rest := out
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Errorf("%s: want %q (in this order) in:\n%s", source, w, out)
+			return
+		}
+		rest = rest[i+len(w):]
+	}
+	t.Logf("%s:\n%s", source, out)
+}
+
+// TestForceDetachDue checks the explanation's forced-detach time against
+// the run: node-loss-force-detach explained at its stuck point (the new
+// pod waiting for detach) must name the time the attach/detach controller
+// then deletes the attachment on node-a.
+func TestForceDetachDue(t *testing.T) {
+	sc, err := scenario.Load("../scenarios/library/node-loss-force-detach.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const stuck, detached = 14, 17
+	if !strings.HasPrefix(sc.Steps[stuck-1].Name, "wait events") || !strings.HasPrefix(sc.Steps[detached-1].Name, "wait pod/app-0") {
+		t.Fatalf("steps %d and %d are not the ones this test means: update it", stuck, detached)
+	}
+	sc.Steps = sc.Steps[:detached]
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Mock: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("closing the cluster: %v", err)
+		}
+	}()
+	if _, err := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	history := c.History()
+	// The history up to the end of the stuck step.
+	end := -1
+	for i, e := range history {
+		if e.Kind == trace.Step && strings.HasPrefix(e.Detail, fmt.Sprintf("step %d passed", stuck)) {
+			end = i
+		}
+	}
+	if end < 0 {
+		t.Fatalf("no end of step %d in the history", stuck)
+	}
+	snap := explain.SnapshotFromHistory(history[:end+1])
+	e, err := explain.Explain(snap, explain.Ref{Kind: explain.KindPod, Namespace: "default", Name: "app-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var due time.Time
+	var va string
+	for _, f := range e.Findings {
+		if f.Object.Kind == explain.KindAttachment && !f.Due.IsZero() {
+			due, va = f.Due, f.Object.Name
+		}
+	}
+	if due.IsZero() {
+		t.Fatalf("no forced detach due in:\n%s", e)
+	}
+	// When the controller deleted that attachment, on the same clock.
+	start := snap.Now.Add(-history[end].At)
+	var deleted time.Time
+	for _, h := range history[end+1:] {
+		if h.Write != nil && h.Write.Kind == "VolumeAttachment" && h.Write.Name == va && h.Actor == "attachdetach-controller" && h.Write.Verb == "delete" {
+			deleted = start.Add(h.At)
+			break
+		}
+	}
+	if deleted.IsZero() {
+		t.Fatalf("the attach/detach controller never deleted %s", va)
+	}
+	if d := deleted.Sub(due); d < -time.Second || d > 2*time.Second {
+		t.Errorf("the explanation says the forced detach is due at %s, the controller deleted the attachment at %s (%s apart)",
+			due.Format(time.TimeOnly), deleted.Format(time.TimeOnly), d)
+	}
+}
