@@ -66,13 +66,14 @@ type stuckRun struct {
 func TestLibraryStuckStates(t *testing.T) {
 	runs := []stuckRun{
 		{file: "wait-for-first-consumer", through: 4, stepIs: "assert persistentvolumes", realDriver: true, target: "pvc/data",
-			want: []string{"PersistentVolumeClaim default/data: Pending (WaitForFirstConsumer)", "waiting for first consumer to be created before binding", "No pod uses the claim"}},
+			want: []string{"PersistentVolumeClaim default/data: Pending (WaitForFirstConsumer)", "No pod uses the claim", "waiting for first consumer to be created before binding",
+				"Next: Create a pod that uses the claim"}},
 		{file: "wait-for-first-consumer", through: 14, stepIs: "wait pod/elsewhere", realDriver: true, target: "pod/elsewhere",
 			want: []string{"Pod default/elsewhere: Pending, not scheduled", "didn't match PersistentVolume's node affinity",
 				"PersistentVolume pvc-", "node affinity topology.hostpath.csisim.io/zone In [zone-b]", "can be used on only node-b"}},
 		{file: "storage-capacity", through: 15, stepIs: "wait pod/three", realDriver: true, target: "pod/three",
 			want: []string{"Pod default/three: Pending, not scheduled", "did not have enough free storage",
-				"PersistentVolumeClaim default/three: Pending, needs 2Gi", "Capacity published: 1Gi in topology.hostpath.csisim.io/zone=zone-a; 1Gi in topology.hostpath.csisim.io/zone=zone-b"}},
+				"PersistentVolumeClaim default/three: Pending, needs 2Gi", "Capacity published: max volume 1Gi in topology.hostpath.csisim.io/node=node-a,topology.hostpath.csisim.io/zone=zone-a; max volume 1Gi in topology.hostpath.csisim.io/node=node-b,topology.hostpath.csisim.io/zone=zone-b"}},
 		{file: "csidriver-name-mismatch", through: 7, stepIs: "sleep", target: "pvc/lost",
 			want: []string{"PersistentVolumeClaim default/lost: Pending", "names the provisioner hostpath.csisim.oi", "Drivers seen: hostpath.csisim.io",
 				"persistentvolume-controller ExternalProvisioning", "Did you mean hostpath.csisim.io?"}},

@@ -174,7 +174,10 @@ func (w *walker) unscheduledPod(p *corev1.Pod, f Finding) {
 			continue
 		}
 		if claim.Status.Phase != corev1.ClaimBound {
-			w.explain(claimRef)
+			// Room for a new volume is capacity's to explain, below.
+			if !strings.Contains(msg, schedNotEnoughStorage) {
+				w.explain(claimRef)
+			}
 			continue
 		}
 		pv := ix.volumes[claim.Spec.VolumeName]
