@@ -72,7 +72,7 @@ func (w *walker) deletingClaim(c *corev1.PersistentVolumeClaim, f Finding) {
 		w.add(f)
 		return
 	}
-	f.Why = "Held by the finalizers " + strings.Join(c.Finalizers, ", ") + "."
+	f.Why = "Held by its finalizers."
 	var users []*corev1.Pod
 	var snapshots []Ref
 	for _, fin := range c.Finalizers {

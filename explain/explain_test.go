@@ -217,7 +217,7 @@ func TestExplain(t *testing.T) {
 						`MountVolume.MountDevice failed for volume "elsewhere" : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name missing.csi.example.com not found in the list of registered CSI drivers`, time.Second, 8)}}
 			},
 			target: Ref{Kind: KindPod, Namespace: "default", Name: "app"},
-			want:   []string{"Node node-1: driver missing.csi.example.com not registered", "CSINode node-1 lists hostpath.csisim.io", "not found in the list of registered CSI drivers"},
+			want:   []string{"not found in the list of registered CSI drivers", "Node node-1: driver missing.csi.example.com not registered", "CSINode node-1 lists hostpath.csisim.io"},
 			cause:  "Node node-1",
 		},
 		{

@@ -78,14 +78,14 @@ func TestLibraryStuckStates(t *testing.T) {
 			want: []string{"PersistentVolumeClaim default/lost: Pending", "names the provisioner hostpath.csisim.oi", "Drivers seen: hostpath.csisim.io",
 				"persistentvolume-controller ExternalProvisioning", "Did you mean hostpath.csisim.io?"}},
 		{file: "kubelet-missing-driver", through: 6, stepIs: "sleep", target: "pod/app",
-			want: []string{"Pod default/app: Pending", "kubelet FailedMount", "Node node-1: driver missing.csi.example.com not registered",
-				"driver name missing.csi.example.com not found in the list of registered CSI drivers"}},
+			want: []string{"Pod default/app: Pending", "kubelet FailedMount", "driver name missing.csi.example.com not found in the list of registered CSI drivers",
+				"Node node-1: driver missing.csi.example.com not registered", "CSINode node-1 lists hostpath.csisim.io"}},
 		{file: "node-plugin-missing", through: 10, stepIs: "assert pod/app", target: "pod/app",
 			want: []string{"Pod default/app: Pending", "VolumeAttachment csi-", "not attached to node-b", "attachError (last 15s ago): CSINode node-b does not contain driver hostpath.csisim.io",
 				"Node node-b: driver hostpath.csisim.io not registered", "lists no driver"}},
 		{file: "pod-waiting-for-attach", through: 11, stepIs: "assert events", target: "pod/app",
-			want: []string{"Pod default/app: Pending (ContainerCreating)", "not attached to node-1", "No external-attacher has picked it up",
-				"timed out waiting for external-attacher of nfs.csi.k8s.io CSI driver", "attachRequired: false"}},
+			want: []string{"Pod default/app: Pending (ContainerCreating)", "timed out waiting for external-attacher of nfs.csi.k8s.io CSI driver",
+				"not attached to node-1", "No external-attacher has picked it up", "attachRequired: false"}},
 		{file: "node-loss-force-detach", through: 14, stepIs: "wait events", target: "pod/app-0",
 			want: []string{"Pod default/app-0: Pending", "Waiting for detach for volume", "VolumeAttachment csi-", "attached to node-a",
 				"Node node-a is not Ready (Ready=Unknown", "forces the detach 6 min (maxWaitForUnmountDuration) after the last pod using the volume left node-a", "due in 6m0s",
@@ -249,5 +249,76 @@ func TestForceDetachDue(t *testing.T) {
 	if d := deleted.Sub(due); d < -time.Second || d > 2*time.Second {
 		t.Errorf("the explanation says the forced detach is due at %s, the controller deleted the attachment at %s (%s apart)",
 			due.Format(time.TimeOnly), deleted.Format(time.TimeOnly), d)
+	}
+}
+
+// deletionHeld is a variant of basic-lifecycle stopped where deletions
+// wait: the claim and its volume are deleted while a pod still runs on them.
+const deletionHeld = `
+name: deletion-held
+cluster: {nodes: [node-1]}
+steps:
+  - apply: {file: manifests/hostpath.yaml}
+  - apply:
+      manifest: |
+        apiVersion: v1
+        kind: PersistentVolumeClaim
+        metadata: {name: data}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: csisim-hostpath, resources: {requests: {storage: 1Gi}}}
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: app}
+        spec:
+          containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
+          volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - wait: {object: pvc/data, jsonpath: '{.spec.volumeName}', save: {pv: '{.spec.volumeName}'}}
+  - delete: {object: pvc/data}
+  - delete: {object: 'pv/${pv}'}
+  - sleep: 30s
+  - assert: {object: pvc/data, jsonpath: '{.status.phase}', equals: Bound}
+`
+
+func TestDeletionHeld(t *testing.T) {
+	sc, err := scenario.Parse("deletion-held.yaml", []byte(deletionHeld), "../scenarios/library")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Mock: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("closing the cluster: %v", err)
+		}
+	}()
+	res, err := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := explain.SnapshotFromHistory(c.History())
+	for _, tt := range []struct {
+		target explain.Ref
+		want   []string
+	}{
+		{explain.Ref{Kind: explain.KindClaim, Namespace: "default", Name: "data"},
+			[]string{"PersistentVolumeClaim default/data: Terminating", "kubernetes.io/pvc-protection: the pvc-protection controller removes it once no pod uses the claim, and pod app (Running on node node-1) still does",
+				"Next: Delete the pods that use the claim"}},
+		{explain.Ref{Kind: explain.KindVolume, Name: res.Vars["pv"]},
+			[]string{"Terminating", "Bound to default/data", "external-provisioner.volume.kubernetes.io/finalizer: the external-provisioner of hostpath.csisim.io removes it once it has deleted the volume",
+				"kubernetes.io/pv-protection: the pv-protection controller removes it once the volume is no longer Bound; it is bound to claim default/data",
+				"external-attacher/hostpath-csisim-io: the external-attacher removes it once no VolumeAttachment names the volume; still there: csi-",
+				"PersistentVolumeClaim default/data: Terminating", "pod app (Running on node node-1) still does",
+				"VolumeAttachment csi-", "attached to node-1", "Pod app on node-1 uses the volume"}},
+	} {
+		e, err := explain.Explain(snap, tt.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectInOrder(t, tt.target.String(), e.String(), tt.want)
 	}
 }

@@ -46,7 +46,7 @@ func (w *walker) volume(pv *corev1.PersistentVolume) {
 					follow = append(follow, Ref{Kind: KindAttachment, Name: va.Name})
 				}
 				if len(vas) > 0 {
-					why = append(why, fmt.Sprintf("%s: the external-attacher removes it once no VolumeAttachment names the volume; %s still do.", fin, strings.Join(vas, ", ")))
+					why = append(why, fmt.Sprintf("%s: the external-attacher removes it once no VolumeAttachment names the volume; still there: %s.", fin, strings.Join(vas, ", ")))
 				} else {
 					why = append(why, fin+": no VolumeAttachment names the volume any more, so the external-attacher removes it at its next sync.")
 				}
