@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/csisim/csisim/explain"
+	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -131,11 +133,9 @@ func (x *explainFlag) check() error {
 	return err
 }
 
-// observe chains the collector onto a cluster's OnEntry.
+// observe chains the collector onto a cluster's OnEntry. It collects
+// also without a target: a failed wait is explained from the history too.
 func (x *explainFlag) observe(next func(trace.Entry)) func(trace.Entry) {
-	if x.target == "" {
-		return next
-	}
 	return func(e trace.Entry) {
 		x.mu.Lock()
 		x.seen = append(x.seen, e)
@@ -146,9 +146,13 @@ func (x *explainFlag) observe(next func(trace.Entry)) func(trace.Entry) {
 	}
 }
 
-// print writes the explanation from what the run recorded.
-func (x *explainFlag) print(stdout, stderr io.Writer) {
+// print writes the explanation from what the run recorded: of the
+// --explain target, or else, when the run failed waiting for an object
+// Explain knows, of that object.
+func (x *explainFlag) print(sc *scenario.Scenario, out runOutcome, stdout, stderr io.Writer) {
 	if x.target == "" {
+		// Beside the failure, on stderr.
+		x.printFailedWait(sc, out, stderr)
 		return
 	}
 	target, err := explain.ParseTarget(x.target, "")
@@ -161,4 +165,36 @@ func (x *explainFlag) print(stdout, stderr io.Writer) {
 	x.mu.Unlock()
 	fmt.Fprintf(stdout, "\nWhy %s is where it is, at the end of the run:\n", target)
 	printExplanation(explain.SnapshotFromHistory(entries), target, stdout, stderr)
+}
+
+// printFailedWait explains the object a failed wait step waited for, if
+// Explain knows its kind; it prints nothing otherwise.
+func (x *explainFlag) printFailedWait(sc *scenario.Scenario, out runOutcome, w io.Writer) {
+	var stepErr *scenario.StepError
+	if !errors.As(out.runErr, &stepErr) || stepErr.Step < 1 || stepErr.Step > len(sc.Steps) {
+		return
+	}
+	wait := sc.Steps[stepErr.Step-1].Wait
+	if wait == nil || wait.Object.Name == "" {
+		return
+	}
+	name := wait.Object.Name
+	if out.result != nil {
+		for k, v := range out.result.Vars {
+			name = strings.ReplaceAll(name, "${"+k+"}", v)
+		}
+	}
+	target, err := explain.ParseTarget(wait.Object.Kind+"/"+name, wait.Namespace)
+	if err != nil {
+		return // not a kind Explain knows, or a name the run never saved
+	}
+	x.mu.Lock()
+	entries := append([]trace.Entry(nil), x.seen...)
+	x.mu.Unlock()
+	e, err := explain.Explain(explain.SnapshotFromHistory(entries), target)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(w, "\nWhy %s is where it is (csisim explain):\n", target)
+	_, _ = e.WriteTo(w)
 }

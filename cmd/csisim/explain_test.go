@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -79,5 +80,55 @@ var _ = Describe("csisim run --explain", func() {
 		s := start(GinkgoT().TempDir(), "run", "--mock-driver", "--explain", "pvc", "../../scenarios/library/kubelet-missing-driver.yaml")
 		Eventually(s, time.Minute).Should(gexec.Exit(2))
 		Expect(string(s.Err.Contents())).To(ContainSubstring("--explain: \"pvc\": want KIND/NAME"))
+	})
+})
+
+// waitsForAStuckPod waits for a pod that never runs: its volume's driver
+// is on no node.
+const waitsForAStuckPod = `name: waits-for-a-stuck-pod
+cluster: {nodes: [node-1]}
+steps:
+  - apply:
+      manifest: |
+        apiVersion: storage.k8s.io/v1
+        kind: CSIDriver
+        metadata: {name: missing.csi.example.com}
+        spec: {attachRequired: false}
+        ---
+        apiVersion: v1
+        kind: PersistentVolume
+        metadata: {name: elsewhere}
+        spec:
+          capacity: {storage: 1Gi}
+          accessModes: [ReadWriteOnce]
+          storageClassName: ""
+          csi: {driver: missing.csi.example.com, volumeHandle: vol-elsewhere}
+        ---
+        apiVersion: v1
+        kind: PersistentVolumeClaim
+        metadata: {name: data}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: "", volumeName: elsewhere, resources: {requests: {storage: 1Gi}}}
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: app}
+        spec:
+          containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
+          volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 30s}
+`
+
+var _ = Describe("csisim run with a failed wait", func() {
+	It("explains the object the step waited for", func() {
+		tmp := GinkgoT().TempDir()
+		file := filepath.Join(GinkgoT().TempDir(), "stuck.yaml")
+		Expect(os.WriteFile(file, []byte(waitsForAStuckPod), 0o644)).To(Succeed())
+		s := start(tmp, "run", "--quiet", "--mock-driver", file)
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(1))
+		Expect(string(s.Err.Contents())).To(And(
+			ContainSubstring("FAILED: step 2"),
+			ContainSubstring("Why Pod default/app is where it is (csisim explain):"),
+			ContainSubstring("2. Node node-1: driver missing.csi.example.com not registered")))
+		expectNothingLeftIn(tmp)
 	})
 })

@@ -171,7 +171,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		code = startFailed(ctx, notStarted.what, notStarted.err, stderr)
 	} else {
 		code = reportRun(out, stdout, stderr)
-		explainAt.print(stdout, stderr)
+		explainAt.print(sc, out, stdout, stderr)
 	}
 	// Also a run that did not start has a result, for the sweep that
 	// runs it.
