@@ -220,10 +220,24 @@ func (w *walker) provisioning(c *corev1.PersistentVolumeClaim, class *storagev1.
 		w.add(f)
 		return
 	}
+	// A restore or a clone waits for its source too.
+	var source *Ref
+	if ds := c.Spec.DataSource; ds != nil {
+		switch ds.Kind {
+		case "VolumeSnapshot":
+			source = &Ref{Kind: KindVolumeSnapshot, Namespace: c.Namespace, Name: ds.Name}
+		case "PersistentVolumeClaim":
+			source = &Ref{Kind: KindClaim, Namespace: c.Namespace, Name: ds.Name}
+		}
+	}
 	switch {
 	case failed != nil:
 		f.Why = fmt.Sprintf("The external-provisioner of %s tries to make its volume%s and fails; it retries with its backoff.", prov, where)
 		f.Next = "The provisioner's message above is the cause: fix that (class parameters, secrets, the driver's capacity or topology)."
+		if source != nil {
+			f.Why += fmt.Sprintf(" The volume is made from %s.", source)
+			f.Next = "The provisioner's message above is the cause; the source is below."
+		}
 	case ix.latestEvent("PersistentVolumeClaim", c.Namespace, c.Name, c.UID, "Provisioning") != nil:
 		f.Why = fmt.Sprintf("The external-provisioner of %s is making its volume%s (CreateVolume).", prov, where)
 	default:
@@ -231,6 +245,9 @@ func (w *walker) provisioning(c *corev1.PersistentVolumeClaim, class *storagev1.
 		f.Next = fmt.Sprintf("Is the csi-provisioner sidecar of %s running?", prov)
 	}
 	w.add(f)
+	if source != nil && w.exists(*source) {
+		w.explain(*source)
+	}
 }
 
 // driverKnown: some evidence that a driver of that name runs.

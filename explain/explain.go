@@ -129,12 +129,17 @@ func (w *walker) explain(r Ref) {
 // add appends a finding and returns its index, for findings filled in
 // after the links below them are known.
 func (w *walker) add(f Finding) int {
-	// What an earlier link quoted is not quoted again.
-	f.Said = slices.DeleteFunc(f.Said, func(s Said) bool {
-		return slices.ContainsFunc(w.findings, func(g Finding) bool {
-			return slices.ContainsFunc(g.Said, func(t Said) bool { return t.Message == s.Message })
-		})
-	})
+	// What was quoted already, by an earlier link or this one, is not
+	// quoted again.
+	var kept []Said
+	for _, s := range f.Said {
+		sameMessage := func(t Said) bool { return t.Message == s.Message }
+		if slices.ContainsFunc(kept, sameMessage) || slices.ContainsFunc(w.findings, func(g Finding) bool { return slices.ContainsFunc(g.Said, sameMessage) }) {
+			continue
+		}
+		kept = append(kept, s)
+	}
+	f.Said = kept
 	w.findings = append(w.findings, f)
 	return len(w.findings) - 1
 }

@@ -264,7 +264,7 @@ func TestExplain(t *testing.T) {
 					Nodes: []corev1.Node{node("node-a", corev1.ConditionUnknown, 9*time.Minute)}}
 			},
 			target: Ref{Kind: KindClaim, Namespace: "default", Name: "data"},
-			want:   []string{"pod app (Terminating) still does", "Pod default/app: Terminating (deleted 2m0s ago)", "Its node node-a is not Ready", "kubectl delete pod app --force"},
+			want:   []string{"pod app (Terminating) still does", "Pod default/app: Terminating (deletion requested 2m0s ago)", "Its node node-a is not Ready", "kubectl delete pod app --force"},
 			cause:  "Pod default/app",
 		},
 		{

@@ -2,6 +2,7 @@ package explain_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -96,6 +97,13 @@ func TestLibraryStuckStates(t *testing.T) {
 			want: []string{"Pod default/app-0: Pending", "Waiting for detach for volume", "attached to node-a", "node node-a no longer exists", "due in 6m0s",
 				"delete the VolumeAttachment"},
 			liveWant: []string{"node node-a no longer exists", "the snapshot does not say when that was", "delete the VolumeAttachment"}},
+		{file: "restore-from-unready-snapshot", through: 9, stepIs: "assert pvc/restored", realDriver: true, target: "pvc/restored",
+			want: []string{"PersistentVolumeClaim default/restored: Pending", "The volume is made from VolumeSnapshot default/snap", "ProvisioningFailed", "snapshot snap not bound",
+				"VolumeSnapshot default/snap: readyToUse=false", "its source claim data is not Bound", "the PVC data is not yet bound to a PV",
+				"PersistentVolumeClaim default/data: Pending (WaitForFirstConsumer)", "No pod uses the claim"}},
+		{file: "node-loss-force-detach", through: 11, stepIs: "assert pod/app-0", target: "pod/app-0",
+			want: []string{"Pod default/app-0: Terminating (deletion requested 2m0s ago)", "Its node node-a is not Ready (Ready=Unknown", "keeps its volumes attached to node-a",
+				"Next: If node-a is really down: kubectl delete pod app-0 --force, or taint the node node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"}},
 		{file: "stale-volumeattachment", through: 13, stepIs: "assert pod/app", realDriver: true, target: "pod/app",
 			want: []string{"Pod default/app: Pending", "not attached to node-b", "is published to node node-a",
 				"attached to node-a", "unless it does not know this attachment", "Restart kube-controller-manager"}},
@@ -141,7 +149,13 @@ func runStuck(t *testing.T, sc *scenario.Scenario, cfg cluster.Config, targetArg
 			t.Errorf("closing the cluster: %v", err)
 		}
 	}()
-	if _, err := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc); err != nil {
+	// A run cut at its stuck point may leave what the nothing-leaked
+	// invariant calls a leak: that is the point. Its steps must pass.
+	_, err = (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc)
+	var broken *scenario.InvariantError
+	if errors.As(err, &broken) {
+		t.Logf("the cut run breaks invariants, as a stuck one may: %v", err)
+	} else if err != nil {
 		t.Fatalf("the scenario up to its stuck point: %v", err)
 	}
 	target, err := explain.ParseTarget(targetArg, "")

@@ -3,6 +3,7 @@ package explain
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -97,7 +98,13 @@ func podFinished(p *corev1.Pod) bool {
 // terminatingPod: deleted, and its kubelet has not confirmed the stop.
 func (w *walker) terminatingPod(p *corev1.Pod, f Finding) {
 	ix := w.ix
-	f.State = fmt.Sprintf("Terminating (deleted %s)", ix.ago(p.DeletionTimestamp.Time))
+	// A pod's deletionTimestamp is when its grace period ends: the request
+	// came that long before it.
+	requested := p.DeletionTimestamp.Time
+	if p.DeletionGracePeriodSeconds != nil {
+		requested = requested.Add(-time.Duration(*p.DeletionGracePeriodSeconds) * time.Second)
+	}
+	f.State = fmt.Sprintf("Terminating (deletion requested %s)", ix.ago(requested))
 	if len(p.Finalizers) > 0 {
 		f.Why = fmt.Sprintf("The pod is held by the finalizers %s: whoever set them must remove them.", strings.Join(p.Finalizers, ", "))
 		w.add(f)

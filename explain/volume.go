@@ -141,6 +141,15 @@ func (w *walker) volumeSnapshot(vs *snapv1.VolumeSnapshot) {
 	case ready:
 		f.Why = "The snapshot is ready: nothing is stuck here."
 	case vs.Status == nil || vs.Status.BoundVolumeSnapshotContentName == nil:
+		src := vs.Spec.Source.PersistentVolumeClaimName
+		if src != nil {
+			if c := ix.claims[key(vs.Namespace, *src)]; c != nil && c.Status.Phase != corev1.ClaimBound {
+				f.Why = fmt.Sprintf("The snapshot-controller cannot take it yet: its source claim %s is not Bound.", *src)
+				w.add(f)
+				w.explain(Ref{Kind: KindClaim, Namespace: vs.Namespace, Name: *src})
+				return
+			}
+		}
 		f.Why = "The snapshot-controller has not bound it to a VolumeSnapshotContent yet: is its class there, its source claim Bound, the snapshot-controller running?"
 	default:
 		f.Why = fmt.Sprintf("Bound to %s; the csi-snapshotter of the driver takes the snapshot (CreateSnapshot) and reports it ready when the driver says so.", boundContent(vs))
