@@ -49,10 +49,30 @@ func (w *walker) claim(c *corev1.PersistentVolumeClaim) {
 		f.State = "Bound to " + c.Spec.VolumeName
 		if ix.volumes[c.Spec.VolumeName] == nil {
 			f.Why = fmt.Sprintf("Its volume %s does not exist.", c.Spec.VolumeName)
-		} else {
-			f.Why = "The claim is bound: nothing is stuck here."
+			w.add(f)
+			return
 		}
+		// Bound; a pod that uses it may still be waiting for it.
+		var waiting []*corev1.Pod
+		for _, p := range ix.podList {
+			if p.Namespace == c.Namespace && usesClaim(p, c.Name) && !podFinished(p) && !(p.Status.Phase == corev1.PodRunning && allContainersRunning(p)) {
+				waiting = append(waiting, p)
+			}
+		}
+		if len(waiting) == 0 {
+			f.Why = "The claim is bound: nothing is stuck here."
+			w.add(f)
+			return
+		}
+		var names []string
+		for _, p := range waiting {
+			names = append(names, p.Name)
+		}
+		f.Why = fmt.Sprintf("The claim is bound; pod %s, which uses it, is not running yet.", strings.Join(names, ", "))
 		w.add(f)
+		for _, p := range waiting {
+			w.explain(Ref{Kind: KindPod, Namespace: p.Namespace, Name: p.Name})
+		}
 		return
 	case corev1.ClaimLost:
 		f.Why = fmt.Sprintf("Its volume %s is gone: the claim cannot be used again.", c.Spec.VolumeName)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -278,6 +279,36 @@ func TestExplain(t *testing.T) {
 			target: Ref{Kind: KindVolume, Name: "pv-1"},
 			want:   []string{"kubernetes.io/pv-protection: the pv-protection controller removes it once the volume is no longer Bound; it is bound to claim default/data", "external-provisioner.volume.kubernetes.io/finalizer", "PersistentVolumeClaim default/data: Bound to pv-1"},
 			cause:  "PersistentVolumeClaim default/data",
+		},
+		{
+			name: "a bound claim whose pod waits for its driver",
+			snap: func() *Snapshot {
+				return &Snapshot{Now: now, Pods: []corev1.Pod{pod("app", "node-1", "data")},
+					Claims:   []corev1.PersistentVolumeClaim{claim("data", "c", corev1.ClaimBound, "pv-1")},
+					Volumes:  []corev1.PersistentVolume{csiPV("pv-1", "other.example.com", "vol-1", "data")},
+					Drivers:  []storagev1.CSIDriver{{ObjectMeta: metav1.ObjectMeta{Name: "other.example.com"}, Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}},
+					CSINodes: []storagev1.CSINode{csiNode("node-1", driver)}}
+			},
+			target: Ref{Kind: KindClaim, Namespace: "default", Name: "data"},
+			want:   []string{"PersistentVolumeClaim default/data: Bound to pv-1", "pod app, which uses it, is not running yet", "Pod default/app: Pending on node node-1", "Node node-1: driver other.example.com not registered"},
+			cause:  "Node node-1",
+		},
+		{
+			name: "snapshot deletion held while a claim is restored from it",
+			snap: func() *Snapshot {
+				vs := snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "snap", DeletionTimestamp: ptr.To(at(time.Minute)),
+					Finalizers: []string{finalizerSnapshotAsSource, finalizerSnapshotBound}},
+					Spec:   snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To("data")}},
+					Status: &snapv1.VolumeSnapshotStatus{BoundVolumeSnapshotContentName: ptr.To("snapcontent-1"), ReadyToUse: ptr.To(true)}}
+				restored := claim("restored", "c", corev1.ClaimPending, "")
+				restored.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: "snap"}
+				return &Snapshot{Now: now, VolumeSnapshots: []snapv1.VolumeSnapshot{vs}, Claims: []corev1.PersistentVolumeClaim{restored}}
+			},
+			target: Ref{Kind: KindVolumeSnapshot, Namespace: "default", Name: "snap"},
+			want: []string{"VolumeSnapshot default/snap: Terminating (deleted 1m0s ago)",
+				"snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection: the snapshot-controller removes it once no claim is being restored from the snapshot (pending: restored)",
+				"snapshot.storage.kubernetes.io/volumesnapshot-bound-protection: the snapshot-controller removes it once its VolumeSnapshotContent snapcontent-1 is gone"},
+			cause: "VolumeSnapshot default/snap",
 		},
 		{
 			name: "running pod: nothing stuck",
