@@ -50,6 +50,7 @@ import (
 // ends the test or spec.
 type TB interface {
 	Helper()
+	TempDir() string
 	Context() context.Context
 	Cleanup(func())
 	Fatalf(format string, args ...any)
@@ -119,11 +120,11 @@ func start(t TB, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := clusterConfig(p, opts)
+	ctx := t.Context()
+	cfg, err := clusterConfig(ctx, p, opts, t.TempDir())
 	if err != nil {
 		return nil, err
 	}
-	ctx := t.Context()
 	sim, err := cluster.Start(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("starting a cluster with driver profile %s: %w", p.File, err)

@@ -138,3 +138,21 @@ func TestStartRefusesUnknownProfile(t *testing.T) {
 		t.Fatalf("start: error %v, want one listing the shipped profiles", err)
 	}
 }
+
+// TestCSITestMockDriver runs kubernetes-csi/csi-test's mock driver, a real
+// third-party driver process, from its shipped profile (built once into
+// the user's cache through the module proxy).
+func TestCSITestMockDriver(t *testing.T) {
+	c := Start(t, Options{Driver: "csi-test-mock", Seed: 4})
+	if c.DriverName() != "io.kubernetes.storage.mock" {
+		t.Fatalf("driver name %q, want the mock's own", c.DriverName())
+	}
+	objs := c.Apply(claimAndPod)
+	pvc, pod := objs[0], objs[1]
+	c.Eventually(pod).Should(BeRunning())
+	c.Expect(pvc).To(HaveCSICalls("CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"))
+	c.Delete(pod, pvc)
+	c.Eventually(pvc).Should(BeGone())
+	c.Eventually(pvc).Should(ContainCSICalls("NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume", "DeleteVolume"))
+	c.Expect(c).To(HaveNoInvariantViolations())
+}

@@ -1,17 +1,18 @@
 package csisimtest
 
 import (
+	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/sim/clusterprofile"
 )
 
 // defaultDriver is the profile a Cluster runs when Options.Driver is empty.
@@ -40,58 +41,53 @@ func loadProfile(nameOrFile string) (*profile.Profile, error) {
 }
 
 // clusterConfig is how a profile becomes the simulator's configuration:
-// the one place that knows how a profile's driver is started.
-func clusterConfig(p *profile.Profile, opts Options) (cluster.Config, error) {
+// the one way csisim run starts a driver (package clusterprofile), which
+// builds a driver the profile says how to build (start.build) once into
+// the user's cache. csisim's own driver ({csisim} in the profile's
+// commands) is built into the test's own directory, dir: the test binary
+// is not csisim.
+func clusterConfig(ctx context.Context, p *profile.Profile, opts Options, dir string) (cluster.Config, error) {
 	n := opts.Nodes
 	if n <= 0 {
 		n = 1
 	}
-	cfg := cluster.Config{Seed: opts.Seed, DriverName: p.Name, DriverLog: opts.DriverLog}
+	var r profile.Request
 	for i := 1; i <= n; i++ {
-		cfg.Nodes = append(cfg.Nodes, fmt.Sprintf("node-%d", i))
+		r.Nodes = append(r.Nodes, fmt.Sprintf("node-%d", i))
 	}
-	if !p.Start.Mock {
-		return cluster.Config{}, fmt.Errorf("driver profile %s: starting a driver process from a profile is not wired into csisimtest yet; use the mock profile", p.File)
+	cfg, err := clusterprofile.Config(ctx, p, r, clusterprofile.Options{BuildLog: opts.DriverLog})
+	if err != nil {
+		return cluster.Config{}, err
 	}
-	cfg.Mock = true
+	cfg.Seed, cfg.DriverLog = opts.Seed, opts.DriverLog
+	if p.CSISimDriver() {
+		if cfg.DriverBinary, err = buildCSISim(ctx, dir); err != nil {
+			return cluster.Config{}, err
+		}
+	}
 	return cfg, nil
 }
 
+// csisimCommand is the package of the csisim command, whose `csisim
+// driver` is csisim's own CSI driver.
+const csisimCommand = "github.com/csisim/csisim/cmd/csisim"
+
+// buildCSISim builds the csisim command into dir, from the version of
+// csisim the test's module requires (Go's build cache makes a rebuild
+// cheap).
+func buildCSISim(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "csisim")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, csisimCommand)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building csisim's driver (go build %s): %w\n%s", csisimCommand, err, out)
+	}
+	return bin, nil
+}
+
 // driverObjects are what deploying the driver puts in the cluster, from
-// its profile: its CSIDriver and a default StorageClass
-// (profile.StorageClassName) that provisions with it at once (binding
-// Immediate) and deletes its volumes with their claims.
+// its profile: its CSIDriver and the default StorageClass
+// profile.StorageClassName.
 func driverObjects(p *profile.Profile, driverName string) []runtime.Object {
-	attach, podInfo := p.Has(profile.Attach), p.Has(profile.PodInfo)
-	modes := []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
-	if p.Has(profile.Ephemeral) {
-		modes = append(modes, storagev1.VolumeLifecycleEphemeral)
-	}
-	drv := &storagev1.CSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: driverName},
-		Spec:       storagev1.CSIDriverSpec{AttachRequired: &attach, PodInfoOnMount: &podInfo, VolumeLifecycleModes: modes},
-	}
-	if p.FSGroupPolicy != "" {
-		policy := storagev1.FSGroupPolicy(p.FSGroupPolicy)
-		drv.Spec.FSGroupPolicy = &policy
-	}
-	reclaim := corev1.PersistentVolumeReclaimDelete
-	binding := storagev1.VolumeBindingImmediate
-	sc := &storagev1.StorageClass{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        profile.StorageClassName,
-			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
-		},
-		Provisioner:       driverName,
-		Parameters:        p.StorageClass.Parameters,
-		ReclaimPolicy:     &reclaim,
-		VolumeBindingMode: &binding,
-	}
-	if p.StorageClass.FSType != "" {
-		sc.Parameters = map[string]string{"csi.storage.k8s.io/fstype": p.StorageClass.FSType}
-		for k, v := range p.StorageClass.Parameters {
-			sc.Parameters[k] = v
-		}
-	}
+	drv, sc := p.Objects(driverName, profile.StorageClassName)
 	return []runtime.Object{drv, sc}
 }
