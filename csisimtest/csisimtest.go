@@ -7,12 +7,16 @@
 //
 //	var c *csisimtest.Cluster
 //	BeforeEach(func() {
-//		c = csisimtest.Start(GinkgoT(), csisimtest.Options{Driver: "csi-test-mock"})
+//		c = csisimtest.Start(GinkgoT(), csisimtest.Options{Driver: "csi-test-mock", Seed: 1})
 //	})
 //	It("provisions and mounts", func() {
-//		pvc, pod := c.Apply(manifests)...
-//		c.Eventually(pod).Should(csisimtest.BeRunning())
+//		objs := c.Apply(claimAndPodYAML)
+//		c.Eventually(objs[1]).Should(csisimtest.BeRunning())
+//		c.Expect(objs[0]).To(csisimtest.HaveCSICalls("CreateVolume",
+//			"ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"))
 //	})
+//
+// examples/driver-suite is a whole suite.
 //
 // It wraps the simulator (sim/cluster) and the scenario runner's checks
 // (package scenario): the cluster, the faults (package fault), the CSI
