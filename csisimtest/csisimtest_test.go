@@ -1,6 +1,7 @@
 package csisimtest
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +155,26 @@ func TestCSITestMockDriver(t *testing.T) {
 	c.Delete(pod, pvc)
 	c.Eventually(pvc).Should(BeGone())
 	c.Eventually(pvc).Should(ContainCSICalls("NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume", "DeleteVolume"))
+	c.Expect(c).To(HaveNoInvariantViolations())
+}
+
+// TestCSISimDriver runs csisim's own driver, built for the test, which
+// mounts for real: BeRunning then also wants the volume mounted where it
+// was published. Needs root, as csisim's driver does.
+func TestCSISimDriver(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("csisim's driver mounts: needs root")
+	}
+	c := Start(t, Options{Driver: "csisim", Seed: 6})
+	objs := c.Apply(claimAndPod)
+	pvc, pod := objs[0], objs[1]
+	c.Eventually(pod).Should(BeRunning())
+	mounts, err := c.sim.KubeletMounts()
+	if err != nil || len(mounts) == 0 {
+		t.Fatalf("the kubelet's mounts: %v, %v; want the pod's volume mounted", mounts, err)
+	}
+	c.Delete(pod, pvc)
+	c.Eventually(pvc).Should(BeGone())
+	c.Eventually(pvc).Should(ContainCSICalls("NodeUnpublishVolume", "NodeUnstageVolume", "DeleteVolume"))
 	c.Expect(c).To(HaveNoInvariantViolations())
 }

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -82,15 +83,15 @@ func CheckInvariants(ctx context.Context, b Backend, expectViolated []string) (*
 	s := &Scenario{Expect: Expect{Violations: expectViolated}}
 	res := &Result{}
 	err := r.checkInvariants(ctx, s, res)
-	if res.Invariants == nil {
+	var ierr *InvariantError
+	switch {
+	case errors.As(err, &ierr):
+		return res.Invariants, ierr.Entries, nil
+	case err != nil:
 		return nil, nil, err
 	}
-	var entries []trace.Entry
-	if ierr, ok := err.(*InvariantError); ok {
-		entries = ierr.Entries
-	}
-	if entries == nil {
-		entries = b.(HistorySource).History()
-	}
+	// Every invariant held (or broke as expected): the history they held
+	// over is the backend's up to now.
+	entries := b.(HistorySource).History()
 	return res.Invariants, entries, nil
 }
