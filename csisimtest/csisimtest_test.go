@@ -135,7 +135,7 @@ func TestClustersAreIndependent(t *testing.T) {
 
 func TestStartRefusesUnknownProfile(t *testing.T) {
 	ft := &fakeTB{T: t}
-	if _, err := start(ft, Options{Driver: "no-such-driver"}); err == nil || !strings.Contains(err.Error(), "the shipped profiles are") {
+	if _, err := start(ft, Options{Driver: "no-such-driver"}); err == nil || !strings.Contains(err.Error(), "no such shipped profile") {
 		t.Fatalf("start: error %v, want one listing the shipped profiles", err)
 	}
 }

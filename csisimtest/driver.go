@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -19,25 +18,13 @@ import (
 const defaultDriver = "mock"
 
 // loadProfile reads the profile nameOrFile names: a file, or a profile
-// csisim ships (built into this package, so that a driver repository needs
-// no checkout of csisim).
+// csisim ships (built into csisim, so that a driver repository needs no
+// checkout of csisim).
 func loadProfile(nameOrFile string) (*profile.Profile, error) {
 	if nameOrFile == "" {
 		nameOrFile = defaultDriver
 	}
-	if strings.ContainsRune(nameOrFile, '/') || strings.HasSuffix(nameOrFile, ".yaml") {
-		return profile.Load(nameOrFile)
-	}
-	data, err := profiles.Read(nameOrFile)
-	if err != nil {
-		return nil, err
-	}
-	p, err := profile.Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("shipped driver profile %s: %w", nameOrFile, err)
-	}
-	p.File = "shipped profile " + nameOrFile
-	return p, nil
+	return profiles.Load(nameOrFile)
 }
 
 // clusterConfig is how a profile becomes the simulator's configuration:
