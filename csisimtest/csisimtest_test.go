@@ -178,3 +178,12 @@ func TestCSISimDriver(t *testing.T) {
 	c.Eventually(pvc).Should(ContainCSICalls("NodeUnpublishVolume", "NodeUnstageVolume", "DeleteVolume"))
 	c.Expect(c).To(HaveNoInvariantViolations())
 }
+
+func TestPrepare(t *testing.T) {
+	if err := Prepare(t.Context(), "csi-test-mock"); err != nil {
+		t.Fatalf("Prepare(csi-test-mock): %v", err)
+	}
+	if err := Prepare(t.Context(), "no-such-driver"); err == nil || !strings.Contains(err.Error(), "no such shipped profile") {
+		t.Fatalf("Prepare(no-such-driver): error %v, want one naming the shipped profiles", err)
+	}
+}

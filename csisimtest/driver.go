@@ -3,6 +3,7 @@ package csisimtest
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 
@@ -77,4 +78,22 @@ func buildCSISim(ctx context.Context, dir string) (string, error) {
 func driverObjects(p *profile.Profile, driverName string) []runtime.Object {
 	drv, sc := p.Objects(driverName, profile.StorageClassName)
 	return []runtime.Object{drv, sc}
+}
+
+// Prepare builds the driver of a profile (as Options.Driver names it) if
+// its profile says how, without starting anything: for a Ginkgo suite's
+// SynchronizedBeforeSuite, so that parallel processes (ginkgo -p) find
+// the driver built instead of each building it at once.
+func Prepare(ctx context.Context, driver string) error {
+	p, err := loadProfile(driver)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "csisimtest-prepare-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	_, err = clusterConfig(ctx, p, Options{}, dir)
+	return err
 }

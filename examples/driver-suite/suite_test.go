@@ -10,13 +10,22 @@
 package driversuite_test
 
 import (
+	"context"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/csisim/csisim/csisimtest"
 )
 
 func TestDriverSuite(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "Driver suite (csisimtest)")
 }
+
+// The first process builds the driver (once, into the user's cache);
+// the others start when it is there.
+var _ = SynchronizedBeforeSuite(func(ctx context.Context) {
+	Expect(csisimtest.Prepare(ctx, driver)).To(Succeed())
+}, func() {})
