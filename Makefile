@@ -4,7 +4,7 @@ BIN     := bin/csisim
 WORKLOAD_BIN := bin/csisim-workload
 SCENARIO ?= scenarios/library/basic-lifecycle.yaml
 
-.PHONY: all build demo test vet fmt-check e2e e2e-here realnodes-deps fidelity bench bench-realnodes clean
+.PHONY: all build demo test vet fmt-check examples e2e e2e-here realnodes-deps fidelity bench bench-realnodes clean
 
 include realkube/realkube.mk
 include e2e/kind/kind.mk
@@ -30,6 +30,12 @@ test: fmt-check vet
 
 vet:
 	$(GO) vet ./...
+
+# examples: the example driver-repository suite (examples/driver-suite, the
+# Go API csisimtest against csi-test's mock driver) as a driver repository
+# runs it, with the Ginkgo CLI in parallel.
+examples:
+	$(GO) run github.com/onsi/ginkgo/v2/ginkgo -p ./examples/...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -1,0 +1,189 @@
+package csisimtest
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	"google.golang.org/grpc/codes"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csisim/csisim/fault"
+)
+
+// claimAndPod is a claim of the driver's default class and a pod that
+// mounts it.
+const claimAndPod = `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: app}
+spec:
+  containers:
+  - name: app
+    image: busybox
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: data}
+`
+
+func TestProvisionMountDelete(t *testing.T) {
+	c := Start(t, Options{Seed: 1})
+	objs := c.Apply(claimAndPod)
+	if len(objs) != 2 {
+		t.Fatalf("Apply returned %d objects, want 2", len(objs))
+	}
+	pvc, pod := objs[0], objs[1]
+
+	started := time.Now()
+	c.Eventually(pvc).Should(BeBound())
+	c.Eventually(pod).Should(BeRunning())
+	c.Expect(pvc).To(HaveEvent("ProvisioningSucceeded", "Successfully provisioned"))
+	c.Expect(pvc).To(HaveCSICalls("CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"))
+	// Gomega's own matchers get the object as it was handed over.
+	typedClaim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"}}
+	c.Expect(typedClaim).To(gomega.HaveField("Status.Phase", corev1.ClaimBound))
+	c.Expect(c).To(HaveNoInvariantViolations())
+
+	c.Delete(pod, pvc)
+	c.Eventually(pod).Should(BeGone())
+	c.Eventually(pvc).Should(BeGone())
+	c.Eventually(pvc).Should(ContainCSICalls("NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume", "DeleteVolume"))
+	c.Expect(c).To(HaveNoInvariantViolations())
+	if wall := time.Since(started); wall > 30*time.Second {
+		t.Errorf("the waits took %s of wall time; they should cost virtual time", wall)
+	}
+}
+
+func TestCSIFaultAndRecovery(t *testing.T) {
+	c := Start(t, Options{Seed: 2})
+	c.InjectFault(fault.Fault{Kind: fault.CSIError, CSI: fault.CSI{Method: "NodeStageVolume", Code: codes.Internal, Message: "disk on fire"}})
+	objs := c.Apply(claimAndPod)
+	pvc, pod := objs[0], objs[1]
+	c.Eventually(pvc).Should(BeBound())
+	c.Consistently(pod).WithTimeout(time.Minute).ShouldNot(BeRunning())
+	c.Expect(pod).To(HaveEvent("FailedMount", "disk on fire"))
+
+	c.InjectFault(fault.Fault{Kind: fault.CSIHeal, CSI: fault.CSI{Method: "NodeStageVolume"}})
+	c.Eventually(pod).Should(BeRunning())
+	c.Expect(pvc).To(ContainCSICalls("NodeStageVolume", "NodeStageVolume", "NodePublishVolume"))
+	c.Expect(c).To(HaveNoInvariantViolations())
+}
+
+func TestApplyTypedObjectIsUpdatedInPlace(t *testing.T) {
+	c := Start(t, Options{})
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "typed"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}}
+	pvc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: mustQuantity("1Mi")}
+	c.Apply(pvc)
+	if pvc.UID == "" || pvc.Namespace != "default" {
+		t.Fatalf("after Apply the claim has UID %q, namespace %q; want the stored ones", pvc.UID, pvc.Namespace)
+	}
+	c.Eventually(pvc).Should(BeBound())
+	// The Client sees what the matchers see.
+	got, err := c.Client().CoreV1().PersistentVolumeClaims("default").Get(t.Context(), "typed", metav1.GetOptions{})
+	if err != nil || got.Status.Phase != corev1.ClaimBound {
+		t.Fatalf("Client: claim %v, err %v; want Bound", got.Status.Phase, err)
+	}
+}
+
+func TestSameSeedSameTimeline(t *testing.T) {
+	run := func() []string {
+		c := Start(t, Options{Seed: 42, Nodes: 2})
+		pod := c.Apply(claimAndPod)[1]
+		c.Eventually(pod).Should(BeRunning())
+		var out []string
+		for _, e := range c.Timeline() {
+			out = append(out, e.Canonical())
+		}
+		return out
+	}
+	a, b := run(), run()
+	if strings.Join(a, "\n") != strings.Join(b, "\n") {
+		for i := range min(len(a), len(b)) {
+			if a[i] != b[i] {
+				t.Fatalf("same seed, different timelines at entry %d:\n  %s\n  %s", i+1, a[i], b[i])
+			}
+		}
+		t.Fatalf("same seed, timelines of %d and %d entries", len(a), len(b))
+	}
+}
+
+func TestClustersAreIndependent(t *testing.T) {
+	a, b := Start(t, Options{Seed: 3}), Start(t, Options{Seed: 3})
+	if a.sim.Root() == b.sim.Root() {
+		t.Fatalf("two clusters share the root %s", a.sim.Root())
+	}
+	podA := a.Apply(claimAndPod)[1]
+	a.Eventually(podA).Should(BeRunning())
+	// b saw none of it, and its clock did not move.
+	b.Expect(podA).To(BeGone())
+	if !b.Now().Before(a.Now()) {
+		t.Fatalf("b's clock is at %s, a's at %s: they should be separate", b.Now(), a.Now())
+	}
+}
+
+func TestStartRefusesUnknownProfile(t *testing.T) {
+	ft := &fakeTB{T: t}
+	if _, err := start(ft, Options{Driver: "no-such-driver"}); err == nil || !strings.Contains(err.Error(), "no such shipped profile") {
+		t.Fatalf("start: error %v, want one listing the shipped profiles", err)
+	}
+}
+
+// TestCSITestMockDriver runs kubernetes-csi/csi-test's mock driver, a real
+// third-party driver process, from its shipped profile (built once into
+// the user's cache through the module proxy).
+func TestCSITestMockDriver(t *testing.T) {
+	c := Start(t, Options{Driver: "csi-test-mock", Seed: 4})
+	if c.DriverName() != "io.kubernetes.storage.mock" {
+		t.Fatalf("driver name %q, want the mock's own", c.DriverName())
+	}
+	objs := c.Apply(claimAndPod)
+	pvc, pod := objs[0], objs[1]
+	c.Eventually(pod).Should(BeRunning())
+	c.Expect(pvc).To(HaveCSICalls("CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"))
+	c.Delete(pod, pvc)
+	c.Eventually(pvc).Should(BeGone())
+	c.Eventually(pvc).Should(ContainCSICalls("NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume", "DeleteVolume"))
+	c.Expect(c).To(HaveNoInvariantViolations())
+}
+
+// TestCSISimDriver runs csisim's own driver, built for the test, which
+// mounts for real: BeRunning then also wants the volume mounted where it
+// was published. Needs root, as csisim's driver does.
+func TestCSISimDriver(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("csisim's driver mounts: needs root")
+	}
+	c := Start(t, Options{Driver: "csisim", Seed: 6})
+	objs := c.Apply(claimAndPod)
+	pvc, pod := objs[0], objs[1]
+	c.Eventually(pod).Should(BeRunning())
+	mounts, err := c.sim.KubeletMounts()
+	if err != nil || len(mounts) == 0 {
+		t.Fatalf("the kubelet's mounts: %v, %v; want the pod's volume mounted", mounts, err)
+	}
+	c.Delete(pod, pvc)
+	c.Eventually(pvc).Should(BeGone())
+	c.Eventually(pvc).Should(ContainCSICalls("NodeUnpublishVolume", "NodeUnstageVolume", "DeleteVolume"))
+	c.Expect(c).To(HaveNoInvariantViolations())
+}
+
+func TestPrepare(t *testing.T) {
+	if err := Prepare(t.Context(), "csi-test-mock"); err != nil {
+		t.Fatalf("Prepare(csi-test-mock): %v", err)
+	}
+	if err := Prepare(t.Context(), "no-such-driver"); err == nil || !strings.Contains(err.Error(), "no such shipped profile") {
+		t.Fatalf("Prepare(no-such-driver): error %v, want one naming the shipped profiles", err)
+	}
+}
