@@ -159,10 +159,9 @@ func normalize(s string) string {
 	return strings.Trim(strings.Join(lines, "\n"), "\n")
 }
 
-// matchTimeline waits until each line of the block is part of a line of
-// serve's output, in order, from line cursor on, and returns the line after
-// the last one matched. Runs of spaces count as one: the timeline pads its
-// columns.
+// matchTimeline waits until each line of the block matches a line of
+// serve's output (lineMatches), in order, from line cursor on, and returns
+// the line after the last one matched.
 func matchTimeline(ctx context.Context, srv *server, b *Block, cursor int) (int, error) {
 	want := strings.Split(normalize(b.Text), "\n")
 	deadline := time.Now().Add(b.Within)
@@ -170,8 +169,7 @@ func matchTimeline(ctx context.Context, srv *server, b *Block, cursor int) (int,
 		lines := strings.Split(srv.out.String(), "\n")
 		at, missing := cursor, ""
 		for _, w := range want {
-			w = strings.Join(strings.Fields(w), " ")
-			for at < len(lines) && !strings.Contains(strings.Join(strings.Fields(lines[at]), " "), w) {
+			for at < len(lines) && !lineMatches(lines[at], w) {
 				at++
 			}
 			if at == len(lines) {
@@ -192,6 +190,21 @@ func matchTimeline(ctx context.Context, srv *server, b *Block, cursor int) (int,
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// lineMatches reports whether the parts of want, split at " ... ", are
+// parts of line in that order, runs of spaces counting as one.
+func lineMatches(line, want string) bool {
+	line = strings.Join(strings.Fields(line), " ")
+	for _, part := range strings.Split(want, " ... ") {
+		part = strings.Join(strings.Fields(part), " ")
+		i := strings.Index(line, part)
+		if i < 0 {
+			return false
+		}
+		line = line[i+len(part):]
+	}
+	return true
 }
 
 // server is the lab's csisim serve.

@@ -131,3 +131,19 @@ func TestCheckCatchesWrongAnswers(t *testing.T) {
 		}
 	}
 }
+
+func TestLineMatches(t *testing.T) {
+	line := " +10.100s  CSI   kubelet:node-1           NodeUnpublishVolume        vol-4d  Internal  ERROR: remove /x: directory not empty"
+	for want, ok := range map[string]bool{
+		"CSI kubelet:node-1 NodeUnpublishVolume":                   true,
+		"NodeUnpublishVolume ... Internal ERROR: ... not empty":    true,
+		"kubelet:node-1 NodeUnpublishVolume vol-4d":                true,
+		"NodeUnpublishVolume ... kubelet:node-1":                   false,
+		"CSI kubelet:node-2":                                       false,
+		"NodeUnpublishVolume ... Internal ERROR: ... is not empty": false,
+	} {
+		if got := lineMatches(line, want); got != ok {
+			t.Errorf("lineMatches(%q) = %v, want %v", want, got, ok)
+		}
+	}
+}

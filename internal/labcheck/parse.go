@@ -14,7 +14,8 @@
 //	                            the block is run again (also when it fails) until
 //	                            it does, for up to D
 //	```text timeline [within=D] lines the serve timeline shows from here on, in order,
-//	                            each a part of one line (default within=10s)
+//	                            each a part of one line, " ... " standing for anything
+//	                            and runs of spaces for one (default within=10s)
 //
 // Every other block (yaml, console...) is only shown.
 package labcheck
