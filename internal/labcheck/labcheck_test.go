@@ -54,7 +54,7 @@ func TestParse(t *testing.T) {
 	if st := lab.Steps[0]; st.Run.Text != "kubectl get pods\n" || st.Expected.Text != "No resources\n" || st.Expected.Within != 30*time.Second {
 		t.Errorf("first step = %+v %+v", st.Run, st.Expected)
 	}
-	if tl := lab.Steps[1].Timeline; tl.Within != DefaultTimelineWithin || tl.Line != 13 {
+	if tl := lab.Steps[1].Timeline; tl.Within != DefaultTimelineWithin || tl.Line != 15 {
 		t.Errorf("timeline step = %+v", tl)
 	}
 }
