@@ -166,20 +166,37 @@ func faultHandler(c *cluster.Cluster) http.Handler {
 // only step of a scenario on nodes, so that it means and checks exactly
 // what it does in a scenario file.
 func parseFaultStep(step []byte, nodes []string) (fault.Fault, error) {
-	var v any
+	var v map[string]any
 	if err := yaml.Unmarshal(step, &v); err != nil {
 		return fault.Fault{}, fmt.Errorf("reading the fault step: %w", err)
+	}
+	// Only fault steps reach the parser: other steps would read files
+	// (apply: {file: ...}) or wait.
+	for kind := range v {
+		if len(v) != 1 || !fault.Known(fault.Kind(kind)) {
+			return fault.Fault{}, fmt.Errorf("not a fault step: %q (the faults: %v)", kind, fault.Kinds)
+		}
 	}
 	doc, err := yaml.Marshal(map[string]any{"cluster": map[string]any{"nodes": nodes}, "steps": []any{v}})
 	if err != nil {
 		return fault.Fault{}, err
 	}
 	s, err := scenario.Parse("fault", doc, ".")
+	var perrs scenario.ParseErrors
+	if errors.As(err, &perrs) {
+		// The lines and step numbers are the made-up scenario's: say
+		// only what is wrong.
+		msgs := make([]string, len(perrs))
+		for i, e := range perrs {
+			msgs[i] = e.Msg
+		}
+		return fault.Fault{}, errors.New(strings.Join(msgs, "; "))
+	}
 	if err != nil {
 		return fault.Fault{}, err
 	}
 	if len(s.Steps) != 1 || s.Steps[0].Fault == nil {
-		return fault.Fault{}, fmt.Errorf("not a fault step (the faults: %v)", fault.Kinds)
+		return fault.Fault{}, errors.New("not a fault step")
 	}
 	return *s.Steps[0].Fault, nil
 }

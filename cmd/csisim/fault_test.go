@@ -25,7 +25,7 @@ func TestFaultStepIsParsedAsInAScenario(t *testing.T) {
 		{args: []string{"controller-manager-restart"}, want: fault.Fault{Kind: fault.ControllerManagerRestart}},
 		{args: []string{"node-loss", "node=node-c"}, wantErr: `there is no node "node-c"`},
 		{args: []string{"node-loss"}, wantErr: "node-loss needs node:"},
-		{args: []string{"apply", "file=x.yaml"}, wantErr: "apply"},
+		{args: []string{"apply", "file=x.yaml"}, wantErr: `not a fault step: "apply"`},
 		{args: []string{"node-loss", "node"}, wantErr: `"node" is not FIELD=VALUE`},
 	}
 	for _, tt := range tests {
