@@ -65,17 +65,24 @@ func Check(ctx context.Context, lab *Lab, cfg Config) (err error) {
 	if err := srv.waitFor(ctx, kubeconfig, cfg.StartTimeout); err != nil {
 		return fmt.Errorf("%s:%d: %w", lab.File, lab.Serve.Line, err)
 	}
-	cursor := 0 // how much of the timeline earlier timeline steps have matched
+	// A timeline step looks at serve's output from the first command after
+	// the previous timeline step on (from, a line number), and after the
+	// lines that step matched (cursor).
+	from, cursor, marked := 0, 0, false
 	for _, st := range lab.Steps {
 		start := time.Now()
 		var line int
 		if st.Timeline != nil {
 			line = st.Timeline.Line
-			if cursor, err = matchTimeline(ctx, srv, st.Timeline, cursor); err != nil {
+			if cursor, err = matchTimeline(ctx, srv, st.Timeline, max(from, cursor)); err != nil {
 				return fmt.Errorf("%s:%d: %w", lab.File, line, err)
 			}
+			marked = false
 		} else {
 			line = st.Run.Line
+			if !marked {
+				from, marked = strings.Count(srv.out.String(), "\n"), true
+			}
 			if err := runStep(ctx, dir, env, st, cfg.CommandTimeout); err != nil {
 				return fmt.Errorf("%s:%d: %w", lab.File, line, err)
 			}

@@ -13,7 +13,8 @@
 //	```text expected [within=D] what the sh block just before prints; with within,
 //	                            the block is run again (also when it fails) until
 //	                            it does, for up to D
-//	```text timeline [within=D] lines the serve timeline shows from here on, in order,
+//	```text timeline [within=D] lines the serve timeline shows, in order, since the
+//	                            first command after the previous timeline block,
 //	                            each a part of one line, " ... " standing for anything
 //	                            and runs of spaces for one (default within=10s)
 //
