@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/sim/cluster"
 )
@@ -23,6 +25,11 @@ func TestFaultStepIsParsedAsInAScenario(t *testing.T) {
 		{args: []string{"driver-restart", "plugin=node", "node=node-b", "state=keep"},
 			want: fault.Fault{Kind: fault.DriverRestart, Plugin: fault.Node, Node: "node-b"}},
 		{args: []string{"controller-manager-restart"}, want: fault.Fault{Kind: fault.ControllerManagerRestart}},
+		// The examples of csisim fault --help.
+		{args: []string{"csi-error", "method=NodeStageVolume", "code=Internal", "times=2"},
+			want: fault.Fault{Kind: fault.CSIError, Times: 2, CSI: fault.CSI{Method: "NodeStageVolume", Code: codes.Internal}}},
+		{args: []string{"driver-crash", "plugin=node", "node=node-a"}, want: fault.Fault{Kind: fault.DriverCrash, Plugin: fault.Node, Node: "node-a"}},
+		{args: []string{"missing-mount-propagation", "node=node-a"}, want: fault.Fault{Kind: fault.MissingMountPropagation, Node: "node-a"}},
 		{args: []string{"node-loss", "node=node-c"}, wantErr: `there is no node "node-c"`},
 		{args: []string{"node-loss"}, wantErr: "node-loss needs node:"},
 		{args: []string{"apply", "file=x.yaml"}, wantErr: `not a fault step: "apply"`},
@@ -44,7 +51,7 @@ func TestFaultStepIsParsedAsInAScenario(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f.Describe() != tt.want.Describe() || f.Claim != tt.want.Claim || f.LoseState != tt.want.LoseState {
+			if f.Describe() != tt.want.Describe() || f.Claim != tt.want.Claim || f.LoseState != tt.want.LoseState || f.Times != tt.want.Times {
 				t.Errorf("fault = %+v, want %+v", f, tt.want)
 			}
 		})

@@ -150,3 +150,41 @@ func TestLineMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryLabParses reads the labs of docs/labs (make labs-check runs
+// them): each parses, has its goal, questions and answers, and checks
+// outputs and the timeline.
+func TestEveryLabParses(t *testing.T) {
+	paths, err := filepath.Glob("../../docs/labs/[0-9]*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) < 6 {
+		t.Fatalf("%d labs in docs/labs, want at least 6", len(paths))
+	}
+	for _, path := range paths {
+		lab, err := ParseFile(path)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		expected, timelines := 0, 0
+		for _, st := range lab.Steps {
+			if st.Expected != nil {
+				expected++
+			}
+			if st.Timeline != nil {
+				timelines++
+			}
+		}
+		if expected < 3 || timelines < 1 {
+			t.Errorf("%s checks %d outputs and %d timelines, want at least 3 and 1", path, expected, timelines)
+		}
+		data, _ := os.ReadFile(path)
+		for _, section := range []string{"## Goal", "Questions", "<details><summary>Answer"} {
+			if !strings.Contains(string(data), section) {
+				t.Errorf("%s has no %q", path, section)
+			}
+		}
+	}
+}
