@@ -4,7 +4,7 @@ BIN     := bin/csisim
 WORKLOAD_BIN := bin/csisim-workload
 SCENARIO ?= scenarios/library/basic-lifecycle.yaml
 
-.PHONY: all build demo test vet fmt-check examples e2e e2e-here realnodes-deps fidelity bench bench-realnodes clean
+.PHONY: all build demo test vet fmt-check examples labs-check e2e e2e-here realnodes-deps fidelity bench bench-realnodes clean
 
 include realkube/realkube.mk
 include e2e/kind/kind.mk
@@ -40,6 +40,12 @@ examples:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# labs-check: every command of every lab in docs/labs against a fresh
+# csisim serve each, comparing the outputs and timeline lines the labs
+# state with what happens (internal/labcheck). Root (real mounts), kubectl.
+labs-check: build
+	$(GO) run ./internal/cmd/labs-check -csisim $(BIN) docs/labs/[0-9]*.md
 
 # e2e: the same scenarios against a real cluster from KUBECONFIG (with the
 # CSI driver deployed there). Not run in CI here: no cluster on this machine.

@@ -45,6 +45,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		"(external-provisioner, external-attacher, persistentvolume-binder, attachdetach-controller, default-scheduler,\n"+
 		"snapshot-controller, csi-snapshotter);\n"+
 		"the controller plugin's socket is printed for sidecars")
+	room := addClassroomFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: csisim serve [flags]\n\nRuns a simulated cluster and serves its API on 127.0.0.1 for kubectl.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -82,6 +83,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if *without != "" {
 		cfg.Without = strings.Split(*without, ",")
 	}
+	if err := room.apply(&cfg); err != nil {
+		fmt.Fprintf(stderr, "csisim serve: %v\n", err)
+		return 2
+	}
 	if !*quiet {
 		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
 	}
@@ -117,7 +122,7 @@ func serveCluster(ctx context.Context, c *cluster.Cluster, port int, kubeconfig 
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 1
 	}
-	srv := &http.Server{Handler: c.API(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: withFaultEndpoint(c, c.API()), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 

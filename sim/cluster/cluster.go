@@ -116,6 +116,9 @@ type Config struct {
 	// Realtime makes the virtual clock follow the wall clock and runs the
 	// loop in the background, for clusters people use interactively.
 	Realtime bool
+	// Speed makes a realtime cluster's virtual clock run this many times
+	// as fast as the wall clock (0 or 1: as fast); not with Without.
+	Speed float64
 	// Without names simulated components to leave out, so that their real
 	// counterparts can take their place against the API server's HTTP
 	// endpoint: external-provisioner, external-attacher, external-resizer,
@@ -189,6 +192,9 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if len(cfg.Without) > 0 && !cfg.Realtime {
 		return nil, fmt.Errorf("leaving out %v needs a realtime cluster: the real components that replace them run on wall time", cfg.Without)
 	}
+	if cfg.Speed != 0 && cfg.Speed != 1 && (!cfg.Realtime || len(cfg.Without) > 0) {
+		return nil, fmt.Errorf("speed %v needs a realtime cluster with every component simulated: real ones run on wall time", cfg.Speed)
+	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 30 * time.Second
 	}
@@ -251,7 +257,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			c.loop.RunRealtime(runCtx)
+			c.loop.RunRealtimeAt(runCtx, cfg.Speed)
 		}()
 	}
 	return c, nil

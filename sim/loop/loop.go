@@ -300,28 +300,7 @@ func (l *Loop) RunFor(ctx context.Context, d time.Duration) error {
 // RunRealtime runs the simulation with the virtual clock following the
 // wall clock, until ctx ends: for a cluster people use interactively
 // (csisim serve), where writes arrive from outside at any time.
-func (l *Loop) RunRealtime(ctx context.Context) {
-	for ctx.Err() == nil {
-		if now := time.Now(); now.After(l.clock.Now()) {
-			l.clock.SetTime(now)
-		}
-		_ = l.Settle(ctx)
-		wait := time.Hour
-		if next, ok := l.nextTimer(); ok {
-			wait = time.Until(next)
-		}
-		if wait <= 0 {
-			continue
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-l.wakeCh:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-}
+func (l *Loop) RunRealtime(ctx context.Context) { l.RunRealtimeAt(ctx, 1) }
 
 type timer struct {
 	at  time.Time

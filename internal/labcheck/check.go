@@ -1,0 +1,297 @@
+package labcheck
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Config is what a check needs from outside the lab.
+type Config struct {
+	// BinDir holds the csisim binary the lab's commands call as csisim;
+	// it goes first on PATH.
+	BinDir string
+	// Log receives progress: each step as it passes, serve's timeline when
+	// a step fails.
+	Log io.Writer
+	// StartTimeout bounds how long serve may take to write its kubeconfig.
+	StartTimeout time.Duration
+	// CommandTimeout bounds one run of a command block.
+	CommandTimeout time.Duration
+}
+
+// Check runs lab from a fresh csisim serve to its end, in a temporary
+// directory, and returns the first step whose output is not what the lab
+// says (or whose command fails). Serve is stopped, and cleans up, either way.
+func Check(ctx context.Context, lab *Lab, cfg Config) (err error) {
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 2 * time.Minute
+	}
+	if cfg.CommandTimeout == 0 {
+		cfg.CommandTimeout = 3 * time.Minute
+	}
+	dir, err := os.MkdirTemp("", "csisim-lab-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	kubeconfig, err := kubeconfigOf(lab.Serve.Text)
+	if err != nil {
+		return fmt.Errorf("%s:%d: %w", lab.File, lab.Serve.Line, err)
+	}
+	env := append(os.Environ(), "PATH="+cfg.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KUBECONFIG="+filepath.Join(dir, kubeconfig))
+	srv, err := startServe(dir, env, lab.Serve.Text)
+	if err != nil {
+		return fmt.Errorf("%s:%d: %w", lab.File, lab.Serve.Line, err)
+	}
+	defer func() {
+		if stopErr := srv.stop(); stopErr != nil && err == nil {
+			err = fmt.Errorf("%s:%d: %w", lab.File, lab.Serve.Line, stopErr)
+		}
+		if err != nil {
+			fmt.Fprintf(cfg.Log, "--- serve's output:\n%s--- serve's errors:\n%s", srv.out.String(), srv.errOut.String())
+		}
+	}()
+	if err := srv.waitFor(ctx, kubeconfig, cfg.StartTimeout); err != nil {
+		return fmt.Errorf("%s:%d: %w", lab.File, lab.Serve.Line, err)
+	}
+	// A timeline step looks at serve's output from the first command after
+	// the previous timeline step on (from, a line number), and after the
+	// lines that step matched (cursor).
+	from, cursor, marked := 0, 0, false
+	for _, st := range lab.Steps {
+		start := time.Now()
+		var line int
+		if st.Timeline != nil {
+			line = st.Timeline.Line
+			if cursor, err = matchTimeline(ctx, srv, st.Timeline, max(from, cursor)); err != nil {
+				return fmt.Errorf("%s:%d: %w", lab.File, line, err)
+			}
+			marked = false
+		} else {
+			line = st.Run.Line
+			if !marked {
+				from, marked = strings.Count(srv.out.String(), "\n"), true
+			}
+			if err := runStep(ctx, dir, env, st, cfg.CommandTimeout); err != nil {
+				return fmt.Errorf("%s:%d: %w", lab.File, line, err)
+			}
+		}
+		fmt.Fprintf(cfg.Log, "ok  %s:%d (%.1fs)\n", lab.File, line, time.Since(start).Seconds())
+	}
+	return nil
+}
+
+// kubeconfigOf finds the --kubeconfig FILE of the serve command; it must
+// be relative, so that the lab runs in any directory.
+func kubeconfigOf(serve string) (string, error) {
+	words := strings.Fields(serve)
+	for i, w := range words {
+		path, ok := strings.CutPrefix(w, "--kubeconfig=")
+		if w == "--kubeconfig" && i+1 < len(words) {
+			path, ok = words[i+1], true
+		}
+		if ok {
+			if filepath.IsAbs(path) {
+				return "", fmt.Errorf("serve's --kubeconfig %s must be relative, so that the lab runs anywhere", path)
+			}
+			return path, nil
+		}
+	}
+	return "", errors.New("the serve command must write --kubeconfig FILE (relative), for the other commands' KUBECONFIG")
+}
+
+// runStep runs a command block, again and again (also when it fails) until
+// its output is what the lab expects, if the lab allows time for that.
+func runStep(ctx context.Context, dir string, env []string, st Step, timeout time.Duration) error {
+	var deadline time.Time
+	if st.Expected != nil {
+		deadline = time.Now().Add(st.Expected.Within)
+	}
+	for {
+		out, err := runBlock(ctx, dir, env, st.Run.Text, timeout)
+		if st.Expected == nil || (err != nil && time.Now().After(deadline)) {
+			return err
+		}
+		got, want := normalize(out), normalize(st.Expected.Text)
+		if err == nil && got == want {
+			return nil
+		}
+		if err == nil && time.Now().After(deadline) {
+			within := ""
+			if st.Expected.Within > 0 {
+				within = " within " + st.Expected.Within.String()
+			}
+			return fmt.Errorf("the output is not the expected one (line %d)%s:\n--- expected:\n%s\n--- got:\n%s", st.Expected.Line, within, want, got)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// runBlock runs one command block with bash and returns its output.
+func runBlock(ctx context.Context, dir string, env []string, script string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
+	cmd.Dir, cmd.Env = dir, env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("the commands failed: %w\n--- commands:\n%s--- output:\n%s%s", err, script, stdout.String(), stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// normalize drops trailing spaces of each line and blank lines at the
+// start and end: what a reader cannot see in a page.
+func normalize(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t\r")
+	}
+	return strings.Trim(strings.Join(lines, "\n"), "\n")
+}
+
+// matchTimeline waits until each line of the block matches a line of
+// serve's output (lineMatches), in order, from line cursor on, and returns
+// the line after the last one matched.
+func matchTimeline(ctx context.Context, srv *server, b *Block, cursor int) (int, error) {
+	want := strings.Split(normalize(b.Text), "\n")
+	deadline := time.Now().Add(b.Within)
+	for {
+		lines := strings.Split(srv.out.String(), "\n")
+		at, missing := cursor, ""
+		for _, w := range want {
+			for at < len(lines) && !lineMatches(lines[at], w) {
+				at++
+			}
+			if at == len(lines) {
+				missing = w
+				break
+			}
+			at++
+		}
+		if missing == "" {
+			return at, nil
+		}
+		if time.Now().After(deadline) {
+			return cursor, fmt.Errorf("the timeline did not show %q within %v (after the lines already matched, in order)", missing, b.Within)
+		}
+		select {
+		case <-ctx.Done():
+			return cursor, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// lineMatches reports whether the parts of want, split at " ... ", are
+// parts of line in that order, runs of spaces counting as one.
+func lineMatches(line, want string) bool {
+	line = strings.Join(strings.Fields(line), " ")
+	for _, part := range strings.Split(want, " ... ") {
+		part = strings.Join(strings.Fields(part), " ")
+		i := strings.Index(line, part)
+		if i < 0 {
+			return false
+		}
+		line = line[i+len(part):]
+	}
+	return true
+}
+
+// server is the lab's csisim serve.
+type server struct {
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	errOut *syncBuffer
+	exited chan struct{}
+	err    error // how it exited, once exited is closed
+}
+
+func startServe(dir string, env []string, text string) (*server, error) {
+	cmd := exec.Command("bash", "-c", "exec "+strings.Join(strings.Fields(strings.ReplaceAll(text, "\\\n", " ")), " "))
+	cmd.Dir, cmd.Env = dir, env
+	s := &server{cmd: cmd, out: &syncBuffer{}, errOut: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = s.out, s.errOut
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting serve: %w", err)
+	}
+	go func() {
+		s.err = cmd.Wait()
+		close(s.exited)
+	}()
+	return s, nil
+}
+
+// waitFor waits until serve has written its kubeconfig and said so.
+func (s *server) waitFor(ctx context.Context, kubeconfig string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(s.out.String(), "csisim: kubeconfig "+kubeconfig) {
+		select {
+		case <-s.exited:
+			return fmt.Errorf("serve exited before it was ready: %v", s.err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("serve did not write its kubeconfig %s within %v", kubeconfig, timeout)
+		}
+	}
+	return nil
+}
+
+// stop stops serve as Ctrl-C does, so that it removes everything it made,
+// and reports whether it exited cleanly.
+func (s *server) stop() error {
+	select {
+	case <-s.exited:
+		return fmt.Errorf("serve exited during the lab: %v", s.err)
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+		if s.err != nil {
+			return fmt.Errorf("serve did not stop cleanly: %v", s.err)
+		}
+		return nil
+	case <-time.After(time.Minute):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		return errors.New("serve did not stop within a minute of SIGTERM; killed")
+	}
+}
+
+// syncBuffer is a buffer serve's output goes to while the checker reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
