@@ -37,7 +37,7 @@ func (p *parser) faultStep(kind fault.Kind, n *yaml.Node) *fault.Fault {
 
 // nodeFault reads a fault step that takes only the node: {node: NAME}.
 func (p *parser) nodeFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
-	f, ok := p.mapping(n, string(kind), "node")
+	f, ok := p.mapping(n, faultKey(kind), "node")
 	if !ok {
 		return nil
 	}
@@ -123,7 +123,7 @@ func (p *parser) csiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	case fault.CSIHeal:
 		required = nil
 	}
-	f, ok := p.mapping(n, string(kind), fields...)
+	f, ok := p.mapping(n, faultKey(kind), fields...)
 	if !ok {
 		return nil
 	}
@@ -191,7 +191,7 @@ func (p *parser) driverFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	if kind == fault.DriverRestart {
 		fields, required = append(fields, "state"), append(required, "state")
 	}
-	f, ok := p.mapping(n, string(kind), fields...)
+	f, ok := p.mapping(n, faultKey(kind), fields...)
 	if !ok {
 		return nil
 	}
@@ -238,7 +238,7 @@ func (p *parser) apiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	if kind == fault.WatchDrop {
 		fields = append(fields, "kind")
 	}
-	f, ok := p.mapping(n, string(kind), fields...)
+	f, ok := p.mapping(n, faultKey(kind), fields...)
 	if !ok {
 		return nil
 	}
