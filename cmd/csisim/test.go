@@ -106,6 +106,9 @@ func testDriver(args []string, stdout, stderr io.Writer) int {
 		return usageErr("%v", err)
 	}
 	t := driverTest{profile: p, driverArg: *driver, binary: exe, seed: *seed, scenariosArg: *scenarios, focus: *focus}
+	if *scenarios == "" {
+		t.libraryDir = root.Path("library")
+	}
 	started := time.Now()
 	fmt.Fprintf(stdout, "csisim test: driver %s (%s)\n", p.Name, p.File)
 	if t.built, err = buildDriver(ctx, p, root.Path("bin")); err != nil {
@@ -150,6 +153,9 @@ type driverTest struct {
 	seed         uint64
 	scenariosArg string // --scenarios as given, for the replay command
 	focus        string
+	// libraryDir is where the built-in library was written out, ""
+	// with --scenarios; messages name its files library/NAME.yaml.
+	libraryDir string
 }
 
 // childStopGrace is how long an interrupted child may take to tear down
@@ -241,6 +247,10 @@ func (t driverTest) runScenarios(ctx context.Context, scs []testScenario, parall
 			child := childRun{binary: t.binary, args: t.scenarioArgs, file: ts.file, stopGrace: childStopGrace}
 			r.seedResult = child.runSeed(ctx, t.seed)
 		}
+		if f := r.Failure; f != nil && t.libraryDir != "" {
+			f.Summary = strings.ReplaceAll(f.Summary, t.libraryDir+"/", "library/")
+			f.Detail = strings.ReplaceAll(f.Detail, t.libraryDir+"/", "library/")
+		}
 		results[pos] = r
 		// What runSeeds hands to report: the position, as the "seed".
 		return seedResult{Seed: pos}
@@ -324,7 +334,7 @@ func printSanity(w io.Writer, r *sanityrun.Report) {
 	}
 	for _, s := range r.Specs {
 		if s.State == sanityrun.Failed {
-			fmt.Fprintf(w, "  FAIL  %s\n        %s\n", s.Name, firstLine(s.Message))
+			fmt.Fprintf(w, "  FAIL  %s\n        %s\n", s.Name, specFailure(s.Message))
 		}
 	}
 	var reasons []string
@@ -340,6 +350,32 @@ func printSanity(w io.Writer, r *sanityrun.Report) {
 	for _, why := range reasons {
 		fmt.Fprintf(w, "  skip  %3d × %s\n", count[why], firstLine(why))
 	}
+}
+
+// specFailure is a csi-sanity failure in a line: Gomega's message without
+// the Go values it dumps ("<*status.Error | 0x…>", "{…}"), e.g.
+// "Unexpected error: rpc error: code = Unimplemented desc = … occurred".
+func specFailure(msg string) string {
+	var words []string
+	depth := 0
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+		case strings.HasSuffix(line, "{"):
+			depth++
+		case strings.HasPrefix(line, "}"):
+			depth = max(depth-1, 0)
+		case depth > 0, strings.HasPrefix(line, "<"):
+		default:
+			words = append(words, line)
+		}
+	}
+	out := strings.Join(words, " ")
+	if len(out) > 240 {
+		out = out[:240] + "…"
+	}
+	return out
 }
 
 // printScenario prints a scenario's line: PASS, SKIP with the reason, or

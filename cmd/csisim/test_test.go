@@ -18,14 +18,15 @@ import (
 // any driver, one that needs snapshots (the mock has none) and one made
 // to fail.
 const (
-	claimAndPod = `name: claim-and-pod
+	anyDriverScenario = `name: claim-and-pod
 cluster: {nodes: [node-1]}
 steps:
   - apply:
       manifest: |
         apiVersion: storage.k8s.io/v1
         kind: CSIDriver
-        metadata: {name: ${driver.name}}
+        metadata:
+          name: ${driver.name}
         spec: {attachRequired: true}
         ---
         apiVersion: storage.k8s.io/v1
@@ -128,7 +129,7 @@ func scenarioDir(scenarios map[string]string) string {
 var _ = Describe("csisim test", func() {
 	It("runs the scenarios with the mock, skips one it lacks a capability for, and fails on a failing one", func() {
 		tmp := GinkgoT().TempDir()
-		dir := scenarioDir(map[string]string{"claim-and-pod": claimAndPod, "needs-snapshots": needsSnapshots, "never-bound": neverBoundScenario})
+		dir := scenarioDir(map[string]string{"claim-and-pod": anyDriverScenario, "needs-snapshots": needsSnapshots, "never-bound": neverBoundScenario})
 		report := filepath.Join(GinkgoT().TempDir(), "report.xml")
 		s := start(tmp, "test", "--driver", "mock", "--skip-sanity", "--scenarios", dir, "--parallel", "2", "--junit", report)
 		Eventually(s, 3*time.Minute).Should(gexec.Exit(1))
@@ -152,7 +153,7 @@ var _ = Describe("csisim test", func() {
 
 	It("passes when nothing fails: csi-sanity against csisim's driver, then the scenarios", func() {
 		tmp := GinkgoT().TempDir()
-		dir := scenarioDir(map[string]string{"claim-and-pod": claimAndPod, "needs-snapshots": needsSnapshots})
+		dir := scenarioDir(map[string]string{"claim-and-pod": anyDriverScenario, "needs-snapshots": needsSnapshots})
 		report := filepath.Join(GinkgoT().TempDir(), "report.xml")
 		s := start(tmp, "test", "--driver", "csisim", "--scenarios", dir, "--junit", report)
 		Eventually(s, 5*time.Minute).Should(gexec.Exit(0))
