@@ -154,6 +154,7 @@ func (ex *executor) wait(ctx context.Context, w *Wait) (stepOutcome, error) {
 		if v.explain != "" {
 			msg += "\n" + v.explain
 		}
+		msg += ex.hints(ctx)
 		return stepOutcome{}, &conditionError{expected: w.expectation(), observed: v.seen, msg: msg}
 	}
 }
@@ -179,6 +180,7 @@ func (ex *executor) waitSimulated(ctx context.Context, sim Simulated, w *Wait) (
 		if last.explain != "" {
 			msg += "\n" + last.explain
 		}
+		msg += ex.hints(ctx)
 		return stepOutcome{}, &conditionError{expected: w.expectation(), observed: last.seen, msg: msg}
 	default:
 		return stepOutcome{}, fmt.Errorf("stopped waiting for %s: %w", w.expectation(), err)

@@ -4,50 +4,108 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path"
-	"path/filepath"
+	"io"
 	"strings"
 
+	"github.com/csisim/csisim/drivers/hostpath"
+	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/drivers/profiles"
+	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/sim/clusterprofile"
 )
 
-// loadProfile reads the driver profile --driver names: a file (a name with
-// a slash or ending in .yaml), or the name of a profile csisim ships
-// (csisim, mock, …), which is built into the binary.
-func loadProfile(nameOrFile string) (*profile.Profile, error) {
-	if strings.ContainsRune(nameOrFile, '/') || strings.HasSuffix(nameOrFile, ".yaml") {
-		return profile.Load(nameOrFile)
-	}
-	return profiles.Get(nameOrFile)
+// driverUsage is the help of --driver.
+const driverUsage = "the CSI driver to run, by its driver profile: a shipped profile's name (csisim, mock, csi-test-mock)\n" +
+	"or a profile file (README: Bring your own driver); default csisim"
+
+// driverChoice is what the flags of `csisim run` and `csisim serve` say
+// about the driver. However it is named — a profile, --mock-driver, or
+// --driver-command with --driver-name — it becomes a profile, and the
+// profile the cluster's configuration (package clusterprofile).
+type driverChoice struct {
+	profile string // --driver
+	mock    bool   // --mock-driver: the shipped mock profile
+	command string // --driver-command: a profile made from one command line
+	name    string // --driver-name: the driver's name, over the scenario's
 }
 
-// buildDriver builds the driver binary of a profile with start.build into
-// dir and returns its path, for {built} in the profile's commands; "" if
-// the profile builds nothing. A package with a version (path@v1.2.3) is
-// built with `go install` (GOBIN=dir), as `go build` takes no version;
-// one without, with `go build` in the current module.
-func buildDriver(ctx context.Context, p *profile.Profile, dir string) (string, error) {
-	pkg := p.Start.Build
-	if pkg == "" {
-		return "", nil
+// resolve returns the profile the flags choose.
+func (d driverChoice) resolve() (*profile.Profile, error) {
+	chosen := 0
+	for _, set := range []bool{d.profile != "", d.mock, d.command != ""} {
+		if set {
+			chosen++
+		}
 	}
-	name, _, _ := strings.Cut(path.Base(pkg), "@")
-	out := filepath.Join(dir, name)
-	var cmd *exec.Cmd
-	if strings.Contains(pkg, "@") {
-		cmd = exec.CommandContext(ctx, "go", "install", pkg)
-		cmd.Env = append(os.Environ(), "GOBIN="+dir)
-	} else {
-		cmd = exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	if chosen > 1 {
+		return nil, errors.New("--driver, --mock-driver and --driver-command each choose the driver: give one")
 	}
-	if output, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the driver (start.build %s): %w\n%s", pkg, err, output)
+	switch {
+	case d.mock:
+		return profiles.Load("mock")
+	case d.command != "":
+		return commandProfile(d.command, d.name)
+	case d.profile != "":
+		return profiles.Load(d.profile)
 	}
-	if _, err := os.Stat(out); err != nil {
-		return "", fmt.Errorf("building the driver (start.build %s): no binary %s after the build: %w", pkg, out, errors.Unwrap(err))
+	return profiles.Load("csisim")
+}
+
+// commandProfile is the profile of --driver-command: the same command
+// line for the controller plugin and every node plugin, in the split
+// layout, as it always ran; a driver that serves everything in one
+// process wants a profile with layout combined instead (--driver).
+func commandProfile(command, name string) (*profile.Profile, error) {
+	words := strings.Fields(command)
+	if len(words) == 0 {
+		return nil, errors.New("--driver-command: empty")
 	}
-	return out, nil
+	cmd := &profile.Command{Path: words[0], Args: words[1:]}
+	all := launch.Vars{Endpoint: "unix:///x", NodeID: "x", StateDir: "/x", Root: "/x", Zone: "x", DriverName: "x", CSISim: "/x"}
+	if _, err := (launch.Template{Path: cmd.Path, Args: cmd.Args}).Expand(all); err != nil {
+		return nil, fmt.Errorf("--driver-command: %w", err)
+	}
+	if name == "" {
+		// The driver's own name comes from GetPluginInfo; this one names
+		// its plugin directory until then.
+		name = hostpath.DefaultDriverName
+	}
+	return &profile.Profile{Name: name, Description: "--driver-command " + command,
+		Start:        profile.Start{Layout: profile.Split, Controller: cmd, Node: cmd},
+		Capabilities: map[profile.Capability]bool{profile.RealMounts: true}}, nil
+}
+
+// clusterConfig returns the profile the flags choose and the cluster
+// configuration that runs it for r; scenarioDriverName is the scenario's
+// cluster.driverName ("" for none), which --driver-name overrides.
+func (d driverChoice) clusterConfig(ctx context.Context, r profile.Request, scenarioDriverName string, buildLog io.Writer) (cluster.Config, *profile.Profile, error) {
+	p, err := d.resolve()
+	if err != nil {
+		return cluster.Config{}, nil, err
+	}
+	opts := clusterprofile.Options{DriverName: scenarioDriverName, BuildLog: buildLog}
+	if d.name != "" {
+		opts.DriverName = d.name
+	}
+	cfg, err := clusterprofile.Config(ctx, p, r, opts)
+	if err != nil {
+		return cluster.Config{}, nil, err
+	}
+	return cfg, p, nil
+}
+
+// scenarioRequest is what sc asks of the cluster's driver.
+func scenarioRequest(sc *scenario.Scenario) profile.Request {
+	return profile.Request{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs}
+}
+
+// realkubeDriverName is the name csisim's driver runs under on the real
+// control plane: --driver-name, else the scenario's.
+func realkubeDriverName(sc *scenario.Scenario, flagName string) string {
+	if flagName != "" {
+		return flagName
+	}
+	return sc.Cluster.DriverName
 }

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/realcluster"
 	"github.com/csisim/csisim/realkube"
 	"github.com/csisim/csisim/runroot"
@@ -35,7 +34,8 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		"a command line whose words may contain {endpoint}, {nodeID}, {stateDir} and {root}, e.g.\n"+
 		"'/usr/bin/hostpathplugin --endpoint={endpoint} --nodeid={nodeID} --statedir={stateDir}' (no shell quoting)")
 	driverName := fs.String("driver-name", "", "the name the driver reports (default: the scenario's cluster.driverName, else hostpath.csisim.io)")
-	mockDriver := fs.Bool("mock-driver", false, "use the in-memory mock CSI driver (no mounts, no root needed)")
+	mockDriver := fs.Bool("mock-driver", false, "use the in-memory mock CSI driver (no mounts, no root needed); the same as --driver mock")
+	driverProfile := fs.String("driver", "", driverUsage)
 	traceFile := fs.String("trace", "", "also write the timeline to this file, without wall-clock durations:\n"+
 		"two runs with the same seed and scenario write the same file; {seed} in the name stands for the seed\n"+
 		"(with --seeds, the name needs it: each seed writes its own file)")
@@ -76,8 +76,8 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	case realNodes.set() && *backend != "realkube":
 		fmt.Fprintln(stderr, "csisim: --real-nodes joins real kubelets to the real control plane; add --backend realkube")
 		return 2
-	case *backend == "realkube" && (*mockDriver || *driverCommand != ""):
-		fmt.Fprintln(stderr, "csisim: --backend realkube runs csisim's own driver; --mock-driver and --driver-command are for the simulator")
+	case *backend == "realkube" && (*mockDriver || *driverCommand != "" || *driverProfile != ""):
+		fmt.Fprintln(stderr, "csisim: --backend realkube runs csisim's own driver; --driver, --mock-driver and --driver-command are for the simulator")
 		return 2
 	}
 	sweepSeeds, sweepShard, err := sweepFlags(fs, *seeds, *shardSpec, *backend, *traceFile, *driverLog, *parallel)
@@ -99,19 +99,12 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2
 	}
-	// --driver-name overrides the scenario's cluster.driverName.
-	name := sc.Cluster.DriverName
-	if *driverName != "" {
-		name = *driverName
-	}
-	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: name, Mock: *mockDriver}
-	if *driverCommand != "" {
-		words := strings.Fields(*driverCommand)
-		cfg.Driver = launch.Template{Path: words[0], Args: words[1:]}
-		if _, err := cfg.Driver.Expand(launch.Vars{Endpoint: "unix:///x", NodeID: "x", StateDir: "/x", Root: "/x"}); err != nil {
-			fmt.Fprintf(stderr, "csisim: --driver-command: %v\n", err)
-			return 2
-		}
+	// Whichever flag names the driver, a profile starts it (driverprofile.go).
+	drv := driverChoice{profile: *driverProfile, mock: *mockDriver, command: *driverCommand, name: *driverName}
+	cfg, _, err := drv.clusterConfig(context.Background(), scenarioRequest(sc), sc.Cluster.DriverName, stderr)
+	if err != nil && *backend == "sim" {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		return 2
 	}
 
 	if *cpuProfile != "" {
@@ -151,8 +144,8 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	var out runOutcome
 	if *backend == "realkube" {
 		fmt.Fprintf(stdout, "scenario %s (%s), real control plane %s%s\n", sc.Name, sc.File, realkube.KubeVersion, realNodesNote(realNodeNames))
-		out = runOnRealkube(ctx, realcluster.Config{Nodes: cfg.Nodes, Zones: cfg.Zones, DriverArgs: cfg.DriverArgs, RealNodes: realNodeNames,
-			DriverName: cfg.DriverName, OnEntry: sim.cluster.OnEntry}, sc, withSeed(*driverLog, *seed), withSeed(*traceFile, *seed))
+		out = runOnRealkube(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, RealNodes: realNodeNames,
+			DriverName: realkubeDriverName(sc, *driverName), OnEntry: sim.cluster.OnEntry}, sc, withSeed(*driverLog, *seed), withSeed(*traceFile, *seed))
 	} else {
 		fmt.Fprintf(stdout, "scenario %s (%s), seed %d\n", sc.Name, sc.File, *seed)
 		out = sim.runSeed(ctx, *seed)

@@ -15,6 +15,7 @@ import (
 	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/drivers/sanityrun"
 	"github.com/csisim/csisim/runroot"
+	"github.com/csisim/csisim/sim/clusterprofile"
 )
 
 // sanityMain is `csisim sanity`: csi-sanity against the driver of a
@@ -26,7 +27,6 @@ func sanityMain(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	driver := fs.String("driver", "", "the driver profile: a shipped profile's name ("+listOr(profiles.Names())+") or a profile file")
 	focus := fs.String("focus", "", "run only the csi-sanity specs whose full text matches this regular expression")
-	built := fs.String("built", "", "the driver binary already built from the profile's start.build (csisim test builds it once)")
 	jsonResult := fs.String("json-result", "", "write each spec's result to this file as JSON")
 	driverLog := fs.String("driver-log", "", "write the driver processes' output to this file")
 	fs.Usage = func() {
@@ -45,7 +45,7 @@ func sanityMain(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	p, err := loadProfile(*driver)
+	p, err := profiles.Load(*driver)
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2
@@ -53,7 +53,7 @@ func sanityMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	report, err := runSanity(ctx, p, *focus, *built, *driverLog)
+	report, err := runSanity(ctx, p, *focus, *driverLog)
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		if report == nil {
@@ -82,16 +82,17 @@ func sanityMain(args []string, stdout, stderr io.Writer) int {
 
 // runSanity starts the profile's driver in a run root of its own, runs
 // csi-sanity against it and tears everything down again.
-func runSanity(ctx context.Context, p *profile.Profile, focus, built, driverLog string) (_ *sanityrun.Report, err error) {
+func runSanity(ctx context.Context, p *profile.Profile, focus, driverLog string) (_ *sanityrun.Report, err error) {
 	sweepDeadRuns(os.Stderr)
 	root, err := runroot.New("sanity")
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, root.Close()) }()
-	if built == "" {
-		if built, err = buildDriver(ctx, p, root.Path("bin")); err != nil {
-			return nil, err
+	built := ""
+	if p.Start.Build != "" {
+		if built, err = clusterprofile.Build(ctx, p.Start.Build, os.Stderr); err != nil {
+			return nil, fmt.Errorf("driver profile %s: %w", p.File, err)
 		}
 	}
 	exe, err := os.Executable()

@@ -15,11 +15,13 @@ import (
 	"syscall"
 	"time"
 
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
@@ -38,6 +40,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	quiet := fs.Bool("quiet", false, "do not print the timeline")
 	eventTTL := fs.Duration("event-ttl", fakekube.DefaultEventTTL, "how long the API server keeps an Event after its last write, as kube-apiserver's --event-ttl")
 	bare := fs.Bool("bare", false, "do not create the driver's CSIDriver and default StorageClass")
+	driverProfile := fs.String("driver", "", driverUsage+";\nwith a profile, the CSIDriver and the default StorageClass "+profile.StorageClassName+" come from it")
 	without := fs.String("without", "", "comma-separated simulated components to leave out, for real ones to take their place\n"+
 		"(external-provisioner, external-attacher, persistentvolume-binder, attachdetach-controller, default-scheduler,\n"+
 		"snapshot-controller, csi-snapshotter);\n"+
@@ -60,7 +63,22 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	sweepDeadRuns(stderr)
 
-	cfg := cluster.Config{Nodes: strings.Split(*nodes, ","), Seed: *seed, Realtime: true, EventTTL: *eventTTL}
+	cfg := cluster.Config{Nodes: strings.Split(*nodes, ",")}
+	objects := func(c *cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass) {
+		return cluster.DriverObjects(c.DriverName())
+	}
+	if *driverProfile != "" {
+		var p *profile.Profile
+		var err error
+		if cfg, p, err = (driverChoice{profile: *driverProfile}).clusterConfig(ctx, profile.Request{Nodes: cfg.Nodes}, "", stderr); err != nil {
+			fmt.Fprintf(stderr, "csisim: %v\n", err)
+			return 2
+		}
+		objects = func(c *cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass) {
+			return p.Objects(c.DriverName(), profile.StorageClassName)
+		}
+	}
+	cfg.Seed, cfg.Realtime, cfg.EventTTL = *seed, true, *eventTTL
 	if *without != "" {
 		cfg.Without = strings.Split(*without, ",")
 	}
@@ -71,7 +89,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return startFailed(ctx, "the simulated cluster", err, stderr)
 	}
-	code := serveCluster(ctx, c, *port, *kubeconfig, !*bare, stdout, stderr)
+	if *bare {
+		objects = nil
+	}
+	code := serveCluster(ctx, c, *port, *kubeconfig, objects, stdout, stderr)
 	if err := c.Close(); err != nil {
 		fmt.Fprintf(stderr, "csisim: cleaning up: %v\n", err)
 		if code == 0 {
@@ -81,9 +102,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-func serveCluster(ctx context.Context, c *cluster.Cluster, port int, kubeconfig string, setup bool, stdout, stderr io.Writer) int {
-	if setup {
-		if err := createDriverObjects(ctx, c); err != nil {
+// serveCluster serves c's API until ctx ends; objects, if not nil, are
+// the driver's CSIDriver and StorageClass to create first.
+func serveCluster(ctx context.Context, c *cluster.Cluster, port int, kubeconfig string,
+	objects func(*cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass), stdout, stderr io.Writer) int {
+	if objects != nil {
+		if err := createDriverObjects(ctx, c, objects); err != nil {
 			fmt.Fprintf(stderr, "csisim: %v\n", err)
 			return 1
 		}
@@ -128,12 +152,12 @@ func serveCluster(ctx context.Context, c *cluster.Cluster, port int, kubeconfig 
 	return code
 }
 
-func createDriverObjects(ctx context.Context, c *cluster.Cluster) error {
+func createDriverObjects(ctx context.Context, c *cluster.Cluster, objects func(*cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass)) error {
 	cs, err := kubernetes.NewForConfig(c.API().RESTConfig("csisim-setup"))
 	if err != nil {
 		return err
 	}
-	drv, sc := cluster.DriverObjects(c.DriverName())
+	drv, sc := objects(c)
 	if _, err := cs.StorageV1().CSIDrivers().Create(ctx, drv, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating CSIDriver %s: %w", drv.Name, err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/csisim/csisim/runroot"
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/scenarios/library"
+	"github.com/csisim/csisim/sim/clusterprofile"
 )
 
 // testDriver is `csisim test --driver PROFILE`: the one command a driver
@@ -77,7 +78,7 @@ func testDriver(args []string, stdout, stderr io.Writer) int {
 			return usageErr("--focus: %v", err)
 		}
 	}
-	p, err := loadProfile(*driver)
+	p, err := profiles.Load(*driver)
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -111,9 +112,12 @@ func testDriver(args []string, stdout, stderr io.Writer) int {
 	}
 	started := time.Now()
 	fmt.Fprintf(stdout, "csisim test: driver %s (%s)\n", p.Name, p.File)
-	if t.built, err = buildDriver(ctx, p, root.Path("bin")); err != nil {
-		fmt.Fprintf(stderr, "csisim test: %v\n", err)
-		return 1
+	if p.Start.Build != "" {
+		// Built once here, into csisim's cache, where every child finds it.
+		if _, err := clusterprofile.Build(ctx, p.Start.Build, stderr); err != nil {
+			fmt.Fprintf(stderr, "csisim test: driver profile %s: %v\n", p.File, err)
+			return 1
+		}
 	}
 
 	var sanity *sanityrun.Report
@@ -149,7 +153,6 @@ type driverTest struct {
 	profile      *profile.Profile
 	driverArg    string // --driver as given, for the children
 	binary       string // csisim itself
-	built        string // the driver built from start.build, "" if none
 	seed         uint64
 	scenariosArg string // --scenarios as given, for the replay command
 	focus        string
@@ -167,9 +170,6 @@ func (t driverTest) runSanity(ctx context.Context) *sanityrun.Report {
 	args := []string{"sanity", "--driver", t.driverArg}
 	if t.focus != "" {
 		args = append(args, "--focus", t.focus)
-	}
-	if t.built != "" {
-		args = append(args, "--built", t.built)
 	}
 	args = append(args, "--json-result", "/dev/fd/"+strconv.Itoa(resultFD))
 	out := runChild(ctx, t.binary, args, childStopGrace)
@@ -212,7 +212,7 @@ func (t driverTest) loadScenarios(files []string, focus *regexp.Regexp) []testSc
 		ts.sc, ts.loadErr = scenario.Load(f)
 		if ts.loadErr == nil {
 			ts.name = ts.sc.Name
-			ts.skip = ts.sc.SkipReason(t.profile)
+			ts.skip = skipReason(t.profile, ts.sc)
 		}
 		if focus != nil && !focus.MatchString(ts.name) {
 			continue
@@ -266,11 +266,7 @@ func (t driverTest) runScenarios(ctx context.Context, scs []testScenario, parall
 
 // scenarioArgs is the command line of the child that runs one scenario.
 func (t driverTest) scenarioArgs(seed uint64) []string {
-	args := []string{"test-scenario", "--driver", t.driverArg, "--seed", strconv.FormatUint(seed, 10)}
-	if t.built != "" {
-		args = append(args, "--built", t.built)
-	}
-	return args
+	return []string{"test-scenario", "--driver", t.driverArg, "--seed", strconv.FormatUint(seed, 10)}
 }
 
 // replay is the command that runs one scenario of the test alone.

@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"github.com/csisim/csisim/drivers/profile"
-	"github.com/csisim/csisim/drivers/sanityrun"
+	"github.com/csisim/csisim/drivers/profiles"
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/sim/clusterprofile"
 )
 
 // testScenarioMain is `csisim test-scenario`, the child of `csisim test`
@@ -26,7 +27,6 @@ func testScenarioMain(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	driver := fs.String("driver", "", "the driver profile")
 	seed := fs.Uint64("seed", 1, "the seed")
-	built := fs.String("built", "", "the driver binary built from the profile's start.build")
 	jsonResult := fs.String("json-result", "", "write how the run ended to this file as JSON")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -35,10 +35,10 @@ func testScenarioMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *driver == "" || fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "Usage: csisim test-scenario --driver PROFILE [--seed N] [--built BINARY] [--json-result FILE] SCENARIO.yaml")
+		fmt.Fprintln(stderr, "Usage: csisim test-scenario --driver PROFILE [--seed N] [--json-result FILE] SCENARIO.yaml")
 		return 2
 	}
-	p, err := loadProfile(*driver)
+	p, err := profiles.Load(*driver)
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2
@@ -46,7 +46,7 @@ func testScenarioMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	out := runWithProfile(ctx, p, fs.Arg(0), *built, *seed)
+	out := runWithProfile(ctx, p, fs.Arg(0), *seed)
 	code := reportRun(out, stdout, stderr)
 	if *jsonResult != "" {
 		if err := writeSeedResult(*jsonResult, out.seedResult()); err != nil {
@@ -59,12 +59,12 @@ func testScenarioMain(args []string, stdout, stderr io.Writer) int {
 
 // runWithProfile runs the scenario in file on a simulated cluster of its
 // own with the driver of profile p, and tears the cluster down.
-func runWithProfile(ctx context.Context, p *profile.Profile, file, built string, seed uint64) runOutcome {
+func runWithProfile(ctx context.Context, p *profile.Profile, file string, seed uint64) runOutcome {
 	sc, err := scenario.Load(file)
 	if err != nil {
 		return runOutcome{seed: seed, startErr: err}
 	}
-	cfg, err := clusterFor(p, sc, built)
+	cfg, err := clusterprofile.Config(ctx, p, clusterRequest(sc), clusterprofile.Options{DriverName: sc.Cluster.DriverName})
 	if err != nil {
 		return runOutcome{seed: seed, startErr: err}
 	}
@@ -90,43 +90,25 @@ func runWithProfile(ctx context.Context, p *profile.Profile, file, built string,
 	return out
 }
 
-// clusterFor is the simulated cluster for scenario sc with the driver of
-// profile p, built from today's cluster.Config: the in-process mock,
-// csisim's own driver with the profile's flags for the scenario, or a
-// combined driver's command as the template of every plugin.
-//
-// TODO(h-profiles): cluster.Config learns profiles (layouts, per-node
-// flags); this function is the one place to switch to it.
-func clusterFor(p *profile.Profile, sc *scenario.Scenario, built string) (cluster.Config, error) {
-	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverName: p.Name}
-	switch {
-	case p.Start.Mock:
-		cfg.Mock = true
-	case isCsisimDriver(p.Start.Controller) && isCsisimDriver(p.Start.Node):
-		// The cluster starts csisim's own driver itself, adding --zone to
-		// the node plugins of zoned nodes as the profile's flags.zone does.
-		cfg.DriverArgs = sc.Cluster.DriverFlags(p)
-	case p.Start.Layout == profile.Combined:
-		exe, err := os.Executable()
-		if err != nil {
-			return cfg, fmt.Errorf("finding the csisim binary for {csisim}: %w", err)
-		}
-		t, err := sanityrun.Template(p.Start.Command, exe, built, p.Name)
-		if err != nil {
-			return cfg, fmt.Errorf("driver profile %s: start.command: %w", p.File, err)
-		}
-		t.Args = append(t.Args, sc.Cluster.DriverFlags(p)...)
-		if len(sc.Cluster.Zones) > 0 && len(p.Flags.Zone) > 0 {
-			return cfg, fmt.Errorf("driver profile %s: zones need flags.zone per node plugin, which this csisim cannot add to a combined driver yet", p.File)
-		}
-		cfg.Driver = t
-	default:
-		return cfg, fmt.Errorf("driver profile %s: a split driver other than csisim's own cannot start in the simulator yet", p.File)
-	}
-	return cfg, nil
+// clusterRequest is what sc asks of the cluster's driver, all of it.
+func clusterRequest(sc *scenario.Scenario) profile.Request {
+	c := sc.Cluster
+	return profile.Request{Nodes: c.Nodes, Zones: c.Zones, Capacity: c.Capacity, VolumeLimit: c.VolumeLimit,
+		MultiNode: c.MultiNode, Extra: c.Flags, DriverArgs: c.DriverArgs}
 }
 
-// isCsisimDriver says whether c runs csisim's own driver (`{csisim} driver`).
-func isCsisimDriver(c *profile.Command) bool {
-	return c != nil && c.Path == "{csisim}" && len(c.Args) > 0 && c.Args[0] == "driver"
+// skipReason says why scenario sc does not run with the driver of profile
+// p, or "" if it does: what the scenario runner says (a capability the
+// scenario needs that the profile lacks, a driver variable it does not
+// set…), else what the profile cannot carry out of the scenario's
+// cluster (profile.Check).
+func skipReason(p *profile.Profile, sc *scenario.Scenario) string {
+	if why := sc.SkipReason(p); why != "" {
+		return why
+	}
+	var unsupported *profile.Unsupported
+	if err := p.Check(clusterRequest(sc)); errors.As(err, &unsupported) {
+		return unsupported.Reason
+	}
+	return ""
 }

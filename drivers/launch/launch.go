@@ -29,9 +29,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// Template describes how to run a driver. Args and Env may contain the
-// placeholders {endpoint}, {nodeID}, {stateDir} and {root}, anywhere in a
-// string (e.g. "--endpoint={endpoint}"); Start replaces them from Vars.
+// Template describes how to run a driver. Path, Args and Env may contain
+// the placeholders {endpoint}, {nodeID}, {stateDir}, {root}, {zone},
+// {driverName} and {csisim}, anywhere in a string (e.g.
+// "--endpoint={endpoint}"); Start replaces them from Vars.
 type Template struct {
 	// Path is the executable.
 	Path string
@@ -49,7 +50,20 @@ type Vars struct {
 	NodeID   string
 	StateDir string
 	Root     string
+	// Zone is the zone of the plugin's node; empty for a node without one
+	// (a template that uses {zone} there is an error).
+	Zone string
+	// DriverName is the name the driver is to report, for drivers that
+	// take it as a flag (csisim's own).
+	DriverName string
+	// CSISim is the csisim binary, for a template that runs `csisim driver`.
+	CSISim string
 }
+
+// Placeholders are the placeholders a Template may use, in the order
+// messages list them. (A driver profile's {built} is filled in before a
+// template is made from it: package sim/clusterprofile.)
+var Placeholders = []string{"{endpoint}", "{nodeID}", "{stateDir}", "{root}", "{zone}", "{driverName}", "{csisim}"}
 
 // OurDriver returns the template for csisim's own driver, run as
 // `<binary> driver ...`. The controller does not take a node ID, so in
@@ -74,10 +88,13 @@ var placeholder = regexp.MustCompile(`\{[A-Za-z_][A-Za-z0-9_]*\}`)
 // otherwise reach the driver as a confusing flag value.
 func (t Template) Expand(v Vars) (Template, error) {
 	values := map[string]string{
-		"{endpoint}": v.Endpoint,
-		"{nodeID}":   v.NodeID,
-		"{stateDir}": v.StateDir,
-		"{root}":     v.Root,
+		"{endpoint}":   v.Endpoint,
+		"{nodeID}":     v.NodeID,
+		"{stateDir}":   v.StateDir,
+		"{root}":       v.Root,
+		"{zone}":       v.Zone,
+		"{driverName}": v.DriverName,
+		"{csisim}":     v.CSISim,
 	}
 	var errs []error
 	expand := func(what, s string) string {
@@ -85,7 +102,7 @@ func (t Template) Expand(v Vars) (Template, error) {
 			val, known := values[p]
 			switch {
 			case !known:
-				errs = append(errs, fmt.Errorf("%s %q: unknown placeholder %s (known: {endpoint} {nodeID} {stateDir} {root})", what, s, p))
+				errs = append(errs, fmt.Errorf("%s %q: unknown placeholder %s (known: %s)", what, s, p, strings.Join(Placeholders, " ")))
 			case val == "":
 				errs = append(errs, fmt.Errorf("%s %q: placeholder %s has no value", what, s, p))
 			}

@@ -388,10 +388,12 @@ func TestParentDeathSignal(t *testing.T) {
 }
 
 func TestExpand(t *testing.T) {
-	v := Vars{Endpoint: "unix:///r/csi.sock", NodeID: "n1", StateDir: "/r/state", Root: "/r/backend"}
+	v := Vars{Endpoint: "unix:///r/csi.sock", NodeID: "n1", StateDir: "/r/state", Root: "/r/backend",
+		Zone: "z1", DriverName: "d.example.com", CSISim: "/bin/csisim"}
 	tests := []struct {
 		name    string
 		tmpl    Template
+		vars    *Vars // default v
 		want    Template
 		wantErr string
 	}{
@@ -417,6 +419,13 @@ func TestExpand(t *testing.T) {
 			tmpl: Template{Path: "/d", Args: []string{`{"json": 1}`, "{}", "{1x}"}},
 			want: Template{Path: "/d", Args: []string{`{"json": 1}`, "{}", "{1x}"}},
 		},
+		{
+			name: "profile placeholders",
+			tmpl: Template{Path: "/cache/mock", Args: []string{"--zone={zone}", "--name", "{driverName}"}, Env: []string{"CSISIM={csisim}"}},
+			want: Template{Path: "/cache/mock", Args: []string{"--zone=z1", "--name", "d.example.com"}, Env: []string{"CSISIM=/bin/csisim"}},
+		},
+		{name: "zone of a node without one", tmpl: Template{Path: "/d", Args: []string{"--zone", "{zone}"}}, vars: &Vars{Endpoint: "unix:///s"},
+			wantErr: "placeholder {zone} has no value"},
 		{name: "unknown placeholder", tmpl: Template{Path: "/d", Args: []string{"--x={nodeName}"}}, wantErr: "unknown placeholder {nodeName}"},
 		{name: "wrong case", tmpl: Template{Path: "/d", Args: []string{"{NodeID}"}}, wantErr: "unknown placeholder {NodeID}"},
 		{name: "unknown placeholder in env", tmpl: Template{Path: "/d", Env: []string{"A={home}"}}, wantErr: "unknown placeholder {home}"},
@@ -424,7 +433,11 @@ func TestExpand(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.tmpl.Expand(v)
+			vars := v
+			if tc.vars != nil {
+				vars = *tc.vars
+			}
+			got, err := tc.tmpl.Expand(vars)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Expand error = %v, want it to contain %q", err, tc.wantErr)

@@ -276,6 +276,12 @@ func (p *Profile) check() error {
 			errs = append(errs, fmt.Errorf("capabilities.%s: unknown capability; known: %s", c, capabilityList()))
 		}
 	}
+	for _, c := range []*Command{p.Start.Command, p.Start.Controller, p.Start.Node} {
+		if c != nil && strings.Contains(c.Path, "{built}") && p.Start.Build == "" {
+			errs = append(errs, errors.New("start: a command runs {built}, but start.build does not say what to build"))
+			break
+		}
+	}
 	if p.Has(Topology) && len(p.TopologyKeys) == 0 {
 		errs = append(errs, errors.New("topologyKeys: required with capabilities.topology"))
 	}

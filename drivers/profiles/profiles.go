@@ -1,6 +1,7 @@
 // Package profiles holds the driver profiles csisim ships (csisim's own
-// driver, its in-memory mock, ...), built into the binary so that the
-// default profile needs no file on disk. The files beside this one are the
+// driver, its in-memory mock, csi-test's mock driver, ...), built into the
+// csisim binary so that `--driver csisim` works wherever it runs, and
+// finds a profile by name or file. The files beside this one are the
 // profiles; package profile reads them.
 package profiles
 
@@ -8,6 +9,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"path"
 	"sort"
 	"strings"
 
@@ -15,14 +17,14 @@ import (
 )
 
 //go:embed *.yaml
-var files embed.FS
+var shipped embed.FS
 
 // Default is the profile a run uses when none is named: csisim's own driver.
 const Default = "csisim"
 
 // Names lists the shipped profiles, sorted.
 func Names() []string {
-	entries, _ := fs.Glob(files, "*.yaml")
+	entries, _ := fs.Glob(shipped, "*.yaml")
 	names := make([]string, len(entries))
 	for i, e := range entries {
 		names[i] = strings.TrimSuffix(e, ".yaml")
@@ -33,16 +35,27 @@ func Names() []string {
 
 // Get reads the shipped profile called name ("csisim", "mock", ...).
 func Get(name string) (*profile.Profile, error) {
-	data, err := files.ReadFile(name + ".yaml")
+	data, err := shipped.ReadFile(name + ".yaml")
 	if err != nil {
-		return nil, fmt.Errorf("driver profile %q: not a shipped profile; the shipped profiles are %s", name, strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("driver profile %q: no such shipped profile (they are %s; a profile file is named by its path)",
+			name, strings.Join(Names(), ", "))
 	}
 	p, err := profile.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("driver profile %s/%s.yaml: %w", profile.Dir, name, err)
 	}
-	p.File = profile.Dir + "/" + name + ".yaml"
+	p.File = path.Join(profile.Dir, name+".yaml")
 	return p, nil
+}
+
+// Load reads the profile nameOrFile names: a file (a path with a slash, or
+// a name ending in .yaml), as profile.Resolve tells them apart, or the
+// name of a shipped profile (csisim, mock, csi-test-mock).
+func Load(nameOrFile string) (*profile.Profile, error) {
+	if strings.ContainsRune(nameOrFile, '/') || strings.HasSuffix(nameOrFile, ".yaml") {
+		return profile.Load(nameOrFile)
+	}
+	return Get(nameOrFile)
 }
 
 // MustDefault returns the default profile; the shipped file is checked by

@@ -123,21 +123,18 @@ func Deploy(ctx context.Context, cfg DeployConfig) (*Deployment, error) {
 			{name: "node plugin", dir: "node", cmd: p.Start.Node, node: true}}
 	}
 	for _, pl := range plugins {
-		tmpl, err := Template(pl.cmd, cfg.Binary, cfg.Built, p.Name)
+		tmpl, err := Template(pl.cmd, cfg.Built)
 		if err != nil {
 			return d, fmt.Errorf("%s: %w", pl.name, err)
 		}
-		if pl.node {
-			if p.Has(profile.Zones) {
-				tmpl.Args = append(tmpl.Args, fill(p.Flags.Zone, "{zone}", Zone)...)
-			}
-			if d.VolumeLimit > 0 {
-				tmpl.Args = append(tmpl.Args, fill(p.Flags.VolumeLimit, "{limit}", fmt.Sprint(d.VolumeLimit))...)
-			}
+		// The profile's flags for what csi-sanity exercises: the node's
+		// zone, a volume limit, the multi-node access modes.
+		zone := ""
+		if pl.node && p.Has(profile.Zones) {
+			zone = Zone
+			tmpl.Args = append(tmpl.Args, p.Flags.Zone...)
 		}
-		if p.Has(profile.MultiNode) {
-			tmpl.Args = append(tmpl.Args, p.Flags.MultiNode...)
-		}
+		tmpl.Args = append(tmpl.Args, p.Args(profile.Request{VolumeLimit: d.VolumeLimit, MultiNode: p.Has(profile.MultiNode)}, pl.node)...)
 		// The driver's temporary files stay below the run's directory.
 		tmpl.Env = append(tmpl.Env, "TMPDIR="+filepath.Join(cfg.Dir, "tmp"))
 		nodeID := "controller"
@@ -150,7 +147,8 @@ func Deploy(ctx context.Context, cfg DeployConfig) (*Deployment, error) {
 		}
 		endpoint := socket(pl.dir)
 		proc, err := launch.Start(context.Background(), pl.name, tmpl,
-			launch.Vars{Endpoint: endpoint, NodeID: nodeID, StateDir: stateDir, Root: filepath.Join(cfg.Dir, "storage")}, cfg.Log)
+			launch.Vars{Endpoint: endpoint, NodeID: nodeID, StateDir: stateDir, Root: filepath.Join(cfg.Dir, "storage"),
+				Zone: zone, DriverName: p.Name, CSISim: cfg.Binary}, cfg.Log)
 		if err != nil {
 			return d, err
 		}
@@ -175,35 +173,25 @@ func Deploy(ctx context.Context, cfg DeployConfig) (*Deployment, error) {
 	return d, nil
 }
 
-// Template is a profile's command as a launch template: {csisim} and
-// {built} in its path become the csisim binary and the built driver, and
-// {driverName} anywhere the profile's driver name; launch fills in the
-// rest.
-func Template(c *profile.Command, csisimBinary, built, driverName string) (launch.Template, error) {
+// Template is a profile's command as a launch template, with {built} in
+// it replaced by the binary built from the profile's start.build; launch
+// fills in the other placeholders.
+func Template(c *profile.Command, built string) (launch.Template, error) {
 	if c == nil {
 		return launch.Template{}, errors.New("the profile has no command for it")
 	}
-	r := strings.NewReplacer("{csisim}", csisimBinary, "{built}", built, "{driverName}", driverName)
-	t := launch.Template{Path: r.Replace(c.Path)}
-	if strings.Contains(c.Path, "{built}") && built == "" {
-		return t, fmt.Errorf("path %s: the profile has no start.build to make {built} from", c.Path)
+	r := strings.NewReplacer("{built}", built)
+	if built == "" && strings.Contains(c.Path, "{built}") {
+		return launch.Template{}, fmt.Errorf("path %s: the profile has no start.build to make {built} from", c.Path)
 	}
+	t := launch.Template{Path: r.Replace(c.Path)}
 	for _, a := range c.Args {
-		t.Args = append(t.Args, strings.ReplaceAll(a, "{driverName}", driverName))
+		t.Args = append(t.Args, r.Replace(a))
 	}
 	for _, e := range c.Env {
-		t.Env = append(t.Env, strings.ReplaceAll(e, "{driverName}", driverName))
+		t.Env = append(t.Env, r.Replace(e))
 	}
 	return t, nil
-}
-
-// fill is a profile's flag words with placeholder replaced by value.
-func fill(words []string, placeholder, value string) []string {
-	out := make([]string, len(words))
-	for i, w := range words {
-		out[i] = strings.ReplaceAll(w, placeholder, value)
-	}
-	return out
 }
 
 // Stop stops every driver process and mock server of the deployment.

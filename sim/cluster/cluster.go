@@ -86,13 +86,27 @@ type Config struct {
 	// and for each node's; the zero value runs csisim's own driver from
 	// DriverBinary, in controller and node modes.
 	Driver launch.Template
-	// DriverBinary is the csisim binary for the default driver template;
-	// default: this executable.
+	// DriverBinary is the csisim binary for the default driver template
+	// and a template's {csisim}; default: this executable.
 	DriverBinary string
+	// ControllerDriver, if its Path is set, is how to start the controller
+	// plugin of the split layout; Driver then starts the node plugins.
+	ControllerDriver launch.Template
+	// ZoneArgs are added to the node plugin's arguments on a node that has
+	// a zone, with {zone} standing for it; csisim's own driver (the zero
+	// Driver) gets --zone {zone}.
+	ZoneArgs []string
+	// Layout is how the driver's processes are laid out: LayoutSplit (the
+	// default) or LayoutCombined (layout.go).
+	Layout Layout
 	// Mock runs the in-memory mock driver instead, in this process but
 	// still over gRPC on unix sockets: no mounts, no root needed, for
 	// scale runs. The kubelet then does not look for mounts.
 	Mock bool
+	// NoMounts says the driver mounts nothing (an in-memory test driver
+	// such as csi-test's mock): the kubelet then does not look for its
+	// mounts, as with Mock.
+	NoMounts bool
 	// Seed makes the run reproducible: UIDs, generated names and the order
 	// in which the loop runs ready work.
 	Seed uint64
@@ -151,6 +165,9 @@ type Cluster struct {
 	nodeLifecycle *nodelifecycle.Controller
 
 	exits exits // drivers that died unexpectedly (exits.go)
+	// notes are suspicions about the driver's set-up found at the start,
+	// for Hints (driverchecks.go).
+	notes []string
 }
 
 // Start brings the cluster up: API server, driver processes, controllers
@@ -172,6 +189,9 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 30 * time.Second
+	}
+	if err := cfg.checkDriver(); err != nil {
+		return nil, err
 	}
 	root, err := runroot.New("run")
 	if err != nil {
@@ -206,7 +226,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		},
 	}
 
-	ctrlEndpoint, err := c.startDriver(ctx, fault.Controller, "")
+	ctrlEndpoint, err := c.startControllerPlugin(ctx)
 	if err != nil {
 		return c, err
 	}
@@ -214,13 +234,16 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return c, err
 	}
 	for _, node := range cfg.Nodes {
-		endpoint, err := c.startDriver(ctx, fault.Node, node)
+		endpoint, err := c.nodePluginEndpoint(ctx, node)
 		if err != nil {
 			return c, err
 		}
 		if err := c.startKubelet(ctx, node, endpoint); err != nil {
 			return c, err
 		}
+	}
+	if err := c.checkDriverLayout(ctx); err != nil {
+		return c, err
 	}
 	if cfg.Realtime {
 		c.wg.Add(1)
@@ -267,17 +290,27 @@ func (c *Cluster) startDriver(ctx context.Context, role fault.Plugin, node strin
 		}
 	}
 	pl.driverEndpoint = "unix://" + driverSocket
-	if c.cfg.Mock {
+	if host := c.controllerHost(role); host != nil {
+		// Combined layout: the controller plugin is the first node's
+		// driver, behind a fault proxy of its own.
+		pl.host, pl.driverEndpoint = host, host.driverEndpoint
+		pl.name = "controller plugin (the node plugin on " + host.node + ")"
+	} else if c.cfg.Mock {
 		m := mock.ModeController
 		if role == fault.Node {
 			m = mock.ModeNode
+		}
+		if c.cfg.Layout == LayoutCombined && node == c.cfg.Nodes[0] {
+			m = mock.ModeAll
 		}
 		pl.mock = &mock.Config{Name: c.cfg.DriverName, NodeID: node, Mode: m, Backend: c.mockBackend()}
 	} else if err := c.prepareProcess(pl); err != nil {
 		return "", err
 	}
-	if err := c.startPlugin(ctx, pl); err != nil {
-		return "", err
+	if pl.host == nil {
+		if err := c.startPlugin(ctx, pl); err != nil {
+			return "", err
+		}
 	}
 	proxyName := "faultproxy:controller"
 	if role == fault.Node {
@@ -305,19 +338,18 @@ func (c *Cluster) startDriver(ctx context.Context, role fault.Plugin, node strin
 func (c *Cluster) prepareProcess(pl *plugin) error {
 	tmpl := c.cfg.Driver
 	if tmpl.Path == "" {
-		bin := c.cfg.DriverBinary
-		if bin == "" {
-			exe, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("finding the csisim binary for the driver: %w", err)
-			}
-			bin = exe
+		bin, err := c.csisimBinary()
+		if err != nil {
+			return err
 		}
 		tmpl = launch.OurDriver(bin, string(pl.role), c.cfg.DriverName)
-		if zone := c.cfg.Zones[pl.node]; zone != "" && pl.role == fault.Node {
-			tmpl.Args = append(tmpl.Args, "--zone", zone)
-		}
 		tmpl.Args = append(tmpl.Args, c.cfg.DriverArgs...)
+	} else if pl.role == fault.Controller && c.cfg.ControllerDriver.Path != "" {
+		tmpl = c.cfg.ControllerDriver
+	}
+	zone := c.cfg.Zones[pl.node]
+	if zone != "" && pl.role == fault.Node {
+		tmpl.Args = append(slices.Clip(tmpl.Args), c.zoneArgs()...)
 	}
 	stateDir := c.root.Path("controller", "state")
 	// A third-party driver usually serves every service in one process
@@ -336,7 +368,15 @@ func (c *Cluster) prepareProcess(pl *plugin) error {
 		}
 	}
 	pl.template = tmpl
-	pl.vars = launch.Vars{Endpoint: pl.driverEndpoint, NodeID: nodeID, StateDir: stateDir, Root: c.root.Path("storage")}
+	bin, err := c.csisimBinary()
+	if err != nil {
+		return err
+	}
+	pl.vars = launch.Vars{Endpoint: pl.driverEndpoint, NodeID: nodeID, StateDir: stateDir, Root: c.root.Path("storage"),
+		DriverName: c.cfg.DriverName, CSISim: bin}
+	if pl.role == fault.Node {
+		pl.vars.Zone = zone
+	}
 	return nil
 }
 
@@ -725,7 +765,7 @@ func (c *Cluster) startKubelet(ctx context.Context, node, endpoint string) error
 	}
 	nodeIP, podSubnet := kubelet.NodeNetwork(slices.Index(c.cfg.Nodes, node))
 	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"),
-		SkipMountCheck: c.cfg.Mock, Labels: labels, Recorder: c.rec, NodeIP: nodeIP, PodSubnet: podSubnet},
+		SkipMountCheck: c.cfg.Mock || c.cfg.NoMounts, Labels: labels, Recorder: c.rec, NodeIP: nodeIP, PodSubnet: podSubnet},
 		cs, f, f, conn.Node, c.rt)
 	if err := k.Register(ctx, conn.Identity); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -144,6 +145,9 @@ func (c *Cluster) injectDriverFault(ctx context.Context, f fault.Fault) error {
 	}
 	var errs []error
 	for _, pl := range plugins {
+		if pl.host != nil && slices.Contains(plugins, pl.host) && f.Kind != fault.NodePluginMissing {
+			continue // the combined layout's controller plugin goes with its host
+		}
 		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: pl.name})
 		switch f.Kind {
 		case fault.DriverCrash:
@@ -163,6 +167,10 @@ func (c *Cluster) injectDriverFault(ctx context.Context, f fault.Fault) error {
 // it is the socket the callers know, as the kubelet keeps the plugin's
 // registration while node-driver-registrar runs.
 func (c *Cluster) crashPlugin(pl *plugin) error {
+	if pl.host != nil {
+		defer pl.proxy.InterruptParked()
+		return c.crashPlugin(pl.host)
+	}
 	if pl.crashed {
 		return nil
 	}
@@ -192,6 +200,14 @@ func (c *Cluster) crashPlugin(pl *plugin) error {
 // node plugin then registers with its kubelet again, as a restarted plugin
 // pod's node-driver-registrar does.
 func (c *Cluster) restartPlugin(ctx context.Context, pl *plugin, loseState bool) error {
+	if pl.host != nil {
+		if err := c.restartPlugin(ctx, pl.host, loseState); err != nil {
+			return err
+		}
+		connCtx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+		defer cancel()
+		return pl.proxy.WaitConnected(connCtx)
+	}
 	if err := c.crashPlugin(pl); err != nil {
 		return err
 	}

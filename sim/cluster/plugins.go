@@ -21,6 +21,9 @@ type plugin struct {
 	// driverEndpoint is the driver's own socket, behind the proxy.
 	driverEndpoint string
 	proxy          *faultproxy.Proxy
+	// host, in the combined layout, is the node plugin whose driver the
+	// controller plugin is; it has no driver of its own then.
+	host *plugin
 
 	// A driver process: how to start it, and the running one.
 	template launch.Template
@@ -38,4 +41,13 @@ type plugin struct {
 	// crashed: driver-crash or node-plugin-missing stopped it and nothing
 	// started it again.
 	crashed bool
+}
+
+// driver is the plugin whose driver process (or mock) serves this one:
+// itself, or in the combined layout the controller plugin's host.
+func (pl *plugin) driver() *plugin {
+	if pl.host != nil {
+		return pl.host
+	}
+	return pl
 }
