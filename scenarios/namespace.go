@@ -156,8 +156,8 @@ func inNamespace(st Step, ns string) Step {
 		pt := *st.Patch
 		set(&pt.Namespace)
 		st.Patch = &pt
-	case st.Fault != nil:
-		f := *st.Fault
+	case st.Fault != nil && st.Fault.Claim != "":
+		f := *st.Fault // the claim's namespace
 		set(&f.Namespace)
 		st.Fault = &f
 	}
