@@ -82,10 +82,10 @@ type Step struct {
 	Wait         *Wait
 	Consistently *Consistently
 	Assert       *Assert
-	Delete *Delete
-	Patch  *Patch
-	Sleep  *Sleep
-	Fault  *fault.Fault
+	Delete       *Delete
+	Patch        *Patch
+	Sleep        *Sleep
+	Fault        *fault.Fault
 }
 
 // Action names the step's action as written in the file: "apply", "wait", ...
