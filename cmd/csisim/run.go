@@ -104,7 +104,15 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	if *driverName != "" {
 		name = *driverName
 	}
-	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: name, Mock: *mockDriver}
+	prof, err := runProfile(*mockDriver, name)
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		return 2
+	}
+	if why := sc.SkipReason(prof); why != "" {
+		return reportSkipped(sc, why, stdout)
+	}
+	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(prof), DriverName: name, Mock: *mockDriver}
 	if *driverCommand != "" {
 		words := strings.Fields(*driverCommand)
 		cfg.Driver = launch.Template{Path: words[0], Args: words[1:]}
@@ -144,7 +152,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		cfg.Seed = *seed
 		return runNemesis(ctx, nem, fs, sc, cfg, *quiet, *traceFile, *driverLog, stdout, stderr)
 	}
-	sim := simRun{file: fs.Arg(0), cluster: cfg, traceFile: *traceFile, driverLog: *driverLog}
+	sim := simRun{file: fs.Arg(0), cluster: cfg, traceFile: *traceFile, driverLog: *driverLog, profile: prof}
 	if !*quiet {
 		sim.cluster.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
 	}
@@ -189,7 +197,7 @@ func runOnRealkube(ctx context.Context, cfg realcluster.Config, sc *scenario.Sce
 	if err != nil {
 		return runOutcome{startErr: &startError{what: "the real control plane", err: err}, interrupted: ctx.Err() != nil}
 	}
-	return runOn(ctx, rc, nil, sc, traceFile)
+	return runOn(ctx, rc, nil, sc, nil, traceFile)
 }
 
 // writeResults writes the result of a single run as JSON and as a JUnit
