@@ -40,7 +40,7 @@ var structuredDriverVars = []string{varParameters, varBlockParameters, varLifecy
 // driverVarNames are the driver variables every profile may set (the keys
 // of profile.Vars, and the structured ones); driver.parameter.<key> and
 // driver.blockParameter.<key> are the class parameters.
-var driverVarNames = []string{"name", "provisioner", "storageClass", "topologyKey", "attachRequired",
+var driverVarNames = []string{"name", "provisioner", "storageClass", "topologyKey", "sanitizedName", "attachRequired",
 	"podInfoOnMount", "fsGroupPolicy", "parameters", "blockParameters", "volumeLifecycleModes"}
 
 // isDriverVarName says whether name is a driver variable's name as written
@@ -86,7 +86,22 @@ func driverVars(p *profile.Profile) map[string]string {
 	for k, v := range blockParameters(p) {
 		out[driverPrefix+"blockParameter."+k] = v
 	}
+	out[driverPrefix+"sanitizedName"] = sanitizeDriverName(p.Name)
 	return out
+}
+
+// sanitizeDriverName is the driver name as the external-attacher writes it
+// into its finalizer, external-attacher/<name>: every character other than
+// a letter, a digit or '-' becomes '-' (external-attacher's
+// pkg/controller/util.go, SanitizeDriverName).
+func sanitizeDriverName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
 }
 
 // driverValues are the typed values of the driver variables for p, used
@@ -168,6 +183,8 @@ func (s *Scenario) SkipReason(p *profile.Profile) string {
 	}
 	c := s.Cluster
 	switch {
+	case c.DriverName != "" && !runsCsisimDriver(p):
+		return fmt.Sprintf("cluster.driverName %s starts csisim's own driver under that name: driver profile %s does not run it", c.DriverName, label)
 	case len(c.DriverArgs) > 0 && !runsCsisimDriver(p):
 		return fmt.Sprintf("cluster.driverArgs %s are flags of csisim's own driver: driver profile %s does not run it", strings.Join(c.DriverArgs, " "), label)
 	case c.Capacity != "" && len(p.Flags.Capacity) == 0:

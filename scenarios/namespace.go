@@ -21,6 +21,19 @@ func (r *Runner) profile() *profile.Profile {
 	return profiles.MustDefault()
 }
 
+// profileFor is the driver under test for s: a scenario that starts
+// csisim's driver under another name (cluster.driverName) sees that name
+// as ${driver.name}.
+func (r *Runner) profileFor(s *Scenario) *profile.Profile {
+	p := r.profile()
+	if s.Cluster.DriverName == "" || s.Cluster.DriverName == p.Name {
+		return p
+	}
+	named := *p
+	named.Name = s.Cluster.DriverName
+	return &named
+}
+
 // skipped is the result of a scenario the driver under test cannot run:
 // every step skipped, with the reason.
 func (r *Runner) skipped(s *Scenario, why string) *Result {
@@ -156,8 +169,8 @@ func inNamespace(st Step, ns string) Step {
 		pt := *st.Patch
 		set(&pt.Namespace)
 		st.Patch = &pt
-	case st.Fault != nil:
-		f := *st.Fault
+	case st.Fault != nil && st.Fault.Claim != "":
+		f := *st.Fault // the claim's namespace
 		set(&f.Namespace)
 		st.Fault = &f
 	}

@@ -13,7 +13,6 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
-
 )
 
 // Load reads the scenario file at path and checks it completely, including

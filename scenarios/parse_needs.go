@@ -104,5 +104,45 @@ func inferNeeds(s *Scenario) []profile.Capability {
 	if slices.Contains(s.DriverVars, driverPrefix+"topologyKey") {
 		add(profile.Topology)
 	}
+	// A CSI call the scenario expects or injects a fault into is one the
+	// driver must make: ControllerPublishVolume only with attach, ...
+	for _, st := range s.allSteps() {
+		for _, m := range csiMethodsOf(st) {
+			if c, ok := methodNeeds[m]; ok {
+				add(c)
+			}
+		}
+	}
 	return needs
+}
+
+// methodNeeds are the capabilities without which a driver is never asked
+// for a CSI method.
+var methodNeeds = map[string]profile.Capability{
+	"ControllerPublishVolume":   profile.Attach,
+	"ControllerUnpublishVolume": profile.Attach,
+	"NodeStageVolume":           profile.StageUnstage,
+	"NodeUnstageVolume":         profile.StageUnstage,
+	"CreateSnapshot":            profile.Snapshots,
+	"DeleteSnapshot":            profile.Snapshots,
+}
+
+// csiMethodsOf are the CSI methods a step names: in a csiCalls check, or
+// as the method of a CSI fault.
+func csiMethodsOf(st Step) []string {
+	var c *Check
+	switch {
+	case st.Wait != nil:
+		c = &st.Wait.Check
+	case st.Assert != nil:
+		c = &st.Assert.Check
+	case st.Consistently != nil:
+		c = &st.Consistently.Check
+	case st.Fault != nil && st.Fault.CSI.Method != "":
+		return []string{st.Fault.CSI.Method}
+	}
+	if c == nil || c.CSICalls == nil {
+		return nil
+	}
+	return append(slices.Clone(c.CSICalls.Sequence), c.CSICalls.Contains...)
 }

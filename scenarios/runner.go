@@ -62,7 +62,7 @@ type Runner struct {
 // returning the partial Result and a *StepError. Other errors (a nil
 // Backend, an unreachable API server config) are returned as plain errors.
 func (r *Runner) Run(ctx context.Context, s *Scenario) (*Result, error) {
-	if why := s.SkipReason(r.profile()); why != "" {
+	if why := s.SkipReason(r.profileFor(s)); why != "" {
 		return r.skipped(s, why), nil
 	}
 	if r.Backend == nil {
@@ -137,8 +137,9 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		// Only calls made while this scenario runs count.
 		ex.csiBaseline = len(src.CSICalls())
 	}
-	builtin := builtinVars(r.profile(), ns.name)
-	ex.values = driverValues(r.profile())
+	prof := r.profileFor(s)
+	builtin := builtinVars(prof, ns.name)
+	ex.values = driverValues(prof)
 
 	var failed, finallyFailed *StepError
 	for i, raw := range all {

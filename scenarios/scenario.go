@@ -82,10 +82,10 @@ type Step struct {
 	Wait         *Wait
 	Consistently *Consistently
 	Assert       *Assert
-	Delete *Delete
-	Patch  *Patch
-	Sleep  *Sleep
-	Fault  *fault.Fault
+	Delete       *Delete
+	Patch        *Patch
+	Sleep        *Sleep
+	Fault        *fault.Fault
 }
 
 // Action names the step's action as written in the file: "apply", "wait", ...
@@ -106,7 +106,7 @@ func (s *Step) Action() string {
 	case s.Sleep != nil:
 		return actionSleep
 	case s.Fault != nil:
-		return faultKey(s.Fault.Kind)
+		return FaultStepKey(s.Fault.Kind)
 	}
 	return ""
 }
@@ -129,15 +129,15 @@ var actionKeys = append([]string{actionApply, actionWait, actionConsistently, ac
 func faultKeys() []string {
 	keys := make([]string, len(fault.Kinds))
 	for i, k := range fault.Kinds {
-		keys[i] = faultKey(k)
+		keys[i] = FaultStepKey(k)
 	}
 	return keys
 }
 
-// faultKey is the step key of fault kind k: its name in lowerCamel, the
+// FaultStepKey is the step key of fault kind k: its name in lowerCamel, the
 // one casing of scenario keys (node-loss is nodeLoss, stale-volumeattachment
 // staleVolumeAttachment).
-func faultKey(k fault.Kind) string {
+func FaultStepKey(k fault.Kind) string {
 	if k == fault.StaleVolumeAttachment {
 		return "staleVolumeAttachment"
 	}
@@ -147,7 +147,7 @@ func faultKey(k fault.Kind) string {
 // faultKind is the fault kind of step key key, if it is one.
 func faultKind(key string) (fault.Kind, bool) {
 	for _, k := range fault.Kinds {
-		if faultKey(k) == key {
+		if FaultStepKey(k) == key {
 			return k, true
 		}
 	}

@@ -181,6 +181,6 @@ steps:
         spec:
           containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - wait: {object: pod/app, jsonPath: '{.status.phase}', equals: Running, timeout: 60s}
   - sleep: 10m
 `

@@ -90,13 +90,6 @@ func runWithProfile(ctx context.Context, p *profile.Profile, file string, seed u
 	return out
 }
 
-// clusterRequest is what sc asks of the cluster's driver, all of it.
-func clusterRequest(sc *scenario.Scenario) profile.Request {
-	c := sc.Cluster
-	return profile.Request{Nodes: c.Nodes, Zones: c.Zones, Capacity: c.Capacity, VolumeLimit: c.VolumeLimit,
-		MultiNode: c.MultiNode, Extra: c.Flags, DriverArgs: c.DriverArgs}
-}
-
 // skipReason says why scenario sc does not run with the driver of profile
 // p, or "" if it does: what the scenario runner says (a capability the
 // scenario needs that the profile lacks, a driver variable it does not

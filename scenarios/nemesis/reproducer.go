@@ -160,7 +160,7 @@ func faultStep(f scenario.FiredFault) (*yaml.Node, error) {
 	}
 	fields.Style = yaml.FlowStyle
 	name := fmt.Sprintf("nemesis %s (fired at %s)", Describe(f.Fault), FormatAt(f.At))
-	return mapping("name", scalar(name), string(f.Fault.Kind), fields), nil
+	return mapping("name", scalar(name), scenario.FaultStepKey(f.Fault.Kind), fields), nil
 }
 
 func faultFields(f fault.Fault) (*yaml.Node, error) {
