@@ -32,7 +32,7 @@ test: fmt-check vet
 # repository's CI runs it: csi-sanity against the driver, then every library
 # scenario it can run on the simulator (the rest skipped with the reason).
 # TEST_DRIVERS picks the profiles.
-TEST_DRIVERS ?= csisim mock
+TEST_DRIVERS ?= csisim mock csi-test-mock
 test-drivers: build
 	@rc=0; for d in $(TEST_DRIVERS); do \
 		echo "== csisim test --driver $$d"; \
