@@ -15,21 +15,12 @@ import (
 	"github.com/csisim/csisim/drivers/launch"
 )
 
-func TestDriverLayoutMistakesAreNamed(t *testing.T) {
+func TestDuplicateNodeIDsAreRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  Config
 		want string
 	}{
-		{
-			// As csi-driver-host-path does: one process serves every
-			// service and reports its node ID as its topology, so in the
-			// split layout the controller process pins volumes to
-			// "controller".
-			name: "a combined driver run split",
-			cfg:  Config{Nodes: nodeNames(1), Driver: csisimAllServices()},
-			want: `topology topology.hostpath.csisim.io/node=controller: every volume it makes would be pinned to that node, where no pod runs. The driver runs controller and node in one process: use layout: combined`,
-		},
 		{
 			name: "one node ID for every node",
 			cfg: Config{Nodes: nodeNames(2), Layout: LayoutCombined,
@@ -52,6 +43,27 @@ func TestDriverLayoutMistakesAreNamed(t *testing.T) {
 				t.Fatalf("Start: %v\nwant it to say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// As csi-driver-host-path does, csisim's driver run from one command line
+// serves every service and reports its node ID as topology, so in the
+// split layout the controller process reports the node "controller".
+func TestHintsNameAControllerThatIsANode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Config{Nodes: nodeNames(1), Driver: csisimAllServices(), DriverBinary: csisimBinary, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	want := `reports topology topology.hostpath.csisim.io/node=controller: a driver that places each volume on its own node pins every volume it makes there, where no pod runs. If the driver runs controller and node in one process, use layout: combined`
+	if hints := c.Hints(ctx); len(hints) != 1 || !strings.Contains(hints[0], want) {
+		t.Fatalf("hints %q, want one saying %q", hints, want)
 	}
 }
 
