@@ -349,8 +349,9 @@ func printSanity(w io.Writer, r *sanityrun.Report) {
 }
 
 // specFailure is a csi-sanity failure in a line: Gomega's message without
-// the Go values it dumps ("<*status.Error | 0x…>", "{…}"), e.g.
-// "Unexpected error: rpc error: code = Unimplemented desc = … occurred".
+// the types and structs of the Go values it dumps, e.g. "Unexpected
+// error: rpc error: code = Unimplemented desc = … occurred", "… Expected 3
+// to equal 5".
 func specFailure(msg string) string {
 	var words []string
 	depth := 0
@@ -362,7 +363,13 @@ func specFailure(msg string) string {
 			depth++
 		case strings.HasPrefix(line, "}"):
 			depth = max(depth-1, 0)
-		case depth > 0, strings.HasPrefix(line, "<"):
+		case depth > 0:
+		case strings.HasPrefix(line, "<"):
+			// "<codes.Code>: 5": the value without its type; a dump that
+			// goes on below ("<*status.Error | 0x…>:") is left out.
+			if _, value, ok := strings.Cut(line, ">: "); ok && strings.TrimSpace(value) != "" {
+				words = append(words, strings.TrimSpace(value))
+			}
 		default:
 			words = append(words, line)
 		}

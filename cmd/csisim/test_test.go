@@ -209,7 +209,7 @@ capabilities: {attach: true}
 			Expect(string(s.Err.Contents())).To(ContainSubstring(want))
 		},
 		Entry("no driver", "--driver is required", "--skip-sanity"),
-		Entry("an unknown profile", "not a shipped profile", "--driver", "nosuch"),
+		Entry("an unknown profile", "no such shipped profile", "--driver", "nosuch"),
 		Entry("a bad focus", "--focus", "--driver", "mock", "--focus", "("),
 		Entry("no scenarios there", "no scenario files there", "--driver", "mock", "--skip-sanity", "--scenarios", "/nonexistent/*.yaml"),
 	)
