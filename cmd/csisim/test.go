@@ -399,18 +399,24 @@ func printScenario(w io.Writer, r scenarioResult) {
 
 // printTotals prints the totals and says whether anything failed.
 func printTotals(w io.Writer, sanity *sanityrun.Report, results []scenarioResult, wall time.Duration) bool {
-	var passed, failed, skipped int
+	var passed, failed, skipped, interrupted int
 	for _, r := range results {
 		switch {
 		case r.skipped != "":
 			skipped++
+		case r.Interrupted:
+			interrupted++
 		case r.Failure != nil:
 			failed++
-		case !r.Interrupted:
+		default:
 			passed++
 		}
 	}
-	fmt.Fprintf(w, "\nscenarios: %d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	fmt.Fprintf(w, "\nscenarios: %d passed, %d failed, %d skipped", passed, failed, skipped)
+	if interrupted > 0 {
+		fmt.Fprintf(w, ", %d interrupted", interrupted)
+	}
+	fmt.Fprintln(w)
 	anyFailed := failed > 0
 	if sanity != nil {
 		passed += sanity.Count(sanityrun.Passed)
@@ -419,8 +425,11 @@ func printTotals(w io.Writer, sanity *sanityrun.Report, results []scenarioResult
 		anyFailed = anyFailed || sanity.Error != "" || sanity.Count(sanityrun.Failed) > 0
 	}
 	verdict := "PASSED"
-	if anyFailed {
+	switch {
+	case anyFailed:
 		verdict = "FAILED"
+	case interrupted > 0:
+		verdict = "INTERRUPTED"
 	}
 	fmt.Fprintf(w, "%s in %s\n", verdict, wall.Round(time.Second))
 	// The closing line CI systems read: "N passed, N failed, N skipped".
