@@ -173,13 +173,13 @@ func expectOnly(t *testing.T, got []string, name string) {
 const lifecycle = `
 cluster: {nodes: [node-1]}
 steps:
-  - apply: {file: manifests/hostpath.yaml}
+  - apply: {file: manifests/driver.yaml}
   - apply:
       manifest: |
         apiVersion: v1
         kind: PersistentVolumeClaim
         metadata: {name: data}
-        spec: {accessModes: [ReadWriteOnce], storageClassName: csisim-hostpath, resources: {requests: {storage: 1Gi}}}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: '${driver.storageClass}', resources: {requests: {storage: 1Gi}}}
         ---
         apiVersion: v1
         kind: Pod
@@ -228,13 +228,13 @@ func TestBrokenStorageLosesTheData(t *testing.T) {
 	expectOnly(t, runBroken(t, "*|", `
 cluster: {nodes: [node-1]}
 steps:
-  - apply: {file: manifests/hostpath.yaml}
+  - apply: {file: manifests/driver.yaml}
   - apply:
       manifest: |
         apiVersion: v1
         kind: PersistentVolumeClaim
         metadata: {name: data}
-        spec: {accessModes: [ReadWriteOnce], storageClassName: csisim-hostpath, resources: {requests: {storage: 1Gi}}}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: '${driver.storageClass}', resources: {requests: {storage: 1Gi}}}
         ---
         apiVersion: v1
         kind: Pod

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -307,4 +308,36 @@ func structuredVarProblem(v any) string {
 		}
 	}
 	return ""
+}
+
+// RenderManifestFile reads the manifest file at path as an apply step of a
+// run with the driver of profile p would apply it (in namespace
+// "default"), and returns its objects as YAML documents: for tools and
+// tests that compare the library's templates with other manifests.
+func RenderManifestFile(path string, p *profile.Profile) ([]byte, error) {
+	data, err := readInputFile(path)
+	if err != nil {
+		return nil, err
+	}
+	objects, errs := readManifests(string(data), path, 1)
+	if len(errs) > 0 {
+		return nil, ParseErrors(errs)
+	}
+	st := Step{Apply: &Apply{Objects: objects}}
+	st, err = expandStepWith(st, builtinVars(p, defaultNamespace), driverValues(p))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var out []byte
+	for i, m := range st.Apply.Objects {
+		js, err := json.Marshal(m.Object)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, m.Line, err)
+		}
+		if i > 0 {
+			out = append(out, "---\n"...)
+		}
+		out = append(append(out, js...), '\n')
+	}
+	return out, nil
 }

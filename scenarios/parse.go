@@ -663,6 +663,9 @@ func (p *parser) save(n *yaml.Node) []SaveVar {
 		case seen[k.Value]:
 			p.fail(k, "variable %q is saved twice in one step", k.Value)
 			continue
+		case k.Value == namespaceVar:
+			p.fail(k, "${%s} is built-in (the scenario's namespace); save into another name", k.Value)
+			continue
 		}
 		seen[k.Value] = true
 		out = append(out, SaveVar{Name: k.Value, JSONPath: p.jsonPath(n.Content[i+1], "save "+k.Value)})

@@ -102,12 +102,12 @@ func (p *parser) controllerManagerRestart(n *yaml.Node) *fault.Fault {
 	return &fault.Fault{Kind: fault.ControllerManagerRestart}
 }
 
-// csiFault reads csi-error, csi-delay, csi-hang and csi-heal:
+// csiFault reads csiError, csiDelay, csiHang and csiHeal:
 //
-//	csi-error: {method, code, message?, times?, node?, volume?, plugin?}
-//	csi-delay: {method, duration, times?, node?, volume?, plugin?}
-//	csi-hang:  {method, limit?, times?, node?, volume?, plugin?}
-//	csi-heal:  {method?, node?, volume?, plugin?}
+//	csiError: {method, code, message?, times?, node?, volume?, plugin?}
+//	csiDelay: {method, duration, times?, node?, volume?, plugin?}
+//	csiHang:  {method, limit?, times?, node?, volume?, plugin?}
+//	csiHeal:  {method?, node?, volume?, plugin?}
 func (p *parser) csiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	fields := []string{"method", "node", "volume", "plugin"}
 	required := []string{"method"}
@@ -183,7 +183,7 @@ func (p *parser) csiFaultMethod(n *yaml.Node) (string, bool) {
 	return m, true
 }
 
-// driverFault reads driver-crash: {plugin, node?} and driver-restart:
+// driverFault reads driverCrash: {plugin, node?} and driverRestart:
 // {plugin, node?, state: keep|lose}. A node plugin is one per node, so
 // plugin: node needs node:; the controller plugin has no node.
 func (p *parser) driverFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
@@ -231,7 +231,7 @@ func (p *parser) driverFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	return flt
 }
 
-// apiFault reads api-conflict: {component, times} and watch-drop:
+// apiFault reads apiConflict: {component, times} and watchDrop:
 // {component, kind, times}.
 func (p *parser) apiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	fields := []string{"component", "times"}

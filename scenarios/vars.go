@@ -61,7 +61,13 @@ func undefinedVarError(name string, vars map[string]string) error {
 	}
 	known := make([]string, 0, len(vars))
 	for k := range vars {
-		known = append(known, k)
+		// The built-in variables are documented; list what steps saved.
+		if !strings.HasPrefix(k, driverPrefix) && k != namespaceVar {
+			known = append(known, k)
+		}
+	}
+	if len(known) == 0 {
+		return fmt.Errorf("undefined variable ${%s}: no step has saved a variable yet (save: in a wait or assert sets them for later steps)", name)
 	}
 	slices.Sort(known)
 	return fmt.Errorf("undefined variable ${%s}%s; set so far: %s", name, didYouMean(name, known), strings.Join(known, ", "))

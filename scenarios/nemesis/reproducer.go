@@ -48,6 +48,13 @@ func Reproducer(in ReproducerInput) ([]byte, error) {
 	}
 	root := doc.Content[0]
 	steps := mappingValue(root, "steps")
+	if steps != nil && steps.Kind == yaml.SequenceNode {
+		inlined, err := inlineIncludes(steps.Content, in.FromDir, in.FromDir)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", in.Scenario.File, err)
+		}
+		steps.Content = inlined
+	}
 	if steps == nil || steps.Kind != yaml.SequenceNode || len(steps.Content) != len(in.Scenario.Steps) {
 		return nil, fmt.Errorf("%s: the steps: list does not match the scenario's %d steps", in.Scenario.File, len(in.Scenario.Steps))
 	}
