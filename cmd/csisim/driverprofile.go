@@ -81,14 +81,20 @@ func commandProfile(command, name string) (*profile.Profile, error) {
 // configuration that runs it for r; scenarioDriverName is the scenario's
 // cluster.driverName ("" for none), which --driver-name overrides.
 func (d driverChoice) clusterConfig(ctx context.Context, r profile.Request, scenarioDriverName string, buildLog io.Writer) (cluster.Config, *profile.Profile, error) {
+	name := scenarioDriverName
+	if d.name != "" {
+		name = d.name
+	}
+	if d.command != "" {
+		// The command's driver reports its own name; this one only names
+		// its plugin directory until GetPluginInfo says it, as always.
+		d.name, name = name, ""
+	}
 	p, err := d.resolve()
 	if err != nil {
 		return cluster.Config{}, nil, err
 	}
-	opts := clusterprofile.Options{DriverName: scenarioDriverName, BuildLog: buildLog}
-	if d.name != "" {
-		opts.DriverName = d.name
-	}
+	opts := clusterprofile.Options{DriverName: name, BuildLog: buildLog}
 	cfg, err := clusterprofile.Config(ctx, p, r, opts)
 	if err != nil {
 		return cluster.Config{}, nil, err

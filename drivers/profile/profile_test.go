@@ -34,6 +34,7 @@ func TestParseRefuses(t *testing.T) {
 		{"unknown capability", "name: x\nstart: {layout: split, mock: true}\ncapabilities: {snapshot: true}", "capabilities.snapshot: unknown capability"},
 		{"unknown key", "name: x\nstart: {layout: split, mock: true}\ncapabilites: {}", "unknown field"},
 		{"topology without keys", "name: x\nstart: {layout: split, mock: true}\ncapabilities: {topology: true}", "topologyKeys: required"},
+		{"built without build", "name: x\nstart: {layout: combined, command: {path: '{built}'}}", "start.build does not say what to build"},
 		{"zones without flag", "name: x\nstart: {layout: split, mock: true}\ncapabilities: {zones: true}", "flags.zone: required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

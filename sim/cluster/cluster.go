@@ -166,8 +166,10 @@ type Cluster struct {
 
 	exits exits // drivers that died unexpectedly (exits.go)
 	// notes are suspicions about the driver's set-up found at the start,
-	// for Hints (driverchecks.go).
-	notes []string
+	// for Hints (driverchecks.go); controllerTopology is the topology a
+	// split layout's controller process reports as a node, if it does.
+	notes              []string
+	controllerTopology string
 }
 
 // Start brings the cluster up: API server, driver processes, controllers

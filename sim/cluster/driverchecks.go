@@ -58,7 +58,8 @@ func (c *Cluster) checkDriverLayout(ctx context.Context) error {
 // noteControllerNode asks the split layout's controller plugin, past
 // its fault proxy (so the run's timeline does not show it), whether it
 // serves the node service too. One that does and reports a topology of
-// its own places every volume it makes on the node "controller".
+// its own may place every volume it makes on the node "controller";
+// Hints says so when a volume is.
 func (c *Cluster) noteControllerNode(ctx context.Context) {
 	conn, err := csiclient.Dial(c.controllerPlugin().driverEndpoint, "csisim", nil)
 	if err != nil {
@@ -78,15 +79,12 @@ func (c *Cluster) noteControllerNode(ctx context.Context) {
 		}
 	}
 	sort.Strings(pinned)
-	// Not fatal: a driver whose processes share their volumes (csisim's
-	// own, run from one command line) places volumes by the topology the
-	// provisioner asks for, not by its own. If volumes do get pinned to
-	// "controller", Hints names them too.
+	// Not fatal, and no hint of its own: a driver whose processes share
+	// their volumes (csisim's own, run from one command line) places
+	// volumes by the topology the provisioner asks for, not by its own.
+	// It explains a volume that does get pinned there (Hints).
 	if len(pinned) > 0 {
-		c.notes = append(c.notes, fmt.Sprintf("the controller plugin, a process of its own in layout split (started with {nodeID} %q), also serves "+
-			"the node service and reports topology %s: a driver that places each volume on its own node pins every volume it makes there, where no pod runs. "+
-			"If the driver runs controller and node in one process, use layout: combined in its profile",
-			controllerNodeID, strings.Join(pinned, ", ")))
+		c.controllerTopology = strings.Join(pinned, ", ")
 	}
 }
 
@@ -138,8 +136,12 @@ func (c *Cluster) Hints(ctx context.Context) (hints []string) {
 			for _, req := range term.MatchExpressions {
 				for _, v := range req.Values {
 					if v == controllerNodeID && !nodes[v] {
+						why := ""
+						if c.controllerTopology != "" {
+							why = " (the controller process also serves the node service, with topology " + c.controllerTopology + ")"
+						}
 						hints = append(hints, fmt.Sprintf("PersistentVolume %s is pinned to %s=%s, the controller process's {nodeID} in layout split, "+
-							"where no pod can run: the driver runs controller and node in one process; use layout: combined in its profile", pv.Name, req.Key, v))
+							"where no pod can run%s: the driver runs controller and node in one process; use layout: combined in its profile", pv.Name, req.Key, v, why))
 					}
 				}
 			}

@@ -48,8 +48,10 @@ func TestDuplicateNodeIDsAreRefused(t *testing.T) {
 
 // As csi-driver-host-path does, csisim's driver run from one command line
 // serves every service and reports its node ID as topology, so in the
-// split layout the controller process reports the node "controller".
-func TestHintsNameAControllerThatIsANode(t *testing.T) {
+// split layout the controller process reports the node "controller". That
+// alone is no hint: csisim's driver places volumes where the provisioner
+// asks. A volume pinned to "controller" is, with the reason.
+func TestHintsNameAVolumePinnedToTheController(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := Start(ctx, Config{Nodes: nodeNames(1), Driver: csisimAllServices(), DriverBinary: csisimBinary, Seed: 1})
@@ -61,9 +63,22 @@ func TestHintsNameAControllerThatIsANode(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	want := `reports topology topology.hostpath.csisim.io/node=controller: a driver that places each volume on its own node pins every volume it makes there, where no pod runs. If the driver runs controller and node in one process, use layout: combined`
-	if hints := c.Hints(ctx); len(hints) != 1 || !strings.Contains(hints[0], want) {
-		t.Fatalf("hints %q, want one saying %q", hints, want)
+	if hints := c.Hints(ctx); len(hints) != 0 {
+		t.Fatalf("hints before any volume is pinned: %q", hints)
+	}
+	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pinned"},
+		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: c.DriverName(), VolumeHandle: "v"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "topology.hostpath.csisim.io/node", Operator: corev1.NodeSelectorOpIn, Values: []string{"controller"}}}}}}}}}
+	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := `PersistentVolume pinned is pinned to topology.hostpath.csisim.io/node=controller, the controller process's {nodeID} in layout split, where no pod can run (the controller process also serves the node service, with topology topology.hostpath.csisim.io/node=controller): the driver runs controller and node in one process; use layout: combined in its profile`
+	if hints := c.Hints(ctx); len(hints) != 1 || hints[0] != want {
+		t.Fatalf("hints %q, want %q", hints, want)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/csisim/csisim/drivers/profile"
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -82,6 +83,19 @@ func TestCSITestMockDriver(t *testing.T) {
 	}()
 	if c.DriverName() != p.Name {
 		t.Fatalf("the driver reports itself as %s, the profile says %s", c.DriverName(), p.Name)
+	}
+	// The profile declares what the driver reports of itself.
+	conn, err := csiclient.Dial(c.ControllerEndpoint(), "test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	reported, err := Reported(ctx, conn.Identity, conn.Controller, conn.Node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := Mismatches(p, reported); len(m) > 0 {
+		t.Fatalf("profile %s does not say what the driver reports: %q", p.File, m)
 	}
 	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
 	drv, class := p.Objects(c.DriverName(), profile.StorageClassName)
