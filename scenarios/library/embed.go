@@ -6,8 +6,9 @@ package library
 
 import "embed"
 
-// FS holds the scenarios (NAME.yaml) and the manifests they apply
-// (manifests/).
+// FS holds the scenarios (NAME.yaml) and the files they refer to, one
+// directory down: the manifests they apply (manifests/) and the steps
+// they include (steps/).
 //
-//go:embed *.yaml manifests
+//go:embed *.yaml */*.yaml
 var FS embed.FS
