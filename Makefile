@@ -4,7 +4,7 @@ BIN     := bin/csisim
 WORKLOAD_BIN := bin/csisim-workload
 SCENARIO ?= scenarios/library/basic-lifecycle.yaml
 
-.PHONY: all build demo test vet fmt-check examples labs-check e2e e2e-here realnodes-deps fidelity bench bench-realnodes clean
+.PHONY: all build demo test vet test-drivers fmt-check examples labs-check e2e e2e-here realnodes-deps fidelity bench bench-realnodes clean
 
 include realkube/realkube.mk
 include e2e/kind/kind.mk
@@ -27,6 +27,17 @@ demo: build
 test: fmt-check vet
 	$(GO) test -count=1 ./...
 	$(GO) vet -tags e2e ./e2e/...
+
+# test-drivers: `csisim test` for each shipped driver profile, as a driver
+# repository's CI runs it: csi-sanity against the driver, then every library
+# scenario it can run on the simulator (the rest skipped with the reason).
+# TEST_DRIVERS picks the profiles.
+TEST_DRIVERS ?= csisim mock csi-test-mock
+test-drivers: build
+	@rc=0; for d in $(TEST_DRIVERS); do \
+		echo "== csisim test --driver $$d"; \
+		./$(BIN) test --driver $$d --parallel 2 --junit bin/test-$$d.xml || rc=1; \
+	done; exit $$rc
 
 vet:
 	$(GO) vet ./...

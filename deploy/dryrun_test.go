@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -125,7 +124,7 @@ func TestServerSideDryRun(t *testing.T) {
 	// replaces (Update) the deployed objects of the same names; with the
 	// deployment in place, check that the server takes that update.
 	t.Run("ScenarioLibraryReplacesDeployment", func(t *testing.T) {
-		lib, err := loadFile(filepath.Join("..", "scenarios", "library", "manifests", "hostpath.yaml"))
+		lib, err := loadLibraryDriver(t)
 		if err != nil {
 			t.Fatal(err)
 		}

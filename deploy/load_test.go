@@ -19,6 +19,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
+
+	"github.com/csisim/csisim/drivers/profiles"
+	scenario "github.com/csisim/csisim/scenarios"
 )
 
 // manifest is one object of a manifest file.
@@ -59,6 +62,21 @@ var decoder = func() runtime.Decoder {
 }()
 
 // loadFile decodes every document of a manifest file.
+// loadLibraryDriver reads the scenario library's CSIDriver and
+// StorageClass (scenarios/library/manifests/driver.yaml) as a run with
+// csisim's own driver profile applies them.
+func loadLibraryDriver(t *testing.T) ([]manifest, error) {
+	rendered, err := scenario.RenderManifestFile(filepath.Join("..", "scenarios", "library", "manifests", "driver.yaml"), profiles.MustDefault())
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(t.TempDir(), "driver.yaml")
+	if err := os.WriteFile(path, rendered, 0o644); err != nil {
+		return nil, err
+	}
+	return loadFile(path)
+}
+
 func loadFile(path string) ([]manifest, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/realcluster"
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
@@ -90,7 +91,7 @@ func snapshotTimes(snaps []Snapshot) map[int]time.Duration {
 // without one is settled by quiet alone.
 func runSim(ctx context.Context, sc *scenario.Scenario, opts Options, realAt map[int]time.Duration) (RunResult, error) {
 	progress(opts, "running %s on the simulator (seed %d)\n", sc.Name, opts.Seed)
-	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: sc.Cluster.DriverName,
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName,
 		Seed: opts.Seed, DriverBinary: opts.DriverBinary, DriverLog: opts.ComponentLog})
 	if err != nil {
 		return RunResult{}, fmt.Errorf("starting the simulator: %w", err)
@@ -136,7 +137,7 @@ func runSim(ctx context.Context, sc *scenario.Scenario, opts Options, realAt map
 
 func runReal(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResult, error) {
 	progress(opts, "running %s on the real control plane\n", sc.Name)
-	c, err := realcluster.Start(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: sc.Cluster.DriverName,
+	c, err := realcluster.Start(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName,
 		DriverBinary: opts.DriverBinary, BinDir: opts.BinDir, Log: opts.ComponentLog, RealNodes: opts.RealNodes})
 	if err != nil {
 		return RunResult{}, fmt.Errorf("starting the real control plane: %w", err)
@@ -192,7 +193,8 @@ func runOn(ctx context.Context, sc *scenario.Scenario, opts Options, name string
 	readyAt := now.Now()
 	norm := NewNormaliser()
 	var snapErr error
-	runner := &scenario.Runner{Backend: b, Recorder: b.Recorder(), Clock: clk,
+	// Both runs work in "default", so that their objects compare.
+	runner := &scenario.Runner{Backend: b, Recorder: b.Recorder(), Clock: clk, Namespace: "default",
 		AfterStep: func(ctx context.Context, st scenario.StepResult) {
 			settled := settle(ctx, cl, norm, st.Step)
 			at := now.Since(readyAt)

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/realcluster"
 	"github.com/csisim/csisim/realnodes"
 	scenario "github.com/csisim/csisim/scenarios"
@@ -48,7 +49,7 @@ func hereSpecs(files, chosen []string) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
-			c, err := realcluster.Start(ctx, realcluster.Config{Nodes: nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: sc.Cluster.DriverName,
+			c, err := realcluster.Start(ctx, realcluster.Config{Nodes: nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName,
 				RealNodes: nodes, DriverBinary: *csisimBin, Log: GinkgoWriter})
 			Expect(err).NotTo(HaveOccurred())
 			defer func() { Expect(c.Close()).To(Succeed()) }()

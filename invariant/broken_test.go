@@ -173,13 +173,13 @@ func expectOnly(t *testing.T, got []string, name string) {
 const lifecycle = `
 cluster: {nodes: [node-1]}
 steps:
-  - apply: {file: manifests/hostpath.yaml}
+  - apply: {file: manifests/driver.yaml}
   - apply:
       manifest: |
         apiVersion: v1
         kind: PersistentVolumeClaim
         metadata: {name: data}
-        spec: {accessModes: [ReadWriteOnce], storageClassName: csisim-hostpath, resources: {requests: {storage: 1Gi}}}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: '${driver.storageClass}', resources: {requests: {storage: 1Gi}}}
         ---
         apiVersion: v1
         kind: Pod
@@ -188,7 +188,7 @@ steps:
           nodeName: node-1
           containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - wait: {object: pod/app, jsonPath: '{.status.phase}', equals: Running, timeout: 60s}
   - delete: {object: pod/app}
   - wait: {object: pod/app, gone: true, timeout: 60s}
   - delete: {object: pvc/data}
@@ -228,13 +228,13 @@ func TestBrokenStorageLosesTheData(t *testing.T) {
 	expectOnly(t, runBroken(t, "*|", `
 cluster: {nodes: [node-1]}
 steps:
-  - apply: {file: manifests/hostpath.yaml}
+  - apply: {file: manifests/driver.yaml}
   - apply:
       manifest: |
         apiVersion: v1
         kind: PersistentVolumeClaim
         metadata: {name: data}
-        spec: {accessModes: [ReadWriteOnce], storageClassName: csisim-hostpath, resources: {requests: {storage: 1Gi}}}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: '${driver.storageClass}', resources: {requests: {storage: 1Gi}}}
         ---
         apiVersion: v1
         kind: Pod
@@ -242,7 +242,7 @@ steps:
         spec:
           containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-  - wait: {object: pod/first, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - wait: {object: pod/first, jsonPath: '{.status.phase}', equals: Running, timeout: 60s}
   - delete: {object: pod/first}
   - wait: {object: pod/first, gone: true, timeout: 60s}
   - sleep: 30s
@@ -254,7 +254,7 @@ steps:
         spec:
           containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-  - wait: {object: pod/second, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - wait: {object: pod/second, jsonPath: '{.status.phase}', equals: Running, timeout: 60s}
   - delete: {object: pod/second}
   - wait: {object: pod/second, gone: true, timeout: 60s}
   - delete: {object: pvc/data}
@@ -298,7 +298,7 @@ steps:
         kind: PersistentVolumeClaim
         metadata: {name: data}
         spec: {accessModes: [%s], storageClassName: csisim-hostpath, resources: {requests: {storage: 1Gi}}}
-  - wait: {object: pvc/data, jsonpath: '{.status.phase}', equals: Bound, timeout: 30s}
+  - wait: {object: pvc/data, jsonPath: '{.status.phase}', equals: Bound, timeout: 30s}
   - apply:
       manifest: |
         apiVersion: v1
@@ -316,8 +316,8 @@ steps:
           nodeName: %s
           containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-  - wait: {object: pod/one, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
-  - wait: {object: pod/two, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - wait: {object: pod/one, jsonPath: '{.status.phase}', equals: Running, timeout: 60s}
+  - wait: {object: pod/two, jsonPath: '{.status.phase}', equals: Running, timeout: 60s}
   - delete: {object: pod/one}
   - delete: {object: pod/two}
   - wait: {object: pod/one, gone: true, timeout: 60s}
@@ -387,7 +387,7 @@ steps:
         spec:
           containers: [{name: app, image: busybox, volumeMounts: [{name: scratch, mountPath: /scratch}]}]
           volumes: [{name: scratch, csi: {driver: hostpath.csisim.io}}]
-  - wait: {object: events, jsonpath: '{.items[?(@.reason=="FailedMount")].reason}', equals: FailedMount, timeout: 60s}
+  - wait: {object: events, jsonPath: '{.items[?(@.reason=="FailedMount")].reason}', equals: FailedMount, timeout: 60s}
   - delete: {object: pod/app}
   - wait: {object: pod/app, gone: true, timeout: 60s}
 `, green), "pod-volumes-set-up")

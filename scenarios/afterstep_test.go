@@ -15,7 +15,7 @@ func TestAfterStepSeesEveryStepThatRan(t *testing.T) {
         kind: Pod
         metadata: {name: app}
         status: {phase: Pending}
-  - assert: {object: pod/app, jsonpath: '{.status.phase}', equals: Running}
+  - assert: {object: pod/app, jsonPath: '{.status.phase}', equals: Running}
   - sleep: 1s
 `)
 	cluster := newFakeCluster(clock.RealClock{})

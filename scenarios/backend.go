@@ -63,6 +63,8 @@ func unsupported(st *Step, b Backend) error {
 		c = &st.Wait.Check
 	case st.Assert != nil:
 		c = &st.Assert.Check
+	case st.Consistently != nil:
+		c = &st.Consistently.Check
 	}
 	if st.Fault != nil {
 		inj, ok := b.(fault.Injector)

@@ -75,6 +75,12 @@ func (c *Check) evaluate(obj map[string]any) verdict {
 			return verdict{held: true, seen: describeItems(items)}
 		}
 	}
+	if c.Match != nil {
+		if m := matchObject(c.Match, obj); m != nil {
+			return verdict{seen: m.String()}
+		}
+		return verdict{held: true, seen: "matches"}
+	}
 	if c.JSONPath == "" {
 		return verdict{held: true, seen: "exists"}
 	}
@@ -113,6 +119,8 @@ func (c *Check) expectation() string {
 		parts = append(parts, fmt.Sprintf("%s %s == %s", c.Object, c.JSONPath, quoteIfBlank(*c.Equals)))
 	case c.JSONPath != "":
 		parts = append(parts, fmt.Sprintf("%s %s to be non-empty", c.Object, c.JSONPath))
+	case c.Match != nil:
+		parts = append(parts, fmt.Sprintf("%s to match %s", c.Object, describeMatch(c.Match)))
 	case c.Count == nil:
 		parts = append(parts, c.Object.String()+" to exist")
 	}

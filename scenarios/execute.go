@@ -24,6 +24,9 @@ type executor struct {
 	csiBaseline int           // calls made before the scenario started
 
 	timed *timedFaults // the Runner's timed faults
+
+	// values are the typed driver variables (driverValues).
+	values map[string]any
 }
 
 // stepOutcome is what a passing step reports.
@@ -38,6 +41,8 @@ func (ex *executor) execute(ctx context.Context, st Step) (stepOutcome, error) {
 		return ex.apply(ctx, st.Apply)
 	case st.Wait != nil:
 		return ex.wait(ctx, st.Wait)
+	case st.Consistently != nil:
+		return ex.consistently(ctx, st.Consistently)
 	case st.Assert != nil:
 		return ex.assert(ctx, st.Assert)
 	case st.Delete != nil:

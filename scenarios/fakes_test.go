@@ -19,6 +19,7 @@ var (
 	podsGVR           = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	pvcsGVR           = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
 	pvsGVR            = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
+	namespacesGVR     = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	storageClassesGVR = schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}
 	csiDriversGVR     = schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"}
 	widgetsGVR        = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -37,6 +38,7 @@ func newFakeCluster(clk clock.PassiveClock) *fakeCluster {
 		podsGVR:           "PodList",
 		pvcsGVR:           "PersistentVolumeClaimList",
 		pvsGVR:            "PersistentVolumeList",
+		namespacesGVR:     "NamespaceList",
 		storageClassesGVR: "StorageClassList",
 		csiDriversGVR:     "CSIDriverList",
 		widgetsGVR:        "WidgetList",
@@ -48,6 +50,7 @@ func newFakeCluster(clk clock.PassiveClock) *fakeCluster {
 			{Name: "pods", SingularName: "pod", Namespaced: true, Kind: "Pod", ShortNames: []string{"po"}, Verbs: verbs},
 			{Name: "persistentvolumeclaims", SingularName: "persistentvolumeclaim", Namespaced: true, Kind: "PersistentVolumeClaim", ShortNames: []string{"pvc"}, Verbs: verbs},
 			{Name: "persistentvolumes", SingularName: "persistentvolume", Kind: "PersistentVolume", ShortNames: []string{"pv"}, Verbs: verbs},
+			{Name: "namespaces", SingularName: "namespace", Kind: "Namespace", ShortNames: []string{"ns"}, Verbs: verbs},
 		}},
 		{GroupVersion: "storage.k8s.io/v1", APIResources: []metav1.APIResource{
 			{Name: "storageclasses", SingularName: "storageclass", Kind: "StorageClass", ShortNames: []string{"sc"}, Verbs: verbs},

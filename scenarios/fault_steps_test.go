@@ -19,52 +19,52 @@ func TestParseFaultSteps(t *testing.T) {
 		want fault.Fault
 		name string
 	}{
-		{"node-loss: {node: node-a}", fault.Fault{Kind: fault.NodeLoss, Node: "node-a"}, "node-loss on node-a"},
-		{"node-plugin-missing: {node: node-b}", fault.Fault{Kind: fault.NodePluginMissing, Node: "node-b"}, "node-plugin-missing on node-b"},
-		{"stale-volumeattachment: {node: node-a, claim: data}",
+		{"nodeLoss: {node: node-a}", fault.Fault{Kind: fault.NodeLoss, Node: "node-a"}, "node-loss on node-a"},
+		{"nodePluginMissing: {node: node-b}", fault.Fault{Kind: fault.NodePluginMissing, Node: "node-b"}, "node-plugin-missing on node-b"},
+		{"staleVolumeAttachment: {node: node-a, claim: data}",
 			fault.Fault{Kind: fault.StaleVolumeAttachment, Node: "node-a", Claim: "data"}, "stale-volumeattachment data on node-a"},
-		{"stale-volumeattachment: {node: node-b, claim: logs, namespace: team-a}",
+		{"staleVolumeAttachment: {node: node-b, claim: logs, namespace: team-a}",
 			fault.Fault{Kind: fault.StaleVolumeAttachment, Node: "node-b", Claim: "logs", Namespace: "team-a"}, "stale-volumeattachment logs on node-b"},
-		{"controller-manager-restart: {}", fault.Fault{Kind: fault.ControllerManagerRestart}, "controller-manager-restart"},
-		{"controller-manager-restart:", fault.Fault{Kind: fault.ControllerManagerRestart}, "controller-manager-restart"},
-		{"csi-error: {method: NodeStageVolume, code: Unavailable, times: 1}",
+		{"controllerManagerRestart: {}", fault.Fault{Kind: fault.ControllerManagerRestart}, "controller-manager-restart"},
+		{"controllerManagerRestart:", fault.Fault{Kind: fault.ControllerManagerRestart}, "controller-manager-restart"},
+		{"csiError: {method: NodeStageVolume, code: Unavailable, times: 1}",
 			fault.Fault{Kind: fault.CSIError, Times: 1, CSI: fault.CSI{Method: "NodeStageVolume", Code: codes.Unavailable}},
 			"csi-error NodeStageVolume Unavailable"},
-		{"csi-error: {method: 'Controller*', code: RESOURCE_EXHAUSTED, message: full, times: always, node: node-a, volume: vol-1, plugin: controller}",
+		{"csiError: {method: 'Controller*', code: RESOURCE_EXHAUSTED, message: full, times: always, node: node-a, volume: vol-1, plugin: controller}",
 			fault.Fault{Kind: fault.CSIError, Node: "node-a", Plugin: fault.Controller,
 				CSI: fault.CSI{Method: "Controller*", Volume: "vol-1", Code: codes.ResourceExhausted, Message: "full"}},
 			"csi-error Controller* volume vol-1 ResourceExhausted on node-a"},
-		{"csi-error: {method: CreateVolume, code: 8}",
+		{"csiError: {method: CreateVolume, code: 8}",
 			fault.Fault{Kind: fault.CSIError, CSI: fault.CSI{Method: "CreateVolume", Code: codes.ResourceExhausted}}, "csi-error CreateVolume ResourceExhausted"},
-		{"csi-delay: {method: NodePublishVolume, duration: 3s, times: 2, plugin: node}",
+		{"csiDelay: {method: NodePublishVolume, duration: 3s, times: 2, plugin: node}",
 			fault.Fault{Kind: fault.CSIDelay, Plugin: fault.Node, Times: 2, CSI: fault.CSI{Method: "NodePublishVolume", Delay: 3 * time.Second}},
 			"csi-delay NodePublishVolume 3s"},
-		{"csi-hang: {method: ControllerPublishVolume}",
+		{"csiHang: {method: ControllerPublishVolume}",
 			fault.Fault{Kind: fault.CSIHang, CSI: fault.CSI{Method: "ControllerPublishVolume"}}, "csi-hang ControllerPublishVolume"},
-		{"csi-hang: {method: ControllerPublishVolume, limit: 10m, times: 1}",
+		{"csiHang: {method: ControllerPublishVolume, limit: 10m, times: 1}",
 			fault.Fault{Kind: fault.CSIHang, Times: 1, CSI: fault.CSI{Method: "ControllerPublishVolume", Delay: 10 * time.Minute}}, "csi-hang ControllerPublishVolume"},
-		{"csi-heal: {}", fault.Fault{Kind: fault.CSIHeal}, "csi-heal"},
-		{"csi-heal: {method: NodeStageVolume, node: node-b}",
+		{"csiHeal: {}", fault.Fault{Kind: fault.CSIHeal}, "csi-heal"},
+		{"csiHeal: {method: NodeStageVolume, node: node-b}",
 			fault.Fault{Kind: fault.CSIHeal, Node: "node-b", CSI: fault.CSI{Method: "NodeStageVolume"}}, "csi-heal NodeStageVolume on node-b"},
-		{"driver-crash: {plugin: controller}", fault.Fault{Kind: fault.DriverCrash, Plugin: fault.Controller}, "driver-crash controller"},
-		{"driver-crash: {plugin: node, node: node-a}", fault.Fault{Kind: fault.DriverCrash, Plugin: fault.Node, Node: "node-a"}, "driver-crash node on node-a"},
-		{"driver-restart: {plugin: controller, state: lose}",
+		{"driverCrash: {plugin: controller}", fault.Fault{Kind: fault.DriverCrash, Plugin: fault.Controller}, "driver-crash controller"},
+		{"driverCrash: {plugin: node, node: node-a}", fault.Fault{Kind: fault.DriverCrash, Plugin: fault.Node, Node: "node-a"}, "driver-crash node on node-a"},
+		{"driverRestart: {plugin: controller, state: lose}",
 			fault.Fault{Kind: fault.DriverRestart, Plugin: fault.Controller, LoseState: true}, "driver-restart controller without state"},
-		{"driver-restart: {plugin: node, node: node-b, state: keep}",
+		{"driverRestart: {plugin: node, node: node-b, state: keep}",
 			fault.Fault{Kind: fault.DriverRestart, Plugin: fault.Node, Node: "node-b"}, "driver-restart node on node-b"},
-		{"api-conflict: {component: external-provisioner, times: 5}",
+		{"apiConflict: {component: external-provisioner, times: 5}",
 			fault.Fault{Kind: fault.APIConflict, Component: "external-provisioner", Times: 5}, "api-conflict external-provisioner"},
-		{"api-conflict: {component: 'kubelet:node-a', times: 1}",
+		{"apiConflict: {component: 'kubelet:node-a', times: 1}",
 			fault.Fault{Kind: fault.APIConflict, Component: "kubelet:node-a", Times: 1}, "api-conflict kubelet:node-a"},
-		{"watch-drop: {component: attachdetach-controller, kind: pods, times: 2}",
+		{"watchDrop: {component: attachdetach-controller, kind: pods, times: 2}",
 			fault.Fault{Kind: fault.WatchDrop, Component: "attachdetach-controller", Resource: "pods", Times: 2}, "watch-drop attachdetach-controller pods"},
-		{"watch-drop: {component: attachdetach-controller, kind: pvc, times: 1}",
+		{"watchDrop: {component: attachdetach-controller, kind: pvc, times: 1}",
 			fault.Fault{Kind: fault.WatchDrop, Component: "attachdetach-controller", Resource: "persistentvolumeclaims", Times: 1},
 			"watch-drop attachdetach-controller persistentvolumeclaims"},
-		{"watch-drop: {component: external-attacher, kind: VolumeAttachment, times: 1}",
+		{"watchDrop: {component: external-attacher, kind: VolumeAttachment, times: 1}",
 			fault.Fault{Kind: fault.WatchDrop, Component: "external-attacher", Resource: "volumeattachments", Times: 1},
 			"watch-drop external-attacher volumeattachments"},
-		{"watch-drop: {component: external-attacher, kind: volumeattachments.storage.k8s.io, times: 1}",
+		{"watchDrop: {component: external-attacher, kind: volumeattachments.storage.k8s.io, times: 1}",
 			fault.Fault{Kind: fault.WatchDrop, Component: "external-attacher", Resource: "volumeattachments", Times: 1},
 			"watch-drop external-attacher volumeattachments"},
 	}
@@ -81,7 +81,7 @@ func TestParseFaultSteps(t *testing.T) {
 			if st.Name != tt.name {
 				t.Errorf("name %q, want %q", st.Name, tt.name)
 			}
-			if st.Action() != string(tt.want.Kind) {
+			if st.Action() != FaultStepKey(tt.want.Kind) {
 				t.Errorf("action %q, want %q", st.Action(), tt.want.Kind)
 			}
 		})
@@ -91,54 +91,54 @@ func TestParseFaultSteps(t *testing.T) {
 func TestParseFaultStepErrors(t *testing.T) {
 	// Each source is the step at line 3, after a cluster of two nodes.
 	tests := []struct{ step, want string }{
-		{"node-loss: {}", "node-loss needs node: (the node's name)"},
-		{"node-plugin-missing: {node: node-c}", `there is no node "node-c" in cluster.nodes (node-a, node-b)`},
-		{"stale-volumeattachment: {node: node-a}", "stale-volumeattachment needs node: (the node's name) and claim: (the claim whose volume it attaches)"},
-		{"stale-volumeattachment: {node: node-a, claim: data, clam: data}", `unknown field "clam" (did you mean "claim"?)`},
-		{"stale-volumeattachment: {node: '', claim: data}", "node is empty"},
-		{"controller-manager-restart: {node: node-a}", "controller-manager-restart takes no fields; write controller-manager-restart: {}"},
+		{"nodeLoss: {}", "nodeLoss needs node: (the node's name)"},
+		{"nodePluginMissing: {node: node-c}", `there is no node "node-c" in cluster.nodes (node-a, node-b)`},
+		{"staleVolumeAttachment: {node: node-a}", "staleVolumeAttachment needs node: (the node's name) and claim: (the claim whose volume it attaches)"},
+		{"staleVolumeAttachment: {node: node-a, claim: data, clam: data}", `unknown field "clam" (did you mean "claim"?)`},
+		{"staleVolumeAttachment: {node: '', claim: data}", "node is empty"},
+		{"controllerManagerRestart: {node: node-a}", "controllerManagerRestart takes no fields; write controllerManagerRestart: {}"},
 
-		{"csi-error: {code: Unavailable}", "csi-error needs method:"},
-		{"csi-error: {method: NodeStageVolume}", "csi-error needs code:"},
-		{"csi-error: {}", "csi-error needs method: and code:"},
-		{"csi-error: {method: NodeStageVolum, code: Unavailable}", `method "NodeStageVolum" is not a CSI method (did you mean "NodeStageVolume"?)`},
-		{"csi-error: {method: 'Node[', code: Unavailable}", `method pattern "Node["`},
-		{"csi-error: {method: NodeStageVolume, code: Unavailabel}", `unknown gRPC code "Unavailabel"; write a gRPC code such as Unavailable`},
-		{"csi-error: {method: NodeStageVolume, code: 99}", "no gRPC code 99"},
-		{"csi-error: {method: NodeStageVolume, code: OK}", "code OK is not an error"},
-		{"csi-error: {method: NodeStageVolume, code: Internal, times: 0}", "times must be a whole number above 0 or always, not \"0\""},
-		{"csi-error: {method: NodeStageVolume, code: Internal, times: -2}", "times must be a whole number above 0 or always"},
-		{"csi-error: {method: NodeStageVolume, code: Internal, times: never}", `times must be a whole number above 0 or always, not "never"`},
-		{"csi-error: {method: NodeStageVolume, code: Internal, plugin: sidecar}", `plugin must be controller or node, not "sidecar"`},
-		{"csi-error: {method: NodeStageVolume, code: Internal, node: node-x}", `there is no node "node-x" in cluster.nodes`},
-		{"csi-error: {method: NodeStageVolume, code: Internal, retries: 2}", `unknown field "retries"; csi-error takes method, node, volume, plugin, code, message, times`},
-		{"csi-delay: {method: NodeStageVolume}", "csi-delay needs duration:"},
-		{"csi-delay: {method: NodeStageVolume, duration: 0s}", "duration must be positive, not 0s"},
-		{"csi-delay: {method: NodeStageVolume, duration: 5}", `invalid duration "5"`},
-		{"csi-delay: {method: NodeStageVolume, duration: 1s, code: Internal}", `unknown field "code"`},
-		{"csi-hang: {}", "csi-hang needs method:"},
-		{"csi-hang: {method: ControllerPublishVolume, limit: -1m}", "limit must be positive, not -1m"},
-		{"csi-hang: {method: ControllerPublishVolume, duration: 1m}", `unknown field "duration"`},
-		{"csi-heal: {method: Frobnicate}", `method "Frobnicate" is not a CSI method`},
-		{"csi-heal: {method: NodeStageVolume, times: 1}", `unknown field "times"`},
+		{"csiError: {code: Unavailable}", "csiError needs method:"},
+		{"csiError: {method: NodeStageVolume}", "csiError needs code:"},
+		{"csiError: {}", "csiError needs method: and code:"},
+		{"csiError: {method: NodeStageVolum, code: Unavailable}", `method "NodeStageVolum" is not a CSI method (did you mean "NodeStageVolume"?)`},
+		{"csiError: {method: 'Node[', code: Unavailable}", `method pattern "Node["`},
+		{"csiError: {method: NodeStageVolume, code: Unavailabel}", `unknown gRPC code "Unavailabel"; write a gRPC code such as Unavailable`},
+		{"csiError: {method: NodeStageVolume, code: 99}", "no gRPC code 99"},
+		{"csiError: {method: NodeStageVolume, code: OK}", "code OK is not an error"},
+		{"csiError: {method: NodeStageVolume, code: Internal, times: 0}", "times must be a whole number above 0 or always, not \"0\""},
+		{"csiError: {method: NodeStageVolume, code: Internal, times: -2}", "times must be a whole number above 0 or always"},
+		{"csiError: {method: NodeStageVolume, code: Internal, times: never}", `times must be a whole number above 0 or always, not "never"`},
+		{"csiError: {method: NodeStageVolume, code: Internal, plugin: sidecar}", `plugin must be controller or node, not "sidecar"`},
+		{"csiError: {method: NodeStageVolume, code: Internal, node: node-x}", `there is no node "node-x" in cluster.nodes`},
+		{"csiError: {method: NodeStageVolume, code: Internal, retries: 2}", `unknown field "retries"; csiError takes method, node, volume, plugin, code, message, times`},
+		{"csiDelay: {method: NodeStageVolume}", "csiDelay needs duration:"},
+		{"csiDelay: {method: NodeStageVolume, duration: 0s}", "duration must be positive, not 0s"},
+		{"csiDelay: {method: NodeStageVolume, duration: 5}", `invalid duration "5"`},
+		{"csiDelay: {method: NodeStageVolume, duration: 1s, code: Internal}", `unknown field "code"`},
+		{"csiHang: {}", "csiHang needs method:"},
+		{"csiHang: {method: ControllerPublishVolume, limit: -1m}", "limit must be positive, not -1m"},
+		{"csiHang: {method: ControllerPublishVolume, duration: 1m}", `unknown field "duration"`},
+		{"csiHeal: {method: Frobnicate}", `method "Frobnicate" is not a CSI method`},
+		{"csiHeal: {method: NodeStageVolume, times: 1}", `unknown field "times"`},
 
-		{"driver-crash: {}", "driver-crash needs plugin:"},
-		{"driver-crash: {plugin: node}", "driver-crash of plugin: node needs node: (the node whose plugin it is)"},
-		{"driver-crash: {plugin: controller, node: node-a}", "driver-crash of plugin: controller takes no node:"},
-		{"driver-crash: {plugin: kubelet}", `plugin must be controller or node, not "kubelet"`},
-		{"driver-restart: {plugin: controller}", "driver-restart needs state:"},
-		{"driver-restart: {plugin: controller, state: wipe}", `state must be keep (the plugin finds its state directory as it was) or lose (it starts with an empty one), not "wipe"`},
-		{"driver-restart: {plugin: node, state: keep}", "driver-restart of plugin: node needs node:"},
+		{"driverCrash: {}", "driverCrash needs plugin:"},
+		{"driverCrash: {plugin: node}", "driverCrash of plugin: node needs node: (the node whose plugin it is)"},
+		{"driverCrash: {plugin: controller, node: node-a}", "driverCrash of plugin: controller takes no node:"},
+		{"driverCrash: {plugin: kubelet}", `plugin must be controller or node, not "kubelet"`},
+		{"driverRestart: {plugin: controller}", "driverRestart needs state:"},
+		{"driverRestart: {plugin: controller, state: wipe}", `state must be keep (the plugin finds its state directory as it was) or lose (it starts with an empty one), not "wipe"`},
+		{"driverRestart: {plugin: node, state: keep}", "driverRestart of plugin: node needs node:"},
 
-		{"api-conflict: {component: external-provisioner}", "api-conflict needs times:"},
-		{"api-conflict: {component: external-provisoner, times: 3}", `unknown component "external-provisoner"`},
-		{"api-conflict: {component: csi-provisioner, times: 3}", `unknown component "csi-provisioner"; the components are persistentvolume-binder`},
-		{"api-conflict: {component: external-provisioner, times: 0}", `times must be a whole number above 0, not "0"`},
-		{"api-conflict: {component: external-provisioner, times: always}", `times must be a whole number above 0, not "always"`},
-		{"api-conflict: {component: 'kubelet:node-z', times: 1}", `component "kubelet:node-z": there is no node "node-z" in cluster.nodes`},
-		{"watch-drop: {component: attachdetach-controller, times: 1}", "watch-drop needs kind:"},
-		{"watch-drop: {component: attachdetach-controller, kind: widgets, times: 1}", `kind "widgets" is not a resource the simulated components watch; use one of pods, persistentvolumeclaims`},
-		{"watch-drop: {component: attachdetach-controller, kind: pods.storage.k8s.io, times: 1}", `kind "pods.storage.k8s.io" is not a resource`},
+		{"apiConflict: {component: external-provisioner}", "apiConflict needs times:"},
+		{"apiConflict: {component: external-provisoner, times: 3}", `unknown component "external-provisoner"`},
+		{"apiConflict: {component: csi-provisioner, times: 3}", `unknown component "csi-provisioner"; the components are persistentvolume-binder`},
+		{"apiConflict: {component: external-provisioner, times: 0}", `times must be a whole number above 0, not "0"`},
+		{"apiConflict: {component: external-provisioner, times: always}", `times must be a whole number above 0, not "always"`},
+		{"apiConflict: {component: 'kubelet:node-z', times: 1}", `component "kubelet:node-z": there is no node "node-z" in cluster.nodes`},
+		{"watchDrop: {component: attachdetach-controller, times: 1}", "watchDrop needs kind:"},
+		{"watchDrop: {component: attachdetach-controller, kind: widgets, times: 1}", `kind "widgets" is not a resource the simulated components watch; use one of pods, persistentvolumeclaims`},
+		{"watchDrop: {component: attachdetach-controller, kind: pods.storage.k8s.io, times: 1}", `kind "pods.storage.k8s.io" is not a resource`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.step, func(t *testing.T) {
@@ -161,16 +161,16 @@ func TestParseFaultStepErrors(t *testing.T) {
 
 func TestParseFaultStepVariables(t *testing.T) {
 	_, err := parseWithFiles(t, `steps:
-  - wait: {object: pvc/data, jsonpath: '{.spec.volumeName}', save: {pv: '{.spec.volumeName}'}}
-  - csi-error: {method: NodeStageVolume, code: Internal, volume: '${pv}'}
-  - csi-error: {method: NodeStageVolume, code: Internal, volume: '${nope}'}
+  - wait: {object: pvc/data, jsonPath: '{.spec.volumeName}', save: {pv: '{.spec.volumeName}'}}
+  - csiError: {method: NodeStageVolume, code: Internal, volume: '${pv}'}
+  - csiError: {method: NodeStageVolume, code: Internal, volume: '${nope}'}
 `, nil)
 	if err == nil || !strings.Contains(err.Error(), "x.yaml:4:") || strings.Contains(err.Error(), "x.yaml:3:") {
 		t.Fatalf("error %v, want one at line 4 only (${nope} is not set)", err)
 	}
 	s, err := parseWithFiles(t, `steps:
-  - wait: {object: pvc/data, jsonpath: '{.spec.volumeName}', save: {pv: '{.spec.volumeName}'}}
-  - csi-error: {method: NodeStageVolume, code: Internal, volume: '${pv}'}
+  - wait: {object: pvc/data, jsonPath: '{.spec.volumeName}', save: {pv: '{.spec.volumeName}'}}
+  - csiError: {method: NodeStageVolume, code: Internal, volume: '${pv}'}
 `, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -222,8 +222,8 @@ func TestRunRefusesFaultsTheBackendCannotInject(t *testing.T) {
   - apply:
       manifest: |
         {apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data}}
-  - node-loss: {node: node-1}
-  - csi-hang: {method: ControllerPublishVolume}
+  - nodeLoss: {node: node-1}
+  - csiHang: {method: ControllerPublishVolume}
 `
 	tests := []struct {
 		name    string
@@ -268,8 +268,8 @@ func TestRunRefusesFaultsTheBackendCannotInject(t *testing.T) {
 
 func TestRunInjectsFaultsTheBackendCan(t *testing.T) {
 	s := mustParse(t, `steps:
-  - node-loss: {node: node-1}
-  - csi-hang: {method: ControllerPublishVolume, times: 1}
+  - nodeLoss: {node: node-1}
+  - csiHang: {method: ControllerPublishVolume, times: 1}
 `)
 	inj := &fakeInjector{can: []fault.Kind{fault.NodeLoss, fault.CSIHang}}
 	cluster := newFakeCluster(clock.RealClock{})

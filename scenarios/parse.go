@@ -13,8 +13,6 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/csisim/csisim/fault"
 )
 
 // Load reads the scenario file at path and checks it completely, including
@@ -31,7 +29,7 @@ func Load(path string) (*Scenario, error) {
 // messages; manifest files are looked up relative to baseDir. The error, if
 // any, is a ParseErrors listing every problem found.
 func Parse(name string, data []byte, baseDir string) (*Scenario, error) {
-	p := &parser{file: name, baseDir: baseDir, vars: map[string]string{}, source: data}
+	p := &parser{file: name, baseDir: baseDir, vars: map[string]string{}, source: data, including: []string{filepath.Clean(filepath.Join(baseDir, filepath.Base(name)))}}
 	s := p.scenario()
 	if len(p.errs) > 0 {
 		return nil, p.errs
@@ -55,6 +53,11 @@ type parser struct {
 	vars map[string]string
 	// nodes are cluster.nodes, to check the nodes fault steps name.
 	nodes []string
+	// driverVars are the driver variables the scenario uses, in order.
+	driverVars []string
+	// including are the files being included, outermost first, to refuse
+	// a file that includes itself.
+	including []string
 }
 
 func (p *parser) fail(n *yaml.Node, format string, args ...any) {
@@ -67,14 +70,18 @@ func (p *parser) failAt(line int, format string, args ...any) {
 
 // checkVars reports ${...} references in s that no earlier step sets.
 func (p *parser) checkVars(line int, s string) bool {
-	if _, err := expandVars(s, p.vars); err != nil {
+	if _, err := expandWith(s, p.lookupVar); err != nil {
 		p.failAt(line, "%v", err)
+		return false
+	}
+	if name := structuredVarIn(s); name != "" {
+		p.failAt(line, "${%s} is not text: it can only be a whole value in a manifest (e.g. parameters: ${%s})", name, name)
 		return false
 	}
 	return true
 }
 
-var scenarioFields = []string{"name", "description", "cluster", "expect", "steps"}
+var scenarioFields = []string{"name", "description", "needs", "cluster", "expect", "steps", "finally"}
 
 func (p *parser) scenario() *Scenario {
 	dec := yaml.NewDecoder(bytes.NewReader(p.source))
@@ -116,6 +123,9 @@ func (p *parser) scenario() *Scenario {
 		s.Cluster = p.cluster(f.vals["cluster"])
 		p.nodes = s.Cluster.Nodes
 	}
+	if f.has("needs") {
+		s.Needs = p.needs(f.vals["needs"])
+	}
 	if f.has("expect") {
 		s.Expect = p.expect(f.vals["expect"])
 	}
@@ -124,6 +134,11 @@ func (p *parser) scenario() *Scenario {
 		return s
 	}
 	s.Steps = p.steps(f.vals["steps"])
+	if f.has("finally") {
+		s.Finally = p.finally(f.vals["finally"], len(s.Steps))
+	}
+	s.DriverVars = p.driverVars
+	s.Needs = inferNeeds(s)
 	return s
 }
 
@@ -149,7 +164,7 @@ func sourceLine(data []byte, n int) string {
 }
 
 func (p *parser) cluster(n *yaml.Node) Cluster {
-	f, ok := p.mapping(n, "cluster", "nodes", "zones", "driverArgs", "driverName")
+	f, ok := p.mapping(n, "cluster", "nodes", "zones", "driverArgs", "driverName", "capacity", "volumeLimit", "multiNode", "flags")
 	driver := defaultDriverName
 	if ok && f.has("driverName") {
 		if name, named := p.text(f.vals["driverName"], "driverName"); named {
@@ -169,10 +184,14 @@ func (p *parser) cluster(n *yaml.Node) Cluster {
 		if ok && f.has("zones") {
 			p.fail(f.keys["zones"], "zones needs nodes: list the nodes the zones are for")
 		}
+		var c Cluster
 		if ok && f.has("driverName") && driver != defaultDriverName {
-			return Cluster{DriverName: driver}
+			c.DriverName = driver
 		}
-		return Cluster{}
+		if ok {
+			p.clusterAsks(f, &c)
+		}
+		return c
 	}
 	seen := map[string]bool{}
 	nodes, _ := p.textList(f.vals["nodes"], "nodes", func(item *yaml.Node, name string) bool {
@@ -211,6 +230,7 @@ func (p *parser) cluster(n *yaml.Node) Cluster {
 			return true
 		})
 	}
+	p.clusterAsks(f, &c)
 	return c
 }
 
@@ -244,23 +264,7 @@ func (p *parser) zones(n *yaml.Node, nodes map[string]bool) map[string]string {
 }
 
 func (p *parser) steps(n *yaml.Node) []Step {
-	n = resolve(n)
-	if n.Kind != yaml.SequenceNode {
-		p.fail(n, "steps must be a list, each step starting with '- ', not %s", describeNode(n))
-		return nil
-	}
-	if len(n.Content) == 0 {
-		p.fail(n, "steps is empty")
-		return nil
-	}
-	steps := make([]Step, 0, len(n.Content))
-	for i, sn := range n.Content {
-		steps = append(steps, p.parseStep(i+1, sn))
-		for _, name := range savedNames(sn) {
-			p.vars[name] = ""
-		}
-	}
-	return steps
+	return p.stepList(n, "steps", 1, false)
 }
 
 // savedNames returns the variable names under save: in a step's YAML. It
@@ -298,7 +302,7 @@ func (p *parser) parseStep(index int, n *yaml.Node) Step {
 	defer func() { p.step, p.action = 0, "" }()
 
 	n = resolve(n)
-	st := Step{Index: index, Line: n.Line}
+	st := Step{Index: index, Line: n.Line, File: p.file}
 	before := len(p.errs)
 	f, ok := p.mapping(n, "a step", append([]string{"name"}, actionKeys...)...)
 	if !ok {
@@ -336,6 +340,8 @@ func (p *parser) parseStep(index int, n *yaml.Node) Step {
 		st.Apply = p.apply(v)
 	case actionWait:
 		st.Wait = p.wait(v)
+	case actionConsistently:
+		st.Consistently = p.consistently(v)
 	case actionAssert:
 		st.Assert = p.assert(v)
 	case actionDelete:
@@ -347,7 +353,8 @@ func (p *parser) parseStep(index int, n *yaml.Node) Step {
 			st.Sleep = &Sleep{Duration: d}
 		}
 	default:
-		st.Fault = p.faultStep(fault.Kind(p.action), v)
+		kind, _ := faultKind(p.action)
+		st.Fault = p.faultStep(kind, v)
 	}
 	if f.has("name") {
 		st.Name, _ = p.nonEmpty(f.vals["name"], "name")
@@ -388,6 +395,8 @@ func defaultStepName(st Step) string {
 		return "apply " + strings.Join(names, ", ")
 	case st.Wait != nil:
 		return "wait " + st.Wait.target()
+	case st.Consistently != nil:
+		return "consistently " + st.Consistently.target()
 	case st.Assert != nil:
 		return "assert " + st.Assert.target()
 	case st.Delete != nil:
@@ -484,12 +493,18 @@ func (p *parser) inlineManifest(n *yaml.Node) []Manifest {
 func (p *parser) manifests(text, file string, firstLine int) []Manifest {
 	bad := false
 	for i, line := range strings.Split(text, "\n") {
-		if _, err := expandVars(line, p.vars); err != nil {
+		if _, err := expandWith(line, p.lookupVar); err != nil {
 			p.errs = append(p.errs, &ParseError{File: file, Line: firstLine + i, Step: p.step, Action: p.action, Msg: err.Error()})
 			bad = true
 		}
 	}
 	objects, errs := readManifests(text, file, firstLine)
+	for _, m := range objects {
+		if msg := structuredVarProblem(m.Object); msg != "" {
+			p.errs = append(p.errs, &ParseError{File: file, Line: m.Line, Step: p.step, Action: p.action, Msg: m.Describe() + ": " + msg})
+			bad = true
+		}
+	}
 	for _, e := range errs {
 		e.Step, e.Action = p.step, p.action
 		p.errs = append(p.errs, e)
@@ -500,7 +515,7 @@ func (p *parser) manifests(text, file string, firstLine int) []Manifest {
 	return objects
 }
 
-var checkFields = []string{"object", "namespace", "labelSelector", "jsonpath", "equals", "gone", "count", "save", "csiCalls"}
+var checkFields = []string{"object", "namespace", "labelSelector", "jsonPath", "equals", "match", "gone", "count", "save", "csiCalls"}
 
 func (p *parser) wait(n *yaml.Node) *Wait {
 	f, ok := p.mapping(n, "wait", append(checkFields, "timeout")...)
@@ -563,16 +578,19 @@ func (p *parser) check(n *yaml.Node, f fields) Check {
 			}
 		}
 	}
-	if f.has("jsonpath") {
-		c.JSONPath = p.jsonPath(f.vals["jsonpath"], "jsonpath")
+	if f.has("jsonPath") {
+		c.JSONPath = p.jsonPath(f.vals["jsonPath"], "jsonPath")
 	}
 	if f.has("equals") {
 		if s, ok := p.str(f.vals["equals"], "equals"); ok {
 			c.Equals = &s
 		}
-		if !f.has("jsonpath") {
-			p.fail(f.keys["equals"], "equals needs jsonpath: (the value to compare)")
+		if !f.has("jsonPath") {
+			p.fail(f.keys["equals"], "equals needs jsonPath: (the value to compare)")
 		}
+	}
+	if f.has("match") {
+		c.Match = p.match(f, f.vals["match"])
 	}
 	if f.has("gone") {
 		c.Gone, _ = p.boolean(f.vals["gone"], "gone")
@@ -587,7 +605,7 @@ func (p *parser) check(n *yaml.Node, f fields) Check {
 	}
 
 	if c.Gone {
-		for _, k := range []string{"jsonpath", "equals", "count", "save"} {
+		for _, k := range []string{"jsonPath", "equals", "match", "count", "save"} {
 			if f.has(k) {
 				p.fail(f.keys[k], "gone: true can't be combined with %s (a gone object has no fields)", k)
 			}
@@ -600,8 +618,8 @@ func (p *parser) check(n *yaml.Node, f fields) Check {
 		switch {
 		case c.Gone:
 			p.fail(f.keys["gone"], "gone needs an object name; to wait until no %s exist, use count: 0", c.Object.Kind)
-		case c.Count == nil && c.JSONPath == "":
-			p.fail(f.vals["object"], "%q names a kind, not an object: write kind/name, or add count: or jsonpath: to check the list", c.Object.Kind)
+		case c.Count == nil && c.JSONPath == "" && c.Match == nil:
+			p.fail(f.vals["object"], "%q names a kind, not an object: write kind/name, or add count:, jsonPath: or match: to check the list", c.Object.Kind)
 		}
 	} else {
 		for _, k := range []string{"count", "labelSelector"} {
@@ -644,6 +662,9 @@ func (p *parser) save(n *yaml.Node) []SaveVar {
 			continue
 		case seen[k.Value]:
 			p.fail(k, "variable %q is saved twice in one step", k.Value)
+			continue
+		case k.Value == namespaceVar:
+			p.fail(k, "${%s} is built-in (the scenario's namespace); save into another name", k.Value)
 			continue
 		}
 		seen[k.Value] = true

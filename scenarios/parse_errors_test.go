@@ -40,7 +40,7 @@ func TestParseErrors(t *testing.T) {
 			src: `steps:
   - wait:
       object: pvc/data
-      jsonpath: '{.status.phase}'
+      jsonPath: '{.status.phase}'
       equal: Bound
 `,
 			want: []string{"x.yaml:5:", `step 1 (wait): unknown field "equal" (did you mean "equals"?)`},
@@ -61,29 +61,29 @@ func TestParseErrors(t *testing.T) {
         {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
     wait: {object: pvc/a}
 `,
-			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, assert, delete, patch, sleep, node-loss, node-return, out-of-service, missing-mount-propagation, kubelet-restart, stale-volumeattachment, controller-manager-restart, csi-error, csi-delay, csi-hang, csi-heal, driver-crash, driver-restart, node-plugin-missing, api-conflict, watch-drop; found apply and wait"},
+			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiHeal, driverCrash, driverRestart, nodePluginMissing, apiConflict, watchDrop; found apply and wait"},
 		},
 		{
 			name: "no action in a step",
 			src: `steps:
   - name: nothing
 `,
-			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, assert, delete, patch, sleep, node-loss, node-return, out-of-service, missing-mount-propagation, kubelet-restart, stale-volumeattachment, controller-manager-restart, csi-error, csi-delay, csi-hang, csi-heal, driver-crash, driver-restart, node-plugin-missing, api-conflict, watch-drop; found none"},
+			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiHeal, driverCrash, driverRestart, nodePluginMissing, apiConflict, watchDrop; found none"},
 		},
 		{
 			name: "kubelet-restart without a node",
 			src: `steps:
   - sleep: 1s
-  - kubelet-restart: {nod: node-1}
+  - kubeletRestart: {nod: node-1}
 `,
-			want: []string{"x.yaml:3:", `step 2 (kubelet-restart): unknown field "nod" (did you mean "node"?)`},
+			want: []string{"x.yaml:3:", `step 2 (kubeletRestart): unknown field "nod" (did you mean "node"?)`},
 		},
 		{
 			name: "kubelet-restart with an empty node",
 			src: `steps:
-  - kubelet-restart: {node: ""}
+  - kubeletRestart: {node: ""}
 `,
-			want: []string{"x.yaml:2:", "step 1 (kubelet-restart):"},
+			want: []string{"x.yaml:2:", "step 1 (kubeletRestart):"},
 		},
 		{
 			name: "misspelt action is reported once, as unknown",
@@ -166,7 +166,7 @@ func TestParseErrors(t *testing.T) {
   - wait: {object: pvc/data, save: {a: '{.metadata.uid}'}}
   - assert:
       object: pvc/data
-      jsonpath: '{.metadata.uid}'
+      jsonPath: '{.metadata.uid}'
       equals: ${a
 `,
 			want: []string{"x.yaml:6:", "step 2 (assert): unterminated ${"},
@@ -194,14 +194,14 @@ func TestParseErrors(t *testing.T) {
       object: pvc/data
       equals: Bound
 `,
-			want: []string{"x.yaml:4:", "step 1 (wait): equals needs jsonpath"},
+			want: []string{"x.yaml:4:", "step 1 (wait): equals needs jsonPath"},
 		},
 		{
 			name: "equals left empty",
 			src: `steps:
   - assert:
       object: pvc/data
-      jsonpath: '{.status.phase}'
+      jsonPath: '{.status.phase}'
       equals:
 `,
 			want: []string{"x.yaml:5:", `equals is empty; write equals: "" if an empty value is meant`},
@@ -212,9 +212,9 @@ func TestParseErrors(t *testing.T) {
   - wait:
       object: pod/app
       gone: true
-      jsonpath: '{.status.phase}'
+      jsonPath: '{.status.phase}'
 `,
-			want: []string{"x.yaml:5:", "gone: true can't be combined with jsonpath"},
+			want: []string{"x.yaml:5:", "gone: true can't be combined with jsonPath"},
 		},
 		{
 			name: "gone is not a boolean",
@@ -264,9 +264,9 @@ func TestParseErrors(t *testing.T) {
 			src: `steps:
   - wait:
       object: pvc/a
-      jsonpath: '{.status.phase'
+      jsonPath: '{.status.phase'
 `,
-			want: []string{"x.yaml:4:", `invalid jsonpath "{.status.phase"`},
+			want: []string{"x.yaml:4:", `invalid jsonPath "{.status.phase"`},
 		},
 		{
 			name: "invalid save name",
@@ -295,7 +295,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "check without object",
 			src: `steps:
-  - wait: {jsonpath: '{.a}', timeout: 3s}
+  - wait: {jsonPath: '{.a}', timeout: 3s}
 `,
 			want: []string{"x.yaml:2:", "step 1 (wait): wait needs object:"},
 		},

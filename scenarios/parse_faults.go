@@ -37,12 +37,12 @@ func (p *parser) faultStep(kind fault.Kind, n *yaml.Node) *fault.Fault {
 
 // nodeFault reads a fault step that takes only the node: {node: NAME}.
 func (p *parser) nodeFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
-	f, ok := p.mapping(n, string(kind), "node")
+	f, ok := p.mapping(n, FaultStepKey(kind), "node")
 	if !ok {
 		return nil
 	}
 	if !f.has("node") {
-		p.fail(n, "%s needs node: (the node's name)", kind)
+		p.fail(n, "%s needs node: (the node's name)", FaultStepKey(kind))
 		return nil
 	}
 	node, ok := p.node(f.vals["node"])
@@ -73,7 +73,7 @@ func (p *parser) staleVolumeAttachment(n *yaml.Node) *fault.Fault {
 		return nil
 	}
 	if !f.has("node") || !f.has("claim") {
-		p.fail(n, "%s needs node: (the node's name) and claim: (the claim whose volume it attaches)", fault.StaleVolumeAttachment)
+		p.fail(n, "%s needs node: (the node's name) and claim: (the claim whose volume it attaches)", FaultStepKey(fault.StaleVolumeAttachment))
 		return nil
 	}
 	flt := &fault.Fault{Kind: fault.StaleVolumeAttachment}
@@ -96,18 +96,18 @@ func (p *parser) controllerManagerRestart(n *yaml.Node) *fault.Fault {
 	r := resolve(n)
 	empty := (r.Kind == yaml.MappingNode && len(r.Content) == 0) || (r.Kind == yaml.ScalarNode && r.Tag == "!!null")
 	if !empty {
-		p.fail(n, "%s takes no fields; write %s: {}", fault.ControllerManagerRestart, fault.ControllerManagerRestart)
+		p.fail(n, "%s takes no fields; write %s: {}", FaultStepKey(fault.ControllerManagerRestart), FaultStepKey(fault.ControllerManagerRestart))
 		return nil
 	}
 	return &fault.Fault{Kind: fault.ControllerManagerRestart}
 }
 
-// csiFault reads csi-error, csi-delay, csi-hang and csi-heal:
+// csiFault reads csiError, csiDelay, csiHang and csiHeal:
 //
-//	csi-error: {method, code, message?, times?, node?, volume?, plugin?}
-//	csi-delay: {method, duration, times?, node?, volume?, plugin?}
-//	csi-hang:  {method, limit?, times?, node?, volume?, plugin?}
-//	csi-heal:  {method?, node?, volume?, plugin?}
+//	csiError: {method, code, message?, times?, node?, volume?, plugin?}
+//	csiDelay: {method, duration, times?, node?, volume?, plugin?}
+//	csiHang:  {method, limit?, times?, node?, volume?, plugin?}
+//	csiHeal:  {method?, node?, volume?, plugin?}
 func (p *parser) csiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	fields := []string{"method", "node", "volume", "plugin"}
 	required := []string{"method"}
@@ -123,12 +123,12 @@ func (p *parser) csiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	case fault.CSIHeal:
 		required = nil
 	}
-	f, ok := p.mapping(n, string(kind), fields...)
+	f, ok := p.mapping(n, FaultStepKey(kind), fields...)
 	if !ok {
 		return nil
 	}
 	if missing := missingFields(f, required); len(missing) > 0 {
-		p.fail(n, "%s needs %s", kind, listWords(missing, ""))
+		p.fail(n, "%s needs %s", FaultStepKey(kind), listWords(missing, ""))
 		return nil
 	}
 	flt := &fault.Fault{Kind: kind}
@@ -183,7 +183,7 @@ func (p *parser) csiFaultMethod(n *yaml.Node) (string, bool) {
 	return m, true
 }
 
-// driverFault reads driver-crash: {plugin, node?} and driver-restart:
+// driverFault reads driverCrash: {plugin, node?} and driverRestart:
 // {plugin, node?, state: keep|lose}. A node plugin is one per node, so
 // plugin: node needs node:; the controller plugin has no node.
 func (p *parser) driverFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
@@ -191,12 +191,12 @@ func (p *parser) driverFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	if kind == fault.DriverRestart {
 		fields, required = append(fields, "state"), append(required, "state")
 	}
-	f, ok := p.mapping(n, string(kind), fields...)
+	f, ok := p.mapping(n, FaultStepKey(kind), fields...)
 	if !ok {
 		return nil
 	}
 	if missing := missingFields(f, required); len(missing) > 0 {
-		p.fail(n, "%s needs %s", kind, listWords(missing, ""))
+		p.fail(n, "%s needs %s", FaultStepKey(kind), listWords(missing, ""))
 		return nil
 	}
 	flt := &fault.Fault{Kind: kind}
@@ -222,28 +222,28 @@ func (p *parser) driverFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	}
 	switch {
 	case flt.Plugin == fault.Node && flt.Node == "":
-		p.fail(n, "%s of plugin: node needs node: (the node whose plugin it is)", kind)
+		p.fail(n, "%s of plugin: node needs node: (the node whose plugin it is)", FaultStepKey(kind))
 		return nil
 	case flt.Plugin == fault.Controller && flt.Node != "":
-		p.fail(f.keys["node"], "%s of plugin: controller takes no node: (there is one controller plugin)", kind)
+		p.fail(f.keys["node"], "%s of plugin: controller takes no node: (there is one controller plugin)", FaultStepKey(kind))
 		return nil
 	}
 	return flt
 }
 
-// apiFault reads api-conflict: {component, times} and watch-drop:
+// apiFault reads apiConflict: {component, times} and watchDrop:
 // {component, kind, times}.
 func (p *parser) apiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	fields := []string{"component", "times"}
 	if kind == fault.WatchDrop {
 		fields = append(fields, "kind")
 	}
-	f, ok := p.mapping(n, string(kind), fields...)
+	f, ok := p.mapping(n, FaultStepKey(kind), fields...)
 	if !ok {
 		return nil
 	}
 	if missing := missingFields(f, fields); len(missing) > 0 {
-		p.fail(n, "%s needs %s", kind, listWords(missing, ""))
+		p.fail(n, "%s needs %s", FaultStepKey(kind), listWords(missing, ""))
 		return nil
 	}
 	flt := &fault.Fault{Kind: kind}

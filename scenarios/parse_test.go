@@ -31,7 +31,7 @@ steps:
   - wait:
       object: pvc/data
       namespace: team-a
-      jsonpath: '{.status.phase}'
+      jsonPath: '{.status.phase}'
       equals: Bound
       timeout: 30s
       save:
@@ -39,7 +39,7 @@ steps:
         pvcUID: .metadata.uid
   - assert:
       object: pv/${pv}
-      jsonpath: '{.metadata.name}'
+      jsonPath: '{.metadata.name}'
       equals: pvc-${pvcUID}
   - wait: {object: pods, labelSelector: app=web, count: 2}
   - wait: {object: pod/app, gone: true}
@@ -167,9 +167,9 @@ func TestDefaultStepNameForInlineManifests(t *testing.T) {
 
 func TestParseAcceptsScalarsAsText(t *testing.T) {
 	src := `steps:
-  - assert: {object: csidriver/d, jsonpath: '{.spec.attachRequired}', equals: true}
-  - assert: {object: pvc/d, jsonpath: '{.spec.x}', equals: 3}
-  - assert: {object: pvc/d, jsonpath: '{.spec.x}', equals: ""}
+  - assert: {object: csidriver/d, jsonPath: '{.spec.attachRequired}', equals: true}
+  - assert: {object: pvc/d, jsonPath: '{.spec.x}', equals: 3}
+  - assert: {object: pvc/d, jsonPath: '{.spec.x}', equals: ""}
 `
 	s, err := Parse("x.yaml", []byte(src), ".")
 	if err != nil {
@@ -207,7 +207,7 @@ func TestParseEscapedVariable(t *testing.T) {
 }
 
 func TestParseAliases(t *testing.T) {
-	src := `x-claim: &claim {object: pvc/data, jsonpath: '{.status.phase}', equals: Bound}
+	src := `x-claim: &claim {object: pvc/data, jsonPath: '{.status.phase}', equals: Bound}
 steps:
   - wait: *claim
 `
@@ -216,7 +216,7 @@ steps:
 		t.Fatalf("want unknown top-level field, got %v", err)
 	}
 	src = `steps:
-  - wait: &claim {object: pvc/data, jsonpath: '{.status.phase}', equals: Bound}
+  - wait: &claim {object: pvc/data, jsonPath: '{.status.phase}', equals: Bound}
   - assert: *claim
 `
 	s, err := Parse("x.yaml", []byte(src), ".")

@@ -18,7 +18,7 @@ func (troubledBackend) Problems() []string {
 }
 
 func TestFailedStepNamesTheBackendsProblems(t *testing.T) {
-	s := mustParse(t, "steps:\n  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 1s}\n")
+	s := mustParse(t, "steps:\n  - wait: {object: pod/app, jsonPath: '{.status.phase}', equals: Running, timeout: 1s}\n")
 	clk := testingclock.NewFakeClock(time.Now())
 	r := &Runner{Backend: troubledBackend{}, Clock: clk}
 	_, err := runOnFakeClock(t, context.Background(), r, clk, time.Second, s, newFakeCluster(clk).objects)

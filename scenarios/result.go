@@ -29,6 +29,13 @@ type Result struct {
 	// Fired are the Runner's timed faults that fired, in order, with
 	// where in the steps.
 	Fired []FiredFault
+	// Skipped, if set, says why the scenario did not run: the driver
+	// under test lacks what it needs ("needs snapshots: driver profile
+	// mock lacks it"). Every step is then Skipped; the run neither passed
+	// nor failed.
+	Skipped string
+	// Namespace is where the steps' namespaced objects went.
+	Namespace string
 }
 
 // StepResult is the record of one step.
@@ -54,8 +61,11 @@ func (r *Result) Failed() bool {
 	return false
 }
 
-// Passed reports whether every step passed.
+// Passed reports whether every step passed; a skipped scenario has not.
 func (r *Result) Passed() bool {
+	if r.Skipped != "" {
+		return false
+	}
 	for _, s := range r.Steps {
 		if s.Outcome != Passed {
 			return false

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -45,12 +46,25 @@ type Runner struct {
 	// OnFired, if set, is called as each timed fault fires, before it is
 	// injected: a record that outlives a run that crashes.
 	OnFired func(FiredFault)
+	// Profile is the driver under test: the values of ${driver.*}, and
+	// what a scenario's needs are checked against (a scenario whose needs
+	// it lacks is skipped, see Result.Skipped). nil means csisim's own
+	// driver (drivers/profiles/csisim.yaml).
+	Profile *profile.Profile
+	// Namespace is where the steps' namespaced objects go when they name
+	// none, and ${namespace}. Empty means "default" on a simulated
+	// backend, and on any other a namespace made for the run,
+	// csisim-<scenario>-<suffix>, deleted with what is in it at the end.
+	Namespace string
 }
 
 // Run executes the steps of s in order and stops at the first failure,
 // returning the partial Result and a *StepError. Other errors (a nil
 // Backend, an unreachable API server config) are returned as plain errors.
 func (r *Runner) Run(ctx context.Context, s *Scenario) (*Result, error) {
+	if why := s.SkipReason(r.profileFor(s)); why != "" {
+		return r.skipped(s, why), nil
+	}
 	if r.Backend == nil {
 		return nil, errors.New("run scenario: Runner.Backend is nil")
 	}
@@ -84,20 +98,21 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	clk := r.clock()
 	started := clk.Now()
 	res := &Result{Scenario: s.Name, File: s.File, Vars: map[string]string{}}
-	for _, st := range s.Steps {
+	all := s.allSteps()
+	for _, st := range all {
 		res.Steps = append(res.Steps, StepResult{Step: st.Index, Name: st.Name, Action: st.Action(), Line: st.Line, Outcome: NotRun})
 	}
-	r.printf("scenario %s (%s): %d steps\n", s.Name, s.File, len(s.Steps))
+	r.printf("scenario %s (%s): %d steps\n", s.Name, s.File, len(all))
 
 	// Refuse up front a scenario the backend cannot run to the end.
 	skip := map[int]string{}
-	for i := range s.Steps {
-		if err := unsupported(&s.Steps[i], r.Backend); err != nil {
+	for i := range all {
+		if err := unsupported(&all[i], r.Backend); err != nil {
 			if r.SkipUnsupported {
 				skip[i] = err.Error()
 				continue
 			}
-			serr := r.stepError(s, s.Steps[i], err)
+			serr := r.stepError(s, all[i], err)
 			r.printf("  cannot run: %v\n", serr)
 			res.Duration = clk.Since(started)
 			return res, serr
@@ -108,6 +123,12 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		res.Duration = clk.Since(started)
 		return res, fmt.Errorf("run scenario %s: %w", s.Name, err)
 	}
+	ns, err := r.openNamespace(ctx, s, objects)
+	if err != nil {
+		res.Duration = clk.Since(started)
+		return res, fmt.Errorf("run scenario %s: %w", s.Name, err)
+	}
+	res.Namespace = ns.name
 	ex := &executor{runner: r, objects: objects, clock: clk, timed: newTimedFaults(r.Timed)}
 	ex.timed.started = clk.Now()
 	defer func() { res.Fired = ex.timed.fired }()
@@ -116,18 +137,26 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		// Only calls made while this scenario runs count.
 		ex.csiBaseline = len(src.CSICalls())
 	}
+	prof := r.profileFor(s)
+	builtin := builtinVars(prof, ns.name)
+	ex.values = driverValues(prof)
 
-	for i, raw := range s.Steps {
+	var failed, finallyFailed *StepError
+	for i, raw := range all {
+		if failed != nil && !raw.Finally {
+			continue // the steps after a failure do not run; finally does
+		}
 		if why, ok := skip[i]; ok {
 			res.Steps[i].Outcome, res.Steps[i].Detail = Skipped, why
 			r.record(raw, trace.Entry{Detail: fmt.Sprintf("step %d skipped: %s", raw.Index, why)})
-			r.printf("  skip %d/%d %s: %s\n", raw.Index, len(s.Steps), raw.Name, why)
+			r.printf("  skip %d/%d %s: %s\n", raw.Index, len(all), raw.Name, why)
 			continue
 		}
 		stepStart := clk.Now()
 		ex.timed.step, ex.timed.stepStart = raw.Index, stepStart
-		st, err := expandStep(raw, res.Vars)
-		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d/%d started at %s:%d", st.Index, len(s.Steps), s.File, st.Line)})
+		st, err := expandStepWith(raw, withSaved(builtin, res.Vars), ex.values)
+		st = inNamespace(st, ns.name)
+		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d/%d started at %s:%d", st.Index, len(all), st.file(s), st.Line)})
 
 		var out stepOutcome
 		if err == nil {
@@ -143,18 +172,41 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 			serr := r.stepError(s, st, err)
 			sr.Outcome, sr.Detail = Failed, err.Error()
 			r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d failed after %s", st.Index, formatDuration(elapsed)), Err: err.Error()})
-			r.printf("  FAIL %d/%d %s (%s)\n%v\n", st.Index, len(s.Steps), st.Name, formatDuration(elapsed), serr)
+			r.printf("  FAIL %d/%d %s (%s)\n%v\n", st.Index, len(all), st.Name, formatDuration(elapsed), serr)
 			r.afterStep(ctx, *sr)
-			res.Duration = clk.Since(started)
-			return res, serr
+			switch {
+			case !st.Finally:
+				failed = serr
+			case finallyFailed == nil:
+				finallyFailed = serr
+			}
+			continue
 		}
 		maps.Copy(res.Vars, out.saved)
 		sr.Outcome, sr.Detail = Passed, out.detail
 		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d passed in %s: %s", st.Index, formatDuration(elapsed), out.detail)})
-		r.printf("  ok   %d/%d %s (%s)\n", st.Index, len(s.Steps), st.Name, formatDuration(elapsed))
+		r.printf("  ok   %d/%d %s (%s)\n", st.Index, len(all), st.Name, formatDuration(elapsed))
 		r.afterStep(ctx, *sr)
 	}
+	cleanupErr := ns.close(ctx, ex)
 	res.Duration = clk.Since(started)
+	switch {
+	case failed != nil:
+		if finallyFailed != nil {
+			failed.Problems = append(failed.Problems, "finally: "+finallyFailed.Error())
+		}
+		if cleanupErr != nil {
+			failed.Problems = append(failed.Problems, cleanupErr.Error())
+		}
+		return res, failed
+	case finallyFailed != nil:
+		if cleanupErr != nil {
+			finallyFailed.Problems = append(finallyFailed.Problems, cleanupErr.Error())
+		}
+		return res, finallyFailed
+	case cleanupErr != nil:
+		return res, fmt.Errorf("run scenario %s: %w", s.Name, cleanupErr)
+	}
 	return res, r.checkInvariants(ctx, s, res)
 }
 
@@ -166,7 +218,7 @@ func (r *Runner) afterStep(ctx context.Context, sr StepResult) {
 
 // stepError wraps a step's failure with where the step is.
 func (r *Runner) stepError(s *Scenario, st Step, err error) *StepError {
-	serr := &StepError{Step: st.Index, Name: st.Name, Action: st.Action(), File: s.File, Line: st.Line, Err: err}
+	serr := &StepError{Step: st.Index, Name: st.Name, Action: st.Action(), File: st.file(s), Line: st.Line, Err: err}
 	var cerr *conditionError
 	if errors.As(err, &cerr) {
 		serr.Expected, serr.Observed = cerr.expected, cerr.observed

@@ -146,7 +146,8 @@ func TestRunBasicLifecycleFromLibrary(t *testing.T) {
 
 	var out bytes.Buffer
 	rec := trace.New(clock.RealClock{})
-	r := &Runner{Backend: sim, Recorder: rec, Out: &out, PollInterval: time.Millisecond}
+	// The fake controllers work in the default namespace.
+	r := &Runner{Backend: sim, Recorder: rec, Out: &out, PollInterval: time.Millisecond, Namespace: "default"}
 	res, err := r.run(ctx, s, cluster.objects)
 	if err != nil {
 		t.Fatalf("%v\nprogress:\n%s", err, out.String())
@@ -184,7 +185,7 @@ func TestRunWaitTimeout(t *testing.T) {
         status: {phase: Pending}
   - wait:
       object: pod/app
-      jsonpath: '{.status.phase}'
+      jsonPath: '{.status.phase}'
       equals: Running
   - sleep: 1s
 `
@@ -275,7 +276,7 @@ func TestRunStepFailures(t *testing.T) {
   - apply:
       manifest: |
         {apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data}, status: {phase: Pending}}
-  - assert: {object: pvc/data, jsonpath: '{.status.phase}', equals: Bound}
+  - assert: {object: pvc/data, jsonPath: '{.status.phase}', equals: Bound}
 `,
 			want:     []string{`step 2 "assert pvc/data" at x.yaml:5: expected pvc/data {.status.phase} == Bound; seen: Pending`},
 			wantStep: 2,
@@ -445,7 +446,7 @@ func TestRunIgnoreNotFoundAndApplyUpdate(t *testing.T) {
   - apply:
       manifest: |
         {apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data}, spec: {storageClassName: b}}
-  - assert: {object: persistentvolumeclaim/data, jsonpath: .spec.storageClassName, equals: b}
+  - assert: {object: persistentvolumeclaim/data, jsonPath: .spec.storageClassName, equals: b}
 `)
 	cluster := newFakeCluster(clock.RealClock{})
 	res, err := (&Runner{Backend: fakeBackend{}}).run(context.Background(), s, cluster.objects)

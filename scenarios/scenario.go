@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/fault"
 )
 
@@ -15,9 +16,21 @@ type Scenario struct {
 	// File is the path the scenario was loaded from, as used in messages.
 	File    string
 	Cluster Cluster
+	// Needs are the driver capabilities the scenario needs: those of
+	// needs:, then those its cluster asks imply (zones, a capacity, a
+	// volume limit, multiNode) and ${driver.topologyKey} implies
+	// (topology). A run with a driver profile that lacks one skips it
+	// (SkipReason).
+	Needs []profile.Capability
+	// DriverVars are the driver variables (driver.name, ...) the scenario
+	// uses, for SkipReason to check that the profile sets them.
+	DriverVars []string
 	// Expect names the invariant violations the run must show.
 	Expect Expect
 	Steps  []Step
+	// Finally are steps that run after Steps whatever happened in them,
+	// to clean up; a failure among them is reported too.
+	Finally []Step
 }
 
 // Cluster says what the scenario needs from the cluster it runs on. The
@@ -36,6 +49,21 @@ type Cluster struct {
 	// means hostpath.csisim.io. A scenario that applies manifests written
 	// for another driver names that driver here.
 	DriverName string
+
+	// What the scenario asks of any driver; a driver profile turns each
+	// into its flags (Cluster.DriverFlags), and a run with a profile that
+	// has no flag for one skips the scenario.
+
+	// Capacity is the storage each zone's pool holds (the profile's
+	// flags.capacity), e.g. 2Gi, for storage capacity tracking.
+	Capacity string
+	// VolumeLimit is how many volumes each node takes (flags.volumeLimit).
+	VolumeLimit int
+	// MultiNode turns on the MULTI_NODE_* access modes (flags.multiNode).
+	MultiNode bool
+	// Flags name flag sets of the profile's flags.extra, e.g.
+	// strictParameters.
+	Flags []string
 }
 
 // Step is one thing a scenario does. Exactly one of the action pointers is
@@ -43,15 +71,21 @@ type Cluster struct {
 type Step struct {
 	Index int    // position in the scenario, from 1
 	Name  string // from the file, or derived from the action
-	Line  int    // line of the step in the scenario file
+	Line  int    // line of the step in File
+	// File is the file the step is written in: the scenario file, or a
+	// file it includes.
+	File string
+	// Finally marks a step of the scenario's finally: list.
+	Finally bool
 
-	Apply  *Apply
-	Wait   *Wait
-	Assert *Assert
-	Delete *Delete
-	Patch  *Patch
-	Sleep  *Sleep
-	Fault  *fault.Fault
+	Apply        *Apply
+	Wait         *Wait
+	Consistently *Consistently
+	Assert       *Assert
+	Delete       *Delete
+	Patch        *Patch
+	Sleep        *Sleep
+	Fault        *fault.Fault
 }
 
 // Action names the step's action as written in the file: "apply", "wait", ...
@@ -61,6 +95,8 @@ func (s *Step) Action() string {
 		return actionApply
 	case s.Wait != nil:
 		return actionWait
+	case s.Consistently != nil:
+		return actionConsistently
 	case s.Assert != nil:
 		return actionAssert
 	case s.Delete != nil:
@@ -70,31 +106,52 @@ func (s *Step) Action() string {
 	case s.Sleep != nil:
 		return actionSleep
 	case s.Fault != nil:
-		return string(s.Fault.Kind)
+		return FaultStepKey(s.Fault.Kind)
 	}
 	return ""
 }
 
 // The action keys of a step, in the order they are listed in messages.
 const (
-	actionApply  = "apply"
-	actionWait   = "wait"
-	actionAssert = "assert"
-	actionDelete = "delete"
-	actionPatch  = "patch"
-	actionSleep  = "sleep"
+	actionApply        = "apply"
+	actionWait         = "wait"
+	actionConsistently = "consistently"
+	actionAssert       = "assert"
+	actionDelete       = "delete"
+	actionPatch        = "patch"
+	actionSleep        = "sleep"
 )
 
 // actionKeys are the step's action keys: the ones above, then a fault step
 // for every fault (fault.Kinds, which scenarios/README.md documents).
-var actionKeys = append([]string{actionApply, actionWait, actionAssert, actionDelete, actionPatch, actionSleep}, faultKeys()...)
+var actionKeys = append([]string{actionApply, actionWait, actionConsistently, actionAssert, actionDelete, actionPatch, actionSleep}, faultKeys()...)
 
 func faultKeys() []string {
 	keys := make([]string, len(fault.Kinds))
 	for i, k := range fault.Kinds {
-		keys[i] = string(k)
+		keys[i] = FaultStepKey(k)
 	}
 	return keys
+}
+
+// FaultStepKey is the step key of fault kind k: its name in lowerCamel, the
+// one casing of scenario keys (node-loss is nodeLoss, stale-volumeattachment
+// staleVolumeAttachment).
+func FaultStepKey(k fault.Kind) string {
+	if k == fault.StaleVolumeAttachment {
+		return "staleVolumeAttachment"
+	}
+	return lowerCamel(string(k))
+}
+
+// faultKind is the fault kind of step key key, if it is one.
+func faultKind(key string) (fault.Kind, bool) {
+	for _, k := range fault.Kinds {
+		if FaultStepKey(k) == key {
+			return k, true
+		}
+	}
+	return "", false
 }
 
 // Apply creates each object, or replaces it when it already exists.
@@ -134,6 +191,13 @@ type Wait struct {
 	Timeout time.Duration
 }
 
+// Consistently holds its Check for the whole of For: it looks from the
+// start and fails at the first moment the check does not hold.
+type Consistently struct {
+	Check
+	For time.Duration
+}
+
 // Assert evaluates its Check once.
 type Assert struct {
 	Check
@@ -154,6 +218,10 @@ type Check struct {
 	Gone bool
 	// Count, for a kind without a name, is the number of items to expect.
 	Count *int
+	// Match is a partial object the object must contain (see
+	// matchObject): mappings match as subsets, lists element by element,
+	// scalars as text.
+	Match any
 	// Save captures values from the object once the check holds.
 	Save     []SaveVar
 	CSICalls *CSICallCheck

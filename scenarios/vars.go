@@ -9,6 +9,17 @@ import (
 // expandVars replaces each ${name} in s with vars[name]. "$${" stands for a
 // literal "${", for the rare manifest (a shell command, say) that needs one.
 func expandVars(s string, vars map[string]string) (string, error) {
+	return expandWith(s, func(name string) (string, error) {
+		if value, ok := vars[name]; ok {
+			return value, nil
+		}
+		return "", undefinedVarError(name, vars)
+	})
+}
+
+// expandWith is expandVars with the variables looked up by lookup, which
+// says why a name it does not know is wrong.
+func expandWith(s string, lookup func(name string) (string, error)) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
 	}
@@ -32,12 +43,12 @@ func expandVars(s string, vars map[string]string) (string, error) {
 			return "", fmt.Errorf("unterminated ${ in %q", s[i:])
 		}
 		name := s[i+2 : i+end]
-		if !isVarName(name) {
+		if !isVarName(name) && !isDriverVarName(name) {
 			return "", fmt.Errorf("invalid variable name %q in ${...}: use letters, digits and _", name)
 		}
-		value, ok := vars[name]
-		if !ok {
-			return "", undefinedVarError(name, vars)
+		value, err := lookup(name)
+		if err != nil {
+			return "", err
 		}
 		b.WriteString(value)
 		s = s[i+end+1:]
@@ -50,7 +61,13 @@ func undefinedVarError(name string, vars map[string]string) error {
 	}
 	known := make([]string, 0, len(vars))
 	for k := range vars {
-		known = append(known, k)
+		// The built-in variables are documented; list what steps saved.
+		if !strings.HasPrefix(k, driverPrefix) && k != namespaceVar {
+			known = append(known, k)
+		}
+	}
+	if len(known) == 0 {
+		return fmt.Errorf("undefined variable ${%s}: no step has saved a variable yet (save: in a wait or assert sets them for later steps)", name)
 	}
 	slices.Sort(known)
 	return fmt.Errorf("undefined variable ${%s}%s; set so far: %s", name, didYouMean(name, known), strings.Join(known, ", "))
@@ -76,8 +93,9 @@ func isVarName(s string) bool {
 // expander substitutes variables into a copy of a step, remembering the
 // first failure so the copying code stays a plain list of fields.
 type expander struct {
-	vars map[string]string
-	err  error
+	vars   map[string]string
+	values map[string]any
+	err    error
 }
 
 func (x *expander) str(s string) string {
@@ -97,7 +115,13 @@ func (x *expander) str(s string) string {
 // contents. File paths and CSI method names are not expanded: files are read
 // when the scenario loads, and method names are checked then too.
 func expandStep(s Step, vars map[string]string) (Step, error) {
-	x := &expander{vars: vars}
+	return expandStepWith(s, vars, nil)
+}
+
+// expandStepWith is expandStep where a manifest value that is exactly one
+// ${name} of values takes that value, typed (see driverValues).
+func expandStepWith(s Step, vars map[string]string, values map[string]any) (Step, error) {
+	x := &expander{vars: vars, values: values}
 	out := s
 	out.Name = x.str(s.Name)
 	switch {
@@ -111,6 +135,8 @@ func expandStep(s Step, vars map[string]string) (Step, error) {
 		out.Apply = &a
 	case s.Wait != nil:
 		out.Wait = &Wait{Check: x.check(s.Wait.Check), Timeout: s.Wait.Timeout}
+	case s.Consistently != nil:
+		out.Consistently = &Consistently{Check: x.check(s.Consistently.Check), For: s.Consistently.For}
 	case s.Assert != nil:
 		out.Assert = &Assert{Check: x.check(s.Assert.Check)}
 	case s.Delete != nil:
@@ -163,6 +189,9 @@ func (x *expander) check(c Check) Check {
 	for i, sv := range c.Save {
 		out.Save[i] = SaveVar{Name: sv.Name, JSONPath: x.str(sv.JSONPath)}
 	}
+	if c.Match != nil {
+		out.Match = x.value(c.Match)
+	}
 	if c.CSICalls != nil {
 		cc := *c.CSICalls
 		cc.Volume = x.str(cc.Volume)
@@ -176,6 +205,11 @@ func (x *expander) check(c Check) Check {
 func (x *expander) value(v any) any {
 	switch v := v.(type) {
 	case string:
+		if name, ok := strings.CutPrefix(v, "${"); ok && strings.HasSuffix(name, "}") {
+			if typed, ok := x.values[strings.TrimSuffix(name, "}")]; ok {
+				return copyValue(typed)
+			}
+		}
 		return x.str(v)
 	case map[string]any:
 		out := make(map[string]any, len(v))
@@ -192,4 +226,24 @@ func (x *expander) value(v any) any {
 	default:
 		return v
 	}
+}
+
+// copyValue deep-copies a typed variable's value, so that no manifest
+// shares it with another.
+func copyValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = copyValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = copyValue(e)
+		}
+		return out
+	}
+	return v
 }

@@ -64,6 +64,10 @@ func (p *parser) mapping(n *yaml.Node, what string, allowed ...string) (fields, 
 			continue
 		}
 		if !slices.Contains(allowed, key) {
+			if now := renamedKey(key, allowed); now != "" {
+				p.fail(k, "key %s is now %s: scenario keys are lowerCamel, as in Kubernetes objects", key, now)
+				continue
+			}
 			hint := didYouMean(key, allowed)
 			if hint == "" {
 				hint = fmt.Sprintf("; %s takes %s", what, strings.Join(allowed, ", "))

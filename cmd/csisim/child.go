@@ -49,6 +49,39 @@ const resultFD = 3
 // ctx ends the child is interrupted as by Ctrl-C, and tears its cluster
 // down; runSeed returns once it has exited.
 func (cr childRun) runSeed(ctx context.Context, seed uint64) seedResult {
+	args := append(cr.args(seed), "--json-result", "/dev/fd/"+strconv.Itoa(resultFD), cr.file)
+	out := runChild(ctx, cr.binary, args, cr.stopGrace)
+	var r seedResult
+	if out.startErr != nil {
+		return exitedWithout(seed, out.startErr, "")
+	}
+	if len(out.result) == 0 || json.Unmarshal(out.result, &r) != nil {
+		why := out.err
+		if why == nil {
+			why = errors.New("it wrote no result")
+		}
+		res := exitedWithout(seed, why, out.output)
+		res.Wall, res.Interrupted = out.wall, ctx.Err() != nil
+		return res
+	}
+	return r
+}
+
+// childOutcome is how a child process went: what it wrote on its result
+// pipe, its output, and how it ended.
+type childOutcome struct {
+	result   []byte
+	output   string
+	err      error // from waiting for it and reading its result
+	startErr error // it did not start
+	wall     time.Duration
+}
+
+// runChild runs binary with args as a child process that writes its result
+// on file descriptor resultFD (args name it as /dev/fd/3), and returns that
+// result and the child's output. When ctx ends the child is interrupted as
+// by Ctrl-C and given stopGrace to tear down what it made, then killed.
+func runChild(ctx context.Context, binary string, args []string, stopGrace time.Duration) childOutcome {
 	// The children die with the sweep (Pdeathsig), which the kernel ties
 	// to the thread that forked them: that thread must live as long as
 	// the child, so this goroutine keeps it until the child is reaped.
@@ -57,39 +90,26 @@ func (cr childRun) runSeed(ctx context.Context, seed uint64) seedResult {
 
 	readResult, writeResult, err := os.Pipe()
 	if err != nil {
-		return exitedWithout(seed, fmt.Errorf("a pipe for the result: %w", err), "")
+		return childOutcome{startErr: fmt.Errorf("a pipe for the result: %w", err)}
 	}
 	defer readResult.Close()
-	args := append(cr.args(seed), "--json-result", "/dev/fd/"+strconv.Itoa(resultFD), cr.file)
-	cmd := exec.CommandContext(ctx, cr.binary, args...)
+	cmd := exec.CommandContext(ctx, binary, args...)
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	cmd.ExtraFiles = []*os.File{writeResult}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = cr.stopGrace
+	cmd.WaitDelay = stopGrace
 
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		writeResult.Close()
-		return exitedWithout(seed, fmt.Errorf("starting %s: %w", cr.binary, err), "")
+		return childOutcome{startErr: fmt.Errorf("starting %s: %w", binary, err)}
 	}
 	writeResult.Close() // the child has its own copy; EOF comes when it exits
 	result, readErr := io.ReadAll(readResult)
 	waitErr := cmd.Wait()
-	wall := time.Since(started)
-
-	var r seedResult
-	if len(result) == 0 || json.Unmarshal(result, &r) != nil {
-		why := errors.Join(waitErr, readErr)
-		if why == nil {
-			why = errors.New("it wrote no result")
-		}
-		out := exitedWithout(seed, why, output.String())
-		out.Wall, out.Interrupted = wall, ctx.Err() != nil
-		return out
-	}
-	return r
+	return childOutcome{result: result, output: output.String(), err: errors.Join(waitErr, readErr), wall: time.Since(started)}
 }
 
 // exitedWithout is the result of a seed whose process ended without

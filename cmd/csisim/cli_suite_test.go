@@ -77,12 +77,13 @@ var _ = Describe("csisim run", func() {
 		scenarioFile := filepath.Join(GinkgoT().TempDir(), "other.yaml")
 		data, err := os.ReadFile("../../scenarios/library/basic-lifecycle.yaml")
 		Expect(err).NotTo(HaveOccurred())
-		manifests, err := os.ReadFile("../../scenarios/library/manifests/hostpath.yaml")
+		// The library is driver-neutral: ${driver.name} is the name the
+		// run's driver profile has, which --driver-name sets.
+		manifests, err := os.ReadFile("../../scenarios/library/manifests/driver.yaml")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(os.MkdirAll(filepath.Join(filepath.Dir(scenarioFile), "manifests"), 0o755)).To(Succeed())
-		Expect(os.WriteFile(filepath.Join(filepath.Dir(scenarioFile), "manifests", "hostpath.yaml"),
-			[]byte(strings.ReplaceAll(string(manifests), "hostpath.csisim.io", "other.example.com")), 0o644)).To(Succeed())
-		Expect(os.WriteFile(scenarioFile, []byte(strings.ReplaceAll(string(data), "hostpath.csisim.io", "other.example.com")), 0o644)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(filepath.Dir(scenarioFile), "manifests", "driver.yaml"), manifests, 0o644)).To(Succeed())
+		Expect(os.WriteFile(scenarioFile, data, 0o644)).To(Succeed())
 		s := start(tmp, "run", "--driver-command", template, "--driver-name", "other.example.com", scenarioFile)
 		Eventually(s, 2*time.Minute).Should(gexec.Exit(0))
 		Expect(string(s.Out.Contents())).To(ContainSubstring("PASSED"))
@@ -181,6 +182,6 @@ steps:
         spec:
           containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
+  - wait: {object: pod/app, jsonPath: '{.status.phase}', equals: Running, timeout: 60s}
   - sleep: 10m
 `

@@ -102,9 +102,11 @@ func (d driverChoice) clusterConfig(ctx context.Context, r profile.Request, scen
 	return cfg, p, nil
 }
 
-// scenarioRequest is what sc asks of the cluster's driver.
-func scenarioRequest(sc *scenario.Scenario) profile.Request {
-	return profile.Request{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs}
+// clusterRequest is what sc asks of the cluster's driver, all of it.
+func clusterRequest(sc *scenario.Scenario) profile.Request {
+	c := sc.Cluster
+	return profile.Request{Nodes: c.Nodes, Zones: c.Zones, Capacity: c.Capacity, VolumeLimit: c.VolumeLimit,
+		MultiNode: c.MultiNode, Extra: c.Flags, DriverArgs: c.DriverArgs}
 }
 
 // realkubeDriverName is the name csisim's driver runs under on the real
@@ -114,4 +116,12 @@ func realkubeDriverName(sc *scenario.Scenario, flagName string) string {
 		return flagName
 	}
 	return sc.Cluster.DriverName
+}
+
+// reportSkipped says that the scenario did not run, and why: the driver
+// under test lacks what it needs. A skip is not a failure, so the exit
+// code is 0, but the last line says SKIPPED, never PASSED.
+func reportSkipped(sc *scenario.Scenario, why string, stdout io.Writer) int {
+	fmt.Fprintf(stdout, "scenario %s (%s)\n\nSKIPPED: %s\n", sc.Name, sc.File, why)
+	return 0
 }

@@ -220,7 +220,7 @@ esac
 "$CSISIM" "$@" & sleep 1; kill -9 $!; exit 3
 `), 0o755)).To(Succeed())
 		scenarioFile := filepath.Join(dir, "long.yaml")
-		Expect(os.WriteFile(scenarioFile, []byte(longScenario+"  - wait: {object: pod/never, jsonpath: '{.status.phase}', equals: Running, timeout: 10h}\n"), 0o644)).To(Succeed())
+		Expect(os.WriteFile(scenarioFile, []byte(longScenario+"  - wait: {object: pod/never, jsonPath: '{.status.phase}', equals: Running, timeout: 10h}\n"), 0o644)).To(Succeed())
 		cmd := exec.Command(csisim, "run", "--driver-command",
 			wrapper+" driver --endpoint={endpoint} --node-id={nodeID} --root={root} --state-dir={stateDir}", scenarioFile)
 		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "CSISIM="+csisim)
@@ -241,7 +241,7 @@ var heldBlockScenario = func() string {
 		panic(err)
 	}
 	steps, _, _ := strings.Cut(string(data), "  - wait: {object: pvc/raw")
-	return steps + `  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 1m}
-  - wait: {object: pod/never, jsonpath: '{.status.phase}', equals: Running, timeout: 20h}
+	return steps + `  - wait: {object: pod/app, jsonPath: '{.status.phase}', equals: Running, timeout: 1m}
+  - wait: {object: pod/never, jsonPath: '{.status.phase}', equals: Running, timeout: 20h}
 `
 }()

@@ -20,6 +20,8 @@ Usage:
   csisim fault FAULT [FIELD=VALUE ...]  make a fault happen on a cluster of csisim serve (see csisim fault --help)
   csisim driver [flags]              run csisim's CSI driver on a unix socket (see csisim driver --help)
   csisim registrar [flags]           register a CSI node plugin with a real kubelet (see csisim registrar --help)
+  csisim test --driver PROFILE [flags]  test a CSI driver: csi-sanity, then every library scenario it can run (see csisim test --help)
+  csisim sanity --driver PROFILE     run csi-sanity against the driver of a profile
   csisim clean [--dry-run]           remove what killed runs left behind (processes, loop devices, mounts, files)
   csisim scale [--claims N] [--nodes M]  print a scale scenario: N claims and pods on M nodes, created and deleted
   csisim help                        show this help
@@ -53,6 +55,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return registrarMain(args[1:], stdout, stderr)
 	case "clean":
 		return clean(args[1:], stdout, stderr)
+	case "test":
+		return testDriver(args[1:], stdout, stderr)
+	case "sanity":
+		return sanityMain(args[1:], stdout, stderr)
+	case "test-scenario":
+		return testScenarioMain(args[1:], stdout, stderr)
 	case "scale":
 		return scaleScenario(args[1:], stdout, stderr)
 	case "cni":

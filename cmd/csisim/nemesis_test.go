@@ -44,8 +44,8 @@ var _ = Describe("csisim run --nemesis", func() {
 		Expect(stderr).To(ContainSubstring("the shrunk scenario fails the same way without --nemesis"))
 		shrunk, err := os.ReadFile(out)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(shrunk)).To(ContainSubstring("node-loss: {node: node-1}"))
-		Expect(string(shrunk)).To(ContainSubstring("node-return: {node: node-1}"))
+		Expect(string(shrunk)).To(ContainSubstring("nodeLoss: {node: node-1}"))
+		Expect(string(shrunk)).To(ContainSubstring("nodeReturn: {node: node-1}"))
 		Expect(string(shrunk)).NotTo(ContainSubstring("node-2}"))
 
 		rerun := start(GinkgoT().TempDir(), "run", "--quiet", "--mock-driver", out)

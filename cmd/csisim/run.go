@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/realcluster"
 	"github.com/csisim/csisim/realkube"
 	"github.com/csisim/csisim/runroot"
@@ -107,10 +108,21 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	}
 	// Whichever flag names the driver, a profile starts it (driverprofile.go).
 	drv := driverChoice{profile: *driverProfile, mock: *mockDriver, command: *driverCommand, name: *driverName}
-	cfg, _, err := drv.clusterConfig(context.Background(), scenarioRequest(sc), sc.Cluster.DriverName, stderr)
+	cfg, prof, err := drv.clusterConfig(context.Background(), clusterRequest(sc), sc.Cluster.DriverName, stderr)
+	var unsupported *profile.Unsupported
+	if errors.As(err, &unsupported) && *backend == "sim" {
+		return reportSkipped(sc, unsupported.Reason, stdout)
+	}
 	if err != nil && *backend == "sim" {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2
+	}
+	if prof != nil {
+		// ${driver.name} is the name the driver runs under.
+		prof.Name = cfg.DriverName
+		if why := sc.SkipReason(prof); why != "" {
+			return reportSkipped(sc, why, stdout)
+		}
 	}
 
 	if *cpuProfile != "" {
@@ -143,7 +155,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		cfg.Seed = *seed
 		return runNemesis(ctx, nem, fs, sc, cfg, *quiet, *traceFile, *driverLog, stdout, stderr)
 	}
-	sim := simRun{file: fs.Arg(0), cluster: cfg, traceFile: *traceFile, driverLog: *driverLog}
+	sim := simRun{file: fs.Arg(0), cluster: cfg, traceFile: *traceFile, driverLog: *driverLog, profile: prof}
 	if !*quiet {
 		sim.cluster.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
 	}
@@ -190,7 +202,7 @@ func runOnRealkube(ctx context.Context, cfg realcluster.Config, sc *scenario.Sce
 	if err != nil {
 		return runOutcome{startErr: &startError{what: "the real control plane", err: err}, interrupted: ctx.Err() != nil}
 	}
-	return runOn(ctx, rc, nil, sc, traceFile)
+	return runOn(ctx, rc, nil, sc, nil, traceFile)
 }
 
 // writeResults writes the result of a single run as JSON and as a JUnit

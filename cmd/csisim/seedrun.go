@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/csisim/csisim/drivers/profile"
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 )
@@ -30,10 +31,11 @@ const seedPlaceholder = "{seed}"
 // here, and reaches the seeds of a sweep through the flags they are run
 // with (seedFlags).
 type simRun struct {
-	file      string         // the scenario file, loaded afresh by every run
-	cluster   cluster.Config // Seed and OnEntry are set per run
-	traceFile string         // if set, where to write the timeline; may contain {seed}
-	driverLog string         // if set, where the drivers' output goes; may contain {seed}
+	file      string           // the scenario file, loaded afresh by every run
+	cluster   cluster.Config   // Seed and OnEntry are set per run
+	traceFile string           // if set, where to write the timeline; may contain {seed}
+	driverLog string           // if set, where the drivers' output goes; may contain {seed}
+	profile   *profile.Profile // the driver under test; nil for csisim's own
 }
 
 // runSeed runs the scenario on a cluster of its own with the given seed,
@@ -63,7 +65,7 @@ func (r simRun) runSeed(ctx context.Context, seed uint64) runOutcome {
 		return runOutcome{seed: seed, startErr: &startError{what: "the simulated cluster", err: err}, wall: time.Since(starting),
 			interrupted: ctx.Err() != nil}
 	}
-	out := runOn(ctx, c, c.Clock(), sc, withSeed(r.traceFile, seed))
+	out := runOn(ctx, c, c.Clock(), sc, r.profile, withSeed(r.traceFile, seed))
 	out.seed = seed
 	return out
 }
@@ -97,9 +99,10 @@ type runOutcome struct {
 }
 
 // runOn runs sc on the started cluster c (clk its clock, nil for wall
-// time), tears c down and writes the trace, if asked to.
-func runOn(ctx context.Context, c runBackend, clk clock.WithTicker, sc *scenario.Scenario, traceFile string) runOutcome {
-	runner := &scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: clk}
+// time) with the driver of prof (nil for csisim's own), tears c down and
+// writes the trace, if asked to.
+func runOn(ctx context.Context, c runBackend, clk clock.WithTicker, sc *scenario.Scenario, prof *profile.Profile, traceFile string) runOutcome {
+	runner := &scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: clk, Profile: prof}
 	wallStart := time.Now()
 	res, runErr := runner.Run(ctx, sc)
 	out := runOutcome{result: res, runErr: runErr, wall: time.Since(wallStart)}

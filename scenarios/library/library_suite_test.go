@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
 
+	"github.com/csisim/csisim/drivers/profiles"
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
@@ -59,7 +60,7 @@ func lifecycleCalls(entries []trace.Entry) []string {
 func runOnSimulator(sc *scenario.Scenario) (*scenario.Result, *trace.Recorder, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: sc.Cluster.DriverName, DriverBinary: csisimBinary, Seed: 1, DriverLog: GinkgoWriter})
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName, DriverBinary: csisimBinary, Seed: 1, DriverLog: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
 	root := c.Root()
 	res, runErr := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock(), Out: GinkgoWriter}).Run(ctx, sc)

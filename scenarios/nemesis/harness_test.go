@@ -117,7 +117,7 @@ func checkReproducer(t *testing.T, h *nemesis.Harness, sc *scenario.Scenario, sm
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(text, []byte("kubelet-restart: {node: node-")) {
+	if !bytes.Contains(text, []byte("kubeletRestart: {node: node-")) {
 		t.Errorf("the reproducer has no kubelet-restart step:\n%s", text)
 	}
 	repro, err := scenario.Parse(filepath.Join(dir, "shrunk.yaml"), text, dir)

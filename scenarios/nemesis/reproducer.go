@@ -48,6 +48,13 @@ func Reproducer(in ReproducerInput) ([]byte, error) {
 	}
 	root := doc.Content[0]
 	steps := mappingValue(root, "steps")
+	if steps != nil && steps.Kind == yaml.SequenceNode {
+		inlined, err := inlineIncludes(steps.Content, in.FromDir, in.FromDir)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", in.Scenario.File, err)
+		}
+		steps.Content = inlined
+	}
 	if steps == nil || steps.Kind != yaml.SequenceNode || len(steps.Content) != len(in.Scenario.Steps) {
 		return nil, fmt.Errorf("%s: the steps: list does not match the scenario's %d steps", in.Scenario.File, len(in.Scenario.Steps))
 	}
@@ -160,7 +167,7 @@ func faultStep(f scenario.FiredFault) (*yaml.Node, error) {
 	}
 	fields.Style = yaml.FlowStyle
 	name := fmt.Sprintf("nemesis %s (fired at %s)", Describe(f.Fault), FormatAt(f.At))
-	return mapping("name", scalar(name), string(f.Fault.Kind), fields), nil
+	return mapping("name", scalar(name), scenario.FaultStepKey(f.Fault.Kind), fields), nil
 }
 
 func faultFields(f fault.Fault) (*yaml.Node, error) {

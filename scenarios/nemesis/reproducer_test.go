@@ -19,7 +19,7 @@ cluster:
   nodes: [node-1]
 steps:
   - apply: {file: manifests/hostpath.yaml}
-  - wait: {object: pvc/data, jsonpath: '{.status.phase}', equals: Bound}
+  - wait: {object: pvc/data, jsonPath: '{.status.phase}', equals: Bound}
   - sleep: 10s
   - assert: {object: pvc/data}
 `
@@ -53,12 +53,12 @@ func TestReproducerWritesFaultsWhereTheyFired(t *testing.T) {
 		"# A comment that stays.",
 		"name: small-shrunk",
 		"apply: {file: ../manifests/hostpath.yaml}",
-		"  - sleep: 4s\n  - name: nemesis node-loss on node-1 (fired at +5.0s)\n    node-loss: {node: node-1}\n" +
+		"  - sleep: 4s\n  - name: nemesis node-loss on node-1 (fired at +5.0s)\n    nodeLoss: {node: node-1}\n" +
 			"  - sleep: 2s\n  - name: nemesis csi-error NodeStageVolume Unavailable times 2 (fired at +7.0s)\n" +
-			"    csi-error: {method: NodeStageVolume, code: Unavailable, times: 2}\n" +
-			"  - wait: {object: pvc/data, jsonpath: '{.status.phase}', equals: Bound, timeout: 54s}\n" +
-			"  - sleep: 3s\n  - name: nemesis node-return on node-1 (fired at +20.0s)\n    node-return: {node: node-1}\n  - sleep: 7s\n" +
-			"  - name: nemesis driver-restart node on node-1 (fired at +30.0s)\n    driver-restart: {plugin: node, node: node-1, state: keep}\n" +
+			"    csiError: {method: NodeStageVolume, code: Unavailable, times: 2}\n" +
+			"  - wait: {object: pvc/data, jsonPath: '{.status.phase}', equals: Bound, timeout: 54s}\n" +
+			"  - sleep: 3s\n  - name: nemesis node-return on node-1 (fired at +20.0s)\n    nodeReturn: {node: node-1}\n  - sleep: 7s\n" +
+			"  - name: nemesis driver-restart node on node-1 (fired at +30.0s)\n    driverRestart: {plugin: node, node: node-1, state: keep}\n" +
 			"  - assert: {object: pvc/data}\n",
 	} {
 		if !strings.Contains(got, want) {

@@ -75,7 +75,7 @@ func Scenario(c Config) ([]byte, error) {
 `, ClaimName(i), PodName(i), NodeName(i%c.Nodes))
 	}
 	to := formatTimeout(timeout)
-	fmt.Fprintf(&b, "  - name: all pods Running\n    wait: {object: pods, labelSelector: app=scale, count: %d, jsonpath: '%s', equals: '', timeout: %s}\n", c.Claims, notRunning, to)
+	fmt.Fprintf(&b, "  - name: all pods Running\n    wait: {object: pods, labelSelector: app=scale, count: %d, jsonPath: '%s', equals: '', timeout: %s}\n", c.Claims, notRunning, to)
 	for i := range c.Claims {
 		fmt.Fprintf(&b, "  - delete: {object: pod/%s}\n", PodName(i))
 	}

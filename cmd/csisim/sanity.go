@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/csisim/csisim/drivers/profile"
+	"github.com/csisim/csisim/drivers/profiles"
+	"github.com/csisim/csisim/drivers/sanityrun"
+	"github.com/csisim/csisim/runroot"
+	"github.com/csisim/csisim/sim/clusterprofile"
+)
+
+// sanityMain is `csisim sanity`: csi-sanity against the driver of a
+// profile, started outside any cluster. `csisim test` runs it as a child
+// process, because Ginkgo, which csi-sanity is written in, runs one suite
+// per process; it prints Ginkgo's progress and csisim's count of the specs.
+func sanityMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("csisim sanity", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	driver := fs.String("driver", "", "the driver profile: a shipped profile's name ("+listOr(profiles.Names())+") or a profile file")
+	focus := fs.String("focus", "", "run only the csi-sanity specs whose full text matches this regular expression")
+	jsonResult := fs.String("json-result", "", "write each spec's result to this file as JSON")
+	driverLog := fs.String("driver-log", "", "write the driver processes' output to this file")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: csisim sanity --driver PROFILE [flags]\n\n"+
+			"Runs csi-sanity (kubernetes-csi/csi-test) against the driver of the profile, its controller\n"+
+			"and node plugins started as the profile says, and exits 1 if a spec failed.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *driver == "" || fs.NArg() != 0 {
+		fs.Usage()
+		return 2
+	}
+	p, err := profiles.Load(*driver)
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	report, err := runSanity(ctx, p, *focus, *driverLog)
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		if report == nil {
+			report = &sanityrun.Report{Driver: p.Name}
+		}
+		report.Error = err.Error()
+	}
+	fmt.Fprintf(stdout, "\ncsi-sanity %s: %d passed, %d failed, %d skipped\n", p.Name,
+		report.Count(sanityrun.Passed), report.Count(sanityrun.Failed), report.Count(sanityrun.Skipped))
+	code := 0
+	if report.Error != "" || report.Count(sanityrun.Failed) > 0 {
+		code = 1
+	}
+	if *jsonResult != "" {
+		data, err := json.Marshal(report)
+		if err == nil {
+			err = os.WriteFile(*jsonResult, append(data, '\n'), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "csisim: --json-result: %v\n", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// runSanity starts the profile's driver in a run root of its own, runs
+// csi-sanity against it and tears everything down again.
+func runSanity(ctx context.Context, p *profile.Profile, focus, driverLog string) (_ *sanityrun.Report, err error) {
+	sweepDeadRuns(os.Stderr)
+	root, err := runroot.New("sanity")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, root.Close()) }()
+	built := ""
+	if p.Start.Build != "" {
+		if built, err = clusterprofile.Build(ctx, p.Start.Build, os.Stderr); err != nil {
+			return nil, fmt.Errorf("driver profile %s: %w", p.File, err)
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the csisim binary for {csisim}: %w", err)
+	}
+	cfg := sanityrun.DeployConfig{Profile: p, Dir: root.Path("driver"), Binary: exe, Built: built, Record: root.RecordProcess}
+	if driverLog != "" {
+		f, err := os.Create(driverLog)
+		if err != nil {
+			return nil, fmt.Errorf("--driver-log: %w", err)
+		}
+		defer f.Close()
+		cfg.Log = f
+	}
+	dep, err := sanityrun.Deploy(ctx, cfg)
+	defer func() { err = errors.Join(err, dep.Stop()) }()
+	if err != nil {
+		return nil, fmt.Errorf("starting the driver of %s: %w", p.File, err)
+	}
+	return sanityrun.Run(sanityrun.Config{Profile: p, Deployment: dep, Dir: root.Path("sanity"), Focus: focus})
+}
+
+// listOr is "a, b or c".
+func listOr(words []string) string {
+	switch len(words) {
+	case 0:
+		return ""
+	case 1:
+		return words[0]
+	}
+	out := words[0]
+	for _, w := range words[1 : len(words)-1] {
+		out += ", " + w
+	}
+	return out + " or " + words[len(words)-1]
+}

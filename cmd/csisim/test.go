@@ -1,0 +1,438 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/csisim/csisim/drivers/profile"
+	"github.com/csisim/csisim/drivers/profiles"
+	"github.com/csisim/csisim/drivers/sanityrun"
+	"github.com/csisim/csisim/runroot"
+	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios/library"
+	"github.com/csisim/csisim/sim/clusterprofile"
+)
+
+// testDriver is `csisim test --driver PROFILE`: the one command a driver
+// repository's CI runs. It runs csi-sanity against the profile's driver
+// (in a child process, `csisim sanity`), then every scenario of the
+// library (or --scenarios) on the simulator with that driver, each in a
+// child process of its own (`csisim test-scenario`), skipping with the
+// reason those that need what the driver lacks. It prints a table, writes
+// a JUnit report if asked, and exits 0 if nothing failed (skips are fine),
+// 1 if something did, 2 on a usage error.
+func testDriver(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("csisim test", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	driver := fs.String("driver", "", "the driver profile (required): a shipped profile's name ("+listOr(profiles.Names())+") or a profile file")
+	scenarios := fs.String("scenarios", "", "the scenarios to run: a directory (its *.yaml), a glob or a file;\n"+
+		"default: the library built into csisim (scenarios/library)")
+	focus := fs.String("focus", "", "run only the scenarios whose name, and the csi-sanity specs whose full text, match this regular expression")
+	skipSanity := fs.Bool("skip-sanity", false, "do not run csi-sanity")
+	parallel := fs.Int("parallel", 1, "how many scenarios run at once, each in a csisim process and on a cluster of its own")
+	seed := fs.Uint64("seed", 1, "the seed every scenario runs with")
+	junitFile := fs.String("junit", "", "write a JUnit XML report to this file: a test case per csi-sanity spec and per scenario")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: csisim test --driver PROFILE [flags]\n\n"+
+			"Tests a CSI driver: csi-sanity against it, then every scenario of the library on the simulator\n"+
+			"with it, with the scenario's invariants. A scenario that needs what the profile says the driver\n"+
+			"lacks is skipped with the reason. Prints a line per scenario and the totals; exits 0 if nothing\n"+
+			"failed, 1 if something did, 2 on a usage error.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "csisim test: "+format+"\n", a...)
+		return 2
+	}
+	switch {
+	case fs.NArg() != 0:
+		return usageErr("unexpected arguments %q: scenarios are chosen with --scenarios", fs.Args())
+	case *driver == "":
+		return usageErr("--driver is required: a shipped profile (%s) or a profile file", listOr(profiles.Names()))
+	case *parallel < 1:
+		return usageErr("--parallel %d: at least one scenario must run at a time", *parallel)
+	}
+	var focusRE *regexp.Regexp
+	if *focus != "" {
+		var err error
+		if focusRE, err = regexp.Compile(*focus); err != nil {
+			return usageErr("--focus: %v", err)
+		}
+	}
+	p, err := profiles.Load(*driver)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim test: finding the csisim binary to run the children with: %v\n", err)
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sweepDeadRuns(stderr)
+	// The run's own directory: the built driver and the extracted library.
+	root, err := runroot.New("test")
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim test: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := root.Close(); err != nil {
+			fmt.Fprintf(stderr, "csisim test: cleaning up: %v\n", err)
+		}
+	}()
+	files, err := scenarioFiles(*scenarios, root.Path("library"))
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	t := driverTest{profile: p, driverArg: *driver, binary: exe, seed: *seed, scenariosArg: *scenarios, focus: *focus}
+	if *scenarios == "" {
+		t.libraryDir = root.Path("library")
+	}
+	started := time.Now()
+	fmt.Fprintf(stdout, "csisim test: driver %s (%s)\n", p.Name, p.File)
+	if p.Start.Build != "" {
+		// Built once here, into csisim's cache, where every child finds it.
+		if _, err := clusterprofile.Build(ctx, p.Start.Build, stderr); err != nil {
+			fmt.Fprintf(stderr, "csisim test: driver profile %s: %v\n", p.File, err)
+			return 1
+		}
+	}
+
+	var sanity *sanityrun.Report
+	if !*skipSanity {
+		sanity = t.runSanity(ctx)
+		printSanity(stdout, sanity)
+	}
+	scs := t.loadScenarios(files, focusRE)
+	fmt.Fprintf(stdout, "\nscenarios (%s, seed %d, %d at a time):\n", describeScenarios(*scenarios, len(scs)), *seed, *parallel)
+	results := t.runScenarios(ctx, scs, *parallel, func(r scenarioResult) { printScenario(stdout, r) })
+	wall := time.Since(started)
+	failed := printTotals(stdout, sanity, results, wall)
+
+	code := 0
+	if failed {
+		code = 1
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "csisim test: interrupted")
+		code = 130
+	}
+	if *junitFile != "" {
+		if err := writeJUnit(*junitFile, testJUnit(p, sanity, results, t.replay, wall)); err != nil {
+			fmt.Fprintf(stderr, "csisim test: %v\n", err)
+			code = max(code, 1)
+		}
+	}
+	return code
+}
+
+// driverTest is one `csisim test`: the driver, and how its children run.
+type driverTest struct {
+	profile      *profile.Profile
+	driverArg    string // --driver as given, for the children
+	binary       string // csisim itself
+	seed         uint64
+	scenariosArg string // --scenarios as given, for the replay command
+	focus        string
+	// libraryDir is where the built-in library was written out, ""
+	// with --scenarios; messages name its files library/NAME.yaml.
+	libraryDir string
+}
+
+// childStopGrace is how long an interrupted child may take to tear down
+// what it made before it is killed.
+const childStopGrace = time.Minute
+
+// runSanity runs `csisim sanity` as a child and reads its report.
+func (t driverTest) runSanity(ctx context.Context) *sanityrun.Report {
+	args := []string{"sanity", "--driver", t.driverArg}
+	if t.focus != "" {
+		args = append(args, "--focus", t.focus)
+	}
+	args = append(args, "--json-result", "/dev/fd/"+strconv.Itoa(resultFD))
+	out := runChild(ctx, t.binary, args, childStopGrace)
+	var r sanityrun.Report
+	if out.startErr != nil || len(out.result) == 0 || json.Unmarshal(out.result, &r) != nil {
+		why := errors.Join(out.startErr, out.err)
+		if why == nil {
+			why = errors.New("it wrote no result")
+		}
+		r = sanityrun.Report{Driver: t.profile.Name, Error: fmt.Sprintf("csi-sanity ended without a result: %v\n%s", why, lastLines(out.output, 20))}
+	}
+	return &r
+}
+
+// testScenario is a scenario to run, or the reason it cannot be.
+type testScenario struct {
+	name string
+	file string // as loaded
+	sc   *scenario.Scenario
+	// skip says why the scenario does not run with this driver.
+	skip string
+	// loadErr: the file does not load (a failure of the scenario).
+	loadErr error
+}
+
+// scenarioResult is how one scenario went.
+type scenarioResult struct {
+	pos     int    // in the list of scenarios
+	name    string // the scenario's
+	skipped string
+	seedResult
+}
+
+// loadScenarios loads each file, keeps those focus matches, and finds out
+// which ones the driver cannot run.
+func (t driverTest) loadScenarios(files []string, focus *regexp.Regexp) []testScenario {
+	var out []testScenario
+	for _, f := range files {
+		ts := testScenario{name: strings.TrimSuffix(filepath.Base(f), ".yaml"), file: f}
+		ts.sc, ts.loadErr = scenario.Load(f)
+		if ts.loadErr == nil {
+			ts.name = ts.sc.Name
+			ts.skip = skipReason(t.profile, ts.sc)
+		}
+		if focus != nil && !focus.MatchString(ts.name) {
+			continue
+		}
+		out = append(out, ts)
+	}
+	return out
+}
+
+// runScenarios runs each scenario that can run in a child process,
+// parallel at a time, and calls report for each in order as soon as it
+// and those before it are known.
+func (t driverTest) runScenarios(ctx context.Context, scs []testScenario, parallel int, report func(scenarioResult)) []scenarioResult {
+	// runSeeds orders and runs work by seed; here a "seed" is a
+	// scenario's position in scs.
+	positions := make([]uint64, len(scs))
+	for i := range scs {
+		positions[i] = uint64(i)
+	}
+	results := make([]scenarioResult, len(scs))
+	runSeeds(ctx, positions, parallel, func(ctx context.Context, pos uint64) seedResult {
+		ts := scs[pos]
+		r := scenarioResult{pos: int(pos), name: ts.name}
+		switch {
+		case ts.loadErr != nil:
+			r.seedResult = seedResult{Seed: t.seed, Steps: "no steps", Failure: &failure{Kind: "error", Cause: "load",
+				Summary: firstLine(ts.loadErr.Error()), Detail: ts.loadErr.Error() + "\n"}}
+		case ts.skip != "":
+			r.skipped = ts.skip
+			r.seedResult = seedResult{Seed: t.seed, Steps: "no steps"}
+		default:
+			child := childRun{binary: t.binary, args: t.scenarioArgs, file: ts.file, stopGrace: childStopGrace}
+			r.seedResult = child.runSeed(ctx, t.seed)
+		}
+		if f := r.Failure; f != nil && t.libraryDir != "" {
+			f.Summary = strings.ReplaceAll(f.Summary, t.libraryDir+"/", "library/")
+			f.Detail = strings.ReplaceAll(f.Detail, t.libraryDir+"/", "library/")
+		}
+		results[pos] = r
+		// What runSeeds hands to report: the position, as the "seed".
+		return seedResult{Seed: pos}
+	}, func(sr seedResult) { report(results[sr.Seed]) })
+	var out []scenarioResult
+	for _, r := range results {
+		if r.Steps != "" { // "" : never started, interrupted first
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// scenarioArgs is the command line of the child that runs one scenario.
+func (t driverTest) scenarioArgs(seed uint64) []string {
+	return []string{"test-scenario", "--driver", t.driverArg, "--seed", strconv.FormatUint(seed, 10)}
+}
+
+// replay is the command that runs one scenario of the test alone.
+func (t driverTest) replay(name string) string {
+	words := []string{"csisim", "test", "--driver", shellQuote(t.driverArg), "--skip-sanity"}
+	if t.scenariosArg != "" {
+		words = append(words, "--scenarios", shellQuote(t.scenariosArg))
+	}
+	if t.seed != 1 {
+		words = append(words, "--seed", strconv.FormatUint(t.seed, 10))
+	}
+	return strings.Join(append(words, "--focus", shellQuote("^"+regexp.QuoteMeta(name)+"$")), " ")
+}
+
+// scenarioFiles lists the scenario files of --scenarios: a directory's
+// *.yaml, a glob's matches, or one file. Without it, the library built
+// into csisim is written to extractTo and its scenarios listed.
+func scenarioFiles(arg, extractTo string) ([]string, error) {
+	if arg == "" {
+		if err := os.CopyFS(extractTo, library.FS); err != nil {
+			return nil, fmt.Errorf("writing out the built-in scenario library: %w", err)
+		}
+		arg = extractTo
+	}
+	var files []string
+	if info, err := os.Stat(arg); err == nil && info.IsDir() {
+		files, err = filepath.Glob(filepath.Join(arg, "*.yaml"))
+		if err != nil {
+			return nil, fmt.Errorf("--scenarios %s: %w", arg, err)
+		}
+	} else if err == nil {
+		files = []string{arg}
+	} else {
+		files, err = filepath.Glob(arg)
+		if err != nil {
+			return nil, fmt.Errorf("--scenarios %s: %w", arg, err)
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("--scenarios %s: no scenario files there", arg)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// describeScenarios says where the scenarios come from, for the header.
+func describeScenarios(arg string, n int) string {
+	if arg == "" {
+		arg = "the built-in library"
+	}
+	return fmt.Sprintf("%s from %s", plural(n, "scenario"), arg)
+}
+
+// printSanity prints csi-sanity's counts, each failing spec with its
+// failure, and the skipped specs grouped by reason.
+func printSanity(w io.Writer, r *sanityrun.Report) {
+	fmt.Fprintf(w, "\ncsi-sanity: %d passed, %d failed, %d skipped, in %s\n",
+		r.Count(sanityrun.Passed), r.Count(sanityrun.Failed), r.Count(sanityrun.Skipped), r.Duration.Round(time.Millisecond))
+	if r.Error != "" {
+		fmt.Fprintf(w, "  ERROR %s\n", strings.ReplaceAll(strings.TrimSpace(r.Error), "\n", "\n        "))
+	}
+	for _, s := range r.Specs {
+		if s.State == sanityrun.Failed {
+			fmt.Fprintf(w, "  FAIL  %s\n        %s\n", s.Name, specFailure(s.Message))
+		}
+	}
+	var reasons []string
+	count := map[string]int{}
+	for _, s := range r.Specs {
+		if s.State == sanityrun.Skipped {
+			if count[s.Message] == 0 {
+				reasons = append(reasons, s.Message)
+			}
+			count[s.Message]++
+		}
+	}
+	for _, why := range reasons {
+		fmt.Fprintf(w, "  skip  %3d × %s\n", count[why], firstLine(why))
+	}
+}
+
+// specFailure is a csi-sanity failure in a line: Gomega's message without
+// the types and structs of the Go values it dumps, e.g. "Unexpected
+// error: rpc error: code = Unimplemented desc = … occurred", "… Expected 3
+// to equal 5".
+func specFailure(msg string) string {
+	var words []string
+	depth := 0
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+		case strings.HasSuffix(line, "{"):
+			depth++
+		case strings.HasPrefix(line, "}"):
+			depth = max(depth-1, 0)
+		case depth > 0:
+		case strings.HasPrefix(line, "<"):
+			// "<codes.Code>: 5": the value without its type; a dump that
+			// goes on below ("<*status.Error | 0x…>:") is left out.
+			if _, value, ok := strings.Cut(line, ">: "); ok && strings.TrimSpace(value) != "" {
+				words = append(words, strings.TrimSpace(value))
+			}
+		default:
+			words = append(words, line)
+		}
+	}
+	out := strings.Join(words, " ")
+	if len(out) > 240 {
+		out = out[:240] + "…"
+	}
+	return out
+}
+
+// printScenario prints a scenario's line: PASS, SKIP with the reason, or
+// FAIL with the first failure.
+func printScenario(w io.Writer, r scenarioResult) {
+	name := r.name
+	switch {
+	case r.skipped != "":
+		fmt.Fprintf(w, "  SKIP  %-40s  %s\n", name, r.skipped)
+	case r.Interrupted:
+		fmt.Fprintf(w, "  INTR  %-40s  interrupted\n", name)
+	case r.Failure != nil:
+		fmt.Fprintf(w, "  FAIL  %-40s  %s: %s\n", name, r.Steps, r.Failure.Summary)
+	default:
+		fmt.Fprintf(w, "  PASS  %-40s  %s, %s of cluster time in %s\n", name, r.Steps, r.ClusterTime.Round(time.Millisecond), r.Wall.Round(time.Millisecond))
+	}
+}
+
+// printTotals prints the totals and says whether anything failed.
+func printTotals(w io.Writer, sanity *sanityrun.Report, results []scenarioResult, wall time.Duration) bool {
+	var passed, failed, skipped, interrupted int
+	for _, r := range results {
+		switch {
+		case r.skipped != "":
+			skipped++
+		case r.Interrupted:
+			interrupted++
+		case r.Failure != nil:
+			failed++
+		default:
+			passed++
+		}
+	}
+	fmt.Fprintf(w, "\nscenarios: %d passed, %d failed, %d skipped", passed, failed, skipped)
+	if interrupted > 0 {
+		fmt.Fprintf(w, ", %d interrupted", interrupted)
+	}
+	fmt.Fprintln(w)
+	anyFailed := failed > 0
+	if sanity != nil {
+		passed += sanity.Count(sanityrun.Passed)
+		failed += sanity.Count(sanityrun.Failed)
+		skipped += sanity.Count(sanityrun.Skipped)
+		anyFailed = anyFailed || sanity.Error != "" || sanity.Count(sanityrun.Failed) > 0
+	}
+	verdict := "PASSED"
+	switch {
+	case anyFailed:
+		verdict = "FAILED"
+	case interrupted > 0:
+		verdict = "INTERRUPTED"
+	}
+	fmt.Fprintf(w, "%s in %s\n", verdict, wall.Round(time.Second))
+	// The closing line CI systems read: "N passed, N failed, N skipped".
+	fmt.Fprintf(w, "total: %d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	return anyFailed
+}

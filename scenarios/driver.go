@@ -1,0 +1,343 @@
+package scenario
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/csisim/csisim/drivers/profile"
+)
+
+// The driver under test is a driver profile (drivers/profile). Scenarios
+// see it as variables, ${driver.name}, ${driver.storageClass},
+// ${driver.topologyKey}, ${driver.parameter.<key>} (profile.Vars), and a
+// scenario says what it needs of the driver (needs:, cluster asks) so that
+// a run with a driver that lacks it is skipped with the reason.
+
+// driverPrefix starts the names of the driver variables.
+const driverPrefix = "driver."
+
+// namespaceVar is the built-in variable holding the scenario's namespace.
+const namespaceVar = "namespace"
+
+// The driver variables that stand for more than text. Used as a whole
+// manifest value they keep their type: ${driver.attachRequired} is a
+// boolean, ${driver.parameters} a mapping, ${driver.volumeLifecycleModes}
+// a list; so one CSIDriver and StorageClass template fits every driver.
+const (
+	varParameters      = "driver.parameters"
+	varBlockParameters = "driver.blockParameters"
+	varLifecycleModes  = "driver.volumeLifecycleModes"
+	varAttachRequired  = "driver.attachRequired"
+	varPodInfoOnMount  = "driver.podInfoOnMount"
+)
+
+// structuredDriverVars have no text form: only a whole value may be one.
+var structuredDriverVars = []string{varParameters, varBlockParameters, varLifecycleModes}
+
+// driverVarNames are the driver variables every profile may set (the keys
+// of profile.Vars, and the structured ones); driver.parameter.<key> and
+// driver.blockParameter.<key> are the class parameters.
+var driverVarNames = []string{"name", "provisioner", "storageClass", "topologyKey", "sanitizedName", "attachRequired",
+	"podInfoOnMount", "fsGroupPolicy", "parameters", "blockParameters", "volumeLifecycleModes"}
+
+// isDriverVarName says whether name is a driver variable's name as written
+// in ${...}: driver. then letters, digits and the characters of label keys.
+func isDriverVarName(name string) bool {
+	rest, ok := strings.CutPrefix(name, driverPrefix)
+	if !ok || rest == "" {
+		return false
+	}
+	for _, r := range rest {
+		switch {
+		case r == '_', r == '.', r == '/', r == '-', 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// knownDriverVar says whether a scenario may use the driver variable name:
+// one of driverVarNames or a class parameter.
+func knownDriverVar(name string) bool {
+	rest := strings.TrimPrefix(name, driverPrefix)
+	if slices.Contains(driverVarNames, rest) {
+		return true
+	}
+	for _, prefix := range []string{"parameter.", "blockParameter."} {
+		if key, ok := strings.CutPrefix(rest, prefix); ok && key != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// driverVars are the text values of the driver variables for p:
+// profile.Vars, driver.blockParameter.<key> (the class parameters for raw
+// block volumes) and the text forms of the structured values.
+func driverVars(p *profile.Profile) map[string]string {
+	out := map[string]string{}
+	for k, v := range p.Vars() {
+		out[driverPrefix+k] = v
+	}
+	for k, v := range blockParameters(p) {
+		out[driverPrefix+"blockParameter."+k] = v
+	}
+	out[driverPrefix+"sanitizedName"] = sanitizeDriverName(p.Name)
+	return out
+}
+
+// sanitizeDriverName is the driver name as the external-attacher writes it
+// into its finalizer, external-attacher/<name>: every character other than
+// a letter, a digit or '-' becomes '-' (external-attacher's
+// pkg/controller/util.go, SanitizeDriverName).
+func sanitizeDriverName(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
+
+// driverValues are the typed values of the driver variables for p, used
+// when a manifest value is exactly one ${driver.<name>}.
+func driverValues(p *profile.Profile) map[string]any {
+	params := map[string]any{}
+	for k, v := range p.StorageClass.Parameters {
+		params[k] = v
+	}
+	block := map[string]any{}
+	for k, v := range blockParameters(p) {
+		block[k] = v
+	}
+	if p.StorageClass.FSType != "" {
+		params["csi.storage.k8s.io/fstype"] = p.StorageClass.FSType
+	}
+	modes := []any{"Persistent"}
+	if p.Has(profile.Ephemeral) {
+		modes = append(modes, "Ephemeral")
+	}
+	return map[string]any{
+		varParameters:      params,
+		varBlockParameters: block,
+		varLifecycleModes:  modes,
+		varAttachRequired:  p.Has(profile.Attach),
+		varPodInfoOnMount:  p.Has(profile.PodInfo),
+	}
+}
+
+// blockParameters are the class parameters for raw block volumes:
+// storageClass.blockParameters, or the parameters when it has none.
+func blockParameters(p *profile.Profile) map[string]string {
+	if p.StorageClass.BlockParameters != nil {
+		return p.StorageClass.BlockParameters
+	}
+	return p.StorageClass.Parameters
+}
+
+// profileLabel names a profile in messages: its file's name ("mock"), or
+// its driver name when it was not read from a file.
+func profileLabel(p *profile.Profile) string {
+	if p.File != "" {
+		return strings.TrimSuffix(filepath.Base(p.File), filepath.Ext(p.File))
+	}
+	return p.Name
+}
+
+// runsCsisimDriver says whether p starts csisim's own driver processes
+// (`csisim driver`), the only driver cluster.driverArgs are flags of.
+func runsCsisimDriver(p *profile.Profile) bool {
+	for _, c := range []*profile.Command{p.Start.Controller, p.Start.Node, p.Start.Command} {
+		if c != nil && c.Path == "{csisim}" && len(c.Args) > 0 && c.Args[0] == "driver" {
+			return true
+		}
+	}
+	return false
+}
+
+// SkipReason says why s cannot run with the driver of profile p, or ""
+// when it can: a capability it needs that p lacks, a cluster ask (a
+// capacity, a volume limit, a named flag set) p has no flag for, a driver
+// variable p does not set, flags only csisim's own driver takes
+// (cluster.driverArgs), or p's notSupported entry for s.
+func (s *Scenario) SkipReason(p *profile.Profile) string {
+	label := profileLabel(p)
+	if why, ok := p.NotSupported[s.Name]; ok {
+		return fmt.Sprintf("driver profile %s does not support %s: %s", label, s.Name, why)
+	}
+	if missing := p.Missing(s.Needs); len(missing) > 0 {
+		names := make([]string, len(missing))
+		for i, c := range missing {
+			names[i] = string(c)
+		}
+		it := "it"
+		if len(names) > 1 {
+			it = "them"
+		}
+		return fmt.Sprintf("needs %s: driver profile %s lacks %s", listWords(names, ""), label, it)
+	}
+	c := s.Cluster
+	switch {
+	case c.DriverName != "" && !runsCsisimDriver(p):
+		return fmt.Sprintf("cluster.driverName %s starts csisim's own driver under that name: driver profile %s does not run it", c.DriverName, label)
+	case len(c.DriverArgs) > 0 && !runsCsisimDriver(p):
+		return fmt.Sprintf("cluster.driverArgs %s are flags of csisim's own driver: driver profile %s does not run it", strings.Join(c.DriverArgs, " "), label)
+	case c.Capacity != "" && len(p.Flags.Capacity) == 0:
+		return fmt.Sprintf("cluster.capacity %s: driver profile %s has no flags.capacity to set it", c.Capacity, label)
+	case c.VolumeLimit > 0 && len(p.Flags.VolumeLimit) == 0:
+		return fmt.Sprintf("cluster.volumeLimit %d: driver profile %s has no flags.volumeLimit to set it", c.VolumeLimit, label)
+	case c.MultiNode && len(p.Flags.MultiNode) == 0 && !p.Has(profile.MultiNode):
+		return fmt.Sprintf("cluster.multiNode: driver profile %s has no flags.multiNode", label)
+	}
+	for _, name := range c.Flags {
+		if _, ok := p.Flags.Extra[name]; !ok {
+			return fmt.Sprintf("cluster.flags %s: driver profile %s has no flags.extra.%s", name, label, name)
+		}
+	}
+	vars := driverVars(p)
+	for _, name := range s.DriverVars {
+		if _, ok := vars[name]; !ok && !slices.Contains(structuredDriverVars, name) {
+			return fmt.Sprintf("uses ${%s}: driver profile %s does not set it", name, label)
+		}
+	}
+	return ""
+}
+
+// DriverFlags are the extra flags the driver of profile p is started with
+// for what the scenario asks of the cluster: the profile's flags for the
+// capacity, the volume limit, the multi-node access modes and the named
+// flag sets, then cluster.driverArgs as written. The zone flags are per
+// node; whoever starts each node plugin adds them. It assumes SkipReason
+// returned "".
+func (c Cluster) DriverFlags(p *profile.Profile) []string {
+	var out []string
+	fill := func(words []string, key, value string) {
+		for _, w := range words {
+			out = append(out, strings.ReplaceAll(w, "{"+key+"}", value))
+		}
+	}
+	if c.Capacity != "" {
+		fill(p.Flags.Capacity, "capacity", c.Capacity)
+	}
+	if c.VolumeLimit > 0 {
+		fill(p.Flags.VolumeLimit, "limit", fmt.Sprint(c.VolumeLimit))
+	}
+	if c.MultiNode {
+		out = append(out, p.Flags.MultiNode...)
+	}
+	for _, name := range c.Flags {
+		out = append(out, p.Flags.Extra[name]...)
+	}
+	return append(out, c.DriverArgs...)
+}
+
+// builtinVars are the variables every step sees: the driver's and
+// ${namespace}.
+func builtinVars(p *profile.Profile, namespace string) map[string]string {
+	out := driverVars(p)
+	out[namespaceVar] = namespace
+	return out
+}
+
+// withSaved is the variables a step sees: the built-in ones and those the
+// steps before it saved.
+func withSaved(builtin, saved map[string]string) map[string]string {
+	out := maps.Clone(builtin)
+	maps.Copy(out, saved)
+	return out
+}
+
+// lookupVar checks a ${...} reference while parsing: the variables saved
+// by earlier steps, ${namespace}, and the driver variables (whose values
+// only the run's profile knows), which it records for SkipReason.
+func (p *parser) lookupVar(name string) (string, error) {
+	switch {
+	case name == namespaceVar:
+		return "", nil
+	case strings.HasPrefix(name, driverPrefix):
+		if !knownDriverVar(name) {
+			return "", fmt.Errorf("unknown driver variable ${%s}%s; the driver variables are %s, %sparameter.<key> and %sblockParameter.<key>",
+				name, didYouMean(strings.TrimPrefix(name, driverPrefix), driverVarNames), driverPrefix+strings.Join(driverVarNames, ", "+driverPrefix), driverPrefix, driverPrefix)
+		}
+		if !slices.Contains(p.driverVars, name) {
+			p.driverVars = append(p.driverVars, name)
+		}
+		return "", nil
+	}
+	if _, ok := p.vars[name]; ok {
+		return "", nil
+	}
+	return "", undefinedVarError(name, p.vars)
+}
+
+// structuredVarIn returns the first structured driver variable s uses.
+func structuredVarIn(s string) string {
+	for _, name := range structuredDriverVars {
+		if strings.Contains(s, "${"+name+"}") {
+			return name
+		}
+	}
+	return ""
+}
+
+// structuredVarProblem says where a manifest uses a structured driver
+// variable other than as a whole value, or "".
+func structuredVarProblem(v any) string {
+	switch v := v.(type) {
+	case string:
+		if name := structuredVarIn(v); name != "" && v != "${"+name+"}" {
+			return fmt.Sprintf("${%s} is not text: write it as a whole value (parameters: ${%s}), not inside %q", name, name, v)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			if msg := structuredVarProblem(v[k]); msg != "" {
+				return msg
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if msg := structuredVarProblem(e); msg != "" {
+				return msg
+			}
+		}
+	}
+	return ""
+}
+
+// RenderManifestFile reads the manifest file at path as an apply step of a
+// run with the driver of profile p would apply it (in namespace
+// "default"), and returns its objects as YAML documents: for tools and
+// tests that compare the library's templates with other manifests.
+func RenderManifestFile(path string, p *profile.Profile) ([]byte, error) {
+	data, err := readInputFile(path)
+	if err != nil {
+		return nil, err
+	}
+	objects, errs := readManifests(string(data), path, 1)
+	if len(errs) > 0 {
+		return nil, ParseErrors(errs)
+	}
+	st := Step{Apply: &Apply{Objects: objects}}
+	st, err = expandStepWith(st, builtinVars(p, defaultNamespace), driverValues(p))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var out []byte
+	for i, m := range st.Apply.Objects {
+		js, err := json.Marshal(m.Object)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, m.Line, err)
+		}
+		if i > 0 {
+			out = append(out, "---\n"...)
+		}
+		out = append(append(out, js...), '\n')
+	}
+	return out, nil
+}

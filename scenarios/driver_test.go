@@ -1,0 +1,121 @@
+package scenario
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/csisim/csisim/drivers/profile"
+	"github.com/csisim/csisim/drivers/profiles"
+)
+
+func shippedProfile(t *testing.T, name string) *profile.Profile {
+	t.Helper()
+	p, err := profiles.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSkipReason(t *testing.T) {
+	tests := []struct {
+		name, src, profile, want string
+	}{
+		{"no needs", "steps:\n  - sleep: 1s\n", "mock", ""},
+		{"need met", "needs: [attach]\nsteps:\n  - sleep: 1s\n", "mock", ""},
+		{"need missing", "needs: [snapshots]\nsteps:\n  - sleep: 1s\n", "mock", "needs snapshots: driver profile mock lacks it"},
+		{"two missing", "needs: [snapshots, block]\nsteps:\n  - sleep: 1s\n", "mock", "needs snapshots and block: driver profile mock lacks them"},
+		{"zones inferred", "cluster: {nodes: [a], zones: {a: z1}}\nsteps:\n  - sleep: 1s\n", "mock", "needs zones: driver profile mock lacks it"},
+		{"capacity ask without a flag", "cluster: {capacity: 2Gi}\nsteps:\n  - sleep: 1s\n", "mock", "cluster.capacity 2Gi: driver profile mock has no flags.capacity"},
+		{"capacity ask met", "cluster: {capacity: 2Gi}\nsteps:\n  - sleep: 1s\n", "csisim", ""},
+		{"named flags", "cluster: {flags: [strictParameters]}\nsteps:\n  - sleep: 1s\n", "csisim", ""},
+		{"unknown named flags", "cluster: {flags: [turbo]}\nsteps:\n  - sleep: 1s\n", "csisim", "cluster.flags turbo: driver profile csisim has no flags.extra.turbo"},
+		{"driverArgs are csisim's own", "cluster: {nodes: [a], driverArgs: [--no-topology]}\nsteps:\n  - sleep: 1s\n", "mock", "cluster.driverArgs --no-topology are flags of csisim's own driver"},
+		{"driverArgs on csisim", "cluster: {nodes: [a], driverArgs: [--no-topology]}\nsteps:\n  - sleep: 1s\n", "csisim", ""},
+		{"topologyKey implies topology", "steps:\n  - assert: {object: 'node/${driver.topologyKey}'}\n", "mock", "needs topology: driver profile mock lacks it"},
+		{"parameter the profile lacks", "steps:\n  - assert: {object: 'sc/${driver.parameter.kind}'}\n", "mock", "uses ${driver.parameter.kind}: driver profile mock does not set it"},
+		{"csiCalls imply stageUnstage", "steps:\n  - assert: {csiCalls: {contains: [NodeStageVolume]}}\n", "csisim", ""},
+		{"CSI fault implies snapshots", "steps:\n  - csiError: {method: CreateSnapshot, code: Internal}\n", "mock", "needs snapshots: driver profile mock lacks it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustParse(t, tt.src)
+			got := s.SkipReason(shippedProfile(t, tt.profile))
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("SkipReason = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNotSupportedSkips(t *testing.T) {
+	p := shippedProfile(t, "csisim")
+	p.NotSupported = map[string]string{"x": "the driver cannot do x"}
+	s := mustParse(t, "steps:\n  - sleep: 1s\n")
+	if got := s.SkipReason(p); got != "driver profile csisim does not support x: the driver cannot do x" {
+		t.Errorf("SkipReason = %q", got)
+	}
+}
+
+func TestDriverFlags(t *testing.T) {
+	s := mustParse(t, "cluster: {nodes: [a], capacity: 2Gi, volumeLimit: 3, multiNode: true, flags: [strictParameters], driverArgs: [--no-topology]}\nsteps:\n  - sleep: 1s\n")
+	got := s.Cluster.DriverFlags(shippedProfile(t, "csisim"))
+	want := []string{"--capacity=2Gi", "--max-volumes-per-node=3", "--multi-node", "--strict-parameters", "--no-topology"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("DriverFlags = %q, want %q", got, want)
+	}
+}
+
+func TestDriverVariablesInManifests(t *testing.T) {
+	s := mustParse(t, `steps:
+  - apply:
+      manifest: |
+        apiVersion: storage.k8s.io/v1
+        kind: CSIDriver
+        metadata: {name: '${driver.name}'}
+        spec:
+          attachRequired: ${driver.attachRequired}
+          volumeLifecycleModes: ${driver.volumeLifecycleModes}
+        ---
+        apiVersion: storage.k8s.io/v1
+        kind: StorageClass
+        metadata: {name: '${driver.storageClass}'}
+        provisioner: ${driver.name}
+        parameters: ${driver.blockParameters}
+        allowedTopologies: [{matchLabelExpressions: [{key: '${driver.topologyKey}', values: ['z-${namespace}']}]}]
+`)
+	p := shippedProfile(t, "csisim")
+	st, err := expandStepWith(s.Steps[0], builtinVars(p, "default"), driverValues(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	driver, class := st.Apply.Objects[0].Object, st.Apply.Objects[1].Object
+	want := map[string]any{"attachRequired": true, "volumeLifecycleModes": []any{"Persistent", "Ephemeral"}}
+	if !reflect.DeepEqual(driver["spec"], want) || driver["metadata"].(map[string]any)["name"] != "hostpath.csisim.io" {
+		t.Errorf("CSIDriver %v", driver)
+	}
+	if !reflect.DeepEqual(class["parameters"], map[string]any{"kind": "block"}) || class["provisioner"] != "hostpath.csisim.io" ||
+		class["metadata"].(map[string]any)["name"] != profile.StorageClassName {
+		t.Errorf("StorageClass %v", class)
+	}
+	topo := class["allowedTopologies"].([]any)[0].(map[string]any)["matchLabelExpressions"].([]any)[0].(map[string]any)
+	if topo["key"] != "topology.hostpath.csisim.io/zone" || topo["values"].([]any)[0] != "z-default" {
+		t.Errorf("allowedTopologies %v", topo)
+	}
+}
+
+func TestDriverVariableErrors(t *testing.T) {
+	tests := []struct{ step, want string }{
+		{"assert: {object: 'sc/${driver.nmae}'}", `unknown driver variable ${driver.nmae} (did you mean "name"?)`},
+		{"assert: {object: 'sc/${driver.parameters}'}", "${driver.parameters} is not text"},
+		{"apply: {manifest: \"{apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {a: 'p=${driver.parameters}'}}\"}", "ConfigMap/x: ${driver.parameters} is not text: write it as a whole value"},
+		{"wait: {object: pvc/x, save: {namespace: '{.a}'}}", "built-in"},
+	}
+	for _, tt := range tests {
+		_, err := Parse("x.yaml", []byte("steps:\n  - "+tt.step+"\n"), t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want %q", tt.step, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package scenario
+
+import (
+	"slices"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/csisim/csisim/drivers/profile"
+)
+
+// needs reads needs: a list of driver capabilities (profile.Capabilities).
+func (p *parser) needs(n *yaml.Node) []profile.Capability {
+	known := make([]string, len(profile.Capabilities))
+	for i, c := range profile.Capabilities {
+		known[i] = string(c)
+	}
+	var out []profile.Capability
+	names, _ := p.textList(n, "needs", func(item *yaml.Node, name string) bool {
+		switch {
+		case !slices.Contains(known, name):
+			hint := didYouMean(name, known)
+			if hint == "" {
+				hint = "; the capabilities are " + strings.Join(known, ", ")
+			}
+			p.fail(item, "needs: unknown capability %q%s", name, hint)
+			return false
+		case slices.Contains(out, profile.Capability(name)):
+			p.fail(item, "needs: %s is listed twice", name)
+			return false
+		}
+		out = append(out, profile.Capability(name))
+		return true
+	})
+	_ = names
+	return out
+}
+
+// clusterAsks reads what the scenario asks of any driver: capacity,
+// volumeLimit, multiNode and flags (named flag sets of the profile).
+func (p *parser) clusterAsks(f fields, c *Cluster) {
+	if f.has("capacity") {
+		if s, ok := p.text(f.vals["capacity"], "capacity"); ok {
+			if q, err := resource.ParseQuantity(s); err != nil || q.Sign() <= 0 {
+				p.fail(f.vals["capacity"], "capacity %q must be a positive quantity such as 2Gi", s)
+			} else {
+				c.Capacity = s
+			}
+		}
+	}
+	if f.has("volumeLimit") {
+		if i, ok := p.count(f.vals["volumeLimit"], "volumeLimit"); ok {
+			if i == 0 {
+				p.fail(f.vals["volumeLimit"], "volumeLimit must be 1 or more (0 would mean no limit)")
+			} else {
+				c.VolumeLimit = i
+			}
+		}
+	}
+	if f.has("multiNode") {
+		c.MultiNode, _ = p.boolean(f.vals["multiNode"], "multiNode")
+	}
+	if f.has("flags") {
+		seen := map[string]bool{}
+		c.Flags, _ = p.textList(f.vals["flags"], "flags", func(item *yaml.Node, name string) bool {
+			switch {
+			case strings.HasPrefix(name, "-"):
+				p.fail(item, "flags names flag sets of the driver profile (flags.extra), e.g. strictParameters, not %q; flags of csisim's own driver go in driverArgs", name)
+				return false
+			case seen[name]:
+				p.fail(item, "flags: %s is listed twice", name)
+				return false
+			}
+			seen[name] = true
+			return true
+		})
+	}
+}
+
+// inferNeeds adds to s.Needs the capabilities the scenario's cluster asks
+// and driver variables imply, keeping the order of profile.Capabilities
+// for the inferred ones after the ones written.
+func inferNeeds(s *Scenario) []profile.Capability {
+	needs := slices.Clone(s.Needs)
+	add := func(c profile.Capability) {
+		if !slices.Contains(needs, c) {
+			needs = append(needs, c)
+		}
+	}
+	c := s.Cluster
+	if len(c.Zones) > 0 {
+		add(profile.Zones)
+	}
+	if c.Capacity != "" {
+		add(profile.Capacity)
+	}
+	if c.VolumeLimit > 0 {
+		add(profile.VolumeLimits)
+	}
+	if c.MultiNode {
+		add(profile.MultiNode)
+	}
+	if slices.Contains(s.DriverVars, driverPrefix+"topologyKey") {
+		add(profile.Topology)
+	}
+	// A CSI call the scenario expects or injects a fault into is one the
+	// driver must make: ControllerPublishVolume only with attach, ...
+	for _, st := range s.allSteps() {
+		for _, m := range csiMethodsOf(st) {
+			if c, ok := methodNeeds[m]; ok {
+				add(c)
+			}
+		}
+	}
+	return needs
+}
+
+// methodNeeds are the capabilities without which a driver is never asked
+// for a CSI method.
+var methodNeeds = map[string]profile.Capability{
+	"ControllerPublishVolume":   profile.Attach,
+	"ControllerUnpublishVolume": profile.Attach,
+	"NodeStageVolume":           profile.StageUnstage,
+	"NodeUnstageVolume":         profile.StageUnstage,
+	"CreateSnapshot":            profile.Snapshots,
+	"DeleteSnapshot":            profile.Snapshots,
+}
+
+// csiMethodsOf are the CSI methods a step names: in a csiCalls check, or
+// as the method of a CSI fault.
+func csiMethodsOf(st Step) []string {
+	var c *Check
+	switch {
+	case st.Wait != nil:
+		c = &st.Wait.Check
+	case st.Assert != nil:
+		c = &st.Assert.Check
+	case st.Consistently != nil:
+		c = &st.Consistently.Check
+	case st.Fault != nil && st.Fault.CSI.Method != "":
+		return []string{st.Fault.CSI.Method}
+	}
+	if c == nil || c.CSICalls == nil {
+		return nil
+	}
+	return append(slices.Clone(c.CSICalls.Sequence), c.CSICalls.Contains...)
+}
