@@ -16,6 +16,7 @@ Usage:
   csisim run [flags] SCENARIO.yaml   run a scenario on the simulator and print its timeline
   csisim diff [flags] SCENARIO.yaml  run a scenario on the simulator and on a real control plane and report the differences
   csisim serve [flags]               run a simulated cluster for kubectl until Ctrl-C (see csisim serve --help)
+  csisim explain [flags] KIND/NAME   say why an object is stuck, from a live cluster (see csisim explain --help)
   csisim driver [flags]              run csisim's CSI driver on a unix socket (see csisim driver --help)
   csisim registrar [flags]           register a CSI node plugin with a real kubelet (see csisim registrar --help)
   csisim clean [--dry-run]           remove what killed runs left behind (processes, loop devices, mounts, files)
@@ -41,6 +42,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return diffScenario(args[1:], stdout, stderr)
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "explain":
+		return explainMain(args[1:], stdout, stderr)
 	case "driver":
 		return driverMain(args[1:], stdout, stderr)
 	case "registrar":

@@ -52,6 +52,8 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	var realNodes realNodesFlag
 	fs.Var(&realNodes, "real-nodes", realNodesUsage)
 	nem := addNemesisFlags(fs)
+	var explainAt explainFlag
+	fs.StringVar(&explainAt.target, "explain", "", explainUsage)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: csisim run [flags] SCENARIO.yaml\n"+
 			"       csisim run --seeds A..B [--parallel P] [--shard i/n] [--junit FILE] [flags] SCENARIO.yaml\n\n"+
@@ -83,6 +85,10 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	sweepSeeds, sweepShard, err := sweepFlags(fs, *seeds, *shardSpec, *backend, *traceFile, *driverLog, *parallel)
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		return 2
+	}
+	if err := explainAt.check(); err != nil {
+		fmt.Fprintf(stderr, "csisim: --explain: %v\n", err)
 		return 2
 	}
 	if err := nem.check(*backend); err != nil {
@@ -156,6 +162,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	if !*quiet {
 		sim.cluster.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
 	}
+	sim.cluster.OnEntry = explainAt.observe(sim.cluster.OnEntry)
 	var out runOutcome
 	if *backend == "realkube" {
 		fmt.Fprintf(stdout, "scenario %s (%s), real control plane %s%s\n", sc.Name, sc.File, realkube.KubeVersion, realNodesNote(realNodeNames))
@@ -172,6 +179,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		code = startFailed(ctx, notStarted.what, notStarted.err, stderr)
 	} else {
 		code = reportRun(out, stdout, stderr)
+		explainAt.print(sc, out, stdout, stderr)
 	}
 	// Also a run that did not start has a result, for the sweep that
 	// runs it.

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/csisim/csisim/explain"
+	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/trace"
+)
+
+// explainMain is `csisim explain`: why is this object stuck, read from a
+// live cluster (csisim serve, or any real one).
+func explainMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("csisim explain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "", "the cluster's kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
+	var namespace string
+	fs.StringVar(&namespace, "namespace", "", "the namespace of a namespaced object (default: the kubeconfig context's, else default)")
+	fs.StringVar(&namespace, "n", "", "short for --namespace")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up reading the cluster after this long")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: csisim explain [--kubeconfig FILE] [-n NAMESPACE] KIND/NAME\n\n"+
+			"Says why the object is where it is, as a chain from it to the cause: a claim Pending because\n"+
+			"its pod is unschedulable, a pod waiting for a volume still attached to a lost node, a deletion\n"+
+			"held by a finalizer. KIND is one of pod, pvc, pv, volumeattachment (va), node, volumesnapshot (vs),\n"+
+			"in any form kubectl accepts (pvc, persistentvolumeclaim, persistentvolumeclaims).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	// Flags may come after the object too, as kubectl allows.
+	var positional []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	targetArg, ok := targetArgument(positional)
+	if !ok {
+		fs.Usage()
+		return 2
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = *kubeconfig
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	if namespace == "" {
+		if ns, _, err := loader.Namespace(); err == nil {
+			namespace = ns
+		}
+	}
+	target, err := explain.ParseTarget(targetArg, namespace)
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim explain: %v\n", err)
+		return 2
+	}
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim explain: reading the kubeconfig: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	snap, err := explain.FromCluster(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim explain: %v\n", err)
+		return 1
+	}
+	return printExplanation(snap, target, stdout, stderr)
+}
+
+// targetArgument takes KIND/NAME, or KIND NAME as kubectl also does.
+func targetArgument(args []string) (string, bool) {
+	switch len(args) {
+	case 1:
+		return args[0], true
+	case 2:
+		return args[0] + "/" + args[1], true
+	}
+	return "", false
+}
+
+// printExplanation explains target from snap; 1 if it is not there.
+func printExplanation(snap *explain.Snapshot, target explain.Ref, stdout, stderr io.Writer) int {
+	e, err := explain.Explain(snap, target)
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim explain: %v\n", err)
+		return 1
+	}
+	if _, err := e.WriteTo(stdout); err != nil {
+		fmt.Fprintf(stderr, "csisim explain: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// explainFlag is `csisim run --explain KIND/NAME`: it collects the run's
+// history and, at the end, explains the object from it.
+type explainFlag struct {
+	target string
+	mu     sync.Mutex
+	seen   []trace.Entry
+}
+
+const explainUsage = "at the end of the run, say why this object (KIND/NAME, e.g. pvc/data; namespace default) is where it is,\n" +
+	"from the run's history (see csisim explain)"
+
+// check parses the target early, so a typo fails before the run.
+func (x *explainFlag) check() error {
+	if x.target == "" {
+		return nil
+	}
+	_, err := explain.ParseTarget(x.target, "")
+	return err
+}
+
+// observe chains the collector onto a cluster's OnEntry. It collects
+// also without a target: a failed wait is explained from the history too.
+func (x *explainFlag) observe(next func(trace.Entry)) func(trace.Entry) {
+	return func(e trace.Entry) {
+		x.mu.Lock()
+		x.seen = append(x.seen, e)
+		x.mu.Unlock()
+		if next != nil {
+			next(e)
+		}
+	}
+}
+
+// print writes the explanation from what the run recorded: of the
+// --explain target, or else, when the run failed waiting for an object
+// Explain knows, of that object.
+func (x *explainFlag) print(sc *scenario.Scenario, out runOutcome, stdout, stderr io.Writer) {
+	if x.target == "" {
+		// Beside the failure, on stderr.
+		x.printFailedWait(sc, out, stderr)
+		return
+	}
+	target, err := explain.ParseTarget(x.target, "")
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim: --explain: %v\n", err)
+		return
+	}
+	x.mu.Lock()
+	entries := append([]trace.Entry(nil), x.seen...)
+	x.mu.Unlock()
+	fmt.Fprintf(stdout, "\nWhy %s is where it is, at the end of the run:\n", target)
+	printExplanation(explain.SnapshotFromHistory(entries), target, stdout, stderr)
+}
+
+// printFailedWait explains the object a failed wait step waited for, if
+// Explain knows its kind; it prints nothing otherwise.
+func (x *explainFlag) printFailedWait(sc *scenario.Scenario, out runOutcome, w io.Writer) {
+	var stepErr *scenario.StepError
+	if !errors.As(out.runErr, &stepErr) || stepErr.Step < 1 || stepErr.Step > len(sc.Steps) {
+		return
+	}
+	wait := sc.Steps[stepErr.Step-1].Wait
+	if wait == nil || wait.Object.Name == "" {
+		return
+	}
+	name := wait.Object.Name
+	if out.result != nil {
+		for k, v := range out.result.Vars {
+			name = strings.ReplaceAll(name, "${"+k+"}", v)
+		}
+	}
+	target, err := explain.ParseTarget(wait.Object.Kind+"/"+name, wait.Namespace)
+	if err != nil {
+		return // not a kind Explain knows, or a name the run never saved
+	}
+	x.mu.Lock()
+	entries := append([]trace.Entry(nil), x.seen...)
+	x.mu.Unlock()
+	e, err := explain.Explain(explain.SnapshotFromHistory(entries), target)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(w, "\nWhy %s is where it is (csisim explain):\n", target)
+	_, _ = e.WriteTo(w)
+}

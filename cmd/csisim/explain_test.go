@@ -1,0 +1,134 @@
+package main_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+	"github.com/onsi/gomega/gexec"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+var _ = Describe("csisim explain", func() {
+	It("refuses a kind it does not know, naming those it does", func() {
+		s := start(GinkgoT().TempDir(), "explain", "deployment/app")
+		Eventually(s, time.Minute).Should(gexec.Exit(2))
+		Expect(string(s.Err.Contents())).To(ContainSubstring("csisim explain knows the kinds node, pod, pv, pvc, volumeattachment (va), volumesnapshot (vs)"))
+	})
+
+	It("explains a claim of a live cluster (csisim serve) that no provisioner serves", func() {
+		tmp := GinkgoT().TempDir()
+		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+		server := start(tmp, "serve", "--quiet", "--kubeconfig", kubeconfig, "--without", "external-provisioner")
+		Eventually(server.Out, time.Minute).Should(gbytes.Say("kubeconfig " + kubeconfig))
+		DeferCleanup(func() {
+			server.Interrupt()
+			Eventually(server, time.Minute).Should(gexec.Exit(0))
+			expectNothingLeftIn(tmp)
+		})
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		cs, err := kubernetes.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cs.CoreV1().PersistentVolumeClaims("team").Create(context.Background(), &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "data"},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		// The flags after the object, as kubectl allows.
+		s := start(tmp, "explain", "--kubeconfig", kubeconfig, "persistentvolumeclaim/data", "-n", "team")
+		Eventually(s, time.Minute).Should(gexec.Exit(0))
+		Expect(string(s.Out.Contents())).To(And(
+			ContainSubstring("1. PersistentVolumeClaim team/data: Pending"),
+			ContainSubstring("waits for the external-provisioner of hostpath.csisim.io to make its volume"),
+			ContainSubstring("persistentvolume-controller ExternalProvisioning"),
+			ContainSubstring("Next: Is the csi-provisioner sidecar of hostpath.csisim.io running?")))
+
+		s = start(tmp, "explain", "--kubeconfig", kubeconfig, "pvc", "gone")
+		Eventually(s, time.Minute).Should(gexec.Exit(1))
+		Expect(string(s.Err.Contents())).To(ContainSubstring("PersistentVolumeClaim default/gone not found"))
+	})
+})
+
+var _ = Describe("csisim run --explain", func() {
+	It("explains the object at the end of the run, from its history", func() {
+		tmp := GinkgoT().TempDir()
+		s := start(tmp, "run", "--quiet", "--mock-driver", "--explain", "pod/app", "../../scenarios/library/kubelet-missing-driver.yaml")
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(0))
+		Expect(string(s.Out.Contents())).To(And(
+			ContainSubstring("PASSED"),
+			ContainSubstring("Why Pod default/app is where it is, at the end of the run:"),
+			ContainSubstring("1. Pod default/app: Pending"),
+			ContainSubstring("not found in the list of registered CSI drivers"),
+			ContainSubstring("2. Node node-1: driver missing.csi.example.com not registered")))
+		expectNothingLeftIn(tmp)
+	})
+
+	It("refuses a target it cannot read before the run", func() {
+		s := start(GinkgoT().TempDir(), "run", "--mock-driver", "--explain", "pvc", "../../scenarios/library/kubelet-missing-driver.yaml")
+		Eventually(s, time.Minute).Should(gexec.Exit(2))
+		Expect(string(s.Err.Contents())).To(ContainSubstring("--explain: \"pvc\": want KIND/NAME"))
+	})
+})
+
+// waitsForAStuckPod waits for a pod that never runs: its volume's driver
+// is on no node.
+const waitsForAStuckPod = `name: waits-for-a-stuck-pod
+cluster: {nodes: [node-1]}
+steps:
+  - apply:
+      manifest: |
+        apiVersion: storage.k8s.io/v1
+        kind: CSIDriver
+        metadata: {name: missing.csi.example.com}
+        spec: {attachRequired: false}
+        ---
+        apiVersion: v1
+        kind: PersistentVolume
+        metadata: {name: elsewhere}
+        spec:
+          capacity: {storage: 1Gi}
+          accessModes: [ReadWriteOnce]
+          storageClassName: ""
+          csi: {driver: missing.csi.example.com, volumeHandle: vol-elsewhere}
+        ---
+        apiVersion: v1
+        kind: PersistentVolumeClaim
+        metadata: {name: data}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: "", volumeName: elsewhere, resources: {requests: {storage: 1Gi}}}
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: app}
+        spec:
+          containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
+          volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  - wait: {object: pod/app, jsonPath: '{.status.phase}', equals: Running, timeout: 30s}
+`
+
+var _ = Describe("csisim run with a failed wait", func() {
+	It("explains the object the step waited for", func() {
+		tmp := GinkgoT().TempDir()
+		file := filepath.Join(GinkgoT().TempDir(), "stuck.yaml")
+		Expect(os.WriteFile(file, []byte(waitsForAStuckPod), 0o644)).To(Succeed())
+		s := start(tmp, "run", "--quiet", "--mock-driver", file)
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(1))
+		Expect(string(s.Err.Contents())).To(And(
+			ContainSubstring("FAILED: step 2"),
+			ContainSubstring("Why Pod default/app is where it is (csisim explain):"),
+			ContainSubstring("2. Node node-1: driver missing.csi.example.com not registered")))
+		expectNothingLeftIn(tmp)
+	})
+})

@@ -1,0 +1,117 @@
+package explain
+
+import (
+	"slices"
+	"time"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/csisim/csisim/trace"
+)
+
+// SnapshotFromHistory is the cluster's state at the end of a run's
+// history: every object as its last API write stored it, without those
+// removed (which Gone lists with their times). Now is the time of the
+// last entry.
+//
+// Entries carry offsets from the recorder's start, objects carry the
+// cluster clock's times; the start is found from the objects' creation
+// timestamps (whole seconds), so times are exact to the second.
+func SnapshotFromHistory(entries []trace.Entry) *Snapshot {
+	start := historyStart(entries)
+	type slot struct {
+		obj runtime.Object
+		seq int
+	}
+	live := map[string]slot{} // by kind/namespace/name
+	var gone []GoneObject
+	for _, e := range entries {
+		if e.Kind != trace.API || e.Write == nil || e.Write.Object == nil {
+			continue
+		}
+		w := e.Write
+		k := w.Kind + "/" + w.Namespace + "/" + w.Name
+		if w.Removed {
+			delete(live, k)
+			g := GoneObject{Ref: Ref{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name}, At: start.Add(e.At)}
+			if p, ok := w.Object.(*corev1.Pod); ok {
+				g.Pod = p
+			}
+			gone = append(gone, g)
+			continue
+		}
+		live[k] = slot{obj: w.Object, seq: e.Seq}
+	}
+	s := &Snapshot{Gone: gone}
+	if len(entries) > 0 {
+		s.Now = start.Add(entries[len(entries)-1].At)
+	}
+	// In the order they were last written, so that the snapshot, and what
+	// Explain says from it, is the same for the same history.
+	ordered := make([]slot, 0, len(live))
+	for _, sl := range live {
+		ordered = append(ordered, sl)
+	}
+	slices.SortFunc(ordered, func(a, b slot) int { return a.seq - b.seq })
+	for _, sl := range ordered {
+		switch o := sl.obj.(type) {
+		case *corev1.Pod:
+			s.Pods = append(s.Pods, *o)
+		case *corev1.PersistentVolumeClaim:
+			s.Claims = append(s.Claims, *o)
+		case *corev1.PersistentVolume:
+			s.Volumes = append(s.Volumes, *o)
+		case *corev1.Node:
+			s.Nodes = append(s.Nodes, *o)
+		case *corev1.Event:
+			s.Events = append(s.Events, *o)
+		case *eventsv1.Event:
+			s.EventsV1 = append(s.EventsV1, *o)
+		case *storagev1.StorageClass:
+			s.Classes = append(s.Classes, *o)
+		case *storagev1.CSIDriver:
+			s.Drivers = append(s.Drivers, *o)
+		case *storagev1.CSINode:
+			s.CSINodes = append(s.CSINodes, *o)
+		case *storagev1.VolumeAttachment:
+			s.Attachments = append(s.Attachments, *o)
+		case *storagev1.CSIStorageCapacity:
+			s.Capacities = append(s.Capacities, *o)
+		case *snapv1.VolumeSnapshot:
+			s.VolumeSnapshots = append(s.VolumeSnapshots, *o)
+		case *snapv1.VolumeSnapshotContent:
+			s.SnapshotContents = append(s.SnapshotContents, *o)
+		}
+	}
+	return s
+}
+
+// historyStart is the cluster time of offset 0: a create stamps the
+// object with the clock's time, truncated to the second, at its entry's
+// offset, so creationTimestamp - At is at most a second early; the
+// latest such estimate is the closest.
+func historyStart(entries []trace.Entry) time.Time {
+	var start time.Time
+	for _, e := range entries {
+		if e.Kind != trace.API || e.Write == nil || e.Write.Verb != "create" || e.Write.Object == nil {
+			continue
+		}
+		m, err := meta.Accessor(e.Write.Object)
+		if err != nil {
+			continue
+		}
+		created := m.GetCreationTimestamp()
+		if created.IsZero() {
+			continue
+		}
+		if t := created.Add(-e.At); t.After(start) {
+			start = t
+		}
+	}
+	return start
+}

@@ -1,0 +1,339 @@
+package explain_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega/gexec"
+
+	"github.com/csisim/csisim/drivers/profiles"
+	"github.com/csisim/csisim/explain"
+	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/trace"
+)
+
+// The stuck states of the scenario library, run on the simulator up to
+// the step where the object is stuck: the explanation, from the run's
+// history and from the live cluster, must name the real cause.
+
+// csisimBinary builds the csisim command once, for the scenarios that need
+// the real driver (zones, capacity): the simulator starts it as `csisim
+// driver`.
+var (
+	buildOnce   sync.Once
+	builtBinary string
+	buildErr    error
+)
+
+func csisimBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() { builtBinary, buildErr = gexec.Build("github.com/csisim/csisim/cmd/csisim") })
+	if buildErr != nil {
+		t.Fatalf("building csisim: %v", buildErr)
+	}
+	return builtBinary
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	gexec.CleanupBuildArtifacts()
+	os.Exit(code)
+}
+
+// stuckRun is a library scenario cut after a step, and what explaining an
+// object must then say.
+type stuckRun struct {
+	file string
+	// through is the last step run, by number, and the start of its name
+	// (a check that the scenario still has the step this test means).
+	through int
+	stepIs  string
+	// realDriver: the scenario needs csisim's own driver (zones,
+	// capacity), not the mock.
+	realDriver bool
+	target     string
+	// want are substrings of the explanation, in order; liveWant, if
+	// set, those of the explanation from the live cluster, which does not
+	// know when removed objects went.
+	want, liveWant []string
+}
+
+func TestLibraryStuckStates(t *testing.T) {
+	runs := []stuckRun{
+		{file: "wait-for-first-consumer", through: 3, stepIs: "assert persistentvolumes", realDriver: true, target: "pvc/data",
+			want: []string{"PersistentVolumeClaim default/data: Pending (WaitForFirstConsumer)", "No pod uses the claim", "waiting for first consumer to be created before binding",
+				"Next: Create a pod that uses the claim"}},
+		{file: "wait-for-first-consumer", through: 13, stepIs: "wait pod/elsewhere", realDriver: true, target: "pod/elsewhere",
+			want: []string{"Pod default/elsewhere: Pending, not scheduled", "didn't match PersistentVolume's node affinity",
+				"PersistentVolume pvc-", "node affinity topology.hostpath.csisim.io/zone In [zone-b]", "can be used on only node-b"}},
+		{file: "storage-capacity", through: 15, stepIs: "wait pod/three", realDriver: true, target: "pod/three",
+			want: []string{"Pod default/three: Pending, not scheduled", "did not have enough free storage",
+				"PersistentVolumeClaim default/three: Pending, needs 2Gi", "Capacity published: max volume 1Gi in topology.hostpath.csisim.io/node=node-a,topology.hostpath.csisim.io/zone=zone-a; max volume 1Gi in topology.hostpath.csisim.io/node=node-b,topology.hostpath.csisim.io/zone=zone-b"}},
+		{file: "csidriver-name-mismatch", through: 7, stepIs: "sleep", target: "pvc/lost",
+			want: []string{"PersistentVolumeClaim default/lost: Pending", "names the provisioner hostpath.csisim.oi", "Drivers seen: hostpath.csisim.io",
+				"persistentvolume-controller ExternalProvisioning", "Did you mean hostpath.csisim.io?"}},
+		{file: "kubelet-missing-driver", through: 6, stepIs: "sleep", target: "pod/app",
+			want: []string{"Pod default/app: Pending", "kubelet FailedMount", "driver name missing.csi.example.com not found in the list of registered CSI drivers",
+				"Node node-1: driver missing.csi.example.com not registered", "CSINode node-1 lists hostpath.csisim.io"}},
+		{file: "node-plugin-missing", through: 10, stepIs: "assert pod/app", target: "pod/app",
+			want: []string{"Pod default/app: Pending", "VolumeAttachment csi-", "not attached to node-b", "attachError (last 15s ago): CSINode node-b does not contain driver hostpath.csisim.io",
+				"Node node-b: driver hostpath.csisim.io not registered", "lists no driver"}},
+		{file: "pod-waiting-for-attach", through: 11, stepIs: "assert events", target: "pod/app",
+			want: []string{"Pod default/app: Pending (ContainerCreating)", "timed out waiting for external-attacher of nfs.csi.k8s.io CSI driver",
+				"not attached to node-1", "No external-attacher has picked it up", "attachRequired: false"}},
+		{file: "node-loss-force-detach", through: 14, stepIs: "wait events", target: "pod/app-0",
+			want: []string{"Pod default/app-0: Pending", "Waiting for detach for volume", "VolumeAttachment csi-", "attached to node-a",
+				"Node node-a is not Ready (Ready=Unknown", "forces the detach 6 min (maxWaitForUnmountDuration) after the last pod using the volume left node-a", "due in 6m0s",
+				"Node node-a: Ready=Unknown"},
+			liveWant: []string{"Pod default/app-0: Pending", "Waiting for detach for volume", "attached to node-a",
+				"forces the detach 6 min (maxWaitForUnmountDuration) after the last pod using the volume left node-a; the snapshot does not say when that was"}},
+		{file: "stale-volumeattachment-node-gone", through: 13, stepIs: "wait events", target: "pod/app-0",
+			want: []string{"Pod default/app-0: Pending", "Waiting for detach for volume", "attached to node-a", "node node-a no longer exists", "due in 6m0s",
+				"delete the VolumeAttachment"},
+			liveWant: []string{"node node-a no longer exists", "the snapshot does not say when that was", "delete the VolumeAttachment"}},
+		{file: "restore-from-unready-snapshot", through: 9, stepIs: "assert pvc/restored", realDriver: true, target: "pvc/restored",
+			want: []string{"PersistentVolumeClaim default/restored: Pending", "The volume is made from VolumeSnapshot default/snap", "ProvisioningFailed", "snapshot snap not bound",
+				"VolumeSnapshot default/snap: readyToUse=false", "its source claim data is not Bound", "the PVC data is not yet bound to a PV",
+				"PersistentVolumeClaim default/data: Pending (WaitForFirstConsumer)", "No pod uses the claim"}},
+		{file: "node-loss-force-detach", through: 11, stepIs: "assert pod/app-0", target: "pod/app-0",
+			want: []string{"Pod default/app-0: Terminating (deletion requested 2m0s ago)", "Its node node-a is not Ready (Ready=Unknown", "keeps its volumes attached to node-a",
+				"Next: If node-a is really down: kubectl delete pod app-0 --force, or taint the node node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"}},
+		{file: "stale-volumeattachment", through: 13, stepIs: "assert pod/app", realDriver: true, target: "pod/app",
+			want: []string{"Pod default/app: Pending", "not attached to node-b", "is published to node node-a",
+				"attached to node-a", "unless it does not know this attachment", "Restart kube-controller-manager"}},
+	}
+	for _, r := range runs {
+		t.Run(r.file+"/"+r.target, func(t *testing.T) {
+			sc, err := scenario.Load("../scenarios/library/" + r.file + ".yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sc.Steps) < r.through || !strings.HasPrefix(sc.Steps[r.through-1].Name, r.stepIs) {
+				t.Fatalf("%s: step %d is not %q any more: update this test", r.file, r.through, r.stepIs)
+			}
+			sc.Steps = sc.Steps[:r.through]
+			cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName, Seed: 1}
+			if r.realDriver {
+				cfg.DriverBinary = csisimBinary(t)
+			} else {
+				cfg.Mock = true
+			}
+			fromHistory, live := runStuck(t, sc, cfg, r.target)
+			expectInOrder(t, "from the run's history", fromHistory, r.want)
+			if r.liveWant == nil {
+				r.liveWant = r.want
+			}
+			expectInOrder(t, "from the live cluster", live, r.liveWant)
+		})
+	}
+}
+
+// runStuck runs sc on a new simulated cluster and explains target at its
+// end, from the history and from the cluster itself.
+func runStuck(t *testing.T, sc *scenario.Scenario, cfg cluster.Config, targetArg string) (fromHistory, live string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("closing the cluster: %v", err)
+		}
+	}()
+	// A run cut at its stuck point may leave what the nothing-leaked
+	// invariant calls a leak: that is the point. Its steps must pass.
+	_, err = (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc)
+	var broken *scenario.InvariantError
+	if errors.As(err, &broken) {
+		t.Logf("the cut run breaks invariants, as a stuck one may: %v", err)
+	} else if err != nil {
+		t.Fatalf("the scenario up to its stuck point: %v", err)
+	}
+	target, err := explain.ParseTarget(targetArg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := explain.Explain(explain.SnapshotFromHistory(c.History()), target)
+	if err != nil {
+		t.Fatalf("from the history: %v", err)
+	}
+	fromHistory = e.String()
+	snap, err := explain.FromCluster(ctx, c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The live snapshot is read on the cluster's virtual clock, which is
+	// not the wall clock's time.
+	snap.Now = c.Clock().Now()
+	if e, err = explain.Explain(snap, target); err != nil {
+		t.Fatalf("from the live cluster: %v", err)
+	}
+	return fromHistory, e.String()
+}
+
+func expectInOrder(t *testing.T, source, out string, want []string) {
+	t.Helper()
+	rest := out
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Errorf("%s: want %q (in this order) in:\n%s", source, w, out)
+			return
+		}
+		rest = rest[i+len(w):]
+	}
+	t.Logf("%s:\n%s", source, out)
+}
+
+// TestForceDetachDue checks the explanation's forced-detach time against
+// the run: node-loss-force-detach explained at its stuck point (the new
+// pod waiting for detach) must name the time the attach/detach controller
+// then deletes the attachment on node-a.
+func TestForceDetachDue(t *testing.T) {
+	sc, err := scenario.Load("../scenarios/library/node-loss-force-detach.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const stuck, detached = 14, 17
+	if !strings.HasPrefix(sc.Steps[stuck-1].Name, "wait events") || !strings.HasPrefix(sc.Steps[detached-1].Name, "wait pod/app-0") {
+		t.Fatalf("steps %d and %d are not the ones this test means: update it", stuck, detached)
+	}
+	sc.Steps = sc.Steps[:detached]
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Mock: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("closing the cluster: %v", err)
+		}
+	}()
+	if _, err := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	history := c.History()
+	// The history up to the end of the stuck step.
+	end := -1
+	for i, e := range history {
+		if e.Kind == trace.Step && strings.HasPrefix(e.Detail, fmt.Sprintf("step %d passed", stuck)) {
+			end = i
+		}
+	}
+	if end < 0 {
+		t.Fatalf("no end of step %d in the history", stuck)
+	}
+	snap := explain.SnapshotFromHistory(history[:end+1])
+	e, err := explain.Explain(snap, explain.Ref{Kind: explain.KindPod, Namespace: "default", Name: "app-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var due time.Time
+	var va string
+	for _, f := range e.Findings {
+		if f.Object.Kind == explain.KindAttachment && !f.Due.IsZero() {
+			due, va = f.Due, f.Object.Name
+		}
+	}
+	if due.IsZero() {
+		t.Fatalf("no forced detach due in:\n%s", e)
+	}
+	// When the controller deleted that attachment, on the same clock.
+	start := snap.Now.Add(-history[end].At)
+	var deleted time.Time
+	for _, h := range history[end+1:] {
+		if h.Write != nil && h.Write.Kind == "VolumeAttachment" && h.Write.Name == va && h.Actor == "attachdetach-controller" && h.Write.Verb == "delete" {
+			deleted = start.Add(h.At)
+			break
+		}
+	}
+	if deleted.IsZero() {
+		t.Fatalf("the attach/detach controller never deleted %s", va)
+	}
+	if d := deleted.Sub(due); d < -time.Second || d > 2*time.Second {
+		t.Errorf("the explanation says the forced detach is due at %s, the controller deleted the attachment at %s (%s apart)",
+			due.Format(time.TimeOnly), deleted.Format(time.TimeOnly), d)
+	}
+}
+
+// deletionHeld is a variant of basic-lifecycle stopped where deletions
+// wait: the claim and its volume are deleted while a pod still runs on them.
+const deletionHeld = `
+name: deletion-held
+cluster: {nodes: [node-1]}
+steps:
+  - apply: {file: manifests/driver.yaml}
+  - apply:
+      manifest: |
+        apiVersion: v1
+        kind: PersistentVolumeClaim
+        metadata: {name: data}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: '${driver.storageClass}', resources: {requests: {storage: 1Gi}}}
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: app}
+        spec:
+          containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
+          volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  - wait: {object: pod/app, jsonPath: '{.status.phase}', equals: Running, timeout: 60s}
+  - wait: {object: pvc/data, jsonPath: '{.spec.volumeName}', save: {pv: '{.spec.volumeName}'}}
+  - delete: {object: pvc/data}
+  - delete: {object: 'pv/${pv}'}
+  - sleep: 30s
+  - assert: {object: pvc/data, jsonPath: '{.status.phase}', equals: Bound}
+`
+
+func TestDeletionHeld(t *testing.T) {
+	sc, err := scenario.Parse("deletion-held.yaml", []byte(deletionHeld), "../scenarios/library")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Mock: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("closing the cluster: %v", err)
+		}
+	}()
+	res, err := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := explain.SnapshotFromHistory(c.History())
+	for _, tt := range []struct {
+		target explain.Ref
+		want   []string
+	}{
+		{explain.Ref{Kind: explain.KindClaim, Namespace: "default", Name: "data"},
+			[]string{"PersistentVolumeClaim default/data: Terminating", "kubernetes.io/pvc-protection: the pvc-protection controller removes it once no pod uses the claim, and pod app (Running on node node-1) still does",
+				"Next: Delete the pods that use the claim"}},
+		{explain.Ref{Kind: explain.KindVolume, Name: res.Vars["pv"]},
+			[]string{"Terminating", "Bound to default/data", "external-provisioner.volume.kubernetes.io/finalizer: the external-provisioner of hostpath.csisim.io removes it once it has deleted the volume",
+				"kubernetes.io/pv-protection: the pv-protection controller removes it once the volume is no longer Bound; it is bound to claim default/data",
+				"external-attacher/hostpath-csisim-io: the external-attacher removes it once no VolumeAttachment names the volume; still there: csi-",
+				"PersistentVolumeClaim default/data: Terminating", "pod app (Running on node node-1) still does",
+				"VolumeAttachment csi-", "attached to node-1", "Pod app on node-1 uses the volume"}},
+	} {
+		e, err := explain.Explain(snap, tt.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectInOrder(t, tt.target.String(), e.String(), tt.want)
+	}
+}
