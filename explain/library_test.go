@@ -12,6 +12,7 @@ import (
 
 	"github.com/onsi/gomega/gexec"
 
+	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/explain"
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
@@ -66,10 +67,10 @@ type stuckRun struct {
 
 func TestLibraryStuckStates(t *testing.T) {
 	runs := []stuckRun{
-		{file: "wait-for-first-consumer", through: 4, stepIs: "assert persistentvolumes", realDriver: true, target: "pvc/data",
+		{file: "wait-for-first-consumer", through: 3, stepIs: "assert persistentvolumes", realDriver: true, target: "pvc/data",
 			want: []string{"PersistentVolumeClaim default/data: Pending (WaitForFirstConsumer)", "No pod uses the claim", "waiting for first consumer to be created before binding",
 				"Next: Create a pod that uses the claim"}},
-		{file: "wait-for-first-consumer", through: 14, stepIs: "wait pod/elsewhere", realDriver: true, target: "pod/elsewhere",
+		{file: "wait-for-first-consumer", through: 13, stepIs: "wait pod/elsewhere", realDriver: true, target: "pod/elsewhere",
 			want: []string{"Pod default/elsewhere: Pending, not scheduled", "didn't match PersistentVolume's node affinity",
 				"PersistentVolume pvc-", "node affinity topology.hostpath.csisim.io/zone In [zone-b]", "can be used on only node-b"}},
 		{file: "storage-capacity", through: 15, stepIs: "wait pod/three", realDriver: true, target: "pod/three",
@@ -118,7 +119,8 @@ func TestLibraryStuckStates(t *testing.T) {
 				t.Fatalf("%s: step %d is not %q any more: update this test", r.file, r.through, r.stepIs)
 			}
 			sc.Steps = sc.Steps[:r.through]
-			cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, DriverName: sc.Cluster.DriverName, Seed: 1}
+			sc.Finally = nil // the stuck state is explained before any clean-up
+			cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName, Seed: 1}
 			if r.realDriver {
 				cfg.DriverBinary = csisimBinary(t)
 			} else {
@@ -272,13 +274,13 @@ const deletionHeld = `
 name: deletion-held
 cluster: {nodes: [node-1]}
 steps:
-  - apply: {file: manifests/hostpath.yaml}
+  - apply: {file: manifests/driver.yaml}
   - apply:
       manifest: |
         apiVersion: v1
         kind: PersistentVolumeClaim
         metadata: {name: data}
-        spec: {accessModes: [ReadWriteOnce], storageClassName: csisim-hostpath, resources: {requests: {storage: 1Gi}}}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: '${driver.storageClass}', resources: {requests: {storage: 1Gi}}}
         ---
         apiVersion: v1
         kind: Pod
@@ -286,12 +288,12 @@ steps:
         spec:
           containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 60s}
-  - wait: {object: pvc/data, jsonpath: '{.spec.volumeName}', save: {pv: '{.spec.volumeName}'}}
+  - wait: {object: pod/app, jsonPath: '{.status.phase}', equals: Running, timeout: 60s}
+  - wait: {object: pvc/data, jsonPath: '{.spec.volumeName}', save: {pv: '{.spec.volumeName}'}}
   - delete: {object: pvc/data}
   - delete: {object: 'pv/${pv}'}
   - sleep: 30s
-  - assert: {object: pvc/data, jsonpath: '{.status.phase}', equals: Bound}
+  - assert: {object: pvc/data, jsonPath: '{.status.phase}', equals: Bound}
 `
 
 func TestDeletionHeld(t *testing.T) {

@@ -12,5 +12,13 @@
 // with a *StepError that says which step failed, what it expected and what it
 // last saw.
 //
+// A scenario is written for any CSI driver: the driver under test is a
+// driver profile (Runner.Profile, package drivers/profile), which steps
+// see as ${driver.*} variables, and a scenario whose needs the profile
+// lacks is skipped with the reason (Scenario.SkipReason, Result.Skipped)
+// rather than run. Steps may also hold a condition for a span
+// (consistently), compare partial objects (match), come from another file
+// (include), and clean up after the others whatever happened (finally).
+//
 // The file format is documented for users in scenarios/README.md.
 package scenario

@@ -119,3 +119,23 @@ func TestDriverVariableErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestParseNeedsAndClusterAsks(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"needs: [snapshot]\nsteps:\n  - sleep: 1s\n", `x.yaml:1: needs: unknown capability "snapshot" (did you mean "snapshots"?)`},
+		{"needs: [teleport]\nsteps:\n  - sleep: 1s\n", `x.yaml:1: needs: unknown capability "teleport"; the capabilities are attach, block`},
+		{"needs: [block, block]\nsteps:\n  - sleep: 1s\n", "x.yaml:1: needs: block is listed twice"},
+		{"needs: block\nsteps:\n  - sleep: 1s\n", "x.yaml:1: needs must be a list"},
+		{"cluster:\n  capacity: lots\nsteps:\n  - sleep: 1s\n", `x.yaml:2: capacity "lots" must be a positive quantity such as 2Gi`},
+		{"cluster:\n  volumeLimit: 0\nsteps:\n  - sleep: 1s\n", "x.yaml:2: volumeLimit must be 1 or more"},
+		{"cluster:\n  multiNode: yes please\nsteps:\n  - sleep: 1s\n", "x.yaml:2: multiNode must be true or false"},
+		{"cluster:\n  flags: [--strict-parameters]\nsteps:\n  - sleep: 1s\n", "x.yaml:2: flags names flag sets of the driver profile"},
+		{"cluster:\n  driver_args: [--x]\nsteps:\n  - sleep: 1s\n", "x.yaml:2: key driver_args is now driverArgs"},
+	}
+	for _, tt := range tests {
+		_, err := Parse("x.yaml", []byte(tt.src), t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want %q", tt.src, err, tt.want)
+		}
+	}
+}

@@ -85,6 +85,8 @@ func simulateControllers(ctx context.Context, t *testing.T, client dynamic.Inter
 			pvc.SetUID("0f1e2d3c")
 			_ = unstructured.SetNestedField(pvc.Object, pvName, "spec", "volumeName")
 			_ = unstructured.SetNestedField(pvc.Object, "Bound", "status", "phase")
+			// As the PV controller: the bound claim shows its volume's access modes.
+			_ = unstructured.SetNestedSlice(pvc.Object, []any{"ReadWriteOnce"}, "status", "accessModes")
 			if _, err := pvcs.Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
 				t.Errorf("controller: bind pvc: %v", err)
 				return

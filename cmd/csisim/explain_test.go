@@ -115,7 +115,7 @@ steps:
         spec:
           containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 30s}
+  - wait: {object: pod/app, jsonPath: '{.status.phase}', equals: Running, timeout: 30s}
 `
 
 var _ = Describe("csisim run with a failed wait", func() {
