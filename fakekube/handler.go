@@ -60,7 +60,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok")
 		return
-	case path == openAPIPathPrefix || strings.HasPrefix(path, openAPIPathPrefix+"/"):
+	case path == openAPIV2Path || path == openAPIV3Path || strings.HasPrefix(path, openAPIV3Path+"/"):
 		s.serveOpenAPI(w, r, path)
 		return
 	case path == "/api":

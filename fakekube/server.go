@@ -9,6 +9,7 @@ package fakekube
 import (
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,8 @@ type Server struct {
 	reg   *registry
 	store *store
 	clock clock.PassiveClock
+	// openAPI builds the OpenAPI documents on first use (openapi.go).
+	openAPI func() (*openAPIServices, error)
 }
 
 // New returns a server with the namespaces a fresh cluster has.
@@ -79,7 +82,8 @@ func New(opts Options) *Server {
 		opts.EventTTL = DefaultEventTTL
 	}
 	reg := newRegistry(defaultResources())
-	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts)}
+	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts),
+		openAPI: sync.OnceValues(func() (*openAPIServices, error) { return newOpenAPIServices(reg) })}
 	nsRes := reg.byGVR[coreV1.WithResource("namespaces")]
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
