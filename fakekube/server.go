@@ -59,6 +59,9 @@ type Options struct {
 	// RefuseConflicting, with the error it was answered with, while the
 	// store is locked: it must not call back into the server.
 	OnRefused func(Write, error)
+	// ContainerLogs, if set, is the kubelets' side of pods/log: what a
+	// pod's container has printed. Unset: every container's log is empty.
+	ContainerLogs ContainerLogs
 }
 
 // Server is one API server: a store and the REST protocol in front of it.
@@ -66,6 +69,8 @@ type Server struct {
 	reg   *registry
 	store *store
 	clock clock.PassiveClock
+	// containerLogs is Options.ContainerLogs (podlog.go).
+	containerLogs ContainerLogs
 	// openAPI builds the OpenAPI documents on first use (openapi.go).
 	openAPI func() (*openAPIServices, error)
 }
@@ -82,7 +87,7 @@ func New(opts Options) *Server {
 		opts.EventTTL = DefaultEventTTL
 	}
 	reg := newRegistry(defaultResources())
-	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts),
+	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts), containerLogs: opts.ContainerLogs,
 		openAPI: sync.OnceValues(func() (*openAPIServices, error) { return newOpenAPIServices(reg) })}
 	nsRes := reg.byGVR[coreV1.WithResource("namespaces")]
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
