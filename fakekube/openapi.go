@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/builder"
 	"k8s.io/kube-openapi/pkg/builder3"
+	builder3util "k8s.io/kube-openapi/pkg/builder3/util"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/handler3"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/kube-openapi/pkg/util"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"github.com/csisim/csisim/fakekube/crdschemas"
 	"github.com/csisim/csisim/fakekube/openapidefs"
 )
 
@@ -34,9 +36,10 @@ import (
 // client-side apply computes its strategic merge patch from them.
 //
 // The snapshot kinds are custom resources on a real cluster, whose schemas
-// come from their CRD manifests; the server has no such manifests, so their
-// documents describe the operations only (and, as for any custom resource,
-// offer no strategic merge patch).
+// come from their CRD manifests (package crdschemas), completed as
+// kube-apiserver's apiextensions builder does (addCRDSchemas); as for any
+// custom resource, they take no strategic merge patch, and /openapi/v2
+// leaves them out.
 
 const (
 	openAPIV3Path = "/openapi/v3"
@@ -54,6 +57,14 @@ func newOpenAPIServices(reg *registry) (*openAPIServices, error) {
 	namer := newDefinitionNamer(scheme)
 	info := &spec.Info{InfoProps: spec.InfoProps{Title: "Kubernetes", Version: KubernetesVersion}}
 	v3 := handler3.NewOpenAPIService()
+	crdKinds, err := crdschemas.Kinds()
+	if err != nil {
+		return nil, err
+	}
+	crds := map[schema.GroupVersionKind]crdschemas.Kind{}
+	for _, k := range crdKinds {
+		crds[k.GVK] = k
+	}
 	var allModels []string
 	for _, gv := range reg.groupVersions() {
 		doc := &spec3.OpenAPI{
@@ -68,10 +79,17 @@ func newOpenAPIServices(reg *registry) (*openAPIServices, error) {
 				continue
 			}
 			m := resourceModels(r)
+			if r.crd {
+				m = crdModels(r)
+			}
 			addResourcePaths(doc.Paths.Paths, r, m)
-			if !r.crd {
+			switch k, ok := crds[r.gvk()]; {
+			case !r.crd:
 				models = append(models, m.object, m.list)
 				models = append(models, m.subresources...)
+			case ok:
+				addCRDSchemas(doc.Components.Schemas, k, m, r.gvr.Resource)
+				models = append(models, modelName(&metav1.ObjectMeta{}), modelName(&metav1.ListMeta{}))
 			}
 		}
 		if len(models) > 0 {
@@ -83,7 +101,9 @@ func newOpenAPIServices(reg *registry) (*openAPIServices, error) {
 			if err != nil {
 				return nil, fmt.Errorf("building the OpenAPI v3 schemas of %s: %w", gv, err)
 			}
-			doc.Components.Schemas = schemas
+			for name, schema := range schemas {
+				doc.Components.Schemas[name] = schema
+			}
 			allModels = append(allModels, models...)
 		}
 		v3.UpdateGroupVersion(groupVersionPath(gv), doc)
@@ -251,7 +271,7 @@ func addResourcePaths(paths map[string]*spec3.Path, r *resource, models resource
 			o.Parameters = append(o.Parameters, &spec3.Parameter{ParameterProps: spec3.ParameterProps{
 				Name: p, In: "query", Schema: &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"string"}}}}})
 		}
-		if model != "" && !r.crd {
+		if model != "" {
 			ref := &spec.Schema{SchemaProps: spec.SchemaProps{Ref: spec.MustCreateRef("#/components/schemas/" + common.EscapeJsonPointer(model))}}
 			o.Responses = &spec3.Responses{ResponsesProps: spec3.ResponsesProps{StatusCodeResponses: map[int]*spec3.Response{
 				http.StatusOK: {ResponseProps: spec3.ResponseProps{Description: "OK",
@@ -290,4 +310,54 @@ func addResourcePaths(paths map[string]*spec3.Path, r *resource, models resource
 			Patch: withBody(op("patch", models.object, append(writeParams, "force")...), patchTypes...),
 		}}
 	}
+}
+
+// crdModels names a custom kind's schemas as kube-apiserver does: its
+// group, version and kind, REST-friendly ("io.k8s.storage.snapshot.v1.VolumeSnapshot").
+func crdModels(r *resource) resourceModelNames {
+	name := func(kind string) string {
+		return util.ToRESTFriendlyName(r.gvr.Group + "/" + r.gvr.Version + "/" + kind)
+	}
+	return resourceModelNames{object: name(r.kind), list: name(r.kind + "List")}
+}
+
+// addCRDSchemas adds a custom kind's schema and its list's, completed as
+// kube-apiserver's apiextensions OpenAPI builder completes a CRD's
+// (k8s.io/apiextensions-apiserver pkg/controller/openapi/builder): the
+// object metadata refers to ObjectMeta, apiVersion and kind say what
+// TypeMeta's do, and each carries its group-version-kind.
+func addCRDSchemas(schemas map[string]*spec.Schema, k crdschemas.Kind, m resourceModelNames, plural string) {
+	typeMeta := metav1.TypeMeta{}.SwaggerDoc()
+	ref := func(model string) spec.Schema {
+		return *spec.RefSchema("#/components/schemas/" + common.EscapeJsonPointer(model))
+	}
+	typeMetaProperties := func(s *spec.Schema) {
+		s.SetProperty("apiVersion", *spec.StringProperty().WithDescription(typeMeta["apiVersion"]))
+		s.SetProperty("kind", *spec.StringProperty().WithDescription(typeMeta["kind"]))
+	}
+	gvk := func(kind string) []any {
+		return []any{map[string]any{"group": k.GVK.Group, "version": k.GVK.Version, "kind": kind}}
+	}
+	obj := *k.Schema
+	obj.Properties = map[string]spec.Schema{}
+	for name, p := range k.Schema.Properties {
+		obj.Properties[name] = p
+	}
+	typeMetaProperties(&obj)
+	meta := ref(modelName(&metav1.ObjectMeta{}))
+	obj.SetProperty("metadata", *meta.WithDescription(metav1.PartialObjectMetadata{}.SwaggerDoc()["metadata"]))
+	obj.AddExtension("x-kubernetes-group-version-kind", gvk(k.GVK.Kind))
+	schemas[m.object] = builder3util.WrapRefs(&obj)
+
+	items := ref(m.object)
+	listMeta := ref(modelName(&metav1.ListMeta{}))
+	list := new(spec.Schema).WithDescription(fmt.Sprintf("%s is a list of %s", k.ListKind, k.GVK.Kind)).
+		WithRequired("items").
+		SetProperty("items", *spec.ArrayProperty(&items).WithDescription(fmt.Sprintf(
+			"List of %s. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", plural))).
+		SetProperty("metadata", *listMeta.WithDescription(metav1.PartialObjectMetadataList{}.SwaggerDoc()["metadata"]))
+	list.Type = spec.StringOrArray{"object"}
+	typeMetaProperties(list)
+	list.AddExtension("x-kubernetes-group-version-kind", gvk(k.ListKind))
+	schemas[m.list] = builder3util.WrapRefs(list)
 }

@@ -126,6 +126,10 @@ var _ = Describe("kubectl against csisim serve", Ordered, func() {
 			ContainSubstring("storageClassName\t<string>")))
 		Expect(quiet("explain", "statefulsets.spec.volumeClaimTemplates")).To(ContainSubstring("<[]PersistentVolumeClaim>"))
 		Expect(quiet("explain", "volumeattachments.spec.source", "--output=plaintext-openapiv2")).To(ContainSubstring("persistentVolumeName"))
+		// A custom kind's, from the snapshot CRDs.
+		Expect(quiet("explain", "volumesnapshots.spec.source")).To(And(
+			ContainSubstring("GROUP:      snapshot.storage.k8s.io"),
+			ContainSubstring("persistentVolumeClaimName\t<string>")))
 	})
 
 	It("applies an existing object again without a warning", func() {
