@@ -92,8 +92,11 @@ func (s *Server) resourceList(gv schema.GroupVersion) (*metav1.APIResourceList, 
 		}
 		for _, sub := range r.subresources {
 			ar := metav1.APIResource{Name: r.gvr.Resource + "/" + sub, Namespaced: r.namespaced, Kind: "Binding", Verbs: metav1.Verbs{"create"}}
-			if sub == "token" {
+			switch sub {
+			case "token":
 				ar.Group, ar.Version, ar.Kind = "authentication.k8s.io", "v1", "TokenRequest"
+			case "log":
+				ar.Kind, ar.Verbs = r.kind, metav1.Verbs{"get"}
 			}
 			list.APIResources = append(list.APIResources, ar)
 		}

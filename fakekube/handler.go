@@ -60,7 +60,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok")
 		return
-	case path == openAPIPathPrefix || strings.HasPrefix(path, openAPIPathPrefix+"/"):
+	case path == openAPIV2Path || path == openAPIV3Path || strings.HasPrefix(path, openAPIV3Path+"/"):
 		s.serveOpenAPI(w, r, path)
 		return
 	case path == "/api":
@@ -188,6 +188,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 		} else {
 			s.serveList(w, r, req)
 		}
+	case r.Method == http.MethodGet && req.subresource == "log":
+		s.serveLog(w, r, req)
+	case req.subresource == "log":
+		writeError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods/log"}, strings.ToLower(r.Method)))
 	case r.Method == http.MethodGet:
 		if err := checkReadParams(readGet, q); err != nil {
 			writeError(w, err)

@@ -127,7 +127,7 @@ func defaultResources() []*resource {
 				return fields.Set{"spec.unschedulable": fmt.Sprint(o.(*corev1.Node).Spec.Unschedulable)}
 			}},
 		{gvr: coreV1.WithResource("pods"), kind: "Pod", namespaced: true, shortNames: []string{"po"}, categories: allCategory,
-			hasStatus: true, subresources: []string{"binding"}, fields: podFields, generation: true},
+			hasStatus: true, subresources: []string{"binding", "log"}, fields: podFields, generation: true},
 		{gvr: coreV1.WithResource("persistentvolumes"), kind: "PersistentVolume", shortNames: []string{"pv"}, hasStatus: true},
 		{gvr: coreV1.WithResource("persistentvolumeclaims"), kind: "PersistentVolumeClaim", namespaced: true,
 			shortNames: []string{"pvc"}, hasStatus: true},

@@ -9,6 +9,7 @@ package fakekube
 import (
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +59,9 @@ type Options struct {
 	// RefuseConflicting, with the error it was answered with, while the
 	// store is locked: it must not call back into the server.
 	OnRefused func(Write, error)
+	// ContainerLogs, if set, is the kubelets' side of pods/log: what a
+	// pod's container has printed. Unset: every container's log is empty.
+	ContainerLogs ContainerLogs
 }
 
 // Server is one API server: a store and the REST protocol in front of it.
@@ -65,6 +69,10 @@ type Server struct {
 	reg   *registry
 	store *store
 	clock clock.PassiveClock
+	// containerLogs is Options.ContainerLogs (podlog.go).
+	containerLogs ContainerLogs
+	// openAPI builds the OpenAPI documents on first use (openapi.go).
+	openAPI func() (*openAPIServices, error)
 }
 
 // New returns a server with the namespaces a fresh cluster has.
@@ -79,7 +87,8 @@ func New(opts Options) *Server {
 		opts.EventTTL = DefaultEventTTL
 	}
 	reg := newRegistry(defaultResources())
-	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts)}
+	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts), containerLogs: opts.ContainerLogs,
+		openAPI: sync.OnceValues(func() (*openAPIServices, error) { return newOpenAPIServices(reg) })}
 	nsRes := reg.byGVR[coreV1.WithResource("namespaces")]
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}

@@ -157,3 +157,34 @@ func writeSynced(path string, data []byte) error {
 	}
 	return f.Close()
 }
+
+// ReportLine is what the workload prints for the volume at path it checked
+// for pod (cmd/csisim-workload in real nodes' containers, the simulated
+// kubelet in its containers' logs): fixed words around the variable parts,
+// so that a test or a person can grep for "found 1 earlier marker(s): UID"
+// or "corrupt: none", and realcluster can read it back.
+func ReportLine(path string, pod Pod, rep Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "csisim-workload: %s (claim %s/%s): ", path, pod.Namespace, pod.Claim)
+	if rep.Wrote {
+		fmt.Fprintf(&b, "wrote marker of pod %s", pod.UID)
+	} else {
+		b.WriteString("read-only, wrote no marker")
+	}
+	fmt.Fprintf(&b, "; found %d earlier marker(s)", len(rep.Found))
+	if len(rep.Found) > 0 {
+		fmt.Fprintf(&b, ": %s", strings.Join(rep.Found, ", "))
+	}
+	corrupt := "none"
+	if len(rep.Corrupt) > 0 {
+		corrupt = strings.Join(rep.Corrupt, ", ")
+	}
+	fmt.Fprintf(&b, "; corrupt: %s", corrupt)
+	return b.String()
+}
+
+// ErrorLine is what the workload prints, on stderr, when checking the
+// volume at path failed.
+func ErrorLine(path string, pod Pod, err error) string {
+	return fmt.Sprintf("csisim-workload: %s (claim %s/%s): %v", path, pod.Namespace, pod.Claim, err)
+}

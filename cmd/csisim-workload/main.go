@@ -152,30 +152,7 @@ func checkVolumes(vols []volume, pod workload.Pod, stdout io.Writer) error {
 			errs = append(errs, fmt.Errorf("%s (claim %s/%s): %w", v.Path, pod.Namespace, v.Claim, err))
 			continue
 		}
-		fmt.Fprintln(stdout, reportLine(v, p, rep))
+		fmt.Fprintln(stdout, workload.ReportLine(v.Path, p, rep))
 	}
 	return errors.Join(errs...)
-}
-
-// reportLine is one volume's line: fixed words around the variable parts,
-// so that a test or a person can grep for "found 1 earlier marker(s): UID"
-// or "corrupt: none".
-func reportLine(v volume, pod workload.Pod, rep workload.Report) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "csisim-workload: %s (claim %s/%s): ", v.Path, pod.Namespace, v.Claim)
-	if rep.Wrote {
-		fmt.Fprintf(&b, "wrote marker of pod %s", pod.UID)
-	} else {
-		b.WriteString("read-only, wrote no marker")
-	}
-	fmt.Fprintf(&b, "; found %d earlier marker(s)", len(rep.Found))
-	if len(rep.Found) > 0 {
-		fmt.Fprintf(&b, ": %s", strings.Join(rep.Found, ", "))
-	}
-	corrupt := "none"
-	if len(rep.Corrupt) > 0 {
-		corrupt = strings.Join(rep.Corrupt, ", ")
-	}
-	fmt.Fprintf(&b, "; corrupt: %s", corrupt)
-	return b.String()
 }

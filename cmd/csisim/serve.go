@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -129,7 +130,7 @@ func serveCluster(ctx context.Context, c *cluster.Cluster, port int, kubeconfig 
 	if kubeconfig == "" {
 		kubeconfig = c.Root() + "/kubeconfig"
 	}
-	created, err := writeKubeconfig(kubeconfig, "http://"+l.Addr().String())
+	created, err := writeKubeconfig(kubeconfig, "http://"+l.Addr().String(), filepath.Base(c.Root()))
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		_ = srv.Close()
@@ -173,14 +174,17 @@ func createDriverObjects(ctx context.Context, c *cluster.Cluster, objects func(*
 }
 
 // writeKubeconfig writes a kubeconfig for server to path and says whether
-// it created the file (and so should remove it on exit).
-func writeKubeconfig(path, server string) (bool, error) {
+// it created the file (and so should remove it on exit). Its cluster, user
+// and context are named after the run (its directory, csisim-run-N), so
+// that the kubeconfigs of several runs merge (KUBECONFIG=a:b) into
+// contexts that do not shadow each other.
+func writeKubeconfig(path, server, run string) (bool, error) {
 	_, statErr := os.Stat(path)
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["csisim"] = &clientcmdapi.Cluster{Server: server}
-	cfg.AuthInfos["csisim"] = &clientcmdapi.AuthInfo{}
-	cfg.Contexts["csisim"] = &clientcmdapi.Context{Cluster: "csisim", AuthInfo: "csisim", Namespace: "default"}
-	cfg.CurrentContext = "csisim"
+	cfg.Clusters[run] = &clientcmdapi.Cluster{Server: server}
+	cfg.AuthInfos[run] = &clientcmdapi.AuthInfo{}
+	cfg.Contexts[run] = &clientcmdapi.Context{Cluster: run, AuthInfo: run, Namespace: "default"}
+	cfg.CurrentContext = run
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		return false, fmt.Errorf("writing kubeconfig %s: %w", path, err)
 	}

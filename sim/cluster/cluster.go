@@ -223,7 +223,8 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		if c.loop != nil { // the server's own first writes come before the loop; informers fill from the store
 			c.loop.Observe(w)
 		}
-	}, OnRefused: func(w fakekube.Write, err error) { c.rec.Add(describeRefused(w, err)) }})
+	}, OnRefused: func(w fakekube.Write, err error) { c.rec.Add(describeRefused(w, err)) },
+		ContainerLogs: c.containerLogs})
 	c.loop = loop.New(c.api, clk, cfg.Seed)
 	c.rt = controller.Runtime{
 		Clock:               clk,

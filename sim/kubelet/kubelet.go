@@ -650,6 +650,11 @@ func (k *Kubelet) tearDown(ctx context.Context, uid types.UID, key string) error
 	if err := removeUnmountedDir(filepath.Join(k.cfg.Dir, "pods", string(uid))); err != nil {
 		return err
 	}
+	if ns, name, ok := strings.Cut(key, "/"); ok {
+		if err := k.removePodLogs(ns, name, uid); err != nil {
+			return err
+		}
+	}
 	k.mu.Lock()
 	delete(k.actual.mounted, uid)
 	delete(k.actual.wanted, uid)

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -45,16 +46,27 @@ func (k *Kubelet) runWorkload(pod *corev1.Pod) {
 		case k.cfg.SkipMountCheck:
 			d.Skipped = "the driver mounts nothing"
 		default:
-			rep, err := workload.Check(m.target, workload.Pod{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Claim: claim.Name},
-				v.PersistentVolumeClaim.ReadOnly)
+			wp := workload.Pod{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Claim: claim.Name}
+			rep, err := workload.Check(m.target, wp, v.PersistentVolumeClaim.ReadOnly)
 			d.Wrote, d.Found, d.Corrupt, d.Copied = rep.Wrote, rep.Found, rep.Corrupt, rep.Copied
 			if err != nil {
 				d.Err = err.Error()
+			}
+			// What the workload prints, in the log of each container
+			// that mounts the volume, as csisim-workload in a real
+			// node's container does (logs.go).
+			line := func(path string) string { return workload.ReportLine(path, wp, rep) }
+			if err != nil {
+				line = func(path string) string { return workload.ErrorLine(path, wp, err) }
+			}
+			if lerr := k.appendContainerLog(pod, v.Name, line); lerr != nil {
+				d.Err = errors.Join(err, lerr).Error()
 			}
 		}
 		e := trace.Entry{Kind: trace.Data, Actor: "workload", Verb: "check data",
 			Object: fmt.Sprintf("Pod %s/%s volume %s", pod.Namespace, pod.Name, v.Name), Detail: describeCheck(d), Err: d.Err, Check: d}
 		k.cfg.Recorder.Add(e)
+
 	}
 }
 
