@@ -3,6 +3,7 @@ package trace
 import (
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	storagev1 "k8s.io/api/storage/v1"
 )
 
@@ -81,8 +82,8 @@ func (r *relations) keys(e Entry) []string {
 			if pv := o.Spec.Source.PersistentVolumeName; pv != nil {
 				volume(*pv)
 			}
-		case *corev1.Event:
-			ref := o.InvolvedObject
+		case *corev1.Event, *eventsv1.Event:
+			ref := eventSubject(o)
 			switch ref.Kind {
 			case "PersistentVolumeClaim":
 				claim(ref.Namespace, ref.Name)
@@ -117,4 +118,15 @@ func (r *relations) keys(e Entry) []string {
 		volume(d.Volume)
 	}
 	return sortedKeys(set)
+}
+
+// eventSubject is what an Event (core or events.k8s.io) is about.
+func eventSubject(o any) corev1.ObjectReference {
+	switch e := o.(type) {
+	case *corev1.Event:
+		return e.InvolvedObject
+	case *eventsv1.Event:
+		return e.Regarding
+	}
+	return corev1.ObjectReference{}
 }

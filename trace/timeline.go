@@ -48,8 +48,8 @@ func (tl Timeline) violationAt(v Violation) Entry {
 // Lane is one component's row (HTML) or participant (Mermaid): the actor
 // of the entries, or a CSI plugin or the API server they talk to.
 type Lane struct {
-	ID    string // the actor as the entries name it, or one of the lane names below
-	Title string // what the lane is called on the page
+	ID    string `json:"id"`    // the actor as the entries name it, or one of the lane names below
+	Title string `json:"title"` // what the lane is called on the page
 }
 
 // The lanes that are no actor: what API writes and CSI calls are sent to.
@@ -61,18 +61,19 @@ const (
 )
 
 // csiLane is the plugin a CSI call went to: the node plugin of the call's
-// node for node service calls, else the controller plugin.
+// node for the calls a kubelet made, else the controller plugin (also for
+// a node service call a sidecar made to the controller's socket).
 func csiLane(e Entry) string {
-	if e.Call != nil && e.Call.Node != "" {
-		return csiNodeLanePrefix + e.Call.Node
-	}
-	if strings.HasPrefix(e.Verb, "Node") {
-		// A node call whose recorder did not know the node: the actor
-		// names it ("kubelet/node-1").
-		if _, node, ok := strings.Cut(e.Actor, "/"); ok {
-			return csiNodeLanePrefix + node
+	if e.Call != nil {
+		if e.Call.Node != "" {
+			return csiNodeLanePrefix + e.Call.Node
 		}
-		return csiNodeLanePrefix + "?"
+		return csiControllerLane
+	}
+	// An entry without its call's data (one read from an older trace):
+	// a kubelet's calls go to its node's plugin.
+	if node, ok := strings.CutPrefix(e.Actor, "kubelet:"); ok {
+		return csiNodeLanePrefix + node
 	}
 	return csiControllerLane
 }

@@ -64,10 +64,10 @@ func sampleTimeline() Timeline {
 		{Kind: API, Actor: "external-provisioner", Verb: "create", Object: "Event for PersistentVolumeClaim default/data",
 			Write: write("create", "", coreEvent, "Event", "default", "data.1")},
 		{Kind: Fault, Actor: "fault-injector", Verb: "csi-error", Object: "NodeStageVolume", Detail: "code=Internal; after #5 <now>"},
-		{Kind: CSI, Actor: "kubelet/node-1", Verb: "NodeStageVolume", Object: "vol-1", Detail: "Internal", Err: "rpc error: code = Internal desc = injected; retry",
+		{Kind: CSI, Actor: "kubelet:node-1", Verb: "NodeStageVolume", Object: "vol-1", Detail: "Internal", Err: "rpc error: code = Internal desc = injected; retry",
 			Call: &CSICall{Node: "node-1", NodeID: "node-1", Volume: "vol-1", StagingPath: "/var/lib/kubelet/x", AccessMode: "SINGLE_NODE_WRITER",
 				Block: true, ReadOnly: true, Ephemeral: true, Code: codes.Internal, StartedAfter: 9, Started: 2 * time.Second}},
-		{Kind: CSI, Actor: "kubelet/node-1", Verb: "NodeGetCapabilities", Detail: "OK",
+		{Kind: CSI, Actor: "kubelet:node-1", Verb: "NodeGetCapabilities", Detail: "OK",
 			Call: &CSICall{Node: "node-1", Code: codes.OK, Capabilities: []string{"STAGE_UNSTAGE_VOLUME"}, StartedAfter: 10, Started: 2 * time.Second}},
 		{Kind: Data, Actor: "workload/default/app", Verb: "check", Object: "data", Detail: "wrote",
 			Check: &DataCheck{PodUID: "uid-pod", Namespace: "default", Pod: "app", Claim: "data", Volume: "pvc-1", Wrote: true,
@@ -93,7 +93,7 @@ func TestLanes(t *testing.T) {
 	}
 	want := []string{"scenario=scenario", "=(unknown)", "external-provisioner=external-provisioner",
 		"persistentvolume-binder=persistentvolume-binder", "attachdetach-controller=attachdetach-controller",
-		"default-scheduler=default-scheduler", "fault-injector=fault-injector", "kubelet/node-1=kubelet/node-1",
+		"default-scheduler=default-scheduler", "fault-injector=fault-injector", "kubelet:node-1=kubelet:node-1",
 		"workload/default/app=workload/default/app", "snapshot-controller=snapshot-controller",
 		"kube-apiserver=API server", "csi-controller=CSI controller plugin", "csi-node/node-1=CSI node plugin node-1"}
 	if len(got) != len(want) {

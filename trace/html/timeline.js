@@ -155,11 +155,30 @@
     }).then(function () { setTimeout(poll, 1000); });
   }
 
+  // fromAddress applies what the page's address asks for after its #:
+  // subject=<claim, pod or volume>, filter=<text>, seq=<entry to show>,
+  // e.g. #subject=claim%20default%2Fdata&seq=12.
+  function fromAddress() {
+    var params = new URLSearchParams(location.hash.slice(1));
+    if (params.has("subject")) {
+      addSubject(params.get("subject"));
+      subject.value = params.get("subject");
+    }
+    if (params.has("filter")) { filter.value = params.get("filter"); }
+    var seq = Number(params.get("seq"));
+    rows.forEach(function (row) {
+      if (seq && row.record.seq === seq) { show(row.record, row.querySelector(".entry")); }
+    });
+    applyFilters();
+  }
+
   filter.addEventListener("input", applyFilters);
   subject.addEventListener("change", applyFilters);
   document.getElementById("detail-close").addEventListener("click", function () {
     document.getElementById("detail").hidden = true;
   });
   take(data);
+  fromAddress();
+  window.addEventListener("hashchange", fromAddress);
   if (data.live) { poll(); }
 }());
