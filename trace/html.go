@@ -101,12 +101,12 @@ func pageDataJSON(tl Timeline, after int, opts HTMLOptions) ([]byte, error) {
 	}
 	addViolations := func(seq int) error {
 		for _, v := range violationsAfter[seq] {
-			line, err := MarshalViolationJSON(tl, v)
+			line, err := tl.violationJSON(v)
 			if err != nil {
 				return err
 			}
 			pd.Records = append(pd.Records, pageRecord{AtText: formatOffset(tl.violationAt(v).At), Kind: ViolationKind,
-				Label: fmt.Sprintf("INVARIANT %s violated: %s", v.Invariant, v.Message), Failed: true, Line: line})
+				Label: tl.scrub(fmt.Sprintf("INVARIANT %s violated: %s", v.Invariant, v.Message)), Failed: true, Line: line})
 		}
 		return nil
 	}
@@ -121,12 +121,12 @@ func pageDataJSON(tl Timeline, after int, opts HTMLOptions) ([]byte, error) {
 		if i < after {
 			continue
 		}
-		line, err := MarshalEntryJSON(e)
+		line, err := tl.entryJSON(e)
 		if err != nil {
 			return nil, err
 		}
 		pd.Records = append(pd.Records, pageRecord{Seq: e.Seq, AtText: formatOffset(e.At), Kind: e.Kind, Lane: e.Actor,
-			Target: target(e), Label: entryLabel(e), Failed: e.Err != "" || (e.Call != nil && e.Call.Code != 0), Keys: keys, Line: line})
+			Target: target(e), Label: tl.scrub(entryLabel(e)), Failed: e.Err != "" || (e.Call != nil && e.Call.Code != 0), Keys: keys, Line: line})
 		if err := addViolations(e.Seq); err != nil {
 			return nil, err
 		}

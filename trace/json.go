@@ -112,7 +112,7 @@ var objectDecoder = serializer.NewCodecFactory(objectScheme).UniversalDeserializ
 func WriteJSON(w io.Writer, tl Timeline) error {
 	bw := bufio.NewWriter(w)
 	for _, e := range tl.Entries {
-		line, err := MarshalEntryJSON(e)
+		line, err := tl.entryJSON(e)
 		if err != nil {
 			return err
 		}
@@ -120,7 +120,7 @@ func WriteJSON(w io.Writer, tl Timeline) error {
 		bw.WriteByte('\n')
 	}
 	for _, v := range tl.Violations {
-		line, err := MarshalViolationJSON(tl, v)
+		line, err := tl.violationJSON(v)
 		if err != nil {
 			return err
 		}
@@ -133,9 +133,8 @@ func WriteJSON(w io.Writer, tl Timeline) error {
 	return nil
 }
 
-// MarshalEntryJSON is one entry as its JSON line, without the newline: for
-// a timeline printed as it happens.
-func MarshalEntryJSON(e Entry) ([]byte, error) {
+// entryJSON is one entry as its JSON line, without the newline.
+func (tl Timeline) entryJSON(e Entry) ([]byte, error) {
 	l := jsonLine{Seq: e.Seq, At: int64(e.At), AtText: formatOffset(e.At), Kind: e.Kind, Actor: e.Actor, Verb: e.Verb,
 		Object: e.Object, Detail: e.Detail, Err: e.Err}
 	if c := e.Call; c != nil {
@@ -163,19 +162,28 @@ func MarshalEntryJSON(e Entry) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("entry #%d as JSON: %w", e.Seq, err)
 	}
-	return out, nil
+	return tl.scrubJSON(out), nil
 }
 
-// MarshalViolationJSON is one violation of tl as its JSON line, without the
+// scrubJSON is a JSON line with the run's directory written as RootWord.
+// The directory's name (/tmp/csisim-run-123) has nothing JSON escapes.
+func (tl Timeline) scrubJSON(line []byte) []byte {
+	if tl.Root == "" {
+		return line
+	}
+	return bytes.ReplaceAll(line, []byte(tl.Root), []byte(RootWord))
+}
+
+// violationJSON is one violation of tl as its JSON line, without the
 // newline; its time is that of the last entry it names.
-func MarshalViolationJSON(tl Timeline, v Violation) ([]byte, error) {
+func (tl Timeline) violationJSON(v Violation) ([]byte, error) {
 	at := tl.violationAt(v).At
 	out, err := json.Marshal(jsonLine{At: int64(at), AtText: formatOffset(at), Kind: ViolationKind,
 		Violation: &jsonViolation{Invariant: v.Invariant, Message: v.Message, Entries: v.Entries}})
 	if err != nil {
 		return nil, fmt.Errorf("violation of %s as JSON: %w", v.Invariant, err)
 	}
-	return out, nil
+	return tl.scrubJSON(out), nil
 }
 
 // encodeObject is obj as JSON with its apiVersion and kind set, and its
@@ -204,7 +212,8 @@ func encodeObject(obj runtime.Object, kind string) (json.RawMessage, string, err
 // ReadJSON reads a timeline WriteJSON wrote. The objects of API writes come
 // back typed (*corev1.PersistentVolumeClaim, *snapshotv1.VolumeSnapshot,
 // ...) with their apiVersion and kind set. What the format leaves out
-// stays zero: entries' wall-clock durations.
+// stays zero: entries' wall-clock durations, and the timeline's Root (its
+// paths keep RootWord).
 func ReadJSON(r io.Reader) (*Timeline, error) {
 	tl := &Timeline{}
 	br := bufio.NewReader(r)

@@ -36,14 +36,14 @@ func WriteMermaid(w io.Writer, tl Timeline) error {
 	}
 	writeViolations := func(seq int) {
 		for _, v := range after[seq] {
-			text := fmt.Sprintf("INVARIANT %s violated: %s", v.Invariant, v.Message)
+			text := tl.scrub(fmt.Sprintf("INVARIANT %s violated: %s", v.Invariant, v.Message))
 			fmt.Fprintf(bw, "    Note over %s: %s\n", span, mermaidText(text))
 		}
 	}
 	writeViolations(0) // a timeline without entries
 	for _, e := range tl.Entries {
 		from := ids[e.Actor]
-		text := mermaidText(entryLabel(e))
+		text := mermaidText(tl.scrub(entryLabel(e)))
 		switch to := target(e); {
 		case to != "":
 			arrow := "->>"

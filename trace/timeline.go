@@ -12,6 +12,22 @@ type Timeline struct {
 	// Violations are the broken invariants, in the order the checker
 	// found them. The formats place each at the last entry it names.
 	Violations []Violation
+	// Root, if set, is the run's own temporary directory (the kubelets'
+	// and plugins' paths are under it): the formats write it as RootWord,
+	// so that two runs of the same seed write the same bytes.
+	Root string
+}
+
+// RootWord stands for the run's directory in the formats, as {root} stands
+// for it in `csisim run --driver-command`.
+const RootWord = "{root}"
+
+// scrub is s with the run's directory written as RootWord.
+func (tl Timeline) scrub(s string) string {
+	if tl.Root == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, tl.Root, RootWord)
 }
 
 // Violation is a broken invariant as the formats show it: package
