@@ -139,8 +139,11 @@ func (tl Timeline) lanes() []Lane {
 	var out []Lane
 	for _, a := range actors {
 		title := a
-		if a == "" {
+		switch a {
+		case "":
 			title = "(unknown)"
+		case APIServerLane:
+			title = "API server"
 		}
 		out = append(out, Lane{ID: a, Title: title})
 	}
