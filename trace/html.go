@@ -93,7 +93,12 @@ type pageRecord struct {
 
 func pageDataJSON(tl Timeline, after int, opts HTMLOptions) ([]byte, error) {
 	pd := pageData{Title: opts.Title, Live: opts.Live, Lanes: tl.lanes(), Records: []pageRecord{}}
+	// The relations an entry shows serve the entries before it too: a
+	// first pass learns them all.
 	rel := newRelations()
+	for _, e := range tl.Entries {
+		rel.keys(e)
+	}
 	violationsAfter := map[int][]Violation{}
 	for _, v := range tl.Violations {
 		seq := tl.violationAt(v).Seq

@@ -80,6 +80,18 @@ func TestPageDataAfter(t *testing.T) {
 	if want := []int{13, 14, 15, 16, 0}; !slices.Equal(seqs, want) {
 		t.Errorf("records after #12: %v, want %v", seqs, want)
 	}
+	// The page knows what later entries tell: #4's volume is the claim's.
+	all, err := PageData(tl, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var allPD pageData
+	if err := json.Unmarshal(all, &allPD); err != nil {
+		t.Fatal(err)
+	}
+	if keys := strings.Join(allPD.Records[3].Keys, ","); allPD.Records[3].Seq != 4 || keys != "claim default/data,volume pvc-1" {
+		t.Errorf("record #%d keys %q, want #4 with the claim and its volume", allPD.Records[3].Seq, keys)
+	}
 	if len(pd.Lanes) != len(tl.lanes()) {
 		t.Errorf("%d lanes, want all %d", len(pd.Lanes), len(tl.lanes()))
 	}
@@ -91,6 +103,10 @@ func TestRelationKeys(t *testing.T) {
 	got := map[int]string{}
 	for _, e := range tl.Entries {
 		got[e.Seq] = strings.Join(rel.keys(e), ",")
+	}
+	// A provisioned volume is named after its claim's UID.
+	if got := strings.Join(rel.keys(Entry{Kind: CSI, Call: &CSICall{Name: "pvc-uid-claim"}}), ","); got != "claim default/data,volume pvc-uid-claim" {
+		t.Errorf("keys of CreateVolume pvc-<claim UID> = %q", got)
 	}
 	for seq, want := range map[int]string{
 		1:  "",

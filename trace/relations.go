@@ -1,6 +1,8 @@
 package trace
 
 import (
+	"strings"
+
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -13,10 +15,11 @@ import (
 type relations struct {
 	claimOfVolume  map[string]string // PersistentVolume name → claim "namespace/name"
 	volumeOfHandle map[string]string // CSI volume handle → PersistentVolume name
+	claimOfUID     map[string]string // claim UID → claim "namespace/name"
 }
 
 func newRelations() *relations {
-	return &relations{claimOfVolume: map[string]string{}, volumeOfHandle: map[string]string{}}
+	return &relations{claimOfVolume: map[string]string{}, volumeOfHandle: map[string]string{}, claimOfUID: map[string]string{}}
 }
 
 // Subject keys: what the filter offers.
@@ -48,12 +51,23 @@ func (r *relations) keys(e Entry) []string {
 			if c, ok := r.claimOfVolume[name]; ok {
 				set[claimKey+c] = true
 			}
+			// A provisioned volume is named pvc-<claim UID>
+			// (external-provisioner's makeVolumeName), before the
+			// claim says so.
+			if uid, ok := strings.CutPrefix(name, "pvc-"); ok {
+				if c, ok := r.claimOfUID[uid]; ok {
+					set[claimKey+c] = true
+				}
+			}
 		}
 	}
 	if w := e.Write; w != nil {
 		switch o := w.Object.(type) {
 		case *corev1.PersistentVolumeClaim:
 			claim(o.Namespace, o.Name)
+			if o.UID != "" {
+				r.claimOfUID[string(o.UID)] = nsName(o.Namespace, o.Name)
+			}
 			if o.Spec.VolumeName != "" {
 				r.claimOfVolume[o.Spec.VolumeName] = nsName(o.Namespace, o.Name)
 				volume(o.Spec.VolumeName)

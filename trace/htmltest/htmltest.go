@@ -11,15 +11,22 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"testing"
 	"time"
 
 	"golang.org/x/net/html"
 )
 
+// T is what the helpers need of a test: a *testing.T or Ginkgo's GinkgoT().
+type T interface {
+	Helper()
+	Skip(args ...any)
+	Fatalf(format string, args ...any)
+	TempDir() string
+}
+
 // Chromium is the path of the Chromium binary (the Debian package
 // chromium), or "" and the test is skipped, saying so, where there is none.
-func Chromium(t testing.TB) string {
+func Chromium(t T) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if path, err := exec.LookPath(name); err == nil {
@@ -37,7 +44,7 @@ var flags = []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-q
 	"--disable-dev-shm-usage", "--mute-audio", "--hide-scrollbars"}
 
 // run runs Chromium with a profile of its own in a temporary directory.
-func run(t testing.TB, args ...string) []byte {
+func run(t T, args ...string) []byte {
 	t.Helper()
 	bin := Chromium(t)
 	profile := t.TempDir()
@@ -58,7 +65,7 @@ func run(t testing.TB, args ...string) []byte {
 // DOM loads url in headless Chromium, lets its scripts run for budget of
 // virtual time (network answers included; 0: until the page has loaded),
 // and returns the document they built.
-func DOM(t testing.TB, url string, budget time.Duration) *html.Node {
+func DOM(t T, url string, budget time.Duration) *html.Node {
 	t.Helper()
 	args := []string{"--dump-dom"}
 	if budget > 0 {
@@ -76,7 +83,7 @@ func DOM(t testing.TB, url string, budget time.Duration) *html.Node {
 }
 
 // Screenshot writes a PNG of url, size "1400,900", to file.
-func Screenshot(t testing.TB, url, size, file string) {
+func Screenshot(t T, url, size, file string) {
 	t.Helper()
 	run(t, "--screenshot="+file, "--window-size="+size, "--virtual-time-budget=2000", url)
 	if st, err := os.Stat(file); err != nil || st.Size() == 0 {
