@@ -131,7 +131,7 @@ func pageDataJSON(tl Timeline, after int, opts HTMLOptions) ([]byte, error) {
 			return nil, err
 		}
 		pd.Records = append(pd.Records, pageRecord{Seq: e.Seq, AtText: formatOffset(e.At), Kind: e.Kind, Lane: e.Actor,
-			Target: target(e), Label: tl.scrub(entryLabel(e)), Failed: e.Err != "" || (e.Call != nil && e.Call.Code != 0), Keys: keys, Line: line})
+			Target: target(e), Label: tl.scrub(pageLabel(e)), Failed: e.Err != "" || (e.Call != nil && e.Call.Code != 0), Keys: keys, Line: line})
 		if err := addViolations(e.Seq); err != nil {
 			return nil, err
 		}

@@ -173,14 +173,15 @@ func TestHTMLInChromium(t *testing.T) {
 		column                  string // the grid columns: "4", "2 / 13"
 		classes                 []string
 	}{
-		// Lane columns start at 2: scenario is 2, the API server 12,
-		// the controller plugin 13, node-1's plugin 14.
-		{"1", "STEP", "scenario", "", "2", []string{"kind-STEP", "note"}},
-		{"2", "API", "scenario", "kube-apiserver", "2 / 13", []string{"kind-API", "msg", "ltr"}},
-		{"4", "CSI", "external-provisioner", "csi-controller", "4 / 14", []string{"kind-CSI", "msg"}},
-		{"11", "FAULT", "fault-injector", "", "8", []string{"kind-FAULT", "note"}},
-		{"12", "CSI", "kubelet:node-1", "csi-node/node-1", "9 / 15", []string{"kind-CSI", "msg", "failed"}},
-		{"14", "DATA", "workload/default/app", "", "10", []string{"kind-DATA", "note"}},
+		// Lane columns start at 2: scenario is 2, the API server 3,
+		// the controller plugin 13, node-1's plugin 14; notes run to
+		// the end.
+		{"1", "STEP", "scenario", "", "2 / 15", []string{"kind-STEP", "note"}},
+		{"2", "API", "scenario", "kube-apiserver", "2 / 4", []string{"kind-API", "msg", "ltr"}},
+		{"4", "CSI", "external-provisioner", "csi-controller", "5 / 14", []string{"kind-CSI", "msg"}},
+		{"11", "FAULT", "fault-injector", "", "9 / 15", []string{"kind-FAULT", "note"}},
+		{"12", "CSI", "kubelet:node-1", "csi-node/node-1", "10 / 15", []string{"kind-CSI", "msg", "failed"}},
+		{"14", "DATA", "workload/default/app", "", "11 / 15", []string{"kind-DATA", "note"}},
 	} {
 		r := bySeq[tt.seq]
 		if r == nil {

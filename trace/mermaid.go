@@ -62,10 +62,22 @@ func WriteMermaid(w io.Writer, tl Timeline) error {
 	return nil
 }
 
-// entryLabel is what the diagram and the page write on an entry: its
-// number and time, then what happened.
+// entryLabel is what the diagram writes on an entry: its number and time,
+// then what happened.
 func entryLabel(e Entry) string {
-	parts := []string{fmt.Sprintf("#%d %s", e.Seq, formatOffset(e.At))}
+	return fmt.Sprintf("#%d %s %s", e.Seq, formatOffset(e.At), happened(e))
+}
+
+// pageLabel is what the page writes on an entry, beside its time: its
+// number, then what happened.
+func pageLabel(e Entry) string {
+	return fmt.Sprintf("#%d %s", e.Seq, happened(e))
+}
+
+// happened says what an entry is: its kind (for those not drawn as a
+// message), verb, object, detail and error.
+func happened(e Entry) string {
+	var parts []string
 	if e.Kind != API && e.Kind != CSI {
 		parts = append(parts, string(e.Kind))
 	}

@@ -101,7 +101,7 @@ func TestMermaidSyntax(t *testing.T) {
 		t.Errorf("%d participants, %d messages (%d failed), %d notes (%d violations); want %d, %d (1), %d (2)",
 			len(declared), messages, crosses, notes, violations, len(tl.lanes()), api+csi, len(tl.Entries)-api-csi+2)
 	}
-	if !strings.Contains(mermaidOf(t, tl), "    L8-xL13: #35;12 +16.500s NodeStageVolume vol-1 Internal ERROR: rpc error: code = Internal desc = injected#59; retry\n"+
+	if !strings.Contains(mermaidOf(t, tl), "    L9-xL13: #35;12 +16.500s NodeStageVolume vol-1 Internal ERROR: rpc error: code = Internal desc = injected#59; retry\n"+
 		"    Note over L1,L13: INVARIANT single-node violated: volume vol-1 staged on node-1 while #35;4#59; #60;bad#62;\n") {
 		t.Errorf("the failed call and its violation are not as expected:\n%s", mermaidOf(t, tl))
 	}

@@ -95,8 +95,9 @@ func csiLane(e Entry) string {
 }
 
 // lanes are the timeline's lanes in a stable order: the scenario first,
-// then the actors in the order they first appear, then the API server,
-// then the CSI plugins (controller, then nodes by name).
+// then the API server, then the other actors in the order they first
+// appear, then the CSI plugins (controller, then nodes by name): API writes
+// point left, CSI calls right.
 func (tl Timeline) lanes() []Lane {
 	var actors []string
 	seen := map[string]bool{}
@@ -115,18 +116,17 @@ func (tl Timeline) lanes() []Lane {
 			}
 		}
 	}
-	slices.SortStableFunc(actors, func(a, b string) int {
-		// The scenario drives the run: its lane comes first.
-		switch {
-		case a == b:
+	add(APIServerLane)
+	rank := func(a string) int {
+		switch a {
+		case "scenario": // it drives the run
 			return 0
-		case a == "scenario":
-			return -1
-		case b == "scenario":
+		case APIServerLane:
 			return 1
 		}
-		return 0
-	})
+		return 2
+	}
+	slices.SortStableFunc(actors, func(a, b string) int { return rank(a) - rank(b) })
 	slices.SortFunc(plugins, func(a, b string) int {
 		if a == csiControllerLane {
 			return -1
@@ -146,11 +146,6 @@ func (tl Timeline) lanes() []Lane {
 			title = "API server"
 		}
 		out = append(out, Lane{ID: a, Title: title})
-	}
-	// An actor of the same name (the API server's own writes) shares
-	// the lane.
-	if !seen[APIServerLane] {
-		out = append(out, Lane{ID: APIServerLane, Title: "API server"})
 	}
 	for _, p := range plugins {
 		if seen[p] {

@@ -91,11 +91,11 @@ func TestLanes(t *testing.T) {
 	for _, l := range sampleTimeline().lanes() {
 		got = append(got, l.ID+"="+l.Title)
 	}
-	want := []string{"scenario=scenario", "=(unknown)", "external-provisioner=external-provisioner",
+	want := []string{"scenario=scenario", "kube-apiserver=API server", "=(unknown)", "external-provisioner=external-provisioner",
 		"persistentvolume-binder=persistentvolume-binder", "attachdetach-controller=attachdetach-controller",
 		"default-scheduler=default-scheduler", "fault-injector=fault-injector", "kubelet:node-1=kubelet:node-1",
 		"workload/default/app=workload/default/app", "snapshot-controller=snapshot-controller",
-		"kube-apiserver=API server", "csi-controller=CSI controller plugin", "csi-node/node-1=CSI node plugin node-1"}
+		"csi-controller=CSI controller plugin", "csi-node/node-1=CSI node plugin node-1"}
 	if len(got) != len(want) {
 		t.Fatalf("lanes:\n%q\nwant\n%q", got, want)
 	}

@@ -29,7 +29,7 @@
     grid.textContent = "";
     rows = [];
     laneColumn = {};
-    grid.style.gridTemplateColumns = "max-content repeat(" + lanes.length + ", minmax(9em, 1fr))";
+    grid.style.gridTemplateColumns = "max-content repeat(" + lanes.length + ", minmax(7.5em, 1fr))";
     grid.appendChild(el("div", "axis-head", "virtual time"));
     lanes.forEach(function (l, i) {
       laneColumn[l.id] = i + 2;
@@ -76,8 +76,10 @@
       entry.classList.add("msg", to >= from ? "ltr" : "rtl");
       entry.style.gridColumn = Math.min(from, to) + " / " + (Math.max(from, to) + 1);
     } else {
+      // A note starts in its lane and may run over the lanes to its
+      // right: nothing else is on its row.
       entry.classList.add("note");
-      entry.style.gridColumn = String(from);
+      entry.style.gridColumn = from + " / " + (lanes.length + 2);
     }
     if (r.failed) { entry.classList.add("failed"); }
     entry.addEventListener("click", function () { show(r, entry); });
