@@ -163,3 +163,36 @@ func TestParseCode(t *testing.T) {
 		t.Errorf("parseCode(Code(42)) = %v, %v", got, err)
 	}
 }
+
+// The run's directory is written as {root} in every format: two runs of
+// a seed have directories of their own.
+func TestFormatsWriteTheRunsDirectoryAsRoot(t *testing.T) {
+	tl := sampleTimeline()
+	tl.Root = "/var/lib"
+	tl.Entries[15].Err = "no such file /var/lib/kubelet/y"
+	var jsonl, mermaid, page bytes.Buffer
+	if err := WriteJSON(&jsonl, tl); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMermaid(&mermaid, tl); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&page, tl, HTMLOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"JSON": jsonl.String(), "Mermaid": mermaid.String(), "HTML": page.String()} {
+		if strings.Contains(out, "/var/lib") {
+			t.Errorf("the %s timeline names the run's directory", name)
+		}
+		if !strings.Contains(out, "{root}/kubelet/") {
+			t.Errorf("the %s timeline does not write the run's directory as {root}", name)
+		}
+	}
+	back, err := ReadJSON(&jsonl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Entries[11].Call.StagingPath; got != "{root}/kubelet/x" {
+		t.Errorf("read back, the staging path is %q", got)
+	}
+}
