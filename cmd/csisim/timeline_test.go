@@ -95,7 +95,7 @@ var _ = Describe("csisim run --format and --html", func() {
 		for _, r := range htmltest.All(doc, "row") {
 			kinds = append(kinds, htmltest.Attr(r, "data-kind")+" "+htmltest.Text(r))
 		}
-		Expect(kinds).To(ContainElement(MatchRegexp(`^CSI \+[0-9.]+s#\d+ \+[0-9.]+s CreateVolume `)))
+		Expect(kinds).To(ContainElement(MatchRegexp(`^CSI \+[0-9.]+s#\d+ CreateVolume `)))
 		Expect(kinds).To(ContainElement(MatchRegexp(`^STEP `)))
 		Expect(htmltest.Text(htmltest.ByID(doc, "count"))).To(MatchRegexp(`^(\d+) of (\d+) entries$`))
 	})
