@@ -55,6 +55,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	nem := addNemesisFlags(fs)
 	var explainAt explainFlag
 	fs.StringVar(&explainAt.target, "explain", "", explainUsage)
+	timeline := addTimelineFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: csisim run [flags] SCENARIO.yaml\n"+
 			"       csisim run --seeds A..B [--parallel P] [--shard i/n] [--junit FILE] [flags] SCENARIO.yaml\n\n"+
@@ -93,6 +94,10 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := nem.check(*backend); err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		return 2
+	}
+	if err := timeline.check(sweepSeeds != nil, nem.on, *quiet); err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2
 	}
@@ -157,16 +162,19 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	}
 	sim := simRun{file: fs.Arg(0), cluster: cfg, traceFile: *traceFile, driverLog: *driverLog, profile: prof}
 	if !*quiet {
-		sim.cluster.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
+		sim.cluster.OnEntry = timeline.onEntry(stdout)
 	}
 	sim.cluster.OnEntry = explainAt.observe(sim.cluster.OnEntry)
+	info := timeline.info(stdout, stderr)
+	title := fmt.Sprintf("scenario %s, seed %d", sc.Name, *seed)
 	var out runOutcome
 	if *backend == "realkube" {
-		fmt.Fprintf(stdout, "scenario %s (%s), real control plane %s%s\n", sc.Name, sc.File, realkube.KubeVersion, realNodesNote(realNodeNames))
+		title = fmt.Sprintf("scenario %s, real control plane %s", sc.Name, realkube.KubeVersion)
+		fmt.Fprintf(info, "scenario %s (%s), real control plane %s%s\n", sc.Name, sc.File, realkube.KubeVersion, realNodesNote(realNodeNames))
 		out = runOnRealkube(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, RealNodes: realNodeNames,
 			DriverName: realkubeDriverName(sc, *driverName), OnEntry: sim.cluster.OnEntry}, sc, withSeed(*driverLog, *seed), withSeed(*traceFile, *seed))
 	} else {
-		fmt.Fprintf(stdout, "scenario %s (%s), seed %d\n", sc.Name, sc.File, *seed)
+		fmt.Fprintf(info, "scenario %s (%s), seed %d\n", sc.Name, sc.File, *seed)
 		out = sim.runSeed(ctx, *seed)
 	}
 	out.seed = *seed
@@ -175,8 +183,12 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	if errors.As(out.startErr, &notStarted) {
 		code = startFailed(ctx, notStarted.what, notStarted.err, stderr)
 	} else {
-		code = reportRun(out, stdout, stderr)
-		explainAt.print(sc, out, stdout, stderr)
+		if err := timeline.finish(out, title, stdout); err != nil {
+			fmt.Fprintf(stderr, "csisim: %v\n", err)
+			code = 1
+		}
+		code = max(code, reportRun(out, info, stderr))
+		explainAt.print(sc, out, info, stderr)
 	}
 	// Also a run that did not start has a result, for the sweep that
 	// runs it.

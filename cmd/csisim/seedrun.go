@@ -16,6 +16,7 @@ import (
 	"github.com/csisim/csisim/drivers/profile"
 	scenario "github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/trace"
 )
 
 // seedPlaceholder in the file names of --trace and --driver-log stands for
@@ -93,6 +94,8 @@ type runOutcome struct {
 	runErr      error            // from the runner: a *scenario.StepError, *scenario.InvariantError or other
 	startErr    error            // the cluster did not start (it was torn down)
 	problems    []string         // what went wrong that no step asked for (a driver that died)
+	entries     []trace.Entry    // the timeline
+	root        string           // the run's temporary directory, if it has one
 	closeErr    error            // tearing the cluster down, or writing the trace
 	wall        time.Duration    // running the steps; starting, for a cluster that did not start
 	interrupted bool
@@ -108,6 +111,10 @@ func runOn(ctx context.Context, c runBackend, clk clock.WithTicker, sc *scenario
 	out := runOutcome{result: res, runErr: runErr, wall: time.Since(wallStart)}
 	out.closeErr = c.Close()
 	out.problems = problems(c)
+	out.entries = c.Recorder().Entries()
+	if r, ok := c.(interface{ Root() string }); ok {
+		out.root = r.Root()
+	}
 	if traceFile != "" {
 		if err := writeTrace(traceFile, c.Recorder().Entries()); err != nil {
 			out.closeErr = errors.Join(out.closeErr, err)

@@ -123,7 +123,7 @@ func serveCluster(ctx context.Context, c *cluster.Cluster, port int, kubeconfig 
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 1
 	}
-	srv := &http.Server{Handler: withFaultEndpoint(c, c.API()), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: withTimeline(withFaultEndpoint(c, c.API()), c.Recorder(), c.Root()), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 
@@ -141,6 +141,7 @@ func serveCluster(ctx context.Context, c *cluster.Cluster, port int, kubeconfig 
 	}
 	fmt.Fprintf(stdout, "csisim: API server on http://%s\ncsisim: kubeconfig %s\ncsisim: CSI controller plugin at %s\ncsisim: try: export KUBECONFIG=%s; kubectl get nodes,sc,csidrivers\ncsisim: Ctrl-C stops the cluster and removes everything it made\n",
 		l.Addr(), kubeconfig, c.ControllerEndpoint(), kubeconfig)
+	fmt.Fprintf(stdout, "csisim: timeline at http://%s%s\n", l.Addr(), timelinePath)
 
 	code := 0
 	select {

@@ -206,7 +206,13 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	clk := testingclock.NewFakeClock(time.Now().Truncate(time.Second))
+	// A simulated run's clock starts at a fixed instant, so that the same
+	// seed gives the same objects down to their timestamps (the JSON and
+	// HTML timelines carry them); a realtime one follows the wall clock.
+	clk := testingclock.NewFakeClock(virtualEpoch)
+	if cfg.Realtime {
+		clk.SetTime(time.Now().Truncate(time.Second))
+	}
 	c = &Cluster{cfg: cfg, root: root, clock: clk, rec: trace.New(clk), cancel: cancel, nodes: map[string]*nodeParts{},
 		nodeCaches: map[schema.GroupVersionResource]*loop.Informer{}}
 	defer func() {

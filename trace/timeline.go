@@ -1,0 +1,173 @@
+package trace
+
+import (
+	"slices"
+	"strings"
+)
+
+// Timeline is what the timeline formats (JSON Lines, Mermaid, HTML) show:
+// a run's entries and the invariant violations found in them.
+type Timeline struct {
+	Entries []Entry
+	// Violations are the broken invariants, in the order the checker
+	// found them. The formats place each at the last entry it names.
+	Violations []Violation
+	// Root, if set, is the run's own temporary directory (the kubelets'
+	// and plugins' paths are under it): the formats write it as RootWord,
+	// so that two runs of the same seed write the same bytes.
+	Root string
+}
+
+// RootWord stands for the run's directory in the formats, as {root} stands
+// for it in `csisim run --driver-command`.
+const RootWord = "{root}"
+
+// scrub is s with the run's directory written as RootWord.
+func (tl Timeline) scrub(s string) string {
+	if tl.Root == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, tl.Root, RootWord)
+}
+
+// Violation is a broken invariant as the formats show it: package
+// invariant's Violation, which this package cannot import (it imports
+// trace).
+type Violation struct {
+	Invariant string // the invariant's kebab-case name
+	Message   string // what happened, naming entries by their Seq (#n)
+	Entries   []int  // the Seqs of the entries that break it
+}
+
+// ViolationKind is the kind the formats give a violation's line: it is no
+// entry of the recorder's, but it reads like one.
+const ViolationKind Kind = "INVARIANT"
+
+// at is where a violation stands on the time axis: at the last entry it
+// names, else at the end of the run.
+func (tl Timeline) violationAt(v Violation) Entry {
+	last := 0
+	for _, seq := range v.Entries {
+		if seq >= 1 && seq <= len(tl.Entries) && tl.Entries[seq-1].Seq == seq {
+			last = max(last, seq)
+		}
+	}
+	if last > 0 {
+		return tl.Entries[last-1]
+	}
+	if n := len(tl.Entries); n > 0 {
+		return tl.Entries[n-1]
+	}
+	return Entry{}
+}
+
+// Lane is one component's row (HTML) or participant (Mermaid): the actor
+// of the entries, or a CSI plugin or the API server they talk to.
+type Lane struct {
+	ID    string `json:"id"`    // the actor as the entries name it, or one of the lane names below
+	Title string `json:"title"` // what the lane is called on the page
+}
+
+// The lanes that are no actor: what API writes and CSI calls are sent to.
+const (
+	APIServerLane = "kube-apiserver"
+	// CSI plugin lanes are "csi-controller" and "csi-node/<node>".
+	csiControllerLane = "csi-controller"
+	csiNodeLanePrefix = "csi-node/"
+)
+
+// csiLane is the plugin a CSI call went to: the node plugin of the call's
+// node for the calls a kubelet made, else the controller plugin (also for
+// a node service call a sidecar made to the controller's socket).
+func csiLane(e Entry) string {
+	if e.Call != nil {
+		if e.Call.Node != "" {
+			return csiNodeLanePrefix + e.Call.Node
+		}
+		return csiControllerLane
+	}
+	// An entry without its call's data (one read from an older trace):
+	// a kubelet's calls go to its node's plugin.
+	if node, ok := strings.CutPrefix(e.Actor, "kubelet:"); ok {
+		return csiNodeLanePrefix + node
+	}
+	return csiControllerLane
+}
+
+// lanes are the timeline's lanes in a stable order: the scenario first,
+// then the API server, then the other actors in the order they first
+// appear, then the CSI plugins (controller, then nodes by name): API writes
+// point left, CSI calls right.
+func (tl Timeline) lanes() []Lane {
+	var actors []string
+	seen := map[string]bool{}
+	add := func(a string) {
+		if !seen[a] {
+			seen[a] = true
+			actors = append(actors, a)
+		}
+	}
+	var plugins []string
+	for _, e := range tl.Entries {
+		add(e.Actor)
+		if e.Kind == CSI {
+			if p := csiLane(e); !slices.Contains(plugins, p) {
+				plugins = append(plugins, p)
+			}
+		}
+	}
+	add(APIServerLane)
+	rank := func(a string) int {
+		switch a {
+		case "scenario": // it drives the run
+			return 0
+		case APIServerLane:
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(actors, func(a, b string) int { return rank(a) - rank(b) })
+	slices.SortFunc(plugins, func(a, b string) int {
+		if a == csiControllerLane {
+			return -1
+		}
+		if b == csiControllerLane {
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	var out []Lane
+	for _, a := range actors {
+		title := a
+		switch a {
+		case "":
+			title = "(unknown)"
+		case APIServerLane:
+			title = "API server"
+		}
+		out = append(out, Lane{ID: a, Title: title})
+	}
+	for _, p := range plugins {
+		if seen[p] {
+			continue
+		}
+		title := "CSI controller plugin"
+		if node, ok := strings.CutPrefix(p, csiNodeLanePrefix); ok {
+			title = "CSI node plugin " + node
+		}
+		out = append(out, Lane{ID: p, Title: title})
+	}
+	return out
+}
+
+// target is the lane an entry's arrow points to, "" for none: API writes
+// go to the API server, CSI calls to their plugin.
+func target(e Entry) string {
+	switch e.Kind {
+	case API:
+		return APIServerLane
+	case CSI:
+		return csiLane(e)
+	}
+	return ""
+}
