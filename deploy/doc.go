@@ -28,7 +28,7 @@ const (
 	Image = "csisim:e2e"
 
 	// StorageClass is the default StorageClass; it matches the one in
-	// scenarios/library/manifests/hostpath.yaml field for field (apart
+	// scenarios/library/manifests/driver.yaml field for field (apart
 	// from labels and the default-class annotation), so that a scenario
 	// applying that file on a deployed cluster replaces it without
 	// touching an immutable field.

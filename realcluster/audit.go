@@ -39,7 +39,7 @@ kind: Policy
 omitStages: [RequestReceived, ResponseStarted]
 rules:
   - level: RequestResponse
-    verbs: [create, update, patch, delete]
+    verbs: [create, update, patch, delete, deletecollection]
     resources:
       - group: ""
         resources: [pods, pods/status, pods/binding, persistentvolumeclaims, persistentvolumeclaims/status,
@@ -90,7 +90,7 @@ type auditRecord struct {
 	// rv is the resourceVersion the write left the object at; empty when
 	// the response was a Status (a binding, some deletes).
 	rv          string
-	verb        string // the audit verb: create, update, patch, delete
+	verb        string // the audit verb: create, update, patch, delete, deletecollection
 	subresource string
 	actor       string
 	// removes says the write left the object with a deletionTimestamp, no
@@ -109,6 +109,12 @@ func recordFromEvent(ev auditEvent, now time.Time) (auditRecord, bool) {
 	}
 	switch ev.Verb {
 	case "create", "update", "patch", "delete":
+	case "deletecollection":
+		// One request, many DELETED events (the namespace controller
+		// empties a namespace so): a record for the collection, which
+		// each of them matches.
+		return auditRecord{resource: ev.ObjectRef.Resource, namespace: ev.ObjectRef.Namespace,
+			verb: ev.Verb, actor: actorName(ev.User.Username, ev.UserAgent), arrived: now}, true
 	default:
 		return auditRecord{}, false
 	}
@@ -222,6 +228,15 @@ func (x *auditIndex) match(o *observed) (*auditRecord, <-chan struct{}) {
 			return claim(r), nil
 		case o.typ == observedDeleted && (r.verb == "delete" || r.removes):
 			return claim(r), nil
+		}
+	}
+	// A deletecollection of the object's kind in its namespace: not
+	// claimed, as it deletes the others too.
+	if o.typ == observedDeleted {
+		for _, r := range x.records[objectKey(o.resource, o.namespace, "")] {
+			if r.verb == "deletecollection" {
+				return r, nil
+			}
 		}
 	}
 	// One request may store an object twice: deleting a pod without a

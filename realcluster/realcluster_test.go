@@ -96,16 +96,18 @@ func TestBasicLifecycle(t *testing.T) {
 	}
 
 	// Who did what, as the audit events say.
+	// The scenario's objects are in the namespace the runner made for it.
+	ns := res.Namespace
 	want := map[string]string{ // verb and the start of the object -> actor
-		"create PersistentVolumeClaim default/data": "scenario",
-		"create PersistentVolume":                   "csi-provisioner",
-		"update status PersistentVolume":            "persistent-volume-binder",
-		"bind Pod default/app":                      "kube-scheduler",
-		"create VolumeAttachment":                   "attachdetach-controller",
-		"patch status VolumeAttachment":             "csi-attacher",
-		"patch status Pod default/app":              "kubelet:node-1",
-		"delete Pod default/app":                    "scenario",
-		"delete PersistentVolume":                   "csi-provisioner",
+		"create PersistentVolumeClaim " + ns + "/data": "scenario",
+		"create PersistentVolume":                      "csi-provisioner",
+		"update status PersistentVolume":               "persistent-volume-binder",
+		"bind Pod " + ns + "/app":                      "kube-scheduler",
+		"create VolumeAttachment":                      "attachdetach-controller",
+		"patch status VolumeAttachment":                "csi-attacher",
+		"patch status Pod " + ns + "/app":              "kubelet:node-1",
+		"delete Pod " + ns + "/app":                    "scenario",
+		"delete PersistentVolume":                      "csi-provisioner",
 	}
 	for what, actor := range want {
 		if !hasEntry(c.Recorder().Entries(), what, actor) {

@@ -65,6 +65,10 @@ func TestAuditSinkIndexesWrites(t *testing.T) {
 			`{"kind":"PersistentVolumeClaim","metadata":{"name":"data","namespace":"default","resourceVersion":"9","deletionTimestamp":"2026-01-01T00:00:00Z"}}`),
 		// Not a write the timeline wants: failed, and an earlier stage.
 		auditJSON("update", "kubernetes-admin", "x", "pods", "default", "app", "", 409, ""),
+		// The namespace controller empties a namespace: one request,
+		// one DELETED event per object.
+		auditJSON("deletecollection", "system:serviceaccount:kube-system:namespace-controller", "kcm", "events", "run-x", "", "", 200,
+			`{"kind":"EventList","items":[]}`),
 	}
 	body := `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[` + strings.Join(events, ",") + `]}`
 	resp, err := http.Post(sink.url, "application/json", strings.NewReader(body))
@@ -92,6 +96,14 @@ func TestAuditSinkIndexesWrites(t *testing.T) {
 	}
 	if r := match(&observed{typ: observedUpdated, resource: "pods", namespace: "default", name: "app", rv: "11", order: 11}); r != nil {
 		t.Errorf("a failed write matched: %+v", r)
+	}
+	for _, name := range []string{"app.1", "data.2"} {
+		if r := match(&observed{typ: observedDeleted, resource: "events", namespace: "run-x", name: name, rv: "12", order: 12}); r == nil || r.actor != "namespace-controller" {
+			t.Errorf("event %s deleted with its namespace's collection: %+v", name, r)
+		}
+	}
+	if r := match(&observed{typ: observedDeleted, resource: "events", namespace: "default", name: "data.1", rv: "13", order: 13}); r != nil {
+		t.Errorf("a deletecollection in run-x matched a delete in default: %+v", r)
 	}
 }
 

@@ -69,24 +69,35 @@ var _ = Describe("csisim run", func() {
 		expectNothingLeftIn(tmp)
 	})
 
-	It("runs a third-party driver from a command template through the same path", func() {
-		// csisim's own driver stands in for a third-party one: started from a
-		// template, one process per plugin, every service in each.
+	It("runs a third-party driver from a profile's command template through the same path", func() {
+		// csisim's own driver stands in for a third-party one: started from
+		// the templates of a profile file, one process per plugin, under
+		// another name, with the capabilities the profile declares.
 		tmp := GinkgoT().TempDir()
-		template := csisim + " driver --endpoint={endpoint} --node-id={nodeID} --root={root} --state-dir={stateDir} --driver-name=other.example.com"
-		scenarioFile := filepath.Join(GinkgoT().TempDir(), "other.yaml")
-		data, err := os.ReadFile("../../scenarios/library/basic-lifecycle.yaml")
-		Expect(err).NotTo(HaveOccurred())
-		// The library is driver-neutral: ${driver.name} is the name the
-		// run's driver profile has, which --driver-name sets.
-		manifests, err := os.ReadFile("../../scenarios/library/manifests/driver.yaml")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(os.MkdirAll(filepath.Join(filepath.Dir(scenarioFile), "manifests"), 0o755)).To(Succeed())
-		Expect(os.WriteFile(filepath.Join(filepath.Dir(scenarioFile), "manifests", "driver.yaml"), manifests, 0o644)).To(Succeed())
-		Expect(os.WriteFile(scenarioFile, data, 0o644)).To(Succeed())
-		s := start(tmp, "run", "--driver-command", template, "--driver-name", "other.example.com", scenarioFile)
+		dir := GinkgoT().TempDir()
+		profileFile := filepath.Join(dir, "other.yaml")
+		Expect(os.WriteFile(profileFile, []byte(`name: other.example.com
+start:
+  layout: split
+  controller: {path: "`+csisim+`", args: [driver, "--endpoint={endpoint}", "--node-id={nodeID}", "--root={root}", "--state-dir={stateDir}", "--driver-name={driverName}"]}
+  node: {path: "`+csisim+`", args: [driver, "--endpoint={endpoint}", "--node-id={nodeID}", "--root={root}", "--state-dir={stateDir}", "--driver-name={driverName}"]}
+capabilities: {attach: true, stageUnstage: true, realMounts: true, sharedState: true}
+storageClass:
+  parameters: {kind: directory}
+`), 0o644)).To(Succeed())
+		s := start(tmp, "run", "--driver", profileFile, "../../scenarios/library/basic-lifecycle.yaml")
 		Eventually(s, 2*time.Minute).Should(gexec.Exit(0))
 		Expect(string(s.Out.Contents())).To(ContainSubstring("PASSED"))
+		Expect(string(s.Out.Contents())).To(ContainSubstring("other.example.com"))
+		expectNothingLeftIn(tmp)
+
+		// A bare --driver-command declares no capabilities: the scenario
+		// is skipped, naming what it needs, never run on a guess.
+		template := csisim + " driver --endpoint={endpoint} --node-id={nodeID} --root={root} --state-dir={stateDir} --driver-name=other.example.com"
+		s = start(tmp, "run", "--driver-command", template, "--driver-name", "other.example.com", "../../scenarios/library/basic-lifecycle.yaml")
+		Eventually(s, time.Minute).Should(gexec.Exit(0))
+		Expect(string(s.Out.Contents())).To(ContainSubstring("SKIPPED: needs attach and stageUnstage"))
+		Expect(string(s.Out.Contents())).NotTo(ContainSubstring("PASSED"))
 		expectNothingLeftIn(tmp)
 	})
 

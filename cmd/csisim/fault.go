@@ -20,7 +20,7 @@ import (
 )
 
 // faultPath is where csisim serve takes faults: POST a fault step of the
-// scenario language (scenarios/README.md), e.g. "node-loss: {node: node-2}".
+// scenario language (scenarios/README.md), e.g. "nodeLoss: {node: node-2}".
 const faultPath = "/csisim/faults"
 
 // faultUsage is csisim fault's help.
@@ -172,10 +172,19 @@ func parseFaultStep(step []byte, nodes []string) (fault.Fault, error) {
 	}
 	// Only fault steps reach the parser: other steps would read files
 	// (apply: {file: ...}) or wait.
-	for kind := range v {
-		if len(v) != 1 || !fault.Known(fault.Kind(kind)) {
-			return fault.Fault{}, fmt.Errorf("not a fault step: %q (the faults: %v)", kind, fault.Kinds)
+	// A fault is named as --help and the timeline write it (node-loss)
+	// or by its step key (nodeLoss).
+	for name, fields := range v {
+		key := ""
+		for _, k := range fault.Kinds {
+			if name == string(k) || name == scenario.FaultStepKey(k) {
+				key = scenario.FaultStepKey(k)
+			}
 		}
+		if len(v) != 1 || key == "" {
+			return fault.Fault{}, fmt.Errorf("not a fault step: %q (the faults: %v)", name, fault.Kinds)
+		}
+		v = map[string]any{key: fields}
 	}
 	doc, err := yaml.Marshal(map[string]any{"cluster": map[string]any{"nodes": nodes}, "steps": []any{v}})
 	if err != nil {

@@ -31,7 +31,8 @@ func TestFaultStepIsParsedAsInAScenario(t *testing.T) {
 		{args: []string{"driver-crash", "plugin=node", "node=node-a"}, want: fault.Fault{Kind: fault.DriverCrash, Plugin: fault.Node, Node: "node-a"}},
 		{args: []string{"missing-mount-propagation", "node=node-a"}, want: fault.Fault{Kind: fault.MissingMountPropagation, Node: "node-a"}},
 		{args: []string{"node-loss", "node=node-c"}, wantErr: `there is no node "node-c"`},
-		{args: []string{"node-loss"}, wantErr: "node-loss needs node:"},
+		{args: []string{"node-loss"}, wantErr: "nodeLoss needs node:"},
+		{args: []string{"nodeLoss", "node=node-a"}, want: fault.Fault{Kind: fault.NodeLoss, Node: "node-a"}},
 		{args: []string{"apply", "file=x.yaml"}, wantErr: `not a fault step: "apply"`},
 		{args: []string{"node-loss", "node"}, wantErr: `"node" is not FIELD=VALUE`},
 	}

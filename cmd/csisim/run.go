@@ -126,6 +126,9 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		// ${driver.name} is the name the driver runs under.
 		prof.Name = cfg.DriverName
 		if why := sc.SkipReason(prof); why != "" {
+			if *driverCommand != "" {
+				why += " (--driver-command declares no capabilities; a driver profile does: README, Bring your own driver)"
+			}
 			return reportSkipped(sc, why, stdout)
 		}
 	}

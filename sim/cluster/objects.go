@@ -19,7 +19,7 @@ func DriverObjects(driverName string) (*storagev1.CSIDriver, *storagev1.StorageC
 	binding := storagev1.VolumeBindingImmediate
 	drv := &storagev1.CSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: driverName},
-		// As scenarios/library/manifests/hostpath.yaml: pod information
+		// As scenarios/library/manifests/driver.yaml: pod information
 		// on mount, and inline ephemeral volumes besides claims'.
 		Spec: storagev1.CSIDriverSpec{AttachRequired: &attach, PodInfoOnMount: &attach,
 			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}},

@@ -33,7 +33,7 @@ steps:
           accessModes: [ReadWriteOnce]
           storageClassName: csisim-sc
           resources: {requests: {storage: 1Gi}}
-  - wait: {object: pvc/data, jsonpath: '{.status.phase}', equals: Bound, timeout: 60s}
+  - wait: {object: pvc/data, jsonPath: '{.status.phase}', equals: Bound, timeout: 60s}
   - apply:
       manifest: |
         apiVersion: v1
@@ -46,7 +46,7 @@ steps:
               command: [sleep, "3600"]
               volumeMounts: [{name: data, mountPath: /data}]
           volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-  - wait: {object: pod/app, jsonpath: '{.status.phase}', equals: Running, timeout: 120s}
+  - wait: {object: pod/app, jsonPath: '{.status.phase}', equals: Running, timeout: 120s}
   - delete: {object: pod/app}
   - wait: {object: pod/app, gone: true, timeout: 60s}
   - delete: {object: pvc/data}
