@@ -184,6 +184,8 @@ func (s *Scenario) SkipReason(p *profile.Profile) string {
 	}
 	c := s.Cluster
 	switch {
+	case p.MaxNodes > 0 && len(c.Nodes) > p.MaxNodes:
+		return fmt.Sprintf("the cluster has %d nodes: driver profile %s serves at most %d (maxNodes)", len(c.Nodes), label, p.MaxNodes)
 	case c.DriverName != "" && !runsCsisimDriver(p):
 		return fmt.Sprintf("cluster.driverName %s starts csisim's own driver under that name: driver profile %s does not run it", c.DriverName, label)
 	case len(c.DriverArgs) > 0 && !runsCsisimDriver(p):

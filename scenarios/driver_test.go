@@ -37,6 +37,12 @@ func TestSkipReason(t *testing.T) {
 		{"parameter the profile lacks", "steps:\n  - assert: {object: 'sc/${driver.parameter.kind}'}\n", "mock", "uses ${driver.parameter.kind}: driver profile mock does not set it"},
 		{"csiCalls imply stageUnstage", "steps:\n  - assert: {csiCalls: {contains: [NodeStageVolume]}}\n", "csisim", ""},
 		{"CSI fault implies snapshots", "steps:\n  - csiError: {method: CreateSnapshot, code: Internal}\n", "mock", "needs snapshots: driver profile mock lacks it"},
+		{"missing mount propagation implies realMounts", "cluster: {nodes: [node-1]}\nsteps:\n  - missingMountPropagation: {node: node-1}\n", "mock", "needs realMounts: driver profile mock lacks it"},
+		{"a restart without state implies stateDir", "steps:\n  - driverRestart: {plugin: controller, state: lose}\n", "mock", "needs stateDir: driver profile mock lacks it"},
+		{"a restart with state implies survivesRestart", "steps:\n  - driverRestart: {plugin: controller, state: keep}\n", "csi-test-mock", "needs survivesRestart: driver profile csi-test-mock lacks it"},
+		{"a crash implies survivesRestart", "cluster: {nodes: [node-1]}\nsteps:\n  - driverCrash: {plugin: node, node: node-1}\n", "mock", ""},
+		{"more nodes than the driver serves", "cluster: {nodes: [a, b]}\nsteps:\n  - sleep: 1s\n", "csi-test-mock", "the cluster has 2 nodes: driver profile csi-test-mock serves at most 1 (maxNodes)"},
+		{"as many nodes as the driver serves", "cluster: {nodes: [a]}\nsteps:\n  - sleep: 1s\n", "csi-test-mock", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

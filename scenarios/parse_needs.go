@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/csisim/csisim/drivers/profile"
+	"github.com/csisim/csisim/fault"
 )
 
 // needs reads needs: a list of driver capabilities (profile.Capabilities).
@@ -111,6 +112,20 @@ func inferNeeds(s *Scenario) []profile.Capability {
 			if c, ok := methodNeeds[m]; ok {
 				add(c)
 			}
+		}
+		// Faults that act on what the driver keeps: a private mount
+		// namespace changes nothing for a driver that mounts nothing;
+		// only a driver that keeps its records in {stateDir} can be
+		// restarted without them, and one that keeps them in its
+		// process's memory loses them in any crash.
+		switch f := st.Fault; {
+		case f == nil:
+		case f.Kind == fault.MissingMountPropagation:
+			add(profile.RealMounts)
+		case f.Kind == fault.DriverRestart && f.LoseState:
+			add(profile.StateDir)
+		case f.Kind == fault.DriverRestart, f.Kind == fault.DriverCrash:
+			add(profile.SurvivesRestart)
 		}
 	}
 	return needs

@@ -40,6 +40,7 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 		csi.ControllerServiceCapability_RPC_LIST_VOLUMES,
 		csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES,
 		csi.ControllerServiceCapability_RPC_GET_VOLUME,
+		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
 	}
 	if !s.d.cfg.NoAttach {
 		types = append(types, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME)
@@ -362,6 +363,51 @@ func (s *controllerServer) ListVolumes(_ context.Context, req *csi.ListVolumesRe
 		resp.NextToken = strconv.Itoa(end)
 	}
 	return resp, nil
+}
+
+// ControllerExpandVolume grows a volume in the backend, within the
+// backend's capacity; growing never shrinks it, so a smaller request
+// answers with the size it has. A volume for a filesystem needs
+// NodeExpandVolume afterwards, as the filesystem on it would not have
+// grown with it; a block volume does not. The mock allows it while the
+// volume is published (plugin capability VolumeExpansion ONLINE).
+func (s *controllerServer) ControllerExpandVolume(_ context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
+	const method = "ControllerExpandVolume"
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: volume ID is required", method)
+	}
+	r := req.GetCapacityRange()
+	if r == nil {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: capacity range is required", method)
+	}
+	required, limit := r.GetRequiredBytes(), r.GetLimitBytes()
+	if required < 0 || limit < 0 || (limit > 0 && required > limit) {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: invalid capacity range (required %d, limit %d)", method, required, limit)
+	}
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v, ok := b.volumes[id]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "%s: volume %s does not exist", method, id)
+	}
+	if c := req.GetVolumeCapability(); c != nil {
+		if err := checkAccessType(v, c); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
+		}
+	}
+	if limit > 0 && v.capacityBytes > limit {
+		return nil, status.Errorf(codes.OutOfRange, "%s: volume %s has %d bytes, more than the limit of %d", method, id, v.capacityBytes, limit)
+	}
+	if grow := required - v.capacityBytes; grow > 0 {
+		if b.capacity > 0 && b.used+grow > b.capacity {
+			return nil, status.Errorf(codes.OutOfRange, "%s: %d more bytes requested, %d of %d bytes free", method, grow, b.capacity-b.used, b.capacity)
+		}
+		v.capacityBytes = required
+		b.used += grow
+	}
+	return &csi.ControllerExpandVolumeResponse{CapacityBytes: v.capacityBytes, NodeExpansionRequired: !v.block}, nil
 }
 
 func (s *controllerServer) ControllerGetVolume(_ context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {

@@ -156,17 +156,17 @@ func TestIdentityAndCapabilities(t *testing.T) {
 	}{
 		{
 			cfg: Config{Name: "a.example", NodeID: "n1", Capacity: 1 << 40}, wantController: true,
-			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME", "PUBLISH_UNPUBLISH_VOLUME", "GET_CAPACITY"},
+			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME", "EXPAND_VOLUME", "PUBLISH_UNPUBLISH_VOLUME", "GET_CAPACITY"},
 			wantNodeCaps: []string{"GET_VOLUME_STATS", "EXPAND_VOLUME", "STAGE_UNSTAGE_VOLUME"},
 		},
 		{
 			cfg: Config{Name: "b.example", NodeID: "n2", NoAttach: true, NoStageUnstage: true}, wantController: true,
-			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME"},
+			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME", "EXPAND_VOLUME"},
 			wantNodeCaps: []string{"GET_VOLUME_STATS", "EXPAND_VOLUME"},
 		},
 		{
 			cfg: Config{Name: "c.example", Mode: ModeController}, wantController: true,
-			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME", "PUBLISH_UNPUBLISH_VOLUME"},
+			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME", "EXPAND_VOLUME", "PUBLISH_UNPUBLISH_VOLUME"},
 			wantNodeCode: codes.Unimplemented,
 		},
 		{
@@ -185,8 +185,13 @@ func TestIdentityAndCapabilities(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := len(pc.GetCapabilities()) == 1; got != tc.wantController {
-				t.Fatalf("controller service advertised: %t, want %t", got, tc.wantController)
+			var controller, online bool
+			for _, c := range pc.GetCapabilities() {
+				controller = controller || c.GetService().GetType() == csi.PluginCapability_Service_CONTROLLER_SERVICE
+				online = online || c.GetVolumeExpansion().GetType() == csi.PluginCapability_VolumeExpansion_ONLINE
+			}
+			if controller != tc.wantController || online != tc.wantController {
+				t.Fatalf("plugin capabilities %v: want controller service and online expansion %t", pc.GetCapabilities(), tc.wantController)
 			}
 			probe, err := c.id.Probe(ctx, &csi.ProbeRequest{})
 			if err != nil || !probe.GetReady().GetValue() {

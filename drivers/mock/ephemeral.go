@@ -34,6 +34,9 @@ func (s *nodeServer) publishEphemeral(id, target string, c *csi.VolumeCapability
 		}
 		return &csi.NodePublishVolumeResponse{}, nil
 	}
+	if err := makeTarget(target, false); err != nil {
+		return nil, status.Errorf(codes.Internal, "NodePublishVolume: creating target path: %v", err)
+	}
 	if targets == nil {
 		targets = map[string]*publishRec{}
 		n.published[id] = targets

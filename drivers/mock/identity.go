@@ -25,6 +25,12 @@ func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCa
 				Service: &csi.PluginCapability_Service{Type: csi.PluginCapability_Service_CONTROLLER_SERVICE},
 			},
 		})
+		// ControllerExpandVolume grows volumes while they are published.
+		resp.Capabilities = append(resp.Capabilities, &csi.PluginCapability{
+			Type: &csi.PluginCapability_VolumeExpansion_{
+				VolumeExpansion: &csi.PluginCapability_VolumeExpansion{Type: csi.PluginCapability_VolumeExpansion_ONLINE},
+			},
+		})
 	}
 	return resp, nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -78,6 +80,45 @@ func checkPath(p, what string) (string, error) {
 		return "", fmt.Errorf("%s %q must be absolute", what, p)
 	}
 	return filepath.Clean(p), nil
+}
+
+// checkUsedPath accepts the path of a volume the CO says is staged or
+// published there (NodeGetVolumeStats, NodeExpandVolume): any path but
+// none; one where the volume is not gets NotFound from the caller, as the
+// spec asks, a relative one included.
+func checkUsedPath(p, what string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("%s is required", what)
+	}
+	return filepath.Clean(p), nil
+}
+
+// makeTarget creates target_path, which the spec leaves to the plugin
+// (the CO makes its parent): a directory for a mount, a file for a block
+// volume. The mock mounts nothing on it. Under a parent that does not
+// exist (paths that are names only, as in runs without a filesystem)
+// it makes nothing.
+func makeTarget(target string, block bool) error {
+	if _, err := os.Stat(filepath.Dir(target)); err != nil {
+		return nil
+	}
+	if block {
+		f, err := os.OpenFile(target, os.O_CREATE|os.O_RDONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// removeTarget removes what makeTarget made; a target that is not there,
+// or a directory something else has filled, is left as it is.
+func removeTarget(target string) {
+	_ = os.Remove(target)
 }
 
 // lookUp returns the volume for a node call: an error if the backend knows
@@ -291,6 +332,9 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	if err := b.checkOtherNodes("NodePublishVolume", id, nodeID, mode); err != nil {
 		return nil, err
 	}
+	if err := makeTarget(target, want.block); err != nil {
+		return nil, status.Errorf(codes.Internal, "NodePublishVolume: creating target path: %v", err)
+	}
 	if targets == nil {
 		targets = map[string]*publishRec{}
 		n.published[id] = targets
@@ -320,6 +364,7 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 			delete(n.published, id)
 		}
 	}
+	removeTarget(target)
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }
 
@@ -328,7 +373,7 @@ func (s *nodeServer) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolum
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "NodeGetVolumeStats: volume ID is required")
 	}
-	p, err := checkPath(req.GetVolumePath(), "volume path")
+	p, err := checkUsedPath(req.GetVolumePath(), "volume path")
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "NodeGetVolumeStats: %v", err)
 	}
@@ -366,7 +411,7 @@ func (s *nodeServer) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolu
 	if id == "" {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: volume ID is required", method)
 	}
-	p, err := checkPath(req.GetVolumePath(), "volume path")
+	p, err := checkUsedPath(req.GetVolumePath(), "volume path")
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
 	}

@@ -73,12 +73,28 @@ const (
 	// SharedState: every plugin process of a run sees the same volumes, so a
 	// volume made by the controller plugin can be used on any node.
 	SharedState Capability = "sharedState"
+	// StateDir: the driver keeps its volume records under {stateDir}, so
+	// that a plugin restarted with state: keep finds them, and one
+	// restarted with state: lose (its directory emptied) does not.
+	StateDir Capability = "stateDir"
+	// ControllerOnlyExpansion: ControllerExpandVolume of a volume of the
+	// library's class answers node_expansion_required false, so that a
+	// claim grows without a pod (a file share's, a directory's).
+	ControllerOnlyExpansion Capability = "controllerOnlyExpansion"
+	// SurvivesRestart: a plugin process that crashes or is restarted with
+	// state: keep finds the volumes it knew (in {stateDir}, or in the
+	// memory of csisim's in-process mock), so a crash does not lose them.
+	SurvivesRestart Capability = "survivesRestart"
+	// CSISimErrors: the driver refuses in the words of csisim's own driver;
+	// scenarios that compare a driver's error message word for word, as the
+	// real sidecars copy it into events and VolumeAttachments, need it.
+	CSISimErrors Capability = "csisimErrors"
 )
 
 // Capabilities lists every capability in the order a report prints them.
 var Capabilities = []Capability{Attach, Block, Snapshots, Clones, ExpansionOnline, ExpansionOffline,
 	Topology, Zones, Capacity, VolumeLimits, Ephemeral, MultiNode, SingleNodeMultiWriter, FSGroup,
-	PodInfo, StageUnstage, RealMounts, SharedState}
+	PodInfo, StageUnstage, RealMounts, SharedState, StateDir, SurvivesRestart, ControllerOnlyExpansion, CSISimErrors}
 
 // Layout says how a driver's processes are laid out.
 type Layout string
@@ -170,6 +186,11 @@ type Profile struct {
 	FSGroupPolicy string       `json:"fsGroupPolicy,omitempty"`
 	StorageClass  StorageClass `json:"storageClass,omitempty"`
 	Flags         Flags        `json:"flags,omitempty"`
+	// MaxNodes, if not 0, is how many nodes the driver can serve at once: a
+	// driver whose node plugins all answer NodeGetInfo with one node ID, or
+	// keep the volumes in one process, serves one. A scenario with more
+	// nodes is skipped.
+	MaxNodes int `json:"maxNodes,omitempty"`
 	// NotSupported lists library scenarios this driver cannot run, with
 	// the reason, for what the capabilities cannot express.
 	NotSupported map[string]string `json:"notSupported,omitempty"`
