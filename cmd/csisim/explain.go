@@ -30,8 +30,10 @@ func explainMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&namespace, "namespace", "", "the namespace of a namespaced object (default: the kubeconfig context's, else default)")
 	fs.StringVar(&namespace, "n", "", "short for --namespace")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up reading the cluster after this long")
+	traceFile := fs.String("trace", "", "explain from a finished run's timeline instead of a live cluster: the JSON timeline\n"+
+		"csisim run --format json writes (the state at its end; namespace default unless -n)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: csisim explain [--kubeconfig FILE] [-n NAMESPACE] KIND/NAME\n\n"+
+		fmt.Fprintf(stderr, "Usage: csisim explain [--kubeconfig FILE | --trace FILE] [-n NAMESPACE] KIND/NAME\n\n"+
 			"Says why the object is where it is, as a chain from it to the cause: a claim Pending because\n"+
 			"its pod is unschedulable, a pod waiting for a volume still attached to a lost node, a deletion\n"+
 			"held by a finalizer. KIND is one of pod, pvc, pv, volumeattachment (va), node, volumesnapshot (vs),\n"+
@@ -57,6 +59,9 @@ func explainMain(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		fs.Usage()
 		return 2
+	}
+	if *traceFile != "" {
+		return explainTrace(*traceFile, targetArg, namespace, stdout, stderr)
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = *kubeconfig
@@ -86,6 +91,31 @@ func explainMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return printExplanation(snap, target, stdout, stderr)
+}
+
+// explainTrace explains the object as it was at the end of the run whose
+// JSON timeline is in file.
+func explainTrace(file, targetArg, namespace string, stdout, stderr io.Writer) int {
+	if namespace == "" {
+		namespace = "default"
+	}
+	target, err := explain.ParseTarget(targetArg, namespace)
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim explain: %v\n", err)
+		return 2
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim explain: %v\n", err)
+		return 2
+	}
+	defer f.Close()
+	tl, err := trace.ReadJSON(f)
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim explain: %s: %v (--trace reads the timeline csisim run --format json writes)\n", file, err)
+		return 2
+	}
+	return printExplanation(explain.SnapshotFromHistory(tl.Entries), target, stdout, stderr)
 }
 
 // targetArgument takes KIND/NAME, or KIND NAME as kubectl also does.

@@ -62,6 +62,35 @@ var _ = Describe("csisim explain", func() {
 	})
 })
 
+var _ = Describe("csisim explain --trace", func() {
+	It("explains the object at the end of a finished run, from its JSON timeline", func() {
+		tmp := GinkgoT().TempDir()
+		run := start(tmp, "run", "--mock-driver", "--format", "json", "../../scenarios/library/kubelet-missing-driver.yaml")
+		Eventually(run, 2*time.Minute).Should(gexec.Exit(0))
+		file := filepath.Join(GinkgoT().TempDir(), "run.jsonl")
+		Expect(os.WriteFile(file, run.Out.Contents(), 0o644)).To(Succeed())
+
+		s := start(tmp, "explain", "--trace", file, "pod/app")
+		Eventually(s, time.Minute).Should(gexec.Exit(0))
+		Expect(string(s.Out.Contents())).To(And(
+			ContainSubstring("1. Pod default/app: Pending"),
+			ContainSubstring("not found in the list of registered CSI drivers"),
+			ContainSubstring("2. Node node-1: driver missing.csi.example.com not registered")))
+
+		s = start(tmp, "explain", "--trace", file, "pvc/nothing")
+		Eventually(s, time.Minute).Should(gexec.Exit(1))
+		Expect(string(s.Err.Contents())).To(ContainSubstring("PersistentVolumeClaim default/nothing not found"))
+
+		// The text timeline is not the JSON one: said, with the fix.
+		text := filepath.Join(GinkgoT().TempDir(), "run.txt")
+		Expect(os.WriteFile(text, []byte("+0.000s  API  x\n"), 0o644)).To(Succeed())
+		s = start(tmp, "explain", "--trace", text, "pod/app")
+		Eventually(s, time.Minute).Should(gexec.Exit(2))
+		Expect(string(s.Err.Contents())).To(ContainSubstring("--trace reads the timeline csisim run --format json writes"))
+		expectNothingLeftIn(tmp)
+	})
+})
+
 var _ = Describe("csisim run --explain", func() {
 	It("explains the object at the end of the run, from its history", func() {
 		tmp := GinkgoT().TempDir()

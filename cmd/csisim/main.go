@@ -16,7 +16,7 @@ Usage:
   csisim run [flags] SCENARIO.yaml   run a scenario on the simulator and print its timeline
   csisim diff [flags] SCENARIO.yaml  run a scenario on the simulator and on a real control plane and report the differences
   csisim serve [flags]               run a simulated cluster for kubectl until Ctrl-C (see csisim serve --help)
-  csisim explain [flags] KIND/NAME   say why an object is stuck, from a live cluster (see csisim explain --help)
+  csisim explain [flags] KIND/NAME   say why an object is stuck, from a live cluster or a run's JSON timeline (--trace)
   csisim fault FAULT [FIELD=VALUE ...]  make a fault happen on a cluster of csisim serve (see csisim fault --help)
   csisim driver [flags]              run csisim's CSI driver on a unix socket (see csisim driver --help)
   csisim registrar [flags]           register a CSI node plugin with a real kubelet (see csisim registrar --help)
