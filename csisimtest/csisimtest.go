@@ -43,7 +43,7 @@ import (
 
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/fault"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
 )
@@ -99,7 +99,7 @@ type Cluster struct {
 	ctx     context.Context
 	sim     *cluster.Cluster
 	profile *profile.Profile
-	objects *scenario.Objects
+	objects *scenarios.Objects
 	client  kubernetes.Interface
 	nodes   []string
 	timeout time.Duration
@@ -139,7 +139,7 @@ func start(t TB, opts Options) (*Cluster, error) {
 		c.timeout = DefaultTimeout
 	}
 	t.Cleanup(c.close)
-	if c.objects, err = scenario.NewObjects(sim.RESTConfig(), sim.Clock()); err != nil {
+	if c.objects, err = scenarios.NewObjects(sim.RESTConfig(), sim.Clock()); err != nil {
 		return nil, err
 	}
 	if !opts.NoDriverObjects {
@@ -312,7 +312,7 @@ func (c *Cluster) Delete(objects ...runtime.Object) {
 		if err != nil {
 			c.t.Fatalf("csisimtest: Delete: %v", err)
 		}
-		found, err := c.objects.Delete(c.ctx, scenario.ObjectRef{Kind: ref.kind, Name: ref.name}, ref.namespace)
+		found, err := c.objects.Delete(c.ctx, scenarios.ObjectRef{Kind: ref.kind, Name: ref.name}, ref.namespace)
 		if err != nil {
 			c.t.Fatalf("csisimtest: delete %s: %v", ref, err)
 		}
@@ -324,7 +324,7 @@ func (c *Cluster) Delete(objects ...runtime.Object) {
 
 // get reads the object ref names; nil if it does not exist.
 func (c *Cluster) get(ref objectRef) (*unstructured.Unstructured, error) {
-	content, err := c.objects.Get(c.ctx, scenario.ObjectRef{Kind: ref.kind, Name: ref.name}, ref.namespace)
+	content, err := c.objects.Get(c.ctx, scenarios.ObjectRef{Kind: ref.kind, Name: ref.name}, ref.namespace)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", ref, err)
 	}
@@ -336,8 +336,8 @@ func (c *Cluster) get(ref objectRef) (*unstructured.Unstructured, error) {
 
 // invariants checks every invariant over the run so far, as csisim run
 // does after a scenario's steps.
-func (c *Cluster) invariants() (*scenario.InvariantResult, []trace.Entry, error) {
-	res, entries, err := scenario.CheckInvariants(c.ctx, c.sim, nil)
+func (c *Cluster) invariants() (*scenarios.InvariantResult, []trace.Entry, error) {
+	res, entries, err := scenarios.CheckInvariants(c.ctx, c.sim, nil)
 	if err != nil {
 		return nil, nil, err
 	}

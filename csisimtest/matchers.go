@@ -11,7 +11,7 @@ import (
 
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/invariant"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -245,7 +245,7 @@ func BeGone() types.GomegaMatcher {
 // immediate repeat of a successful call. On a claim or a volume, only the
 // calls on its volume count; on the Cluster, every call.
 func HaveCSICalls(methods ...string) types.GomegaMatcher {
-	return csiCallMatcher(scenario.CSICallCheck{Sequence: methods})
+	return csiCallMatcher(scenarios.CSICallCheck{Sequence: methods})
 }
 
 // ContainCSICalls matches when the CSI calls include methods in that
@@ -256,10 +256,10 @@ func ContainCSICalls(methods ...string) types.GomegaMatcher {
 	if methods == nil {
 		methods = []string{} // contains nothing: not a sequence check
 	}
-	return csiCallMatcher(scenario.CSICallCheck{Contains: methods})
+	return csiCallMatcher(scenarios.CSICallCheck{Contains: methods})
 }
 
-func csiCallMatcher(check scenario.CSICallCheck) types.GomegaMatcher {
+func csiCallMatcher(check scenarios.CSICallCheck) types.GomegaMatcher {
 	m := &matcher{}
 	m.judge = func(actual any) (bool, string, error) {
 		var c *Cluster
@@ -401,7 +401,7 @@ func HaveNoInvariantViolations() types.GomegaMatcher {
 		if len(res.Unexpected) == 0 {
 			return true, fmt.Sprintf("all %d invariants held", res.Checked), nil
 		}
-		ierr := &scenario.InvariantError{Result: res, Entries: entries}
+		ierr := &scenarios.InvariantError{Result: res, Entries: entries}
 		return false, fmt.Sprintf("%d of %d invariants were violated:\n%s", len(res.Unexpected), res.Checked, ierr.Error()), nil
 	}}
 }

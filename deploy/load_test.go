@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csisim/csisim/drivers/profiles"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 )
 
 // manifest is one object of a manifest file.
@@ -66,7 +66,7 @@ var decoder = func() runtime.Decoder {
 // StorageClass (scenarios/library/manifests/driver.yaml) as a run with
 // csisim's own driver profile applies them.
 func loadLibraryDriver(t *testing.T) ([]manifest, error) {
-	rendered, err := scenario.RenderManifestFile(filepath.Join("..", "scenarios", "library", "manifests", "driver.yaml"), profiles.MustDefault())
+	rendered, err := scenarios.RenderManifestFile(filepath.Join("..", "scenarios", "library", "manifests", "driver.yaml"), profiles.MustDefault())
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/realcluster"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
 )
@@ -51,7 +51,7 @@ const pollSettle = 200 * time.Millisecond
 // snapshot at the same time after the start point as the real one was
 // taken (runSim). A run that fails a step is compared up to that step; an
 // error is returned only when a cluster could not be started.
-func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Report, error) {
+func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, error) {
 	if opts.Quiet == 0 {
 		opts.Quiet = time.Second
 	}
@@ -72,8 +72,8 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*Report, err
 
 // backend is what both clusters offer the comparison.
 type backend interface {
-	scenario.Backend
-	scenario.CSICallSource
+	scenarios.Backend
+	scenarios.CSICallSource
 	Recorder() *trace.Recorder
 }
 
@@ -89,7 +89,7 @@ func snapshotTimes(snaps []Snapshot) map[int]time.Duration {
 // runSim runs sc on the simulator. realAt are the times after the start
 // point at which the real cluster's snapshots were taken, by step; a step
 // without one is settled by quiet alone.
-func runSim(ctx context.Context, sc *scenario.Scenario, opts Options, realAt map[int]time.Duration) (RunResult, error) {
+func runSim(ctx context.Context, sc *scenarios.Scenario, opts Options, realAt map[int]time.Duration) (RunResult, error) {
 	progress(opts, "running %s on the simulator (seed %d)\n", sc.Name, opts.Seed)
 	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName,
 		Seed: opts.Seed, DriverBinary: opts.DriverBinary, DriverLog: opts.ComponentLog})
@@ -135,7 +135,7 @@ func runSim(ctx context.Context, sc *scenario.Scenario, opts Options, realAt map
 	return run, errors.Join(err, c.Close())
 }
 
-func runReal(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResult, error) {
+func runReal(ctx context.Context, sc *scenarios.Scenario, opts Options) (RunResult, error) {
 	progress(opts, "running %s on the real control plane\n", sc.Name)
 	c, err := realcluster.Start(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName,
 		DriverBinary: opts.DriverBinary, BinDir: opts.BinDir, Log: opts.ComponentLog, RealNodes: opts.RealNodes})
@@ -174,7 +174,7 @@ func runReal(ctx context.Context, sc *scenario.Scenario, opts Options) (RunResul
 // runOn waits until b is ready (start.go), then runs sc on it, settling it
 // and taking a snapshot after each step, with the time since it was ready
 // on clk (nil: the real clock).
-func runOn(ctx context.Context, sc *scenario.Scenario, opts Options, name string, b backend, clk clock.WithTicker,
+func runOn(ctx context.Context, sc *scenarios.Scenario, opts Options, name string, b backend, clk clock.WithTicker,
 	ready func(context.Context, kubernetes.Interface) error,
 	settle func(ctx context.Context, cl Clients, n *Normaliser, step int) bool) (RunResult, error) {
 	cl, err := NewClients(b.RESTConfig())
@@ -194,8 +194,8 @@ func runOn(ctx context.Context, sc *scenario.Scenario, opts Options, name string
 	norm := NewNormaliser()
 	var snapErr error
 	// Both runs work in "default", so that their objects compare.
-	runner := &scenario.Runner{Backend: b, Recorder: b.Recorder(), Clock: clk, Namespace: "default",
-		AfterStep: func(ctx context.Context, st scenario.StepResult) {
+	runner := &scenarios.Runner{Backend: b, Recorder: b.Recorder(), Clock: clk, Namespace: "default",
+		AfterStep: func(ctx context.Context, st scenarios.StepResult) {
 			settled := settle(ctx, cl, norm, st.Step)
 			at := now.Since(readyAt)
 			objs, err := List(ctx, cl)
@@ -215,7 +215,7 @@ func runOn(ctx context.Context, sc *scenario.Scenario, opts Options, name string
 	if res != nil {
 		run.Passed = res.Passed()
 		for _, st := range res.Steps {
-			if st.Outcome == scenario.Passed || st.Outcome == scenario.Failed {
+			if st.Outcome == scenarios.Passed || st.Outcome == scenarios.Failed {
 				run.Steps++
 			}
 		}
@@ -231,7 +231,7 @@ func runOn(ctx context.Context, sc *scenario.Scenario, opts Options, name string
 }
 
 // nodeNames are the scenario's nodes; both backends default to node-1.
-func nodeNames(sc *scenario.Scenario) []string {
+func nodeNames(sc *scenarios.Scenario) []string {
 	if len(sc.Cluster.Nodes) == 0 {
 		return []string{"node-1"}
 	}

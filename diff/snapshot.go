@@ -36,7 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/volumeutil"
 	"github.com/csisim/csisim/trace"
 )
@@ -561,7 +561,7 @@ func (n *Normaliser) Snapshot(objs Objects, calls []trace.Entry) Snapshot {
 	// controller call counted once (the real sidecars race their caches).
 	byVolume := map[string][]trace.Entry{}
 	for _, e := range calls {
-		if e.Kind != trace.CSI || scenario.IsInformationalCSICall(e.Verb) {
+		if e.Kind != trace.CSI || scenarios.IsInformationalCSICall(e.Verb) {
 			continue
 		}
 		volume := e.Object
@@ -578,7 +578,7 @@ func (n *Normaliser) Snapshot(objs Objects, calls []trace.Entry) Snapshot {
 		byVolume[key] = append(byVolume[key], e)
 	}
 	for key, entries := range byVolume {
-		for _, e := range scenario.WithoutSidecarRepeats(entries) {
+		for _, e := range scenarios.WithoutSidecarRepeats(entries) {
 			s.CSICalls[key] = append(s.CSICalls[key], e.Verb)
 		}
 	}

@@ -36,7 +36,7 @@ import (
 
 	"github.com/csisim/csisim/e2e/kind/faults"
 	"github.com/csisim/csisim/fault"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 )
 
 var (
@@ -63,7 +63,7 @@ type kindBackend struct {
 	*faults.Kind
 }
 
-var backend scenario.Backend
+var backend scenarios.Backend
 
 var _ fault.Injector = kindBackend{}
 
@@ -93,11 +93,11 @@ var _ = Describe("the scenario library", func() {
 	}
 	for _, file := range files {
 		It("passes on the cluster: "+filepath.Base(file), func() {
-			sc, err := scenario.Load(file)
+			sc, err := scenarios.Load(file)
 			Expect(err).NotTo(HaveOccurred())
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			runner := &scenario.Runner{Backend: backend, Out: GinkgoWriter, SkipUnsupported: true}
+			runner := &scenarios.Runner{Backend: backend, Out: GinkgoWriter, SkipUnsupported: true}
 			res, err := runner.Run(ctx, sc)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Failed()).To(BeFalse())

@@ -15,7 +15,7 @@ import (
 	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/realcluster"
 	"github.com/csisim/csisim/realnodes"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 )
 
 // describeHere runs the chosen scenarios each on a real cluster of its own
@@ -41,7 +41,7 @@ func hereSpecs(files, chosen []string) {
 			continue
 		}
 		It("passes on a real cluster with real nodes: "+name, func() {
-			sc, err := scenario.Load(file)
+			sc, err := scenarios.Load(file)
 			Expect(err).NotTo(HaveOccurred())
 			nodes := sc.Cluster.Nodes
 			if len(nodes) == 0 {
@@ -53,7 +53,7 @@ func hereSpecs(files, chosen []string) {
 				RealNodes: nodes, DriverBinary: *csisimBin, Log: GinkgoWriter})
 			Expect(err).NotTo(HaveOccurred())
 			defer func() { Expect(c.Close()).To(Succeed()) }()
-			runner := &scenario.Runner{Backend: c, Recorder: c.Recorder(), Out: GinkgoWriter}
+			runner := &scenarios.Runner{Backend: c, Recorder: c.Recorder(), Out: GinkgoWriter}
 			res, err := runner.Run(ctx, sc)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Failed()).To(BeFalse())

@@ -14,7 +14,7 @@ import (
 
 	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/explain"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
 )
@@ -111,7 +111,7 @@ func TestLibraryStuckStates(t *testing.T) {
 	}
 	for _, r := range runs {
 		t.Run(r.file+"/"+r.target, func(t *testing.T) {
-			sc, err := scenario.Load("../scenarios/library/" + r.file + ".yaml")
+			sc, err := scenarios.Load("../scenarios/library/" + r.file + ".yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +138,7 @@ func TestLibraryStuckStates(t *testing.T) {
 
 // runStuck runs sc on a new simulated cluster and explains target at its
 // end, from the history and from the cluster itself.
-func runStuck(t *testing.T, sc *scenario.Scenario, cfg cluster.Config, targetArg string) (fromHistory, live string) {
+func runStuck(t *testing.T, sc *scenarios.Scenario, cfg cluster.Config, targetArg string) (fromHistory, live string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -153,8 +153,8 @@ func runStuck(t *testing.T, sc *scenario.Scenario, cfg cluster.Config, targetArg
 	}()
 	// A run cut at its stuck point may leave what the nothing-leaked
 	// invariant calls a leak: that is the point. Its steps must pass.
-	_, err = (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc)
-	var broken *scenario.InvariantError
+	_, err = (&scenarios.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc)
+	var broken *scenarios.InvariantError
 	if errors.As(err, &broken) {
 		t.Logf("the cut run breaks invariants, as a stuck one may: %v", err)
 	} else if err != nil {
@@ -201,7 +201,7 @@ func expectInOrder(t *testing.T, source, out string, want []string) {
 // pod waiting for detach) must name the time the attach/detach controller
 // then deletes the attachment on node-a.
 func TestForceDetachDue(t *testing.T) {
-	sc, err := scenario.Load("../scenarios/library/node-loss-force-detach.yaml")
+	sc, err := scenarios.Load("../scenarios/library/node-loss-force-detach.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestForceDetachDue(t *testing.T) {
 			t.Errorf("closing the cluster: %v", err)
 		}
 	}()
-	if _, err := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc); err != nil {
+	if _, err := (&scenarios.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc); err != nil {
 		t.Fatal(err)
 	}
 	history := c.History()
@@ -297,7 +297,7 @@ steps:
 `
 
 func TestDeletionHeld(t *testing.T) {
-	sc, err := scenario.Parse("deletion-held.yaml", []byte(deletionHeld), "../scenarios/library")
+	sc, err := scenarios.Parse("deletion-held.yaml", []byte(deletionHeld), "../scenarios/library")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestDeletionHeld(t *testing.T) {
 			t.Errorf("closing the cluster: %v", err)
 		}
 	}()
-	res, err := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc)
+	res, err := (&scenarios.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ import (
 	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/invariant"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/workload"
 )
@@ -99,12 +99,12 @@ func brokenDriverMain(spec string, args []string) int {
 // misbehaves as spec says, and returns the invariants it violated.
 // afterStep, if not nil, is called after each step; its error fails the
 // test.
-func runBroken(t *testing.T, spec, yaml string, afterStep func(*cluster.Cluster, scenario.StepResult) error) []string {
+func runBroken(t *testing.T, spec, yaml string, afterStep func(*cluster.Cluster, scenarios.StepResult) error) []string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the broken-driver tests run csisim's driver, which mounts: run them as root")
 	}
-	sc, err := scenario.Parse("broken.yaml", []byte(yaml), "../scenarios/library")
+	sc, err := scenarios.Parse("broken.yaml", []byte(yaml), "../scenarios/library")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,16 +125,16 @@ func runBroken(t *testing.T, spec, yaml string, afterStep func(*cluster.Cluster,
 			t.Error(err)
 		}
 	}()
-	runner := &scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}
+	runner := &scenarios.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}
 	if afterStep != nil {
-		runner.AfterStep = func(_ context.Context, st scenario.StepResult) {
+		runner.AfterStep = func(_ context.Context, st scenarios.StepResult) {
 			if err := afterStep(c, st); err != nil {
 				t.Errorf("after step %d (%s): %v", st.Step, st.Name, err)
 			}
 		}
 	}
 	res, err := runner.Run(ctx, sc)
-	var invErr *scenario.InvariantError
+	var invErr *scenarios.InvariantError
 	if err != nil && !errors.As(err, &invErr) {
 		t.Fatalf("the scenario failed before the invariants: %v\n%s", err, timeline(c))
 	}
@@ -214,7 +214,7 @@ func TestBrokenStorageLosesTheData(t *testing.T) {
 	// staged, so the test empties the volume's directory in the driver's
 	// storage root itself.
 	wiped := false
-	wipe := func(c *cluster.Cluster, st scenario.StepResult) error {
+	wipe := func(c *cluster.Cluster, st scenarios.StepResult) error {
 		if st.Step != 5 { // wait: pod/first gone
 			return nil
 		}
@@ -373,7 +373,7 @@ func TestBrokenInlineVolumeRunsUnset(t *testing.T) {
 	// learned inline volumes. No proxy rule can make the kubelet do that,
 	// so the test writes the status itself, once the refusal is seen.
 	reported := false
-	green := func(c *cluster.Cluster, st scenario.StepResult) error {
+	green := func(c *cluster.Cluster, st scenarios.StepResult) error {
 		if st.Step != 2 { // wait: the FailedMount event
 			return nil
 		}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/csisim/csisim/realkube"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -48,7 +48,7 @@ func csisimBinary(t *testing.T) string {
 // process, mount or file behind.
 func TestBasicLifecycle(t *testing.T) {
 	requireBinaries(t)
-	sc, err := scenario.Load("../scenarios/library/basic-lifecycle.yaml")
+	sc, err := scenarios.Load("../scenarios/library/basic-lifecycle.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestBasicLifecycle(t *testing.T) {
 	}()
 
 	runStart := time.Now()
-	runner := &scenario.Runner{Backend: c, Recorder: c.Recorder()}
+	runner := &scenarios.Runner{Backend: c, Recorder: c.Recorder()}
 	res, runErr := runner.Run(ctx, sc)
 	t.Logf("scenario ran in %s", time.Since(runStart).Round(time.Millisecond))
 	passed := runErr == nil && res.Passed()
@@ -147,8 +147,8 @@ func TestBasicLifecycle(t *testing.T) {
 // its informer before the status patch does, and the external-provisioner
 // may delete again when the PV's deletion reaches it before its finalizer
 // is gone. The lifecycle's order must still be exactly the expected one.
-func repeatedIdempotentCall(runErr error, sc *scenario.Scenario, calls []trace.Entry) bool {
-	var serr *scenario.StepError
+func repeatedIdempotentCall(runErr error, sc *scenarios.Scenario, calls []trace.Entry) bool {
+	var serr *scenarios.StepError
 	if !errors.As(runErr, &serr) || serr.Step != len(sc.Steps) {
 		return false
 	}

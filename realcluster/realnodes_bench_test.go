@@ -10,7 +10,7 @@ import (
 
 	"github.com/csisim/csisim/realkube"
 	"github.com/csisim/csisim/realnodes"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 )
 
@@ -33,7 +33,7 @@ func BenchmarkRealNodes(b *testing.B) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("building csisim-workload: %v\n%s", err, out)
 	}
-	sc, err := scenario.Load("../scenarios/library/basic-lifecycle.yaml")
+	sc, err := scenarios.Load("../scenarios/library/basic-lifecycle.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func BenchmarkRealNodes(b *testing.B) {
 		}
 		startup := time.Since(started)
 		runStart := time.Now()
-		res, err := (&scenario.Runner{Backend: c, Recorder: c.Recorder()}).Run(ctx, sc)
+		res, err := (&scenarios.Runner{Backend: c, Recorder: c.Recorder()}).Run(ctx, sc)
 		realWall := time.Since(runStart)
 		if cerr := c.Close(); err == nil {
 			err = cerr
@@ -61,7 +61,7 @@ func BenchmarkRealNodes(b *testing.B) {
 			b.Fatal(err)
 		}
 		simStart := time.Now()
-		res, err = (&scenario.Runner{Backend: simc, Recorder: simc.Recorder(), Clock: simc.Clock()}).Run(ctx, sc)
+		res, err = (&scenarios.Runner{Backend: simc, Recorder: simc.Recorder(), Clock: simc.Clock()}).Run(ctx, sc)
 		simWall := time.Since(simStart)
 		if cerr := simc.Close(); err == nil {
 			err = cerr

@@ -1,4 +1,4 @@
-// Package scenario reads scenario files — YAML scripts that drive a cluster
+// Package scenarios reads scenario files — YAML scripts that drive a cluster
 // through a storage story step by step — and runs them against a Backend.
 //
 // A scenario is a list of steps. Each step does exactly one thing: apply
@@ -21,4 +21,4 @@
 // (include), and clean up after the others whatever happened (finally).
 //
 // The file format is documented for users in scenarios/README.md.
-package scenario
+package scenarios

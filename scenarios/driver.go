@@ -1,4 +1,4 @@
-package scenario
+package scenarios
 
 import (
 	"encoding/json"
@@ -211,32 +211,20 @@ func (s *Scenario) SkipReason(p *profile.Profile) string {
 	return ""
 }
 
-// DriverFlags are the extra flags the driver of profile p is started with
-// for what the scenario asks of the cluster: the profile's flags for the
-// capacity, the volume limit, the multi-node access modes and the named
-// flag sets, then cluster.driverArgs as written. The zone flags are per
-// node; whoever starts each node plugin adds them. It assumes SkipReason
-// returned "".
+// Request is what the scenario asks of the cluster, in the terms of a
+// driver profile: the nodes and zones, and the capacity, volume limit,
+// multi-node access and named flag sets the driver is started for.
+func (c Cluster) Request() profile.Request {
+	return profile.Request{Nodes: c.Nodes, Zones: c.Zones, Capacity: c.Capacity, VolumeLimit: c.VolumeLimit,
+		MultiNode: c.MultiNode, Extra: c.Flags, DriverArgs: c.DriverArgs}
+}
+
+// DriverFlags are the extra flags a node plugin of profile p's driver is
+// started with for what the scenario asks of the cluster (profile.Args of
+// Request). The zone flags are per node; whoever starts each node plugin
+// adds them. It assumes SkipReason returned "".
 func (c Cluster) DriverFlags(p *profile.Profile) []string {
-	var out []string
-	fill := func(words []string, key, value string) {
-		for _, w := range words {
-			out = append(out, strings.ReplaceAll(w, "{"+key+"}", value))
-		}
-	}
-	if c.Capacity != "" {
-		fill(p.Flags.Capacity, "capacity", c.Capacity)
-	}
-	if c.VolumeLimit > 0 {
-		fill(p.Flags.VolumeLimit, "limit", fmt.Sprint(c.VolumeLimit))
-	}
-	if c.MultiNode {
-		out = append(out, p.Flags.MultiNode...)
-	}
-	for _, name := range c.Flags {
-		out = append(out, p.Flags.Extra[name]...)
-	}
-	return append(out, c.DriverArgs...)
+	return p.Args(c.Request(), true)
 }
 
 // builtinVars are the variables every step sees: the driver's and

@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/csisim/csisim/diff"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 )
 
 // diffScenario is `csisim diff`: run one scenario on the simulator and on a
@@ -43,7 +43,7 @@ func diffScenario(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	sc, err := scenario.Load(fs.Arg(0))
+	sc, err := scenarios.Load(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2

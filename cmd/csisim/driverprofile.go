@@ -11,7 +11,7 @@ import (
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/drivers/profiles"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/sim/clusterprofile"
 )
@@ -102,16 +102,9 @@ func (d driverChoice) clusterConfig(ctx context.Context, r profile.Request, scen
 	return cfg, p, nil
 }
 
-// clusterRequest is what sc asks of the cluster's driver, all of it.
-func clusterRequest(sc *scenario.Scenario) profile.Request {
-	c := sc.Cluster
-	return profile.Request{Nodes: c.Nodes, Zones: c.Zones, Capacity: c.Capacity, VolumeLimit: c.VolumeLimit,
-		MultiNode: c.MultiNode, Extra: c.Flags, DriverArgs: c.DriverArgs}
-}
-
 // realkubeDriverName is the name csisim's driver runs under on the real
 // control plane: --driver-name, else the scenario's.
-func realkubeDriverName(sc *scenario.Scenario, flagName string) string {
+func realkubeDriverName(sc *scenarios.Scenario, flagName string) string {
 	if flagName != "" {
 		return flagName
 	}
@@ -121,7 +114,7 @@ func realkubeDriverName(sc *scenario.Scenario, flagName string) string {
 // reportSkipped says that the scenario did not run, and why: the driver
 // under test lacks what it needs. A skip is not a failure, so the exit
 // code is 0, but the last line says SKIPPED, never PASSED.
-func reportSkipped(sc *scenario.Scenario, why string, stdout io.Writer) int {
+func reportSkipped(sc *scenarios.Scenario, why string, stdout io.Writer) int {
 	fmt.Fprintf(stdout, "scenario %s (%s)\n\nSKIPPED: %s\n", sc.Name, sc.File, why)
 	return 0
 }

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/csisim/csisim/explain"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -179,7 +179,7 @@ func (x *explainFlag) observe(next func(trace.Entry)) func(trace.Entry) {
 // print writes the explanation from what the run recorded: of the
 // --explain target, or else, when the run failed waiting for an object
 // Explain knows, of that object.
-func (x *explainFlag) print(sc *scenario.Scenario, out runOutcome, stdout, stderr io.Writer) {
+func (x *explainFlag) print(sc *scenarios.Scenario, out runOutcome, stdout, stderr io.Writer) {
 	if x.target == "" {
 		// Beside the failure, on stderr.
 		x.printFailedWait(sc, out, stderr)
@@ -199,8 +199,8 @@ func (x *explainFlag) print(sc *scenario.Scenario, out runOutcome, stdout, stder
 
 // printFailedWait explains the object a failed wait step waited for, if
 // Explain knows its kind; it prints nothing otherwise.
-func (x *explainFlag) printFailedWait(sc *scenario.Scenario, out runOutcome, w io.Writer) {
-	var stepErr *scenario.StepError
+func (x *explainFlag) printFailedWait(sc *scenarios.Scenario, out runOutcome, w io.Writer) {
+	var stepErr *scenarios.StepError
 	if !errors.As(out.runErr, &stepErr) || stepErr.Step < 1 || stepErr.Step > len(sc.Steps) {
 		return
 	}

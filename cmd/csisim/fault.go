@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/csisim/csisim/fault"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 )
 
@@ -177,8 +177,8 @@ func parseFaultStep(step []byte, nodes []string) (fault.Fault, error) {
 	for name, fields := range v {
 		key := ""
 		for _, k := range fault.Kinds {
-			if name == string(k) || name == scenario.FaultStepKey(k) {
-				key = scenario.FaultStepKey(k)
+			if name == string(k) || name == scenarios.FaultStepKey(k) {
+				key = scenarios.FaultStepKey(k)
 			}
 		}
 		if len(v) != 1 || key == "" {
@@ -190,8 +190,8 @@ func parseFaultStep(step []byte, nodes []string) (fault.Fault, error) {
 	if err != nil {
 		return fault.Fault{}, err
 	}
-	s, err := scenario.Parse("fault", doc, ".")
-	var perrs scenario.ParseErrors
+	s, err := scenarios.Parse("fault", doc, ".")
+	var perrs scenarios.ParseErrors
 	if errors.As(err, &perrs) {
 		// The lines and step numbers are the made-up scenario's: say
 		// only what is wrong.

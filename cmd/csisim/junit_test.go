@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 )
 
 // The elements a CI system reads from a JUnit report, parsed back from
@@ -45,11 +45,11 @@ type readProblem struct {
 }
 
 func TestJUnitReport(t *testing.T) {
-	passed := runOutcome{seed: 3, result: &scenario.Result{Steps: []scenario.StepResult{{Step: 1, Outcome: scenario.Passed}}}, wall: 120 * time.Millisecond}
-	stepErr := &scenario.StepError{Step: 2, Name: "claim bound", File: "s.yaml", Line: 9, Err: errors.New("timed out <after> 5s & \"more\"\nsecond line"),
+	passed := runOutcome{seed: 3, result: &scenarios.Result{Steps: []scenarios.StepResult{{Step: 1, Outcome: scenarios.Passed}}}, wall: 120 * time.Millisecond}
+	stepErr := &scenarios.StepError{Step: 2, Name: "claim bound", File: "s.yaml", Line: 9, Err: errors.New("timed out <after> 5s & \"more\"\nsecond line"),
 		Expected: "Bound", Observed: "Pending"}
 	failed := runOutcome{seed: 17, runErr: stepErr, wall: time.Second,
-		result: &scenario.Result{Steps: []scenario.StepResult{{Step: 1, Outcome: scenario.Passed}, {Step: 2, Outcome: scenario.Failed}}}}
+		result: &scenarios.Result{Steps: []scenarios.StepResult{{Step: 1, Outcome: scenarios.Passed}, {Step: 2, Outcome: scenarios.Failed}}}}
 	broken := runOutcome{seed: 18, startErr: &startError{what: "the simulated cluster", err: errors.New("no driver ]]> here")}}
 	cut := runOutcome{seed: 19, interrupted: true}
 	replay := func(seed uint64) string {

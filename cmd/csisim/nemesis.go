@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/scenarios/nemesis"
 	"github.com/csisim/csisim/sim/cluster"
 )
@@ -69,7 +69,7 @@ func (n *nemesisFlags) check(backend string) error {
 // With --shrink the run and every trial is a child process (this binary,
 // --nemesis-trial), so that a run that crashes the simulator — a panic in
 // a simulated component — is a verdict to shrink, not the end.
-func (n *nemesisFlags) run(ctx context.Context, fs *flag.FlagSet, sc *scenario.Scenario, cfg cluster.Config, traceFile string, stdout, stderr io.Writer) int {
+func (n *nemesisFlags) run(ctx context.Context, fs *flag.FlagSet, sc *scenarios.Scenario, cfg cluster.Config, traceFile string, stdout, stderr io.Writer) int {
 	h := &nemesis.Harness{Scenario: sc, Liveness: n.liveness, Progress: stderr,
 		Start: func(ctx context.Context, quiet bool) (nemesis.Cluster, error) {
 			c := cfg
@@ -178,7 +178,7 @@ func (n *nemesisFlags) shrinkAndWrite(ctx context.Context, fs *flag.FlagSet, h *
 		return err
 	}
 	checkFile := filepath.Join(tmp, sc.Name+"-nemesis.yaml")
-	if _, err := scenario.Parse(checkFile, checkText, tmp); err != nil {
+	if _, err := scenarios.Parse(checkFile, checkText, tmp); err != nil {
 		return fmt.Errorf("the shrunk scenario does not load: %w\n%s", err, checkText)
 	}
 	if err := os.WriteFile(checkFile, checkText, 0o644); err != nil {
@@ -217,8 +217,8 @@ func (n *nemesisFlags) shrinkAndWrite(ctx context.Context, fs *flag.FlagSet, h *
 // or, last, the verdict. A trial that crashes leaves the faults that
 // fired before the crash.
 type trialLine struct {
-	Fired   *scenario.FiredFault `json:",omitempty"`
-	Verdict *nemesis.Verdict     `json:",omitempty"`
+	Fired   *scenarios.FiredFault `json:",omitempty"`
+	Verdict *nemesis.Verdict      `json:",omitempty"`
 }
 
 // trial is the child side of childTrial: run under the schedule in
@@ -239,7 +239,7 @@ func (n *nemesisFlags) trial(ctx context.Context, h *nemesis.Harness, traceFile 
 	defer out.Close()
 	// Unbuffered: each line is in the file before the next fault fires.
 	enc := json.NewEncoder(out)
-	h.OnFired = func(f scenario.FiredFault) { _ = enc.Encode(trialLine{Fired: &f}) }
+	h.OnFired = func(f scenarios.FiredFault) { _ = enc.Encode(trialLine{Fired: &f}) }
 	r, err := h.Run(ctx, sched, false)
 	if r != nil && traceFile != "" {
 		err = errors.Join(err, writeTrace(traceFile, r.Entries))

@@ -16,7 +16,7 @@ import (
 	"github.com/csisim/csisim/realcluster"
 	"github.com/csisim/csisim/realkube"
 	"github.com/csisim/csisim/runroot"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
 )
@@ -101,7 +101,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2
 	}
-	sc, err := scenario.Load(fs.Arg(0))
+	sc, err := scenarios.Load(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 2
@@ -113,7 +113,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	}
 	// Whichever flag names the driver, a profile starts it (driverprofile.go).
 	drv := driverChoice{profile: *driverProfile, mock: *mockDriver, command: *driverCommand, name: *driverName}
-	cfg, prof, err := drv.clusterConfig(context.Background(), clusterRequest(sc), sc.Cluster.DriverName, stderr)
+	cfg, prof, err := drv.clusterConfig(context.Background(), sc.Cluster.Request(), sc.Cluster.DriverName, stderr)
 	var unsupported *profile.Unsupported
 	if errors.As(err, &unsupported) && *backend == "sim" {
 		return reportSkipped(sc, unsupported.Reason, stdout)
@@ -204,7 +204,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 
 // runOnRealkube starts a real control plane with cfg, runs sc on it and
 // tears it down.
-func runOnRealkube(ctx context.Context, cfg realcluster.Config, sc *scenario.Scenario, driverLog, traceFile string) runOutcome {
+func runOnRealkube(ctx context.Context, cfg realcluster.Config, sc *scenarios.Scenario, driverLog, traceFile string) runOutcome {
 	if driverLog != "" {
 		f, err := os.Create(driverLog)
 		if err != nil {
@@ -279,7 +279,7 @@ func startFailed(ctx context.Context, what string, err error, stderr io.Writer) 
 // problems are what went wrong in backend b that no step asked for (a
 // driver that died), if it can tell.
 func problems(b runBackend) []string {
-	if ps, ok := b.(scenario.ProblemSource); ok {
+	if ps, ok := b.(scenarios.ProblemSource); ok {
 		return ps.Problems()
 	}
 	return nil
@@ -287,7 +287,7 @@ func problems(b runBackend) []string {
 
 // invariantSummary ends the PASSED line: "; 7 invariants held", or with the
 // violations the scenario expects, how many of them occurred.
-func invariantSummary(ir *scenario.InvariantResult) string {
+func invariantSummary(ir *scenarios.InvariantResult) string {
 	if ir == nil {
 		return ""
 	}
@@ -303,7 +303,7 @@ func invariantSummary(ir *scenario.InvariantResult) string {
 
 // runBackend is a cluster `csisim run` can run a scenario on.
 type runBackend interface {
-	scenario.Backend
+	scenarios.Backend
 	Recorder() *trace.Recorder
 	Close() error
 }
@@ -323,7 +323,7 @@ func writeTrace(path string, entries []trace.Entry) error {
 
 // runNemesis is a single run under --nemesis (nemesis.go), with the
 // timeline printed unless quiet and the drivers' output in driverLog.
-func runNemesis(ctx context.Context, nem *nemesisFlags, fs *flag.FlagSet, sc *scenario.Scenario, cfg cluster.Config,
+func runNemesis(ctx context.Context, nem *nemesisFlags, fs *flag.FlagSet, sc *scenarios.Scenario, cfg cluster.Config,
 	quiet bool, traceFile, driverLog string, stdout, stderr io.Writer) int {
 	if !quiet {
 		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }

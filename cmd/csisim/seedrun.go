@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/drivers/profile"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
 )
@@ -43,7 +43,7 @@ type simRun struct {
 // and tears the cluster down, also when ctx ends first. The seed alone
 // orders the cluster's work.
 func (r simRun) runSeed(ctx context.Context, seed uint64) runOutcome {
-	sc, err := scenario.Load(r.file)
+	sc, err := scenarios.Load(r.file)
 	if err != nil {
 		return runOutcome{seed: seed, startErr: err}
 	}
@@ -90,22 +90,22 @@ func withSeed(name string, seed uint64) string {
 // printed about it.
 type runOutcome struct {
 	seed        uint64
-	result      *scenario.Result // nil if the run never started
-	runErr      error            // from the runner: a *scenario.StepError, *scenario.InvariantError or other
-	startErr    error            // the cluster did not start (it was torn down)
-	problems    []string         // what went wrong that no step asked for (a driver that died)
-	entries     []trace.Entry    // the timeline
-	root        string           // the run's temporary directory, if it has one
-	closeErr    error            // tearing the cluster down, or writing the trace
-	wall        time.Duration    // running the steps; starting, for a cluster that did not start
+	result      *scenarios.Result // nil if the run never started
+	runErr      error             // from the runner: a *scenarios.StepError, *scenarios.InvariantError or other
+	startErr    error             // the cluster did not start (it was torn down)
+	problems    []string          // what went wrong that no step asked for (a driver that died)
+	entries     []trace.Entry     // the timeline
+	root        string            // the run's temporary directory, if it has one
+	closeErr    error             // tearing the cluster down, or writing the trace
+	wall        time.Duration     // running the steps; starting, for a cluster that did not start
 	interrupted bool
 }
 
 // runOn runs sc on the started cluster c (clk its clock, nil for wall
 // time) with the driver of prof (nil for csisim's own), tears c down and
 // writes the trace, if asked to.
-func runOn(ctx context.Context, c runBackend, clk clock.WithTicker, sc *scenario.Scenario, prof *profile.Profile, traceFile string) runOutcome {
-	runner := &scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: clk, Profile: prof}
+func runOn(ctx context.Context, c runBackend, clk clock.WithTicker, sc *scenarios.Scenario, prof *profile.Profile, traceFile string) runOutcome {
+	runner := &scenarios.Runner{Backend: c, Recorder: c.Recorder(), Clock: clk, Profile: prof}
 	wallStart := time.Now()
 	res, runErr := runner.Run(ctx, sc)
 	out := runOutcome{result: res, runErr: runErr, wall: time.Since(wallStart)}
@@ -158,8 +158,8 @@ func (o runOutcome) failure() *failure {
 // runFailure says why the run did not pass, leaving out how cleaning up
 // went; nil if it passed.
 func (o runOutcome) runFailure() *failure {
-	var stepErr *scenario.StepError
-	var invErr *scenario.InvariantError
+	var stepErr *scenarios.StepError
+	var invErr *scenarios.InvariantError
 	switch {
 	case o.startErr != nil:
 		return &failure{Kind: "error", Cause: "start", Summary: firstLine(o.startErr.Error()), Detail: fmt.Sprintf("csisim: %v\n", o.startErr)}
@@ -193,7 +193,7 @@ func (o runOutcome) steps() string {
 		return "no steps"
 	}
 	for _, st := range o.result.Steps {
-		if st.Outcome == scenario.Failed {
+		if st.Outcome == scenarios.Failed {
 			return fmt.Sprintf("step %d/%d", st.Step, len(o.result.Steps))
 		}
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/drivers/sanityrun"
 	"github.com/csisim/csisim/runroot"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/scenarios/library"
 	"github.com/csisim/csisim/sim/clusterprofile"
 )
@@ -188,7 +188,7 @@ func (t driverTest) runSanity(ctx context.Context) *sanityrun.Report {
 type testScenario struct {
 	name string
 	file string // as loaded
-	sc   *scenario.Scenario
+	sc   *scenarios.Scenario
 	// skip says why the scenario does not run with this driver.
 	skip string
 	// loadErr: the file does not load (a failure of the scenario).
@@ -209,7 +209,7 @@ func (t driverTest) loadScenarios(files []string, focus *regexp.Regexp) []testSc
 	var out []testScenario
 	for _, f := range files {
 		ts := testScenario{name: strings.TrimSuffix(filepath.Base(f), ".yaml"), file: f}
-		ts.sc, ts.loadErr = scenario.Load(f)
+		ts.sc, ts.loadErr = scenarios.Load(f)
 		if ts.loadErr == nil {
 			ts.name = ts.sc.Name
 			ts.skip = skipReason(t.profile, ts.sc)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/drivers/profiles"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/sim/clusterprofile"
 )
@@ -60,11 +60,11 @@ func testScenarioMain(args []string, stdout, stderr io.Writer) int {
 // runWithProfile runs the scenario in file on a simulated cluster of its
 // own with the driver of profile p, and tears the cluster down.
 func runWithProfile(ctx context.Context, p *profile.Profile, file string, seed uint64) runOutcome {
-	sc, err := scenario.Load(file)
+	sc, err := scenarios.Load(file)
 	if err != nil {
 		return runOutcome{seed: seed, startErr: err}
 	}
-	cfg, err := clusterprofile.Config(ctx, p, clusterRequest(sc), clusterprofile.Options{DriverName: sc.Cluster.DriverName})
+	cfg, err := clusterprofile.Config(ctx, p, sc.Cluster.Request(), clusterprofile.Options{DriverName: sc.Cluster.DriverName})
 	if err != nil {
 		return runOutcome{seed: seed, startErr: err}
 	}
@@ -75,7 +75,7 @@ func runWithProfile(ctx context.Context, p *profile.Profile, file string, seed u
 		return runOutcome{seed: seed, startErr: &startError{what: "the simulated cluster", err: err}, wall: time.Since(starting),
 			interrupted: ctx.Err() != nil}
 	}
-	runner := &scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock(), Profile: p}
+	runner := &scenarios.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock(), Profile: p}
 	wallStart := time.Now()
 	res, runErr := runner.Run(ctx, sc)
 	out := runOutcome{seed: seed, result: res, runErr: runErr, wall: time.Since(wallStart)}
@@ -95,12 +95,12 @@ func runWithProfile(ctx context.Context, p *profile.Profile, file string, seed u
 // scenario needs that the profile lacks, a driver variable it does not
 // set…), else what the profile cannot carry out of the scenario's
 // cluster (profile.Check).
-func skipReason(p *profile.Profile, sc *scenario.Scenario) string {
+func skipReason(p *profile.Profile, sc *scenarios.Scenario) string {
 	if why := sc.SkipReason(p); why != "" {
 		return why
 	}
 	var unsupported *profile.Unsupported
-	if err := p.Check(clusterRequest(sc)); errors.As(err, &unsupported) {
+	if err := p.Check(sc.Cluster.Request()); errors.As(err, &unsupported) {
 		return unsupported.Reason
 	}
 	return ""

@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/csisim/csisim/invariant"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -106,7 +106,7 @@ func writeHTMLFile(path string, tl trace.Timeline, opts trace.HTMLOptions) error
 // when the steps passed, those broken by then when a step failed.
 func violationsOf(out runOutcome) []trace.Violation {
 	var found []invariant.Violation
-	var stepErr *scenario.StepError
+	var stepErr *scenarios.StepError
 	switch {
 	case out.result != nil && out.result.Invariants != nil:
 		found = out.result.Invariants.Violations

@@ -7,14 +7,14 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/trace"
 )
 
 // runLibraryScenario runs a library scenario on the simulator and returns
 // its timeline; the run must pass.
 func runLibraryScenario(file string) []trace.Entry {
-	sc, err := scenario.Load(file)
+	sc, err := scenarios.Load(file)
 	Expect(err).NotTo(HaveOccurred())
 	res, rec, _, runErr := runOnSimulator(sc)
 	Expect(runErr).NotTo(HaveOccurred())

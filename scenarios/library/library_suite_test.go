@@ -17,7 +17,7 @@ import (
 	"github.com/onsi/gomega/gexec"
 
 	"github.com/csisim/csisim/drivers/profiles"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
 )
@@ -57,13 +57,13 @@ func lifecycleCalls(entries []trace.Entry) []string {
 
 // runOnSimulator starts a cluster for sc, runs it and tears the cluster
 // down, returning the result, the run error and the run's root directory.
-func runOnSimulator(sc *scenario.Scenario) (*scenario.Result, *trace.Recorder, string, error) {
+func runOnSimulator(sc *scenarios.Scenario) (*scenarios.Result, *trace.Recorder, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName, DriverBinary: csisimBinary, Seed: 1, DriverLog: GinkgoWriter})
 	Expect(err).NotTo(HaveOccurred())
 	root := c.Root()
-	res, runErr := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock(), Out: GinkgoWriter}).Run(ctx, sc)
+	res, runErr := (&scenarios.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock(), Out: GinkgoWriter}).Run(ctx, sc)
 	Expect(c.Close()).To(Succeed())
 	return res, c.Recorder(), root, runErr
 }
@@ -81,7 +81,7 @@ var _ = Describe("every scenario in the library", func() {
 	files, _ := filepath.Glob("*.yaml")
 	for _, file := range files {
 		It("passes: "+file, func() {
-			sc, err := scenario.Load(file)
+			sc, err := scenarios.Load(file)
 			Expect(err).NotTo(HaveOccurred())
 			res, _, root, runErr := runOnSimulator(sc)
 			// An invariant the scenario does not expect to break fails
@@ -96,7 +96,7 @@ var _ = Describe("every scenario in the library", func() {
 
 var _ = Describe("basic-lifecycle", func() {
 	It("makes the CSI calls of the real volume lifecycle, in order", func() {
-		sc, err := scenario.Load("basic-lifecycle.yaml")
+		sc, err := scenarios.Load("basic-lifecycle.yaml")
 		Expect(err).NotTo(HaveOccurred())
 		_, rec, _, runErr := runOnSimulator(sc)
 		Expect(runErr).NotTo(HaveOccurred())
@@ -107,7 +107,7 @@ var _ = Describe("basic-lifecycle", func() {
 	})
 
 	It("writes the objects' names, annotations and finalizers as Kubernetes does", func() {
-		sc, err := scenario.Load("basic-lifecycle.yaml")
+		sc, err := scenarios.Load("basic-lifecycle.yaml")
 		Expect(err).NotTo(HaveOccurred())
 		_, rec, _, runErr := runOnSimulator(sc)
 		Expect(runErr).NotTo(HaveOccurred())
@@ -136,10 +136,10 @@ var _ = Describe("basic-lifecycle", func() {
 		Expect(err).NotTo(HaveOccurred())
 		broken := strings.Replace(string(data), "equals: Running\n      timeout: 60s", "equals: Succeeded\n      timeout: 20s", 1)
 		Expect(broken).NotTo(Equal(string(data)), "the scenario no longer has the step this test breaks")
-		sc, err := scenario.Parse("broken.yaml", []byte(broken), ".")
+		sc, err := scenarios.Parse("broken.yaml", []byte(broken), ".")
 		Expect(err).NotTo(HaveOccurred())
 		_, _, root, runErr := runOnSimulator(sc)
-		var stepErr *scenario.StepError
+		var stepErr *scenarios.StepError
 		Expect(errors.As(runErr, &stepErr)).To(BeTrue(), "got %v", runErr)
 		Expect(stepErr.File).To(Equal("broken.yaml"))
 		Expect(stepErr.Line).To(BeNumerically(">", 0))

@@ -6,7 +6,7 @@
 // hang is healed), aimed only at what the scenario's cluster has: its
 // nodes, its driver's plugins, its components. The faults are the fault
 // steps the scenario DSL already has (package fault); the runner fires
-// them at their virtual times (scenario.Runner.Timed).
+// them at their virtual times (scenarios.Runner.Timed).
 //
 // Generate (the schedule), Minimize and ShiftEarlier (the shrinker),
 // Classify (the verdict) and Reproducer (the shrunk scenario file) are

@@ -16,13 +16,13 @@ import (
 
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/invariant"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/trace"
 )
 
 // Cluster is a fresh simulated cluster for one run (a *cluster.Cluster).
 type Cluster interface {
-	scenario.Backend
+	scenarios.Backend
 	fault.Injector
 	Clock() *testingclock.FakeClock
 	Recorder() *trace.Recorder
@@ -32,7 +32,7 @@ type Cluster interface {
 // Harness runs one scenario, each time on a fresh cluster: to survey it,
 // under a schedule, and as often as shrinking a schedule takes.
 type Harness struct {
-	Scenario *scenario.Scenario
+	Scenario *scenarios.Scenario
 	// Start starts a fresh cluster; quiet is true for the runs nobody
 	// watches (the survey, the shrinker's trials), false for the one
 	// whose timeline is shown. The harness closes it.
@@ -48,7 +48,7 @@ type Harness struct {
 	// violation is a Safety verdict like an invariant's.
 	Checks []invariant.Invariant
 	// OnFired, if set, is told of each timed fault as it fires.
-	OnFired func(scenario.FiredFault)
+	OnFired func(scenarios.FiredFault)
 	// RunTrial, if set, is how the shrinker and Trial run the scenario
 	// under a schedule: in a child process, say, so that a run that
 	// crashes the process is a verdict, not the end. Nil: Run, here.
@@ -59,7 +59,7 @@ type Harness struct {
 // faults fired.
 type Trial struct {
 	Verdict Verdict
-	Fired   []scenario.FiredFault
+	Fired   []scenarios.FiredFault
 }
 
 // Trial runs the scenario quietly under s, with RunTrial if set.
@@ -76,8 +76,8 @@ func (h *Harness) Trial(ctx context.Context, s Schedule) (Trial, error) {
 
 // Run is one run's outcome.
 type Run struct {
-	Result  *scenario.Result
-	Err     error // what scenario.Runner.Run returned
+	Result  *scenarios.Result
+	Err     error // what scenarios.Runner.Run returned
 	Verdict Verdict
 	// Entries is the run's timeline.
 	Entries []trace.Entry
@@ -111,11 +111,11 @@ func (h *Harness) Run(ctx context.Context, s Schedule, quiet bool) (*Run, error)
 
 // RunScenario runs another scenario (a reproducer) on a quiet cluster,
 // without timed faults.
-func (h *Harness) RunScenario(ctx context.Context, sc *scenario.Scenario) (*Run, error) {
+func (h *Harness) RunScenario(ctx context.Context, sc *scenarios.Scenario) (*Run, error) {
 	return h.run(ctx, sc, nil, true, nil)
 }
 
-func (h *Harness) run(ctx context.Context, sc *scenario.Scenario, timed []scenario.TimedFault, quiet bool, before func(Cluster) error) (*Run, error) {
+func (h *Harness) run(ctx context.Context, sc *scenarios.Scenario, timed []scenarios.TimedFault, quiet bool, before func(Cluster) error) (*Run, error) {
 	c, err := h.Start(ctx, quiet)
 	if err != nil {
 		return nil, err
@@ -125,10 +125,10 @@ func (h *Harness) run(ctx context.Context, sc *scenario.Scenario, timed []scenar
 			return nil, errors.Join(err, c.Close())
 		}
 	}
-	runner := &scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock(), Timed: timed, OnFired: h.OnFired}
+	runner := &scenarios.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock(), Timed: timed, OnFired: h.OnFired}
 	res, runErr := runner.Run(ctx, sc)
 	var problems []string
-	if ps, ok := c.(scenario.ProblemSource); ok {
+	if ps, ok := c.(scenarios.ProblemSource); ok {
 		problems = ps.Problems()
 	}
 	r := &Run{Result: res, Err: runErr, Verdict: Classify(runErr, problems), Entries: c.Recorder().Entries()}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/invariant"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/scenarios/nemesis"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
@@ -46,7 +46,7 @@ var stagedOnce = invariant.Invariant{
 	},
 }
 
-func mockHarness(t *testing.T, sc *scenario.Scenario, seed uint64) *nemesis.Harness {
+func mockHarness(t *testing.T, sc *scenarios.Scenario, seed uint64) *nemesis.Harness {
 	return &nemesis.Harness{Scenario: sc, Checks: []invariant.Invariant{stagedOnce},
 		Start: func(ctx context.Context, _ bool) (nemesis.Cluster, error) {
 			return cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Seed: seed, Mock: true})
@@ -58,7 +58,7 @@ func mockHarness(t *testing.T, sc *scenario.Scenario, seed uint64) *nemesis.Harn
 // it writes fails the same way without the nemesis.
 func TestNemesisFindsAndShrinksAPlantedBug(t *testing.T) {
 	ctx := context.Background()
-	sc, err := scenario.Load("testdata/long-running-pod.yaml")
+	sc, err := scenarios.Load("testdata/long-running-pod.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestNemesisFindsAndShrinksAPlantedBug(t *testing.T) {
 
 // checkReproducer writes the shrunk schedule as a scenario with fault
 // steps and runs it without the nemesis.
-func checkReproducer(t *testing.T, h *nemesis.Harness, sc *scenario.Scenario, small nemesis.Schedule, want nemesis.Verdict) {
+func checkReproducer(t *testing.T, h *nemesis.Harness, sc *scenarios.Scenario, small nemesis.Schedule, want nemesis.Verdict) {
 	t.Helper()
 	ctx := context.Background()
 	final, err := h.Run(ctx, small, true)
@@ -120,7 +120,7 @@ func checkReproducer(t *testing.T, h *nemesis.Harness, sc *scenario.Scenario, sm
 	if !bytes.Contains(text, []byte("kubeletRestart: {node: node-")) {
 		t.Errorf("the reproducer has no kubelet-restart step:\n%s", text)
 	}
-	repro, err := scenario.Parse(filepath.Join(dir, "shrunk.yaml"), text, dir)
+	repro, err := scenarios.Parse(filepath.Join(dir, "shrunk.yaml"), text, dir)
 	if err != nil {
 		t.Fatalf("the reproducer does not load: %v\n%s", err, text)
 	}
@@ -136,7 +136,7 @@ func checkReproducer(t *testing.T, h *nemesis.Harness, sc *scenario.Scenario, sm
 // Same seed, same schedule, same timeline.
 func TestNemesisRunsAreDeterministic(t *testing.T) {
 	ctx := context.Background()
-	sc, err := scenario.Load("../library/multi-node.yaml")
+	sc, err := scenarios.Load("../library/multi-node.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 )
 
 func TestReproducerInlinesIncludedSteps(t *testing.T) {
@@ -12,7 +12,7 @@ func TestReproducerInlinesIncludedSteps(t *testing.T) {
 	writeFile(t, dir, "manifests/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n")
 	writeFile(t, dir, "steps/setup.yaml", "- apply: {file: ../manifests/ns.yaml}\n- sleep: 1s\n")
 	src := "name: inc\nsteps:\n  - include: steps/setup.yaml\n  - sleep: 2s\n"
-	sc, err := scenario.Parse(dir+"/inc.yaml", []byte(src), dir)
+	sc, err := scenarios.Parse(dir+"/inc.yaml", []byte(src), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/csisim/csisim/fault"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 )
 
 // ReproducerInput is what Reproducer rewrites: the scenario file as
@@ -21,8 +21,8 @@ import (
 type ReproducerInput struct {
 	// Source is the scenario file's text; Scenario was parsed from it.
 	Source   []byte
-	Scenario *scenario.Scenario
-	Fired    []scenario.FiredFault
+	Scenario *scenarios.Scenario
+	Fired    []scenarios.FiredFault
 	// FromDir is the directory the scenario's manifest files are relative
 	// to; ToDir the one the new file's will be (where it is written).
 	FromDir, ToDir string
@@ -65,7 +65,7 @@ func Reproducer(in ReproducerInput) ([]byte, error) {
 		root.HeadComment = in.Comment
 	}
 
-	byStep := map[int][]scenario.FiredFault{}
+	byStep := map[int][]scenarios.FiredFault{}
 	for _, f := range in.Fired {
 		byStep[f.Step] = append(byStep[f.Step], f)
 	}
@@ -76,7 +76,7 @@ func Reproducer(in ReproducerInput) ([]byte, error) {
 			return nil, err
 		}
 		fired := byStep[st.Index]
-		slices.SortStableFunc(fired, func(a, b scenario.FiredFault) int { return cmp.Compare(a.Offset, b.Offset) })
+		slices.SortStableFunc(fired, func(a, b scenarios.FiredFault) int { return cmp.Compare(a.Offset, b.Offset) })
 		var done time.Duration // of the step's own virtual time, before its faults
 		for _, f := range fired {
 			if gap := f.Offset - done; gap > 0 {
@@ -160,14 +160,14 @@ func sleepStep(d time.Duration) *yaml.Node {
 
 // faultStep writes a fired fault as a fault step, in the fields
 // scenarios/README.md documents for it.
-func faultStep(f scenario.FiredFault) (*yaml.Node, error) {
+func faultStep(f scenarios.FiredFault) (*yaml.Node, error) {
 	fields, err := faultFields(f.Fault)
 	if err != nil {
 		return nil, err
 	}
 	fields.Style = yaml.FlowStyle
 	name := fmt.Sprintf("nemesis %s (fired at %s)", Describe(f.Fault), FormatAt(f.At))
-	return mapping("name", scalar(name), scenario.FaultStepKey(f.Fault.Kind), fields), nil
+	return mapping("name", scalar(name), scenarios.FaultStepKey(f.Fault.Kind), fields), nil
 }
 
 func faultFields(f fault.Fault) (*yaml.Node, error) {

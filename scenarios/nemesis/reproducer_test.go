@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/csisim/csisim/fault"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 )
 
 const reproducerSource = `# A comment that stays.
@@ -27,7 +27,7 @@ steps:
 func TestReproducerWritesFaultsWhereTheyFired(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "manifests/hostpath.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n")
-	sc, err := scenario.Parse(dir+"/small.yaml", []byte(reproducerSource), dir)
+	sc, err := scenarios.Parse(dir+"/small.yaml", []byte(reproducerSource), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,11 +35,11 @@ func TestReproducerWritesFaultsWhereTheyFired(t *testing.T) {
 	csiErr := fault.Fault{Kind: fault.CSIError, CSI: fault.CSI{Method: "NodeStageVolume", Code: codes.Unavailable}, Times: 2}
 	ret := fault.Fault{Kind: fault.NodeReturn, Node: "node-1"}
 	restart := fault.Fault{Kind: fault.DriverRestart, Plugin: fault.Node, Node: "node-1"}
-	fired := []scenario.FiredFault{
-		{TimedFault: scenario.TimedFault{At: 5 * time.Second, Fault: loss}, Step: 2, Offset: 4 * time.Second},
-		{TimedFault: scenario.TimedFault{At: 7 * time.Second, Fault: csiErr}, Step: 2, Offset: 6 * time.Second},
-		{TimedFault: scenario.TimedFault{At: 20 * time.Second, Fault: ret}, Step: 3, Offset: 3 * time.Second},
-		{TimedFault: scenario.TimedFault{At: 30 * time.Second, Fault: restart}, Step: 4, Offset: 0},
+	fired := []scenarios.FiredFault{
+		{TimedFault: scenarios.TimedFault{At: 5 * time.Second, Fault: loss}, Step: 2, Offset: 4 * time.Second},
+		{TimedFault: scenarios.TimedFault{At: 7 * time.Second, Fault: csiErr}, Step: 2, Offset: 6 * time.Second},
+		{TimedFault: scenarios.TimedFault{At: 20 * time.Second, Fault: ret}, Step: 3, Offset: 3 * time.Second},
+		{TimedFault: scenarios.TimedFault{At: 30 * time.Second, Fault: restart}, Step: 4, Offset: 0},
 	}
 	out := dir + "/out"
 	text, err := Reproducer(ReproducerInput{Source: []byte(reproducerSource), Scenario: sc, Fired: fired,
@@ -66,7 +66,7 @@ func TestReproducerWritesFaultsWhereTheyFired(t *testing.T) {
 		}
 	}
 	writeFile(t, out, "x", "")
-	repro, err := scenario.Parse(out+"/small-shrunk.yaml", text, out)
+	repro, err := scenarios.Parse(out+"/small-shrunk.yaml", text, out)
 	if err != nil {
 		t.Fatalf("the reproducer does not load: %v\n%s", err, text)
 	}

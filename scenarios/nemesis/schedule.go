@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/csisim/csisim/fault"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 )
 
 // Kinds are the fault kinds the nemesis draws from, in the order a seed
@@ -263,7 +263,7 @@ func (d drawer) between(lo, hi time.Duration) time.Duration {
 // Targets.Reserved names them: "node/NAME" for a node whose kubelet or
 // node plugin a step stops or restarts, "plugin/controller" for the
 // controller plugin.
-func Reserved(sc *scenario.Scenario) []string {
+func Reserved(sc *scenarios.Scenario) []string {
 	var out []string
 	for _, st := range sc.Steps {
 		f := st.Fault
@@ -293,15 +293,15 @@ func holdsNode(node string) string { return "node/" + node }
 
 // Timed is the schedule as the runner fires it: every fault and every
 // recovery at its time, in order of time (a fault before its recovery).
-func (s Schedule) Timed() []scenario.TimedFault {
-	var out []scenario.TimedFault
+func (s Schedule) Timed() []scenarios.TimedFault {
+	var out []scenarios.TimedFault
 	for _, ev := range s.Events {
-		out = append(out, scenario.TimedFault{At: ev.At, Fault: ev.Fault})
+		out = append(out, scenarios.TimedFault{At: ev.At, Fault: ev.Fault})
 		if ev.Recovery != nil {
-			out = append(out, scenario.TimedFault{At: ev.At + ev.RecoverAfter, Fault: *ev.Recovery})
+			out = append(out, scenarios.TimedFault{At: ev.At + ev.RecoverAfter, Fault: *ev.Recovery})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b scenario.TimedFault) int { return cmp.Compare(a.At, b.At) })
+	slices.SortStableFunc(out, func(a, b scenarios.TimedFault) int { return cmp.Compare(a.At, b.At) })
 	return out
 }
 

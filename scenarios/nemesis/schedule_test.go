@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/csisim/csisim/fault"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 )
 
 func testTargets() Targets {
@@ -125,11 +125,11 @@ func checkNoOverlap(t *testing.T, seed uint64, s Schedule) {
 }
 
 func TestGenerateLeavesAloneWhatTheScenarioDisturbs(t *testing.T) {
-	sc := &scenario.Scenario{Steps: []scenario.Step{
+	sc := &scenarios.Scenario{Steps: []scenarios.Step{
 		{Fault: &fault.Fault{Kind: fault.NodeLoss, Node: "node-a"}},
 		{Fault: &fault.Fault{Kind: fault.CSIError, Node: "node-b", CSI: fault.CSI{Method: "NodeStageVolume"}}},
 		{Fault: &fault.Fault{Kind: fault.DriverCrash, Plugin: fault.Controller}},
-		{Sleep: &scenario.Sleep{Duration: time.Second}},
+		{Sleep: &scenarios.Sleep{Duration: time.Second}},
 	}}
 	tg := testTargets()
 	tg.Reserved = Reserved(sc)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 )
 
 // Class is what a run under the nemesis came to; see the package doc for
@@ -65,13 +65,13 @@ func (v Verdict) Signature() string {
 	return string(v.Class)
 }
 
-// Classify turns a run's error (from scenario.Runner.Run) and the
+// Classify turns a run's error (from scenarios.Runner.Run) and the
 // backend's problems (drivers that died on their own) into a verdict.
 func Classify(runErr error, problems []string) Verdict {
 	var (
-		stepErr  *scenario.StepError
-		invErr   *scenario.InvariantError
-		timedErr *scenario.TimedFaultError
+		stepErr  *scenarios.StepError
+		invErr   *scenarios.InvariantError
+		timedErr *scenarios.TimedFaultError
 	)
 	switch {
 	case errors.As(runErr, &invErr) && len(invErr.Result.Unexpected) > 0:

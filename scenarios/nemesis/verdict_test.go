@@ -8,17 +8,17 @@ import (
 
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/invariant"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 )
 
 func TestClassify(t *testing.T) {
-	timeout := &scenario.StepError{Step: 3, Name: "wait pvc/data", Err: errors.New("timed out")}
-	broken := &scenario.StepError{Step: 3, Name: "wait pvc/data", Err: errors.New("timed out"),
+	timeout := &scenarios.StepError{Step: 3, Name: "wait pvc/data", Err: errors.New("timed out")}
+	broken := &scenarios.StepError{Step: 3, Name: "wait pvc/data", Err: errors.New("timed out"),
 		Broken: []invariant.Violation{{Invariant: "rwo-single-node"}, {Invariant: "csi-call-order"}, {Invariant: "rwo-single-node"}}}
-	timedFault := &scenario.StepError{Step: 2, Name: "sleep 5s", Err: fmt.Errorf("sleep interrupted: %w",
-		&scenario.TimedFaultError{TimedFault: scenario.TimedFault{Fault: fault.Fault{Kind: fault.NodeReturn, Node: "n"}}, Err: errors.New("not lost")})}
-	atEnd := &scenario.InvariantError{Result: &scenario.InvariantResult{Unexpected: []invariant.Violation{{Invariant: "nothing-leaked"}}}}
-	missing := &scenario.InvariantError{Result: &scenario.InvariantResult{Missing: []string{"pod-volumes-set-up"}}}
+	timedFault := &scenarios.StepError{Step: 2, Name: "sleep 5s", Err: fmt.Errorf("sleep interrupted: %w",
+		&scenarios.TimedFaultError{TimedFault: scenarios.TimedFault{Fault: fault.Fault{Kind: fault.NodeReturn, Node: "n"}}, Err: errors.New("not lost")})}
+	atEnd := &scenarios.InvariantError{Result: &scenarios.InvariantResult{Unexpected: []invariant.Violation{{Invariant: "nothing-leaked"}}}}
+	missing := &scenarios.InvariantError{Result: &scenarios.InvariantResult{Missing: []string{"pod-volumes-set-up"}}}
 	tests := []struct {
 		name         string
 		err          error

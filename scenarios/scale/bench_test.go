@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/scenarios/scale"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/sim/csiclient"
@@ -59,7 +59,7 @@ func runScale(b *testing.B, claims, nodes int, mock bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sc, err := scenario.Parse("scale.yaml", text, b.TempDir())
+	sc, err := scenarios.Parse("scale.yaml", text, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func runScale(b *testing.B, claims, nodes int, mock bool) {
 	rtt, write := measureFloor(b, c)
 	resetPeakRSS()
 	start := time.Now()
-	_, err = (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc)
+	_, err = (&scenarios.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc)
 	wall := time.Since(start)
 	if err != nil { // a failed step or a broken invariant
 		b.Fatalf("scale run: %v", err)

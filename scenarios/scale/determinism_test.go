@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/scenarios/scale"
 	"github.com/csisim/csisim/sim/cluster"
 )
@@ -25,7 +25,7 @@ func TestScaleRunIsDeterministic(t *testing.T) {
 	}
 	run := func(procs, seed int) string {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		sc, err := scenario.Parse("scale.yaml", text, t.TempDir())
+		sc, err := scenarios.Parse("scale.yaml", text, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestScaleRunIsDeterministic(t *testing.T) {
 				t.Error(err)
 			}
 		}()
-		if _, err := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc); err != nil {
+		if _, err := (&scenarios.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc); err != nil {
 			t.Fatalf("seed %d, GOMAXPROCS %d: %v", seed, procs, err)
 		}
 		var b strings.Builder

@@ -40,18 +40,24 @@ func Scenario(c Config) ([]byte, error) {
 		b.WriteString(NodeName(i))
 	}
 	b.WriteString("]\nsteps:\n")
+	// The driver under test and a class for it, from its driver profile
+	// (as the library's manifests/driver.yaml), so that the scenario runs
+	// with any driver: csisim run --driver PROFILE.
 	b.WriteString(`  - name: driver
     apply:
       manifest: |
         apiVersion: storage.k8s.io/v1
         kind: CSIDriver
-        metadata: {name: hostpath.csisim.io}
-        spec: {attachRequired: true, podInfoOnMount: false}
+        metadata: {name: '${driver.name}'}
+        spec:
+          attachRequired: ${driver.attachRequired}
+          podInfoOnMount: false
         ---
         apiVersion: storage.k8s.io/v1
         kind: StorageClass
         metadata: {name: scale}
-        provisioner: hostpath.csisim.io
+        provisioner: ${driver.name}
+        parameters: ${driver.parameters}
         reclaimPolicy: Delete
         volumeBindingMode: Immediate
 `)

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/client-go/util/jsonpath"
 
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 )
 
 func TestScenarioParses(t *testing.T) {
@@ -16,7 +16,7 @@ func TestScenarioParses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc, err := scenario.Parse("scale.yaml", out, t.TempDir())
+		sc, err := scenarios.Parse("scale.yaml", out, t.TempDir())
 		if err != nil {
 			t.Fatalf("%+v: %v\n%s", c, err, out)
 		}

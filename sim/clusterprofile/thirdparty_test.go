@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csisim/csisim/drivers/profile"
-	scenario "github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/trace"
@@ -61,7 +61,7 @@ func TestCSITestMockDriver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	p := load(t, "csi-test-mock")
-	sc, err := scenario.Parse("third-party-lifecycle.yaml", []byte(lifecycle), ".")
+	sc, err := scenarios.Parse("third-party-lifecycle.yaml", []byte(lifecycle), ".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestCSITestMockDriver(t *testing.T) {
 	if _, err := cs.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := (&scenario.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc)
+	res, err := (&scenarios.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock()}).Run(ctx, sc)
 	if err != nil || !res.Passed() {
 		t.Fatalf("the lifecycle on %s: %v\ndriver output:\n%s", p.Name, err, driverLog.String())
 	}
