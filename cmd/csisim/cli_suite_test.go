@@ -4,6 +4,8 @@
 package main_test
 
 import (
+	"encoding/json"
+	"encoding/xml"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,10 +96,33 @@ storageClass:
 		// A bare --driver-command declares no capabilities: the scenario
 		// is skipped, naming what it needs, never run on a guess.
 		template := csisim + " driver --endpoint={endpoint} --node-id={nodeID} --root={root} --state-dir={stateDir} --driver-name=other.example.com"
-		s = start(tmp, "run", "--driver-command", template, "--driver-name", "other.example.com", "../../scenarios/library/basic-lifecycle.yaml")
+		// Its JUnit report and JSON result say so too, so that a CI job
+		// reading them does not count it as passed.
+		junitFile, resultFile := filepath.Join(dir, "skipped.xml"), filepath.Join(dir, "skipped.json")
+		s = start(tmp, "run", "--driver-command", template, "--driver-name", "other.example.com",
+			"--junit", junitFile, "--json-result", resultFile, "../../scenarios/library/basic-lifecycle.yaml")
 		Eventually(s, time.Minute).Should(gexec.Exit(0))
 		Expect(string(s.Out.Contents())).To(ContainSubstring("SKIPPED: needs attach and stageUnstage"))
 		Expect(string(s.Out.Contents())).NotTo(ContainSubstring("PASSED"))
+		raw, err := os.ReadFile(junitFile)
+		Expect(err).NotTo(HaveOccurred())
+		var report struct {
+			Cases []struct {
+				Skipped *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"skipped"`
+			} `xml:"testsuite>testcase"`
+		}
+		Expect(xml.Unmarshal(raw, &report)).To(Succeed())
+		Expect(report.Cases).To(HaveLen(1), string(raw))
+		Expect(report.Cases[0].Skipped).NotTo(BeNil(), string(raw))
+		Expect(report.Cases[0].Skipped.Message).To(ContainSubstring("needs attach and stageUnstage"))
+		var result map[string]any
+		raw, err = os.ReadFile(resultFile)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(json.Unmarshal(raw, &result)).To(Succeed())
+		Expect(result).To(HaveKeyWithValue("skipped", ContainSubstring("needs attach and stageUnstage")))
+		Expect(result).NotTo(HaveKey("failure"))
 		expectNothingLeftIn(tmp)
 	})
 

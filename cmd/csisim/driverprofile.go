@@ -113,8 +113,23 @@ func realkubeDriverName(sc *scenarios.Scenario, flagName string) string {
 
 // reportSkipped says that the scenario did not run, and why: the driver
 // under test lacks what it needs. A skip is not a failure, so the exit
-// code is 0, but the last line says SKIPPED, never PASSED.
-func reportSkipped(sc *scenarios.Scenario, why string, stdout io.Writer) int {
+// code is 0, but the last line says SKIPPED, never PASSED; the
+// --json-result and --junit files say it too (a skipped test case), so
+// that a CI job reading them never counts a skip as a pass.
+func reportSkipped(sc *scenarios.Scenario, why string, r skippedRun, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "scenario %s (%s)\n\nSKIPPED: %s\n", sc.Name, sc.File, why)
+	res := seedResult{Seed: r.seed, Steps: "0 steps", Skipped: why}
+	if err := writeResults(res, sc.Name, r.file, r.jsonResult, r.junitFile, r.replay); err != nil {
+		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		return 1
+	}
 	return 0
+}
+
+// skippedRun is where reportSkipped writes a skipped run's result.
+type skippedRun struct {
+	seed                  uint64
+	file                  string
+	jsonResult, junitFile string
+	replay                func(uint64) string
 }

@@ -103,6 +103,10 @@ func junitCase(scenarioName string, r seedResult, replay func(uint64) string) ju
 	switch {
 	case r.Interrupted:
 		tc.Skipped = &junitProblem{Message: "interrupted before the run ended"}
+	case r.Skipped != "":
+		// Nothing ran, so there is nothing to replay.
+		tc.Skipped = &junitProblem{Message: r.Skipped}
+		tc.SystemOut = nil
 	case r.Failure != nil:
 		p := &junitProblem{Message: r.Failure.Summary, Type: r.Failure.Cause,
 			Body: fmt.Sprintf("%s\nreplay: %s\n", strings.Trim(r.Failure.Detail, "\n"), replay(r.Seed))}

@@ -114,9 +114,10 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	// Whichever flag names the driver, a profile starts it (driverprofile.go).
 	drv := driverChoice{profile: *driverProfile, mock: *mockDriver, command: *driverCommand, name: *driverName}
 	cfg, prof, err := drv.clusterConfig(context.Background(), sc.Cluster.Request(), sc.Cluster.DriverName, stderr)
+	skipped := skippedRun{seed: *seed, file: fs.Arg(0), jsonResult: *jsonResult, junitFile: *junitFile, replay: replayCommand(seedFlags(fs), fs.Arg(0))}
 	var unsupported *profile.Unsupported
 	if errors.As(err, &unsupported) && *backend == "sim" {
-		return reportSkipped(sc, unsupported.Reason, stdout)
+		return reportSkipped(sc, unsupported.Reason, skipped, stdout, stderr)
 	}
 	if err != nil && *backend == "sim" {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
@@ -129,7 +130,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 			if *driverCommand != "" {
 				why += " (--driver-command declares no capabilities; a driver profile does: README, Bring your own driver)"
 			}
-			return reportSkipped(sc, why, stdout)
+			return reportSkipped(sc, why, skipped, stdout, stderr)
 		}
 	}
 

@@ -222,6 +222,7 @@ type seedResult struct {
 	ClusterTime time.Duration `json:"clusterTime"` // virtual time, in nanoseconds
 	Wall        time.Duration `json:"wall"`        // wall time of the steps, in nanoseconds
 	Interrupted bool          `json:"interrupted,omitempty"`
+	Skipped     string        `json:"skipped,omitempty"` // why the scenario did not run: the driver lacks what it needs
 	Failure     *failure      `json:"failure,omitempty"` // nil: passed (or interrupted)
 }
 
