@@ -78,11 +78,29 @@ func TestWakeIsTargeted(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		e.waitFor(tc.name, tc.seen)
-		time.Sleep(50 * time.Millisecond) // the informers' handlers run after their caches are updated
-		if got := e.drainQueue(); !slices.Equal(got, tc.want) {
+		if got := e.wokenBy(tc.want); !slices.Equal(got, tc.want) {
 			t.Errorf("%s woke %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// wokenBy collects the keys the kubelet's queue receives after a change
+// its caches have seen. The informers' handlers run after their caches are
+// updated, each informer in a goroutine of its own, so it waits (up to 10 s,
+// for a loaded machine) until the keys want names have all come, and then
+// a moment more for any it should not have woken.
+func (e *env) wokenBy(want []string) []string {
+	var got []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		got = append(got, e.drainQueue()...)
+		if !slices.ContainsFunc(want, func(k string) bool { return !slices.Contains(got, k) }) {
+			break
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	got = append(got, e.drainQueue()...)
+	slices.Sort(got)
+	return slices.Compact(got)
 }
 
 // drainQueue empties the kubelet's queue and returns the keys it held, sorted.
