@@ -119,7 +119,7 @@ func (tl Timeline) lanes() []Lane {
 	add(APIServerLane)
 	rank := func(a string) int {
 		switch a {
-		case "scenario": // it drives the run
+		case "scenario", "csisim fault": // they drive the run
 			return 0
 		case APIServerLane:
 			return 1

@@ -99,7 +99,7 @@ func TestCheckCatchesWrongAnswers(t *testing.T) {
 		wantErr string
 	}{
 		{name: "true answers", lab: serve + nodes + "```text expected\nnode-1 node-2\n```\n" +
-			"```sh\ncsisim fault node-loss node=node-2\n```\n```text timeline\nFAULT scenario node-loss Node node-2\n```\n"},
+			"```sh\ncsisim fault node-loss node=node-2\n```\n```text timeline\nFAULT csisim fault node-loss Node node-2\n```\n"},
 		{name: "a wrong answer", lab: serve + nodes + "```text expected within=2s\nnode-1 node-3\n```\n",
 			wantErr: "lab.md:4: the output is not the expected one (line 7) within 2s:\n--- expected:\nnode-1 node-3\n--- got:\nnode-1 node-2"},
 		{name: "a timeline that does not happen", lab: serve + "```text timeline within=2s\nnode-loss\n```\n",

@@ -154,6 +154,10 @@ type Cluster struct {
 	drivers []*launch.Process     // every driver process started, to stop them all
 	plugins []*plugin             // the controller plugin, then each node's
 	nodes   map[string]*nodeParts // what makes up each node, for faults
+	// faultBy is who injects the fault being injected, the actor of its
+	// FAULT entry: the scenario, or a person with csisim fault
+	// (InjectFaultLive).
+	faultBy string
 	// nodeCaches are the informers the kubelets share (kubeletInformers).
 	nodeCaches map[schema.GroupVersionResource]*loop.Informer
 	backend    *mock.Backend // the mock plugins' shared storage

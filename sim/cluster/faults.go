@@ -69,7 +69,7 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 	if parts == nil {
 		return fmt.Errorf("there is no node %q (nodes: %v)", f.Node, c.cfg.Nodes)
 	}
-	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "Node " + f.Node})
+	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(f.Kind), Object: "Node " + f.Node})
 	switch f.Kind {
 	case fault.NodeLoss:
 		return c.loseNode(parts, f.Node)

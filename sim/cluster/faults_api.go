@@ -102,7 +102,7 @@ func (c *Cluster) injectAPIFault(ctx context.Context, f fault.Fault) error {
 	if err := c.canInjectAPI(f); err != nil {
 		return err
 	}
-	entry := trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: f.Component}
+	entry := trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(f.Kind), Object: f.Component}
 	switch f.Kind {
 	case fault.APIConflict:
 		entry.Detail = fmt.Sprintf("its next %d writes with a resourceVersion get 409 Conflict", f.Times)

@@ -20,7 +20,7 @@ func (c *Cluster) staleVolumeAttachment(ctx context.Context, f fault.Fault) erro
 		return err
 	}
 	return apifaults.StaleVolumeAttachment(ctx, cs, f.Namespace, f.Claim, f.Node, func(name string) {
-		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "VolumeAttachment " + name})
+		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(f.Kind), Object: "VolumeAttachment " + name})
 	})
 }
 
@@ -30,7 +30,7 @@ func (c *Cluster) staleVolumeAttachment(ctx context.Context, f fault.Fault) erro
 // controller registers the nodes again and the pod garbage collector
 // starts its quarantine of missing nodes over.
 func (c *Cluster) restartControllerManager() error {
-	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(fault.ControllerManagerRestart), Object: "kube-controller-manager"})
+	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(fault.ControllerManagerRestart), Object: "kube-controller-manager"})
 	if c.attachDetach == nil && c.nodeLifecycle == nil {
 		return fmt.Errorf("kube-controller-manager's controllers are not simulated here (left out: %v)", c.cfg.Without)
 	}

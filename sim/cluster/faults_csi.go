@@ -71,7 +71,7 @@ func (c *Cluster) injectCSIFault(_ context.Context, f fault.Fault) error {
 	}
 	c.faultRules++
 	rule.ID = fmt.Sprintf("%s-%d", f.Kind, c.faultRules)
-	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: csiFaultObject(f),
+	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(f.Kind), Object: csiFaultObject(f),
 		Detail: "on " + pluginNames(plugins) + ": " + rule.String()})
 	for _, pl := range plugins {
 		if _, err := pl.proxy.AddRule(rule); err != nil {
@@ -83,7 +83,7 @@ func (c *Cluster) injectCSIFault(_ context.Context, f fault.Fault) error {
 
 // healCSI removes the fault rules the heal selects (faultproxy.Heals).
 func (c *Cluster) healCSI(f fault.Fault, plugins []*plugin) error {
-	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: csiFaultObject(f),
+	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(f.Kind), Object: csiFaultObject(f),
 		Detail: "on " + pluginNames(plugins)})
 	for _, pl := range plugins {
 		for _, r := range pl.proxy.Rules() {
@@ -148,7 +148,7 @@ func (c *Cluster) injectDriverFault(ctx context.Context, f fault.Fault) error {
 		if pl.host != nil && slices.Contains(plugins, pl.host) && f.Kind != fault.NodePluginMissing {
 			continue // the combined layout's controller plugin goes with its host
 		}
-		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: pl.name})
+		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(f.Kind), Object: pl.name})
 		switch f.Kind {
 		case fault.DriverCrash:
 			errs = append(errs, c.crashPlugin(pl))

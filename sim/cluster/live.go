@@ -20,8 +20,23 @@ func (c *Cluster) InjectFaultLive(ctx context.Context, f fault.Fault) error {
 		if err := c.CanInject(f); err != nil {
 			return err
 		}
+		c.faultBy = LiveFaultActor
+		defer func() { c.faultBy = "" }()
 		return c.InjectFault(ctx, f)
 	})
+}
+
+// LiveFaultActor is the actor of the FAULT entries of faults injected
+// with InjectFaultLive (csisim fault): in a classroom's timeline, what a
+// person did stands apart from what a scenario did.
+const LiveFaultActor = "csisim fault"
+
+// faultActor is the actor of a fault's timeline entry.
+func (c *Cluster) faultActor() string {
+	if c.faultBy != "" {
+		return c.faultBy
+	}
+	return "scenario"
 }
 
 // Nodes are the cluster's node names.

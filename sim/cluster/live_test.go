@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/trace"
 )
 
 // TestInjectFaultLive injects faults into a realtime cluster whose clock
@@ -32,6 +34,15 @@ func TestInjectFaultLive(t *testing.T) {
 	node := c.Nodes()[1]
 	if err := c.InjectFaultLive(ctx, fault.Fault{Kind: fault.NodeLoss, Node: node}); err != nil {
 		t.Fatalf("node-loss: %v", err)
+	}
+	// In the timeline, the fault is a person's (csisim fault), not the
+	// scenario's.
+	var faults []string
+	for _, e := range c.Recorder().Filter(trace.Fault) {
+		faults = append(faults, e.Actor+" "+e.Verb+" "+e.Object)
+	}
+	if want := []string{LiveFaultActor + " node-loss Node " + node}; !slices.Equal(faults, want) {
+		t.Errorf("FAULT entries %q, want %q", faults, want)
 	}
 	for _, tt := range []struct {
 		f    fault.Fault
