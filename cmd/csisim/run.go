@@ -114,7 +114,9 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	// Whichever flag names the driver, a profile starts it (driverprofile.go).
 	drv := driverChoice{profile: *driverProfile, mock: *mockDriver, command: *driverCommand, name: *driverName}
 	cfg, prof, err := drv.clusterConfig(context.Background(), sc.Cluster.Request(), sc.Cluster.DriverName, stderr)
-	skipped := skippedRun{seed: *seed, file: fs.Arg(0), jsonResult: *jsonResult, junitFile: *junitFile, replay: replayCommand(seedFlags(fs), fs.Arg(0))}
+	flags := seedFlags(fs)
+	replay := replayCommand(flags, fs.Arg(0))
+	skipped := skippedRun{seed: *seed, file: fs.Arg(0), jsonResult: *jsonResult, junitFile: *junitFile, replay: replay}
 	var unsupported *profile.Unsupported
 	if errors.As(err, &unsupported) && *backend == "sim" {
 		return reportSkipped(sc, unsupported.Reason, skipped, stdout, stderr)
@@ -147,8 +149,6 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	sweepDeadRuns(stderr)
 
-	flags := seedFlags(fs)
-	replay := replayCommand(flags, fs.Arg(0))
 	if sweepSeeds != nil {
 		exe, err := os.Executable()
 		if err != nil {

@@ -2,11 +2,13 @@ package scale
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/util/jsonpath"
 
+	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/scenarios"
 )
 
@@ -59,5 +61,34 @@ func TestRunningFilterNamesPodsNotRunning(t *testing.T) {
 	}
 	if out.String() != "b" {
 		t.Errorf("got %q, want b", out.String())
+	}
+}
+
+// The scenario names the driver through the profile's variables, so that
+// csisim run --driver PROFILE runs it with any driver: nothing of csisim's
+// own driver is written into it, and the mock profile can run it.
+func TestScenarioIsDriverNeutral(t *testing.T) {
+	out, err := Scenario(Config{Claims: 2, Nodes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "csisim.io") {
+		t.Errorf("the scenario names csisim's own driver:\n%s", out)
+	}
+	sc, err := scenarios.Parse("scale.yaml", out, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"driver.name", "driver.attachRequired", "driver.parameters"} {
+		if !slices.Contains(sc.DriverVars, v) {
+			t.Errorf("the scenario does not use ${%s} (it uses %v)", v, sc.DriverVars)
+		}
+	}
+	mock, err := profiles.Get("mock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := sc.SkipReason(mock); why != "" {
+		t.Errorf("the mock profile cannot run it: %s", why)
 	}
 }
