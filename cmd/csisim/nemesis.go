@@ -108,7 +108,7 @@ func (n *nemesisFlags) run(ctx context.Context, fs *flag.FlagSet, sc *scenarios.
 	} else {
 		r, err := h.Run(ctx, sched, false)
 		if r != nil && traceFile != "" {
-			if werr := writeTrace(traceFile, r.Entries); werr != nil {
+			if werr := writeTrace(traceFile, r.Entries, r.Root); werr != nil {
 				err = errors.Join(err, werr)
 			}
 		}
@@ -242,7 +242,7 @@ func (n *nemesisFlags) trial(ctx context.Context, h *nemesis.Harness, traceFile 
 	h.OnFired = func(f scenarios.FiredFault) { _ = enc.Encode(trialLine{Fired: &f}) }
 	r, err := h.Run(ctx, sched, false)
 	if r != nil && traceFile != "" {
-		err = errors.Join(err, writeTrace(traceFile, r.Entries))
+		err = errors.Join(err, writeTrace(traceFile, r.Entries, r.Root))
 	}
 	if err != nil {
 		return nemesisFailed(ctx, "running the scenario", err, stderr)

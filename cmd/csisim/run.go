@@ -310,13 +310,20 @@ type runBackend interface {
 }
 
 // writeTrace writes the canonical timeline, one entry a line.
-func writeTrace(path string, entries []trace.Entry) error {
+func writeTrace(path string, entries []trace.Entry, root string) error {
 	var b strings.Builder
 	for _, e := range entries {
 		b.WriteString(e.Canonical())
 		b.WriteByte('\n')
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	text := b.String()
+	if root != "" {
+		// The run's temporary directory differs from run to run; written
+		// as {root} (as the timeline formats write it), a seed gives the
+		// same bytes.
+		text = strings.ReplaceAll(text, root, trace.RootWord)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("writing the trace: %w", err)
 	}
 	return nil

@@ -116,7 +116,7 @@ func runOn(ctx context.Context, c runBackend, clk clock.WithTicker, sc *scenario
 		out.root = r.Root()
 	}
 	if traceFile != "" {
-		if err := writeTrace(traceFile, c.Recorder().Entries()); err != nil {
+		if err := writeTrace(traceFile, out.entries, out.root); err != nil {
 			out.closeErr = errors.Join(out.closeErr, err)
 		}
 	}

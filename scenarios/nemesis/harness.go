@@ -26,6 +26,8 @@ type Cluster interface {
 	fault.Injector
 	Clock() *testingclock.FakeClock
 	Recorder() *trace.Recorder
+	// Root is the cluster's temporary directory.
+	Root() string
 	Close() error
 }
 
@@ -81,6 +83,9 @@ type Run struct {
 	Verdict Verdict
 	// Entries is the run's timeline.
 	Entries []trace.Entry
+	// Root is the run's temporary directory (gone by the time Run
+	// returns), which a written trace names as trace.RootWord.
+	Root string
 }
 
 // Failed says whether the run counts as a failure for the harness.
@@ -131,7 +136,7 @@ func (h *Harness) run(ctx context.Context, sc *scenarios.Scenario, timed []scena
 	if ps, ok := c.(scenarios.ProblemSource); ok {
 		problems = ps.Problems()
 	}
-	r := &Run{Result: res, Err: runErr, Verdict: Classify(runErr, problems), Entries: c.Recorder().Entries()}
+	r := &Run{Result: res, Err: runErr, Verdict: Classify(runErr, problems), Entries: c.Recorder().Entries(), Root: c.Root()}
 	r.Verdict = withChecks(r.Verdict, h.Checks, r.Entries)
 	if err := c.Close(); err != nil {
 		return r, fmt.Errorf("cleaning up after the run: %w", err)
