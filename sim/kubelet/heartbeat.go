@@ -141,11 +141,7 @@ func (k *Kubelet) postReady(ctx context.Context) error {
 		}
 		k.statusReported()
 	}
-	k.mu.Lock()
-	reportedNow := !slices.Equal(k.inUse, inUse)
-	k.inUse = inUse
-	k.mu.Unlock()
-	if reportedNow {
+	if k.desired.markReportedInUse(inUse) {
 		// Pods waiting for the report may go on (wake.go). The Node's own
 		// update may have woken them already, before inUse was set: with
 		// goroutines, against a real API server, its event can come first.

@@ -628,17 +628,19 @@ func TestRestartForgetsTheWait(t *testing.T) {
 	_ = e.syncAndWait("the ContainerCreating status", func(p *corev1.Pod) bool { return len(p.Status.ContainerStatuses) > 0 })
 	e.clock.Step(podAttachAndMountTimeout + time.Second)
 	_ = e.sync("default/app")
-	e.k.podStatus.mu.Lock()
-	backingOff := !e.k.podStatus.syncs[e.pod.UID].retryAt.IsZero()
-	e.k.podStatus.mu.Unlock()
+	e.k.podWorkers.mu.Lock()
+	backingOff := !e.k.podWorkers.attempts[e.pod.UID].retryAt.IsZero()
+	e.k.podWorkers.mu.Unlock()
 	if !backingOff {
 		t.Fatal("no backoff after the timeout")
 	}
-	e.k.podStatus.restarted()
+	e.k.podWorkers.reset()
+	e.k.statuses.reset()
+	e.k.network.reset()
 	_ = e.sync("default/app")
-	e.k.podStatus.mu.Lock()
-	s := *e.k.podStatus.syncs[e.pod.UID]
-	e.k.podStatus.mu.Unlock()
+	e.k.podWorkers.mu.Lock()
+	s := *e.k.podWorkers.attempts[e.pod.UID]
+	e.k.podWorkers.mu.Unlock()
 	if !s.retryAt.IsZero() || !s.start.Equal(e.clock.Now()) {
 		t.Errorf("after a restart: %+v, want an attempt begun now", s)
 	}

@@ -252,7 +252,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	fn := &fakeNode{caps: o.caps}
 	dir := t.TempDir()
 	k := New(Config{NodeName: testNode, DriverName: testDriver, Dir: dir, SkipMountCheck: !o.mountCheck}, client, factory, factory, fn, rt)
-	k.inUse = []corev1.UniqueVolumeName{unique}
+	k.desired.markReportedInUse([]corev1.UniqueVolumeName{unique})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
@@ -486,10 +486,8 @@ func TestRestartReconstructsAndCleansUp(t *testing.T) {
 	if err := e.k.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e.k.mu.Lock()
-	m := e.k.actual.mounted["uid-1"][testPV]
-	st := e.k.actual.staged[attachdetach.UniqueVolumeName(testDriver, testHandle)]
-	e.k.mu.Unlock()
+	m := e.k.actual.mountedVolume("uid-1", testPV)
+	st := e.k.actual.stagedVolume(attachdetach.UniqueVolumeName(testDriver, testHandle))
 	if m == nil || !m.uncertain || m.target != target || m.handle != testHandle || st == nil || !st.uncertain ||
 		st.path != StagingPath(e.dir, testDriver, testHandle) {
 		t.Fatalf("reconstructed mount %+v, staging %+v", m, st)
@@ -613,9 +611,7 @@ func TestRestartCleansUpUnmountedVolumesOfGonePods(t *testing.T) {
 	if err := e.k.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e.k.mu.Lock()
-	n := len(e.k.actual.mounted)
-	e.k.mu.Unlock()
+	n := len(e.k.actual.pods())
 	if n != 0 {
 		t.Fatalf("unmounted volumes were reconstructed: %d pods", n)
 	}

@@ -21,12 +21,7 @@ func (k *Kubelet) runWorkload(pod *corev1.Pod) {
 	if k.cfg.Recorder == nil {
 		return
 	}
-	k.mu.Lock()
-	mounted := map[string]mountedVolume{}
-	for name, m := range k.actual.mounted[pod.UID] {
-		mounted[name] = *m
-	}
-	k.mu.Unlock()
+	mounted := k.actual.podVolumes(pod.UID)
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim == nil {
 			continue
