@@ -11,8 +11,8 @@ package kubelet
 // directory (reconstruct.go).
 
 import (
+	"maps"
 	"slices"
-	"sort"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -152,24 +152,14 @@ func (a *actualState) hasPod(uid types.UID) bool {
 func (a *actualState) pods() []types.UID {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make([]types.UID, 0, len(a.mounted))
-	for uid := range a.mounted {
-		out = append(out, uid)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(a.mounted))
 }
 
 // podVolumeNames are the names of the pod's published volumes, sorted.
 func (a *actualState) podVolumeNames(uid types.UID) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	names := make([]string, 0, len(a.mounted[uid]))
-	for n := range a.mounted[uid] {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(a.mounted[uid]))
 }
 
 // podVolumes are the pod's publishes by volume name, a copy.
@@ -249,12 +239,7 @@ func (a *actualState) markUnstaged(u corev1.UniqueVolumeName) {
 func (a *actualState) stagedVolumes() []corev1.UniqueVolumeName {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make([]corev1.UniqueVolumeName, 0, len(a.staged))
-	for u := range a.staged {
-		out = append(out, u)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(a.staged))
 }
 
 // initializeClaimSize takes claimSize as the volume's size unless one is
@@ -288,12 +273,7 @@ func (a *actualState) size(u corev1.UniqueVolumeName) (actualSize, bool) {
 func (a *actualState) sizedVolumes() []corev1.UniqueVolumeName {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make([]corev1.UniqueVolumeName, 0, len(a.sizes))
-	for u := range a.sizes {
-		out = append(out, u)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(a.sizes))
 }
 
 // updateSize applies f to the volume's known size, if it has one.

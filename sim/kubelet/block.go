@@ -1,5 +1,13 @@
 package kubelet
 
+// Block volumes (volumeMode: Block): staging, publishing and mapping a
+// device for a pod, and undoing it — models kubernetes
+// pkg/volume/csi/csi_block.go (the CSI plugin's block mapper: SetUpDevice,
+// MapPodDevice, TearDownDevice, UnmapPodDevice) with the operation
+// generator's MapVolume/UnmapVolume steps
+// (pkg/volume/util/operationexecutor/operation_generator.go) and the
+// global map path's loop device lock (pkg/volume/util/volumepathhandler).
+
 import (
 	"context"
 	"errors"

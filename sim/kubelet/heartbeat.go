@@ -1,5 +1,10 @@
 package kubelet
 
+// The node's heartbeats and status — models kubernetes
+// pkg/kubelet/kubelet_node_status.go (updateNodeStatus, with
+// setNodeVolumesInUseStatus) and the node's Lease, which the kubelet renews
+// with k8s.io/component-helpers/apimachinery/lease.
+
 import (
 	"context"
 	"fmt"

@@ -5,25 +5,41 @@
 // deletion NodeUnpublishVolume, NodeUnstageVolume, then the pod goes. There
 // are no containers: a pod is Running once its volumes are mounted.
 //
-// It does what the real kubelet's CSI plugin does in the ways a driver can
-// see: the same paths under its directory (paths.go) with vol_data.json
-// beside each mount; filesystem volumes staged and published (mount.go),
-// with pod information for podInfoOnMount drivers, readonly from the pod's
-// claim source, access modes mapped by the node plugin's capabilities and
-// fsGroup applied per the CSIDriver's fsGroupPolicy (fsgroup.go) or passed
-// as volume_mount_group; block volumes mapped (block.go); failed operations
-// retried with the operation executor's per-volume backoff (backoff.go);
-// republishing for requiresRepublish drivers on the pod sync period and
-// NodeGetVolumeStats on the stats period (periodic.go); node expansion of
-// grown volumes, offline as part of mounting and online for mounted ones
-// (expand.go); and a restart that rebuilds the actual state from disk
-// (reconstruct.go).
+// Its parts are the real kubelet's (each file names the upstream file it
+// models):
+//   - the pod workers (pod_workers.go; sync_pending_pod.go for a pod
+//     waiting for its volumes), with the status generator
+//     (status_generate.go), the status manager (status_manager.go) and the
+//     pods' network (network.go);
+//   - the volume manager: its desired state of world
+//     (desired_state_of_world.go), filled by the populator (populator.go);
+//     its actual state of world (actual_state_of_world.go); the reconciler
+//     that drives the one toward the other (reconciler.go); what it tells
+//     the node status (volume_manager.go); and its reconstruction after a
+//     restart (reconstruct.go);
+//   - the operations, with the operation executor's per-volume backoff
+//     (operations.go), as the CSI plugin does them in the ways a driver can
+//     see: the same paths under its directory (paths.go) with vol_data.json
+//     beside each mount; filesystem volumes staged and published
+//     (mount.go), with pod information for podInfoOnMount drivers, readonly
+//     from the pod's claim source, access modes mapped by the node plugin's
+//     capabilities and fsGroup applied per the CSIDriver's fsGroupPolicy
+//     (fsgroup.go) or passed as volume_mount_group; block volumes mapped
+//     (block.go); inline ephemeral volumes (inline.go); node expansion of
+//     grown volumes, offline as part of mounting and online for mounted
+//     ones (expand.go); secrets and service account tokens (secrets.go,
+//     tokens.go);
+//   - the periodic work: republishing for requiresRepublish drivers on the
+//     pod sync period and NodeGetVolumeStats on the stats period
+//     (periodic.go), heartbeats and node status (heartbeat.go), the plugin
+//     registration (registration.go).
 package kubelet
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"sort"
 	"sync"
 	"time"
@@ -130,11 +146,13 @@ type Kubelet struct {
 	// expandBackoff: per volume, for failed online expansions.
 	expandBackoff opBackoff
 	pending       pendingOps
-	// The pod workers (pod_workers.go), the status manager
-	// (status_manager.go) and the pods' addresses (network.go).
+	// The pod workers (pod_workers.go); the status manager's cache of
+	// the status it last posted for each pod (status_manager.go); the
+	// addresses given to the pods' sandboxes (network.go), which outlive
+	// the kubelet process but are in the pods' status.
 	podWorkers podWorkers
-	statuses   statusManager
-	network    podNetwork
+	statuses   perPod[corev1.PodStatus]
+	sandboxIPs perPod[netip.Addr]
 
 	mu      sync.Mutex
 	stopped bool

@@ -1,5 +1,11 @@
 package kubelet
 
+// Filesystem volumes: staging (MountDevice), publishing (SetUp) and their
+// undoing (UnmountDevice, TearDown) — models kubernetes
+// pkg/volume/csi/csi_attacher.go and csi_mounter.go (the CSI plugin) with
+// the operation generator's MountVolume and its backoff
+// (pkg/volume/util/operationexecutor/operation_generator.go).
+
 import (
 	"context"
 	"errors"

@@ -9,7 +9,6 @@ package kubelet
 import (
 	"fmt"
 	"net/netip"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,33 +35,6 @@ func (k *Kubelet) nodeAddresses() []corev1.NodeAddress {
 		out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: k.cfg.NodeIP})
 	}
 	return append(out, corev1.NodeAddress{Type: corev1.NodeHostName, Address: k.cfg.NodeName})
-}
-
-// podNetwork is the addresses given to the pods' sandboxes. The sandboxes
-// (and their addresses) outlive a kubelet process; the addresses are also
-// in the pods' status.
-type podNetwork struct {
-	mu  sync.Mutex
-	ips map[types.UID]netip.Addr
-}
-
-// forget drops the addresses of pods not in live.
-func (n *podNetwork) forget(live map[types.UID]bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for uid := range n.ips {
-		if !live[uid] {
-			delete(n.ips, uid)
-		}
-	}
-}
-
-// reset forgets every address, as a new kubelet process starts: the pods
-// that have one have it in their status.
-func (n *podNetwork) reset() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.ips = nil
 }
 
 // hostIP is the node's address its pods report: its InternalIP, else its
@@ -102,34 +74,35 @@ func (k *Kubelet) sandboxIP(pod *corev1.Pod) (netip.Addr, error) {
 	if subnet == "" {
 		subnet = defaultPodSubnet
 	}
-	return k.network.allocate(pod.UID, subnet, taken)
+	return k.allocateIP(pod.UID, subnet, taken)
 }
 
-// allocate gives the pod the lowest address of subnet that is neither
+// allocateIP gives the pod the lowest address of subnet that is neither
 // given to another pod nor taken, unless it has one.
-func (n *podNetwork) allocate(uid types.UID, subnet string, taken []netip.Addr) (netip.Addr, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if a, ok := n.ips[uid]; ok {
-		return a, nil
-	}
+func (k *Kubelet) allocateIP(uid types.UID, subnet string, taken []netip.Addr) (netip.Addr, error) {
 	prefix, err := netip.ParsePrefix(subnet)
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("pod subnet %q: %w", subnet, err)
-	}
-	used := sets.New(taken...)
-	for _, a := range n.ips {
-		used.Insert(a)
-	}
-	prefix = prefix.Masked()
-	for a := prefix.Addr().Next().Next(); prefix.Contains(a) && prefix.Contains(a.Next()); a = a.Next() {
-		if !used.Has(a) {
-			if n.ips == nil {
-				n.ips = map[types.UID]netip.Addr{}
-			}
-			n.ips[uid] = a
-			return a, nil
+	var addr netip.Addr
+	k.sandboxIPs.do(func(ips map[types.UID]netip.Addr) {
+		if a, ok := ips[uid]; ok {
+			addr, err = a, nil
+			return
 		}
-	}
-	return netip.Addr{}, fmt.Errorf("no free address in %s", prefix)
+		if err != nil {
+			err = fmt.Errorf("pod subnet %q: %w", subnet, err)
+			return
+		}
+		used := sets.New(taken...)
+		for _, a := range ips {
+			used.Insert(a)
+		}
+		prefix = prefix.Masked()
+		for a := prefix.Addr().Next().Next(); prefix.Contains(a) && prefix.Contains(a.Next()); a = a.Next() {
+			if !used.Has(a) {
+				ips[uid], addr = a, a
+				return
+			}
+		}
+		err = fmt.Errorf("no free address in %s", prefix)
+	})
+	return addr, err
 }

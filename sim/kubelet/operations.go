@@ -71,34 +71,17 @@ func (b *opBackoff) clear() {
 // overlap: a NodeUnstageVolume held by a fault, say, while another sync
 // finds the volume unused too.
 type pendingOps struct {
-	mu      sync.Mutex
-	running map[corev1.UniqueVolumeName]bool
+	running sync.Map // corev1.UniqueVolumeName → struct{}
 }
 
 // start marks an operation of the volume under way; false if one is.
 func (p *pendingOps) start(u corev1.UniqueVolumeName) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.running[u] {
-		return false
-	}
-	if p.running == nil {
-		p.running = map[corev1.UniqueVolumeName]bool{}
-	}
-	p.running[u] = true
-	return true
+	_, running := p.running.LoadOrStore(u, struct{}{})
+	return !running
 }
 
 // done marks the volume's operation finished.
-func (p *pendingOps) done(u corev1.UniqueVolumeName) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.running, u)
-}
+func (p *pendingOps) done(u corev1.UniqueVolumeName) { p.running.Delete(u) }
 
 // clear forgets every operation, as a new kubelet process starts afresh.
-func (p *pendingOps) clear() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.running = nil
-}
+func (p *pendingOps) clear() { p.running.Clear() }

@@ -1,5 +1,10 @@
 package kubelet
 
+// The kubelet's periodic work on running pods: their periodic sync
+// (--sync-frequency, pkg/kubelet/kubelet.go syncLoop) and volume stats
+// (--volume-stats-agg-period, pkg/kubelet/server/stats
+// volume_stat_calculator.go).
+
 import (
 	"context"
 	"slices"

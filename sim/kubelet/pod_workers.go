@@ -20,6 +20,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -45,7 +46,7 @@ type podWorkers struct {
 	killed map[types.UID]bool
 	// attempts: the pod worker's attempts for pods waiting for their
 	// volumes (sync_pending_pod.go).
-	attempts map[types.UID]*podSync
+	attempts perPod[*podSync]
 }
 
 // reset forgets every pod, as a new kubelet process starts.
@@ -55,7 +56,7 @@ func (w *podWorkers) reset() {
 	w.uids = map[string]types.UID{}
 	w.syncDue = map[string]bool{}
 	w.killed = map[types.UID]bool{}
-	w.attempts = nil
+	w.attempts.reset()
 }
 
 // uidOf is the UID of the pod the kubelet knows by key.
@@ -262,8 +263,55 @@ func (k *Kubelet) forgetGonePods() []*corev1.Pod {
 			live[p.UID] = true
 		}
 	}
-	k.podWorkers.forgetAttempts(live)
+	k.podWorkers.attempts.forget(live)
 	k.statuses.forget(live)
-	k.network.forget(live)
+	k.sandboxIPs.forget(live)
 	return pods
+}
+
+// perPod is what a kubelet process keeps for each pod it has: dropped when
+// the pod goes (forget) and with the process (reset).
+type perPod[V any] struct {
+	mu sync.Mutex
+	m  map[types.UID]V
+}
+
+// do runs f with the map, locked.
+func (p *perPod[V]) do(f func(map[types.UID]V)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[types.UID]V{}
+	}
+	f(p.m)
+}
+
+// get is what is kept for the pod.
+func (p *perPod[V]) get(uid types.UID) (V, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.m[uid]
+	return v, ok
+}
+
+// set keeps v for the pod.
+func (p *perPod[V]) set(uid types.UID, v V) {
+	p.do(func(m map[types.UID]V) { m[uid] = v })
+}
+
+// delete drops what is kept for the pod.
+func (p *perPod[V]) delete(uid types.UID) {
+	p.do(func(m map[types.UID]V) { delete(m, uid) })
+}
+
+// forget drops what is kept for pods not in live.
+func (p *perPod[V]) forget(live map[types.UID]bool) {
+	p.do(func(m map[types.UID]V) { maps.DeleteFunc(m, func(uid types.UID, _ V) bool { return !live[uid] }) })
+}
+
+// reset drops everything, as a new kubelet process starts.
+func (p *perPod[V]) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.m = nil
 }

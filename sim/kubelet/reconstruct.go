@@ -1,5 +1,11 @@
 package kubelet
 
+// A kubelet restart and the volume manager's reconstruction of its actual
+// state from disk — models kubernetes
+// pkg/kubelet/volumemanager/reconciler/reconstruct.go and
+// reconstruct_common.go (volumesFailedReconstruction, the clean-up of
+// orphaned pods' volumes).
+
 import (
 	"context"
 	"fmt"
@@ -46,7 +52,7 @@ func (k *Kubelet) Restart(ctx context.Context) error {
 	// sandboxes outlive it, and their addresses are in the pods' status.
 	k.podWorkers.reset()
 	k.statuses.reset()
-	k.network.reset()
+	k.sandboxIPs.reset()
 	// A new process posts new Events; it does not count on the old ones.
 	k.stopRecs()
 	k.events, k.stopRecs = k.newEvents()

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -18,50 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
-
-// statusManager is the status manager's cache of what it posted, per pod.
-// Lives in the kubelet process.
-type statusManager struct {
-	mu      sync.Mutex
-	written map[types.UID]corev1.PodStatus
-}
-
-// cached is the status last posted for the pod.
-func (m *statusManager) cached(uid types.UID) (corev1.PodStatus, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.written[uid]
-	return s, ok
-}
-
-// posted records the status just posted for the pod.
-func (m *statusManager) posted(uid types.UID, status corev1.PodStatus) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.written == nil {
-		m.written = map[types.UID]corev1.PodStatus{}
-	}
-	m.written[uid] = status
-}
-
-// forget drops what is kept of pods not in live; a new pod under an old
-// name has a UID of its own.
-func (m *statusManager) forget(live map[types.UID]bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for uid := range m.written {
-		if !live[uid] {
-			delete(m.written, uid)
-		}
-	}
-}
-
-// reset empties the cache: a new kubelet process has posted nothing.
-func (m *statusManager) reset() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.written = nil
-}
 
 // reportRunning posts the pod Running: its sandbox has an address, its
 // containers have started, and its pod worker no longer waits.
@@ -73,7 +28,7 @@ func (k *Kubelet) reportRunning(ctx context.Context, pod *corev1.Pod) error {
 	if err := k.postPodStatus(ctx, pod, &sandbox{ip: ip, started: metav1.NewTime(k.clock.Now()).Rfc3339Copy()}); err != nil {
 		return fmt.Errorf("reporting pod %s/%s Running: %w", pod.Namespace, pod.Name, err)
 	}
-	k.podWorkers.endAttempts(pod.UID)
+	k.podWorkers.attempts.delete(pod.UID)
 	return nil
 }
 
@@ -84,7 +39,7 @@ func (k *Kubelet) reportRunning(ctx context.Context, pod *corev1.Pod) error {
 // the pod's status as the API server has it, with the pod's UID as a
 // precondition.
 func (k *Kubelet) postPodStatus(ctx context.Context, pod *corev1.Pod, sb *sandbox) error {
-	cached, isCached := k.statuses.cached(pod.UID)
+	cached, isCached := k.statuses.get(pod.UID)
 	old := pod.Status
 	if isCached {
 		old = cached
@@ -111,7 +66,7 @@ func (k *Kubelet) postPodStatus(ctx context.Context, pod *corev1.Pod, sb *sandbo
 			return fmt.Errorf("patching the status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
-	k.statuses.posted(pod.UID, status)
+	k.statuses.set(pod.UID, status)
 	return nil
 }
 

@@ -96,45 +96,26 @@ func (s *podSync) failed(now time.Time, unprocessed bool) {
 // attempt is the pod's current attempt, brought up to now; the first one
 // begins at now.
 func (w *podWorkers) attempt(uid types.UID, now time.Time) podSync {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.attempts == nil {
-		w.attempts = map[types.UID]*podSync{}
-	}
-	s := w.attempts[uid]
-	if s == nil {
-		s = &podSync{start: now}
-		w.attempts[uid] = s
-	}
-	s.roll(now)
-	return *s
+	var out podSync
+	w.attempts.do(func(attempts map[types.UID]*podSync) {
+		s := attempts[uid]
+		if s == nil {
+			s = &podSync{start: now}
+			attempts[uid] = s
+		}
+		s.roll(now)
+		out = *s
+	})
+	return out
 }
 
 // updateAttempt applies f to the pod's current attempt, if it has one.
 func (w *podWorkers) updateAttempt(uid types.UID, f func(*podSync)) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if s := w.attempts[uid]; s != nil {
-		f(s)
-	}
-}
-
-// endAttempts forgets the pod's attempts: it no longer waits.
-func (w *podWorkers) endAttempts(uid types.UID) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.attempts, uid)
-}
-
-// forgetAttempts drops the attempts of pods not in live.
-func (w *podWorkers) forgetAttempts(live map[types.UID]bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for uid := range w.attempts {
-		if !live[uid] {
-			delete(w.attempts, uid)
+	w.attempts.do(func(attempts map[types.UID]*podSync) {
+		if s := attempts[uid]; s != nil {
+			f(s)
 		}
-	}
+	})
 }
 
 // syncPendingPod is the real kubelet's SyncPod for a pod it can start, up

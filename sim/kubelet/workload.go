@@ -1,5 +1,9 @@
 package kubelet
 
+// The built-in workload: what the simulated containers do with their
+// volumes. No upstream counterpart — on a real node csisim-workload runs in
+// the container and checks the same markers (workload/).
+
 import (
 	"errors"
 	"fmt"
