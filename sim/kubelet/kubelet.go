@@ -319,7 +319,7 @@ func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoRespo
 	return nil
 }
 
-// Run runs the volume manager until ctx is done.
+// Run runs the kubelet (its pod workers and periodic work) until ctx is done.
 func (k *Kubelet) Run(ctx context.Context) {
 	defer func() { k.stopRecs() }()
 	if !cache.WaitForCacheSync(ctx.Done(), k.synced...) {
@@ -331,7 +331,8 @@ func (k *Kubelet) Run(ctx context.Context) {
 	controller.RunAll(ctx, k.Workers()...)
 }
 
-// Workers are the volume manager's queue and sync function.
+// Workers are the kubelet's queue and sync function: the pod workers'
+// (pod_workers.go), one sync per pod key.
 func (k *Kubelet) Workers() []controller.Worker {
 	return []controller.Worker{{Name: "kubelet-" + k.cfg.NodeName, Queue: k.queue, Sync: k.syncPod}}
 }
