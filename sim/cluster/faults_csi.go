@@ -100,7 +100,7 @@ func (c *Cluster) healCSI(f fault.Fault, plugins []*plugin) error {
 // method decides which of them ever see a matching call).
 func (c *Cluster) pluginsFor(f fault.Fault) []*plugin {
 	var out []*plugin
-	for _, pl := range c.plugins {
+	for _, pl := range c.driver.plugins {
 		switch {
 		case f.Plugin != "" && pl.role != f.Plugin:
 		case f.Node != "" && pl.node != f.Node:
@@ -222,7 +222,7 @@ func (c *Cluster) restartPlugin(ctx context.Context, pl *plugin, loseState bool)
 			return fmt.Errorf("restarting %s without its state: %w", pl.name, err)
 		}
 	}
-	if err := c.startPlugin(ctx, pl); err != nil {
+	if err := c.driver.startPlugin(ctx, pl); err != nil {
 		return fmt.Errorf("restarting %s: %w", pl.name, err)
 	}
 	pl.crashed = false

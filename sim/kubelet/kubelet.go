@@ -39,7 +39,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -371,10 +370,7 @@ func (k *Kubelet) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), k.synced...) {
 		return
 	}
-	go wait.UntilWithContext(ctx, k.Heartbeat, HeartbeatInterval)
-	go wait.UntilWithContext(ctx, k.Resync, SyncFrequency)
-	go wait.UntilWithContext(ctx, k.CollectVolumeStats, VolumeStatsPeriod)
-	controller.RunAll(ctx, k.Workers()...)
+	controller.RunComponent(ctx, k.Component())
 }
 
 // Workers are the volume manager's queue and sync function.
