@@ -79,3 +79,36 @@ func TestRestartComponent(t *testing.T) {
 		t.Error("restarted a component that is no row of the table")
 	}
 }
+
+// TestWithoutLeavesRowsOut starts a cluster without two sidecars, as
+// csisim serve --without does for real ones to take their place: their
+// rows do not start and their checks do not ask the driver, while the
+// driver's name is still asked.
+func TestWithoutLeavesRowsOut(t *testing.T) {
+	ctx := context.Background()
+	without := []string{"csi-snapshotter", "external-provisioner"}
+	c, err := Start(ctx, Config{Mock: true, Seed: 1, Realtime: true, Without: without})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var running []string
+	for _, rc := range c.components.running {
+		running = append(running, rc.name)
+	}
+	if want := len(controlPlane) - len(without) + 1; len(running) != want { // and the kubelet
+		t.Errorf("running %v, want %d components", running, want)
+	}
+	for _, name := range without {
+		if slices.Contains(running, name) {
+			t.Errorf("%s runs, though left out", name)
+		}
+	}
+	var calls []string
+	for _, e := range c.CSICalls() {
+		calls = append(calls, e.Actor+" "+e.Verb)
+	}
+	if !slices.Contains(calls, "external-provisioner GetPluginInfo") || slices.Contains(calls, "csi-snapshotter ControllerGetCapabilities") {
+		t.Errorf("CSI calls at start %v: want the driver's name asked, and no check of the left-out csi-snapshotter", calls)
+	}
+}

@@ -16,7 +16,7 @@ import (
 )
 
 // The CSI-layer faults. Every plugin has a fault proxy in front of it
-// (startDriver); a CSI fault is a rule in the proxies of the plugins it
+// (driver.start); a CSI fault is a rule in the proxies of the plugins it
 // names, so the components see exactly what a misbehaving driver would
 // show them — an error code, a late answer, no answer until their own
 // timeout, which passes on the virtual clock. Driver faults act on the
