@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/csisim/csisim/drivers/driverinfo"
 )
 
 // Component is a started component as whatever runs it sees it: the
@@ -97,7 +99,9 @@ type Driver struct {
 	Identity   csi.IdentityClient
 	Controller csi.ControllerClient
 	Node       csi.NodeClient
-	// ControllerCapabilities are the controller service's capabilities,
-	// if the sidecar's Check asked for them.
-	ControllerCapabilities map[csi.ControllerServiceCapability_RPC_Type]bool
+	// Capabilities are what the sidecar's Check asked the driver at start,
+	// as the real sidecar's main asks before it starts anything; what it
+	// does not ask is nil. Start decides from them (the external-attacher's
+	// trivial handler, the external-resizer's trivial resizer...).
+	Capabilities driverinfo.Capabilities
 }

@@ -171,6 +171,9 @@ func (p *Provisioner) deleteBacking(ctx context.Context, pv *corev1.PersistentVo
 	if node := p.attachedTo(pv.Name); node != "" {
 		return &stillAttached{pv: pv.Name, node: node}
 	}
+	if err := p.checkDriverCapabilities(nil); err != nil {
+		return err
+	}
 	secrets, err := p.deletionSecrets(ctx, pv)
 	if err != nil {
 		return err

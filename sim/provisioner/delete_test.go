@@ -68,7 +68,7 @@ func TestDeleteVolumeMadeByHand(t *testing.T) {
 	client := fake.NewClientset(pv)
 	ctrl := &deletingController{}
 	volumes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	p := &Provisioner{cfg: Config{DriverName: "drv", Timeout: 1e9}, client: client, csi: ctrl, events: record.NewFakeRecorder(10),
+	p := &Provisioner{cfg: Config{DriverName: "drv", Timeout: 1e9, Capabilities: csisimCapabilities}, client: client, csi: ctrl, events: record.NewFakeRecorder(10),
 		volumes: corelisters.NewPersistentVolumeLister(volumes),
 		classes: storagelisters.NewStorageClassLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 		vaIndex: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{volumeutil.AttachmentsByVolume: volumeutil.IndexFunc(volumeutil.AttachmentsByVolume)})}

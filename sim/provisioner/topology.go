@@ -1,7 +1,6 @@
 package provisioner
 
 import (
-	"context"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -17,24 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// supportsTopology asks the driver, once, whether it has
-// VOLUME_ACCESSIBILITY_CONSTRAINTS, as the sidecar does at start.
-func (p *Provisioner) supportsTopology(ctx context.Context) bool {
-	p.topologyOnce.Do(func() {
-		if p.cfg.Identity == nil {
-			return
-		}
-		resp, err := p.cfg.Identity.GetPluginCapabilities(ctx, &csi.GetPluginCapabilitiesRequest{})
-		if err != nil {
-			return
-		}
-		for _, c := range resp.GetCapabilities() {
-			if c.GetService().GetType() == csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS {
-				p.topology = true
-			}
-		}
-	})
-	return p.topology
+// supportsTopology says whether the driver has
+// VOLUME_ACCESSIBILITY_CONSTRAINTS, as the sidecar asked at start.
+func (p *Provisioner) supportsTopology() bool {
+	return p.cfg.Capabilities.Plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS]
 }
 
 // term is one topology segment as the sidecar handles it: key=value
