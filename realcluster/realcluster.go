@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/drivers/faultproxy"
 	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/drivers/launch"
@@ -117,6 +118,8 @@ type Cluster struct {
 	kubelets     sync.WaitGroup
 	closeOnce    sync.Once
 	closeErr     error
+
+	driverInfo driverinfo.Info // what the driver said of itself (driverinfo.go)
 }
 
 // namedProcess is a driver plugin or sidecar the cluster started.
@@ -239,7 +242,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 			return c, err
 		}
 	}
-	return c, nil
+	return c, c.askDriver(ctx, ctrlEndpoint)
 }
 
 // clientConfig is the admin configuration under a user agent of its own,

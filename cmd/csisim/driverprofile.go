@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/drivers/profiles"
@@ -67,11 +66,8 @@ func commandProfile(command, name string) (*profile.Profile, error) {
 	if _, err := (launch.Template{Path: cmd.Path, Args: cmd.Args}).Expand(all); err != nil {
 		return nil, fmt.Errorf("--driver-command: %w", err)
 	}
-	if name == "" {
-		// The driver's own name comes from GetPluginInfo; this one names
-		// its plugin directory until then.
-		name = hostpath.DefaultDriverName
-	}
+	// Without --driver-name the profile names no driver: its own name
+	// comes from GetPluginInfo, and is not checked against one.
 	return &profile.Profile{Name: name, Description: "--driver-command " + command,
 		Start:        profile.Start{Layout: profile.Split, Controller: cmd, Node: cmd},
 		Capabilities: map[profile.Capability]bool{profile.RealMounts: true}}, nil

@@ -130,7 +130,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		prof.Name = cfg.DriverName
 		if why := sc.SkipReason(prof); why != "" {
 			if *driverCommand != "" {
-				why += " (--driver-command declares no capabilities; a driver profile does: README, Bring your own driver)"
+				why += " (--driver-command declares nothing the driver cannot report of itself; a driver profile does: README, Bring your own driver)"
 			}
 			return reportSkipped(sc, why, skipped, stdout, stderr)
 		}
@@ -249,6 +249,8 @@ func reportRun(out runOutcome, stdout, stderr io.Writer) int {
 	if f := out.runFailure(); f != nil {
 		fmt.Fprint(stderr, f.Detail)
 		code = 1
+	} else if out.result.Skipped != "" {
+		fmt.Fprintf(stdout, "\nSKIPPED: %s\n", out.result.Skipped)
 	} else {
 		fmt.Fprintf(stdout, "\nPASSED: %d steps, %s of cluster time in %s%s\n", len(out.result.Steps), out.result.Duration.Round(time.Millisecond),
 			out.wall.Round(time.Millisecond), invariantSummary(out.result.Invariants))

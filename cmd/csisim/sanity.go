@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/csisim/csisim/drivers/profile"
@@ -26,7 +27,10 @@ func sanityMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("csisim sanity", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	driver := fs.String("driver", "", "the driver profile: a shipped profile's name ("+listOr(profiles.Names())+") or a profile file")
-	focus := fs.String("focus", "", "run only the csi-sanity specs whose full text matches this regular expression")
+	focus := fs.String("sanity-focus", "", "run only the csi-sanity specs whose full text matches this regular expression")
+	var skips stringList
+	fs.Var(&skips, "sanity-skip", "skip the csi-sanity specs whose full text matches this regular expression (repeatable),\n"+
+		"besides those the profile's sanity.skip lists")
 	jsonResult := fs.String("json-result", "", "write each spec's result to this file as JSON")
 	driverLog := fs.String("driver-log", "", "write the driver processes' output to this file")
 	fs.Usage = func() {
@@ -53,7 +57,7 @@ func sanityMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	report, err := runSanity(ctx, p, *focus, *driverLog)
+	report, err := runSanity(ctx, p, sanityrun.Config{Focus: *focus, Skip: skips}, *driverLog)
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		if report == nil {
@@ -63,6 +67,9 @@ func sanityMain(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "\ncsi-sanity %s: %d passed, %d failed, %d skipped\n", p.Name,
 		report.Count(sanityrun.Passed), report.Count(sanityrun.Failed), report.Count(sanityrun.Skipped))
+	for _, note := range report.Notes() {
+		fmt.Fprintf(stdout, "note: %s\n", note)
+	}
 	code := 0
 	if report.Error != "" || report.Count(sanityrun.Failed) > 0 {
 		code = 1
@@ -81,8 +88,9 @@ func sanityMain(args []string, stdout, stderr io.Writer) int {
 }
 
 // runSanity starts the profile's driver in a run root of its own, runs
-// csi-sanity against it and tears everything down again.
-func runSanity(ctx context.Context, p *profile.Profile, focus, driverLog string) (_ *sanityrun.Report, err error) {
+// csi-sanity against it (run's Focus and Skip) and tears everything down
+// again.
+func runSanity(ctx context.Context, p *profile.Profile, run sanityrun.Config, driverLog string) (_ *sanityrun.Report, err error) {
 	sweepDeadRuns(os.Stderr)
 	root, err := runroot.New("sanity")
 	if err != nil {
@@ -113,8 +121,15 @@ func runSanity(ctx context.Context, p *profile.Profile, focus, driverLog string)
 	if err != nil {
 		return nil, fmt.Errorf("starting the driver of %s: %w", p.File, err)
 	}
-	return sanityrun.Run(sanityrun.Config{Profile: p, Deployment: dep, Dir: root.Path("sanity"), Focus: focus})
+	run.Profile, run.Deployment, run.Dir = p, dep, root.Path("sanity")
+	return sanityrun.Run(run)
 }
+
+// stringList is a flag that may be given several times.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ", ") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 // listOr is "a, b or c".
 func listOr(words []string) string {

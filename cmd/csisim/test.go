@@ -42,6 +42,10 @@ func testDriver(args []string, stdout, stderr io.Writer) int {
 		"default: the library built into csisim (scenarios/library)")
 	focus := fs.String("focus", "", "run only the scenarios whose name, and the csi-sanity specs whose full text, match this regular expression")
 	skipSanity := fs.Bool("skip-sanity", false, "do not run csi-sanity")
+	sanityFocus := fs.String("sanity-focus", "", "run only the csi-sanity specs whose full text matches this regular expression (instead of --focus)")
+	var sanitySkips stringList
+	fs.Var(&sanitySkips, "sanity-skip", "skip the csi-sanity specs whose full text matches this regular expression (repeatable),\n"+
+		"besides those the profile's sanity.skip lists")
 	parallel := fs.Int("parallel", 1, "how many scenarios run at once, each in a csisim process and on a cluster of its own")
 	seed := fs.Uint64("seed", 1, "the seed every scenario runs with")
 	junitFile := fs.String("junit", "", "write a JUnit XML report to this file: a test case per csi-sanity spec and per scenario")
@@ -106,7 +110,11 @@ func testDriver(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	t := driverTest{profile: p, driverArg: *driver, binary: exe, seed: *seed, scenariosArg: *scenarios, focus: *focus}
+	t := driverTest{profile: p, driverArg: *driver, binary: exe, seed: *seed, scenariosArg: *scenarios, focus: *focus,
+		sanityFocus: *focus, sanitySkips: sanitySkips}
+	if *sanityFocus != "" {
+		t.sanityFocus = *sanityFocus
+	}
 	if *scenarios == "" {
 		t.libraryDir = root.Path("library")
 	}
@@ -119,6 +127,14 @@ func testDriver(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	// What the driver says of itself decides what runs; a profile that
+	// contradicts it is refused before anything runs.
+	info, err := clusterprofile.Ask(ctx, p, clusterprofile.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "csisim test: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "the driver reports: %s\n", info)
 
 	var sanity *sanityrun.Report
 	if !*skipSanity {
@@ -156,6 +172,9 @@ type driverTest struct {
 	seed         uint64
 	scenariosArg string // --scenarios as given, for the replay command
 	focus        string
+	// sanityFocus and sanitySkips choose csi-sanity's specs.
+	sanityFocus string
+	sanitySkips []string
 	// libraryDir is where the built-in library was written out, ""
 	// with --scenarios; messages name its files library/NAME.yaml.
 	libraryDir string
@@ -168,8 +187,11 @@ const childStopGrace = time.Minute
 // runSanity runs `csisim sanity` as a child and reads its report.
 func (t driverTest) runSanity(ctx context.Context) *sanityrun.Report {
 	args := []string{"sanity", "--driver", t.driverArg}
-	if t.focus != "" {
-		args = append(args, "--focus", t.focus)
+	if t.sanityFocus != "" {
+		args = append(args, "--sanity-focus", t.sanityFocus)
+	}
+	for _, s := range t.sanitySkips {
+		args = append(args, "--sanity-skip", s)
 	}
 	args = append(args, "--json-result", "/dev/fd/"+strconv.Itoa(resultFD))
 	out := runChild(ctx, t.binary, args, childStopGrace)
@@ -246,6 +268,7 @@ func (t driverTest) runScenarios(ctx context.Context, scs []testScenario, parall
 		default:
 			child := childRun{binary: t.binary, args: t.scenarioArgs, file: ts.file, stopGrace: childStopGrace}
 			r.seedResult = child.runSeed(ctx, t.seed)
+			r.skipped = r.Skipped // the driver, asked, lacks what it needs
 		}
 		if f := r.Failure; f != nil && t.libraryDir != "" {
 			f.Summary = strings.ReplaceAll(f.Summary, t.libraryDir+"/", "library/")
@@ -345,6 +368,9 @@ func printSanity(w io.Writer, r *sanityrun.Report) {
 	}
 	for _, why := range reasons {
 		fmt.Fprintf(w, "  skip  %3d × %s\n", count[why], firstLine(why))
+	}
+	for _, note := range r.Notes() {
+		fmt.Fprintf(w, "  note  %s\n", note)
 	}
 }
 

@@ -66,6 +66,9 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
 		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
 	} {
+		if t == csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME && s.d.cfg.NoAttach {
+			continue
+		}
 		caps = append(caps, &csi.ControllerServiceCapability{
 			Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: t}},
 		})
@@ -80,6 +83,9 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	kind, params, err := parseParameters(req.GetParameters(), s.d.cfg.StrictParameters)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
+	}
+	if kind == kindBlock && s.d.cfg.NoAttach {
+		return nil, status.Error(codes.InvalidArgument, "CreateVolume: kind block needs ControllerPublishVolume to attach its loop device, which this plugin does not have (--no-attach)")
 	}
 	if len(req.GetVolumeCapabilities()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "CreateVolume: volume capabilities are required")
@@ -301,6 +307,9 @@ func (d *Driver) detachIfUnused(method, id string) error {
 }
 
 func (s *controllerServer) ControllerPublishVolume(_ context.Context, req *csi.ControllerPublishVolumeRequest) (*csi.ControllerPublishVolumeResponse, error) {
+	if s.d.cfg.NoAttach {
+		return nil, status.Error(codes.Unimplemented, "ControllerPublishVolume: this plugin does not attach volumes (--no-attach)")
+	}
 	id, nodeID := req.GetVolumeId(), req.GetNodeId()
 	if err := checkVolumeID(id); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ControllerPublishVolume: %v", err)
@@ -413,6 +422,9 @@ func (d *Driver) publishedTo(nodeID string) int64 {
 // disk does not detach while in use. Publications to other nodes of a
 // multi-node volume share the device, which then stays attached.
 func (s *controllerServer) ControllerUnpublishVolume(_ context.Context, req *csi.ControllerUnpublishVolumeRequest) (*csi.ControllerUnpublishVolumeResponse, error) {
+	if s.d.cfg.NoAttach {
+		return nil, status.Error(codes.Unimplemented, "ControllerUnpublishVolume: this plugin does not attach volumes (--no-attach)")
+	}
 	id, nodeID := req.GetVolumeId(), req.GetNodeId()
 	if err := checkVolumeID(id); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ControllerUnpublishVolume: %v", err)

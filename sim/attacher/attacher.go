@@ -152,19 +152,19 @@ func (a *Attacher) Workers() []controller.Worker {
 // runs it (cmd/csi-attacher/main.go): GetPluginCapabilities, and for a
 // driver with CONTROLLER_SERVICE ControllerGetCapabilities, which choose
 // its handler. A driver that does not answer makes the real sidecar exit
-// (klog.FlushAndExit), which fails the cluster's start here.
+// (klog.FlushAndExit): see controller.CheckFailed.
 func Check(ctx context.Context, d *controller.Driver) error {
 	callCtx, cancel := csiclient.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	var err error
 	if d.Capabilities.Plugin, d.Capabilities.Expansion, err = driverinfo.AskPlugin(callCtx, d.Identity); err != nil {
-		return fmt.Errorf("failed to check if the CSI driver supports the CONTROLLER_SERVICE: %w", err)
+		return controller.CheckFailed(fmt.Errorf("failed to check if the CSI driver supports the CONTROLLER_SERVICE: %w", err))
 	}
 	if !d.Capabilities.HasControllerService() {
 		return nil
 	}
 	if d.Capabilities.Controller, err = driverinfo.AskController(callCtx, d.Controller); err != nil {
-		return fmt.Errorf("failed to controller capability check: %w", err)
+		return controller.CheckFailed(fmt.Errorf("failed to controller capability check: %w", err))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/csisim/csisim/drivers/faultproxy"
@@ -192,9 +193,28 @@ func (d *driver) launch(ctx context.Context, pl *plugin) error {
 	readyCtx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
 	defer cancel()
 	if err := p.WaitReady(readyCtx); err != nil {
-		return fmt.Errorf("driver %s did not become ready: %w", pl.name, err)
+		hint := ""
+		select {
+		case <-p.Exited():
+		default: // alive, and not ready
+			hint = socketHint(pl.driverEndpoint)
+		}
+		return fmt.Errorf("driver %s did not become ready: %w%s", pl.name, err, hint)
 	}
 	return nil
+}
+
+// socketHint says, of a running driver that did not become ready, that it never
+// made its socket, when so: then it listens elsewhere, or not yet, and
+// the likeliest cause is that its command does not pass {endpoint} the
+// way the driver takes it.
+func socketHint(endpoint string) string {
+	path := strings.TrimPrefix(endpoint, "unix://")
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	return fmt.Sprintf("\nthe driver never made its socket %s: does its command pass {endpoint} as the driver takes its endpoint "+
+		"(a flag such as --endpoint={endpoint}, or env CSI_ENDPOINT={endpoint})?", path)
 }
 
 // mockBackend is the storage all mock plugins share, as the controller

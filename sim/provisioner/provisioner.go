@@ -217,21 +217,16 @@ const DefaultTimeout = 10 * time.Second
 // GetPluginCapabilities and ControllerGetCapabilities. The sidecar does
 // not exit for a driver that cannot provision: it refuses every claim
 // (checkDriverCapabilities). A driver that does not answer makes the
-// real sidecar exit (klog.Fatalf); a driver with no controller service,
-// whose ControllerGetCapabilities is Unimplemented, so does it here,
-// and the cluster runs without it; any other error fails the start.
+// real sidecar exit (klog.Fatalf): see controller.CheckFailed.
 func Check(ctx context.Context, d *controller.Driver) error {
 	callCtx, cancel := csiclient.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	var err error
-	if d.Capabilities.Plugin, d.Capabilities.Expansion, err = driverinfo.AskPlugin(callCtx, d.Identity); err != nil {
-		return fmt.Errorf("Error getting CSI driver capabilities: %w", err)
+	if d.Capabilities.Plugin, d.Capabilities.Expansion, err = driverinfo.AskPlugin(callCtx, d.Identity); err == nil {
+		d.Capabilities.Controller, err = driverinfo.AskController(callCtx, d.Controller)
 	}
-	if d.Capabilities.Controller, err = driverinfo.AskController(callCtx, d.Controller); err != nil {
-		if !d.Capabilities.HasControllerService() {
-			return fmt.Errorf("%w: Error getting CSI driver capabilities: %w", controller.ErrExitsAtStart, err)
-		}
-		return fmt.Errorf("Error getting CSI driver capabilities: %w", err)
+	if err != nil {
+		return controller.CheckFailed(fmt.Errorf("Error getting CSI driver capabilities: %w", err))
 	}
 	return nil
 }

@@ -137,7 +137,7 @@ func Check(ctx context.Context, d *controller.Driver) error {
 	defer cancel()
 	caps, err := driverinfo.AskController(callCtx, d.Controller)
 	if err != nil {
-		return fmt.Errorf("controller plugin: %w", err)
+		return controller.CheckFailed(fmt.Errorf("error determining if driver supports create/delete snapshot operations: %w", err))
 	}
 	d.Capabilities.Controller = caps
 	if !caps[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT] {
