@@ -216,7 +216,14 @@ func (p *Provisioner) deletionSecrets(ctx context.Context, pv *corev1.Persistent
 	return secrets, nil
 }
 
+// attachedTo is the node a VolumeAttachment attaches the volume to, ""
+// for none. The sidecar watches VolumeAttachments only for a driver with
+// PUBLISH_UNPUBLISH_VOLUME (cmd/csi-provisioner/csi-provisioner.go); for
+// another it has nothing to check (canDeleteVolume).
 func (p *Provisioner) attachedTo(pvName string) string {
+	if !p.cfg.Capabilities.Controller[csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME] {
+		return ""
+	}
 	vas, _ := volumeutil.ByIndex[*storagev1.VolumeAttachment](p.vaIndex, volumeutil.AttachmentsByVolume, pvName)
 	if len(vas) == 0 {
 		return ""

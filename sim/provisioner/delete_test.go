@@ -8,14 +8,17 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
@@ -134,5 +137,32 @@ func TestRetainDropsFinalizer(t *testing.T) {
 	}
 	if len(cur.Finalizers) != 0 || len(ctrl.deleted) != 0 {
 		t.Errorf("finalizers %v, DeleteVolume %v; want neither", cur.Finalizers, ctrl.deleted)
+	}
+}
+
+// A volume still attached is not deleted for a driver that attaches; the
+// sidecar of a driver without PUBLISH_UNPUBLISH_VOLUME does not watch
+// VolumeAttachments, and has nothing to wait for.
+func TestDeleteWaitsForDetachOnlyForADriverThatAttaches(t *testing.T) {
+	pvName := "pv-1"
+	inf := informers.NewSharedInformerFactory(fake.NewClientset(), 0).Storage().V1().VolumeAttachments().Informer()
+	if err := volumeutil.AddIndexes(inf, volumeutil.AttachmentsByVolume); err != nil {
+		t.Fatal(err)
+	}
+	vas := inf.GetIndexer()
+	if err := vas.Add(&storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va"},
+		Spec: storagev1.VolumeAttachmentSpec{NodeName: "node-1", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}}}); err != nil {
+		t.Fatal(err)
+	}
+	noAttach := csisimCapabilities
+	noAttach.Controller = map[csi.ControllerServiceCapability_RPC_Type]bool{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME: true}
+	for _, tc := range []struct {
+		caps driverinfo.Capabilities
+		want string
+	}{{csisimCapabilities, "node-1"}, {noAttach, ""}} {
+		p := &Provisioner{cfg: Config{Capabilities: tc.caps}, vaIndex: vas}
+		if got := p.attachedTo(pvName); got != tc.want {
+			t.Errorf("attachedTo with controller capabilities %v = %q, want %q", tc.caps.Controller, got, tc.want)
+		}
 	}
 }

@@ -35,7 +35,7 @@ var csisimCapabilities = driverinfo.Capabilities{
 	Plugin: map[csi.PluginCapability_Service_Type]bool{csi.PluginCapability_Service_CONTROLLER_SERVICE: true,
 		csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS: true},
 	Controller: map[csi.ControllerServiceCapability_RPC_Type]bool{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME: true,
-		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER: true},
+		csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME: true, csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER: true},
 }
 
 // What the sidecar makes of a class: the request CreateVolume gets and the
