@@ -54,9 +54,12 @@ fmt-check:
 
 # labs-check: every command of every lab in docs/labs against a fresh
 # csisim serve each, comparing the outputs and timeline lines the labs
-# state with what happens (internal/labcheck). Root (real mounts), kubectl.
+# state with what happens (internal/labcheck), and the commands of the
+# documents checked the same way without a cluster (the driver profile
+# walk-through). Root (real mounts), kubectl.
+CHECKED_DOCS ?= docs/profiles/walkthrough.md
 labs-check: build
-	$(GO) run ./internal/cmd/labs-check -csisim $(BIN) docs/labs/[0-9]*.md
+	$(GO) run ./internal/cmd/labs-check -csisim $(BIN) docs/labs/[0-9]*.md $(CHECKED_DOCS)
 
 # e2e: the same scenarios against a real cluster from KUBECONFIG (with the
 # CSI driver deployed there). Not run in CI here: no cluster on this machine.

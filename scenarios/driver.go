@@ -209,21 +209,24 @@ func (s *Scenario) SkipReason(p *profile.Profile) string {
 // whyMissing says why the driver lacks the capabilities missing: what the
 // running driver did not report, and which the profile does not declare.
 func whyMissing(p *profile.Profile, missing []profile.Capability) string {
-	var whys []string
-	var undeclared []string
+	var unreported, undeclared []string
 	for _, c := range missing {
-		if why := p.Why(c); why != "" {
-			whys = append(whys, why)
+		if what := p.Unreported(c); what != "" {
+			unreported = append(unreported, what)
 		} else {
 			undeclared = append(undeclared, string(c))
 		}
+	}
+	var whys []string
+	if len(unreported) > 0 {
+		whys = append(whys, fmt.Sprintf("%s does not report %s", p.Name, strings.Join(unreported, ", nor ")))
 	}
 	if len(undeclared) > 0 {
 		it := "it"
 		if len(undeclared) > 1 {
 			it = "them"
 		}
-		if len(whys) > 0 {
+		if len(unreported) > 0 {
 			it = listWords(undeclared, "")
 		}
 		whys = append(whys, fmt.Sprintf("driver profile %s lacks %s", profileLabel(p), it))

@@ -104,28 +104,39 @@ var Capabilities = []Capability{Attach, Block, Snapshots, Clones, ExpansionOnlin
 // answer is how a running driver answers for an asked capability: whether
 // it has it, and in what words it says so, for messages.
 type answer struct {
-	has  func(driverinfo.Info) bool
-	says string // what the driver reports when it has it
+	has func(driverinfo.Info) bool
+	// says is what the driver reports when it has it, or the part of it
+	// the driver does not report.
+	says func(driverinfo.Info) string
+}
+
+// saying is an answer's words that do not depend on the driver.
+func saying(words string) func(driverinfo.Info) string {
+	return func(driverinfo.Info) string { return words }
 }
 
 // asked are the capabilities the running driver says of itself, as the
 // sidecars and the kubelet ask it (drivers/driverinfo).
 var asked = map[Capability]answer{
-	Attach: {func(i driverinfo.Info) bool { return i.CanAttach() },
-		"CONTROLLER_SERVICE (GetPluginCapabilities) and PUBLISH_UNPUBLISH_VOLUME (ControllerGetCapabilities)"},
+	Attach: {func(i driverinfo.Info) bool { return i.CanAttach() }, func(i driverinfo.Info) string {
+		if !i.HasControllerService() {
+			return "CONTROLLER_SERVICE (GetPluginCapabilities)"
+		}
+		return "PUBLISH_UNPUBLISH_VOLUME (ControllerGetCapabilities)"
+	}},
 	Snapshots:             controllerAnswer(csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT),
 	Clones:                controllerAnswer(csi.ControllerServiceCapability_RPC_CLONE_VOLUME),
 	Capacity:              controllerAnswer(csi.ControllerServiceCapability_RPC_GET_CAPACITY),
 	SingleNodeMultiWriter: controllerAnswer(csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER),
 	Topology: {func(i driverinfo.Info) bool {
 		return i.Plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS]
-	}, "VOLUME_ACCESSIBILITY_CONSTRAINTS (GetPluginCapabilities)"},
+	}, saying("VOLUME_ACCESSIBILITY_CONSTRAINTS (GetPluginCapabilities)")},
 	StageUnstage: {func(i driverinfo.Info) bool { return i.Node[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] },
-		"STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)"},
+		saying("STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)")},
 }
 
 func controllerAnswer(rpc csi.ControllerServiceCapability_RPC_Type) answer {
-	return answer{func(i driverinfo.Info) bool { return i.Controller[rpc] }, rpc.String() + " (ControllerGetCapabilities)"}
+	return answer{func(i driverinfo.Info) bool { return i.Controller[rpc] }, saying(rpc.String() + " (ControllerGetCapabilities)")}
 }
 
 // Asked lists the capabilities a profile need not declare: csisim asks the
@@ -190,16 +201,16 @@ func (p *Profile) Missing(needs []Capability) []Capability {
 	return out
 }
 
-// Why says, for a capability the driver lacks, what the driver did not
-// report, e.g. "the driver reports no PUBLISH_UNPUBLISH_VOLUME
-// (ControllerGetCapabilities)"; "" when the profile, not the driver, says
-// it.
-func (p *Profile) Why(c Capability) string {
+// Unreported says, for an asked capability the running driver lacks,
+// what it did not report, e.g. "STAGE_UNSTAGE_VOLUME
+// (NodeGetCapabilities)"; "" when the profile, not the driver, says it
+// (a capability csisim does not ask, or a driver not asked yet).
+func (p *Profile) Unreported(c Capability) string {
 	a, ok := asked[c]
-	if !ok || p.Reported == nil {
+	if !ok || p.Reported == nil || a.has(*p.Reported) {
 		return ""
 	}
-	return fmt.Sprintf("%s does not report %s", p.Reported.Name, a.says)
+	return a.says(*p.Reported)
 }
 
 // Complete returns a copy of the profile with the answers of its running
@@ -232,7 +243,7 @@ func (p *Profile) Contradictions(info driverinfo.Info) []string {
 		}
 		if a, isAsked := asked[c]; isAsked {
 			if has := a.has(info); has != declared {
-				out = append(out, contradiction(c, declared, has, info.Name, a.says))
+				out = append(out, contradiction(c, declared, has, info.Name, a.says(info)))
 			}
 		}
 	}

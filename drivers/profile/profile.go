@@ -1,9 +1,14 @@
 // Package profile reads driver profiles: YAML files that tell csisim how to
-// start a CSI driver, what it can do, and which StorageClass parameters and
-// flags the library's scenarios should use with it. A profile is to csisim
-// what testdriver.yaml (DriverInfo) is to the Kubernetes e2e storage
-// framework: with it, one library of scenarios runs against any driver,
-// and a scenario whose needs the driver lacks is skipped with the reason.
+// start a CSI driver, what csisim cannot ask the running driver (its
+// CSIDriver object's fields, what it can do that CSI has no capability
+// for), and which StorageClass parameters and flags the library's
+// scenarios should use with it. A profile is to csisim what
+// testdriver.yaml (DriverInfo) is to the Kubernetes e2e storage framework:
+// with it, one library of scenarios runs against any driver, and a
+// scenario whose needs the driver lacks is skipped with the reason. What
+// the driver reports of itself is asked (drivers/driverinfo) and completes
+// the profile (Complete); a profile that contradicts it is refused
+// (Contradictions). docs/profiles/README.md documents every key.
 //
 // Profiles for csisim's own driver, its mock and the csi-test mock driver
 // live in drivers/profiles/.

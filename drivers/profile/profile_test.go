@@ -78,11 +78,11 @@ func TestMissing(t *testing.T) {
 	if strings.Join(capNames(got), " ") != "block snapshots stageUnstage" {
 		t.Fatalf("Missing once asked = %v, want [block snapshots stageUnstage]", got)
 	}
-	if why := p.Complete(reported).Why(StageUnstage); why != "nfs.example.com does not report STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)" {
-		t.Fatalf("Why(stageUnstage) = %q", why)
+	if why := p.Complete(reported).Unreported(StageUnstage); why != "STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)" {
+		t.Fatalf("Unreported(stageUnstage) = %q", why)
 	}
-	if why := p.Complete(reported).Why(Block); why != "" {
-		t.Fatalf("Why(block) = %q: the profile, not the driver, says block", why)
+	if why := p.Complete(reported).Unreported(Block); why != "" {
+		t.Fatalf("Unreported(block) = %q: the profile, not the driver, says block", why)
 	}
 }
 
@@ -103,7 +103,7 @@ capabilities: {attach: false, stageUnstage: true, topology: true, block: true, e
 		t.Fatal(err)
 	}
 	want := []string{
-		"capabilities.attach: the profile says false, but nfs.example.com reports CONTROLLER_SERVICE (GetPluginCapabilities) and PUBLISH_UNPUBLISH_VOLUME (ControllerGetCapabilities): leave the key out, the driver is asked",
+		"capabilities.attach: the profile says false, but nfs.example.com reports PUBLISH_UNPUBLISH_VOLUME (ControllerGetCapabilities): leave the key out, the driver is asked",
 		"capabilities.topology: the profile says true, but nfs.example.com does not report VOLUME_ACCESSIBILITY_CONSTRAINTS (GetPluginCapabilities)",
 		"capabilities.stageUnstage: the profile says true, but nfs.example.com does not report STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)",
 		"capabilities.expansionOnline: the profile says true, but nfs.example.com does not report EXPAND_VOLUME (ControllerGetCapabilities or NodeGetCapabilities)",

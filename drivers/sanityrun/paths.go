@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	"github.com/onsi/ginkgo/v2"
 )
 
@@ -70,6 +71,24 @@ func (p *specPaths) remove(path string) error {
 	p.leaked[spec] = append(p.leaked[spec], what)
 	p.mu.Unlock()
 	return err
+}
+
+// kind is what is at path, for csi-sanity's CheckPath (which it asks for
+// once the paths are made by hooks, as here): csi-sanity's own way,
+// os.Stat.
+func (p *specPaths) kind(path string) (sanity.PathKind, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return sanity.PathIsNotFound, nil
+	case err != nil:
+		return "", err
+	case fi.Mode().IsRegular():
+		return sanity.PathIsFile, nil
+	case fi.IsDir():
+		return sanity.PathIsDir, nil
+	}
+	return sanity.PathIsOther, nil
 }
 
 // leftBehind is what the spec's clean-up could not remove.

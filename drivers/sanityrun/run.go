@@ -162,6 +162,7 @@ func sanityConfig(cfg Config, paths *specPaths) sanity.TestConfig {
 	sc.StagingPath = filepath.Join(cfg.Dir, "staging")
 	sc.CreateTargetDir, sc.CreateStagingDir = paths.target, paths.staging
 	sc.RemoveTargetPath, sc.RemoveStagingPath = paths.remove, paths.remove
+	sc.CheckPath = paths.kind
 	sc.TestVolumeParameters = cfg.Profile.StorageClass.Parameters
 	// Small volumes keep mkfs and copies quick; expansion still doubles
 	// them.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 )
@@ -102,6 +103,12 @@ func TestSpecPathsAreFreshAndRecordLeftovers(t *testing.T) {
 	}
 	if err := p.remove(staging); err != nil {
 		t.Fatal(err)
+	}
+	for path, want := range map[string]sanity.PathKind{first: sanity.PathIsDir, staging: sanity.PathIsNotFound,
+		filepath.Join(first, "target"): sanity.PathIsFile} {
+		if got, err := p.kind(path); got != want || err != nil {
+			t.Errorf("kind(%s) = %q, %v; want %q", path, got, err, want)
+		}
 	}
 	second, err := p.target("")
 	if err != nil {

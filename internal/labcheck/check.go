@@ -31,7 +31,8 @@ type Config struct {
 
 // Check runs lab from a fresh csisim serve to its end, in a temporary
 // directory, and returns the first step whose output is not what the lab
-// says (or whose command fails). Serve is stopped, and cleans up, either way.
+// says (or whose command fails). Serve is stopped, and cleans up, either
+// way. A document without a serve block has its commands run alone.
 func Check(ctx context.Context, lab *Lab, cfg Config) (err error) {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 2 * time.Minute
@@ -44,6 +45,11 @@ func Check(ctx context.Context, lab *Lab, cfg Config) (err error) {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	if lab.Serve.Kind != Serve {
+		// A document without a cluster: its commands alone.
+		env := append(os.Environ(), "PATH="+cfg.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		return runSteps(ctx, lab, dir, env, nil, cfg)
+	}
 	kubeconfig, err := kubeconfigOf(lab.Serve.Text)
 	if err != nil {
 		return fmt.Errorf("%s:%d: %w", lab.File, lab.Serve.Line, err)
@@ -65,6 +71,12 @@ func Check(ctx context.Context, lab *Lab, cfg Config) (err error) {
 	if err := srv.waitFor(ctx, kubeconfig, cfg.StartTimeout); err != nil {
 		return fmt.Errorf("%s:%d: %w", lab.File, lab.Serve.Line, err)
 	}
+	return runSteps(ctx, lab, dir, env, srv, cfg)
+}
+
+// runSteps runs the lab's steps in dir with env, checking the timeline of
+// srv (nil for a document without serve, which has no timeline steps).
+func runSteps(ctx context.Context, lab *Lab, dir string, env []string, srv *server, cfg Config) (err error) {
 	// A timeline step looks at serve's output from the first command after
 	// the previous timeline step on (from, a line number), and after the
 	// lines that step matched (cursor).
@@ -80,7 +92,7 @@ func Check(ctx context.Context, lab *Lab, cfg Config) (err error) {
 			marked = false
 		} else {
 			line = st.Run.Line
-			if !marked {
+			if !marked && srv != nil {
 				from, marked = strings.Count(srv.out.String(), "\n"), true
 			}
 			if err := runStep(ctx, dir, env, st, cfg.CommandTimeout); err != nil {

@@ -7,7 +7,8 @@
 // A lab is Markdown. Its fenced blocks that the checker reads are:
 //
 //	```sh serve                 the csisim serve command line (one per lab, first);
-//	                            it must write --kubeconfig FILE, a relative path
+//	                            it must write --kubeconfig FILE, a relative path;
+//	                            a document without one has its commands run alone
 //	```sh                       commands, run with bash -e -o pipefail in one
 //	                            directory with KUBECONFIG set; they must succeed
 //	```text expected [within=D] what the sh block just before prints; with within,
@@ -166,8 +167,8 @@ func (lab *Lab) steps(blocks []Block) error {
 				return fmt.Errorf("%s:%d: the serve block must come before every other checked block, once", lab.File, b.Line)
 			}
 			lab.Serve = b
-		case i == 0:
-			return fmt.Errorf("%s:%d: a lab starts with its serve block (```sh serve)", lab.File, b.Line)
+		case b.Kind == Timeline && blocks[0].Kind != Serve:
+			return fmt.Errorf("%s:%d: a timeline block needs the serve block whose timeline it reads (```sh serve, first)", lab.File, b.Line)
 		case b.Kind == Run:
 			lab.Steps = append(lab.Steps, Step{Run: &blocks[i]})
 		case b.Kind == Expected:
@@ -183,8 +184,8 @@ func (lab *Lab) steps(blocks []Block) error {
 			lab.Steps = append(lab.Steps, Step{Timeline: &blocks[i]})
 		}
 	}
-	if lab.Serve.Kind != Serve {
-		return fmt.Errorf("%s: no serve block (```sh serve)", lab.File)
+	if len(lab.Steps) == 0 {
+		return fmt.Errorf("%s: no commands to check (```sh)", lab.File)
 	}
 	return nil
 }

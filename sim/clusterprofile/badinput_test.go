@@ -59,7 +59,7 @@ func TestBadDriversRefusedAtStart(t *testing.T) {
 		{name: "over-claimed attach, stage and topology", p: driverProfile(t, "hostpath.csisim.io", "attach: true, stageUnstage: true, topology: true, block: true", "",
 			"--no-attach", "--no-stage", "--no-topology"),
 			want: []string{
-				"capabilities.attach: the profile says true, but hostpath.csisim.io does not report CONTROLLER_SERVICE (GetPluginCapabilities) and PUBLISH_UNPUBLISH_VOLUME",
+				"capabilities.attach: the profile says true, but hostpath.csisim.io does not report PUBLISH_UNPUBLISH_VOLUME (ControllerGetCapabilities)",
 				"capabilities.topology: the profile says true, but hostpath.csisim.io does not report VOLUME_ACCESSIBILITY_CONSTRAINTS",
 				"capabilities.stageUnstage: the profile says true, but hostpath.csisim.io does not report STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)",
 				"(the driver reports: hostpath.csisim.io",
