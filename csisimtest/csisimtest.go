@@ -143,7 +143,7 @@ func start(t TB, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	if !opts.NoDriverObjects {
-		for _, obj := range driverObjects(p, sim.DriverName()) {
+		for _, obj := range driverObjects(p.Complete(sim.DriverInfo()), sim.DriverName()) {
 			if _, err := c.applyAny(obj); err != nil {
 				return nil, fmt.Errorf("installing the driver: %w", err)
 			}

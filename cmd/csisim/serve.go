@@ -77,7 +77,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		objects = func(c *cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass) {
-			return p.Objects(c.DriverName(), profile.StorageClassName)
+			return p.Complete(c.DriverInfo()).Objects(c.DriverName(), profile.StorageClassName)
 		}
 	}
 	cfg.Seed, cfg.Realtime, cfg.EventTTL = *seed, true, *eventTTL

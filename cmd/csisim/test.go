@@ -52,8 +52,9 @@ func testDriver(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: csisim test --driver PROFILE [flags]\n\n"+
 			"Tests a CSI driver: csi-sanity against it, then every scenario of the library on the simulator\n"+
-			"with it, with the scenario's invariants. A scenario that needs what the profile says the driver\n"+
-			"lacks is skipped with the reason. Prints a line per scenario and the totals; exits 0 if nothing\n"+
+			"with it, with the scenario's invariants. A scenario that needs what the driver lacks (as it\n"+
+			"reports itself when asked, or as the profile says) is skipped with the reason. Prints a line\n"+
+			"per scenario and the totals; exits 0 if nothing\n"+
 			"failed, 1 if something did, 2 on a usage error.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
