@@ -70,6 +70,41 @@ func (d *driver) start(ctx context.Context, role fault.Plugin, node string) (*pl
 	return pl, d.startProxy(ctx, pl, listen)
 }
 
+// startAsked starts a node plugin of node's, apart from the one its
+// kubelet uses, for the cluster to ask what the node service says of
+// itself (askNode): with a socket and a state directory of its own, no
+// fault proxy, and its output in the driver log.
+func (d *driver) startAsked(ctx context.Context, node string) (*plugin, error) {
+	pl := &plugin{role: fault.Node, node: node, name: "node plugin asked at start"}
+	socket := d.root.Path("asked", "csi.sock")
+	if err := os.MkdirAll(filepath.Dir(socket), 0o750); err != nil {
+		return nil, fmt.Errorf("preparing %s: %w", filepath.Dir(socket), err)
+	}
+	pl.driverEndpoint = "unix://" + socket
+	if d.cfg.Mock {
+		pl.mock = &mock.Config{Name: d.cfg.DriverName, NodeID: node, Mode: mock.ModeNode, Backend: d.mockBackend()}
+	} else if err := d.prepareProcess(pl); err != nil {
+		return nil, err
+	} else {
+		pl.vars.StateDir = d.root.Path("asked", "state")
+		if err := os.MkdirAll(pl.vars.StateDir, 0o750); err != nil {
+			return nil, fmt.Errorf("preparing %s: %w", pl.vars.StateDir, err)
+		}
+	}
+	return pl, d.startPlugin(ctx, pl)
+}
+
+// stopServer stops the plugin's own driver process or mock server, as
+// one that was asked to.
+func (pl *plugin) stopServer() {
+	if pl.process != nil {
+		_ = pl.process.Stop(5 * time.Second)
+	}
+	if pl.mockServer != nil {
+		_ = pl.mockServer.Stop()
+	}
+}
+
 // startServer starts what serves the plugin: in the combined layout the
 // controller plugin is the first node's driver, which runs already;
 // otherwise the mock's server or a driver process.

@@ -4,18 +4,20 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/csiclient"
 )
 
-// askDriver asks the driver, once its controller plugin and the first
-// node's plugin run and before any component starts, what it says of
-// itself (driverinfo.Ask): its name, its capabilities and the first
-// node's NodeGetInfo. It asks past the fault proxies, as csisim and not
-// as a component, so the run's timeline does not show it: the components
-// ask what they ask themselves (their Check, the kubelet's registration).
-// The answers are the cluster's DriverInfo, from which a run decides the
-// scenarios that apply, and Config.VerifyDriver may refuse them.
+// askDriver asks the driver, once its controller plugin runs and before
+// any component starts, what it says of itself (driverinfo.Ask): the
+// controller plugin its name and capabilities, and a node plugin its
+// capabilities and NodeGetInfo. It asks as csisim, not as a component,
+// past the fault proxies, so the run's timeline does not show it; the
+// components ask what they ask themselves (their Check, the kubelet's
+// registration). The answers are the cluster's DriverInfo, from which a
+// run decides the scenarios that apply, and Config.VerifyDriver may
+// refuse them.
 func (c *Cluster) askDriver(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()
@@ -28,30 +30,44 @@ func (c *Cluster) askDriver(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("asking the driver what it is: %w", err)
 	}
-	// The name the sidecars will take (askDriverName), already for the
-	// first node's plugin directory.
-	c.cfg.DriverName = info.Name
-	first := c.cfg.Nodes[0]
-	pl, err := c.driver.startNode(ctx, first)
-	if err != nil {
+	if info.Node, info.NodeInfo, err = c.askNode(ctx); err != nil {
 		return err
-	}
-	node, err := csiclient.Dial(pl.driverEndpoint, "csisim", nil)
-	if err != nil {
-		return err
-	}
-	defer node.Close()
-	if info.Node, err = driverinfo.AskNode(ctx, node.Node); err == nil {
-		info.NodeInfo, err = driverinfo.AskNodeInfo(ctx, node.Node)
-	}
-	if err != nil {
-		return fmt.Errorf("asking the node plugin on %s what it is: %w", first, err)
 	}
 	c.driverInfo = info
 	if c.cfg.VerifyDriver != nil {
 		return c.cfg.VerifyDriver(info)
 	}
 	return nil
+}
+
+// askNode asks a node plugin what the node service says of itself: one
+// of its own, started as the first node's is and stopped again. The
+// sidecars all ask the controller plugin at start, so one more question
+// there is one more sidecar; a node plugin is asked by its kubelet alone,
+// and a driver whose answers depend on what it was asked before (a
+// faulty one) must answer the kubelet's first question as it would on a
+// real node.
+func (c *Cluster) askNode(ctx context.Context) (map[csi.NodeServiceCapability_RPC_Type]bool, *driverinfo.NodeInfo, error) {
+	first := c.cfg.Nodes[0]
+	pl, err := c.driver.startAsked(ctx, first)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer pl.stopServer()
+	conn, err := csiclient.Dial(pl.driverEndpoint, "csisim", nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer conn.Close()
+	caps, err := driverinfo.AskNode(ctx, conn.Node)
+	var info *driverinfo.NodeInfo
+	if err == nil {
+		info, err = driverinfo.AskNodeInfo(ctx, conn.Node)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("asking the node plugin on %s what it is: %w", first, err)
+	}
+	return caps, info, nil
 }
 
 // DriverInfo is what the driver said of itself at the start: its name,
