@@ -94,14 +94,14 @@ func (d *driver) startAsked(ctx context.Context, node string) (*plugin, error) {
 	return pl, d.startPlugin(ctx, pl)
 }
 
-// stopServer stops the plugin's own driver process or mock server, as
-// one that was asked to.
-func (pl *plugin) stopServer() {
-	if pl.process != nil {
-		_ = pl.process.Stop(5 * time.Second)
-	}
+// stopAsked stops the plugin startAsked started, and forgets its process
+// once it is gone (else stop stops it again at the end).
+func (d *driver) stopAsked(pl *plugin) {
 	if pl.mockServer != nil {
 		_ = pl.mockServer.Stop()
+	}
+	if pl.process != nil && pl.process.Stop(5*time.Second) == nil {
+		d.processes = slices.DeleteFunc(d.processes, func(p *launch.Process) bool { return p == pl.process })
 	}
 }
 

@@ -53,7 +53,7 @@ func (c *Cluster) askNode(ctx context.Context) (map[csi.NodeServiceCapability_RP
 	if err != nil {
 		return nil, nil, err
 	}
-	defer pl.stopServer()
+	defer c.driver.stopAsked(pl)
 	conn, err := csiclient.Dial(pl.driverEndpoint, "csisim", nil)
 	if err != nil {
 		return nil, nil, err
