@@ -81,10 +81,17 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		}
 	}()
 	c.startLoop()
-	if _, err := c.driver.startController(ctx); err != nil {
+	// The node plugin the cluster asks (askNode) starts while the
+	// controller plugin does.
+	asked, err := c.driver.startAsked(cfg.Nodes[0])
+	if err != nil {
 		return c, err
 	}
-	if err := c.askDriver(ctx); err != nil {
+	if _, err := c.driver.startController(ctx); err != nil {
+		c.driver.stopAsked(asked)
+		return c, err
+	}
+	if err := c.askDriver(ctx, asked); err != nil {
 		return c, err
 	}
 	if err := c.startControlPlane(); err != nil {

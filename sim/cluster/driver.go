@@ -73,8 +73,9 @@ func (d *driver) start(ctx context.Context, role fault.Plugin, node string) (*pl
 // startAsked starts a node plugin of node's, apart from the one its
 // kubelet uses, for the cluster to ask what the node service says of
 // itself (askNode): with a socket and a state directory of its own, no
-// fault proxy, and its output in the driver log.
-func (d *driver) startAsked(ctx context.Context, node string) (*plugin, error) {
+// fault proxy, and its output in the driver log. A process is not waited
+// for here: it starts while the controller plugin does (askNode waits).
+func (d *driver) startAsked(node string) (*plugin, error) {
 	pl := &plugin{role: fault.Node, node: node, name: "node plugin asked at start"}
 	socket := d.root.Path("asked", "csi.sock")
 	if err := os.MkdirAll(filepath.Dir(socket), 0o750); err != nil {
@@ -83,15 +84,16 @@ func (d *driver) startAsked(ctx context.Context, node string) (*plugin, error) {
 	pl.driverEndpoint = "unix://" + socket
 	if d.cfg.Mock {
 		pl.mock = &mock.Config{Name: d.cfg.DriverName, NodeID: node, Mode: mock.ModeNode, Backend: d.mockBackend()}
-	} else if err := d.prepareProcess(pl); err != nil {
-		return nil, err
-	} else {
-		pl.vars.StateDir = d.root.Path("asked", "state")
-		if err := os.MkdirAll(pl.vars.StateDir, 0o750); err != nil {
-			return nil, fmt.Errorf("preparing %s: %w", pl.vars.StateDir, err)
-		}
+		return pl, d.startPlugin(context.Background(), pl) // a mock's server is ready once started
 	}
-	return pl, d.startPlugin(ctx, pl)
+	if err := d.prepareProcess(pl); err != nil {
+		return nil, err
+	}
+	pl.vars.StateDir = d.root.Path("asked", "state")
+	if err := os.MkdirAll(pl.vars.StateDir, 0o750); err != nil {
+		return nil, fmt.Errorf("preparing %s: %w", pl.vars.StateDir, err)
+	}
+	return pl, d.spawn(pl)
 }
 
 // stopAsked stops the plugin startAsked started, and forgets its process
@@ -216,6 +218,14 @@ func (d *driver) startPlugin(ctx context.Context, pl *plugin) error {
 
 // launch starts the plugin's driver process and waits until it is ready.
 func (d *driver) launch(ctx context.Context, pl *plugin) error {
+	if err := d.spawn(pl); err != nil {
+		return err
+	}
+	return d.waitReady(ctx, pl)
+}
+
+// spawn starts the plugin's driver process, and watches it.
+func (d *driver) spawn(pl *plugin) error {
 	p, err := launch.Start(context.Background(), "driver "+pl.name, pl.template, pl.vars, d.cfg.DriverLog)
 	if err != nil {
 		return err
@@ -225,12 +235,17 @@ func (d *driver) launch(ctx context.Context, pl *plugin) error {
 		return err
 	}
 	pl.process = p
+	return nil
+}
+
+// waitReady waits until the plugin's driver process is ready.
+func (d *driver) waitReady(ctx context.Context, pl *plugin) error {
 	readyCtx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
 	defer cancel()
-	if err := p.WaitReady(readyCtx); err != nil {
+	if err := pl.process.WaitReady(readyCtx); err != nil {
 		hint := ""
 		select {
-		case <-p.Exited():
+		case <-pl.process.Exited():
 		default: // alive, and not ready
 			hint = socketHint(pl.driverEndpoint)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/csiclient"
 )
@@ -18,7 +19,8 @@ import (
 // registration). The answers are the cluster's DriverInfo, from which a
 // run decides the scenarios that apply, and Config.VerifyDriver may
 // refuse them.
-func (c *Cluster) askDriver(ctx context.Context) error {
+func (c *Cluster) askDriver(ctx context.Context, asked *plugin) error {
+	defer c.driver.stopAsked(asked)
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()
 	ctrl, err := csiclient.Dial(c.driver.controllerPlugin().driverEndpoint, "csisim", nil)
@@ -30,7 +32,7 @@ func (c *Cluster) askDriver(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("asking the driver what it is: %w", err)
 	}
-	if info.Node, info.NodeInfo, err = c.askNode(ctx); err != nil {
+	if info.Node, info.NodeInfo, err = c.askNode(ctx, asked); err != nil {
 		return err
 	}
 	c.driverInfo = info
@@ -41,19 +43,18 @@ func (c *Cluster) askDriver(ctx context.Context) error {
 }
 
 // askNode asks a node plugin what the node service says of itself: one
-// of its own, started as the first node's is and stopped again. The
-// sidecars all ask the controller plugin at start, so one more question
-// there is one more sidecar; a node plugin is asked by its kubelet alone,
-// and a driver whose answers depend on what it was asked before (a
-// faulty one) must answer the kubelet's first question as it would on a
-// real node.
-func (c *Cluster) askNode(ctx context.Context) (map[csi.NodeServiceCapability_RPC_Type]bool, *driverinfo.NodeInfo, error) {
-	first := c.cfg.Nodes[0]
-	pl, err := c.driver.startAsked(ctx, first)
-	if err != nil {
-		return nil, nil, err
+// of its own, started as the first node's is (startAsked; askDriver stops
+// it). The sidecars all ask the controller plugin at start, so one more
+// question there is one more sidecar; a node plugin is asked by its
+// kubelet alone, and a driver whose answers depend on what it was asked
+// before (a faulty one) must answer the kubelet's first question as it
+// would on a real node.
+func (c *Cluster) askNode(ctx context.Context, pl *plugin) (map[csi.NodeServiceCapability_RPC_Type]bool, *driverinfo.NodeInfo, error) {
+	if pl.process != nil {
+		if err := c.driver.waitReady(ctx, pl); err != nil {
+			return nil, nil, err
+		}
 	}
-	defer c.driver.stopAsked(pl)
 	conn, err := csiclient.Dial(pl.driverEndpoint, "csisim", nil)
 	if err != nil {
 		return nil, nil, err
@@ -65,7 +66,7 @@ func (c *Cluster) askNode(ctx context.Context) (map[csi.NodeServiceCapability_RP
 		info, err = driverinfo.AskNodeInfo(ctx, conn.Node)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("asking the node plugin on %s what it is: %w", first, err)
+		return nil, nil, fmt.Errorf("asking the node plugin on %s what it is: %w", pl.node, err)
 	}
 	return caps, info, nil
 }
