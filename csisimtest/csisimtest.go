@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -329,12 +328,13 @@ func (c *Cluster) Node(name string) *corev1.Node {
 	return node
 }
 
-// Delete deletes each object (an Object, as Apply takes them) as kubectl
-// delete does, gracefully: a pod stays, terminating, until its kubelet
-// has stopped it and cleaned up its volumes. It does not wait for the
+// Delete deletes each object (an Object, as Apply takes and returns them:
+// c.Delete(objs...) deletes what Apply applied) as kubectl delete does,
+// gracefully: a pod stays, terminating, until its kubelet has stopped it
+// and cleaned up its volumes. It does not wait for the
 // objects to go (Eventually(obj).Should(BeGone()) does). It fails the
 // test if one does not exist.
-func (c *Cluster) Delete(objects ...runtime.Object) {
+func (c *Cluster) Delete(objects ...Object) {
 	c.t.Helper()
 	c.delete("Delete", false, objects)
 }
@@ -345,12 +345,12 @@ func (c *Cluster) Delete(objects ...runtime.Object) {
 // it goes — though its containers and mounts may still be there.
 // Finalizers still hold an object until their controllers remove them.
 // It fails the test if an object does not exist.
-func (c *Cluster) ForceDelete(objects ...runtime.Object) {
+func (c *Cluster) ForceDelete(objects ...Object) {
 	c.t.Helper()
 	c.delete("ForceDelete", true, objects)
 }
 
-func (c *Cluster) delete(name string, force bool, objects []runtime.Object) {
+func (c *Cluster) delete(name string, force bool, objects []Object) {
 	c.t.Helper()
 	for _, o := range objects {
 		ref, err := refFor(o)

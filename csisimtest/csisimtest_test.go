@@ -225,7 +225,8 @@ deletionPolicy: Delete
 		t.Fatalf("after Refresh the claim is %s with volume %q; want Bound to its pvc-... volume", pvc.Status.Phase, pvc.Spec.VolumeName)
 	}
 
-	c.Delete(u)
+	// Delete takes what Apply returned as it is.
+	c.Delete(append(objs, u)...)
 	cc, ft := failing(t, c)
 	cc.Refresh(u)
 	wantAll(t, strings.Join(ft.fatal, "\n"), "csisimtest: Refresh: ConfigMap default/settings does not exist")

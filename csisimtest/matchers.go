@@ -53,12 +53,19 @@ func subject(actual any) string {
 	case *Cluster:
 		return "the cluster"
 	case metav1.Object:
-		if v := reflect.ValueOf(a); v.Kind() == reflect.Pointer && v.IsNil() {
+		if isNil(a) {
 			return fmt.Sprintf("a nil %T", actual)
 		}
 		return fmt.Sprintf("%T %s", actual, key(a))
 	}
 	return fmt.Sprintf("%T", actual)
+}
+
+// isNil says whether o is a typed nil (a nil *corev1.Pod a function
+// returned), which has no metadata to read.
+func isNil(o metav1.Object) bool {
+	v := reflect.ValueOf(o)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 func key(o metav1.Object) string {
@@ -253,7 +260,7 @@ func BeTerminating() types.GomegaMatcher {
 				obj = a.Object
 			}
 		case metav1.Object:
-			if v := reflect.ValueOf(a); !(v.Kind() == reflect.Pointer && v.IsNil()) {
+			if !isNil(a) {
 				obj = a
 			}
 		default:

@@ -1,5 +1,6 @@
 // Package firstsuite_test is a first Ginkgo suite with csisim's Go API:
-// copy it into a driver repository, run `go test ./...` (or `ginkgo -p`),
+// copy it into a driver repository (its go.mod pointing at csisim, as
+// README's Go API section shows), run `go test ./...` (or `ginkgo -p`),
 // then point Driver at the driver's own profile file.
 package firstsuite_test
 
