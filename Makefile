@@ -42,9 +42,10 @@ test-drivers: build
 vet:
 	$(GO) vet ./...
 
-# examples: the example driver-repository suite (examples/driver-suite, the
-# Go API csisimtest against csi-test's mock driver) as a driver repository
-# runs it, with the Ginkgo CLI in parallel.
+# examples: the Go API's example suites as a driver repository runs them,
+# with the Ginkgo CLI in parallel: examples/first-suite (the one README
+# shows, csisim's mock driver) and examples/driver-suite (csi-test's mock
+# driver, a third-party binary).
 examples:
 	$(GO) run github.com/onsi/ginkgo/v2/ginkgo -p ./examples/...
 
