@@ -82,6 +82,13 @@ type Config struct {
 	StartTimeout time.Duration
 }
 
+// keepHistory stops the API server from compacting etcd (by default it
+// does every 5 minutes), so that every state of a run can be read back at
+// its resourceVersion while the cluster lives: csisim diff marks the end of
+// each step with the resourceVersion and lists the objects at it after the
+// run, instead of delaying the run to look. A cluster lives for one run.
+const keepHistory = "--etcd-compaction-interval=0"
+
 // The sidecars, by binary, and the actor their CSI calls appear under: the
 // binary's name, which is also how their API writes are attributed (their
 // user agent).
@@ -183,7 +190,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	c.kube, err = realkube.Start(ctx, realkube.Config{BinDir: cfg.BinDir, RootDir: root.Path("control-plane"),
 		ControllersFlag: "*", Log: cfg.Log, StartTimeout: cfg.StartTimeout,
-		ExtraArgs: map[string][]string{realkube.KubeAPIServer: auditArgs}})
+		ExtraArgs: map[string][]string{realkube.KubeAPIServer: append(auditArgs, keepHistory)}})
 	if err != nil {
 		return c, fmt.Errorf("starting the real control plane: %w", err)
 	}
