@@ -21,9 +21,8 @@ type Workloads struct {
 }
 
 // listWorkloads lists the workload kinds.
-func listWorkloads(ctx context.Context, cs kubernetes.Interface) (Workloads, error) {
+func listWorkloads(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) (Workloads, error) {
 	var w Workloads
-	opts := metav1.ListOptions{}
 	sets, err := cs.AppsV1().StatefulSets("").List(ctx, opts)
 	if err != nil {
 		return w, fmt.Errorf("listing StatefulSets: %w", err)
@@ -120,8 +119,7 @@ func (n *Normaliser) workloadObjects(add func(Object), w Workloads) {
 		o.Fields["status"] = fmt.Sprintf("replicas=%d updated=%d ready=%d available=%d unavailable=%d",
 			st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas, st.UnavailableReplicas)
 		for _, c := range st.Conditions {
-			o.Conditions = append(o.Conditions, condition(string(c.Type), string(c.Status), c.Reason))
-			o.Fields["condition "+string(c.Type)] = n.value(c.Message)
+			o.setCondition(string(c.Type), string(c.Status), c.Reason, n.value(c.Message))
 		}
 		add(o)
 	}

@@ -38,7 +38,7 @@ func TestReplicaSetPodsGetPlaceholders(t *testing.T) {
 		t.Errorf("objects %v", a.Objects)
 	}
 	rs := a.Objects["ReplicaSet default/web-5d4f"]
-	if rs.EventMessages["SuccessfulCreate"] != "Created pod: <pod 1 of replicaset default/web-5d4f>" {
-		t.Errorf("replicaset events %v", rs.EventMessages)
+	if m := rs.Events["SuccessfulCreate"].Messages; len(m) != 1 || m[0] != "Created pod: <pod 1 of replicaset default/web-5d4f>" {
+		t.Errorf("replicaset events %v", rs.Events)
 	}
 }
