@@ -123,19 +123,12 @@ func TestCompare(t *testing.T) {
 		want: []string{`after step 1 (a): CSI calls on <volume of default/data>: sim "CreateVolume", real "CreateVolume, DeleteVolume"`},
 	}}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, d := range Compare(tc.sim, tc.real, nil, nil) {
-				got = append(got, d.String())
-			}
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkCompare(t, tc.sim, tc.real, nil, nil, tc.want) })
 	}
 }
 
-// Differences only in when things happened are told apart, each with why.
+// Differences only in when things happened are told apart, each with why:
+// TestCompareTiming for the objects, TestCompareTimingCalls for the calls.
 func TestCompareTiming(t *testing.T) {
 	pending, bound := pv(nil), pv(nil)
 	pending.Phase = "Pending"
@@ -146,11 +139,10 @@ func TestCompareTiming(t *testing.T) {
 		return Object{Kind: "VolumeAttachment", Name: "<attachment>", Exists: true, Fields: map[string]string{"attached": attached}}
 	}
 	tests := []struct {
-		name                  string
-		sim, real             []Snapshot
-		simHistory, realHist  History
-		want                  []string
-		wantTiming, wantOther int
+		name                 string
+		sim, real            []Snapshot
+		simHistory, realHist History
+		want                 []string
 	}{{
 		name: "a backoff on either side of a step's end",
 		sim:  []Snapshot{snap(1, "a", nil, pending), snap(2, "b", nil, pending), snap(3, "c", nil, bound)},
@@ -198,7 +190,18 @@ func TestCompareTiming(t *testing.T) {
 			`after step 2 (b): Pod default/app: event FailedMount: sim (none), real "m" (` + whyValue + `)`,
 			`after step 2 (b): Pod default/app: event FailedMount source: sim (none), real "kubelet/node-1" (` + whyValue + `)`,
 		},
-	}, {
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { checkCompare(t, tc.sim, tc.real, tc.simHistory, tc.realHist, tc.want) })
+	}
+}
+
+func TestCompareTimingCalls(t *testing.T) {
+	tests := []struct {
+		name      string
+		sim, real []Snapshot
+		want      []string
+	}{{
 		name: "calls made in other steps",
 		sim:  []Snapshot{snap(1, "claim", calls(vol, call("CreateVolume", ""))), snap(2, "wait", calls(vol, call("CreateVolume", "")))},
 		real: []Snapshot{snap(1, "claim", nil), snap(2, "wait", calls(vol, call("CreateVolume", "")))},
@@ -241,15 +244,19 @@ func TestCompareTiming(t *testing.T) {
 			`real "NodePublishVolume (node-1), NodeStageVolume (node-1)"`},
 	}}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, d := range Compare(tc.sim, tc.real, tc.simHistory, tc.realHist) {
-				got = append(got, d.String())
-			}
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkCompare(t, tc.sim, tc.real, nil, nil, tc.want) })
+	}
+}
+
+// checkCompare compares the runs and checks the differences' lines.
+func checkCompare(t *testing.T, sim, real []Snapshot, simHistory, realHistory History, want []string) {
+	t.Helper()
+	var got []string
+	for _, d := range Compare(sim, real, simHistory, realHistory) {
+		got = append(got, d.String())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
 
