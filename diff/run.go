@@ -163,7 +163,8 @@ func (s side) run(ctx context.Context, sc *scenarios.Scenario, opts Options) (Ru
 	if err != nil {
 		return RunResult{}, fmt.Errorf("%s: client: %w", s.name, err)
 	}
-	run := RunResult{Backend: s.name, Total: len(sc.Steps)}
+	// The finally steps run too, and are numbered after the steps.
+	run := RunResult{Backend: s.name, Total: len(sc.Steps) + len(sc.Finally)}
 	if s.ready != nil {
 		if err := s.ready(ctx, cl.Kube); err != nil {
 			run.Error = err.Error()
@@ -188,7 +189,7 @@ func (s side) run(ctx context.Context, sc *scenarios.Scenario, opts Options) (Ru
 			}
 			m.step, m.at, m.seq, m.calls = st, now.Since(readyAt), rec.Len(), len(s.b.CSICalls())
 			marks = append(marks, m)
-			progress(opts, "  %s: step %d/%d %s: %s\n", s.name, st.Step, len(sc.Steps), st.Name, st.Outcome)
+			progress(opts, "  %s: step %d/%d %s: %s\n", s.name, st.Step, run.Total, st.Name, st.Outcome)
 		}}
 	started := time.Now()
 	res, runErr := runner.Run(ctx, sc)

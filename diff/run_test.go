@@ -58,6 +58,8 @@ func TestSimulatorRunsScenariosAsWritten(t *testing.T) {
 		{file: "kubelet-concurrent-unstage.yaml"},
 		{file: "api-conflict-pv-binder.yaml"},
 		{file: "api-conflict-provisioner.yaml"},
+		// Its finally steps run, and count, as the steps do.
+		{file: "wait-for-first-consumer.yaml"},
 	}
 	bin := csisimBinary(t)
 	for _, tc := range tests {
