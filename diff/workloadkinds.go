@@ -80,9 +80,9 @@ func (n *Normaliser) learnPodNames(pods []corev1.Pod) {
 			}
 			placeholder := fmt.Sprintf("<pod %d of replicaset %s>", next, owner)
 			next++
-			n.names[q] = placeholder
-			n.names[p.Name] = placeholder
-			n.names[string(p.UID)] = "<uid of " + placeholder[1:]
+			n.set(q, placeholder)
+			n.set(p.Name, placeholder)
+			n.set(string(p.UID), "<uid of "+placeholder[1:])
 		}
 	}
 }
