@@ -16,7 +16,7 @@ if [ "${1:-}" = "--compare" ]; then
   for f in "$a"/*.trace; do
     n=$(basename "$f")
     if [ ! -f "$b/$n" ]; then echo "missing in $b: $n"; rc=1; continue; fi
-    if ! cmp -s "$f" "$b/$n"; then echo "differs: $n"; diff "$f" "$b/$n" | head -5 || true; rc=1; fi
+    if ! cmp -s "$f" "$b/$n"; then echo "differs: $n"; { diff "$f" "$b/$n" | head -5; } || true; rc=1; fi
   done
   for f in "$b"/*.trace; do [ -f "$a/$(basename "$f")" ] || { echo "missing in $a: $(basename "$f")"; rc=1; }; done
   [ $rc = 0 ] && echo "all $(ls "$a"/*.trace | wc -l) traces identical"
