@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/csisim/csisim/drivers/csiutil"
 )
 
 // Call is one call that passed through the proxy, as the caller saw it:
@@ -192,10 +194,6 @@ func Describe(fullMethod string, req, resp any, nodeID string) Call {
 	return c
 }
 
-// ephemeralContextKey is the volume context key the kubelet sets to "true"
-// for an inline ephemeral volume (kubernetes pkg/volume/csi/csi_mounter.go).
-const ephemeralContextKey = "csi.storage.k8s.io/ephemeral"
-
 // describeMessage fills in what a decoded request says about the call.
 func describeMessage(c *Call, full string, msg proto.Message, nodeID string) {
 	var parts []string
@@ -240,7 +238,7 @@ func describeMessage(c *Call, full string, msg proto.Message, nodeID string) {
 		c.ReadOnly = true
 		parts = append(parts, "readonly")
 	}
-	if r, ok := msg.(*csi.NodePublishVolumeRequest); ok && r.GetVolumeContext()[ephemeralContextKey] == "true" {
+	if r, ok := msg.(*csi.NodePublishVolumeRequest); ok && csiutil.IsEphemeral(r.GetVolumeContext()) {
 		c.Ephemeral = true
 		parts = append(parts, "ephemeral")
 	}
