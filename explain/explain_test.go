@@ -380,14 +380,3 @@ func TestParseTarget(t *testing.T) {
 		}
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		want int
-	}{{"hostpath.csisim.oi", "hostpath.csisim.io", 1}, {"abc", "abc", 0}, {"abc", "abd", 1}, {"", "ab", 2}, {"abc", "xyz", 3}} {
-		if got := editDistance(tt.a, tt.b); got != tt.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
-}
