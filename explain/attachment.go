@@ -19,10 +19,6 @@ import (
 // forceDetach := !isHealthy && timeout).
 const maxWaitForUnmountDuration = 6 * time.Minute
 
-// taintOutOfService lets the attach/detach controller detach at once
-// (kubernetes k8s.io/api/core/v1 TaintNodeOutOfService).
-const taintOutOfService = "node.kubernetes.io/out-of-service"
-
 // attacherFinalizer is the external-attacher's finalizer on
 // VolumeAttachments and PVs (external-attacher pkg/controller/util.go
 // GetFinalizerName: "external-attacher/" and the driver name with every
@@ -292,14 +288,14 @@ func (w *walker) heldAttachment(va *storagev1.VolumeAttachment, f Finding, drive
 			"The attach/detach controller cannot hear from a node that is gone that the volume is unmounted; it counts the node unhealthy and forces the detach %s.",
 			nodeName, claimText, nodeName, dueText)
 		f.Next = fmt.Sprintf("Wait for the forced detach, or delete the VolumeAttachment %s by hand (the external-attacher then unpublishes it; the controller notices at its next sync, within a minute).", va.Name)
-	case hasTaint(node, taintOutOfService):
-		f.Why = fmt.Sprintf("The volume is still attached to %s, but %s, and %s has the %s taint: the attach/detach controller detaches at once.", nodeName, claimText, nodeName, taintOutOfService)
+	case hasTaint(node, corev1.TaintNodeOutOfService):
+		f.Why = fmt.Sprintf("The volume is still attached to %s, but %s, and %s has the %s taint: the attach/detach controller detaches at once.", nodeName, claimText, nodeName, corev1.TaintNodeOutOfService)
 		f.Next = "If it stays, see the attach/detach controller (kube-controller-manager) and the external-attacher."
 	case !healthy && inUse:
 		f.Why = fmt.Sprintf("The volume is still attached to %s, but %s. Node %s is not Ready (Ready=%s since %s), and its kubelet last reported the volume in use "+
 			"(node.status.volumesInUse); with no kubelet to report it unmounted, the attach/detach controller forces the detach %s.",
 			nodeName, claimText, nodeName, ready, ix.ago(since), dueText)
-		f.Next = fmt.Sprintf("Wait for the forced detach; or, if %s is really down, taint it %s=nodeshutdown:NoExecute to detach at once.", nodeName, taintOutOfService)
+		f.Next = fmt.Sprintf("Wait for the forced detach; or, if %s is really down, taint it %s=nodeshutdown:NoExecute to detach at once.", nodeName, corev1.TaintNodeOutOfService)
 	case inUse:
 		f.Why = fmt.Sprintf("The volume is still attached to %s, but %s. The kubelet on %s still reports the volume in use (node.status.volumesInUse): "+
 			"it has not finished unmounting it (NodeUnpublishVolume, NodeUnstageVolume); the attach/detach controller detaches only after that.",

@@ -6,32 +6,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/csisim/csisim/internal/text"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-)
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
-// Finalizers of claims and volumes, and who removes them.
-const (
-	// kubernetes pkg/controller/volume/protectionutil (the pvc-protection
-	// and pv-protection controllers).
-	finalizerPVCProtection = "kubernetes.io/pvc-protection"
-	finalizerPVProtection  = "kubernetes.io/pv-protection"
-	// external-provisioner pkg/controller (sig-storage-lib-external-provisioner
-	// finalizer on the PVs it provisions).
-	finalizerProvisioner = "external-provisioner.volume.kubernetes.io/finalizer"
-	// external-snapshotter pkg/utils/util.go.
-	finalizerPVCAsSource      = "snapshot.storage.kubernetes.io/pvc-as-source-protection"
-	finalizerSnapshotAsSource = "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection"
-	finalizerSnapshotBound    = "snapshot.storage.kubernetes.io/volumesnapshot-bound-protection"
-)
-
-// Annotations the PV controller and the provisioner set (kubernetes
-// pkg/controller/volume/persistentvolume/util).
-const (
-	annSelectedNode       = "volume.kubernetes.io/selected-node"
-	annStorageProvisioner = "volume.kubernetes.io/storage-provisioner"
-	annProvisionedBy      = "pv.kubernetes.io/provisioned-by"
+	"github.com/csisim/csisim/internal/text"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 func (w *walker) claim(c *corev1.PersistentVolumeClaim) {
@@ -98,7 +78,7 @@ func (w *walker) deletingClaim(c *corev1.PersistentVolumeClaim, f Finding) {
 	var snapshots []Ref
 	for _, fin := range c.Finalizers {
 		switch fin {
-		case finalizerPVCProtection:
+		case volumeutil.PVCProtectionFinalizer:
 			// The pvc-protection controller keeps it while a scheduled
 			// pod that may still run uses the claim (kubernetes
 			// pkg/controller/volume/pvcprotection).
@@ -117,7 +97,7 @@ func (w *walker) deletingClaim(c *corev1.PersistentVolumeClaim, f Finding) {
 			} else {
 				f.Why += fmt.Sprintf(" %s: no pod uses the claim any more, so the pvc-protection controller (kube-controller-manager) removes it at its next sync.", fin)
 			}
-		case finalizerPVCAsSource:
+		case volumeutil.PVCAsSourceFinalizer:
 			f.Why += fmt.Sprintf(" %s: the snapshot-controller removes it once no VolumeSnapshot of the claim is being taken.", fin)
 			for _, vs := range ix.snapshots {
 				if vs.Namespace == c.Namespace && vs.Spec.Source.PersistentVolumeClaimName != nil && *vs.Spec.Source.PersistentVolumeClaimName == c.Name &&
@@ -180,13 +160,13 @@ func (w *walker) pendingClaim(c *corev1.PersistentVolumeClaim, f Finding) {
 		return
 	}
 	wffc := class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
-	if wffc && c.Annotations[annSelectedNode] == "" {
+	if wffc && c.Annotations[storagehelpers.AnnSelectedNode] == "" {
 		f.State = "Pending (WaitForFirstConsumer)"
 		if e := ix.latestEvent("PersistentVolumeClaim", c.Namespace, c.Name, c.UID, "WaitForFirstConsumer"); e != nil {
 			f.Said = append(f.Said, said(e))
 		}
 		f.Why = fmt.Sprintf("Its class %s binds at the first consumer (volumeBindingMode: WaitForFirstConsumer): the volume is made only when the scheduler has picked a node "+
-			"for a pod that uses the claim and written it into the claim (%s).", className, annSelectedNode)
+			"for a pod that uses the claim and written it into the claim (%s).", className, storagehelpers.AnnSelectedNode)
 		var consumers []*corev1.Pod
 		for _, p := range ix.podList {
 			if p.Namespace == c.Namespace && usesClaim(p, c.Name) && !podFinished(p) {
@@ -219,7 +199,7 @@ func (w *walker) provisioning(c *corev1.PersistentVolumeClaim, class *storagev1.
 			f.Said = append(f.Said, said(e))
 		}
 	}
-	node := c.Annotations[annSelectedNode]
+	node := c.Annotations[storagehelpers.AnnSelectedNode]
 	where := ""
 	if node != "" {
 		where = fmt.Sprintf(" for node %s (selected by the scheduler)", node)
@@ -287,7 +267,7 @@ func (w *walker) knownDrivers() []string {
 		}
 	}
 	for _, pv := range w.ix.volumes {
-		if p := pv.Annotations[annProvisionedBy]; p != "" {
+		if p := pv.Annotations[storagehelpers.AnnDynamicallyProvisioned]; p != "" {
 			set[p] = true
 		}
 	}

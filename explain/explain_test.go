@@ -11,7 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/ptr"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 var now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -243,7 +246,7 @@ func TestExplain(t *testing.T) {
 			snap: func() *Snapshot {
 				c := claim("data", "c", corev1.ClaimBound, "pv-1")
 				c.DeletionTimestamp = ptr.To(at(time.Minute))
-				c.Finalizers = []string{finalizerPVCProtection}
+				c.Finalizers = []string{volumeutil.PVCProtectionFinalizer}
 				p := pod("app", "node-a", "data")
 				p.Status.Phase = corev1.PodRunning
 				return &Snapshot{Now: now, Claims: []corev1.PersistentVolumeClaim{c}, Pods: []corev1.Pod{p}}
@@ -257,7 +260,7 @@ func TestExplain(t *testing.T) {
 			snap: func() *Snapshot {
 				c := claim("data", "c", corev1.ClaimBound, "pv-1")
 				c.DeletionTimestamp = ptr.To(at(time.Minute))
-				c.Finalizers = []string{finalizerPVCProtection}
+				c.Finalizers = []string{volumeutil.PVCProtectionFinalizer}
 				p := pod("app", "node-a", "data")
 				p.Status.Phase = corev1.PodRunning
 				p.DeletionTimestamp = ptr.To(at(2 * time.Minute))
@@ -273,7 +276,7 @@ func TestExplain(t *testing.T) {
 			snap: func() *Snapshot {
 				pv := csiPV("pv-1", driver, "vol-1", "data")
 				pv.DeletionTimestamp = ptr.To(at(time.Minute))
-				pv.Finalizers = []string{finalizerPVProtection, finalizerProvisioner}
+				pv.Finalizers = []string{volumeutil.PVProtectionFinalizer, storagehelpers.PVDeletionProtectionFinalizer}
 				return &Snapshot{Now: now, Volumes: []corev1.PersistentVolume{pv}, Claims: []corev1.PersistentVolumeClaim{claim("data", "c", corev1.ClaimBound, "pv-1")}}
 			},
 			target: Ref{Kind: KindVolume, Name: "pv-1"},
@@ -297,7 +300,7 @@ func TestExplain(t *testing.T) {
 			name: "snapshot deletion held while a claim is restored from it",
 			snap: func() *Snapshot {
 				vs := snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "snap", DeletionTimestamp: ptr.To(at(time.Minute)),
-					Finalizers: []string{finalizerSnapshotAsSource, finalizerSnapshotBound}},
+					Finalizers: []string{volumeutil.VolumeSnapshotAsSourceFinalizer, volumeutil.VolumeSnapshotBoundFinalizer}},
 					Spec:   snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To("data")}},
 					Status: &snapv1.VolumeSnapshotStatus{BoundVolumeSnapshotContentName: ptr.To("snapcontent-1"), ReadyToUse: ptr.To(true)}}
 				restored := claim("restored", "c", corev1.ClaimPending, "")
