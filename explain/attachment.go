@@ -2,13 +2,14 @@ package explain
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // maxWaitForUnmountDuration is how long the attach/detach controller waits
@@ -18,21 +19,6 @@ import (
 // pkg/controller/volume/attachdetach/reconciler/reconciler.go:
 // forceDetach := !isHealthy && timeout).
 const maxWaitForUnmountDuration = 6 * time.Minute
-
-// attacherFinalizer is the external-attacher's finalizer on
-// VolumeAttachments and PVs (external-attacher pkg/controller/util.go
-// GetFinalizerName: "external-attacher/" and the driver name with every
-// character outside [a-zA-Z0-9-] replaced by "-", and an "X" after a
-// trailing "-").
-func attacherFinalizer(driver string) string {
-	name := unsafeChars.ReplaceAllString(driver, "-")
-	if strings.HasSuffix(name, "-") {
-		name += "X"
-	}
-	return "external-attacher/" + name
-}
-
-var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
 
 // attachRequired: a driver without a CSIDriver object, or whose object
 // leaves attachRequired unset, needs attaching (kubernetes
@@ -159,7 +145,7 @@ func (w *walker) attachment(va *storagev1.VolumeAttachment) {
 	}
 	f := Finding{Object: ref}
 	nodeName := va.Spec.NodeName
-	hasFinalizer := slices.Contains(va.Finalizers, attacherFinalizer(driver))
+	hasFinalizer := slices.Contains(va.Finalizers, volumeutil.AttacherFinalizer(driver))
 	switch {
 	case va.DeletionTimestamp != nil:
 		f.State = fmt.Sprintf("detaching from %s (deleted %s)", nodeName, ix.ago(va.DeletionTimestamp.Time))
@@ -168,7 +154,7 @@ func (w *walker) attachment(va *storagev1.VolumeAttachment) {
 		}
 		if hasFinalizer {
 			f.Why = fmt.Sprintf("The finalizer %s holds it: the external-attacher of %s removes it once ControllerUnpublishVolume has succeeded.",
-				attacherFinalizer(driver), driver)
+				volumeutil.AttacherFinalizer(driver), driver)
 			if va.Status.DetachError != nil {
 				f.Next = "The external-attacher retries the detach with its backoff (1 s doubling to 5 min); the driver's error above is what to fix."
 			} else {
@@ -186,7 +172,7 @@ func (w *walker) attachment(va *storagev1.VolumeAttachment) {
 			f.Why = fmt.Sprintf("The external-attacher of %s tried to attach the volume to %s and failed; it retries with its backoff (1 s doubling to 5 min).", driver, nodeName)
 		} else if !hasFinalizer {
 			f.Why = fmt.Sprintf("No external-attacher has picked it up: the external-attacher of %s adds the finalizer %s before it attaches, and it is not there. "+
-				"The attach/detach controller gives up each try after 2 min (\"timed out waiting for external-attacher\") and tries again.", driver, attacherFinalizer(driver))
+				"The attach/detach controller gives up each try after 2 min (\"timed out waiting for external-attacher\") and tries again.", driver, volumeutil.AttacherFinalizer(driver))
 			f.Next = fmt.Sprintf("Run the csi-attacher sidecar of %s, or, if the driver needs no attach, give it a CSIDriver object with attachRequired: false.", driver)
 		} else {
 			f.Why = fmt.Sprintf("The external-attacher of %s is attaching the volume (ControllerPublishVolume) to %s.", driver, nodeName)

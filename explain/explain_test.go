@@ -152,7 +152,7 @@ func TestExplain(t *testing.T) {
 					Volumes:     []corev1.PersistentVolume{csiPV("pv-1", driver, "vol-1", "data")},
 					Nodes:       []corev1.Node{na, node("node-b", corev1.ConditionTrue, time.Hour)},
 					CSINodes:    []storagev1.CSINode{csiNode("node-a", driver), csiNode("node-b", driver)},
-					Attachments: []storagev1.VolumeAttachment{attachment("csi-a", driver, "pv-1", "node-a", true, attacherFinalizer(driver))},
+					Attachments: []storagev1.VolumeAttachment{attachment("csi-a", driver, "pv-1", "node-a", true, volumeutil.AttacherFinalizer(driver))},
 					Events: []corev1.Event{ev("Pod", "app-0", "attachdetach-controller", "FailedAttachVolume",
 						`Multi-Attach error for volume "pv-1" Volume is already exclusively attached to one node and can't be attached to another`, time.Second, 1)},
 					Gone: []GoneObject{{Ref: Ref{Kind: KindPod, Namespace: "default", Name: "app-0"}, At: now.Add(-2 * time.Minute), Pod: &old}}}
@@ -172,7 +172,7 @@ func TestExplain(t *testing.T) {
 					Claims:      []corev1.PersistentVolumeClaim{claim("data", "c", corev1.ClaimBound, "pv-1")},
 					Volumes:     []corev1.PersistentVolume{csiPV("pv-1", driver, "vol-1", "data")},
 					Nodes:       []corev1.Node{na, node("node-b", corev1.ConditionTrue, time.Hour)},
-					Attachments: []storagev1.VolumeAttachment{attachment("csi-a", driver, "pv-1", "node-a", true, attacherFinalizer(driver))}}
+					Attachments: []storagev1.VolumeAttachment{attachment("csi-a", driver, "pv-1", "node-a", true, volumeutil.AttacherFinalizer(driver))}}
 			},
 			target: Ref{Kind: KindPod, Namespace: "default", Name: "app"},
 			want:   []string{"still reports the volume in use", "FailedUnmount"},
@@ -185,7 +185,7 @@ func TestExplain(t *testing.T) {
 					Claims:      []corev1.PersistentVolumeClaim{claim("data", "c", corev1.ClaimBound, "pv-1")},
 					Volumes:     []corev1.PersistentVolume{csiPV("pv-1", driver, "vol-1", "data")},
 					Nodes:       []corev1.Node{node("node-a", corev1.ConditionTrue, time.Hour)},
-					Attachments: []storagev1.VolumeAttachment{attachment("csi-a", driver, "pv-1", "node-a", true, attacherFinalizer(driver))}}
+					Attachments: []storagev1.VolumeAttachment{attachment("csi-a", driver, "pv-1", "node-a", true, volumeutil.AttacherFinalizer(driver))}}
 			},
 			target: Ref{Kind: KindAttachment, Name: "csi-a"},
 			want:   []string{"does not use it", "unless it does not know this attachment", "Restart kube-controller-manager"},
@@ -228,7 +228,7 @@ func TestExplain(t *testing.T) {
 			name: "attach fails: CSINode lacks the driver",
 			snap: func() *Snapshot {
 				p := pod("app", "node-b", "data")
-				va := attachment("csi-b", driver, "pv-1", "node-b", false, attacherFinalizer(driver))
+				va := attachment("csi-b", driver, "pv-1", "node-b", false, volumeutil.AttacherFinalizer(driver))
 				va.Status.AttachError = &storagev1.VolumeError{Message: "CSINode node-b does not contain driver hostpath.csisim.io", Time: at(time.Second)}
 				return &Snapshot{Now: now, Pods: []corev1.Pod{p},
 					Claims:      []corev1.PersistentVolumeClaim{claim("data", "c", corev1.ClaimBound, "pv-1")},

@@ -42,7 +42,7 @@ func (w *walker) volume(pv *corev1.PersistentVolume) {
 				why = append(why, fin+": the volume is not Bound, so the pv-protection controller removes it at its next sync.")
 			case fin == storagehelpers.PVDeletionProtectionFinalizer:
 				why = append(why, fmt.Sprintf("%s: the external-provisioner of %s removes it once it has deleted the volume in the storage (DeleteVolume).", fin, driver))
-			case strings.HasPrefix(fin, "external-attacher/"):
+			case strings.HasPrefix(fin, volumeutil.AttacherFinalizerPrefix):
 				var vas []string
 				for _, va := range ix.attachmentsOf(pv.Name) {
 					vas = append(vas, va.Name+" (node "+va.Spec.NodeName+")")

@@ -7,9 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,20 +32,6 @@ import (
 
 // annNodeID is where the sidecar records the driver's ID of the node.
 const annNodeID = "csi.alpha.kubernetes.io/node-id"
-
-// FinalizerFor is the finalizer the attacher puts on VolumeAttachments and
-// PersistentVolumes: "external-attacher/" and the driver name with every
-// character outside [a-zA-Z0-9-] replaced by "-" (and an "X" appended if
-// that leaves a trailing "-"), as the real sidecar names it.
-func FinalizerFor(driver string) string {
-	name := unsafeChars.ReplaceAllString(driver, "-")
-	if strings.HasSuffix(name, "-") {
-		name += "X"
-	}
-	return "external-attacher/" + name
-}
-
-var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
 
 // The sidecar's default retry backoff (--retry-interval-start,
 // --retry-interval-max).
@@ -108,7 +92,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 15 * time.Second
 	}
-	a := &Attacher{cfg: cfg, finalizer: FinalizerFor(cfg.DriverName), client: client, csi: ctrl,
+	a := &Attacher{cfg: cfg, finalizer: volumeutil.AttacherFinalizer(cfg.DriverName), client: client, csi: ctrl,
 		clock: rt.Clock, vaQ: rt.NewQueueWithBackoff("attacher-va", RetryIntervalStart, RetryIntervalMax), pvQ: rt.NewQueueWithBackoff("attacher-pv", RetryIntervalStart, RetryIntervalMax)}
 	vaInf := factory.Storage().V1().VolumeAttachments()
 	pvInf := factory.Core().V1().PersistentVolumes()
@@ -153,6 +137,13 @@ func (a *Attacher) Workers() []controller.Worker {
 		{Name: "attacher-va", Queue: a.vaQ, Sync: a.syncAttachment},
 		{Name: "attacher-pv", Queue: a.pvQ, Sync: a.syncVolume},
 	}
+}
+
+// Start starts the sidecar in a simulated cluster (controller.Start) for
+// d's driver: its workers, and its reconciler every ReconcileInterval.
+func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
+	a := New(Config{DriverName: d.Driver.Name}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
+	return controller.Component{Workers: a.Workers(), Periodic: []controller.Periodic{{Every: ReconcileInterval, Run: a.Reconcile}}}, nil
 }
 
 func (a *Attacher) syncAttachment(ctx context.Context, name string) error {

@@ -1,5 +1,10 @@
 package volumeutil
 
+import (
+	"regexp"
+	"strings"
+)
+
 // Wire names of storage objects that several components read or write and
 // that no importable upstream package exports. Names the upstream modules
 // do export are used from there: k8s.io/component-helpers/storage/volume
@@ -31,3 +36,22 @@ const (
 	// expand controller leaves claims alone while it is set.
 	AnnPreResizeCapacity = "volume.alpha.kubernetes.io/pre-resize-capacity"
 )
+
+// AttacherFinalizerPrefix begins the external-attacher's finalizer
+// (external-attacher pkg/controller/util.go, GetFinalizerName).
+const AttacherFinalizerPrefix = "external-attacher/"
+
+// AttacherFinalizer is the finalizer the external-attacher of a driver
+// puts on VolumeAttachments and PersistentVolumes: the prefix and the
+// driver name with every character outside [a-zA-Z0-9-] replaced by "-",
+// and an "X" appended if that leaves a trailing "-" (external-attacher
+// pkg/controller/util.go, GetFinalizerName).
+func AttacherFinalizer(driver string) string {
+	name := unsafeChars.ReplaceAllString(driver, "-")
+	if strings.HasSuffix(name, "-") {
+		name += "X"
+	}
+	return AttacherFinalizerPrefix + name
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
