@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/csisim/csisim/drivers/csiutil"
 )
 
 // defaultCapacityBytes is the capacity of a volume created without a
@@ -115,7 +117,7 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 			return nil, status.Errorf(codes.Internal, "CreateVolume: volume id %s of name %q collides with volume %q", id, req.GetName(), v.Name)
 		case v.kind() != kind:
 			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with kind %s, not %s", v.Name, v.kind(), kind)
-		case !fits(v.CapacityBytes, req.GetCapacityRange()):
+		case !csiutil.Fits(v.CapacityBytes, req.GetCapacityRange()):
 			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with capacity %d bytes, which does not fit the requested range", v.Name, v.CapacityBytes)
 		case !sameSource(v.Source, src):
 			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with another content source", v.Name)
@@ -943,14 +945,6 @@ func capacityFor(r *csi.CapacityRange, kind volumeKind) (int64, error) {
 }
 
 func roundUp(n, unit int64) int64 { return (n + unit - 1) / unit * unit }
-
-// fits reports whether an existing volume's capacity satisfies a range.
-func fits(capacity int64, r *csi.CapacityRange) bool {
-	if capacity < r.GetRequiredBytes() {
-		return false
-	}
-	return r.GetLimitBytes() == 0 || capacity <= r.GetLimitBytes()
-}
 
 // supportedFsTypes are the file systems a block volume can be formatted
 // with ("" means ext4). Directory volumes have no file system of their own

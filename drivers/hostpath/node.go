@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/csisim/csisim/drivers/csiutil"
 )
 
 // TopologyKeyNode is the topology segment NodeGetInfo reports, naming the
@@ -258,7 +260,7 @@ func (s *nodeServer) unstage(method string, req *csi.NodeUnstageVolumeRequest) (
 
 func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	const method = "NodePublishVolume"
-	if s.d.cfg.NoStage && !isEphemeral(req.GetVolumeContext()) {
+	if s.d.cfg.NoStage && !csiutil.IsEphemeral(req.GetVolumeContext()) {
 		if err := s.stageForPublish(method, req); err != nil {
 			return nil, err
 		}
@@ -280,7 +282,7 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	if err := s.d.checkAccessMode(volCap.GetAccessMode().GetMode()); err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "%s: %v", method, err)
 	}
-	if isEphemeral(req.GetVolumeContext()) {
+	if csiutil.IsEphemeral(req.GetVolumeContext()) {
 		return s.publishEphemeral(id, target, volCap, req.GetReadonly())
 	}
 	staging, err := checkMountPath(req.GetStagingTargetPath(), "staging target path")

@@ -7,9 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,20 +33,6 @@ import (
 
 // annNodeID is where the sidecar records the driver's ID of the node.
 const annNodeID = "csi.alpha.kubernetes.io/node-id"
-
-// FinalizerFor is the finalizer the attacher puts on VolumeAttachments and
-// PersistentVolumes: "external-attacher/" and the driver name with every
-// character outside [a-zA-Z0-9-] replaced by "-" (and an "X" appended if
-// that leaves a trailing "-"), as the real sidecar names it.
-func FinalizerFor(driver string) string {
-	name := unsafeChars.ReplaceAllString(driver, "-")
-	if strings.HasSuffix(name, "-") {
-		name += "X"
-	}
-	return "external-attacher/" + name
-}
-
-var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
 
 // The sidecar's default retry backoff (--retry-interval-start,
 // --retry-interval-max).
@@ -96,7 +80,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	a := &Attacher{cfg: cfg, finalizer: FinalizerFor(cfg.DriverName), client: client, csi: ctrl,
+	a := &Attacher{cfg: cfg, finalizer: volumeutil.AttacherFinalizer(cfg.DriverName), client: client, csi: ctrl,
 		clock: rt.Clock, vaQ: rt.NewQueueWithBackoff("attacher-va", RetryIntervalStart, RetryIntervalMax), pvQ: rt.NewQueueWithBackoff("attacher-pv", RetryIntervalStart, RetryIntervalMax)}
 	vaInf := factory.Storage().V1().VolumeAttachments()
 	pvInf := factory.Core().V1().PersistentVolumes()

@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // DefaultStorageClass is the name of the StorageClass DriverObjects makes.
@@ -27,7 +29,7 @@ func DriverObjects(driverName string) (*storagev1.CSIDriver, *storagev1.StorageC
 	sc := &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        DefaultStorageClass,
-			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
+			Annotations: map[string]string{volumeutil.AnnDefaultStorageClass: "true"},
 		},
 		Provisioner:       driverName,
 		ReclaimPolicy:     &reclaim,

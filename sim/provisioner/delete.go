@@ -14,13 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
-
-// annMigratedTo names the CSI driver an in-tree volume was migrated to.
-const annMigratedTo = "pv.kubernetes.io/migrated-to"
 
 // syncVolume is the sidecar's volume sync (sig-storage-lib-external-
 // provisioner's, with the finalizer option the external-provisioner turns
@@ -65,27 +63,27 @@ func (p *Provisioner) syncVolume(ctx context.Context, name string) error {
 // made by hand.
 func (p *Provisioner) handles(pv *corev1.PersistentVolume) bool {
 	driver := p.cfg.DriverName
-	if by, ok := pv.Annotations[AnnProvisionedBy]; ok {
-		return by == driver || pv.Annotations[annMigratedTo] == driver
+	if by, ok := pv.Annotations[storagehelpers.AnnDynamicallyProvisioned]; ok {
+		return by == driver || pv.Annotations[storagehelpers.AnnMigratedTo] == driver
 	}
 	if pv.Spec.CSI != nil {
 		return pv.Spec.CSI.Driver == driver
 	}
-	return pv.Annotations[annMigratedTo] == driver
+	return pv.Annotations[storagehelpers.AnnMigratedTo] == driver
 }
 
 // protect adds the finalizer to a bound volume with reclaim policy Delete
 // that is not being deleted, and takes it off a volume whose policy is now
 // Retain or Recycle; it returns the volume as written.
 func (p *Provisioner) protect(ctx context.Context, pv *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
-	has := slices.Contains(pv.Finalizers, Finalizer)
+	has := slices.Contains(pv.Finalizers, storagehelpers.PVDeletionProtectionFinalizer)
 	policy := pv.Spec.PersistentVolumeReclaimPolicy
 	var finalizers []string
 	switch {
 	case !has && policy == corev1.PersistentVolumeReclaimDelete && pv.DeletionTimestamp == nil && pv.Status.Phase == corev1.VolumeBound:
-		finalizers = append(slices.Clone(pv.Finalizers), Finalizer)
+		finalizers = append(slices.Clone(pv.Finalizers), storagehelpers.PVDeletionProtectionFinalizer)
 	case has && (policy == corev1.PersistentVolumeReclaimRetain || policy == corev1.PersistentVolumeReclaimRecycle):
-		finalizers = slices.DeleteFunc(slices.Clone(pv.Finalizers), func(f string) bool { return f == Finalizer })
+		finalizers = slices.DeleteFunc(slices.Clone(pv.Finalizers), func(f string) bool { return f == storagehelpers.PVDeletionProtectionFinalizer })
 	default:
 		return pv, nil
 	}
@@ -120,7 +118,7 @@ func (p *Provisioner) patchFinalizers(ctx context.Context, pv *corev1.Persistent
 // shouldDelete: the volume is Released with reclaim policy Delete, and
 // not already deleted by us (being deleted, with our finalizer gone).
 func shouldDelete(pv *corev1.PersistentVolume) bool {
-	if pv.DeletionTimestamp != nil && !slices.Contains(pv.Finalizers, Finalizer) {
+	if pv.DeletionTimestamp != nil && !slices.Contains(pv.Finalizers, storagehelpers.PVDeletionProtectionFinalizer) {
 		return false
 	}
 	return pv.Status.Phase == corev1.VolumeReleased &&
@@ -149,11 +147,11 @@ func (p *Provisioner) deleteVolume(ctx context.Context, pv *corev1.PersistentVol
 		return fmt.Errorf("deleting PV %s: %w", name, err)
 	}
 	cur, err := p.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || (err == nil && !slices.Contains(cur.Finalizers, Finalizer)) {
+	if apierrors.IsNotFound(err) || (err == nil && !slices.Contains(cur.Finalizers, storagehelpers.PVDeletionProtectionFinalizer)) {
 		return nil
 	}
 	if err == nil {
-		_, err = p.patchFinalizers(ctx, cur, slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return f == Finalizer }))
+		_, err = p.patchFinalizers(ctx, cur, slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return f == storagehelpers.PVDeletionProtectionFinalizer }))
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing finalizer from PV %s: %w", name, err)

@@ -17,6 +17,7 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/volumeutil"
@@ -47,8 +48,8 @@ func TestHandles(t *testing.T) {
 		pv   *corev1.PersistentVolume
 		want bool
 	}{
-		{"provisioned by the driver", csiPV("drv", map[string]string{AnnProvisionedBy: "drv"}), true},
-		{"provisioned by another", csiPV("drv", map[string]string{AnnProvisionedBy: "other"}), false},
+		{"provisioned by the driver", csiPV("drv", map[string]string{storagehelpers.AnnDynamicallyProvisioned: "drv"}), true},
+		{"provisioned by another", csiPV("drv", map[string]string{storagehelpers.AnnDynamicallyProvisioned: "other"}), false},
 		{"made by hand for the driver", csiPV("drv", nil), true},
 		{"made by hand for another driver", csiPV("other", nil), false},
 		{"not CSI", nfs, false},
@@ -94,7 +95,7 @@ func TestDeleteVolumeMadeByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"kubernetes.io/pv-protection", Finalizer}; !slices.Equal(cur.Finalizers, want) {
+	if want := []string{"kubernetes.io/pv-protection", storagehelpers.PVDeletionProtectionFinalizer}; !slices.Equal(cur.Finalizers, want) {
 		t.Errorf("bound: finalizers %v, want %v", cur.Finalizers, want)
 	}
 	if len(ctrl.deleted) != 0 {
@@ -117,7 +118,7 @@ func TestDeleteVolumeMadeByHand(t *testing.T) {
 // A volume whose policy becomes Retain loses the finalizer and is kept.
 func TestRetainDropsFinalizer(t *testing.T) {
 	ctx := context.Background()
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "v", Finalizers: []string{Finalizer}, Annotations: map[string]string{AnnProvisionedBy: "drv"}},
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "v", Finalizers: []string{storagehelpers.PVDeletionProtectionFinalizer}, Annotations: map[string]string{storagehelpers.AnnDynamicallyProvisioned: "drv"}},
 		Spec: corev1.PersistentVolumeSpec{PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "drv", VolumeHandle: "h"}}},
 		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeReleased}}

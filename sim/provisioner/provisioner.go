@@ -24,20 +24,20 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
-	"github.com/csisim/csisim/sim/pvcontroller"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
-// Names the real external-provisioner writes.
+// Names the real external-provisioner writes (those
+// k8s.io/component-helpers/storage/volume exports, the provisioned-by
+// annotation and the PV finalizer, are used from there).
 const (
-	AnnProvisionedBy                 = "pv.kubernetes.io/provisioned-by"
 	AnnDeletionSecretName            = "volume.kubernetes.io/provisioner-deletion-secret-name"
 	AnnDeletionSecretNamespace       = "volume.kubernetes.io/provisioner-deletion-secret-namespace"
-	Finalizer                        = "external-provisioner.volume.kubernetes.io/finalizer"
 	provisionerIdentityKey           = "storage.kubernetes.io/csiProvisionerIdentity"
 	csiParameterPrefix               = "csi.storage.k8s.io/"
 	defaultCapacity            int64 = 1 << 30
@@ -64,9 +64,6 @@ type Config struct {
 	// fails every restore.
 	Snapshots snapclientset.Interface
 }
-
-// annSelectedNode is the node the scheduler chose for a WaitForFirstConsumer claim.
-const annSelectedNode = "volume.kubernetes.io/selected-node"
 
 // Provisioner is one external-provisioner for one driver.
 type Provisioner struct {
@@ -186,7 +183,7 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("getting storage class %s: %w", className, err)
 	}
-	if delayed(class) && claim.Annotations[annSelectedNode] == "" {
+	if delayed(class) && claim.Annotations[storagehelpers.AnnSelectedNode] == "" {
 		return nil // the scheduler has not chosen a node yet
 	}
 	if err := p.slow.delayed(claim, class); err != nil {
@@ -253,7 +250,7 @@ func (p *Provisioner) failed(ctx context.Context, claim *corev1.PersistentVolume
 	p.events.Eventf(claim, corev1.EventTypeWarning, "ProvisioningFailed", "%v", err)
 	var resched errReschedule
 	if errors.As(err, &resched) || rescheduleAfter(err, p.supportsTopology(), claim) {
-		if claim.Annotations[annSelectedNode] != "" {
+		if claim.Annotations[storagehelpers.AnnSelectedNode] != "" {
 			if rerr := p.reschedule(ctx, claim); rerr != nil {
 				return fmt.Errorf("provisioning claim %s: %w", key, errors.Join(err, rerr))
 			}
@@ -362,8 +359,8 @@ func (p *Provisioner) shouldProvision(claim *corev1.PersistentVolumeClaim) bool 
 	if claim.Spec.VolumeName != "" || claim.Spec.StorageClassName == nil {
 		return false
 	}
-	return claim.Annotations[pvcontroller.AnnStorageProvisioner] == p.cfg.DriverName ||
-		claim.Annotations[pvcontroller.AnnBetaStorageProvisioner] == p.cfg.DriverName
+	return claim.Annotations[storagehelpers.AnnStorageProvisioner] == p.cfg.DriverName ||
+		claim.Annotations[storagehelpers.AnnBetaStorageProvisioner] == p.cfg.DriverName
 }
 
 func (p *Provisioner) volumeFor(claim *corev1.PersistentVolumeClaim, reclaim *corev1.PersistentVolumeReclaimPolicy,
@@ -384,11 +381,11 @@ func (p *Provisioner) volumeFor(claim *corev1.PersistentVolumeClaim, reclaim *co
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "pvc-" + string(claim.UID),
 			Annotations: map[string]string{
-				AnnProvisionedBy:           p.cfg.DriverName,
-				AnnDeletionSecretName:      "",
-				AnnDeletionSecretNamespace: "",
+				storagehelpers.AnnDynamicallyProvisioned: p.cfg.DriverName,
+				AnnDeletionSecretName:                    "",
+				AnnDeletionSecretNamespace:               "",
 			},
-			Finalizers: []string{Finalizer},
+			Finalizers: []string{storagehelpers.PVDeletionProtectionFinalizer},
 		},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:    corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(capacity, resource.BinarySI)},

@@ -14,6 +14,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
 // supportsTopology says whether the driver has
@@ -84,7 +85,7 @@ type errReschedule struct{ error }
 // segment, or, without a selected node, by a hash of the claim's name (of
 // its StatefulSet part, so that a StatefulSet's claims spread over zones).
 func (p *Provisioner) accessibilityRequirements(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass) (*csi.TopologyRequirement, error) {
-	selectedName := claim.Annotations[annSelectedNode]
+	selectedName := claim.Annotations[storagehelpers.AnnSelectedNode]
 	var selected term
 	var selectedKeys []string
 	if selectedName != "" {

@@ -33,20 +33,15 @@ import (
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // Names the real external-resizer reads and writes (external-resizer
-// pkg/util/util.go and events.go).
+// pkg/util/util.go and events.go); the annotations it shares with the
+// kubelet and the expand controller are in volumeutil.
 const (
 	// AnnResizer names the resizer of a migrated in-tree claim.
 	AnnResizer = "volume.kubernetes.io/storage-resizer"
-	// AnnNodeExpansionNotRequired tells the kubelet that the controller
-	// finished the expansion and the node has nothing to do.
-	AnnNodeExpansionNotRequired = "volume.kubernetes.io/node-expansion-not-required"
-	// AnnPreResizeCapacity records on the PV its capacity before an
-	// expansion the node still has to finish (feature AnnotateFsResize,
-	// beta, on).
-	AnnPreResizeCapacity = "volume.alpha.kubernetes.io/pre-resize-capacity"
 
 	EventResizing                 = "Resizing"
 	EventResizeFailed             = "VolumeResizeFailed"
@@ -243,11 +238,11 @@ func (r *Resizer) syncClaim(ctx context.Context, key string) error {
 		return fmt.Errorf("PV %q bound to pvc %q not found", claim.Spec.VolumeName, key)
 	}
 	pv := obj.(*corev1.PersistentVolume)
-	if metav1.HasAnnotation(pv.ObjectMeta, AnnPreResizeCapacity) && nodeExpandComplete(claim, pv) {
+	if metav1.HasAnnotation(pv.ObjectMeta, volumeutil.AnnPreResizeCapacity) && nodeExpandComplete(claim, pv) {
 		next := pv.DeepCopy()
-		delete(next.Annotations, AnnPreResizeCapacity)
+		delete(next.Annotations, volumeutil.AnnPreResizeCapacity)
 		if _, err := r.patchVolume(ctx, pv, next); err != nil {
-			return fmt.Errorf("failed removing annotation %s from pv %q: %w", AnnPreResizeCapacity, pv.Name, err)
+			return fmt.Errorf("failed removing annotation %s from pv %q: %w", volumeutil.AnnPreResizeCapacity, pv.Name, err)
 		}
 	}
 	if !needsResize(claim) {
