@@ -50,7 +50,7 @@ type serverContextKey struct{}
 
 // ServeHTTP answers the Kubernetes REST protocol.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r = r.WithContext(context.WithValue(r.Context(), serverContextKey{}, s))
+	r = withWarnings(w, r.WithContext(context.WithValue(r.Context(), serverContextKey{}, s)))
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
 	case path == "/version":
@@ -375,7 +375,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req request
 		writeError(w, err)
 		return
 	}
-	created, err := s.store.create(req.actor, req.res, req.namespace, obj)
+	created, err := s.store.create(r.Context(), req.actor, req.res, req.namespace, obj)
 	respond(w, r, http.StatusCreated, created, err)
 }
 
@@ -389,7 +389,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req request
 	if m, err := meta.Accessor(obj); err == nil {
 		conditional = m.GetResourceVersion() != ""
 	}
-	updated, err := s.store.update(req.actor, "update", req.res, req.namespace, req.name, req.subresource, obj, nil, conditional)
+	updated, err := s.store.update(r.Context(), req.actor, "update", req.res, req.namespace, req.name, req.subresource, obj, nil, conditional)
 	respond(w, r, http.StatusOK, updated, err)
 }
 
@@ -420,7 +420,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req request)
 		}
 		return obj, nil
 	}
-	updated, err := s.store.update(req.actor, "patch", req.res, req.namespace, req.name, req.subresource, nil, mutate,
+	updated, err := s.store.update(r.Context(), req.actor, "patch", req.res, req.namespace, req.name, req.subresource, nil, mutate,
 		patchSetsResourceVersion(patchType, patch))
 	respond(w, r, http.StatusOK, updated, err)
 }
@@ -527,7 +527,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, req reques
 	}
 	// A binding changes spec.nodeName and the PodScheduled condition in one
 	// write, as the real server's binding storage does.
-	_, err = s.store.update(req.actor, "bind", req.res, req.namespace, req.name, "binding", nil, mutate, false)
+	_, err = s.store.update(r.Context(), req.actor, "bind", req.res, req.namespace, req.name, "binding", nil, mutate, false)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -1,0 +1,161 @@
+package fakekube
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+)
+
+// Preparation and validation are kube-apiserver's own: the kind's
+// registry strategy run the way its generic registry runs it
+// (k8s.io/apiserver pkg/registry/rest, BeforeCreate and BeforeUpdate: the
+// strategy's PrepareFor*, its validation, ObjectMeta's, the declarative
+// validation, the warnings, Canonicalize) on the object as the real server
+// holds it — in the internal version, or for a custom kind unstructured
+// after the custom resource decoder's pruning — and what it leaves is what
+// fakekube stores, back in v1 and defaulted as a read from etcd is. A
+// refusal is the real server's: 422 Invalid with the same causes and
+// message.
+
+// validationUID stands in for the UID the registry gives a new object
+// before its strategy runs (rest.FillObjectMetaSystemFields); fakekube
+// draws the stored one from its seeded generator once the object is
+// accepted, so that a refused create takes no UID from the run.
+const validationUID = "00000000-0000-4000-8000-000000000000"
+
+// prepareCreate returns obj, about to be created, as the kind's strategy
+// prepares it, or the real server's refusal.
+func prepareCreate(ctx context.Context, res *resource, namespace string, obj runtime.Object, now metav1.Time) (runtime.Object, error) {
+	st, err := strategyFor(res)
+	if err != nil {
+		return nil, err
+	}
+	in, err := asServerHolds(res, st, obj)
+	if err != nil {
+		return nil, err
+	}
+	m, err := meta.Accessor(in)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	m.SetCreationTimestamp(now)
+	m.SetUID(validationUID)
+	if err := rest.BeforeCreate(st.main, requestContext(ctx, res, namespace, "create", ""), in); err != nil {
+		return nil, err
+	}
+	return asStored(res, in)
+}
+
+// prepareUpdate returns obj, replacing old (the main resource, or with
+// subresource "status" its status), as the kind's strategy prepares it, or
+// the real server's refusal.
+func prepareUpdate(ctx context.Context, res *resource, namespace, subresource string, obj, old runtime.Object) (runtime.Object, error) {
+	st, err := strategyFor(res)
+	if err != nil {
+		return nil, err
+	}
+	var strategy rest.RESTUpdateStrategy = st.main
+	if subresource == "status" {
+		strategy = st.status
+	}
+	if strategy == nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("%s has no %s strategy", res.gvr.Resource, subresource))
+	}
+	in, err := asServerHolds(res, st, obj)
+	if err != nil {
+		return nil, err
+	}
+	was, err := asServerHolds(res, st, old)
+	if err != nil {
+		return nil, err
+	}
+	if err := rest.BeforeUpdate(strategy, requestContext(ctx, res, namespace, "update", subresource), in, was); err != nil {
+		return nil, err
+	}
+	return asStored(res, in)
+}
+
+// strategyFor is the kind's strategy: a built-in one, or one built from
+// a CRD.
+func strategyFor(res *resource) (strategy, error) {
+	if st, ok := builtinStrategies[res.gvr]; ok {
+		return st, nil
+	}
+	custom, err := crdStrategies()
+	if err != nil {
+		return strategy{}, apierrors.NewInternalError(err)
+	}
+	if st, ok := custom[res.gvr]; ok {
+		return st, nil
+	}
+	return strategy{}, apierrors.NewInternalError(fmt.Errorf("no strategy for %s", res.gvr))
+}
+
+// asServerHolds returns a copy of obj (defaulted) as kube-apiserver's
+// registry holds it: a built-in kind in the internal version; a custom
+// kind unstructured, pruned as the custom resource decoder prunes it.
+func asServerHolds(res *resource, st strategy, obj runtime.Object) (runtime.Object, error) {
+	if res.crd {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		st.decode(u)
+		out := &unstructured.Unstructured{Object: u}
+		out.SetGroupVersionKind(res.gvk())
+		return out, nil
+	}
+	in, err := legacyscheme.Scheme.UnsafeConvertToVersion(obj.DeepCopyObject(), internalVersion(res))
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return in, nil
+}
+
+// asStored turns what the strategy left back into the served version, as
+// the server stores it and a read from etcd returns it: defaulted.
+func asStored(res *resource, in runtime.Object) (runtime.Object, error) {
+	if u, ok := in.(*unstructured.Unstructured); ok {
+		out, err := scheme.New(res.gvk())
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		return out, nil
+	}
+	out, err := legacyscheme.Scheme.UnsafeConvertToVersion(in, res.gvr.GroupVersion())
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	legacyscheme.Scheme.Default(out)
+	return out, nil
+}
+
+func internalVersion(res *resource) schema.GroupVersion {
+	return schema.GroupVersion{Group: res.gvr.Group, Version: runtime.APIVersionInternal}
+}
+
+// requestContext is what kube-apiserver's handlers put in a request's
+// context for its registry: the namespace, and what the request is (the
+// Event strategy tells the two Event APIs apart by it).
+func requestContext(ctx context.Context, res *resource, namespace, verb, subresource string) context.Context {
+	prefix := "apis"
+	if res.gvr.Group == "" {
+		prefix = "api"
+	}
+	ctx = genericapirequest.WithNamespace(ctx, namespace)
+	return genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{IsResourceRequest: true, Verb: verb,
+		APIPrefix: prefix, APIGroup: res.gvr.Group, APIVersion: res.gvr.Version, Namespace: namespace,
+		Resource: res.gvr.Resource, Subresource: subresource})
+}
