@@ -77,6 +77,19 @@ func admitUpdate(obj, old runtime.Object) {
 	admitTolerations(pod)
 }
 
+// admissionName is the name an admission plugin's refusal gives: before
+// the registry generates a name, the generateName, and without either
+// "Unknown" (k8s.io/apiserver pkg/admission/errors.go, extractResourceName).
+func admissionName(m metav1.Object) string {
+	switch {
+	case m.GetName() != "":
+		return m.GetName()
+	case m.GetGenerateName() != "":
+		return m.GetGenerateName()
+	}
+	return "Unknown"
+}
+
 func addFinalizer(m *metav1.ObjectMeta, f string) {
 	if !slices.Contains(m.Finalizers, f) {
 		m.Finalizers = append(m.Finalizers, f)

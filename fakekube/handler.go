@@ -116,6 +116,11 @@ func (s *Server) parseResourcePath(gv schema.GroupVersion, segs []string) (reque
 	var req request
 	var resName string
 	switch {
+	case segs[0] == "namespaces" && len(segs) == 3 && isNamespaceSubresource(gv, segs[2]):
+		// namespaces/{name}/status: a namespace's subresource, not a
+		// resource in it.
+		resName = segs[0]
+		segs = segs[1:]
 	case segs[0] == "namespaces" && len(segs) >= 3:
 		req.namespace, resName = segs[1], segs[2]
 		segs = segs[3:]
@@ -157,6 +162,12 @@ func (s *Server) parseResourcePath(gv schema.GroupVersion, segs []string) (reque
 		}
 	}
 	return req, nil
+}
+
+// isNamespaceSubresource says whether namespaces/{name}/{sub} names a
+// namespace's subresource (status, finalize) rather than a resource.
+func isNamespaceSubresource(gv schema.GroupVersion, sub string) bool {
+	return gv.Group == "" && (sub == "status" || sub == "finalize")
 }
 
 // actorOf turns a user agent ("external-provisioner", "kubectl/v1.32.4 (linux/amd64) …")

@@ -36,7 +36,7 @@ func (s *store) admitPriorityLocked(res *resource, pod *corev1.Pod) error {
 	if name := pod.Spec.PriorityClassName; name != "" {
 		o, found := s.objects[pcRes][objectKey("", name)]
 		if !found {
-			return apierrors.NewForbidden(res.groupResource(), pod.Name, fmt.Errorf("no PriorityClass with name %v was found", name))
+			return apierrors.NewForbidden(res.groupResource(), admissionName(pod), fmt.Errorf("no PriorityClass with name %v was found", name))
 		}
 		class = o.(*schedulingv1.PriorityClass)
 	} else {

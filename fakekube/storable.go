@@ -1,6 +1,7 @@
 package fakekube
 
 import (
+	"fmt"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,10 +34,40 @@ func checkStorable(res *resource, obj runtime.Object) error {
 	if err != nil {
 		return nil
 	}
-	key := "/registry/" + res.gvr.Resource + "/" + m.GetNamespace() + "/" + m.GetName()
+	key := etcdKey(res, m.GetNamespace(), m.GetName())
 	if sized.Size()+len(key)+etcdRequestOverhead <= etcdMaxRequestBytes {
 		return nil
 	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
 		Code: http.StatusInternalServerError, Message: "etcdserver: request is too large"}}
+}
+
+// etcdKey is where the real server keeps an object in etcd: under
+// /registry/, the resource (a custom resource's under its group first;
+// Nodes under their old name, minions: kubernetes
+// pkg/kubeapiserver/default_storage_factory_builder.go, SpecialDefaultResourcePrefixes), then the namespace, if any,
+// and the name.
+func etcdKey(res *resource, namespace, name string) string {
+	key := "/registry/"
+	if res.crd {
+		key += res.gvr.Group + "/"
+	}
+	if res.gvr == coreV1.WithResource("nodes") {
+		key += "minions/"
+	} else {
+		key += res.gvr.Resource + "/"
+	}
+	if namespace != "" {
+		key += namespace + "/"
+	}
+	return key + name
+}
+
+// preconditionFailed is the real server's conflict for a write whose
+// precondition does not hold: its etcd storage's error, whose words name
+// the key (k8s.io/apiserver pkg/storage/errors.go, NewInvalidObjError).
+func preconditionFailed(res *resource, namespace, name, what string, want, have any) error {
+	return apierrors.NewConflict(res.groupResource(), name, fmt.Errorf(
+		"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: %s in precondition: %v, %s in object meta: %v",
+		etcdKey(res, namespace, name), what, want, what, have))
 }

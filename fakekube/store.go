@@ -210,12 +210,13 @@ func (s *store) create(ctx context.Context, actor string, res *resource, namespa
 	if err := s.checkNamespaceLocked(res, namespace, m); err != nil {
 		return nil, err
 	}
-	if m.GetName() == "" && m.GetGenerateName() != "" {
-		m.SetName(m.GetGenerateName() + s.generatedNameSuffix())
-	}
 	defaultObject(res, obj)
 	if err := s.admitCreateLocked(res, obj); err != nil {
 		return nil, err
+	}
+	// The registry names the object after admission, before its strategy.
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(m.GetGenerateName() + s.generatedNameSuffix())
 	}
 	m.SetGeneration(0)
 	// As in the real server, the strategy comes before the store is
@@ -229,6 +230,10 @@ func (s *store) create(ctx context.Context, actor string, res *resource, namespa
 	}
 	key := objectKey(m.GetNamespace(), m.GetName())
 	if _, exists := s.objects[res][key]; exists {
+		if m.GetGenerateName() != "" {
+			// k8s.io/apiserver pkg/registry/rest/create.go, CheckGeneratedNameError.
+			return nil, apierrors.NewGenerateNameConflict(res.groupResource(), m.GetName(), 1)
+		}
 		return nil, apierrors.NewAlreadyExists(res.groupResource(), m.GetName())
 	}
 	if err := checkStorable(res, obj); err != nil {
@@ -313,9 +318,7 @@ func (s *store) update(ctx context.Context, actor, verb string, res *resource, n
 		}
 	}
 	if uid := newMeta.GetUID(); uid != "" && uid != oldMeta.GetUID() {
-		return nil, apierrors.NewConflict(res.groupResource(), name,
-			//lint:ignore ST1005 the real API server's words
-			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, oldMeta.GetUID()))
+		return nil, preconditionFailed(res, namespace, name, "UID", uid, oldMeta.GetUID())
 	}
 
 	// What no write changes; the strategy keeps the rest of the system
@@ -421,14 +424,10 @@ func (s *store) deleteLocked(actor string, res *resource, namespace, name string
 	m, _ := meta.Accessor(cur)
 	if p := opts.Preconditions; p != nil {
 		if p.UID != nil && *p.UID != m.GetUID() {
-			return nil, apierrors.NewConflict(res.groupResource(), name,
-				//lint:ignore ST1005 the real API server's words
-				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
+			return nil, preconditionFailed(res, namespace, name, "UID", *p.UID, m.GetUID())
 		}
 		if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
-			return nil, apierrors.NewConflict(res.groupResource(), name,
-				//lint:ignore ST1005 the real API server's words
-				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
+			return nil, preconditionFailed(res, namespace, name, "ResourceVersion", *p.ResourceVersion, m.GetResourceVersion())
 		}
 	}
 	if res.gvr == coreV1.WithResource("namespaces") && undeletableNamespaces[name] {
