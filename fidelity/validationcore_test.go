@@ -1,9 +1,9 @@
 package fidelity
 
 import (
-	"time"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -108,7 +108,9 @@ var coreKinds = []*kind{
 				Data: map[string][]byte{"key": []byte("value")}}
 		},
 		create: []mutation{
-			mut("data key", func(r *rand.Rand, o *corev1.Secret) { o.Data[pick(r, "bad key", "..", "a/b", "ok.key_-")] = []byte("x") }),
+			mut("data key", func(r *rand.Rand, o *corev1.Secret) {
+				o.Data[pick(r, "bad key", "..", "a/b", "ok.key_-")] = []byte("x")
+			}),
 			mut("type", func(r *rand.Rand, o *corev1.Secret) {
 				o.Type = corev1.SecretType(pick(r, "kubernetes.io/tls", "kubernetes.io/dockerconfigjson", "kubernetes.io/basic-auth",
 					"kubernetes.io/service-account-token", "example.com/custom", "Bad Type"))
@@ -119,7 +121,9 @@ var coreKinds = []*kind{
 		update: []mutation{
 			mut("type", func(r *rand.Rand, o *corev1.Secret) { o.Type = "example.com/other" }),
 			mut("immutable", func(r *rand.Rand, o *corev1.Secret) { o.Immutable = ptr(r.IntN(2) == 0) }),
-			mut("data", func(r *rand.Rand, o *corev1.Secret) { o.Data = map[string][]byte{pick(r, "key", "bad key"): []byte("new")} }),
+			mut("data", func(r *rand.Rand, o *corev1.Secret) {
+				o.Data = map[string][]byte{pick(r, "key", "bad key"): []byte("new")}
+			}),
 		},
 	},
 	{name: "ConfigMap", gvr: coreV1.WithResource("configmaps"), kind: "ConfigMap", namespaced: true,
@@ -130,7 +134,9 @@ var coreKinds = []*kind{
 		},
 		create: []mutation{
 			mut("data key", func(r *rand.Rand, o *corev1.ConfigMap) { o.Data[pick(r, "bad key", ".", "a/b", "ok.key_-")] = "x" }),
-			mut("binaryData", func(r *rand.Rand, o *corev1.ConfigMap) { o.BinaryData = map[string][]byte{pick(r, "key", "bin"): []byte{1}} }),
+			mut("binaryData", func(r *rand.Rand, o *corev1.ConfigMap) {
+				o.BinaryData = map[string][]byte{pick(r, "key", "bin"): []byte{1}}
+			}),
 			mut("too large", func(r *rand.Rand, o *corev1.ConfigMap) { o.Data["big"] = strings.Repeat("x", 1<<20+1) }),
 		},
 		update: []mutation{

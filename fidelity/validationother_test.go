@@ -103,7 +103,9 @@ var otherKinds = []*kind{
 			mut("claim templates", func(r *rand.Rand, o *appsv1.StatefulSet) {
 				o.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests = storage("2Gi")
 			}),
-			mut("image", func(r *rand.Rand, o *appsv1.StatefulSet) { o.Spec.Template.Spec.Containers[0].Image = pick(r, "busybox:1.37", "") }),
+			mut("image", func(r *rand.Rand, o *appsv1.StatefulSet) {
+				o.Spec.Template.Spec.Containers[0].Image = pick(r, "busybox:1.37", "")
+			}),
 		},
 		status: []mutation{
 			mut("replicas", func(r *rand.Rand, o *appsv1.StatefulSet) {
@@ -187,7 +189,9 @@ var otherKinds = []*kind{
 			mut("data", func(r *rand.Rand, o *appsv1.ControllerRevision) { o.Data = runtime.RawExtension{} }),
 		},
 		update: []mutation{
-			mut("data", func(r *rand.Rand, o *appsv1.ControllerRevision) { o.Data = runtime.RawExtension{Raw: []byte(`{"spec":{"x":1}}`)} }),
+			mut("data", func(r *rand.Rand, o *appsv1.ControllerRevision) {
+				o.Data = runtime.RawExtension{Raw: []byte(`{"spec":{"x":1}}`)}
+			}),
 			mut("revision", func(r *rand.Rand, o *appsv1.ControllerRevision) { o.Revision = int64(pick(r, 9, -1)) }),
 		},
 	},
@@ -216,7 +220,9 @@ var otherKinds = []*kind{
 		},
 		create: []mutation{
 			mut("value", func(r *rand.Rand, o *schedulingv1.PriorityClass) { o.Value = int32(pick(r, 1000000001, 2000000000)) }),
-			mut("system name", func(r *rand.Rand, o *schedulingv1.PriorityClass) { o.Name = pick(r, "system-custom", "system-node-critical") }),
+			mut("system name", func(r *rand.Rand, o *schedulingv1.PriorityClass) {
+				o.Name = pick(r, "system-custom", "system-node-critical")
+			}),
 			mut("preemption", func(r *rand.Rand, o *schedulingv1.PriorityClass) {
 				o.PreemptionPolicy = ptr(corev1.PreemptionPolicy(pick(r, "Never", "Sometimes")))
 			}),
@@ -281,7 +287,9 @@ var snapshotKind = &kind{name: "VolumeSnapshot", gvr: snapshotV1.WithResource("v
 				o.Spec.Source.VolumeSnapshotContentName = ptr("content")
 			}
 		}),
-		mut("class name", func(r *rand.Rand, o *snapv1.VolumeSnapshot) { o.Spec.VolumeSnapshotClassName = ptr(pick(r, "", "Bad_Class")) }),
+		mut("class name", func(r *rand.Rand, o *snapv1.VolumeSnapshot) {
+			o.Spec.VolumeSnapshotClassName = ptr(pick(r, "", "Bad_Class"))
+		}),
 		mut("pre-provisioned", func(r *rand.Rand, o *snapv1.VolumeSnapshot) {
 			o.Spec.Source = snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: ptr(pick(r, "content", ""))}
 		}),
@@ -357,11 +365,15 @@ var snapshotClassKind = &kind{name: "VolumeSnapshotClass", gvr: snapshotV1.WithR
 	},
 	create: []mutation{
 		mut("driver", func(r *rand.Rand, o *snapv1.VolumeSnapshotClass) { o.Driver = "" }),
-		mut("deletion policy", func(r *rand.Rand, o *snapv1.VolumeSnapshotClass) { o.DeletionPolicy = snapv1.DeletionPolicy(pick(r, "", "Keep")) }),
+		mut("deletion policy", func(r *rand.Rand, o *snapv1.VolumeSnapshotClass) {
+			o.DeletionPolicy = snapv1.DeletionPolicy(pick(r, "", "Keep"))
+		}),
 	},
 	update: []mutation{
 		mut("driver", func(r *rand.Rand, o *snapv1.VolumeSnapshotClass) { o.Driver = "other.example.com" }),
 		mut("parameters", func(r *rand.Rand, o *snapv1.VolumeSnapshotClass) { o.Parameters = map[string]string{"a": "c"} }),
-		mut("deletion policy", func(r *rand.Rand, o *snapv1.VolumeSnapshotClass) { o.DeletionPolicy = snapv1.DeletionPolicy(pick(r, "Retain", "Keep")) }),
+		mut("deletion policy", func(r *rand.Rand, o *snapv1.VolumeSnapshotClass) {
+			o.DeletionPolicy = snapv1.DeletionPolicy(pick(r, "Retain", "Keep"))
+		}),
 	},
 }

@@ -48,7 +48,9 @@ var storageKinds = []*kind{
 		update: []mutation{
 			mut("provisioner", func(r *rand.Rand, o *storagev1.StorageClass) { o.Provisioner = "other.example.com" }),
 			mut("parameters", func(r *rand.Rand, o *storagev1.StorageClass) { o.Parameters["type"] = "nvme" }),
-			mut("reclaim policy", func(r *rand.Rand, o *storagev1.StorageClass) { o.ReclaimPolicy = ptr(corev1.PersistentVolumeReclaimRetain) }),
+			mut("reclaim policy", func(r *rand.Rand, o *storagev1.StorageClass) {
+				o.ReclaimPolicy = ptr(corev1.PersistentVolumeReclaimRetain)
+			}),
 			mut("binding mode", func(r *rand.Rand, o *storagev1.StorageClass) {
 				o.VolumeBindingMode = ptr(storagev1.VolumeBindingWaitForFirstConsumer)
 			}),
@@ -128,7 +130,9 @@ var storageKinds = []*kind{
 					Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr("pv-" + name)}}}
 		},
 		create: []mutation{
-			mut("attacher", func(r *rand.Rand, o *storagev1.VolumeAttachment) { o.Spec.Attacher = pick(r, "", "Bad Attacher", "kubernetes.io/gce-pd") }),
+			mut("attacher", func(r *rand.Rand, o *storagev1.VolumeAttachment) {
+				o.Spec.Attacher = pick(r, "", "Bad Attacher", "kubernetes.io/gce-pd")
+			}),
 			mut("node name", func(r *rand.Rand, o *storagev1.VolumeAttachment) { o.Spec.NodeName = pick(r, "", "Bad_Node") }),
 			mut("source", func(r *rand.Rand, o *storagev1.VolumeAttachment) {
 				switch r.IntN(3) {
@@ -181,7 +185,9 @@ var storageKinds = []*kind{
 		update: []mutation{
 			mut("class name", func(r *rand.Rand, o *storagev1.CSIStorageCapacity) { o.StorageClassName = "other" }),
 			mut("topology", func(r *rand.Rand, o *storagev1.CSIStorageCapacity) { o.NodeTopology = nil }),
-			mut("capacity", func(r *rand.Rand, o *storagev1.CSIStorageCapacity) { o.Capacity = ptr(resource.MustParse(pick(r, "1Gi", "-1"))) }),
+			mut("capacity", func(r *rand.Rand, o *storagev1.CSIStorageCapacity) {
+				o.Capacity = ptr(resource.MustParse(pick(r, "1Gi", "-1")))
+			}),
 		},
 	},
 	{name: "VolumeAttributesClass", gvr: storageV1.WithResource("volumeattributesclasses"), kind: "VolumeAttributesClass",

@@ -205,7 +205,10 @@ var pvKind = &kind{name: "PersistentVolume", gvr: coreV1.WithResource("persisten
 		mut("phase", func(r *rand.Rand, o *corev1.PersistentVolume) {
 			o.Status.Phase = corev1.PersistentVolumePhase(pick(r, "Bound", "Released", "Bogus", ""))
 		}),
-		mut("message", func(r *rand.Rand, o *corev1.PersistentVolume) { o.Status.Message = "m"; o.Status.Reason = pick(r, "R", "") }),
+		mut("message", func(r *rand.Rand, o *corev1.PersistentVolume) {
+			o.Status.Message = "m"
+			o.Status.Reason = pick(r, "R", "")
+		}),
 	},
 }
 
@@ -240,7 +243,9 @@ var podKind = &kind{name: "Pod", gvr: coreV1.WithResource("pods"), kind: "Pod", 
 			c.Name = pick(r, "app", "Bad_Name", "")
 			o.Spec.Containers = append(o.Spec.Containers, c)
 		}),
-		mut("image", func(r *rand.Rand, o *corev1.Pod) { o.Spec.Containers[0].Image = pick(r, "", " busybox", "busybox:latest") }),
+		mut("image", func(r *rand.Rand, o *corev1.Pod) {
+			o.Spec.Containers[0].Image = pick(r, "", " busybox", "busybox:latest")
+		}),
 		mut("mount of no volume", func(r *rand.Rand, o *corev1.Pod) {
 			o.Spec.Containers[0].VolumeMounts = append(o.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: pick(r, "missing", "Data"), MountPath: "/m"})
 		}),
@@ -278,7 +283,9 @@ var podKind = &kind{name: "Pod", gvr: coreV1.WithResource("pods"), kind: "Pod", 
 			o.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: pick(r, "/var/x", "rel"),
 				Type: ptr(corev1.HostPathType(pick(r, "", "Socket", "Bogus")))}}
 		}),
-		mut("restart policy", func(r *rand.Rand, o *corev1.Pod) { o.Spec.RestartPolicy = corev1.RestartPolicy(pick(r, "Never", "Sometimes")) }),
+		mut("restart policy", func(r *rand.Rand, o *corev1.Pod) {
+			o.Spec.RestartPolicy = corev1.RestartPolicy(pick(r, "Never", "Sometimes"))
+		}),
 		mut("node name", func(r *rand.Rand, o *corev1.Pod) { o.Spec.NodeName = pick(r, "node-1", "Bad_Node") }),
 		mut("toleration", func(r *rand.Rand, o *corev1.Pod) {
 			o.Spec.Tolerations = []corev1.Toleration{{Key: pick(r, "example.com/t", "", "bad key"), Operator: corev1.TolerationOperator(pick(r, "Exists", "Equal", "Like")),
@@ -331,7 +338,9 @@ var podKind = &kind{name: "Pod", gvr: coreV1.WithResource("pods"), kind: "Pod", 
 			o.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: pick(r, "app", "other"), Image: "busybox:1.36", ImageID: "x",
 				RestartCount: int32(pick(r, 0, -1)), Ready: true}}
 		}),
-		mut("qos class", func(r *rand.Rand, o *corev1.Pod) { o.Status.QOSClass = corev1.PodQOSClass(pick(r, "Guaranteed", "Burstable")) }),
+		mut("qos class", func(r *rand.Rand, o *corev1.Pod) {
+			o.Status.QOSClass = corev1.PodQOSClass(pick(r, "Guaranteed", "Burstable"))
+		}),
 		mut("nominated node", func(r *rand.Rand, o *corev1.Pod) { o.Status.NominatedNodeName = pick(r, "node-1", "Bad_Node") }),
 	},
 }
