@@ -153,6 +153,9 @@ func (s *Server) parseResourcePath(gv schema.GroupVersion, segs []string) (reque
 			return req, apierrors.NewNotFound(res.groupResource(), req.name+"/status")
 		}
 	default:
+		if _, ok := streamingSubresources[req.subresource]; ok && res.gvr == coreV1.WithResource("pods") {
+			return req, s.streamingNotSupported(res, req.namespace, req.name, req.subresource)
+		}
 		known := false
 		for _, sub := range res.subresources {
 			known = known || sub == req.subresource
