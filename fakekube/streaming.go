@@ -27,7 +27,7 @@ func (s *Server) streamingNotSupported(res *resource, namespace, name, sub strin
 		return err
 	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed,
-		Reason: metav1.StatusReasonMethodNotAllowed,
+		Reason:  metav1.StatusReasonMethodNotAllowed,
 		Details: &metav1.StatusDetails{Name: name, Kind: res.gvr.Resource + "/" + sub},
 		Message: fmt.Sprintf("pods/%s (%s) is not supported by csisim serve: pod %q has no running container to connect to "+
 			"(csisim's kubelets simulate containers; use kubectl logs for what its workload printed)", sub, streamingSubresources[sub], name)}}
