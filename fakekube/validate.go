@@ -39,7 +39,7 @@ func prepareCreate(ctx context.Context, res *resource, namespace string, obj run
 	if err != nil {
 		return nil, err
 	}
-	in, err := asServerHolds(res, st, obj)
+	in, err := asServerHolds(res, st, obj, true)
 	if err != nil {
 		return nil, err
 	}
@@ -70,11 +70,11 @@ func prepareUpdate(ctx context.Context, res *resource, namespace, subresource st
 	if strategy == nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("%s has no %s strategy", res.gvr.Resource, subresource))
 	}
-	in, err := asServerHolds(res, st, obj)
+	in, err := asServerHolds(res, st, obj, true)
 	if err != nil {
 		return nil, err
 	}
-	was, err := asServerHolds(res, st, old)
+	was, err := asServerHolds(res, st, old, false)
 	if err != nil {
 		return nil, err
 	}
@@ -100,10 +100,12 @@ func strategyFor(res *resource) (strategy, error) {
 	return strategy{}, apierrors.NewInternalError(fmt.Errorf("no strategy for %s", res.gvr))
 }
 
-// asServerHolds returns a copy of obj (defaulted) as kube-apiserver's
-// registry holds it: a built-in kind in the internal version; a custom
-// kind unstructured, pruned as the custom resource decoder prunes it.
-func asServerHolds(res *resource, st strategy, obj runtime.Object) (runtime.Object, error) {
+// asServerHolds returns obj (defaulted) as kube-apiserver's registry holds
+// it: a built-in kind in the internal version; a custom kind unstructured,
+// pruned as the custom resource decoder prunes it. The result shares
+// memory with obj when owned says obj is the caller's to give away (a
+// request's body); otherwise obj (a stored object) is left untouched.
+func asServerHolds(res *resource, st strategy, obj runtime.Object, owned bool) (runtime.Object, error) {
 	if res.crd {
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {
@@ -114,7 +116,10 @@ func asServerHolds(res *resource, st strategy, obj runtime.Object) (runtime.Obje
 		out.SetGroupVersionKind(res.gvk())
 		return out, nil
 	}
-	in, err := legacyscheme.Scheme.UnsafeConvertToVersion(obj.DeepCopyObject(), internalVersion(res))
+	if !owned {
+		obj = obj.DeepCopyObject()
+	}
+	in, err := legacyscheme.Scheme.UnsafeConvertToVersion(obj, internalVersion(res))
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}

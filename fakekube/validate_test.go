@@ -146,7 +146,7 @@ func TestEveryKindHasTheRealStrategy(t *testing.T) {
 			t.Errorf("%s has a status subresource but no status strategy", res.gvr)
 		}
 		probe, _ := scheme.New(res.gvk())
-		in, err := asServerHolds(res, st, probe)
+		in, err := asServerHolds(res, st, probe, true)
 		if err != nil {
 			t.Errorf("%s: %v", res.gvr, err)
 			continue
