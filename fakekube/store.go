@@ -335,7 +335,7 @@ func (s *store) update(ctx context.Context, actor, verb string, res *resource, n
 		// strategy: serveBinding's mutate is all of it.
 	case "":
 		admitUpdate(newObj, old)
-		if next, err = prepareUpdate(ctx, res, namespace, subresource, newObj, old); err != nil {
+		if next, err = prepareUpdate(ctx, res, namespace, subresource, newObj, old, s.now()); err != nil {
 			return nil, err
 		}
 		// Validating admission runs after the strategy's validation.
@@ -343,7 +343,7 @@ func (s *store) update(ctx context.Context, actor, verb string, res *resource, n
 			return nil, err
 		}
 	default:
-		if next, err = prepareUpdate(ctx, res, namespace, subresource, newObj, old); err != nil {
+		if next, err = prepareUpdate(ctx, res, namespace, subresource, newObj, old, s.now()); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@ package fakekube
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,6 +14,8 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/apis/core"
+	"k8s.io/kubernetes/pkg/registry/core/persistentvolume"
 )
 
 // Preparation and validation are kube-apiserver's own: the kind's
@@ -52,13 +55,14 @@ func prepareCreate(ctx context.Context, res *resource, namespace string, obj run
 	if err := rest.BeforeCreate(st.main, requestContext(ctx, res, namespace, "create", ""), in); err != nil {
 		return nil, err
 	}
+	stampClock(in, now, true)
 	return asStored(res, in)
 }
 
 // prepareUpdate returns obj, replacing old (the main resource, or with
 // subresource "status" its status), as the kind's strategy prepares it, or
 // the real server's refusal.
-func prepareUpdate(ctx context.Context, res *resource, namespace, subresource string, obj, old runtime.Object) (runtime.Object, error) {
+func prepareUpdate(ctx context.Context, res *resource, namespace, subresource string, obj, old runtime.Object, now metav1.Time) (runtime.Object, error) {
 	st, err := strategyFor(res)
 	if err != nil {
 		return nil, err
@@ -81,7 +85,35 @@ func prepareUpdate(ctx context.Context, res *resource, namespace, subresource st
 	if err := rest.BeforeUpdate(strategy, requestContext(ctx, res, namespace, "update", subresource), in, was); err != nil {
 		return nil, err
 	}
+	stampClock(in, now, false)
 	return asStored(res, in)
+}
+
+// strategyClockMark is what the PersistentVolume strategies read as the
+// time (fakekube sets the upstream package's NowFunc to it): stampClock
+// then puts the server's clock where they stamped it, so that a run on
+// the virtual clock stays deterministic.
+var strategyClockMark = metav1.Date(1970, 1, 1, 0, 0, 1, 0, time.UTC)
+
+func init() { persistentvolume.NowFunc = func() metav1.Time { return strategyClockMark } }
+
+// stampClock gives the times a strategy stamped from the real clock the
+// server's: a PersistentVolume's lastPhaseTransitionTime (its strategies'
+// NowFunc), and the conditions of a new Pod (the SchedulingGated one,
+// stamped with metav1.Now: a new pod's status is the strategy's alone).
+func stampClock(in runtime.Object, now metav1.Time, created bool) {
+	switch o := in.(type) {
+	case *core.PersistentVolume:
+		if t := o.Status.LastPhaseTransitionTime; t != nil && t.Equal(&strategyClockMark) {
+			o.Status.LastPhaseTransitionTime = &now
+		}
+	case *core.Pod:
+		if created {
+			for i := range o.Status.Conditions {
+				o.Status.Conditions[i].LastTransitionTime = now
+			}
+		}
+	}
 }
 
 // strategyFor is the kind's strategy: a built-in one, or one built from

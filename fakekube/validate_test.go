@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -12,6 +13,7 @@ import (
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // TestRefusedAsTheRealServerRefuses: writes kube-apiserver refuses are
@@ -182,3 +184,44 @@ func TestWarnings(t *testing.T) {
 type warningFunc func(code int, agent, text string)
 
 func (f warningFunc) HandleWarningHeader(code int, agent, text string) { f(code, agent, text) }
+
+// TestStrategyTimesAreTheServerClock: what a strategy stamps with the
+// time (a PersistentVolume's lastPhaseTransitionTime, a gated pod's
+// condition) is the server's clock, not the machine's.
+func TestStrategyTimesAreTheServerClock(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	srv := New(Options{Seed: 1, Clock: clk})
+	cs, err := kubernetes.NewForConfig(srv.RESTConfig("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := cs.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"},
+		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: apiresource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "hostpath.csisim.io", VolumeHandle: "h"}}}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pv.Status.LastPhaseTransitionTime; got == nil || !got.Time.Equal(clk.Now()) {
+		t.Errorf("created: lastPhaseTransitionTime %v, want %v", got, clk.Now())
+	}
+	clk.Step(time.Minute)
+	pv.Status.Phase = corev1.VolumeAvailable
+	if pv, err = cs.CoreV1().PersistentVolumes().UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := pv.Status.LastPhaseTransitionTime; got == nil || !got.Time.Equal(clk.Now()) {
+		t.Errorf("Available: lastPhaseTransitionTime %v, want %v", got, clk.Now())
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gated", Namespace: "default"},
+		Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: "example.com/gate"}},
+			Containers: []corev1.Container{{Name: "app", Image: "busybox:1"}}}}
+	if pod, err = cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pod.Status.Conditions) != 1 || !pod.Status.Conditions[0].LastTransitionTime.Time.Equal(clk.Now()) {
+		t.Errorf("gated pod's conditions %+v, want one at %v", pod.Status.Conditions, clk.Now())
+	}
+}
