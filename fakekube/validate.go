@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/registry/core/persistentvolume"
@@ -185,8 +187,13 @@ func internalVersion(res *resource) schema.GroupVersion {
 
 // requestContext is what kube-apiserver's handlers put in a request's
 // context for its registry: the namespace, and what the request is (the
-// Event strategy tells the two Event APIs apart by it).
+// Event strategy tells the two Event APIs apart by it). Its logger
+// discards: what the registry logs is about itself (a duplicated cause, a
+// declarative rule that disagrees with the hand-written one), which the
+// real server writes to its own log; fakekube has none, and csisim's
+// stderr is its user's.
 func requestContext(ctx context.Context, res *resource, namespace, verb, subresource string) context.Context {
+	ctx = klog.NewContext(ctx, logr.Discard())
 	prefix := "apis"
 	if res.gvr.Group == "" {
 		prefix = "api"
