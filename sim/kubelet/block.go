@@ -1,5 +1,13 @@
 package kubelet
 
+// Block volumes (volumeMode: Block): staging, publishing and mapping a
+// device for a pod, and undoing it — models kubernetes
+// pkg/volume/csi/csi_block.go (the CSI plugin's block mapper: SetUpDevice,
+// MapPodDevice, TearDownDevice, UnmapPodDevice) with the operation
+// generator's MapVolume/UnmapVolume steps
+// (pkg/volume/util/operationexecutor/operation_generator.go) and the
+// global map path's loop device lock (pkg/volume/util/volumepathhandler).
+
 import (
 	"context"
 	"errors"
@@ -83,11 +91,7 @@ func (k *Kubelet) mapBlock(ctx context.Context, pod *corev1.Pod, v volumeToMount
 		v.pv.Name, podDeviceDir(RealDir, pod.UID))
 	// The device is the publish path: the volume's device path from now
 	// on, which an online expansion passes as volume_path.
-	k.mu.Lock()
-	if s := k.actual.sizes[v.unique]; s != nil {
-		s.devicePath = publish
-	}
-	k.mu.Unlock()
+	k.actual.updateSize(v.unique, func(s *actualSize) { s.devicePath = publish })
 	// A volume that has grown is expanded now (offline): volume_path is
 	// the device, the staging path only if staged just now.
 	if _, err := k.expandDuringMount(ctx, pod, v, publish, setUpStaging); err != nil {
@@ -103,10 +107,7 @@ func (k *Kubelet) mapBlock(ctx context.Context, pod *corev1.Pod, v volumeToMount
 // whether it staged it now.
 func (k *Kubelet) setUpDevice(ctx context.Context, pod *corev1.Pod, v volumeToMount, publishContext map[string]string, capability *csi.VolumeCapability, staging string) (bool, error) {
 	src := v.pv.Spec.CSI
-	k.mu.Lock()
-	st, staged := k.actual.staged[v.unique]
-	k.mu.Unlock()
-	if staged && !st.uncertain {
+	if st := k.actual.stagedVolume(v.unique); st != nil && !st.uncertain {
 		return false, nil
 	}
 	secrets, err := k.nodeStageSecrets(ctx, v.pv, true)
@@ -127,9 +128,7 @@ func (k *Kubelet) setUpDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMapVolume", "MapVolume.SetUpDevice failed for volume %q : %v", v.pv.Name, err)
 		return false, fmt.Errorf("NodeStageVolume %s: %w", v.pv.Name, err)
 	}
-	k.mu.Lock()
-	k.actual.staged[v.unique] = &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name, block: true}
-	k.mu.Unlock()
+	k.actual.markStaged(v.unique, &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name, block: true})
 	return true, nil
 }
 

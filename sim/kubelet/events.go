@@ -67,18 +67,3 @@ func (k *Kubelet) containersStopping(pod *corev1.Pod) {
 		k.events.Eventf(containerRef(pod, "spec.containers", c.Name), corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
 	}
 }
-
-// stopContainersOnce posts the Killing events of a running pod being
-// deleted, once however often its teardown is retried.
-func (k *Kubelet) stopContainersOnce(pod *corev1.Pod) {
-	if pod.Status.Phase != corev1.PodRunning {
-		return
-	}
-	k.mu.Lock()
-	done := k.actual.killed[pod.UID]
-	k.actual.killed[pod.UID] = true
-	k.mu.Unlock()
-	if !done {
-		k.containersStopping(pod)
-	}
-}

@@ -75,66 +75,13 @@ var resizeConditions = map[corev1.PersistentVolumeClaimConditionType]bool{
 	corev1.PersistentVolumeClaimNodeResizeError:         true,
 }
 
-// volumeSizes is what the volume manager knows of a volume's size.
-type volumeSizes struct {
-	// actual: the size the node has (the actual state's
-	// persistentVolumeSize): the claim's status.capacity when the volume
-	// was first seen, then each size the node expanded it to.
-	actual resource.Quantity
-	// desired: the PV's capacity when a pod using it last synced (the
-	// desired state's persistentVolumeSize); pods with a read-only claim
-	// do not update it.
-	desired resource.Quantity
-	// inUseError: the driver answered FailedPrecondition (it cannot
-	// expand the volume while in use): no more online expansion here.
-	inUseError bool
-	// devicePath: a block volume's device, the publish path of its last
-	// map (what NodeExpandVolume gets as volume_path when online).
-	devicePath string
-}
-
-// needsExpansion is the actual state's volumeNeedsExpansion.
-func (s *volumeSizes) needsExpansion() bool {
-	return !s.inUseError && !s.actual.IsZero() && !s.desired.IsZero() && s.desired.Cmp(s.actual) > 0
-}
-
-// noteSizesLocked records a volume a pod is being set up with: the
-// desired size from its PV (for a writable claim), and the claim's size as
-// the actual one if none is known yet. The caller holds mu.
-func (k *Kubelet) noteSizesLocked(v volumeToMount) {
-	pvSize := v.pv.Spec.Capacity.Storage().DeepCopy()
-	s := k.actual.sizes[v.unique]
-	if s == nil {
-		s = &volumeSizes{desired: pvSize}
-		k.actual.sizes[v.unique] = s
-	}
-	if !v.readOnly {
-		s.desired = pvSize
-	}
-	if s.actual.IsZero() {
-		s.actual = v.claimSize.DeepCopy()
-	}
-}
-
-// refreshSizes is a periodic pod sync's look at the pod's mounted
-// volumes: the desired sizes are read again from the PVs. It reports
-// whether one of them now needs expansion.
-func (k *Kubelet) refreshSizes(pod *corev1.Pod) bool {
-	vols, err := k.resolveVolumes(pod)
-	if err != nil {
-		return false
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	need := false
-	for _, v := range vols {
-		if k.actual.mounted[pod.UID][v.pv.Name] == nil {
-			continue
-		}
-		k.noteSizesLocked(v)
-		need = need || k.actual.sizes[v.unique].needsExpansion()
-	}
-	return need
+// needsExpansion is the actual state's volumeNeedsExpansion: the size
+// pods want the volume at is larger than the one it has, and the driver
+// has not said it cannot grow it while in use.
+func (k *Kubelet) needsExpansion(u corev1.UniqueVolumeName) bool {
+	desired, _ := k.desired.size(u)
+	s, known := k.actual.size(u)
+	return known && !s.inUseError && !s.size.IsZero() && !desired.IsZero() && desired.Cmp(s.size) > 0
 }
 
 // awaitsExpansion reports whether a running pod has a mounted volume the
@@ -144,10 +91,8 @@ func (k *Kubelet) awaitsExpansion(pod *corev1.Pod) bool {
 	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 		return false
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, m := range k.actual.mounted[pod.UID] {
-		if s := k.actual.sizes[m.unique]; s != nil && !m.uncertain && s.needsExpansion() {
+	for _, m := range k.actual.podVolumes(pod.UID) {
+		if !m.uncertain && k.needsExpansion(m.unique) {
 			return true
 		}
 	}
@@ -161,19 +106,13 @@ func (k *Kubelet) awaitsExpansion(pod *corev1.Pod) bool {
 func (k *Kubelet) expandInUse(ctx context.Context, pod *corev1.Pod, vols []volumeToMount) error {
 	var retry time.Duration
 	for _, v := range vols {
-		k.mu.Lock()
-		m := k.actual.mounted[pod.UID][v.pv.Name]
-		s := k.actual.sizes[v.unique]
-		need := m != nil && !m.uncertain && s != nil && s.needsExpansion()
-		var current, desired resource.Quantity
-		var devicePath string
-		if need {
-			current, desired, devicePath = s.actual.DeepCopy(), s.desired.DeepCopy(), s.devicePath
-		}
-		k.mu.Unlock()
-		if !need {
+		m := k.actual.mountedVolume(pod.UID, v.pv.Name)
+		if m == nil || m.uncertain || !k.needsExpansion(v.unique) {
 			continue
 		}
+		s, _ := k.actual.size(v.unique)
+		current, devicePath := s.size, s.devicePath
+		desired, _ := k.desired.size(v.unique)
 		now := k.clock.Now()
 		if wait := k.expandBackoff.remaining(v.unique, now); wait > 0 {
 			retry = shorter(retry, wait)
@@ -196,11 +135,7 @@ func (k *Kubelet) expandInUse(ctx context.Context, pod *corev1.Pod, vols []volum
 		k.expandBackoff.reset(v.unique)
 		if done {
 			// MarkVolumeAsResized.
-			k.mu.Lock()
-			if s := k.actual.sizes[v.unique]; s != nil {
-				s.actual = size
-			}
-			k.mu.Unlock()
+			k.actual.updateSize(v.unique, func(s *actualSize) { s.size = size })
 		}
 		// Not done and no error: the claim does not allow it yet
 		// ("Waiting for volume to be expandable on the node"); a change
@@ -310,9 +245,7 @@ func (k *Kubelet) expandOnPlugin(ctx context.Context, op expandOp) (bool, resour
 	claimSize := pvc.Status.Capacity.Storage().DeepCopy()
 	resizeStatus := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage]
 	requested := pvc.Spec.Resources.Requests.Storage().DeepCopy()
-	k.mu.Lock()
-	markInfeasible := requested.Cmp(op.newSize) != 0 && k.actual.finalExpansionErrors[op.v.unique]
-	k.mu.Unlock()
+	markInfeasible := requested.Cmp(op.newSize) != 0 && k.actual.hasFinalExpansionError(op.v.unique)
 	alreadyUpdated := claimSize.Cmp(op.newSize) >= 0 && resizeStatus == ""
 	// A ReadWriteMany volume is expanded on every node that uses it,
 	// unless the claim says the node need not.
@@ -344,9 +277,7 @@ func (k *Kubelet) expandOnPlugin(ctx context.Context, op expandOp) (bool, resour
 			return true, op.newSize, nil
 		}
 		if e == nil || !e.transient {
-			k.mu.Lock()
-			k.actual.finalExpansionErrors[op.v.unique] = true
-			k.mu.Unlock()
+			k.actual.markFinalExpansionError(op.v.unique)
 			next := pvc.DeepCopy()
 			if (e != nil && e.infeasible) || markInfeasible {
 				setResizeStatus(next, corev1.PersistentVolumeClaimNodeResizeInfeasible)
@@ -424,11 +355,7 @@ func (k *Kubelet) finishResize(ctx context.Context, pvc *corev1.PersistentVolume
 }
 
 func (k *Kubelet) markInUseError(u corev1.UniqueVolumeName) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if s := k.actual.sizes[u]; s != nil {
-		s.inUseError = true
-	}
+	k.actual.updateSize(u, func(s *actualSize) { s.inUseError = true })
 }
 
 func hasAccessMode(modes []corev1.PersistentVolumeAccessMode, mode corev1.PersistentVolumeAccessMode) bool {

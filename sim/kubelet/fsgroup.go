@@ -1,5 +1,10 @@
 package kubelet
 
+// Giving a published volume to the pod's fsGroup — models kubernetes
+// pkg/volume/csi/csi_mounter.go (supportsFSGroup, the CSIDriver's
+// fsGroupPolicy) and pkg/volume/volume_linux.go (SetVolumeOwnership, with
+// the fsGroupChangePolicy).
+
 import (
 	"fmt"
 	"os"

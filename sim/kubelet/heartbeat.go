@@ -1,5 +1,10 @@
 package kubelet
 
+// The node's heartbeats and status — models kubernetes
+// pkg/kubelet/kubelet_node_status.go (updateNodeStatus, with
+// setNodeVolumesInUseStatus) and the node's Lease, which the kubelet renews
+// with k8s.io/component-helpers/apimachinery/lease.
+
 import (
 	"context"
 	"fmt"
@@ -141,11 +146,7 @@ func (k *Kubelet) postReady(ctx context.Context) error {
 		}
 		k.statusReported()
 	}
-	k.mu.Lock()
-	reportedNow := !slices.Equal(k.inUse, inUse)
-	k.inUse = inUse
-	k.mu.Unlock()
-	if reportedNow {
+	if k.desired.markReportedInUse(inUse) {
 		// Pods waiting for the report may go on (wake.go). The Node's own
 		// update may have woken them already, before inUse was set: with
 		// goroutines, against a real API server, its event can come first.

@@ -105,9 +105,7 @@ func csiLog(format string, args ...any) error {
 }
 
 func (k *Kubelet) mountInlineOnce(ctx context.Context, pod *corev1.Pod, iv inlineVolume, republish bool) error {
-	k.mu.Lock()
-	m := k.actual.mounted[pod.UID][iv.name]
-	k.mu.Unlock()
+	m := k.actual.mountedVolume(pod.UID, iv.name)
 	if m != nil && !m.uncertain && !republish {
 		return nil
 	}
@@ -199,14 +197,11 @@ func (k *Kubelet) mountInlineOnce(ctx context.Context, pod *corev1.Pod, iv inlin
 	return nil
 }
 
+// recordInline records the inline volume published for the pod in the
+// actual state; uncertain: maybe published.
 func (k *Kubelet) recordInline(pod *corev1.Pod, iv inlineVolume, target string, uncertain bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.actual.mounted[pod.UID] == nil {
-		k.actual.mounted[pod.UID] = map[string]*mountedVolume{}
-	}
-	k.actual.mounted[pod.UID][iv.name] = &mountedVolume{unique: iv.unique, pvName: iv.name, handle: iv.handle,
-		target: target, uncertain: uncertain, driver: iv.src.Driver}
+	k.actual.markMounted(pod.UID, iv.name, &mountedVolume{unique: iv.unique, pvName: iv.name, handle: iv.handle,
+		target: target, uncertain: uncertain, driver: iv.src.Driver})
 }
 
 // supportsEphemeral is the CSI plugin's volume lifecycle check for an

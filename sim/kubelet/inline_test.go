@@ -181,10 +181,8 @@ func TestInlineEphemeralReconstructed(t *testing.T) {
 	if err := e.k.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e.k.mu.Lock()
-	m := e.k.actual.mounted["uid-1"]["data"]
-	staged := len(e.k.actual.staged)
-	e.k.mu.Unlock()
+	m := e.k.actual.mountedVolume("uid-1", "data")
+	staged := len(e.k.actual.stagedVolumes())
 	if m == nil || !m.uncertain || m.target != target || m.handle != InlineVolumeHandle("uid-1", "data") ||
 		m.unique != inlineUniqueName("uid-1", "data") || staged != 0 {
 		t.Fatalf("reconstructed %+v, %d staged", m, staged)

@@ -5,30 +5,42 @@
 // deletion NodeUnpublishVolume, NodeUnstageVolume, then the pod goes. There
 // are no containers: a pod is Running once its volumes are mounted.
 //
-// It does what the real kubelet's CSI plugin does in the ways a driver can
-// see: the same paths under its directory (paths.go) with vol_data.json
-// beside each mount; filesystem volumes staged and published (mount.go),
-// with pod information for podInfoOnMount drivers, readonly from the pod's
-// claim source, access modes mapped by the node plugin's capabilities and
-// fsGroup applied per the CSIDriver's fsGroupPolicy (fsgroup.go) or passed
-// as volume_mount_group; block volumes mapped (block.go); failed operations
-// retried with the operation executor's per-volume backoff (backoff.go);
-// republishing for requiresRepublish drivers on the pod sync period and
-// NodeGetVolumeStats on the stats period (periodic.go); node expansion of
-// grown volumes, offline as part of mounting and online for mounted ones
-// (expand.go); and a restart that rebuilds the actual state from disk
-// (reconstruct.go).
+// Its parts are the real kubelet's (each file names the upstream file it
+// models):
+//   - the pod workers (pod_workers.go; sync_pending_pod.go for a pod
+//     waiting for its volumes), with the status generator
+//     (status_generate.go), the status manager (status_manager.go) and the
+//     pods' network (network.go);
+//   - the volume manager: its desired state of world
+//     (desired_state_of_world.go), filled by the populator (populator.go);
+//     its actual state of world (actual_state_of_world.go); the reconciler
+//     that drives the one toward the other (reconciler.go); what it tells
+//     the node status (volume_manager.go); and its reconstruction after a
+//     restart (reconstruct.go);
+//   - the operations, with the operation executor's per-volume backoff
+//     (operations.go), as the CSI plugin does them in the ways a driver can
+//     see: the same paths under its directory (paths.go) with vol_data.json
+//     beside each mount; filesystem volumes staged and published
+//     (mount.go), with pod information for podInfoOnMount drivers, readonly
+//     from the pod's claim source, access modes mapped by the node plugin's
+//     capabilities and fsGroup applied per the CSIDriver's fsGroupPolicy
+//     (fsgroup.go) or passed as volume_mount_group; block volumes mapped
+//     (block.go); inline ephemeral volumes (inline.go); node expansion of
+//     grown volumes, offline as part of mounting and online for mounted
+//     ones (expand.go); secrets and service account tokens (secrets.go,
+//     tokens.go);
+//   - the periodic work: republishing for requiresRepublish drivers on the
+//     pod sync period and NodeGetVolumeStats on the stats period
+//     (periodic.go), heartbeats and node status (heartbeat.go), the plugin
+//     registration (registration.go).
 package kubelet
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"path/filepath"
-	"slices"
+	"net/netip"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -38,8 +50,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -47,7 +57,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/component-helpers/storage/ephemeral"
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/attachdetach"
@@ -127,9 +136,22 @@ type Kubelet struct {
 	queue    controller.Queue
 	synced   []cache.InformerSynced
 
+	// The volume manager: what is wanted (desired_state_of_world.go),
+	// what is set up (actual_state_of_world.go), and the operation
+	// executor's bookkeeping (operations.go).
+	desired desiredState
+	actual  actualState
 	backoff opBackoff // per volume, for failed mount operations
 	// expandBackoff: per volume, for failed online expansions.
 	expandBackoff opBackoff
+	pending       pendingOps
+	// The pod workers (pod_workers.go); the status manager's cache of
+	// the status it last posted for each pod (status_manager.go); the
+	// addresses given to the pods' sandboxes (network.go), which outlive
+	// the kubelet process but are in the pods' status.
+	podWorkers podWorkers
+	statuses   perPod[corev1.PodStatus]
+	sandboxIPs perPod[netip.Addr]
 
 	mu      sync.Mutex
 	stopped bool
@@ -138,83 +160,12 @@ type Kubelet struct {
 	unregistered bool
 	// lastStatusReport is when the kubelet last posted its node status.
 	lastStatusReport time.Time
-	actual           actualState
-	inUse            []corev1.UniqueVolumeName // last volumesInUse reported
 	// failedReconstruction: volume directories a restart found unmounted,
-	// for the orphan clean-up.
+	// for the orphan clean-up (the reconciler's
+	// volumesFailedReconstruction).
 	failedReconstruction []*failedVolume
-	// podStatus: what is kept to post pods' status (podstatus.go).
-	podStatus podStatuses
 	// tokens: the token manager's service account tokens (tokens.go).
 	tokens tokenCache
-}
-
-// actualState is what is mounted on the node: the volume manager's
-// "actual state of world". It lives only in the kubelet process; a
-// restarted kubelet rebuilds it from the kubelet directory (reconstruct.go).
-type actualState struct {
-	staged  map[corev1.UniqueVolumeName]*stagedVolume
-	mounted map[types.UID]map[string]*mountedVolume // pod UID → PV name → mount
-	podKeys map[string]types.UID                    // namespace/name → UID, to tear down pods that vanished
-	wanted  map[types.UID][]corev1.UniqueVolumeName // volumes pods are being set up with
-	resync  map[string]bool                         // pods whose periodic sync is due
-	killed  map[types.UID]bool                      // pods whose containers were told to stop
-	// sizes: what the volume manager knows of each volume's size, for
-	// node expansion (expand.go).
-	sizes map[corev1.UniqueVolumeName]*volumeSizes
-	// finalExpansionErrors: volumes whose node expansion failed with a
-	// final error in this process (never forgotten, as the real one's).
-	finalExpansionErrors map[corev1.UniqueVolumeName]bool
-}
-
-func newActualState() actualState {
-	return actualState{
-		staged:  map[corev1.UniqueVolumeName]*stagedVolume{},
-		mounted: map[types.UID]map[string]*mountedVolume{},
-		podKeys: map[string]types.UID{},
-		wanted:  map[types.UID][]corev1.UniqueVolumeName{},
-		resync:  map[string]bool{},
-		killed:  map[types.UID]bool{},
-		sizes:   map[corev1.UniqueVolumeName]*volumeSizes{},
-		// Never forgotten in a process, as the real one's.
-		finalExpansionErrors: map[corev1.UniqueVolumeName]bool{},
-	}
-}
-
-// stagedVolume is a volume staged on the node (NodeStageVolume done).
-type stagedVolume struct {
-	path   string // staging target path
-	handle string
-	pvName string
-	block  bool
-	// uncertain: found on disk by a restarted kubelet, which stages it
-	// again before use, as the real one marks reconstructed devices.
-	uncertain bool
-	// unstaging: a NodeUnstageVolume of it is under way.
-	unstaging bool
-}
-
-// mountedVolume is a volume published for one pod.
-type mountedVolume struct {
-	unique corev1.UniqueVolumeName
-	pvName string
-	handle string
-	target string // publish path: the mount dir, or the block publish file
-	block  bool
-	// uncertain: reconstructed after a restart; set up again if the pod
-	// still wants it.
-	uncertain bool
-	// driver is an inline volume's driver (inline.go), whose unique name
-	// does not carry it; "" for a PV's.
-	driver string
-}
-
-// driverName is the volume's CSI driver.
-func (m *mountedVolume) driverName() string {
-	if m.driver != "" {
-		return m.driver
-	}
-	return driverOf(m.unique)
 }
 
 // New wires a kubelet to informers: podFactory must list only this node's
@@ -226,8 +177,10 @@ func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.
 	newEvents := func() (record.EventRecorder, func()) { return rt.NewEventRecorder(client, "kubelet", cfg.NodeName) }
 	events, stop := newEvents()
 	k := &Kubelet{cfg: cfg, client: client, csi: node, events: events, stopRecs: stop, newEvents: newEvents,
-		clock: rt.Clock, queue: rt.NewQueueWithBackoff("kubelet-"+cfg.NodeName, volumeRetryInitial, volumeRetryMax),
-		actual: newActualState()}
+		clock: rt.Clock, queue: rt.NewQueueWithBackoff("kubelet-"+cfg.NodeName, volumeRetryInitial, volumeRetryMax)}
+	k.desired.reset()
+	k.actual.reset()
+	k.podWorkers.reset()
 	podInf := podFactory.Core().V1().Pods()
 	k.pods = podInf.Lister()
 	_ = volumeutil.AddIndexes(podInf.Informer(), volumeutil.PodsByClaim) // wake.go copes without
@@ -365,247 +318,19 @@ func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoRespo
 	return nil
 }
 
-// Run runs the volume manager until ctx is done.
+// Run runs the kubelet (its pod workers and periodic work) until ctx is done.
 func (k *Kubelet) Run(ctx context.Context) {
 	defer func() { k.stopRecs() }()
 	if !cache.WaitForCacheSync(ctx.Done(), k.synced...) {
 		return
 	}
-	go wait.UntilWithContext(ctx, k.Heartbeat, HeartbeatInterval)
-	go wait.UntilWithContext(ctx, k.Resync, SyncFrequency)
-	go wait.UntilWithContext(ctx, k.CollectVolumeStats, VolumeStatsPeriod)
-	controller.RunAll(ctx, k.Workers()...)
+	controller.RunComponent(ctx, k.Component())
 }
 
-// Workers are the volume manager's queue and sync function.
+// Workers are the kubelet's queue and sync function: the pod workers'
+// (pod_workers.go), one sync per pod key.
 func (k *Kubelet) Workers() []controller.Worker {
 	return []controller.Worker{{Name: "kubelet-" + k.cfg.NodeName, Queue: k.queue, Sync: k.syncPod}}
-}
-
-func (k *Kubelet) syncPod(ctx context.Context, key string) error {
-	if key == orphansKey {
-		return k.cleanUpOrphans(ctx)
-	}
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	pod, err := k.pods.Pods(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		// Force-deleted, or gone while we were not looking: clean up.
-		k.mu.Lock()
-		uid, known := k.actual.podKeys[key]
-		delete(k.actual.resync, key)
-		k.mu.Unlock()
-		if known {
-			return k.tearDown(ctx, uid, key)
-		}
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	k.mu.Lock()
-	if old, ok := k.actual.podKeys[key]; ok && old != pod.UID {
-		k.mu.Unlock()
-		if err := k.tearDown(ctx, old, key); err != nil {
-			return err
-		}
-		k.mu.Lock()
-	}
-	k.actual.podKeys[key] = pod.UID
-	resync := k.actual.resync[key]
-	delete(k.actual.resync, key)
-	uncertain := k.hasUncertainLocked(pod.UID)
-	k.mu.Unlock()
-
-	if pod.DeletionTimestamp != nil {
-		k.stopContainersOnce(pod)
-		if err := k.tearDown(ctx, pod.UID, key); err != nil {
-			return err
-		}
-		// Containers are stopped and volumes cleaned up: the pod may go.
-		zero := int64(0)
-		err := k.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{
-			GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return fmt.Errorf("deleting pod %s: %w", key, err)
-		}
-		return nil
-	}
-	switch pod.Status.Phase {
-	case corev1.PodPending:
-		// podstatus.go: status ContainerCreating, then the volumes.
-		if err := k.syncPendingPod(ctx, pod); err != nil {
-			return err
-		}
-		k.runWorkload(pod)
-		k.containersStarted(pod)
-		if err := k.markRunning(ctx, pod); err != nil {
-			return err
-		}
-	case corev1.PodRunning:
-		// A restarted kubelet sets up again what it found on disk; a
-		// periodic sync publishes again the volumes of drivers that ask
-		// for it (requiresRepublish).
-		var err error
-		switch {
-		case uncertain:
-			err = k.setUp(ctx, pod, false)
-		case resync:
-			err = k.setUp(ctx, pod, true)
-		}
-		if err != nil {
-			return err
-		}
-	default:
-		return nil
-	}
-	// The reconciler expands the mounted volumes that have grown
-	// (expand.go); a failure does not stop the pod.
-	vols, err := k.resolveVolumes(pod)
-	if err != nil {
-		return nil // a claim or volume gone meanwhile: nothing to expand
-	}
-	return k.expandInUse(ctx, pod, vols)
-}
-
-// hasUncertainLocked reports whether a pod has volumes a restarted kubelet
-// found on disk and has not set up since.
-func (k *Kubelet) hasUncertainLocked(uid types.UID) bool {
-	for _, m := range k.actual.mounted[uid] {
-		if m.uncertain {
-			return true
-		}
-	}
-	return false
-}
-
-// volumeToMount is one CSI volume of a pod, resolved through its claim.
-type volumeToMount struct {
-	pv     *corev1.PersistentVolume
-	unique corev1.UniqueVolumeName
-	// readOnly is the pod's persistentVolumeClaim.readOnly: what the
-	// kubelet passes as NodePublishVolume's readonly.
-	readOnly bool
-	block    bool
-	// claimSize is the claim's status.capacity.
-	claimSize resource.Quantity
-}
-
-// resolveVolumes finds each PVC volume's PV. A claim that is not bound yet
-// makes the pod wait.
-func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
-	var out []volumeToMount
-	for _, v := range pod.Spec.Volumes {
-		// A volume no container uses is not set up (nor waited for).
-		if !volumeutil.UsedByContainers(pod, v.Name) {
-			continue
-		}
-		// A generic ephemeral volume is its claim <pod>-<volume>, once
-		// the ephemeral volume controller has made it for this pod.
-		claimName, readOnly := "", false
-		switch {
-		case v.PersistentVolumeClaim != nil:
-			claimName, readOnly = v.PersistentVolumeClaim.ClaimName, v.PersistentVolumeClaim.ReadOnly
-		case v.Ephemeral != nil:
-			claimName = ephemeral.VolumeClaimName(pod, &v)
-		default:
-			continue
-		}
-		claim, err := k.claims.PersistentVolumeClaims(pod.Namespace).Get(claimName)
-		if err != nil || claim.Spec.VolumeName == "" || claim.Status.Phase != corev1.ClaimBound {
-			return nil, errNotReady
-		}
-		if v.Ephemeral != nil && ephemeral.VolumeIsForPod(pod, claim) != nil {
-			return nil, errNotReady
-		}
-		pv, err := k.volumes.Get(claim.Spec.VolumeName)
-		if err != nil {
-			return nil, errNotReady
-		}
-		if pv.Spec.CSI == nil {
-			return nil, fmt.Errorf("volume %s of pod %s/%s is not a CSI volume", pv.Name, pod.Namespace, pod.Name)
-		}
-		out = append(out, volumeToMount{pv: pv, unique: attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle),
-			readOnly:  readOnly,
-			block:     pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock,
-			claimSize: claim.Status.Capacity.Storage().DeepCopy()})
-	}
-	return out, nil
-}
-
-// setUp mounts (or maps) every volume of the pod; republish only publishes
-// again those whose driver requires it.
-func (k *Kubelet) setUp(ctx context.Context, pod *corev1.Pod, republish bool) error {
-	// Inline volumes need no claim and no attachment: each is set up
-	// whatever the pod's other volumes wait for (inline.go). Their
-	// failure, with its backoff, is what the sync waits for.
-	inlineErr := k.setUpInline(ctx, pod, republish)
-	if err := k.setUpClaimVolumes(ctx, pod, republish); inlineErr == nil || err != nil && !errors.Is(err, errNotReady) {
-		return err
-	}
-	return inlineErr
-}
-
-// setUpClaimVolumes sets up the pod's volumes that are claims.
-func (k *Kubelet) setUpClaimVolumes(ctx context.Context, pod *corev1.Pod, republish bool) error {
-	vols, err := k.resolveVolumes(pod)
-	if err != nil {
-		return err
-	}
-	var uniques []corev1.UniqueVolumeName
-	for _, v := range vols {
-		uniques = append(uniques, v.unique)
-	}
-	k.mu.Lock()
-	k.actual.wanted[pod.UID] = uniques
-	for _, v := range vols {
-		k.noteSizesLocked(v)
-	}
-	k.mu.Unlock()
-	// An attached volume is mounted only once the node's status has
-	// reported it in volumesInUse, so the attach/detach controller never
-	// detaches what is about to be mounted. The report is the periodic
-	// node status sync's (Heartbeat), as in the real kubelet, whose
-	// VerifyControllerAttachedVolume refuses ("Volume has not been added
-	// to the list of VolumesInUse in the node's volume status") until then
-	// (pkg/volume/util/operationexecutor/operation_generator.go); volumes
-	// that need no attach do not wait.
-	if !k.reportedInUse(vols) {
-		return errNotReady
-	}
-	for _, v := range vols {
-		if republish && !k.requiresRepublish(v.pv.Spec.CSI.Driver) {
-			continue
-		}
-		if err := k.mountVolume(ctx, pod, v, republish); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// waitForAttach returns the publish context of an attached volume, or asks
-// to be retried: the volume must be in node.status.volumesAttached and its
-// VolumeAttachment must say attached, as the real kubelet checks.
-func (k *Kubelet) waitForAttach(v volumeToMount) (map[string]string, error) {
-	if !k.attachRequired(v.pv.Spec.CSI.Driver) {
-		return nil, nil
-	}
-	node, err := k.nodes.Get(k.cfg.NodeName)
-	if err != nil {
-		return nil, errNotReady
-	}
-	listed := slices.ContainsFunc(node.Status.VolumesAttached, func(a corev1.AttachedVolume) bool { return a.Name == v.unique })
-	if !listed {
-		return nil, errNotReady
-	}
-	va, err := k.vas.Get(attachdetach.AttachmentName(v.pv.Spec.CSI.VolumeHandle, v.pv.Spec.CSI.Driver, k.cfg.NodeName))
-	if err != nil || !va.Status.Attached {
-		return nil, errNotReady
-	}
-	return va.Status.AttachmentMetadata, nil
 }
 
 // attachRequired reads the CSIDriver's attachRequired; without a CSIDriver
@@ -619,164 +344,4 @@ func (k *Kubelet) attachRequired(driver string) bool {
 func (k *Kubelet) requiresRepublish(driver string) bool {
 	drv, err := k.drivers.Get(driver)
 	return err == nil && drv.Spec.RequiresRepublish != nil && *drv.Spec.RequiresRepublish
-}
-
-// tearDown unpublishes a pod's volumes, then unstages those no other pod
-// on the node still uses, and reports the change in volumesInUse.
-func (k *Kubelet) tearDown(ctx context.Context, uid types.UID, key string) error {
-	k.mu.Lock()
-	mounts := k.actual.mounted[uid]
-	names := make([]string, 0, len(mounts))
-	for n := range mounts {
-		names = append(names, n)
-	}
-	k.mu.Unlock()
-	sort.Strings(names)
-	for _, n := range names {
-		m := mounts[n]
-		var err error
-		if m.block {
-			err = k.unmapBlock(ctx, uid, m)
-		} else {
-			err = k.unpublish(ctx, m)
-		}
-		if err != nil {
-			return err
-		}
-		k.mu.Lock()
-		delete(k.actual.mounted[uid], n)
-		k.mu.Unlock()
-	}
-	if err := removeUnmountedDir(filepath.Join(k.cfg.Dir, "pods", string(uid))); err != nil {
-		return err
-	}
-	if ns, name, ok := strings.Cut(key, "/"); ok {
-		if err := k.removePodLogs(ns, name, uid); err != nil {
-			return err
-		}
-	}
-	k.mu.Lock()
-	delete(k.actual.mounted, uid)
-	delete(k.actual.wanted, uid)
-	k.tokens.forgetPod(uid)
-	delete(k.actual.killed, uid)
-	if key != "" && k.actual.podKeys[key] == uid {
-		delete(k.actual.podKeys, key)
-	}
-	k.mu.Unlock()
-	// volumesInUse drops the volumes at the next node status sync; the
-	// attach/detach controller detaches only after that.
-	return k.unstageUnused(ctx)
-}
-
-// reportedInUse says whether every volume of vols that needs an attach is
-// in the volumesInUse the node's status last reported.
-func (k *Kubelet) reportedInUse(vols []volumeToMount) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, v := range vols {
-		if !slices.Contains(k.inUse, v.unique) && k.attachRequired(v.pv.Spec.CSI.Driver) {
-			return false
-		}
-	}
-	return true
-}
-
-// unstageUnused unstages the staged volumes no pod here uses any more.
-func (k *Kubelet) unstageUnused(ctx context.Context) error {
-	k.mu.Lock()
-	used := map[corev1.UniqueVolumeName]bool{}
-	for _, vols := range k.actual.mounted {
-		for _, m := range vols {
-			used[m.unique] = true
-		}
-	}
-	// Nor a device a pod is still being set up with.
-	for _, vols := range k.actual.wanted {
-		for _, u := range vols {
-			used[u] = true
-		}
-	}
-	var unused []corev1.UniqueVolumeName
-	for u := range k.actual.staged {
-		if !used[u] {
-			unused = append(unused, u)
-		}
-	}
-	k.mu.Unlock()
-	slices.Sort(unused)
-	for _, u := range unused {
-		// One operation per volume at a time, as the operation executor
-		// runs them (nestedpendingoperations): while another sync's
-		// unstage of it is under way (a call held by a fault), or once it
-		// is done, there is nothing to do here.
-		k.mu.Lock()
-		st := k.actual.staged[u]
-		if st == nil || st.unstaging {
-			k.mu.Unlock()
-			continue
-		}
-		st.unstaging = true
-		k.mu.Unlock()
-		var err error
-		if st.block {
-			err = k.tearDownBlockDevice(ctx, st)
-		} else {
-			err = k.unmountDevice(ctx, st)
-		}
-		if err != nil {
-			k.mu.Lock()
-			st.unstaging = false
-			k.mu.Unlock()
-			return err
-		}
-		k.mu.Lock()
-		delete(k.actual.staged, u)
-		k.mu.Unlock()
-	}
-	// A volume no pod uses and not staged is gone from the volume
-	// manager's states, and what it knew of its size with it.
-	k.mu.Lock()
-	for u := range k.actual.sizes {
-		if _, staged := k.actual.staged[u]; !used[u] && !staged {
-			delete(k.actual.sizes, u)
-		}
-	}
-	k.mu.Unlock()
-	return nil
-}
-
-// volumesInUse are the volumes the node's status should report: every
-// volume a pod here is set up with, or wants, or that is still staged —
-// of those that are attached: like the real kubelet's GetVolumesInUse
-// (pkg/kubelet/volumemanager), which lists only volumes of attachable
-// plugins, a CSI volume whose driver needs no attach is never reported.
-func (k *Kubelet) volumesInUse() []corev1.UniqueVolumeName {
-	k.mu.Lock()
-	set := map[corev1.UniqueVolumeName]bool{}
-	for _, vols := range k.actual.wanted {
-		for _, u := range vols {
-			set[u] = true
-		}
-	}
-	for u := range k.actual.staged {
-		set[u] = true
-	}
-	k.mu.Unlock()
-	inUse := make([]corev1.UniqueVolumeName, 0, len(set))
-	for u := range set {
-		if driver, _, ok := strings.Cut(strings.TrimPrefix(string(u), "kubernetes.io/csi/"), "^"); ok && !k.attachRequired(driver) {
-			continue
-		}
-		inUse = append(inUse, u)
-	}
-	slices.Sort(inUse)
-	return inUse
-}
-
-// markRunning reports the pod Running with its conditions and container
-// statuses, as the kubelet's status manager does once containers start
-// (podstatus.go).
-func (k *Kubelet) markRunning(ctx context.Context, pod *corev1.Pod) error {
-	return k.reportRunning(ctx, pod)
 }

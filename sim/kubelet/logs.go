@@ -1,5 +1,9 @@
 package kubelet
 
+// Container logs in the CRI log format — models what the container
+// runtime writes under /var/log/pods and what kubernetes
+// pkg/kubelet/kuberuntime/logs serves for pods/log.
+
 import (
 	"bufio"
 	"errors"

@@ -1,5 +1,11 @@
 package kubelet
 
+// Filesystem volumes: staging (MountDevice), publishing (SetUp) and their
+// undoing (UnmountDevice, TearDown) — models kubernetes
+// pkg/volume/csi/csi_attacher.go and csi_mounter.go (the CSI plugin) with
+// the operation generator's MountVolume and its backoff
+// (pkg/volume/util/operationexecutor/operation_generator.go).
+
 import (
 	"context"
 	"errors"
@@ -149,9 +155,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	// The reconciler starts no operation for a volume already mounted for
 	// the pod: the backoff (keyed by volume, so another pod's failure may
 	// have set it) does not hold back a pod whose volume is ready.
-	k.mu.Lock()
-	m := k.actual.mounted[pod.UID][v.pv.Name]
-	k.mu.Unlock()
+	m := k.actual.mountedVolume(pod.UID, v.pv.Name)
 	if m != nil && !m.uncertain && !republish {
 		return nil
 	}
@@ -172,9 +176,7 @@ func (k *Kubelet) mountVolume(ctx context.Context, pod *corev1.Pod, v volumeToMo
 }
 
 func (k *Kubelet) mountVolumeOnce(ctx context.Context, pod *corev1.Pod, v volumeToMount, republish bool) error {
-	k.mu.Lock()
-	m := k.actual.mounted[pod.UID][v.pv.Name]
-	k.mu.Unlock()
+	m := k.actual.mountedVolume(pod.UID, v.pv.Name)
 	if m != nil && !m.uncertain && !republish {
 		return nil
 	}
@@ -306,23 +308,19 @@ func (k *Kubelet) nothingMounted(target string) bool {
 	return os.IsNotExist(err)
 }
 
+// recordMounted records the volume published for the pod in the actual
+// state; uncertain: maybe published.
 func (k *Kubelet) recordMounted(pod *corev1.Pod, v volumeToMount, target string, uncertain bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.actual.mounted[pod.UID] == nil {
-		k.actual.mounted[pod.UID] = map[string]*mountedVolume{}
-	}
-	k.actual.mounted[pod.UID][v.pv.Name] = &mountedVolume{unique: v.unique, pvName: v.pv.Name, handle: v.pv.Spec.CSI.VolumeHandle,
-		target: target, block: v.block, uncertain: uncertain}
+	k.actual.markMounted(pod.UID, v.pv.Name, &mountedVolume{unique: v.unique, pvName: v.pv.Name, handle: v.pv.Spec.CSI.VolumeHandle,
+		target: target, block: v.block, uncertain: uncertain})
 }
 
 // mountDevice stages a filesystem volume at its node-wide staging path,
 // once for all pods (again when a restarted kubelet is not sure of it).
 func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMount, publishContext map[string]string, caps nodeCaps, staging string, mountGroup *int64) error {
 	src := v.pv.Spec.CSI
-	k.mu.Lock()
-	st, staged := k.actual.staged[v.unique]
-	k.mu.Unlock()
+	st := k.actual.stagedVolume(v.unique)
+	staged := st != nil
 	if staged && !st.uncertain {
 		return nil
 	}
@@ -349,15 +347,11 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 		if !isFinalError(err) && !staged {
 			// The driver may be staging it still: the device is
 			// uncertain, to be staged again or unstaged when unused.
-			k.mu.Lock()
-			k.actual.staged[v.unique] = &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name, uncertain: true}
-			k.mu.Unlock()
+			k.actual.markStaged(v.unique, &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name, uncertain: true})
 		}
 		return fmt.Errorf("NodeStageVolume %s: %w", v.pv.Name, err)
 	}
-	k.mu.Lock()
-	k.actual.staged[v.unique] = &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name}
-	k.mu.Unlock()
+	k.actual.markStaged(v.unique, &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name})
 	return nil
 }
 
@@ -443,15 +437,7 @@ func (k *Kubelet) readWriteOncePodInUse(pod *corev1.Pod, v volumeToMount) error 
 	if len(modes) != 1 || modes[0] != corev1.ReadWriteOncePod {
 		return nil
 	}
-	k.mu.Lock()
-	elsewhere := false
-	for uid, vols := range k.actual.mounted {
-		if uid != pod.UID && vols[v.pv.Name] != nil {
-			elsewhere = true
-		}
-	}
-	k.mu.Unlock()
-	if !elsewhere {
+	if !k.actual.mountedForOtherPod(pod.UID, v.pv.Name) {
 		return nil
 	}
 	const why = "volume uses the ReadWriteOncePod access mode and is already in use by another pod"

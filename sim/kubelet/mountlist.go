@@ -1,5 +1,9 @@
 package kubelet
 
+// What the kubelets left mounted, for the run's clean-up checks; no
+// upstream counterpart (a real node lists /proc/self/mountinfo the same
+// way).
+
 import (
 	"fmt"
 	"slices"

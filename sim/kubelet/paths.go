@@ -1,5 +1,9 @@
 package kubelet
 
+// The kubelet directory's layout for CSI volumes — models the paths of
+// kubernetes pkg/volume/csi (csi_mounter.go, csi_attacher.go, csi_block.go)
+// and vol_data.json (csi_util.go saveVolumeData).
+
 import (
 	"crypto/sha256"
 	"encoding/json"

@@ -1,5 +1,10 @@
 package kubelet
 
+// The kubelet's periodic work on running pods: their periodic sync
+// (--sync-frequency, pkg/kubelet/kubelet.go syncLoop) and volume stats
+// (--volume-stats-agg-period, pkg/kubelet/server/stats
+// volume_stat_calculator.go).
+
 import (
 	"context"
 	"slices"
@@ -47,9 +52,7 @@ func (k *Kubelet) Resync(context.Context) {
 			continue
 		}
 		if republish {
-			k.mu.Lock()
-			k.actual.resync[key] = true
-			k.mu.Unlock()
+			k.podWorkers.markSyncDue(key)
 		}
 		k.queue.Add(key)
 	}
@@ -58,9 +61,7 @@ func (k *Kubelet) Resync(context.Context) {
 // hasRepublishVolume reports whether a pod has a published volume whose
 // driver requires republishing.
 func (k *Kubelet) hasRepublishVolume(pod *corev1.Pod) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, m := range k.actual.mounted[pod.UID] {
+	for _, m := range k.actual.podVolumes(pod.UID) {
 		if k.requiresRepublish(m.driverName()) {
 			return true
 		}
@@ -78,15 +79,11 @@ func (k *Kubelet) CollectVolumeStats(ctx context.Context) {
 	}
 	type target struct{ handle, path string }
 	var targets []target
-	k.mu.Lock()
-	for _, vols := range k.actual.mounted {
-		for _, m := range vols {
-			if !m.uncertain && m.driverName() == k.cfg.DriverName {
-				targets = append(targets, target{m.handle, m.target})
-			}
+	for _, m := range k.actual.allMounted() {
+		if !m.uncertain && m.driverName() == k.cfg.DriverName {
+			targets = append(targets, target{m.handle, m.target})
 		}
 	}
-	k.mu.Unlock()
 	if len(targets) == 0 {
 		return
 	}

@@ -1,5 +1,11 @@
 package kubelet
 
+// A kubelet restart and the volume manager's reconstruction of its actual
+// state from disk — models kubernetes
+// pkg/kubelet/volumemanager/reconciler/reconstruct.go and
+// reconstruct_common.go (volumesFailedReconstruction, the clean-up of
+// orphaned pods' volumes).
+
 import (
 	"context"
 	"fmt"
@@ -36,14 +42,17 @@ const orphansKey = "#orphaned-pod-volumes"
 // again (NodeGetInfo). Restart must not run concurrently with the kubelet's
 // workers: the simulation calls it from its loop.
 func (k *Kubelet) Restart(ctx context.Context) error {
-	k.mu.Lock()
-	k.actual = newActualState()
-	k.inUse = nil
-	k.mu.Unlock()
+	k.desired.reset()
+	k.actual.reset()
 	k.backoff.clear()
 	k.tokens.clear()
 	k.expandBackoff.clear()
-	k.podStatus.restarted()
+	k.pending.clear()
+	// A new process has new pod workers and an empty status cache; the
+	// sandboxes outlive it, and their addresses are in the pods' status.
+	k.podWorkers.reset()
+	k.statuses.reset()
+	k.sandboxIPs.reset()
 	// A new process posts new Events; it does not count on the old ones.
 	k.stopRecs()
 	k.events, k.stopRecs = k.newEvents()
@@ -63,17 +72,17 @@ func (k *Kubelet) Restart(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("node %s: reconstructing volumes: %w", k.cfg.NodeName, err)
 	}
+	k.actual.restore(found.mounted, found.staged)
 	k.mu.Lock()
-	k.actual.mounted = found.mounted
-	k.actual.staged = found.staged
 	k.failedReconstruction = found.failed
+	k.mu.Unlock()
 	// What the previous process reported stays reported: the new one
 	// starts from the Node's status, so nothing is written until it changes.
 	if node, err := k.nodes.Get(k.cfg.NodeName); err == nil {
-		k.inUse = slices.Clone(node.Status.VolumesInUse)
-		slices.Sort(k.inUse)
+		inUse := slices.Clone(node.Status.VolumesInUse)
+		slices.Sort(inUse)
+		k.desired.markReportedInUse(inUse)
 	}
-	k.mu.Unlock()
 
 	// The new process lists its pods: each is synced, then what no pod
 	// claims is cleaned up.
@@ -186,20 +195,19 @@ func (k *Kubelet) cleanUpOrphans(ctx context.Context) error {
 	for _, p := range pods {
 		live[p.UID] = true
 	}
-	k.mu.Lock()
-	for _, uid := range k.actual.podKeys {
+	for _, uid := range k.podWorkers.knownUIDs() {
 		live[uid] = true
 	}
 	var orphans []types.UID
-	for uid := range k.actual.mounted {
+	for _, uid := range k.actual.pods() {
 		if !live[uid] {
 			orphans = append(orphans, uid)
 		}
 	}
+	k.mu.Lock()
 	failed := k.failedReconstruction
 	k.failedReconstruction = nil
 	k.mu.Unlock()
-	slices.Sort(orphans)
 	for _, uid := range orphans {
 		if err := k.tearDown(ctx, uid, ""); err != nil {
 			return err
@@ -215,14 +223,11 @@ func (k *Kubelet) cleanUpOrphans(ctx context.Context) error {
 		if err := k.unpublish(ctx, f.mountedVolume); err != nil {
 			return err
 		}
-		k.mu.Lock()
-		_, inUse := k.actual.mounted[f.uid]
-		k.mu.Unlock()
-		if !inUse {
+		if !k.actual.hasPod(f.uid) {
 			if err := removeUnmountedDir(filepath.Join(k.cfg.Dir, "pods", string(f.uid))); err != nil {
 				return err
 			}
 		}
 	}
-	return k.unstageUnused(ctx)
+	return k.unmountDevices(ctx)
 }

@@ -1,5 +1,10 @@
 package kubelet
 
+// The node plugin's registration — models kubernetes
+// pkg/kubelet/pluginmanager (the plugin watcher's RegisterPlugin and
+// DeRegisterPlugin for CSI) and pkg/volume/csi/nodeinfomanager (the
+// CSINode entry and the Node's nodeid annotation).
+
 import (
 	"context"
 	"encoding/json"

@@ -1,5 +1,10 @@
 package kubelet
 
+// Service account tokens for drivers that ask for them
+// (CSIDriver.spec.tokenRequests) — models kubernetes
+// pkg/kubelet/token/token_manager.go and pkg/volume/csi/csi_mounter.go
+// (podServiceAccountTokenAttrs).
+
 // Service account tokens for CSI drivers that ask for them
 // (CSIDriver spec.tokenRequests): at each NodePublishVolume the kubelet
 // requests a token of the pod's service account for each audience, bound

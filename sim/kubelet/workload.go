@@ -1,5 +1,9 @@
 package kubelet
 
+// The built-in workload: what the simulated containers do with their
+// volumes. No upstream counterpart — on a real node csisim-workload runs in
+// the container and checks the same markers (workload/).
+
 import (
 	"errors"
 	"fmt"
@@ -21,12 +25,7 @@ func (k *Kubelet) runWorkload(pod *corev1.Pod) {
 	if k.cfg.Recorder == nil {
 		return
 	}
-	k.mu.Lock()
-	mounted := map[string]mountedVolume{}
-	for name, m := range k.actual.mounted[pod.UID] {
-		mounted[name] = *m
-	}
-	k.mu.Unlock()
+	mounted := k.actual.podVolumes(pod.UID)
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim == nil {
 			continue

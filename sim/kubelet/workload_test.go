@@ -42,9 +42,9 @@ func TestWorkloadWritesAndVerifiesMarkers(t *testing.T) {
 	e.k.runWorkload(e.pod)
 	second := e.pod.DeepCopy()
 	second.UID = "uid-2"
-	e.k.mu.Lock()
-	e.k.actual.mounted[second.UID] = e.k.actual.mounted[e.pod.UID]
-	e.k.mu.Unlock()
+	for name, m := range e.k.actual.podVolumes(e.pod.UID) {
+		e.k.actual.markMounted(second.UID, name, &m)
+	}
 	e.k.runWorkload(second)
 
 	got := dataChecks(rec)

@@ -1,5 +1,12 @@
 package kubelet
 
+// The operation executor's bookkeeping: one operation per volume at a time
+// (kubernetes pkg/volume/util/nestedpendingoperations) and an exponential
+// backoff per volume after a failure (pkg/util/goroutinemap/
+// exponentialbackoff). The operations themselves are the operation
+// generator's and the CSI plugin's (mount.go, block.go, inline.go,
+// expand.go).
+
 import (
 	"sync"
 	"time"
@@ -59,3 +66,22 @@ func (b *opBackoff) clear() {
 	defer b.mu.Unlock()
 	b.state = nil
 }
+
+// pendingOps are the volumes with an operation under way that no other may
+// overlap: a NodeUnstageVolume held by a fault, say, while another sync
+// finds the volume unused too.
+type pendingOps struct {
+	running sync.Map // corev1.UniqueVolumeName → struct{}
+}
+
+// start marks an operation of the volume under way; false if one is.
+func (p *pendingOps) start(u corev1.UniqueVolumeName) bool {
+	_, running := p.running.LoadOrStore(u, struct{}{})
+	return !running
+}
+
+// done marks the volume's operation finished.
+func (p *pendingOps) done(u corev1.UniqueVolumeName) { p.running.Delete(u) }
+
+// clear forgets every operation, as a new kubelet process starts afresh.
+func (p *pendingOps) clear() { p.running.Clear() }
