@@ -108,6 +108,11 @@ type Rule struct {
 	// Times 1 fires on the third matching call only; Nth 3 on every call
 	// from the third; Times 2 on the first two.
 	Times int
+	// FirstPerVolume limits the rule to the first matching call of each
+	// volume (by VolumeID, or for CreateVolume the requested name): a
+	// retry for the same volume passes. Calls without a volume count as
+	// one volume.
+	FirstPerVolume bool
 	// Probability, if not 0, is the chance the rule fires on a call it
 	// could fire on. The draws come from a generator seeded by
 	// Config.Seed and the rule's ID, so the same calls in the same order
@@ -186,6 +191,7 @@ type ruleState struct {
 	rng     *rand.Rand
 	matched int
 	fired   int
+	seen    map[string]bool // the volumes matched, for FirstPerVolume
 }
 
 func newRuleState(r Rule, seed uint64) *ruleState {
@@ -203,6 +209,19 @@ func (s *ruleState) consider(c *Call) bool {
 		return false
 	}
 	s.matched++
+	if s.rule.FirstPerVolume {
+		vol := c.VolumeID
+		if c.Method == "CreateVolume" || vol == "" {
+			vol = c.Name
+		}
+		if s.seen[vol] {
+			return false
+		}
+		if s.seen == nil {
+			s.seen = map[string]bool{}
+		}
+		s.seen[vol] = true
+	}
 	if s.matched < s.rule.Nth {
 		return false
 	}
@@ -235,6 +254,9 @@ func (r Rule) String() string {
 	}
 	if r.Times > 0 {
 		parts = append(parts, "times="+strconv.Itoa(r.Times))
+	}
+	if r.FirstPerVolume {
+		parts = append(parts, "first-per-volume")
 	}
 	if r.Probability > 0 {
 		parts = append(parts, "p="+strconv.FormatFloat(r.Probability, 'g', -1, 64))
@@ -301,7 +323,7 @@ func ParseRules(s string) ([]Rule, error) {
 
 // ParseRule reads one rule:
 //
-//	METHOD [vol=ID] [node=ID] [nth=N] [times=N] [p=P] ACTION [after] [id=NAME]
+//	METHOD [vol=ID] [node=ID] [nth=N] [times=N] [first-per-volume] [p=P] ACTION [after] [id=NAME]
 //
 // with ACTION one of
 //
@@ -437,7 +459,7 @@ func parseTokens(toks []string, names map[string]bool) (Rule, error) {
 			if hasVal {
 				r.Action.Delay, err = time.ParseDuration(val)
 			}
-		case "drop", "ok", "after":
+		case "drop", "ok", "after", "first-per-volume":
 			if hasVal {
 				return Rule{}, fmt.Errorf("%s takes no value", key)
 			}
@@ -446,6 +468,8 @@ func parseTokens(toks []string, names map[string]bool) (Rule, error) {
 				setAction(ActionDrop)
 			case "ok":
 				setAction(ActionOK)
+			case "first-per-volume":
+				r.FirstPerVolume = true
 			default:
 				r.Action.AfterForward = true
 			}
@@ -455,7 +479,7 @@ func parseTokens(toks []string, names map[string]bool) (Rule, error) {
 		if err != nil {
 			return Rule{}, fmt.Errorf("%s: %w", tok, err)
 		}
-		if !hasVal && key != "hang" && key != "drop" && key != "ok" && key != "after" {
+		if !hasVal && key != "hang" && key != "drop" && key != "ok" && key != "after" && key != "first-per-volume" {
 			return Rule{}, fmt.Errorf("%s needs a value (%s=...)", key, key)
 		}
 	}
