@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
@@ -143,5 +142,3 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 	p.inProgress.settle(ctx, claim, state, err)
 	return err
 }
-
-var _ controller.Sync = (*Provisioner)(nil).syncClaim
