@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/trace"
 )
 
 // claimAndPod is a claim of the driver's default class and a pod that
@@ -78,6 +79,37 @@ func TestCSIFaultAndRecovery(t *testing.T) {
 	c.InjectFault(fault.Fault{Kind: fault.CSIHeal, CSI: fault.CSI{Method: "NodeStageVolume"}})
 	c.Eventually(pod).Should(BeRunning())
 	c.Expect(pvc).To(ContainCSICalls("NodeStageVolume", "NodeStageVolume", "NodePublishVolume"))
+	c.Expect(c).To(HaveNoInvariantViolations())
+}
+
+// A lost CreateVolume answer: the driver made the volume, the provisioner
+// heard DeadlineExceeded after its 10 s timeout and asked again, and the
+// driver's idempotence gave it the same volume.
+func TestCSILostAnswer(t *testing.T) {
+	c := Start(t, Options{Seed: 3})
+	c.InjectFault(fault.Fault{Kind: fault.CSILostAnswer, Times: 1, CSI: fault.CSI{Method: "CreateVolume", FirstAttempt: true}})
+	start := c.Now()
+	objs := c.Apply(claimAndPod)
+	pvc, pod := objs[0], objs[1]
+	c.Eventually(pod).Should(BeRunning())
+	c.Expect(pvc).To(HaveCSICalls("CreateVolume", "CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"))
+	var created []string
+	lost := 0
+	for _, e := range c.Timeline() {
+		switch {
+		case e.Kind == trace.CSI && e.Verb == "CreateVolume":
+			created = append(created, e.Call.Code.String()+" "+e.Call.Volume)
+		case e.Kind == trace.Fault && e.Verb == "CreateVolume" && e.Call != nil:
+			lost++
+			created = append([]string{"lost " + e.Call.Volume}, created...)
+		}
+	}
+	if len(created) != 3 || lost != 1 || created[1] != "DeadlineExceeded " || created[2] != "OK "+strings.TrimPrefix(created[0], "lost ") {
+		t.Errorf("CreateVolume: %q; want the lost answer's volume, DeadlineExceeded, then OK with the same volume", created)
+	}
+	if waited := c.Now().Sub(start); waited < 10*time.Second {
+		t.Errorf("the pod ran %s after the claim; the lost answer should cost the provisioner's 10 s timeout", waited)
+	}
 	c.Expect(c).To(HaveNoInvariantViolations())
 }
 

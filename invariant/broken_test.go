@@ -432,3 +432,28 @@ func TestBrokenCapabilitiesPublishBeforeStage(t *testing.T) {
 	// the kubelet publishes before it stages.
 	expectOnly(t, runBroken(t, "node-1|"+firstCapabilitiesEmpty, lifecycle, nil), "csi-call-order")
 }
+
+// A leak: the driver makes the volume, its answer is lost, every later
+// CreateVolume fails with a final error, and the claim is deleted. The
+// provisioner forgets a claim after a final error, as the real one does,
+// so nobody deletes the volume the first call made: only no-leaked-volume,
+// which counts the answer the caller never heard, sees it.
+func TestBrokenDriverLeakedVolume(t *testing.T) {
+	expectOnly(t, runBroken(t, "*|", `
+cluster: {nodes: [node-1]}
+steps:
+  - apply: {file: manifests/driver.yaml}
+  - csiLostAnswer: {method: CreateVolume, times: 1}
+  - csiError: {method: CreateVolume, code: Internal, message: backend confused}
+  - apply:
+      manifest: |
+        apiVersion: v1
+        kind: PersistentVolumeClaim
+        metadata: {name: data}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: '${driver.storageClass}', resources: {requests: {storage: 1Gi}}}
+  - sleep: 15s
+  - delete: {object: pvc/data}
+  - wait: {object: pvc/data, gone: true, timeout: 60s}
+  - sleep: 1m
+`, nil), "no-leaked-volume")
+}

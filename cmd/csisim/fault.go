@@ -34,6 +34,7 @@ scenarios (scenarios/README.md) with their fields as FIELD=VALUE, e.g.
   csisim fault missing-mount-propagation node=node-1
   csisim fault driver-crash plugin=node node=node-1
   csisim fault csi-error method=NodeStageVolume code=Internal times=2
+  csisim fault csi-lost-answer method=CreateVolume times=1 firstAttempt=true
   csisim fault stale-volumeattachment node=node-1 claim=data
   csisim fault controller-manager-restart
 

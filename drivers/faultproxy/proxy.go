@@ -463,6 +463,9 @@ func (p *Proxy) execute(ctx context.Context, c *Call, info *methodInfo, act *Act
 	var err error
 	if act.AfterForward {
 		resp, err = forward()
+		if act.Kind != ActionDelay {
+			p.noteLostAnswer(c, info, resp, err)
+		}
 	}
 	switch act.Kind {
 	case ActionError:
@@ -488,6 +491,33 @@ func (p *Proxy) execute(ctx context.Context, c *Call, info *methodInfo, act *Act
 		return okResponse(info, act.Response, c.Rule)
 	}
 	return nil, status.Errorf(codes.Internal, "faultproxy rule %s: unknown action %v", c.Rule, act.Kind)
+}
+
+// noteLostAnswer records in the timeline what the driver answered to a call
+// whose answer the rule keeps from the caller: the caller's own record
+// shows only the error it got, so this is the one record of the work the
+// driver did (a volume made or deleted), which the invariants read.
+func (p *Proxy) noteLostAnswer(c *Call, info *methodInfo, resp []byte, err error) {
+	if p.cfg.Recorder == nil {
+		return
+	}
+	answer := *c
+	answer.Capabilities = nil
+	if err != nil {
+		st := status.Convert(err)
+		answer.Code, answer.Message = st.Code(), st.Message()
+	} else {
+		describeResponse(&answer, info, resp)
+	}
+	object := answer.VolumeID
+	if answer.Name != "" {
+		object = answer.Name
+		if answer.VolumeID != "" {
+			object += " -> " + answer.VolumeID
+		}
+	}
+	p.cfg.Recorder.Add(trace.Entry{Kind: trace.Fault, Actor: p.cfg.Name, Verb: c.Method, Object: object,
+		Detail: "answer lost: the driver answered " + answer.Code.String() + " to rule " + c.Rule, Call: answer.Trace()})
 }
 
 // wait lets d pass, unless the caller gives up or the proxy stops first.

@@ -109,6 +109,11 @@ type Rule struct {
 	// Times 1 fires on the third matching call only; Nth 3 on every call
 	// from the third; Times 2 on the first two.
 	Times int
+	// FirstPerVolume limits the rule to the first matching call of each
+	// volume (by VolumeID, or for CreateVolume the requested name): a
+	// retry for the same volume passes. Calls without a volume count as
+	// one volume.
+	FirstPerVolume bool
 	// Probability, if not 0, is the chance the rule fires on a call it
 	// could fire on. The draws come from a generator seeded by
 	// Config.Seed and the rule's ID, so the same calls in the same order
@@ -187,6 +192,7 @@ type ruleState struct {
 	rng     *rand.Rand
 	matched int
 	fired   int
+	seen    map[string]bool // the volumes matched, for FirstPerVolume
 }
 
 func newRuleState(r Rule, seed uint64) *ruleState {
@@ -204,6 +210,19 @@ func (s *ruleState) consider(c *Call) bool {
 		return false
 	}
 	s.matched++
+	if s.rule.FirstPerVolume {
+		vol := c.VolumeID
+		if c.Method == "CreateVolume" || vol == "" {
+			vol = c.Name
+		}
+		if s.seen[vol] {
+			return false
+		}
+		if s.seen == nil {
+			s.seen = map[string]bool{}
+		}
+		s.seen[vol] = true
+	}
 	if s.matched < s.rule.Nth {
 		return false
 	}
@@ -240,6 +259,9 @@ func (r Rule) String() string {
 	}
 	if r.Times > 0 {
 		parts = append(parts, "times="+strconv.Itoa(r.Times))
+	}
+	if r.FirstPerVolume {
+		parts = append(parts, "first-per-volume")
 	}
 	if r.Probability > 0 {
 		parts = append(parts, "p="+strconv.FormatFloat(r.Probability, 'g', -1, 64))

@@ -2,6 +2,7 @@ package faultproxy
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +93,27 @@ func TestRuleValidation(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// FirstPerVolume fires on a volume's first matching call only, within
+// Times: the retries pass.
+func TestFirstPerVolume(t *testing.T) {
+	s := newRuleState(Rule{Method: "*Volume", Times: 2, FirstPerVolume: true, Action: Action{Kind: ActionHang, AfterForward: true}}, 1)
+	var fired []string
+	for _, c := range []Call{
+		{Method: "CreateVolume", Name: "pvc-a"},
+		{Method: "CreateVolume", Name: "pvc-a"},
+		{Method: "NodeStageVolume", VolumeID: "vol-1"},
+		{Method: "NodeStageVolume", VolumeID: "vol-1"},
+		{Method: "CreateVolume", Name: "pvc-b"}, // Times is spent
+	} {
+		if s.consider(&c) {
+			s.fired++
+			fired = append(fired, c.Method+" "+c.Name+c.VolumeID)
+		}
+	}
+	if want := []string{"CreateVolume pvc-a", "NodeStageVolume vol-1"}; !slices.Equal(fired, want) {
+		t.Errorf("fired on %q, want %q", fired, want)
 	}
 }

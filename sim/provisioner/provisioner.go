@@ -86,6 +86,8 @@ type Provisioner struct {
 	cloneQ     controller.Queue
 	slow       *slowRetries
 	claimQ     controller.Queue
+	claimIndex cache.Indexer // with volumeutil.ClaimsByUID
+	inProgress claimsInProgress
 	volumeQ    controller.Queue
 }
 
@@ -124,7 +126,9 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	for _, inf := range []cache.SharedIndexInformer{scInf.Informer(), factory.Storage().V1().CSINodes().Informer(), factory.Storage().V1().CSIDrivers().Informer()} {
 		_, _ = inf.AddEventHandler(refreshCapacity)
 	}
-	_, _ = pvcInf.Informer().AddEventHandler(controller.EnqueueHandler(p.claimQ))
+	_ = volumeutil.AddIndexes(pvcInf.Informer(), volumeutil.ClaimsByUID)
+	p.claimIndex = pvcInf.Informer().GetIndexer()
+	_, _ = pvcInf.Informer().AddEventHandler(p.claimHandler())
 	// The cloning protection looks at claims being deleted.
 	_, _ = pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    p.enqueueDeletedClaim,
@@ -155,55 +159,49 @@ func (p *Provisioner) Workers() []controller.Worker {
 // CapacityPollInterval seconds.
 func (p *Provisioner) PollCapacity(context.Context) { p.capacityQ.Add(capacityKey) }
 
-func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	claim, err := p.claims.PersistentVolumeClaims(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+// syncClaimObject makes one attempt to provision for claim and says what
+// a failed one leaves behind in the driver (inprogress.go).
+func (p *Provisioner) syncClaimObject(ctx context.Context, claim *corev1.PersistentVolumeClaim) (provisioningState, error) {
 	if !p.shouldProvision(claim) {
-		return nil
+		return stateFinished, nil
 	}
 	pvName := "pvc-" + string(claim.UID)
 	if _, err := p.volumes.Get(pvName); err == nil {
-		return nil // provisioned already; the PV controller binds it
+		return stateFinished, nil // provisioned already; the PV controller binds it
 	}
 	// The cache may lag behind our own last write; ask the API server.
 	if _, err := p.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{}); err == nil {
-		return nil
+		return stateFinished, nil
 	}
 	className := *claim.Spec.StorageClassName
 	class, err := p.classes.Get(className)
 	if err != nil {
-		return fmt.Errorf("getting storage class %s: %w", className, err)
+		return stateNoChange, fmt.Errorf("getting storage class %s: %w", className, err)
 	}
 	if delayed(class) && claim.Annotations[storagehelpers.AnnSelectedNode] == "" {
-		return nil // the scheduler has not chosen a node yet
+		return stateFinished, nil // the scheduler has not chosen a node yet
 	}
 	if err := p.slow.delayed(claim, class); err != nil {
-		return err // tried again with backoff, without an event
+		return stateNoChange, err // tried again with backoff, without an event
 	}
-	p.events.Eventf(claim, corev1.EventTypeNormal, "Provisioning", "External provisioner is provisioning volume for claim %q", ns+"/"+name)
+	p.events.Eventf(claim, corev1.EventTypeNormal, "Provisioning", "External provisioner is provisioning volume for claim %q", claim.Namespace+"/"+claim.Name)
 	pv, err := p.provision(ctx, claim, class, pvName)
 	if errors.Is(err, errPopulator) {
-		return nil
+		return stateFinished, nil
 	}
 	if err != nil {
-		return p.failed(ctx, claim, class, err)
+		return stateAfter(err), p.failed(ctx, claim, class, err)
 	}
 	p.releaseSnapshotSource(ctx, claim)
 	if _, err := p.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating PersistentVolume %s: %w", pvName, err)
+		// The volume exists in the driver: the claim stays in progress,
+		// so that a retry saves the PV even if the claim goes meanwhile,
+		// as the library's volume store keeps trying to.
+		return stateInBackground, fmt.Errorf("creating PersistentVolume %s: %w", pvName, err)
 	}
 	p.events.Eventf(claim, corev1.EventTypeNormal, "ProvisioningSucceeded", "Successfully provisioned volume %s", pvName)
 	p.refreshCapacityAfterProvision(pv, class)
-	return nil
+	return stateFinished, nil
 }
 
 // DefaultTimeout is the sidecar's --timeout.
@@ -334,7 +332,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 		// A failed CreateVolume may mean that the capacity objects are
 		// stale: the class's are published again.
 		p.capacityQ.Add(classCapacityKey(class.Name))
-		return nil, err
+		return nil, createVolumeError{err}
 	}
 	pv := p.volumeFor(claim, class.ReclaimPolicy, class.MountOptions, resp.GetVolume())
 	if claim.Spec.VolumeMode == nil || *claim.Spec.VolumeMode != corev1.PersistentVolumeBlock {
