@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -17,13 +18,69 @@ import (
 // SnapshotFromHistory is the cluster's state at the end of a run's
 // history: every object as its last API write stored it, without those
 // removed (which Gone lists with their times). Now is the time of the
-// last entry.
+// last entry. (SnapshotAt is the state at a time within it.)
 //
 // Entries carry offsets from the recorder's start, objects carry the
 // cluster clock's times; the start is found from the objects' creation
 // timestamps (whole seconds), so times are exact to the second.
 func SnapshotFromHistory(entries []trace.Entry) *Snapshot {
-	start := historyStart(entries)
+	if len(entries) == 0 {
+		return &Snapshot{}
+	}
+	return SnapshotAt(entries, len(entries), entries[len(entries)-1].At)
+}
+
+// SnapshotAt is the cluster's state at offset at of a run's history,
+// after its first n entries (those up to at): every object as the last of
+// them stored it, and in flight the CSI calls sent before and answered
+// only in the entries after.
+func SnapshotAt(history []trace.Entry, n int, at time.Duration) *Snapshot {
+	n = min(max(n, 0), len(history))
+	// The start is estimated from every create, also the later ones.
+	start := historyStart(history)
+	s := snapshotOf(history[:n], start)
+	s.Now = start.Add(at)
+	for _, e := range trace.InFlightAt(history, n, at) {
+		c := e.Call
+		s.InFlight = append(s.InFlight, Call{Actor: e.Actor, Method: e.Verb, Volume: c.Volume, Node: c.Node, Sent: start.Add(c.Started)})
+	}
+	return s
+}
+
+// EndOfSteps is where a run's steps end in its history: the number of
+// entries up to the last step's, and its time. What comes after is the
+// run's clean-up and the cluster's shutdown, whose errors (a call cut
+// off: "grpc: the client connection is closing") are no cause of how the
+// run went.
+func EndOfSteps(history []trace.Entry) (n int, at time.Duration) {
+	_, n = trace.StepsSpan(history)
+	if n == 0 {
+		return 0, 0
+	}
+	return n, history[n-1].At
+}
+
+// PointAt is where offset at is in a run's history: the number of entries
+// at or before it. It refuses a time after the run's steps ended, when
+// the cluster was being torn down, or before the run started.
+func PointAt(history []trace.Entry, at time.Duration) (int, error) {
+	end, endAt := EndOfSteps(history)
+	switch {
+	case at < 0:
+		return 0, fmt.Errorf("%s is before the run started", at)
+	case at > endAt:
+		return 0, fmt.Errorf("the run's steps ended at +%s (after that the cluster was torn down): want a time up to it", endAt)
+	}
+	n := 0
+	for n < end && history[n].At <= at {
+		n++
+	}
+	return n, nil
+}
+
+// snapshotOf is the objects as the entries' API writes left them; start
+// is the cluster time of offset 0.
+func snapshotOf(entries []trace.Entry, start time.Time) *Snapshot {
 	type slot struct {
 		obj runtime.Object
 		seq int
@@ -48,9 +105,6 @@ func SnapshotFromHistory(entries []trace.Entry) *Snapshot {
 		live[k] = slot{obj: w.Object, seq: e.Seq}
 	}
 	s := &Snapshot{Gone: gone}
-	if len(entries) > 0 {
-		s.Now = start.Add(entries[len(entries)-1].At)
-	}
 	// In the order they were last written, so that the snapshot, and what
 	// Explain says from it, is the same for the same history.
 	ordered := make([]slot, 0, len(live))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +106,10 @@ func TestLibraryStuckStates(t *testing.T) {
 		{file: "node-loss-force-detach", through: 11, stepIs: "assert pod/app-0", target: "pod/app-0",
 			want: []string{"Pod default/app-0: Terminating (deletion requested 2m0s ago)", "Its node node-a is not Ready (Ready=Unknown", "keeps its volumes attached to node-a",
 				"Next: If node-a is really down: kubectl delete pod app-0 --force, or taint the node node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"}},
+		{file: "node-loss-force-detach", through: 8, stepIs: "wait node/node-a", target: "pod/app-0",
+			want: []string{"Pod default/app-0: Running on node node-a (node not Ready)", "Its node node-a is not Ready (Ready=Unknown since 0s ago)",
+				"marked the pod not Ready", "node.kubernetes.io/unreachable:NoExecute (added 0s ago), which the pod tolerates for 300 s",
+				"the taint eviction controller deletes the pod in 5m0s", "Next: Once deleted, the pod stays Terminating", "Node node-a: Ready=Unknown"}},
 		{file: "stale-volumeattachment", through: 13, stepIs: "assert pod/app", realDriver: true, target: "pod/app",
 			want: []string{"Pod default/app: Pending", "not attached to node-b", "is published to node node-a",
 				"attached to node-a", "unless it does not know this attachment", "Restart kube-controller-manager"}},
@@ -196,20 +201,20 @@ func expectInOrder(t *testing.T, source, out string, want []string) {
 	t.Logf("%s:\n%s", source, out)
 }
 
-// TestForceDetachDue checks the explanation's forced-detach time against
-// the run: node-loss-force-detach explained at its stuck point (the new
-// pod waiting for detach) must name the time the attach/detach controller
-// then deletes the attachment on node-a.
-func TestForceDetachDue(t *testing.T) {
+// nodeLossHistory runs node-loss-force-detach on the simulator with the
+// mock driver through step last, and returns its history and the index of
+// the entry that ends step stop: the steps must be those the names begin
+// with (a check that the scenario still has the steps the test means).
+func nodeLossHistory(t *testing.T, stop int, stopIs string, last int, lastIs string) ([]trace.Entry, int) {
+	t.Helper()
 	sc, err := scenarios.Load("../scenarios/library/node-loss-force-detach.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const stuck, detached = 14, 17
-	if !strings.HasPrefix(sc.Steps[stuck-1].Name, "wait events") || !strings.HasPrefix(sc.Steps[detached-1].Name, "wait pod/app-0") {
-		t.Fatalf("steps %d and %d are not the ones this test means: update it", stuck, detached)
+	if !strings.HasPrefix(sc.Steps[stop-1].Name, stopIs) || !strings.HasPrefix(sc.Steps[last-1].Name, lastIs) {
+		t.Fatalf("steps %d and %d are not the ones this test means: update it", stop, last)
 	}
-	sc.Steps = sc.Steps[:detached]
+	sc.Steps = sc.Steps[:last]
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Mock: true, Seed: 1})
@@ -225,16 +230,22 @@ func TestForceDetachDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	history := c.History()
-	// The history up to the end of the stuck step.
-	end := -1
-	for i, e := range history {
-		if e.Kind == trace.Step && strings.HasPrefix(e.Detail, fmt.Sprintf("step %d passed", stuck)) {
-			end = i
-		}
-	}
+	end := slices.IndexFunc(history, func(e trace.Entry) bool {
+		return e.Kind == trace.Step && strings.HasPrefix(e.Detail, fmt.Sprintf("step %d passed", stop))
+	})
 	if end < 0 {
-		t.Fatalf("no end of step %d in the history", stuck)
+		t.Fatalf("no end of step %d in the history", stop)
 	}
+	return history, end
+}
+
+// TestForceDetachDue checks the explanation's forced-detach time against
+// the run: node-loss-force-detach explained at its stuck point (the new
+// pod waiting for detach) must name the time the attach/detach controller
+// then deletes the attachment on node-a.
+func TestForceDetachDue(t *testing.T) {
+	const stuck, detached = 14, 17
+	history, end := nodeLossHistory(t, stuck, "wait events", detached, "wait pod/app-0")
 	snap := explain.SnapshotFromHistory(history[:end+1])
 	e, err := explain.Explain(snap, explain.Ref{Kind: explain.KindPod, Namespace: "default", Name: "app-0"})
 	if err != nil {
@@ -264,6 +275,39 @@ func TestForceDetachDue(t *testing.T) {
 	}
 	if d := deleted.Sub(due); d < -time.Second || d > 2*time.Second {
 		t.Errorf("the explanation says the forced detach is due at %s, the controller deleted the attachment at %s (%s apart)",
+			due.Format(time.TimeOnly), deleted.Format(time.TimeOnly), d)
+	}
+}
+
+// TestEvictionDue checks the explanation's eviction time against the run:
+// node-loss-force-detach explained when node-a has just been tainted
+// unreachable must name the time the taint eviction controller then
+// deletes the pod.
+func TestEvictionDue(t *testing.T) {
+	const tainted, evicted = 8, 9
+	history, end := nodeLossHistory(t, tainted, "wait node/node-a", evicted, "wait pod/app-0")
+	snap := explain.SnapshotAt(history, end+1, history[end].At)
+	e, err := explain.Explain(snap, explain.Ref{Kind: explain.KindPod, Namespace: "default", Name: "app-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := e.Findings[0].Due
+	if due.IsZero() {
+		t.Fatalf("no eviction due in:\n%s", e)
+	}
+	start := snap.Now.Add(-history[end].At)
+	var deleted time.Time
+	for _, h := range history[end+1:] {
+		if h.Write != nil && h.Write.Kind == "Pod" && h.Write.Name == "app-0" && h.Actor == "taint-eviction-controller" && h.Write.Verb == "delete" {
+			deleted = start.Add(h.At)
+			break
+		}
+	}
+	if deleted.IsZero() {
+		t.Fatal("the taint eviction controller never deleted app-0")
+	}
+	if d := deleted.Sub(due); d < -time.Second || d > 2*time.Second {
+		t.Errorf("the explanation says the eviction is due at %s, the controller deleted the pod at %s (%s apart)",
 			due.Format(time.TimeOnly), deleted.Format(time.TimeOnly), d)
 	}
 }

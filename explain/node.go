@@ -26,6 +26,17 @@ func nodeReady(n *corev1.Node) (corev1.ConditionStatus, time.Time) {
 	return corev1.ConditionUnknown, time.Time{}
 }
 
+// nodeDown says whether a node is not Ready, or gone from a snapshot
+// that has nodes (one without any says nothing about them).
+func (w *walker) nodeDown(name string) bool {
+	n := w.ix.nodes[name]
+	if n == nil {
+		return len(w.ix.nodes) > 0
+	}
+	ready, _ := nodeReady(n)
+	return ready != corev1.ConditionTrue
+}
+
 func hasTaint(n *corev1.Node, key string) bool {
 	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
 }

@@ -30,6 +30,8 @@ func (w *walker) pod(p *corev1.Pod) {
 		w.add(f)
 	case p.Spec.NodeName == "":
 		w.unscheduledPod(p, f)
+	case w.nodeDown(p.Spec.NodeName):
+		w.podOnUnreadyNode(p, f)
 	case p.Status.Phase == corev1.PodRunning && allContainersRunning(p):
 		f.Why = fmt.Sprintf("The pod runs on node %s: nothing is stuck.", p.Spec.NodeName)
 		w.add(f)
@@ -242,6 +244,7 @@ func (w *walker) startingPod(p *corev1.Pod, f Finding) {
 		}
 		if pv.Spec.CSI != nil {
 			w.csiVolumeOnNode(p, pv.Spec.CSI.Driver, pv)
+			w.callsInFlight(pv, p.Spec.NodeName)
 		}
 	}
 	for _, v := range p.Spec.Volumes {

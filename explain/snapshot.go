@@ -47,6 +47,19 @@ type Snapshot struct {
 	// attach/detach controller's force-detach timer starts when the last
 	// pod using a volume on a node went.
 	Gone []GoneObject
+
+	// InFlight are the CSI calls sent and not answered at Now, where the
+	// source knows them (a run's history does, the API does not).
+	InFlight []Call
+}
+
+// Call is a CSI call sent and not yet answered.
+type Call struct {
+	Actor  string // who sent it: "kubelet:node-1", "external-attacher"
+	Method string // "NodeStageVolume"
+	Volume string // the volume handle, if the call names one
+	Node   string // the node of a node service call; "" for the controller's
+	Sent   time.Time
 }
 
 // GoneObject is an object removed from the API, as last stored.
@@ -85,6 +98,7 @@ type index struct {
 	capacities  []storagev1.CSIStorageCapacity
 	events      []event
 	gone        []GoneObject
+	inFlight    []Call
 	podList     []*corev1.Pod
 	vaList      []*storagev1.VolumeAttachment
 }
@@ -96,7 +110,7 @@ func newIndex(s *Snapshot) *index {
 		volumes: map[string]*corev1.PersistentVolume{}, nodes: map[string]*corev1.Node{}, classes: map[string]*storagev1.StorageClass{},
 		drivers: map[string]*storagev1.CSIDriver{}, csiNodes: map[string]*storagev1.CSINode{}, attachments: map[string]*storagev1.VolumeAttachment{},
 		snapshots: map[string]*snapv1.VolumeSnapshot{}, contents: map[string]*snapv1.VolumeSnapshotContent{},
-		capacities: s.Capacities, gone: s.Gone}
+		capacities: s.Capacities, gone: s.Gone, inFlight: s.InFlight}
 	for i := range s.Pods {
 		p := &s.Pods[i]
 		ix.pods[key(p.Namespace, p.Name)] = p

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"slices"
+	"strings"
 )
 
 // The page's template, style and script, embedded so that a written page
@@ -30,17 +31,34 @@ type HTMLOptions struct {
 	// the entries after those it has: a cluster still running. Empty for
 	// a finished run's page, which holds everything.
 	Live string
+	// Verdict is how the run ended, if it has; the page heads its lanes
+	// with it.
+	Verdict *Verdict
 }
 
-// WriteHTML writes tl as one self-contained HTML page: a swim-lane per
-// component with virtual time running down, API writes and CSI calls as
-// arrows to the API server and the CSI plugins, steps, faults and data
-// checks in their actor's lane, invariant violations across all lanes; a
-// click on an entry shows its JSON Lines line (the object written, the CSI
-// request's fields), and a filter shows only the entries of a claim, a pod
-// or a volume. The same timeline always gives the same bytes.
+// Verdict is how a finished run ended, as the page's head says it. The
+// failing step, the violations and the calls still in flight at the end
+// the page finds in the timeline.
+type Verdict struct {
+	Passed bool `json:"passed"`
+	// Summary is the outcome in one line: "13 steps passed, 20s of
+	// cluster time; 8 invariants held", or the failure.
+	Summary string `json:"summary"`
+}
+
+// WriteHTML writes tl as one self-contained HTML page: the verdict first
+// (how the run ended, the failing step, the invariants broken, the calls
+// left hanging), then a swim-lane per component with virtual time running
+// down, API writes and CSI calls as arrows to the API server and the CSI
+// plugins (a call that took virtual time, or never returned, also where
+// it was sent), steps, faults and data checks in their actor's lane,
+// invariant violations across all lanes. The cluster's start-up and what
+// came after the steps are folded. A click on an entry shows its JSON
+// Lines line (the object written, the CSI request's fields), and a filter
+// shows only the entries of a claim, a pod or a volume. The same timeline
+// always gives the same bytes.
 func WriteHTML(w io.Writer, tl Timeline, opts HTMLOptions) error {
-	data, err := pageDataJSON(tl, 0, opts)
+	data, err := pageDataJSON(tl, 0, opts, opts.Live != "")
 	if err != nil {
 		return err
 	}
@@ -60,29 +78,48 @@ func WriteHTML(w io.Writer, tl Timeline, opts HTMLOptions) error {
 	return nil
 }
 
-// PageData is what a live page polls for: the lanes and the page's records
-// of the entries after the first `after` (and the violations), as JSON.
+// PageData is what a live page polls for: the lanes, the page's records
+// of the entries after the first `after` (and the violations), and the
+// calls in flight, as JSON.
 func PageData(tl Timeline, after int) ([]byte, error) {
-	return pageDataJSON(tl, after, HTMLOptions{})
+	return pageDataJSON(tl, after, HTMLOptions{}, true)
 }
 
 // pageData is the page's view of a timeline.
 type pageData struct {
 	Title   string       `json:"title,omitempty"`
 	Live    string       `json:"live,omitempty"`
+	Verdict *Verdict     `json:"verdict,omitempty"`
 	Lanes   []Lane       `json:"lanes"`
 	Records []pageRecord `json:"records"`
+	// StartUp: entries #1 to #StartUp are the cluster's own start-up,
+	// folded. StepsEnd, on a finished run's page: the entries after
+	// #StepsEnd came after the steps (clean-up, shutdown), folded too.
+	StartUp  int `json:"startUp,omitempty"`
+	StepsEnd int `json:"stepsEnd,omitempty"`
+	// InFlight are the calls sent and not answered (a live page's): all
+	// of them, each poll.
+	InFlight []pageRecord `json:"inFlight,omitempty"`
 }
 
-// pageRecord is one row of the page: an entry or a violation.
+// pageRecord is one row of the page: an entry, a violation, or where a
+// call was sent.
 type pageRecord struct {
-	Seq    int    `json:"seq,omitempty"` // 0 for a violation
+	Seq    int    `json:"seq,omitempty"` // 0 for a violation and a call in flight
 	AtText string `json:"atText"`
 	Kind   Kind   `json:"kind"`
 	Lane   string `json:"lane,omitempty"`   // the actor's lane; "" for a violation, which spans them all
 	Target string `json:"target,omitempty"` // the lane an API write or CSI call goes to
 	Label  string `json:"label"`
 	Failed bool   `json:"failed,omitempty"`
+	// Sent: the row is where a CSI call was sent, not where it was
+	// answered (entry #Seq, if it was): a call that took virtual time or
+	// is still in flight. The page places it after entry #After.
+	Sent  bool `json:"sent,omitempty"`
+	After int  `json:"after,omitempty"`
+	// CutOff: the call was still in flight when the steps ended; its
+	// answer is the cluster's shutdown.
+	CutOff bool `json:"cutOff,omitempty"`
 	// Keys are the claims, pods and volumes the entry concerns
 	// ("claim default/data", "pod default/app", "volume pvc-1"), for the
 	// filter.
@@ -91,8 +128,18 @@ type pageRecord struct {
 	Line json.RawMessage `json:"line"`
 }
 
-func pageDataJSON(tl Timeline, after int, opts HTMLOptions) ([]byte, error) {
-	pd := pageData{Title: opts.Title, Live: opts.Live, Lanes: tl.lanes(), Records: []pageRecord{}}
+// pageDataJSON is the page's data: for a live page (live), of a cluster
+// still running, whose last entries are no shutdown.
+func pageDataJSON(tl Timeline, after int, opts HTMLOptions, live bool) ([]byte, error) {
+	pd := pageData{Title: opts.Title, Live: opts.Live, Verdict: opts.Verdict, Lanes: tl.lanes(), Records: []pageRecord{}}
+	first, stepsEnd := StepsSpan(tl.Entries)
+	pd.StartUp = first
+	if tl.StartUp > 0 {
+		pd.StartUp = min(tl.StartUp, len(tl.Entries))
+	}
+	if !live && stepsEnd < len(tl.Entries) {
+		pd.StepsEnd = stepsEnd
+	}
 	// The relations an entry shows serve the entries before it too: a
 	// first pass learns them all.
 	rel := newRelations()
@@ -130,11 +177,28 @@ func pageDataJSON(tl Timeline, after int, opts HTMLOptions) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		pd.Records = append(pd.Records, pageRecord{Seq: e.Seq, AtText: formatOffset(e.At), Kind: e.Kind, Lane: e.Actor,
-			Target: target(e), Label: tl.scrub(pageLabel(e)), Failed: e.Err != "" || (e.Call != nil && e.Call.Code != 0), Keys: keys, Line: line})
+		r := pageRecord{Seq: e.Seq, AtText: formatOffset(e.At), Kind: e.Kind, Lane: e.Actor, Target: target(e),
+			Label: tl.scrub(pageLabel(e)), Failed: e.Err != "" || (e.Call != nil && e.Call.Code != 0), Keys: keys, Line: line}
+		if sent, ok := tl.sentRecord(e, r, pd.StepsEnd); ok {
+			r.Label += fmt.Sprintf(" (sent at %s)", formatOffset(e.Call.Started))
+			pd.Records = append(pd.Records, sent)
+		}
+		pd.Records = append(pd.Records, r)
 		if err := addViolations(e.Seq); err != nil {
 			return nil, err
 		}
+	}
+	for _, e := range tl.InFlight {
+		line, err := tl.entryJSON(e)
+		if err != nil {
+			return nil, err
+		}
+		r := pageRecord{AtText: formatOffset(e.At), Kind: e.Kind, Lane: e.Actor, Target: target(e), Sent: true,
+			Label: tl.scrub(fmt.Sprintf("%s %s: sent at %s, in flight", e.Verb, e.Object, formatOffset(e.At))), Keys: rel.keys(e), Line: line}
+		if e.Call != nil {
+			r.After = e.Call.StartedAfter
+		}
+		pd.InFlight = append(pd.InFlight, r)
 	}
 	// encoding/json escapes <, > and &: the data cannot end the script
 	// element it stands in.
@@ -143,6 +207,35 @@ func pageDataJSON(tl Timeline, after int, opts HTMLOptions) ([]byte, error) {
 		return nil, fmt.Errorf("the timeline page's data: %w", err)
 	}
 	return out, nil
+}
+
+// sentRecord is the row of where a CSI call was sent, for a call that
+// took virtual time (a hang, a delay) while other entries came or, on a
+// finished run's page, was still in flight when the steps ended
+// (stepsEnd > 0): answered is the row of its answer.
+func (tl Timeline) sentRecord(e Entry, answered pageRecord, stepsEnd int) (pageRecord, bool) {
+	c := e.Call
+	if e.Kind != CSI || c == nil {
+		return pageRecord{}, false
+	}
+	cutOff := stepsEnd > 0 && e.Seq > stepsEnd && c.StartedAfter < stepsEnd
+	// Where it was sent is worth a row if time passed and other entries
+	// came meanwhile: else it is the row before its answer.
+	tookTime := c.Started < e.At && c.StartedAfter < e.Seq-1
+	if !tookTime && !cutOff {
+		return pageRecord{}, false
+	}
+	r := answered
+	r.Sent, r.After, r.CutOff, r.Failed = true, c.StartedAfter, cutOff, false
+	r.AtText = formatOffset(c.Started)
+	what := strings.TrimSpace(e.Verb + " " + e.Object)
+	if cutOff {
+		r.Label = fmt.Sprintf("#%d %s: sent at %s, still in flight when the steps ended; the cluster's shutdown cut it off", e.Seq, what, r.AtText)
+	} else {
+		r.Label = fmt.Sprintf("#%d %s: sent at %s, answered %s later", e.Seq, what, r.AtText, e.At-c.Started)
+	}
+	r.Label = tl.scrub(r.Label)
+	return r, true
 }
 
 // sortedKeys is a set's members in order.

@@ -3,15 +3,19 @@ package trace
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/csisim/csisim/trace/htmltest"
 	"golang.org/x/net/html"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func writePage(t *testing.T, tl Timeline, opts HTMLOptions) string {
@@ -56,8 +60,10 @@ func TestHTMLEscapes(t *testing.T) {
 	if err := json.Unmarshal([]byte(htmltest.Text(data)), &pd); err != nil {
 		t.Fatalf("the embedded data is not JSON: %v", err)
 	}
-	if len(pd.Records) != len(sampleTimeline().Entries)+2 {
-		t.Errorf("%d records in the page, want every entry and violation", len(pd.Records))
+	// Every entry and violation, and where the three calls that took
+	// virtual time were sent.
+	if len(pd.Records) != len(sampleTimeline().Entries)+2+3 {
+		t.Errorf("%d records in the page, want every entry and violation, and three calls' sending", len(pd.Records))
 	}
 }
 
@@ -71,14 +77,18 @@ func TestPageDataAfter(t *testing.T) {
 	if err := json.Unmarshal(out, &pd); err != nil {
 		t.Fatal(err)
 	}
-	var seqs []int
+	var seqs []string
 	for _, r := range pd.Records {
-		seqs = append(seqs, r.Seq)
+		seq := strconv.Itoa(r.Seq)
+		if r.Sent {
+			seq += fmt.Sprintf(" sent after #%d", r.After)
+		}
+		seqs = append(seqs, seq)
 	}
-	// #13 on, and the violation placed at the end; the one at #12 the
-	// page has already.
-	if want := []int{13, 14, 15, 16, 0}; !slices.Equal(seqs, want) {
-		t.Errorf("records after #12: %v, want %v", seqs, want)
+	// #13 on (#13 took virtual time: where it was sent too), and the
+	// violation placed at the end; the one at #12 the page has already.
+	if want := []string{"13 sent after #10", "13", "14", "15", "16", "0"}; !slices.Equal(seqs, want) {
+		t.Errorf("records after #12: %q, want %q", seqs, want)
 	}
 	// The page knows what later entries tell: #4's volume is the claim's.
 	all, err := PageData(tl, 0)
@@ -89,8 +99,10 @@ func TestPageDataAfter(t *testing.T) {
 	if err := json.Unmarshal(all, &allPD); err != nil {
 		t.Fatal(err)
 	}
-	if keys := strings.Join(allPD.Records[3].Keys, ","); allPD.Records[3].Seq != 4 || keys != "claim default/data,volume pvc-1" {
-		t.Errorf("record #%d keys %q, want #4 with the claim and its volume", allPD.Records[3].Seq, keys)
+	// (Record 3 is where #4 was sent, 4 its answer.) The pod that uses
+	// the claim comes later too.
+	if keys := strings.Join(allPD.Records[4].Keys, ","); allPD.Records[4].Seq != 4 || keys != "claim default/data,pod default/app,volume pvc-1" {
+		t.Errorf("record #%d keys %q, want #4 with the claim, its volume and its pod", allPD.Records[4].Seq, keys)
 	}
 	if len(pd.Lanes) != len(tl.lanes()) {
 		t.Errorf("%d lanes, want all %d", len(pd.Lanes), len(tl.lanes()))
@@ -104,22 +116,43 @@ func TestRelationKeys(t *testing.T) {
 	for _, e := range tl.Entries {
 		got[e.Seq] = strings.Join(rel.keys(e), ",")
 	}
-	// A provisioned volume is named after its claim's UID.
-	if got := strings.Join(rel.keys(Entry{Kind: CSI, Call: &CSICall{Name: "pvc-uid-claim"}}), ","); got != "claim default/data,volume pvc-uid-claim" {
+	// A provisioned volume is named after its claim's UID; the claim's
+	// pod comes with it.
+	if got := strings.Join(rel.keys(Entry{Kind: CSI, Call: &CSICall{Name: "pvc-uid-claim"}}), ","); got != "claim default/data,pod default/app,volume pvc-uid-claim" {
 		t.Errorf("keys of CreateVolume pvc-<claim UID> = %q", got)
+	}
+	// A fault the proxy fired names the call's volume handle; a node's
+	// fault strikes the pods on it.
+	if got := strings.Join(rel.keys(Entry{Kind: Fault, Actor: "faultproxy:node-1", Verb: "NodeStageVolume", Object: "vol-1"}), ","); got != "claim default/data,pod default/app,volume pvc-1" {
+		t.Errorf("keys of a fault on vol-1 = %q", got)
+	}
+	if got := strings.Join(rel.keys(Entry{Kind: Fault, Actor: "scenario", Verb: "node-loss", Object: "Node node-1"}), ","); got != "pod default/app" {
+		t.Errorf("keys of node-1's loss = %q", got)
+	}
+	// A publish's target path names its pod: that pod's only, not every
+	// pod's that uses the claim.
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "default", UID: "uid-other"},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v",
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}
+	rel.keys(Entry{Kind: API, Write: &APIWrite{Verb: "create", Kind: "Pod", Namespace: "default", Name: "other", Object: other}})
+	if got := strings.Join(rel.keys(Entry{Kind: CSI, Call: &CSICall{Volume: "vol-1", TargetPath: "/k/pods/uid-other/volumes/kubernetes.io~csi/pvc-1/mount"}}), ","); got != "claim default/data,pod default/other,volume pvc-1" {
+		t.Errorf("keys of other's NodePublishVolume = %q", got)
+	}
+	if got := strings.Join(rel.keys(Entry{Kind: CSI, Call: &CSICall{Volume: "vol-1", StagingPath: "/k/plugins/x/globalmount"}}), ","); got != "claim default/data,pod default/app,pod default/other,volume pvc-1" {
+		t.Errorf("keys of a NodeStageVolume of the claim both pods use = %q", got)
 	}
 	for seq, want := range map[int]string{
 		1:  "",
 		2:  "claim default/data",
 		4:  "volume pvc-1",
-		5:  "claim default/data,volume pvc-1",
+		5:  "claim default/data,volume pvc-1", // before the pod: nothing knows of it yet
 		7:  "claim default/data,pod default/app",
-		8:  "claim default/data,volume pvc-1",
+		8:  "claim default/data,pod default/app,volume pvc-1",
 		9:  "pod default/app",
-		10: "claim default/data",
-		12: "claim default/data,volume pvc-1", // only a volume handle in the call
+		10: "claim default/data,pod default/app",
+		12: "claim default/data,pod default/app,volume pvc-1", // only a volume handle in the call
 		14: "claim default/data,pod default/app,volume pvc-1",
-		15: "claim default/data",
+		15: "claim default/data,pod default/app",
 	} {
 		if got[seq] != want {
 			t.Errorf("keys of #%d = %q, want %q", seq, got[seq], want)
@@ -140,18 +173,13 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 	doc := htmltest.DOM(t, "file://"+file, 0)
 
-	var lanes []string
-	for _, h := range htmltest.All(doc, "lane-head") {
-		lanes = append(lanes, htmltest.Text(h))
+	expectLanesAndOrder(t, doc, tl)
+	var rows []*html.Node
+	for _, r := range htmltest.All(doc, "row") {
+		if !htmltest.HasAttr(r, "data-sent") {
+			rows = append(rows, r)
+		}
 	}
-	var want []string
-	for _, l := range tl.lanes() {
-		want = append(want, l.Title)
-	}
-	if !slices.Equal(lanes, want) {
-		t.Errorf("lane heads %q, want %q", lanes, want)
-	}
-	rows := htmltest.All(doc, "row")
 	if len(rows) != len(tl.Entries)+len(tl.Violations) {
 		t.Fatalf("%d rows, want %d", len(rows), len(tl.Entries)+len(tl.Violations))
 	}
@@ -226,19 +254,32 @@ func TestHTMLInChromium(t *testing.T) {
 	if want := []string{"", "claim default/data", "pod default/app", "volume pvc-1"}; !slices.Equal(subjects, want) {
 		t.Errorf("the filter offers %q, want %q", subjects, want)
 	}
+	expectDerivedVerdict(t, doc)
 	if htmltest.HasAttr(htmltest.ByID(doc, "detail"), "hidden") == false {
 		t.Error("the detail panel shows with nothing chosen")
 	}
 
+}
+
+// TestHTMLChosenInTheAddress: the address chooses a subject and an entry
+// to show.
+func TestHTMLChosenInTheAddress(t *testing.T) {
+	htmltest.Chromium(t)
+	file := filepath.Join(t.TempDir(), "timeline.html")
+	if err := os.WriteFile(file, []byte(writePage(t, sampleTimeline(), HTMLOptions{Title: "sample"})), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// Chosen in the address: the pod's entries, and #7 shown.
-	doc = htmltest.DOM(t, "file://"+file+"#subject=pod%20default%2Fapp&seq=7", 0)
+	doc := htmltest.DOM(t, "file://"+file+"#subject=pod%20default%2Fapp&seq=7", 0)
+	// The pod's own entries, and those of its claim and volume: its
+	// CSI calls too, which name only the volume handle.
 	var shown []string
 	for _, r := range htmltest.All(doc, "row") {
 		if !htmltest.HasAttr(r, "hidden") {
-			shown = append(shown, htmltest.Attr(r, "data-seq")+htmltest.Attr(r, "data-kind"))
+			shown = append(shown, rowName(r))
 		}
 	}
-	if want := []string{"7API", "9API", "INVARIANT", "14DATA", "INVARIANT"}; !slices.Equal(shown, want) {
+	if want := strings.Fields("2 4-sent 4 5 6 7 8 9 12-sent 10 12 INVARIANT 14 15 INVARIANT"); !slices.Equal(shown, want) {
 		t.Errorf("with the pod chosen, rows %q show, want %q", shown, want)
 	}
 	detail := htmltest.ByID(doc, "detail")
@@ -253,9 +294,63 @@ func TestHTMLInChromium(t *testing.T) {
 	if line["seq"] != 7.0 || obj["kind"] != "Pod" {
 		t.Errorf("the detail shows %v, want entry #7 and its Pod", line)
 	}
-	if got := htmltest.Text(htmltest.ByID(doc, "count")); got != "5 of 18 entries" {
+	if got := htmltest.Text(htmltest.ByID(doc, "count")); got != "13 of 18 entries" {
 		t.Errorf("count %q", got)
 	}
+}
+
+// expectLanesAndOrder checks the sample's page: its lanes, and every
+// entry and violation in order.
+func expectLanesAndOrder(t *testing.T, doc *html.Node, tl Timeline) {
+	t.Helper()
+	var lanes []string
+	for _, h := range htmltest.All(doc, "lane-head") {
+		lanes = append(lanes, htmltest.Text(h))
+	}
+	var want []string
+	for _, l := range tl.lanes() {
+		want = append(want, l.Title)
+	}
+	if !slices.Equal(lanes, want) {
+		t.Errorf("lane heads %q, want %q", lanes, want)
+	}
+	// Every entry and violation in order, and where a call that took
+	// virtual time was sent after the entry it followed (#4 was sent
+	// after #2, #12 after #9, #13 after #10).
+	var order []string
+	for _, r := range htmltest.All(doc, "row") {
+		order = append(order, rowName(r))
+	}
+	if want := strings.Fields("1 2 4-sent 3 4 5 6 7 8 9 12-sent 10 13-sent 11 12 INVARIANT 13 14 15 16 INVARIANT"); !slices.Equal(order, want) {
+		t.Errorf("rows %q, want %q", order, want)
+	}
+}
+
+// expectDerivedVerdict checks the sample's verdict: not told it, the page
+// finds the failed step and the violations itself.
+func expectDerivedVerdict(t *testing.T, doc *html.Node) {
+	t.Helper()
+	if got := htmltest.Text(htmltest.ByID(doc, "verdict-status")); got != "FAILED" {
+		t.Errorf("verdict %q, want FAILED: step #16 failed", got)
+	}
+	items := htmltest.Text(htmltest.ByID(doc, "verdict-items"))
+	for _, want := range []string{"failing step: #16 STEP expect", "invariant violated: INVARIANT single-node violated", "invariant violated: INVARIANT nothing-leaked violated"} {
+		if !strings.Contains(items, want) {
+			t.Errorf("the verdict does not say %q:\n%s", want, items)
+		}
+	}
+}
+
+// rowName is a row as the tests list them: its entry's seq ("12"), with
+// "-sent" for where a call was sent, or its kind for a violation.
+func rowName(r *html.Node) string {
+	switch {
+	case htmltest.Attr(r, "data-kind") == "INVARIANT":
+		return "INVARIANT"
+	case htmltest.HasAttr(r, "data-sent"):
+		return htmltest.Attr(r, "data-seq") + "-sent"
+	}
+	return htmltest.Attr(r, "data-seq")
 }
 
 // gridColumns are the grid columns of an element's style as Chromium

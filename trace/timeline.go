@@ -3,6 +3,7 @@ package trace
 import (
 	"slices"
 	"strings"
+	"time"
 )
 
 // Timeline is what the timeline formats (JSON Lines, Mermaid, HTML) show:
@@ -16,6 +17,51 @@ type Timeline struct {
 	// and plugins' paths are under it): the formats write it as RootWord,
 	// so that two runs of the same seed write the same bytes.
 	Root string
+	// InFlight are the CSI calls sent and not answered when the entries
+	// were taken (Recorder.Snapshot): a live cluster's. They are no
+	// entries; each has its Call's Started and StartedAfter. A finished
+	// run has none: its calls that hung ended when it closed.
+	InFlight []Entry
+	// StartUp is how many of the first entries are the cluster's own
+	// start-up, before anyone used it; 0 if unknown, and then the
+	// entries before the first scenario step are.
+	StartUp int
+}
+
+// StepsSpan says where a scenario's steps are in entries: first is the
+// index of the first step entry, end the number of entries up to and with
+// the last one. What comes before first is the cluster's start-up; what
+// comes after end, the run's clean-up and the cluster's shutdown (a call
+// that hung ends there, cut off, not answered). Without step entries the
+// span is all of entries.
+func StepsSpan(entries []Entry) (first, end int) {
+	first, end = -1, len(entries)
+	for i, e := range entries {
+		if e.Kind == Step && e.Actor == "scenario" {
+			if first < 0 {
+				first = i
+			}
+			end = i + 1
+		}
+	}
+	if first < 0 {
+		return 0, len(entries)
+	}
+	return first, end
+}
+
+// InFlightAt are the CSI calls of entries in flight at a point of them:
+// after the first n entries, at offset at (no earlier than the n-th's):
+// sent before it — within the first n entries, or after them but before
+// at — and answered after it. Each is its answer's entry.
+func InFlightAt(entries []Entry, n int, at time.Duration) []Entry {
+	var out []Entry
+	for _, e := range entries[min(n, len(entries)):] {
+		if e.Kind == CSI && e.Call != nil && (e.Call.StartedAfter < n || e.Call.Started < at) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // RootWord stands for the run's directory in the formats, as {root} stands

@@ -91,6 +91,10 @@ type Recorder struct {
 	mu          sync.Mutex
 	entries     []Entry
 	subscribers []func(Entry)
+	// pending are the actions begun and not yet ended (Begin), by the
+	// order they began in.
+	pending  map[*Pending]int
+	nextPend int
 }
 
 // New returns a recorder whose offsets are measured on clk from now.
@@ -108,12 +112,80 @@ func (r *Recorder) Now() time.Duration { return r.clock.Since(r.start) }
 func (r *Recorder) Add(e Entry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.add(e)
+}
+
+func (r *Recorder) add(e Entry) {
 	e.Seq = len(r.entries) + 1
 	e.At = r.clock.Since(r.start)
 	r.entries = append(r.entries, e)
 	for _, s := range r.subscribers {
 		s(e)
 	}
+}
+
+// Pending is an action that has begun and not yet ended: a CSI call sent
+// and not answered.
+type Pending struct {
+	rec   *Recorder
+	entry Entry
+}
+
+// Begin notes that the action e describes has begun (a CSI call is sent):
+// until End, InFlight lists it, stamped with the time it began. It is no
+// entry: the timeline, its sequence numbers and its subscribers are as
+// they would be without it, so the text trace is the same with or without
+// a Begin; only a page that shows the calls in flight uses it.
+func (r *Recorder) Begin(e Entry) *Pending {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e.At = r.clock.Since(r.start)
+	p := &Pending{rec: r, entry: e}
+	if r.pending == nil {
+		r.pending = map[*Pending]int{}
+	}
+	r.nextPend++
+	r.pending[p] = r.nextPend
+	return p
+}
+
+// End adds the action's entry, e, and takes it off InFlight, at once: a
+// reader sees the action either in flight or ended, never both.
+func (p *Pending) End(e Entry) {
+	r := p.rec
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.pending, p)
+	r.add(e)
+}
+
+// InFlight are the actions begun and not ended, in the order they began,
+// each as Begin was given it with At the time it began.
+func (r *Recorder) InFlight() []Entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inFlight()
+}
+
+func (r *Recorder) inFlight() []Entry {
+	ps := make([]*Pending, 0, len(r.pending))
+	for p := range r.pending {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool { return r.pending[ps[i]] < r.pending[ps[j]] })
+	out := make([]Entry, len(ps))
+	for i, p := range ps {
+		out[i] = p.entry
+	}
+	return out
+}
+
+// Snapshot is the timeline so far and the actions in flight, taken
+// together.
+func (r *Recorder) Snapshot() (entries, inFlight []Entry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Entry(nil), r.entries...), r.inFlight()
 }
 
 // Subscribe calls fn for every entry added from now on.

@@ -38,3 +38,36 @@ func TestNowAndCountUntil(t *testing.T) {
 		}
 	}
 }
+
+// A call in flight is no entry: the timeline, its numbers and its
+// subscribers are as without it, until it ends.
+func TestBeginEnd(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r := New(clk)
+	var seen []string
+	r.Subscribe(func(e Entry) { seen = append(seen, e.Verb) })
+	r.Add(Entry{Verb: "a"})
+	clk.Step(time.Second)
+	stage := r.Begin(Entry{Kind: CSI, Verb: "NodeStageVolume", Detail: "in flight"})
+	publish := r.Begin(Entry{Kind: CSI, Verb: "ControllerPublishVolume", Detail: "in flight"})
+	if r.Len() != 1 || len(seen) != 1 {
+		t.Errorf("Begin added an entry: %d entries, subscribers saw %q", r.Len(), seen)
+	}
+	clk.Step(time.Second)
+	r.Add(Entry{Verb: "b"})
+	entries, inFlight := r.Snapshot()
+	if len(entries) != 2 || len(inFlight) != 2 || inFlight[0].Verb != "NodeStageVolume" || inFlight[1].Verb != "ControllerPublishVolume" ||
+		inFlight[0].At != time.Second {
+		t.Errorf("snapshot: %d entries, in flight %+v; want 2, and both calls in the order they began, at +1s", len(entries), inFlight)
+	}
+	clk.Step(time.Second)
+	publish.End(Entry{Kind: CSI, Verb: "ControllerPublishVolume", Detail: "OK"})
+	entries, inFlight = r.Snapshot()
+	if len(entries) != 3 || entries[2].Seq != 3 || entries[2].At != 3*time.Second || len(inFlight) != 1 || inFlight[0].Verb != "NodeStageVolume" {
+		t.Errorf("after End: entries %+v, in flight %+v", entries, inFlight)
+	}
+	stage.End(Entry{Kind: CSI, Verb: "NodeStageVolume", Detail: "OK"})
+	if got := r.InFlight(); len(got) != 0 || r.Len() != 4 || len(seen) != 4 {
+		t.Errorf("after both ended: in flight %+v, %d entries, subscribers saw %q", got, r.Len(), seen)
+	}
+}

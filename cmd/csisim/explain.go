@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,9 +32,18 @@ func explainMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&namespace, "n", "", "short for --namespace")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up reading the cluster after this long")
 	traceFile := fs.String("trace", "", "explain from a finished run's timeline instead of a live cluster: the JSON timeline\n"+
-		"csisim run --format json writes (the state at its end; namespace default unless -n)")
+		"csisim run --format json writes (the state when its steps ended; namespace default unless -n)")
+	var at *time.Duration
+	fs.Func("at", "with --trace: the state at this virtual time of the run (2m30s, +150.000s as the timeline prints it)", func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("want a virtual time since the run started, like 2m30s: %w", err)
+		}
+		at = &d
+		return nil
+	})
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: csisim explain [--kubeconfig FILE | --trace FILE] [-n NAMESPACE] KIND/NAME\n\n"+
+		fmt.Fprintf(stderr, "Usage: csisim explain [--kubeconfig FILE | --trace FILE [--at TIME]] [-n NAMESPACE] KIND/NAME\n\n"+
 			"Says why the object is where it is, as a chain from it to the cause: a claim Pending because\n"+
 			"its pod is unschedulable, a pod waiting for a volume still attached to a lost node, a deletion\n"+
 			"held by a finalizer. KIND is one of pod, pvc, pv, volumeattachment (va), node, volumesnapshot (vs),\n"+
@@ -61,7 +71,11 @@ func explainMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *traceFile != "" {
-		return explainTrace(*traceFile, targetArg, namespace, stdout, stderr)
+		return explainTrace(*traceFile, targetArg, namespace, at, stdout, stderr)
+	}
+	if at != nil {
+		fmt.Fprintln(stderr, "csisim explain: --at needs --trace: a live cluster's API keeps no history to go back in")
+		return 2
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = *kubeconfig
@@ -93,9 +107,9 @@ func explainMain(args []string, stdout, stderr io.Writer) int {
 	return printExplanation(snap, target, stdout, stderr)
 }
 
-// explainTrace explains the object as it was at the end of the run whose
-// JSON timeline is in file.
-func explainTrace(file, targetArg, namespace string, stdout, stderr io.Writer) int {
+// explainTrace explains the object as it was when the steps of the run
+// whose JSON timeline is in file ended, or at the virtual time at.
+func explainTrace(file, targetArg, namespace string, at *time.Duration, stdout, stderr io.Writer) int {
 	if namespace == "" {
 		namespace = "default"
 	}
@@ -115,7 +129,15 @@ func explainTrace(file, targetArg, namespace string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "csisim explain: %s: %v (--trace reads the timeline csisim run --format json writes)\n", file, err)
 		return 2
 	}
-	return printExplanation(explain.SnapshotFromHistory(tl.Entries), target, stdout, stderr)
+	n, when := explain.EndOfSteps(tl.Entries)
+	if at != nil {
+		if n, err = explain.PointAt(tl.Entries, *at); err != nil {
+			fmt.Fprintf(stderr, "csisim explain: --at %s: %v\n", *at, err)
+			return 2
+		}
+		when = *at
+	}
+	return printExplanation(explain.SnapshotAt(tl.Entries, n, when), target, stdout, stderr)
 }
 
 // targetArgument takes KIND/NAME, or KIND NAME as kubectl also does.
@@ -194,7 +216,8 @@ func (x *explainFlag) print(sc *scenarios.Scenario, out runOutcome, stdout, stde
 	entries := append([]trace.Entry(nil), x.seen...)
 	x.mu.Unlock()
 	fmt.Fprintf(stdout, "\nWhy %s is where it is, at the end of the run:\n", target)
-	printExplanation(explain.SnapshotFromHistory(entries), target, stdout, stderr)
+	n, at := explain.EndOfSteps(entries)
+	printExplanation(explain.SnapshotAt(entries, n, at), target, stdout, stderr)
 }
 
 // printFailedWait explains the object a failed wait step waited for, if
@@ -221,7 +244,15 @@ func (x *explainFlag) printFailedWait(sc *scenarios.Scenario, out runOutcome, w 
 	x.mu.Lock()
 	entries := append([]trace.Entry(nil), x.seen...)
 	x.mu.Unlock()
-	e, err := explain.Explain(explain.SnapshotFromHistory(entries), target)
+	// As it was when the wait gave up: not after, when the cluster's
+	// shutdown cut off what was in flight.
+	n := slices.IndexFunc(entries, func(e trace.Entry) bool {
+		return e.Kind == trace.Step && strings.HasPrefix(e.Detail, fmt.Sprintf("step %d failed", stepErr.Step))
+	}) + 1
+	if n == 0 {
+		return
+	}
+	e, err := explain.Explain(explain.SnapshotAt(entries, n, entries[n-1].At), target)
 	if err != nil {
 		return
 	}

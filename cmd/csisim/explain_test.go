@@ -161,3 +161,77 @@ var _ = Describe("csisim run with a failed wait", func() {
 		expectNothingLeftIn(tmp)
 	})
 })
+
+// stageHangs waits for a pod whose NodeStageVolume never returns: when the
+// wait gives up, the call is still in flight; the cluster's shutdown then
+// cuts it off.
+const stageHangs = `name: stage-hangs
+cluster: {nodes: [node-1]}
+steps:
+  - apply:
+      manifest: |
+        apiVersion: storage.k8s.io/v1
+        kind: StorageClass
+        metadata: {name: sc}
+        provisioner: hostpath.csisim.io
+  - csiHang: {method: NodeStageVolume}
+  - apply:
+      manifest: |
+        apiVersion: v1
+        kind: PersistentVolumeClaim
+        metadata: {name: data}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: sc, resources: {requests: {storage: 1Gi}}}
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: app}
+        spec:
+          containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
+          volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  - wait: {object: pod/app, jsonPath: '{.status.phase}', equals: Running, timeout: 60s}
+`
+
+var _ = Describe("csisim explain of a call that hangs", func() {
+	It("names the call in flight, not the shutdown's error, after the failed wait and --at a time of the run", func() {
+		tmp := GinkgoT().TempDir()
+		file := filepath.Join(GinkgoT().TempDir(), "stage-hangs.yaml")
+		Expect(os.WriteFile(file, []byte(stageHangs), 0o644)).To(Succeed())
+		s := start(tmp, "run", "--mock-driver", "--format", "json", file)
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(1))
+		// The NodeStageVolume cut off by the shutdown is in the timeline...
+		Expect(string(s.Out.Contents())).To(MatchRegexp(`"verb":"NodeStageVolume".*"startedAtText":"\+10\.000s"`))
+		// ... and is no cause: the wait gave up while it was in flight.
+		Expect(string(s.Err.Contents())).To(And(
+			ContainSubstring("FAILED: step 4"),
+			ContainSubstring("Why Pod default/app is where it is (csisim explain):"),
+			MatchRegexp(`2\. PersistentVolume pvc-\S+: NodeStageVolume in flight for 50s`),
+			ContainSubstring("The kubelet on node-1 sent NodeStageVolume")))
+		Expect(string(s.Err.Contents())).NotTo(Or(ContainSubstring("connection is closing"), ContainSubstring("error reading from server")))
+		timeline := filepath.Join(GinkgoT().TempDir(), "run.jsonl")
+		Expect(os.WriteFile(timeline, s.Out.Contents(), 0o644)).To(Succeed())
+
+		for _, tt := range []struct {
+			at, want string
+		}{
+			{"", "NodeStageVolume in flight for 50s"},
+			{"30s", "NodeStageVolume in flight for 20s"},
+			{"+5.000s", "its volumes show nothing in the way"},
+		} {
+			args := []string{"explain", "--trace", timeline, "pod/app"}
+			if tt.at != "" {
+				args = append(args, "--at", tt.at)
+			}
+			e := start(tmp, args...)
+			Eventually(e, time.Minute).Should(gexec.Exit(0))
+			Expect(string(e.Out.Contents())).To(ContainSubstring(tt.want), "--at %q", tt.at)
+			Expect(string(e.Out.Contents())).NotTo(ContainSubstring("connection is closing"))
+		}
+		e := start(tmp, "explain", "--trace", timeline, "--at", "2m", "pod/app")
+		Eventually(e, time.Minute).Should(gexec.Exit(2))
+		Expect(string(e.Err.Contents())).To(ContainSubstring("--at 2m0s: the run's steps ended at +1m0s"))
+		e = start(tmp, "explain", "--at", "30s", "pod/app")
+		Eventually(e, time.Minute).Should(gexec.Exit(2))
+		Expect(string(e.Err.Contents())).To(ContainSubstring("--at needs --trace"))
+		expectNothingLeftIn(tmp)
+	})
+})

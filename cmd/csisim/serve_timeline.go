@@ -18,27 +18,36 @@ const (
 
 // withTimeline serves the live timeline page beside the API server: the two
 // paths of the page go to it, every other request to api, untouched, so
-// that kubectl and client-go see the API server as before.
+// that kubectl and client-go see the API server as before. It is made
+// when the cluster has started: the entries so far are its start-up,
+// which the page folds.
 func withTimeline(api http.Handler, rec *trace.Recorder, root string) http.Handler {
+	startUp := rec.Len()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case timelinePath:
-			serveTimelinePage(w, r, rec, root)
+			serveTimelinePage(w, r, liveTimeline(rec, root, startUp))
 		case timelineDataPath:
-			serveTimelineData(w, r, rec, root)
+			serveTimelineData(w, r, liveTimeline(rec, root, startUp))
 		default:
 			api.ServeHTTP(w, r)
 		}
 	})
 }
 
-func serveTimelinePage(w http.ResponseWriter, r *http.Request, rec *trace.Recorder, root string) {
+// liveTimeline is the cluster's timeline so far, with the CSI calls in
+// flight.
+func liveTimeline(rec *trace.Recorder, root string, startUp int) trace.Timeline {
+	entries, inFlight := rec.Snapshot()
+	return trace.Timeline{Entries: entries, InFlight: inFlight, Root: root, StartUp: startUp}
+}
+
+func serveTimelinePage(w http.ResponseWriter, r *http.Request, tl trace.Timeline) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		http.Error(w, "the timeline page is read with GET", http.StatusMethodNotAllowed)
 		return
 	}
 	var page bytes.Buffer
-	tl := trace.Timeline{Entries: rec.Entries(), Root: root}
 	if err := trace.WriteHTML(&page, tl, trace.HTMLOptions{Title: "csisim serve: live timeline", Live: timelineDataPath}); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -50,7 +59,7 @@ func serveTimelinePage(w http.ResponseWriter, r *http.Request, rec *trace.Record
 
 // serveTimelineData answers ?after=N with the lanes and the entries after
 // the first N, as trace.PageData has them.
-func serveTimelineData(w http.ResponseWriter, r *http.Request, rec *trace.Recorder, root string) {
+func serveTimelineData(w http.ResponseWriter, r *http.Request, tl trace.Timeline) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		http.Error(w, "the timeline's data is read with GET", http.StatusMethodNotAllowed)
 		return
@@ -64,7 +73,7 @@ func serveTimelineData(w http.ResponseWriter, r *http.Request, rec *trace.Record
 		}
 		after = n
 	}
-	data, err := trace.PageData(trace.Timeline{Entries: rec.Entries(), Root: root}, after)
+	data, err := trace.PageData(tl, after)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/csisim/csisim/invariant"
 	"github.com/csisim/csisim/scenarios"
@@ -82,12 +83,28 @@ func (f *timelineFlags) finish(out runOutcome, title string, stdout io.Writer) e
 		errs = append(errs, trace.WriteMermaid(stdout, tl))
 	}
 	if f.html != "" {
-		errs = append(errs, writeHTMLFile(f.html, tl, trace.HTMLOptions{Title: title}))
+		errs = append(errs, writeHTMLFile(f.html, tl, trace.HTMLOptions{Title: title, Verdict: verdictOf(out)}))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("writing the timeline: %w", err)
 	}
 	return nil
+}
+
+// verdictOf is how the run ended, as the page's head says it: without
+// wall-clock times, so that a seed gives the same page.
+func verdictOf(out runOutcome) *trace.Verdict {
+	if f := out.runFailure(); f != nil {
+		return &trace.Verdict{Summary: f.Summary}
+	}
+	if out.closeErr != nil {
+		return &trace.Verdict{Summary: "every step passed, but tearing the cluster down failed: " + firstLine(out.closeErr.Error())}
+	}
+	if out.result == nil {
+		return nil
+	}
+	return &trace.Verdict{Passed: true, Summary: fmt.Sprintf("%d steps passed, %s of cluster time%s", len(out.result.Steps),
+		out.result.Duration.Round(time.Millisecond), invariantSummary(out.result.Invariants))}
 }
 
 func writeHTMLFile(path string, tl trace.Timeline, opts trace.HTMLOptions) error {

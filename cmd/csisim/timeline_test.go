@@ -182,6 +182,62 @@ var _ = Describe("csisim serve's live timeline", func() {
 	})
 })
 
+var _ = Describe("csisim serve's live timeline of a call that hangs", func() {
+	It("shows the call in flight from when it was sent", func() {
+		tmp := GinkgoT().TempDir()
+		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+		server := start(tmp, "serve", "--quiet", "--kubeconfig", kubeconfig)
+		DeferCleanup(func() {
+			server.Interrupt()
+			Eventually(server, time.Minute).Should(gexec.Exit(0))
+			expectNothingLeftIn(tmp)
+		})
+		Eventually(server.Out, time.Minute).Should(gbytes.Say(`timeline at (http://127\.0\.0\.1:\d+/csisim/timeline)\n`))
+		url := regexp.MustCompile(`timeline at (\S+)`).FindStringSubmatch(string(server.Out.Contents()))[1]
+		base := strings.TrimSuffix(url, "/csisim/timeline")
+		hang := start(tmp, "fault", "--kubeconfig", kubeconfig, "csi-hang", "method=NodeStageVolume")
+		Eventually(hang, time.Minute).Should(gexec.Exit(0))
+		postClaim(base)
+		pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"app"},"spec":{"containers":[{"name":"app","image":"busybox",` +
+			`"volumeMounts":[{"name":"data","mountPath":"/data"}]}],"volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"data"}}]}}`
+		resp, err := http.Post(base+"/api/v1/namespaces/default/pods", "application/json", strings.NewReader(pod))
+		Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		Expect(resp.StatusCode).To(Equal(http.StatusCreated))
+
+		// The data has the call in flight, and the start-up folded.
+		Eventually(func() []string {
+			resp, err := http.Get(base + "/csisim/timeline/data?after=0")
+			Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			var page struct {
+				StartUp  int `json:"startUp"`
+				InFlight []struct {
+					Label string `json:"label"`
+				} `json:"inFlight"`
+			}
+			Expect(json.NewDecoder(resp.Body).Decode(&page)).To(Succeed())
+			Expect(page.StartUp).To(BeNumerically(">", 0))
+			var labels []string
+			for _, r := range page.InFlight {
+				labels = append(labels, r.Label)
+			}
+			return labels
+		}, time.Minute, 200*time.Millisecond).Should(ContainElement(MatchRegexp(`^NodeStageVolume \S+: sent at \+[0-9.]+s, in flight$`)))
+
+		htmltest.Chromium(GinkgoT())
+		doc := htmltest.DOM(GinkgoT(), url, 3*time.Second)
+		var inFlight []string
+		for _, r := range htmltest.All(doc, "row") {
+			if htmltest.Attr(r, "data-sent") == "in-flight" && !htmltest.HasAttr(r, "hidden") {
+				inFlight = append(inFlight, htmltest.Text(r))
+			}
+		}
+		Expect(inFlight).To(ContainElement(ContainSubstring("NodeStageVolume")))
+		Expect(htmltest.Text(htmltest.ByID(doc, "verdict-items"))).To(ContainSubstring("in flight: NodeStageVolume"))
+	})
+})
+
 // postClaim creates a claim "data" in the default namespace through the
 // API server.
 func postClaim(base string) {

@@ -255,6 +255,15 @@ func (c *Controller) Restart() {
 	}
 }
 
+// Start starts the controller in a simulated cluster (controller.Start):
+// its worker, its reconciler's sync of the actual state every
+// ReconcilerSyncPeriod, and Restart for a kube-controller-manager restart.
+func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
+	c := New(d.Client, d.Informers, d.Runtime)
+	return controller.Component{Workers: c.Workers(), Periodic: []controller.Periodic{{Every: ReconcilerSyncPeriod, Run: c.SyncStates}},
+		Restart: c.Restart}, nil
+}
+
 // wanted is one volume some pod on the node needs attached.
 type wanted struct {
 	pv     *corev1.PersistentVolume

@@ -155,6 +155,13 @@ func (a *Attacher) Workers() []controller.Worker {
 	}
 }
 
+// Start starts the sidecar in a simulated cluster (controller.Start) for
+// d's driver: its workers, and its reconciler every ReconcileInterval.
+func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
+	a := New(Config{DriverName: d.Driver.Name}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
+	return controller.Component{Workers: a.Workers(), Periodic: []controller.Periodic{{Every: ReconcileInterval, Run: a.Reconcile}}}, nil
+}
+
 func (a *Attacher) syncAttachment(ctx context.Context, name string) error {
 	va, err := a.vas.Get(name)
 	if apierrors.IsNotFound(err) {

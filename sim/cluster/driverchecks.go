@@ -26,7 +26,7 @@ const controllerNodeID = "controller"
 func (c *Cluster) checkDriverLayout(ctx context.Context) error {
 	byID := map[string][]string{}
 	for _, node := range c.cfg.Nodes {
-		csiNode, err := c.client("csisim").StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
+		csiNode, err := c.clients.client("csisim").StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			continue // the kubelet reports its own registration errors
 		}
@@ -48,7 +48,7 @@ func (c *Cluster) checkDriverLayout(ctx context.Context) error {
 				"or the driver serves one node only", strings.Join(nodes, ", "), id)
 		}
 	}
-	if ctrl := c.controllerPlugin(); c.Layout() != LayoutSplit || ctrl == nil || ctrl.mock != nil {
+	if ctrl := c.driver.controllerPlugin(); c.Layout() != LayoutSplit || ctrl == nil || ctrl.mock != nil {
 		return nil
 	}
 	c.noteControllerNode(ctx)
@@ -61,7 +61,7 @@ func (c *Cluster) checkDriverLayout(ctx context.Context) error {
 // its own may place every volume it makes on the node "controller";
 // Hints says so when a volume is.
 func (c *Cluster) noteControllerNode(ctx context.Context) {
-	conn, err := csiclient.Dial(c.controllerPlugin().driverEndpoint, "csisim", nil)
+	conn, err := csiclient.Dial(c.driver.controllerPlugin().driverEndpoint, "csisim", nil)
 	if err != nil {
 		return // the components' own connections report it
 	}
@@ -97,7 +97,7 @@ func (c *Cluster) Hints(ctx context.Context) (hints []string) {
 	// The suspicions from the start come last: what the objects show is
 	// more likely why this wait failed.
 	defer func() { hints = append(hints, c.notes...) }()
-	cs := c.client("csisim")
+	cs := c.clients.client("csisim")
 	claims, err := cs.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return hints

@@ -22,25 +22,33 @@ type exits struct {
 // run kills what is left of it, and reports p's exit if nobody asked for
 // it. plugin names the plugin: "controller plugin", "node plugin on
 // node-1".
-func (c *Cluster) watch(p *launch.Process, plugin string) error {
+func (d *driver) watch(p *launch.Process, plugin string) error {
 	p.OnExit(func(e launch.Exit) {
 		if e.Intended {
 			return
 		}
 		problem := fmt.Sprintf("%s %s (pid %d)", plugin, e.Status(), e.PID)
-		c.exits.mu.Lock()
-		c.exits.problems = append(c.exits.problems, problem)
-		c.exits.mu.Unlock()
-		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "csisim", Verb: "driver-exited", Object: plugin, Err: e.Status()})
+		d.exits.add(problem)
+		d.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "csisim", Verb: "driver-exited", Object: plugin, Err: e.Status()})
 	})
-	return c.root.RecordProcess(p.PID())
+	return d.root.RecordProcess(p.PID())
 }
 
 // Problems are what went wrong in the cluster outside the scenario's
 // control so far, oldest first: driver plugins that exited unexpectedly
 // ("node plugin on node-1 exited with status 3 (pid 4242)").
 func (c *Cluster) Problems() []string {
-	c.exits.mu.Lock()
-	defer c.exits.mu.Unlock()
-	return append([]string(nil), c.exits.problems...)
+	return c.driver.exits.list()
+}
+
+func (e *exits) add(problem string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.problems = append(e.problems, problem)
+}
+
+func (e *exits) list() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.problems...)
 }

@@ -38,7 +38,7 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 		}
 		return nil
 	case fault.ControllerManagerRestart:
-		if c.attachDetach == nil && c.nodeLifecycle == nil {
+		if len(c.components.restartable(kubeControllerManager)) == 0 {
 			return fault.Unsupported(f.Kind, backendName, fmt.Sprintf("kube-controller-manager's controllers are not simulated here (left out: %v)", c.cfg.Without))
 		}
 		return nil
@@ -113,7 +113,7 @@ func (c *Cluster) returnNode(ctx context.Context, parts *nodeParts, node string)
 		return fmt.Errorf("node %s is not lost", node)
 	}
 	if parts.process != nil {
-		if err := c.launch(ctx, parts.plugin); err != nil {
+		if err := c.driver.launch(ctx, parts.plugin); err != nil {
 			return err
 		}
 	}
@@ -141,7 +141,7 @@ func (c *Cluster) isolateNodePlugin(ctx context.Context, parts *nodeParts, node 
 		Args: append([]string{"--mount", "--propagation", "private", parts.template.Path}, parts.template.Args...),
 		Env:  parts.template.Env}
 	parts.template = isolated
-	return c.launch(ctx, parts.plugin)
+	return c.driver.launch(ctx, parts.plugin)
 }
 
 // restartKubelet restarts the node's kubelet: it forgets what it had

@@ -31,14 +31,12 @@ func (c *Cluster) staleVolumeAttachment(ctx context.Context, f fault.Fault) erro
 // starts its quarantine of missing nodes over.
 func (c *Cluster) restartControllerManager() error {
 	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(fault.ControllerManagerRestart), Object: "kube-controller-manager"})
-	if c.attachDetach == nil && c.nodeLifecycle == nil {
+	restartable := c.components.restartable(kubeControllerManager)
+	if len(restartable) == 0 {
 		return fmt.Errorf("kube-controller-manager's controllers are not simulated here (left out: %v)", c.cfg.Without)
 	}
-	if c.attachDetach != nil {
-		c.attachDetach.Restart()
-	}
-	if c.nodeLifecycle != nil {
-		c.nodeLifecycle.Restart()
+	for _, rc := range restartable {
+		rc.comp.Restart()
 	}
 	return nil
 }

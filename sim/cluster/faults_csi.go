@@ -16,7 +16,7 @@ import (
 )
 
 // The CSI-layer faults. Every plugin has a fault proxy in front of it
-// (startDriver); a CSI fault is a rule in the proxies of the plugins it
+// (driver.start); a CSI fault is a rule in the proxies of the plugins it
 // names, so the components see exactly what a misbehaving driver would
 // show them — an error code, a late answer, no answer until their own
 // timeout, which passes on the virtual clock. Driver faults act on the
@@ -100,7 +100,7 @@ func (c *Cluster) healCSI(f fault.Fault, plugins []*plugin) error {
 // method decides which of them ever see a matching call).
 func (c *Cluster) pluginsFor(f fault.Fault) []*plugin {
 	var out []*plugin
-	for _, pl := range c.plugins {
+	for _, pl := range c.driver.plugins {
 		switch {
 		case f.Plugin != "" && pl.role != f.Plugin:
 		case f.Node != "" && pl.node != f.Node:
@@ -222,7 +222,7 @@ func (c *Cluster) restartPlugin(ctx context.Context, pl *plugin, loseState bool)
 			return fmt.Errorf("restarting %s without its state: %w", pl.name, err)
 		}
 	}
-	if err := c.startPlugin(ctx, pl); err != nil {
+	if err := c.driver.startPlugin(ctx, pl); err != nil {
 		return fmt.Errorf("restarting %s: %w", pl.name, err)
 	}
 	pl.crashed = false

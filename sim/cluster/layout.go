@@ -1,12 +1,8 @@
 package cluster
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-
-	"github.com/csisim/csisim/fault"
 )
 
 // Layout is how a driver's processes are laid out in the cluster.
@@ -51,71 +47,10 @@ func (cfg *Config) checkDriver() error {
 	return nil
 }
 
-// controllerHost is, for the controller plugin of the combined layout,
-// the first node's plugin, whose driver it is; nil otherwise.
-func (c *Cluster) controllerHost(role fault.Plugin) *plugin {
-	if role != fault.Controller || c.cfg.Layout != LayoutCombined {
-		return nil
-	}
-	return c.nodes[c.cfg.Nodes[0]].plugin
-}
-
-// startControllerPlugin starts the controller plugin and returns its
-// endpoint; in the combined layout it starts the first node's plugin
-// first, whose driver the controller plugin is.
-func (c *Cluster) startControllerPlugin(ctx context.Context) (string, error) {
-	if c.cfg.Layout == LayoutCombined {
-		if _, err := c.startDriver(ctx, fault.Node, c.cfg.Nodes[0]); err != nil {
-			return "", err
-		}
-	}
-	return c.startDriver(ctx, fault.Controller, "")
-}
-
-// nodePluginEndpoint starts the node's plugin, unless it runs already (the
-// first node's, in the combined layout), and returns its endpoint.
-func (c *Cluster) nodePluginEndpoint(ctx context.Context, node string) (string, error) {
-	if parts := c.nodes[node]; parts != nil && parts.plugin != nil && parts.proxy != nil {
-		return parts.proxy.Endpoint(), nil
-	}
-	return c.startDriver(ctx, fault.Node, node)
-}
-
-// zoneArgs are the arguments that tell a node plugin its zone.
-func (c *Cluster) zoneArgs() []string {
-	if c.cfg.Driver.Path == "" && len(c.cfg.ZoneArgs) == 0 {
-		return []string{"--zone", "{zone}"}
-	}
-	return c.cfg.ZoneArgs
-}
-
-// csisimBinary is the csisim binary: Config.DriverBinary, else this
-// executable.
-func (c *Cluster) csisimBinary() (string, error) {
-	if c.cfg.DriverBinary != "" {
-		return c.cfg.DriverBinary, nil
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("finding the csisim binary for the driver: %w", err)
-	}
-	return exe, nil
-}
-
 // Layout is how the cluster's driver processes are laid out.
 func (c *Cluster) Layout() Layout {
 	if c.cfg.Layout == "" {
 		return LayoutSplit
 	}
 	return c.cfg.Layout
-}
-
-// controllerPlugin is the cluster's controller plugin.
-func (c *Cluster) controllerPlugin() *plugin {
-	for _, pl := range c.plugins {
-		if pl.role == fault.Controller {
-			return pl
-		}
-	}
-	return nil
 }

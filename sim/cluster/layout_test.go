@@ -38,16 +38,16 @@ func TestCombinedLayout(t *testing.T) {
 					t.Error(err)
 				}
 			}()
-			ctrl, first := c.controllerPlugin(), c.nodes["node-1"].plugin
+			ctrl, first := c.driver.controllerPlugin(), c.nodes["node-1"].plugin
 			if ctrl.role != "controller" || ctrl.host != first || ctrl.driverEndpoint != first.driverEndpoint {
 				t.Fatalf("controller plugin %q: host %v, endpoint %s; want the node plugin on node-1 (%s)", ctrl.name, ctrl.host, ctrl.driverEndpoint, first.driverEndpoint)
 			}
 			if cfg.Mock {
-				if len(c.drivers) != 0 {
-					t.Fatalf("%d driver processes with the mock", len(c.drivers))
+				if len(c.driver.processes) != 0 {
+					t.Fatalf("%d driver processes with the mock", len(c.driver.processes))
 				}
-			} else if len(c.drivers) != 2 {
-				t.Fatalf("%d driver processes, want one per node and none for the controller", len(c.drivers))
+			} else if len(c.driver.processes) != 2 {
+				t.Fatalf("%d driver processes, want one per node and none for the controller", len(c.driver.processes))
 			}
 			if err := provisionClaims(ctx, c, 2, time.Minute); err != nil {
 				t.Fatalf("claims not bound through the first node's driver: %v", err)

@@ -42,12 +42,3 @@ type plugin struct {
 	// started it again.
 	crashed bool
 }
-
-// driver is the plugin whose driver process (or mock) serves this one:
-// itself, or in the combined layout the controller plugin's host.
-func (pl *plugin) driver() *plugin {
-	if pl.host != nil {
-		return pl.host
-	}
-	return pl
-}

@@ -75,6 +75,21 @@ func recordCalls(actor string, rec *trace.Recorder) grpc.UnaryClientInterceptor 
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}
 		startedAfter, started := rec.Len(), rec.Now()
+		describe := func(answer any) *trace.CSICall {
+			mu.Lock()
+			id := nodeID
+			mu.Unlock()
+			c := faultproxy.Describe(method, req, answer, cmp.Or(id, node)).Trace()
+			c.StartedAfter, c.Started = startedAfter, started
+			if strings.HasPrefix(method, "/csi.v1.Node/") {
+				c.Node = node
+			}
+			return c
+		}
+		// In flight until it returns: a call that hangs shows from its
+		// start on a live page.
+		pending := rec.Begin(trace.Entry{Kind: trace.CSI, Actor: actor, Verb: path.Base(method), Object: VolumeOf(req, nil),
+			Detail: "in flight", Call: describe(nil)})
 		start := time.Now()
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: path.Base(method), Object: VolumeOf(req, reply),
@@ -86,24 +101,18 @@ func recordCalls(actor string, rec *trace.Recorder) grpc.UnaryClientInterceptor 
 		} else {
 			e.Detail = "OK"
 		}
-		mu.Lock()
 		if info, ok := reply.(*csi.NodeGetInfoResponse); ok && err == nil {
+			mu.Lock()
 			nodeID = info.GetNodeId()
+			mu.Unlock()
 		}
-		id := nodeID
-		mu.Unlock()
 		answer := reply
 		if err != nil {
 			answer = nil
 		}
-		call := faultproxy.Describe(method, req, answer, cmp.Or(id, node))
-		call.Code = st.Code()
-		e.Call = call.Trace()
-		e.Call.StartedAfter, e.Call.Started = startedAfter, started
-		if strings.HasPrefix(method, "/csi.v1.Node/") {
-			e.Call.Node = node
-		}
-		rec.Add(e)
+		e.Call = describe(answer)
+		e.Call.Code = st.Code()
+		pending.End(e)
 		return err
 	}
 }

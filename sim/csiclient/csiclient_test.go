@@ -2,11 +2,13 @@ package csiclient
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"k8s.io/utils/clock"
 
@@ -68,5 +70,61 @@ func TestRecordCallsStructuredData(t *testing.T) {
 	if stage.StagingPath != "/staging" || stage.NodeID != "id-of-node-1" || stage.Volume != create.Volume ||
 		(stageErr == nil) != (stage.Code == codes.OK) || stage.StartedAfter != 3 {
 		t.Errorf("NodeStageVolume (error %v): %+v", stageErr, stage)
+	}
+}
+
+// hangingNode answers NodeStageVolume only when release is closed.
+type hangingNode struct {
+	csi.UnimplementedNodeServer
+	started chan struct{}
+	release chan struct{}
+}
+
+func (h *hangingNode) NodeStageVolume(ctx context.Context, _ *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	close(h.started)
+	<-h.release
+	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+// TestCallInFlight: a call is known from when it is sent (InFlight), with
+// its request's data, and is no entry until it returns.
+func TestCallInFlight(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "csi.sock")
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &hangingNode{started: make(chan struct{}), release: make(chan struct{})}
+	srv := grpc.NewServer()
+	csi.RegisterNodeServer(srv, node)
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+	rec := trace.New(clock.RealClock{})
+	conn, err := Dial("unix://"+path, "kubelet:node-1", rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := conn.Node.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: "/staging"})
+		done <- err
+	}()
+	<-node.started
+	entries, inFlight := rec.Snapshot()
+	if len(entries) != 0 || len(inFlight) != 1 {
+		t.Fatalf("while the call hangs: %d entries, %d in flight; want none and the call", len(entries), len(inFlight))
+	}
+	if c := inFlight[0]; c.Kind != trace.CSI || c.Actor != "kubelet:node-1" || c.Verb != "NodeStageVolume" || c.Object != "vol-1" ||
+		c.Call == nil || c.Call.Node != "node-1" || c.Call.Volume != "vol-1" || c.Call.StagingPath != "/staging" || c.Call.StartedAfter != 0 {
+		t.Errorf("the call in flight: %+v %+v", c, c.Call)
+	}
+	close(node.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	entries, inFlight = rec.Snapshot()
+	if len(entries) != 1 || len(inFlight) != 0 || entries[0].Detail != "OK" {
+		t.Errorf("after the answer: entries %+v, in flight %+v; want the call's entry only", entries, inFlight)
 	}
 }

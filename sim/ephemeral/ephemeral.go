@@ -107,6 +107,12 @@ func (c *Controller) Workers() []controller.Worker {
 	return []controller.Worker{{Name: eventSource, Queue: c.queue, Sync: c.sync}}
 }
 
+// Start starts the controller in a simulated cluster (controller.Start):
+// it has no periodic jobs and no start-up check.
+func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
+	return controller.Component{Workers: New(d.Client, d.Informers, d.Runtime).Workers()}, nil
+}
+
 func (c *Controller) sync(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {

@@ -53,7 +53,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -330,10 +329,7 @@ func (k *Kubelet) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), k.synced...) {
 		return
 	}
-	go wait.UntilWithContext(ctx, k.Heartbeat, HeartbeatInterval)
-	go wait.UntilWithContext(ctx, k.Resync, SyncFrequency)
-	go wait.UntilWithContext(ctx, k.CollectVolumeStats, VolumeStatsPeriod)
-	controller.RunAll(ctx, k.Workers()...)
+	controller.RunComponent(ctx, k.Component())
 }
 
 // Workers are the kubelet's queue and sync function: the pod workers'

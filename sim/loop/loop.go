@@ -147,14 +147,22 @@ func (l *Loop) AddWorkers(ws ...controller.Worker) {
 // Every runs fn as a job every interval of virtual time, first after one
 // interval. Like wait.Until, the next run is due interval after this one
 // has finished: a run that parks (a CSI call held on virtual time) puts the
-// next one off, and delays nothing else.
-func (l *Loop) Every(interval time.Duration, fn func(context.Context)) {
+// next one off, and delays nothing else. stop ends it: no run starts after
+// it (one already running finishes), as when the component stops.
+func (l *Loop) Every(interval time.Duration, fn func(context.Context)) (stop func()) {
+	var stopped atomic.Bool
 	var tick func()
 	tick = func() {
+		if stopped.Load() {
+			return
+		}
 		fn(context.Background())
-		l.addTimer(interval, tick, true)
+		if !stopped.Load() {
+			l.addTimer(interval, tick, true)
+		}
 	}
 	l.addTimer(interval, tick, true)
+	return func() { stopped.Store(true) }
 }
 
 // afterInline runs fn on the loop's goroutine once the clock has advanced

@@ -132,7 +132,7 @@ func (q *Queue) AddAfter(key string, d time.Duration) {
 	}
 	at := q.loop.clock.Now().Add(d)
 	q.mu.Lock()
-	if prev, ok := q.waiting[key]; ok && !at.Before(prev) {
+	if prev, ok := q.waiting[key]; q.shutdown || (ok && !at.Before(prev)) {
 		q.mu.Unlock()
 		return
 	}

@@ -19,6 +19,7 @@ type route struct {
 	all    []*Informer            // every informer of the resource, in the order made
 	byNode map[string][]*Informer // informers of one node's pods, or of one Node
 	others []*Informer            // the informers not in byNode
+	made   int                    // informers made so far: the next one's seq, counting past removed ones so that seqs keep the order made
 }
 
 func (l *Loop) addRoute(inf *Informer) {
@@ -30,7 +31,8 @@ func (l *Loop) addRoute(inf *Informer) {
 		r = &route{byNode: map[string][]*Informer{}}
 		l.routes[inf.gvr] = r
 	}
-	inf.seq = len(r.all)
+	inf.seq = r.made
+	r.made++
 	r.all = append(r.all, inf)
 	if node, ok := nodeSelected(inf); ok {
 		r.byNode[node] = append(r.byNode[node], inf)
@@ -104,4 +106,18 @@ func (r *route) informersFor(obj runtime.Object) []*Informer {
 	out := append(slices.Clone(r.others), mine...)
 	slices.SortFunc(out, func(a, b *Informer) int { return a.seq - b.seq })
 	return out
+}
+
+// remove takes component's informers out of the route.
+func (r *route) remove(component string) {
+	mine := func(inf *Informer) bool { return inf.component == component }
+	r.all = slices.DeleteFunc(r.all, mine)
+	r.others = slices.DeleteFunc(r.others, mine)
+	for node, infs := range r.byNode {
+		if infs = slices.DeleteFunc(infs, mine); len(infs) == 0 {
+			delete(r.byNode, node)
+		} else {
+			r.byNode[node] = infs
+		}
+	}
 }

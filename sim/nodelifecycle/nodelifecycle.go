@@ -440,3 +440,14 @@ func (c *Controller) Restart() {
 	c.stopRecs()
 	c.events, c.evictions, c.stopRecs = c.newRecorders()
 }
+
+// Start starts the controller in a simulated cluster (controller.Start),
+// with the taint eviction controller and the pod garbage collector under
+// their own names: its worker, its monitor every MonitorPeriod and the pod
+// GC every PodGCPeriod, and Restart for a kube-controller-manager restart.
+func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
+	c := New(Clients{NodeLifecycle: d.Client, TaintEviction: d.ClientFor("taint-eviction-controller"), PodGC: d.ClientFor("pod-garbage-collector")},
+		d.Informers, d.Runtime)
+	return controller.Component{Workers: c.Workers(), Restart: c.Restart, Periodic: []controller.Periodic{
+		{Every: MonitorPeriod, Run: c.Monitor}, {Every: PodGCPeriod, Run: c.CollectGarbage}}}, nil
+}

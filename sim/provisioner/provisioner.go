@@ -210,6 +210,15 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 	return nil
 }
 
+// Start starts the sidecar in a simulated cluster (controller.Start) for
+// d's driver: its workers, and its poll of the driver's capacity every
+// CapacityPollInterval. It reads the snapshots claims are restored from
+// with d.Snapshots.
+func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
+	p := New(Config{DriverName: d.Driver.Name, Identity: d.Driver.Identity, Snapshots: d.Snapshots}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
+	return controller.Component{Workers: p.Workers(), Periodic: []controller.Periodic{{Every: CapacityPollInterval * time.Second, Run: p.PollCapacity}}}, nil
+}
+
 // failed reports a failed attempt as the sidecar does (failures.go) and
 // says whether to try again: an error to retry with backoff, nil to stop.
 func (p *Provisioner) failed(ctx context.Context, claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, err error) error {

@@ -167,3 +167,10 @@ func (c *Controller) Resync(context.Context) {
 		c.volumeQ.Add(v.Name)
 	}
 }
+
+// Start starts the controller in a simulated cluster (controller.Start):
+// its workers, and its resync every SyncPeriod.
+func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
+	c := New(d.Client, d.Informers, d.Runtime)
+	return controller.Component{Workers: c.Workers(), Periodic: []controller.Periodic{{Every: SyncPeriod, Run: c.Resync}}}, nil
+}

@@ -110,19 +110,30 @@ type Resizer struct {
 	inUseErrors map[string]bool
 }
 
-// New asks the plugin what it can do, as the sidecar does when it starts,
-// and wires a resizer to the factory's informers. It returns
-// ErrNotSupported (wrapped) for a driver that cannot expand at all.
-func New(ctx context.Context, cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, conn *csiclient.Conn, rt controller.Runtime) (*Resizer, error) {
-	r := newResizer(cfg, client, factory, conn.Controller, rt)
-	if err := r.probe(ctx, conn); err != nil {
-		return nil, err
+// Check is the sidecar's start-up check (controller.Check), as its main
+// runs it: the driver needs a controller service, and expansion in the
+// controller (EXPAND_VOLUME: the CSI resizer) or else on the node (the
+// trivial resizer; external-resizer pkg/resizer/csi_resizer.go). The
+// sidecar exits when the driver cannot expand at all (ErrNotSupported)
+// or does not answer.
+func Check(ctx context.Context, d *controller.Driver) error {
+	if err := probe(ctx, d); err != nil {
+		return fmt.Errorf("%w: %w", controller.ErrExitsAtStart, err)
 	}
-	return r, nil
+	return nil
 }
 
-// newResizer wires a resizer to the factory's informers; probe says what
-// the plugin can do.
+// Start starts the sidecar in a simulated cluster (controller.Start) for
+// d's driver, once Check has passed: its worker, and its resync every
+// ResyncPeriod.
+func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
+	r := newResizer(Config{DriverName: d.Driver.Name}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
+	r.controllerExpand = d.Driver.ControllerCapabilities[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
+	return controller.Component{Workers: r.Workers(), Periodic: []controller.Periodic{{Every: ResyncPeriod, Run: r.Resync}}}, nil
+}
+
+// newResizer wires a resizer to the factory's informers; whether the
+// controller expands is for Start to say, from what Check asked.
 func newResizer(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Resizer {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
@@ -147,13 +158,12 @@ func newResizer(cfg Config, client kubernetes.Interface, factory informers.Share
 	return r
 }
 
-// probe is the sidecar's start: a controller service is required; with
-// EXPAND_VOLUME the CSI resizer, else with the node's EXPAND_VOLUME the
-// trivial one (external-resizer pkg/resizer/csi_resizer.go).
-func (r *Resizer) probe(ctx context.Context, conn *csiclient.Conn) error {
-	callCtx, cancel := csiclient.WithTimeout(ctx, r.cfg.Timeout)
+// probe asks the driver what Check needs, and keeps the controller's
+// capabilities in d.
+func probe(ctx context.Context, d *controller.Driver) error {
+	callCtx, cancel := csiclient.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
-	plugin, err := conn.Identity.GetPluginCapabilities(callCtx, &csi.GetPluginCapabilitiesRequest{})
+	plugin, err := d.Identity.GetPluginCapabilities(callCtx, &csi.GetPluginCapabilitiesRequest{})
 	if err != nil {
 		return fmt.Errorf("failed to check if plugin supports controller service: %w", err)
 	}
@@ -164,15 +174,15 @@ func (r *Resizer) probe(ctx context.Context, conn *csiclient.Conn) error {
 	if !service {
 		return fmt.Errorf("%w: CSI driver does not support controller service", ErrNotSupported)
 	}
-	caps, err := csiclient.ControllerCapabilities(callCtx, conn.Controller)
+	caps, err := csiclient.ControllerCapabilities(callCtx, d.Controller)
 	if err != nil {
 		return fmt.Errorf("failed to check if plugin supports controller resize: %w", err)
 	}
-	r.controllerExpand = caps[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
-	if r.controllerExpand {
+	d.ControllerCapabilities = caps
+	if caps[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME] {
 		return nil
 	}
-	node, err := conn.Node.NodeGetCapabilities(callCtx, &csi.NodeGetCapabilitiesRequest{})
+	node, err := d.Node.NodeGetCapabilities(callCtx, &csi.NodeGetCapabilitiesRequest{})
 	if err != nil {
 		return fmt.Errorf("failed to check if plugin supports node resize: %w", err)
 	}

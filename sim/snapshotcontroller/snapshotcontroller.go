@@ -139,6 +139,13 @@ func (c *Controller) Workers() []controller.Worker {
 	}
 }
 
+// Start starts the controller in a simulated cluster (controller.Start):
+// its workers, and its resync every ResyncPeriod.
+func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
+	c := New(d.Client, d.Snapshots, d.Informers, d.SnapshotInformers, d.Runtime)
+	return controller.Component{Workers: c.Workers(), Periodic: []controller.Periodic{{Every: ResyncPeriod, Run: c.Resync}}}, nil
+}
+
 func (c *Controller) syncSnapshotByKey(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {

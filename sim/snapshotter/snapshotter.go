@@ -128,6 +128,31 @@ func (s *Snapshotter) Workers() []controller.Worker {
 	return []controller.Worker{{Name: "csi-snapshotter-content", Queue: s.queue, Sync: s.syncByKey}}
 }
 
+// Check is the sidecar's start-up check (controller.Check): the controller
+// plugin must create and delete snapshots, else the real sidecar's main
+// exits (cmd/csi-snapshotter/main.go).
+func Check(ctx context.Context, d *controller.Driver) error {
+	callCtx, cancel := csiclient.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	caps, err := csiclient.ControllerCapabilities(callCtx, d.Controller)
+	if err != nil {
+		return fmt.Errorf("controller plugin: %w", err)
+	}
+	d.ControllerCapabilities = caps
+	if !caps[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT] {
+		return fmt.Errorf("%w: CSI driver %s does not create and delete snapshots", controller.ErrExitsAtStart, d.Name)
+	}
+	return nil
+}
+
+// Start starts the sidecar in a simulated cluster (controller.Start) for
+// d's driver, once Check has passed: its worker, and its resync every
+// ResyncPeriod.
+func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
+	s := New(Config{DriverName: d.Driver.Name}, d.Client, d.Snapshots, d.SnapshotInformers, d.Driver.Controller, d.Runtime)
+	return controller.Component{Workers: s.Workers(), Periodic: []controller.Periodic{{Every: ResyncPeriod, Run: s.Resync}}}, nil
+}
+
 // errRequeue asks for the content to be synced again after the backoff:
 // its snapshot is not ready yet.
 var errRequeue = errors.New("snapshot not ready yet, checking again")

@@ -67,7 +67,17 @@ func run(t T, args ...string) []byte {
 // and returns the document they built.
 func DOM(t T, url string, budget time.Duration) *html.Node {
 	t.Helper()
+	return DOMAt(t, url, "", budget)
+}
+
+// DOMAt is DOM in a window of size ("1280,900"; "" for Chromium's
+// default), for a page whose script measures its layout.
+func DOMAt(t T, url, size string, budget time.Duration) *html.Node {
+	t.Helper()
 	args := []string{"--dump-dom"}
+	if size != "" {
+		args = append(args, "--window-size="+size)
+	}
 	if budget > 0 {
 		args = append(args, fmt.Sprintf("--virtual-time-budget=%d", budget.Milliseconds()))
 	}

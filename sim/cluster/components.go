@@ -1,0 +1,310 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"k8s.io/klog/v2"
+
+	"github.com/csisim/csisim/sim/attachdetach"
+	"github.com/csisim/csisim/sim/attacher"
+	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/deployment"
+	"github.com/csisim/csisim/sim/ephemeral"
+	"github.com/csisim/csisim/sim/expand"
+	"github.com/csisim/csisim/sim/loop"
+	"github.com/csisim/csisim/sim/nodelifecycle"
+	"github.com/csisim/csisim/sim/provisioner"
+	"github.com/csisim/csisim/sim/pvcontroller"
+	"github.com/csisim/csisim/sim/replicaset"
+	"github.com/csisim/csisim/sim/resizer"
+	"github.com/csisim/csisim/sim/scheduler"
+	"github.com/csisim/csisim/sim/snapshotcontroller"
+	"github.com/csisim/csisim/sim/snapshotter"
+	"github.com/csisim/csisim/sim/statefulset"
+)
+
+// componentSpec is a row of the table the simulated control plane is
+// built from: a component by the user agent it writes as, what the cluster
+// gives it, and its package's Start, which declares its workers, its
+// periodic jobs and its start-up checks.
+type componentSpec struct {
+	// name is the user agent, the actor of its writes and CSI calls, and
+	// the name Config.Without and the API faults take.
+	name string
+	// process is the real process it is part of, when that holds several
+	// (kube-controller-manager): a restart of the process restarts them
+	// together.
+	process string
+	needs   needs
+	// check is a sidecar's start-up check; its Start runs only if it
+	// passed.
+	check controller.Check
+	start controller.Start
+}
+
+// needs says what a component gets besides a client and informers of the
+// core kinds.
+type needs uint8
+
+const (
+	appsInformers     needs = 1 << iota // informers of the apps kinds too
+	snapshotClient                      // a clientset of the snapshot kinds
+	snapshotInformers                   // informers of the snapshot kinds too
+	driverConn                          // its own connection to the controller plugin
+)
+
+// kubeControllerManager is the process of the controllers it runs.
+const kubeControllerManager = "kube-controller-manager"
+
+// controlPlane is the table, in the order the components start. The order
+// is part of a run's determinism: it is the order in which the loop holds
+// the components' workers and timers, among which the seed chooses.
+var controlPlane = []componentSpec{
+	{name: "persistentvolume-binder", process: kubeControllerManager, start: pvcontroller.Start},
+	{name: "attachdetach-controller", process: kubeControllerManager, start: attachdetach.Start},
+	{name: "default-scheduler", start: scheduler.Start},
+	{name: "external-provisioner", needs: driverConn | snapshotClient, start: provisioner.Start},
+	{name: "node-controller", process: kubeControllerManager, start: nodelifecycle.Start},
+	{name: "external-attacher", needs: driverConn, start: attacher.Start},
+	{name: "expand-controller", process: kubeControllerManager, start: expand.Start},
+	{name: ephemeral.Component, process: kubeControllerManager, start: ephemeral.Start},
+	{name: "statefulset-controller", process: kubeControllerManager, needs: appsInformers, start: statefulset.Start},
+	{name: "replicaset-controller", process: kubeControllerManager, needs: appsInformers, start: replicaset.Start},
+	{name: "deployment-controller", process: kubeControllerManager, needs: appsInformers, start: deployment.Start},
+	{name: "external-resizer", needs: driverConn, check: resizer.Check, start: resizer.Start},
+	{name: snapshotcontroller.Component, needs: snapshotClient | snapshotInformers, start: snapshotcontroller.Start},
+	{name: "csi-snapshotter", needs: driverConn | snapshotClient | snapshotInformers, check: snapshotter.Check, start: snapshotter.Start},
+}
+
+// checkOrder is the order in which the sidecars with a start-up check ask
+// the driver, all before any component starts, as the sidecar containers
+// start beside their driver before the control plane acts on it. A fixed
+// order keeps the calls of a start the same from run to run.
+var checkOrder = []string{"csi-snapshotter", "external-resizer"}
+
+// spec is the table's row of the component named name, or nil.
+func spec(name string) *componentSpec {
+	for i := range controlPlane {
+		if controlPlane[i].name == name {
+			return &controlPlane[i]
+		}
+	}
+	return nil
+}
+
+// startControlPlane asks the driver its name, as the sidecars do, and lets
+// the sidecars with a start-up check ask it what they need to know; then
+// it starts every component of the table that is not left out and has
+// passed its check, each with its own clients and informers as the real
+// processes have.
+func (c *Cluster) startControlPlane() error {
+	name, err := c.askDriverName()
+	if err != nil {
+		return err
+	}
+	c.cfg.DriverName = name
+	checked := map[string]*controller.Driver{}
+	for _, name := range checkOrder {
+		if s := spec(name); !slices.Contains(c.cfg.Without, name) {
+			if checked[name], err = c.check(s); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range controlPlane {
+		s := &controlPlane[i]
+		if slices.Contains(c.cfg.Without, s.name) {
+			continue
+		}
+		drv, ok := checked[s.name]
+		if !ok {
+			if drv, err = c.check(s); err != nil {
+				return err
+			}
+		}
+		if err := c.startComponent(s, drv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check runs the start-up check of s, if it has one, and returns its
+// driver (driverOf) as the check found it; nil if the component exits at
+// start, as a cluster whose sidecar exits at start goes on without it.
+func (c *Cluster) check(s *componentSpec) (*controller.Driver, error) {
+	drv, err := c.driverOf(s)
+	if err != nil || s.check == nil {
+		return drv, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
+	defer cancel()
+	err = s.check(ctx, drv)
+	if errors.Is(err, controller.ErrExitsAtStart) {
+		klog.Background().V(2).Info("component not started", "component", s.name, "err", err)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	return drv, nil
+}
+
+// driverOf is the driver a sidecar serves, over a connection of its own to
+// the controller plugin; nil for a component that talks to no driver.
+func (c *Cluster) driverOf(s *componentSpec) (*controller.Driver, error) {
+	if s.needs&driverConn == 0 {
+		return nil, nil
+	}
+	conn, err := c.clients.dial(c.ControllerEndpoint(), s.name)
+	if err != nil {
+		return nil, err
+	}
+	return &controller.Driver{Name: c.cfg.DriverName, Identity: conn.Identity, Controller: conn.Controller, Node: conn.Node}, nil
+}
+
+// askDriverName asks the controller plugin for its name as the sidecars
+// that go by it ask when they start, the external-provisioner and the
+// external-attacher: that name, not a flag, is the provisioner and
+// attacher name, and the kubelet's plugin directory. They ask also when
+// left out, for the cluster's sake.
+func (c *Cluster) askDriverName() (string, error) {
+	var name string
+	for _, actor := range []string{"external-provisioner", "external-attacher"} {
+		conn, err := c.clients.dial(c.ControllerEndpoint(), actor)
+		if err != nil {
+			return "", err
+		}
+		ctx, cancel := csiclient.WithTimeout(context.Background(), c.cfg.StartTimeout)
+		info, err := conn.Identity.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+		cancel()
+		if err != nil {
+			return "", fmt.Errorf("controller plugin: GetPluginInfo: %w", err)
+		}
+		if info.GetName() == "" {
+			return "", errors.New("controller plugin: GetPluginInfo answered an empty name")
+		}
+		name = info.GetName()
+	}
+	return name, nil
+}
+
+// startComponent starts one row of the table with the driver its check
+// returned (nil for a component that talks to no driver, or one that
+// exits at start: that one is left out): the clients and informers it
+// needs, under its name, then its Start; the loop then runs it.
+func (c *Cluster) startComponent(s *componentSpec, drv *controller.Driver) error {
+	if s.check != nil && drv == nil {
+		return nil
+	}
+	d, err := c.deps(s)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	if drv != nil {
+		d.Driver = *drv
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
+	defer cancel()
+	comp, err := s.start(ctx, d)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	c.components.run(s.name, s.process, comp)
+	return nil
+}
+
+// deps makes the clients and informers the row s says its component gets.
+func (c *Cluster) deps(s *componentSpec) (controller.Deps, error) {
+	d := controller.Deps{Client: c.clients.client(s.name), ClientFor: c.clients.client, Runtime: c.rt}
+	kinds := [][]informerKind{coreKinds}
+	if s.needs&appsInformers != 0 {
+		kinds = append(kinds, appsKinds)
+	}
+	var err error
+	if d.Informers, err = c.clients.informers(s.name, d.Client, kinds...); err != nil {
+		return d, err
+	}
+	if s.needs&(snapshotClient|snapshotInformers) != 0 {
+		d.Snapshots = c.clients.snapshotClient(s.name)
+	}
+	if s.needs&snapshotInformers != 0 {
+		d.SnapshotInformers, err = c.clients.snapshotInformers(s.name, d.Snapshots)
+	}
+	return d, err
+}
+
+// restartComponent stops the component the table names name and starts
+// it again from its row, as a restarted container: it loses what it kept
+// in memory, its informers are made and filled anew, and a sidecar asks
+// its driver again; one that fails its check then stays stopped.
+func (c *Cluster) restartComponent(name string) error {
+	s := spec(name)
+	if s == nil || slices.Contains(c.cfg.Without, name) {
+		return fmt.Errorf("there is no simulated component %q to restart", name)
+	}
+	c.components.stop(name)
+	drv, err := c.check(s)
+	if err != nil {
+		return err
+	}
+	return c.startComponent(s, drv)
+}
+
+// registry keeps the components the loop runs, so that each can be
+// stopped, and kube-controller-manager's restarted in place.
+type registry struct {
+	loop    *loop.Loop
+	running []*runningComponent // in the order they started
+}
+
+// runningComponent is a component the loop runs.
+type runningComponent struct {
+	name, process string
+	comp          controller.Component
+	stops         []func() // of its periodic jobs
+}
+
+// run gives a started component to the loop: its periodic jobs and its
+// workers.
+func (r *registry) run(name, process string, comp controller.Component) {
+	rc := &runningComponent{name: name, process: process, comp: comp}
+	for _, p := range comp.Periodic {
+		rc.stops = append(rc.stops, r.loop.Every(p.Every, p.Run))
+	}
+	r.loop.AddWorkers(comp.Workers...)
+	r.running = append(r.running, rc)
+}
+
+// stop takes the component out of the loop: its periodic jobs, its
+// workers and its informers.
+func (r *registry) stop(name string) {
+	r.running = slices.DeleteFunc(r.running, func(rc *runningComponent) bool {
+		if rc.name != name {
+			return false
+		}
+		for _, stop := range rc.stops {
+			stop()
+		}
+		r.loop.RemoveWorkers(rc.comp.Workers...)
+		return true
+	})
+	r.loop.RemoveInformers(name)
+}
+
+// restartable are the running components of process that can restart in
+// place (Component.Restart), in the order they started.
+func (r *registry) restartable(process string) []*runningComponent {
+	var out []*runningComponent
+	for _, rc := range r.running {
+		if rc.process == process && rc.comp.Restart != nil {
+			out = append(out, rc)
+		}
+	}
+	return out
+}

@@ -1,0 +1,114 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/csisim/csisim/fault"
+)
+
+// TestTableNamesTheSimulatedComponents keeps the table and the list of
+// components the scenarios and API faults check names against the same,
+// and every start-up check in checkOrder.
+func TestTableNamesTheSimulatedComponents(t *testing.T) {
+	var names, checked []string
+	for _, s := range controlPlane {
+		names = append(names, s.name)
+		if s.check != nil {
+			checked = append(checked, s.name)
+		}
+		if s.start == nil {
+			t.Errorf("%s has no Start", s.name)
+		}
+	}
+	slices.Sort(names)
+	if want := slices.Sorted(slices.Values(fault.Components)); !slices.Equal(names, want) {
+		t.Errorf("the table's components are %v, fault.Components %v", names, want)
+	}
+	slices.Sort(checked)
+	if want := slices.Sorted(slices.Values(checkOrder)); !slices.Equal(checked, want) {
+		t.Errorf("the components with a start-up check are %v, checkOrder has %v", checked, want)
+	}
+}
+
+// TestRestartComponent restarts components from their rows, as a
+// container restart does: the old instance's workers and informers leave
+// the loop, a sidecar asks its driver again, and the cluster goes on.
+func TestRestartComponent(t *testing.T) {
+	ctx := context.Background()
+	c, err := Start(ctx, Config{Mock: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	running := func() []string {
+		var names []string
+		for _, rc := range c.components.running {
+			names = append(names, rc.name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	before, informers := running(), len(c.loop.InformerResources("external-provisioner"))
+	for _, name := range []string{"persistentvolume-binder", "external-provisioner", "csi-snapshotter"} {
+		if err := c.restartComponent(name); err != nil {
+			t.Fatalf("restarting %s: %v", name, err)
+		}
+	}
+	if got := running(); !slices.Equal(got, before) {
+		t.Errorf("running after the restarts: %v, want %v as before", got, before)
+	}
+	if got := len(c.loop.InformerResources("external-provisioner")); got != informers {
+		t.Errorf("the restarted provisioner has %d informers, want %d as before", got, informers)
+	}
+	asked := 0
+	for _, e := range c.CSICalls() {
+		if e.Actor == "csi-snapshotter" && e.Verb == "ControllerGetCapabilities" {
+			asked++
+		}
+	}
+	if asked != 2 {
+		t.Errorf("the csi-snapshotter asked the driver's capabilities %d times, want at start and at its restart", asked)
+	}
+	if err := provisionClaims(ctx, c, 2, time.Minute); err != nil {
+		t.Fatalf("claims not bound by the restarted components: %v", err)
+	}
+	if err := c.restartComponent("kubelet:node-1"); err == nil {
+		t.Error("restarted a component that is no row of the table")
+	}
+}
+
+// TestWithoutLeavesRowsOut starts a cluster without two sidecars, as
+// csisim serve --without does for real ones to take their place: their
+// rows do not start and their checks do not ask the driver, while the
+// driver's name is still asked.
+func TestWithoutLeavesRowsOut(t *testing.T) {
+	ctx := context.Background()
+	without := []string{"csi-snapshotter", "external-provisioner"}
+	c, err := Start(ctx, Config{Mock: true, Seed: 1, Realtime: true, Without: without})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var running []string
+	for _, rc := range c.components.running {
+		running = append(running, rc.name)
+	}
+	if want := len(controlPlane) - len(without) + 1; len(running) != want { // and the kubelet
+		t.Errorf("running %v, want %d components", running, want)
+	}
+	for _, name := range without {
+		if slices.Contains(running, name) {
+			t.Errorf("%s runs, though left out", name)
+		}
+	}
+	var calls []string
+	for _, e := range c.CSICalls() {
+		calls = append(calls, e.Actor+" "+e.Verb)
+	}
+	if !slices.Contains(calls, "external-provisioner GetPluginInfo") || slices.Contains(calls, "csi-snapshotter ControllerGetCapabilities") {
+		t.Errorf("CSI calls at start %v: want the driver's name asked, and no check of the left-out csi-snapshotter", calls)
+	}
+}

@@ -1,0 +1,116 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/csisim/csisim/drivers/hostpath"
+	"github.com/csisim/csisim/drivers/launch"
+	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/trace"
+)
+
+// Config describes the cluster to start. The zero value is one node with
+// csisim's own driver.
+type Config struct {
+	// Nodes are the node names; default ["node-1"].
+	Nodes []string
+	// Zones gives nodes a zone: the topology.kubernetes.io/zone label of
+	// the Node, and the zone csisim's driver reports for the node.
+	Zones map[string]string
+	// DriverArgs are added to the command line of csisim's own driver, for
+	// the controller and every node (e.g. --capacity=10Gi).
+	DriverArgs []string
+	// DriverName is the name csisim's own driver and the mock are started
+	// with; default hostpath.csisim.io. Whatever name the controller
+	// plugin reports (GetPluginInfo) is the cluster's driver name, as the
+	// real sidecars take it, so a third-party driver's own name needs no
+	// flag.
+	DriverName string
+	// Driver is how to start a driver plugin, for the controller plugin
+	// and for each node's; the zero value runs csisim's own driver from
+	// DriverBinary, in controller and node modes.
+	Driver launch.Template
+	// DriverBinary is the csisim binary for the default driver template
+	// and a template's {csisim}; default: this executable.
+	DriverBinary string
+	// ControllerDriver, if its Path is set, is how to start the controller
+	// plugin of the split layout; Driver then starts the node plugins.
+	ControllerDriver launch.Template
+	// ZoneArgs are added to the node plugin's arguments on a node that has
+	// a zone, with {zone} standing for it; csisim's own driver (the zero
+	// Driver) gets --zone {zone}.
+	ZoneArgs []string
+	// Layout is how the driver's processes are laid out: LayoutSplit (the
+	// default) or LayoutCombined (layout.go).
+	Layout Layout
+	// Mock runs the in-memory mock driver instead, in this process but
+	// still over gRPC on unix sockets: no mounts, no root needed, for
+	// scale runs. The kubelet then does not look for mounts.
+	Mock bool
+	// NoMounts says the driver mounts nothing (an in-memory test driver
+	// such as csi-test's mock): the kubelet then does not look for its
+	// mounts, as with Mock.
+	NoMounts bool
+	// Seed makes the run reproducible: UIDs, generated names and the order
+	// in which the loop runs ready work.
+	Seed uint64
+	// OnEntry, if set, is called for every timeline entry as it is added,
+	// from the cluster's first write on.
+	OnEntry func(trace.Entry)
+	// Realtime makes the virtual clock follow the wall clock and runs the
+	// loop in the background, for clusters people use interactively.
+	Realtime bool
+	// Speed makes a realtime cluster's virtual clock run this many times
+	// as fast as the wall clock (0 or 1: as fast); not with Without.
+	Speed float64
+	// Without names simulated components to leave out, so that their real
+	// counterparts can take their place against the API server's HTTP
+	// endpoint: external-provisioner, external-attacher, external-resizer,
+	// persistentvolume-binder, attachdetach-controller, expand-controller,
+	// ephemeral-volume-controller,
+	// default-scheduler, snapshot-controller, csi-snapshotter, statefulset-controller,
+	// replicaset-controller, deployment-controller.
+	// It needs Realtime: a real process works on wall time.
+	Without []string
+	// DriverLog receives the driver processes' output; default: discarded.
+	DriverLog io.Writer
+	// StartTimeout bounds how long a driver may take to become ready.
+	StartTimeout time.Duration
+	// EventTTL is how long the API server keeps an Event after its last
+	// write (kube-apiserver --event-ttl); default fakekube.DefaultEventTTL.
+	EventTTL time.Duration
+}
+
+// Components are the simulated control-plane components, by the user agent
+// they write as (and the name Config.Without takes): the components the
+// API faults name, and the rows of the table the cluster is built from
+// (components.go).
+var Components = fault.Components
+
+// complete fills in the defaults and refuses what cannot be started.
+func (cfg *Config) complete() error {
+	if len(cfg.Nodes) == 0 {
+		cfg.Nodes = []string{"node-1"}
+	}
+	if cfg.DriverName == "" {
+		cfg.DriverName = hostpath.DefaultDriverName
+	}
+	for _, w := range cfg.Without {
+		if !slices.Contains(Components, w) {
+			return fmt.Errorf("cannot leave out %q: the simulated components are %v", w, Components)
+		}
+	}
+	if len(cfg.Without) > 0 && !cfg.Realtime {
+		return fmt.Errorf("leaving out %v needs a realtime cluster: the real components that replace them run on wall time", cfg.Without)
+	}
+	if cfg.Speed != 0 && cfg.Speed != 1 && (!cfg.Realtime || len(cfg.Without) > 0) {
+		return fmt.Errorf("speed %v needs a realtime cluster with every component simulated: real ones run on wall time", cfg.Speed)
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	return cfg.checkDriver()
+}

@@ -1,0 +1,295 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/csisim/csisim/drivers/faultproxy"
+	"github.com/csisim/csisim/drivers/launch"
+	"github.com/csisim/csisim/drivers/mock"
+	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/runroot"
+	"github.com/csisim/csisim/sim/loop"
+	"github.com/csisim/csisim/trace"
+)
+
+// driver is the cluster's CSI driver: its controller plugin and each
+// node's, the driver processes (or mock servers) that serve them, and the
+// fault proxies in front of them, through which every component reaches
+// them. It starts and stops them; the faults act on them (faults_csi.go).
+type driver struct {
+	cfg  *Config // the cluster's: the driver's command, layout and name
+	root *runroot.Root
+	rec  *trace.Recorder
+	loop *loop.Loop // the proxies park held calls on its clock
+
+	plugins   []*plugin         // the controller plugin, then each node's
+	processes []*launch.Process // every driver process started, to stop them all
+	backend   *mock.Backend     // the mock plugins' shared storage
+	exits     exits             // processes that died unexpectedly (exits.go)
+}
+
+// start starts one driver plugin — csisim's driver, any driver from a
+// template, or the mock — with a fault proxy in front of it, and returns
+// it; the proxy's endpoint is where the components find the plugin.
+func (d *driver) start(ctx context.Context, role fault.Plugin, node string) (*plugin, error) {
+	pl := &plugin{role: role, node: node, name: "controller plugin"}
+	// The proxy listens where the components look for the plugin: for a
+	// node plugin, where node-driver-registrar's driver socket lives on a
+	// real node. The driver listens on a socket of its own beside it, laid
+	// out as realcluster lays out its plugins, so that the paths in
+	// messages compare (csisim diff).
+	listen := d.root.Path("controller", "faultproxy.sock")
+	driverSocket := d.root.Path("controller", "csi.sock")
+	if role == fault.Node {
+		pl.name = "node plugin on " + node
+		listen = d.root.Path("nodes", node, "kubelet", "plugins", d.cfg.DriverName, "csi.sock")
+		driverSocket = d.root.Path("nodes", node, "driver", "csi.sock")
+	}
+	d.plugins = append(d.plugins, pl)
+	for _, socket := range []string{listen, driverSocket} {
+		if err := checkSocket(node, socket); err != nil {
+			return nil, err
+		}
+	}
+	for _, dir := range []string{filepath.Dir(listen), filepath.Dir(driverSocket), d.root.Path("storage")} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("preparing %s: %w", dir, err)
+		}
+	}
+	pl.driverEndpoint = "unix://" + driverSocket
+	if err := d.startServer(ctx, pl); err != nil {
+		return nil, err
+	}
+	return pl, d.startProxy(ctx, pl, listen)
+}
+
+// startServer starts what serves the plugin: in the combined layout the
+// controller plugin is the first node's driver, which runs already;
+// otherwise the mock's server or a driver process.
+func (d *driver) startServer(ctx context.Context, pl *plugin) error {
+	if host := d.controllerHost(pl.role); host != nil {
+		pl.host, pl.driverEndpoint = host, host.driverEndpoint
+		pl.name = "controller plugin (the node plugin on " + host.node + ")"
+		return nil
+	}
+	if d.cfg.Mock {
+		m := mock.ModeController
+		if pl.role == fault.Node {
+			m = mock.ModeNode
+		}
+		if d.cfg.Layout == LayoutCombined && pl.node == d.cfg.Nodes[0] {
+			m = mock.ModeAll
+		}
+		pl.mock = &mock.Config{Name: d.cfg.DriverName, NodeID: pl.node, Mode: m, Backend: d.mockBackend()}
+	} else if err := d.prepareProcess(pl); err != nil {
+		return err
+	}
+	return d.startPlugin(ctx, pl)
+}
+
+// startProxy starts the plugin's fault proxy on listen and waits until it
+// reaches the driver.
+func (d *driver) startProxy(ctx context.Context, pl *plugin, listen string) error {
+	proxyName := "faultproxy:controller"
+	if pl.role == fault.Node {
+		proxyName = "faultproxy:" + pl.node
+	}
+	proxy, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: proxyName, Listen: "unix://" + listen,
+		Target: pl.driverEndpoint, Seed: d.cfg.Seed, NodeID: pl.node, Recorder: d.rec, Park: d.loop.Park})
+	if err != nil {
+		return fmt.Errorf("%s: %w", pl.name, err)
+	}
+	pl.proxy = proxy
+	// The first call must not meet a connection still being made (it
+	// would fail as if the driver were down): wait, as
+	// node-driver-registrar and the sidecars wait for the driver's socket.
+	connCtx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
+	defer cancel()
+	if err := proxy.WaitConnected(connCtx); err != nil {
+		return fmt.Errorf("%s: %w", pl.name, err)
+	}
+	return nil
+}
+
+// prepareProcess sets up how to run the plugin as a process: its command
+// template, its state directory and the values of its placeholders.
+func (d *driver) prepareProcess(pl *plugin) error {
+	bin, err := d.csisimBinary()
+	if err != nil {
+		return err
+	}
+	tmpl := d.cfg.Driver
+	if tmpl.Path == "" {
+		tmpl = launch.OurDriver(bin, string(pl.role), d.cfg.DriverName)
+		tmpl.Args = append(tmpl.Args, d.cfg.DriverArgs...)
+	} else if pl.role == fault.Controller && d.cfg.ControllerDriver.Path != "" {
+		tmpl = d.cfg.ControllerDriver
+	}
+	zone := d.cfg.Zones[pl.node]
+	if zone != "" && pl.role == fault.Node {
+		tmpl.Args = append(slices.Clip(tmpl.Args), d.zoneArgs()...)
+	}
+	stateDir := d.root.Path("controller", "state")
+	// A third-party driver usually serves every service in one process
+	// and insists on a node ID even as the controller plugin.
+	nodeID := controllerNodeID
+	if pl.role == fault.Node {
+		stateDir, nodeID = d.root.Path("nodes", pl.node, "driver-state"), pl.node
+	}
+	// The driver's temporary files (mount-utils makes some as it starts)
+	// go in the run's root too, so that a driver killed at any moment
+	// leaves none outside it.
+	tmpl.Env = append(slices.Clip(tmpl.Env), "TMPDIR="+d.root.Path("tmp"))
+	for _, dir := range []string{stateDir, d.root.Path("tmp")} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("preparing %s: %w", dir, err)
+		}
+	}
+	pl.template = tmpl
+	pl.vars = launch.Vars{Endpoint: pl.driverEndpoint, NodeID: nodeID, StateDir: stateDir, Root: d.root.Path("storage"),
+		DriverName: d.cfg.DriverName, CSISim: bin}
+	if pl.role == fault.Node {
+		pl.vars.Zone = zone
+	}
+	return nil
+}
+
+// startPlugin starts the plugin's driver — its process, or the mock's
+// server — and waits until it is ready.
+func (d *driver) startPlugin(ctx context.Context, pl *plugin) error {
+	if pl.mock != nil {
+		m, err := mock.New(*pl.mock)
+		if err != nil {
+			return err
+		}
+		srv, err := m.Start(pl.driverEndpoint)
+		if err != nil {
+			return err
+		}
+		pl.mockServer = srv
+		return nil
+	}
+	return d.launch(ctx, pl)
+}
+
+// launch starts the plugin's driver process and waits until it is ready.
+func (d *driver) launch(ctx context.Context, pl *plugin) error {
+	p, err := launch.Start(context.Background(), "driver "+pl.name, pl.template, pl.vars, d.cfg.DriverLog)
+	if err != nil {
+		return err
+	}
+	d.processes = append(d.processes, p)
+	if err := d.watch(p, pl.name); err != nil {
+		return err
+	}
+	pl.process = p
+	readyCtx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
+	defer cancel()
+	if err := p.WaitReady(readyCtx); err != nil {
+		return fmt.Errorf("driver %s did not become ready: %w", pl.name, err)
+	}
+	return nil
+}
+
+// mockBackend is the storage all mock plugins share, as the controller
+// and nodes of a real driver share its storage.
+func (d *driver) mockBackend() *mock.Backend {
+	if d.backend == nil {
+		d.backend = mock.NewBackend(0)
+	}
+	return d.backend
+}
+
+// startController starts the controller plugin; in the combined layout
+// it starts the first node's plugin first, whose driver the controller
+// plugin is.
+func (d *driver) startController(ctx context.Context) (*plugin, error) {
+	if d.cfg.Layout == LayoutCombined {
+		if _, err := d.start(ctx, fault.Node, d.cfg.Nodes[0]); err != nil {
+			return nil, err
+		}
+	}
+	return d.start(ctx, fault.Controller, "")
+}
+
+// startNode starts the node's plugin, unless it runs already (the first
+// node's, in the combined layout), and returns it.
+func (d *driver) startNode(ctx context.Context, node string) (*plugin, error) {
+	if pl := d.nodePlugin(node); pl != nil && pl.proxy != nil {
+		return pl, nil
+	}
+	return d.start(ctx, fault.Node, node)
+}
+
+// controllerHost is, for the controller plugin of the combined layout,
+// the first node's plugin, whose driver it is; nil otherwise.
+func (d *driver) controllerHost(role fault.Plugin) *plugin {
+	if role != fault.Controller || d.cfg.Layout != LayoutCombined {
+		return nil
+	}
+	return d.nodePlugin(d.cfg.Nodes[0])
+}
+
+// controllerPlugin is the driver's controller plugin.
+func (d *driver) controllerPlugin() *plugin {
+	for _, pl := range d.plugins {
+		if pl.role == fault.Controller {
+			return pl
+		}
+	}
+	return nil
+}
+
+// nodePlugin is the node's plugin, if it was started.
+func (d *driver) nodePlugin(node string) *plugin {
+	for _, pl := range d.plugins {
+		if pl.role == fault.Node && pl.node == node {
+			return pl
+		}
+	}
+	return nil
+}
+
+// zoneArgs are the arguments that tell a node plugin its zone.
+func (d *driver) zoneArgs() []string {
+	if d.cfg.Driver.Path == "" && len(d.cfg.ZoneArgs) == 0 {
+		return []string{"--zone", "{zone}"}
+	}
+	return d.cfg.ZoneArgs
+}
+
+// csisimBinary is the csisim binary: Config.DriverBinary, else this
+// executable.
+func (d *driver) csisimBinary() (string, error) {
+	if d.cfg.DriverBinary != "" {
+		return d.cfg.DriverBinary, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding the csisim binary for the driver: %w", err)
+	}
+	return exe, nil
+}
+
+// stop stops every proxy, mock server and driver process.
+func (d *driver) stop() error {
+	var errs []error
+	for _, pl := range d.plugins {
+		if pl.proxy != nil {
+			errs = append(errs, pl.proxy.Stop())
+		}
+		if pl.mockServer != nil {
+			errs = append(errs, pl.mockServer.Stop())
+		}
+	}
+	for _, p := range d.processes {
+		errs = append(errs, p.Stop(5*time.Second))
+	}
+	return errors.Join(errs...)
+}

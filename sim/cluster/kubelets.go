@@ -1,0 +1,48 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/sim/kubelet"
+)
+
+// startNode starts the node's plugin (unless it runs already, the first
+// node's in the combined layout) and its kubelet, which registers the
+// node and the plugin before the loop runs it.
+func (c *Cluster) startNode(ctx context.Context, node string) error {
+	pl, err := c.driver.startNode(ctx, node)
+	if err != nil {
+		return err
+	}
+	parts := &nodeParts{plugin: pl}
+	c.nodes[node] = parts
+	agent := fault.KubeletComponent(node)
+	conn, err := c.clients.dial(pl.proxy.Endpoint(), agent)
+	if err != nil {
+		return err
+	}
+	cs := c.clients.client(agent)
+	f, err := c.clients.kubeletInformers(node, cs)
+	if err != nil {
+		return err
+	}
+	labels := map[string]string{}
+	if zone := c.cfg.Zones[node]; zone != "" {
+		labels[corev1.LabelTopologyZone] = zone
+	}
+	nodeIP, podSubnet := kubelet.NodeNetwork(slices.Index(c.cfg.Nodes, node))
+	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"),
+		SkipMountCheck: c.cfg.Mock || c.cfg.NoMounts, Labels: labels, Recorder: c.rec, NodeIP: nodeIP, PodSubnet: podSubnet},
+		cs, f, f, conn.Node, c.rt)
+	if err := k.Register(ctx, conn.Identity); err != nil {
+		return err
+	}
+	c.components.run(agent, "kubelet", k.Component())
+	parts.kubelet = k
+	parts.identity = conn.Identity
+	return nil
+}
