@@ -131,21 +131,25 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { s.enqueue(obj) },
 		UpdateFunc: func(old, obj any) {
-			if p, ok := obj.(*corev1.Pod); ok && podChanged(old.(*corev1.Pod), p) {
+			p, ok := obj.(*corev1.Pod)
+			if !ok {
+				return
+			}
+			if podChanged(old.(*corev1.Pod), p) {
 				s.requeue(p.Namespace + "/" + p.Name)
+			}
+			// The real scheduler's informer lists no finished pod
+			// (status.phase!=Succeeded,status.phase!=Failed): a pod
+			// that finishes — a deleted one, once its kubelet has
+			// stopped its containers — is gone for it.
+			if !finished(old.(*corev1.Pod)) && finished(p) {
+				s.assignedPodGone(p)
 			}
 		},
 		DeleteFunc: func(obj any) {
 			s.enqueue(obj)
-			// A pod that goes may leave room on its node, or free a
-			// ReadWriteOncePod claim (VolumeRestrictions' hint: a pod
-			// of the namespace that used one of the waiting pod's
-			// claims).
-			if p, ok := controller.Unwrap(obj).(*corev1.Pod); ok && p.Spec.NodeName != "" {
-				s.requeueWhere(false, func(w *corev1.Pod, a attempt) bool {
-					return a.plugins["NodeVolumeLimits"] || a.plugins["NodeResourcesFit"] ||
-						a.plugins["VolumeRestrictions"] && w.Namespace == p.Namespace && sharesClaim(w, p)
-				})
+			if p, ok := controller.Unwrap(obj).(*corev1.Pod); ok {
+				s.assignedPodGone(p)
 			}
 		},
 	})
@@ -248,6 +252,25 @@ func (s *Scheduler) enqueueFitting(obj any) {
 			s.requeue(p.Namespace + "/" + p.Name)
 		}
 	}
+}
+
+// assignedPodGone: a pod bound to a node that goes (or finishes) may leave
+// room on its node, or free a ReadWriteOncePod claim (VolumeRestrictions'
+// hint: a pod of the namespace that used one of the waiting pod's
+// claims).
+func (s *Scheduler) assignedPodGone(p *corev1.Pod) {
+	if p.Spec.NodeName == "" {
+		return
+	}
+	s.requeueWhere(false, func(w *corev1.Pod, a attempt) bool {
+		return a.plugins["NodeVolumeLimits"] || a.plugins["NodeResourcesFit"] ||
+			a.plugins["VolumeRestrictions"] && w.Namespace == p.Namespace && sharesClaim(w, p)
+	})
+}
+
+// finished: the pod has succeeded or failed.
+func finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // requeue adds a pod to the queue once its backoff since its last failed
