@@ -24,7 +24,7 @@ type world struct {
 
 func (w world) objects() Objects {
 	pvName := "pvc-" + w.claimUID
-	sc := "csisim-hostpath"
+	sc := "csisim-sc"
 	unique := corev1.UniqueVolumeName("kubernetes.io/csi/hostpath.csisim.io^" + w.handle)
 	now := metav1.Now()
 	return Objects{
@@ -126,14 +126,14 @@ func TestSnapshotNormalises(t *testing.T) {
 		{"PersistentVolumeClaim default/data", Object{Kind: "PersistentVolumeClaim", Name: "default/data", Exists: true,
 			Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"},
 			Finalizers:  []string{"kubernetes.io/pvc-protection"}, Phase: "Bound",
-			Fields: map[string]string{"volumeName": "<pv of default/data>", "storageClassName": "csisim-hostpath"},
+			Fields: map[string]string{"volumeName": "<pv of default/data>", "storageClassName": "csisim-sc"},
 			Events: []string{"Provisioning", "ProvisioningSucceeded"},
 			EventMessages: map[string]string{"Provisioning": "a | b",
 				"ProvisioningSucceeded": "Successfully provisioned volume <pv of default/data>"}}},
 		{"PersistentVolume <pv of default/data>", Object{Kind: "PersistentVolume", Name: "<pv of default/data>", Exists: true,
 			Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "hostpath.csisim.io"},
 			Finalizers:  []string{"kubernetes.io/pv-protection"}, Phase: "Bound",
-			Fields: map[string]string{"claimRef": "default/data", "storageClassName": "csisim-hostpath",
+			Fields: map[string]string{"claimRef": "default/data", "storageClassName": "csisim-sc",
 				"csi.driver": "hostpath.csisim.io", "csi.volumeHandle": "<volume of default/data>",
 				"csi.volumeAttributes.storage.kubernetes.io/csiProvisionerIdentity": "<time>-<n>-hostpath.csisim.io"},
 			Events: []string{"VolumeDelete"}, EventMessages: map[string]string{"VolumeDelete": ""}}},
