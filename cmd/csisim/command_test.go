@@ -98,6 +98,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"nothing"}, 2, "", `csisim: unknown command "nothing"`},
 		{nil, 2, "", "Usage:"},
 		{[]string{"help"}, 0, "docs/cli.md lists them all", ""},
+		{[]string{"help", "scale"}, 0, "Usage: csisim scale [--claims N] [--nodes M] > scale.yaml", ""},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

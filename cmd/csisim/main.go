@@ -25,6 +25,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "help", "-h", "--help":
+		if len(args) == 2 && args[0] == "help" {
+			// csisim help COMMAND is csisim COMMAND --help.
+			if c := lookup(args[1]); c != nil {
+				return c.main([]string{"--help"}, stdin, stdout, stderr)
+			}
+		}
 		writeUsage(stdout)
 		return exitOK
 	}
@@ -78,7 +84,7 @@ func writeUsage(w io.Writer) {
 			line(c.usage[0], c.summary)
 		}
 	}
-	line("csisim help", "show this help")
-	b.WriteString("\nRun 'csisim COMMAND --help' for the flags of a command; docs/cli.md lists them all.\n")
+	line("csisim help [COMMAND]", "show this help, or a command's")
+	b.WriteString("\nRun 'csisim help COMMAND' for the flags of a command; docs/cli.md lists them all.\n")
 	fmt.Fprint(w, b.String())
 }

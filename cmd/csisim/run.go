@@ -63,7 +63,8 @@ func (c *runCmd) flags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.seed, "seed", 1, "seed for UIDs and generated names; the same seed gives the same names")
 	fs.StringVar(&c.driverLog, "driver-log", "", "write the CSI driver processes' output to this file; {seed} in the name stands for the seed\n"+
 		"(with --seeds, the name needs it; with --backend realkube: every process's, the control plane's and sidecars' too)")
-	fs.BoolVar(&c.quiet, "quiet", false, "print only the result, not the timeline")
+	fs.BoolVar(&c.quiet, "quiet", false, "do not print the timeline as it happens, only the result\n"+
+		"(--format json and mermaid still print the timeline when the run ends)")
 	fs.StringVar(&c.driverCommand, "driver-command", "", "run this CSI driver instead of csisim's own, for the controller and every node:\n"+
 		"a command line whose words may contain {endpoint}, {nodeID}, {stateDir} and {root}, e.g.\n"+
 		"'/usr/bin/hostpathplugin --endpoint={endpoint} --nodeid={nodeID} --statedir={stateDir}' (no shell quoting)")
@@ -112,6 +113,9 @@ func (c *runCmd) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	if err := checkRoot(prof != nil && prof.Has(profile.RealMounts), euid()); err != nil {
+		return err
+	}
 	if c.cpuProfile != "" {
 		stopProfile, err := startCPUProfile(c.cpuProfile)
 		if err != nil {
@@ -154,7 +158,7 @@ func (c *runCmd) checkFlags() ([]uint64, shard, error) {
 	if err := c.nem.check(c.backend); err != nil {
 		return nil, shard{}, usageError(err)
 	}
-	if err := c.timeline.check(sweepSeeds != nil, c.nem.on, c.quiet); err != nil {
+	if err := c.timeline.check(sweepSeeds != nil, c.nem.on); err != nil {
 		return nil, shard{}, usageError(err)
 	}
 	return sweepSeeds, sweepShard, nil

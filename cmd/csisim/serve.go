@@ -94,6 +94,7 @@ func (c *serveCmd) Run(ctx context.Context) error {
 		fmt.Fprintf(c.stderr, "csisim: cleaning up: %v\n", err)
 		return errFailed
 	}
+	fmt.Fprintln(c.stdout, "csisim: stopped; everything the cluster made is removed")
 	return exitStatus(code)
 }
 
@@ -104,8 +105,8 @@ func (c *serveCmd) clusterConfig(ctx context.Context) (cluster.Config, driverObj
 	objects := func(cl *cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass) {
 		return cluster.DriverObjects(cl.DriverName())
 	}
+	var p *profile.Profile
 	if c.driverProfile != "" {
-		var p *profile.Profile
 		var err error
 		if cfg, p, err = (driverChoice{profile: c.driverProfile}).clusterConfig(ctx, profile.Request{Nodes: cfg.Nodes}, "", c.stderr); err != nil {
 			return cfg, nil, usageError(err)
@@ -120,6 +121,10 @@ func (c *serveCmd) clusterConfig(ctx context.Context) (cluster.Config, driverObj
 	}
 	if err := c.room.apply(&cfg); err != nil {
 		return cfg, nil, usageError(err)
+	}
+	// Without --driver, csisim's own driver, which mounts for real.
+	if err := checkRoot(!cfg.Mock && (p == nil || p.Has(profile.RealMounts)), euid()); err != nil {
+		return cfg, nil, err
 	}
 	return cfg, objects, nil
 }
@@ -173,6 +178,9 @@ func (s *server) serve(ctx context.Context, objects driverObjects, stdout, stder
 	code := 0
 	select {
 	case <-ctx.Done():
+		// Not silently: tearing the nodes' mounts and the driver down
+		// takes a moment.
+		fmt.Fprintln(stdout, "csisim: interrupted: stopping the cluster")
 	case err := <-served:
 		fmt.Fprintf(stderr, "csisim: serving: %v\n", err)
 		code = 1

@@ -74,6 +74,9 @@ func (c *testCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkRoot(p.Has(profile.RealMounts), euid()); err != nil {
+		return err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding the csisim binary to run the children with: %w", err)
