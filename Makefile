@@ -42,9 +42,10 @@ test-drivers: build
 vet:
 	$(GO) vet ./...
 
-# examples: the example driver-repository suite (examples/driver-suite, the
-# Go API csisimtest against csi-test's mock driver) as a driver repository
-# runs it, with the Ginkgo CLI in parallel.
+# examples: the Go API's example suites as a driver repository runs them,
+# with the Ginkgo CLI in parallel: examples/first-suite (the one README
+# shows, csisim's mock driver) and examples/driver-suite (csi-test's mock
+# driver, a third-party binary).
 examples:
 	$(GO) run github.com/onsi/ginkgo/v2/ginkgo -p ./examples/...
 
@@ -54,9 +55,13 @@ fmt-check:
 
 # labs-check: every command of every lab in docs/labs against a fresh
 # csisim serve each, comparing the outputs and timeline lines the labs
-# state with what happens (internal/labcheck). Root (real mounts), kubectl.
+# state with what happens (internal/labcheck), and the examples of README.md
+# and docs/ the same way without a cluster, in a directory the repository is
+# linked into (their sh ci blocks must be stages of .ci/run), and the driver
+# profile walk-through. Root (real mounts), kubectl.
+CHECKED_DOCS ?= README.md docs/guide.md docs/drivers.md docs/hacking.md docs/profiles/walkthrough.md
 labs-check: build
-	$(GO) run ./internal/cmd/labs-check -csisim $(BIN) docs/labs/[0-9]*.md
+	$(GO) run ./internal/cmd/labs-check -csisim $(BIN) docs/labs/[0-9]*.md $(CHECKED_DOCS)
 
 # e2e: the same scenarios against a real cluster from KUBECONFIG (with the
 # CSI driver deployed there). Not run in CI here: no cluster on this machine.

@@ -182,7 +182,7 @@ func (c *runCmd) chooseDriver(ctx context.Context, sc *scenarios.Scenario) (clus
 		prof.Name = cfg.DriverName
 		if why := sc.SkipReason(prof); why != "" {
 			if c.driverCommand != "" {
-				why += " (--driver-command declares no capabilities; a driver profile does: README, Bring your own driver)"
+				why += " (--driver-command declares nothing the driver cannot report of itself; a driver profile does: docs/drivers.md)"
 			}
 			return cfg, prof, why, nil
 		}
@@ -305,6 +305,8 @@ func reportRun(out runOutcome, stdout, stderr io.Writer) int {
 	if f := out.runFailure(); f != nil {
 		fmt.Fprint(stderr, f.Detail)
 		code = 1
+	} else if out.result.Skipped != "" {
+		fmt.Fprintf(stdout, "\nSKIPPED: %s\n", out.result.Skipped)
 	} else {
 		fmt.Fprintf(stdout, "\nPASSED: %d steps, %s of cluster time in %s%s\n", len(out.result.Steps), out.result.Duration.Round(time.Millisecond),
 			out.wall.Round(time.Millisecond), invariantSummary(out.result.Invariants))

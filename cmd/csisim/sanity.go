@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/drivers/profiles"
@@ -36,13 +37,16 @@ type sanityCmd struct {
 	invocation
 	driver     string
 	focus      string
+	skips      stringList
 	jsonResult string
 	driverLog  string
 }
 
 func (c *sanityCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.driver, "driver", "", "the driver profile: a shipped profile's name ("+listOr(profiles.Names())+") or a profile file")
-	fs.StringVar(&c.focus, "focus", "", "run only the csi-sanity specs whose full text matches this regular expression")
+	fs.StringVar(&c.focus, "sanity-focus", "", "run only the csi-sanity specs whose full text matches this regular expression")
+	fs.Var(&c.skips, "sanity-skip", "skip the csi-sanity specs whose full text matches this regular expression (repeatable),\n"+
+		"besides those the profile's sanity.skip lists")
 	fs.StringVar(&c.jsonResult, "json-result", "", "write each spec's result to this file as JSON")
 	fs.StringVar(&c.driverLog, "driver-log", "", "write the driver processes' output to this file")
 }
@@ -55,7 +59,7 @@ func (c *sanityCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError(err)
 	}
-	report, err := runSanity(ctx, p, c.focus, c.driverLog)
+	report, err := runSanity(ctx, p, sanityrun.Config{Focus: c.focus, Skip: c.skips}, c.driverLog)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "csisim: %v\n", err)
 		if report == nil {
@@ -65,6 +69,9 @@ func (c *sanityCmd) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(c.stdout, "\ncsi-sanity %s: %d passed, %d failed, %d skipped\n", p.Name,
 		report.Count(sanityrun.Passed), report.Count(sanityrun.Failed), report.Count(sanityrun.Skipped))
+	for _, note := range report.Notes() {
+		fmt.Fprintf(c.stdout, "note: %s\n", note)
+	}
 	var failed error
 	if report.Error != "" || report.Count(sanityrun.Failed) > 0 {
 		failed = errFailed
@@ -82,8 +89,9 @@ func (c *sanityCmd) Run(ctx context.Context) error {
 }
 
 // runSanity starts the profile's driver in a run root of its own, runs
-// csi-sanity against it and tears everything down again.
-func runSanity(ctx context.Context, p *profile.Profile, focus, driverLog string) (_ *sanityrun.Report, err error) {
+// csi-sanity against it (run's Focus and Skip) and tears everything down
+// again.
+func runSanity(ctx context.Context, p *profile.Profile, run sanityrun.Config, driverLog string) (_ *sanityrun.Report, err error) {
 	sweepDeadRuns(os.Stderr)
 	root, err := runroot.New("sanity")
 	if err != nil {
@@ -114,8 +122,15 @@ func runSanity(ctx context.Context, p *profile.Profile, focus, driverLog string)
 	if err != nil {
 		return nil, fmt.Errorf("starting the driver of %s: %w", p.File, err)
 	}
-	return sanityrun.Run(sanityrun.Config{Profile: p, Deployment: dep, Dir: root.Path("sanity"), Focus: focus})
+	run.Profile, run.Deployment, run.Dir = p, dep, root.Path("sanity")
+	return sanityrun.Run(run)
 }
+
+// stringList is a flag that may be given several times.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ", ") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 // listOr is "a, b or c".
 func listOr(words []string) string {

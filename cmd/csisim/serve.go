@@ -112,7 +112,7 @@ func (c *serveCmd) clusterConfig(ctx context.Context) (cluster.Config, driverObj
 			return cfg, nil, usageError(err)
 		}
 		objects = func(cl *cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass) {
-			return p.Objects(cl.DriverName(), profile.StorageClassName)
+			return p.Complete(cl.DriverInfo()).Objects(cl.DriverName(), profile.StorageClassName)
 		}
 	}
 	cfg.Seed, cfg.Realtime, cfg.EventTTL = c.seed, true, c.eventTTL

@@ -30,9 +30,10 @@ func testCommand() *command {
 		summary: "test a CSI driver: csi-sanity, then every library scenario it can run",
 		usage:   []string{"csisim test --driver PROFILE [flags]"},
 		about: "Tests a CSI driver: csi-sanity against it, then every scenario of the library on the simulator\n" +
-			"with it, with the scenario's invariants. A scenario that needs what the profile says the driver\n" +
-			"lacks is skipped with the reason. Prints a line per scenario and the totals; exits 0 if nothing\n" +
-			"failed, 1 if something did, 2 on a usage error.",
+			"with it, with the scenario's invariants. A scenario that needs what the driver lacks (as it\n" +
+			"reports itself when asked, or as the profile says) is skipped with the reason. Prints a line\n" +
+			"per scenario and the totals; exits 0 if nothing failed, 1 if something did, 2 on a usage\n" +
+			"error.",
 		prefix:  "csisim test",
 		maxArgs: -1, signals: true,
 		new: func() subcommand { return &testCmd{} },
@@ -49,13 +50,15 @@ func testCommand() *command {
 // 1 if something did, 2 on a usage error.
 type testCmd struct {
 	invocation
-	driver     string
-	scenarios  string
-	focus      string
-	skipSanity bool
-	parallel   int
-	seed       uint64
-	junitFile  string
+	driver      string
+	scenarios   string
+	focus       string
+	skipSanity  bool
+	sanityFocus string
+	sanitySkips stringList
+	parallel    int
+	seed        uint64
+	junitFile   string
 }
 
 func (c *testCmd) flags(fs *flag.FlagSet) {
@@ -64,6 +67,9 @@ func (c *testCmd) flags(fs *flag.FlagSet) {
 		"default: the library built into csisim (scenarios/library)")
 	fs.StringVar(&c.focus, "focus", "", "run only the scenarios whose name, and the csi-sanity specs whose full text, match this regular expression")
 	fs.BoolVar(&c.skipSanity, "skip-sanity", false, "do not run csi-sanity")
+	fs.StringVar(&c.sanityFocus, "sanity-focus", "", "run only the csi-sanity specs whose full text matches this regular expression (instead of --focus)")
+	fs.Var(&c.sanitySkips, "sanity-skip", "skip the csi-sanity specs whose full text matches this regular expression (repeatable),\n"+
+		"besides those the profile's sanity.skip lists")
 	fs.IntVar(&c.parallel, "parallel", 1, "how many scenarios run at once, each in a csisim process and on a cluster of its own")
 	fs.Uint64Var(&c.seed, "seed", 1, "the seed every scenario runs with")
 	fs.StringVar(&c.junitFile, "junit", "", "write a JUnit XML report to this file: a test case per csi-sanity spec and per scenario")
@@ -96,7 +102,11 @@ func (c *testCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError(err)
 	}
-	t := driverTest{profile: p, driverArg: c.driver, binary: exe, seed: c.seed, scenariosArg: c.scenarios, focus: c.focus}
+	t := driverTest{profile: p, driverArg: c.driver, binary: exe, seed: c.seed, scenariosArg: c.scenarios, focus: c.focus,
+		sanityFocus: c.focus, sanitySkips: c.sanitySkips}
+	if c.sanityFocus != "" {
+		t.sanityFocus = c.sanityFocus
+	}
 	if c.scenarios == "" {
 		t.libraryDir = root.Path("library")
 	}
@@ -139,6 +149,14 @@ func (c *testCmd) test(ctx context.Context, t driverTest, files []string, focusR
 			return fmt.Errorf("driver profile %s: %w", p.File, err)
 		}
 	}
+	// What the driver says of itself decides what runs; a profile that
+	// contradicts it is refused before anything runs.
+	info, err := clusterprofile.Ask(ctx, p, clusterprofile.Options{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "the driver reports: %s\n", info)
+
 	var sanity *sanityrun.Report
 	if !c.skipSanity {
 		sanity = t.runSanity(ctx)
@@ -177,6 +195,9 @@ type driverTest struct {
 	seed         uint64
 	scenariosArg string // --scenarios as given, for the replay command
 	focus        string
+	// sanityFocus and sanitySkips choose csi-sanity's specs.
+	sanityFocus string
+	sanitySkips []string
 	// libraryDir is where the built-in library was written out, ""
 	// with --scenarios; messages name its files library/NAME.yaml.
 	libraryDir string
@@ -189,8 +210,11 @@ const childStopGrace = time.Minute
 // runSanity runs `csisim sanity` as a child and reads its report.
 func (t driverTest) runSanity(ctx context.Context) *sanityrun.Report {
 	args := []string{"sanity", "--driver", t.driverArg}
-	if t.focus != "" {
-		args = append(args, "--focus", t.focus)
+	if t.sanityFocus != "" {
+		args = append(args, "--sanity-focus", t.sanityFocus)
+	}
+	for _, s := range t.sanitySkips {
+		args = append(args, "--sanity-skip", s)
 	}
 	args = append(args, "--json-result", "/dev/fd/"+strconv.Itoa(resultFD))
 	out := runChild(ctx, t.binary, args, childStopGrace)
@@ -267,6 +291,7 @@ func (t driverTest) runScenarios(ctx context.Context, scs []testScenario, parall
 		default:
 			child := childRun{binary: t.binary, args: t.scenarioArgs, file: ts.file, stopGrace: childStopGrace}
 			r.seedResult = child.runSeed(ctx, t.seed)
+			r.skipped = r.Skipped // the driver, asked, lacks what it needs
 		}
 		if f := r.Failure; f != nil && t.libraryDir != "" {
 			f.Summary = strings.ReplaceAll(f.Summary, t.libraryDir+"/", "library/")
@@ -366,6 +391,9 @@ func printSanity(w io.Writer, r *sanityrun.Report) {
 	}
 	for _, why := range reasons {
 		fmt.Fprintf(w, "  skip  %3d × %s\n", count[why], firstLine(why))
+	}
+	for _, note := range r.Notes() {
+		fmt.Fprintf(w, "  note  %s\n", note)
 	}
 }
 

@@ -3,6 +3,7 @@ package faultproxy
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -76,7 +77,21 @@ func checkMethod(method string, names map[string]bool) error {
 
 // ParseCode reads a gRPC code by name, in any case, with or without
 // underscores (Unavailable, UNAVAILABLE, already_exists), or by number.
-func ParseCode(s string) (codes.Code, error) { return parseCode(s) }
+func ParseCode(s string) (codes.Code, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 || n > int(codes.Unauthenticated) {
+			return 0, fmt.Errorf("no gRPC code %d", n)
+		}
+		return codes.Code(n), nil
+	}
+	want := strings.ToLower(strings.ReplaceAll(s, "_", ""))
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		if strings.ToLower(c.String()) == want {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown gRPC code %q", s)
+}
 
 // ServiceMethods lists the short names of the methods of one CSI service
 // ("Identity", "Controller", "Node", "GroupController", "SnapshotMetadata"),

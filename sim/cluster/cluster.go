@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/runroot"
 	"github.com/csisim/csisim/sim/controller"
@@ -56,6 +57,9 @@ type Cluster struct {
 	// split layout's controller process reports as a node, if it does.
 	notes              []string
 	controllerTopology string
+	// driverInfo is what the driver said of itself at the start
+	// (driverinfo.go).
+	driverInfo driverinfo.Info
 }
 
 // Start brings the cluster up: API server, driver processes, controllers
@@ -77,7 +81,17 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		}
 	}()
 	c.startLoop()
+	// The node plugin the cluster asks (askNode) starts while the
+	// controller plugin does.
+	asked, err := c.driver.startAsked(cfg.Nodes[0])
+	if err != nil {
+		return c, err
+	}
 	if _, err := c.driver.startController(ctx); err != nil {
+		c.driver.stopAsked(asked)
+		return c, err
+	}
+	if err := c.askDriver(ctx, asked); err != nil {
 		return c, err
 	}
 	if err := c.startControlPlane(); err != nil {

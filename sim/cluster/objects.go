@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csisim/csisim/drivers/profile"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // DefaultStorageClass is the name of the StorageClass DriverObjects makes:
@@ -31,7 +32,7 @@ func DriverObjects(driverName string) (*storagev1.CSIDriver, *storagev1.StorageC
 	sc := &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        DefaultStorageClass,
-			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
+			Annotations: map[string]string{volumeutil.AnnDefaultStorageClass: "true"},
 		},
 		Provisioner:       driverName,
 		ReclaimPolicy:     &reclaim,

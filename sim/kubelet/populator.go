@@ -29,11 +29,6 @@ import (
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
-// pvcProtectionFinalizer lets a pod start with a claim being deleted
-// (kubernetes pkg/volume/util: PVCProtectionFinalizer; not exported by
-// k8s.io/component-helpers/storage/volume).
-const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
-
 // volumeToMount is one CSI volume of a pod, resolved through its claim.
 type volumeToMount struct {
 	pv     *corev1.PersistentVolume
@@ -229,7 +224,7 @@ func (k *Kubelet) processVolume(pod *corev1.Pod, v corev1.Volume, mounted, devic
 		return processedVolume{}, wrap(fmt.Errorf("failed to fetch PVC from API server: %v", err))
 	}
 	switch {
-	case claim.DeletionTimestamp != nil && !slices.Contains(claim.Finalizers, pvcProtectionFinalizer):
+	case claim.DeletionTimestamp != nil && !slices.Contains(claim.Finalizers, volumeutil.PVCProtectionFinalizer):
 		return processedVolume{}, wrap(errors.New("PVC is being deleted"))
 	case claim.Status.Phase != corev1.ClaimBound:
 		return processedVolume{}, wrap(errors.New("PVC is not bound"))

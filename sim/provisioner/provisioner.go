@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -25,19 +24,20 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
-	"github.com/csisim/csisim/sim/pvcontroller"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
-// Names the real external-provisioner writes.
+// Names the real external-provisioner writes (those
+// k8s.io/component-helpers/storage/volume exports, the provisioned-by
+// annotation and the PV finalizer, are used from there).
 const (
-	AnnProvisionedBy                 = "pv.kubernetes.io/provisioned-by"
 	AnnDeletionSecretName            = "volume.kubernetes.io/provisioner-deletion-secret-name"
 	AnnDeletionSecretNamespace       = "volume.kubernetes.io/provisioner-deletion-secret-namespace"
-	Finalizer                        = "external-provisioner.volume.kubernetes.io/finalizer"
 	provisionerIdentityKey           = "storage.kubernetes.io/csiProvisionerIdentity"
 	csiParameterPrefix               = "csi.storage.k8s.io/"
 	defaultCapacity            int64 = 1 << 30
@@ -56,48 +56,44 @@ type Config struct {
 	// Timeout bounds every CSI call, like the sidecar's --timeout (default
 	// 10 s, external-provisioner cmd/csi-provisioner/csi-provisioner.go).
 	Timeout time.Duration
-	// Identity, if set, is asked whether the driver has topology.
-	Identity csi.IdentityClient
+	// Capabilities are the driver's, as Check asked them at start: they
+	// decide whether it provisions at all, with topology, from snapshots
+	// and clones, and how access modes map.
+	Capabilities driverinfo.Capabilities
 	// Snapshots reads the VolumeSnapshots claims are restored from; nil
 	// fails every restore.
 	Snapshots snapclientset.Interface
 }
-
-// annSelectedNode is the node the scheduler chose for a WaitForFirstConsumer claim.
-const annSelectedNode = "volume.kubernetes.io/selected-node"
 
 // Provisioner is one external-provisioner for one driver.
 type Provisioner struct {
 	cfg    Config
 	client kubernetes.Interface
 
-	topologyOnce sync.Once
-	topology     bool
-	csi          csi.ControllerClient
-	caps         map[csi.ControllerServiceCapability_RPC_Type]bool // see controllerCapabilities
-	events       record.EventRecorder
-	stopRecs     func()
-	identity     string
-	claims       corelisters.PersistentVolumeClaimLister
-	volumes      corelisters.PersistentVolumeLister
-	classes      storagelisters.StorageClassLister
-	vaIndex      cache.Indexer // with volumeutil.AttachmentsByVolume
-	nodes        corelisters.NodeLister
-	csiNodes     storagelisters.CSINodeLister
-	drivers      storagelisters.CSIDriverLister
-	capacities   storagelisters.CSIStorageCapacityLister
-	capacityQ    controller.Queue
-	cloneQ       controller.Queue
-	slow         *slowRetries
-	claimQ       controller.Queue
-	volumeQ      controller.Queue
+	csi        csi.ControllerClient
+	events     record.EventRecorder
+	stopRecs   func()
+	identity   string
+	claims     corelisters.PersistentVolumeClaimLister
+	volumes    corelisters.PersistentVolumeLister
+	classes    storagelisters.StorageClassLister
+	vaIndex    cache.Indexer // with volumeutil.AttachmentsByVolume
+	nodes      corelisters.NodeLister
+	csiNodes   storagelisters.CSINodeLister
+	drivers    storagelisters.CSIDriverLister
+	capacities storagelisters.CSIStorageCapacityLister
+	capacityQ  controller.Queue
+	cloneQ     controller.Queue
+	slow       *slowRetries
+	claimQ     controller.Queue
+	volumeQ    controller.Queue
 }
 
 // New wires a provisioner to the factory's informers and a CSI controller
 // client.
 func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Provisioner {
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 10 * time.Second
+		cfg.Timeout = DefaultTimeout
 	}
 	events, stop := rt.NewEventRecorder(client, cfg.DriverName+"_csisim", "")
 	p := &Provisioner{
@@ -187,7 +183,7 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("getting storage class %s: %w", className, err)
 	}
-	if delayed(class) && claim.Annotations[annSelectedNode] == "" {
+	if delayed(class) && claim.Annotations[storagehelpers.AnnSelectedNode] == "" {
 		return nil // the scheduler has not chosen a node yet
 	}
 	if err := p.slow.delayed(claim, class); err != nil {
@@ -210,12 +206,34 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 	return nil
 }
 
+// DefaultTimeout is the sidecar's --timeout.
+const DefaultTimeout = 10 * time.Second
+
+// Check is the sidecar's start-up check (controller.Check), as its main
+// runs it (cmd/csi-provisioner/csi-provisioner.go GetDriverCapabilities):
+// GetPluginCapabilities and ControllerGetCapabilities. The sidecar does
+// not exit for a driver that cannot provision: it refuses every claim
+// (checkDriverCapabilities). A driver that does not answer makes the
+// real sidecar exit (klog.Fatalf): see controller.CheckFailed.
+func Check(ctx context.Context, d *controller.Driver) error {
+	callCtx, cancel := csiclient.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	var err error
+	if d.Capabilities.Plugin, d.Capabilities.Expansion, err = driverinfo.AskPlugin(callCtx, d.Identity); err == nil {
+		d.Capabilities.Controller, err = driverinfo.AskController(callCtx, d.Controller)
+	}
+	if err != nil {
+		return controller.CheckFailed(fmt.Errorf("Error getting CSI driver capabilities: %w", err))
+	}
+	return nil
+}
+
 // Start starts the sidecar in a simulated cluster (controller.Start) for
 // d's driver: its workers, and its poll of the driver's capacity every
 // CapacityPollInterval. It reads the snapshots claims are restored from
 // with d.Snapshots.
 func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
-	p := New(Config{DriverName: d.Driver.Name, Identity: d.Driver.Identity, Snapshots: d.Snapshots}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
+	p := New(Config{DriverName: d.Driver.Name, Capabilities: d.Driver.Capabilities, Snapshots: d.Snapshots}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
 	return controller.Component{Workers: p.Workers(), Periodic: []controller.Periodic{{Every: CapacityPollInterval * time.Second, Run: p.PollCapacity}}}, nil
 }
 
@@ -231,8 +249,8 @@ func (p *Provisioner) failed(ctx context.Context, claim *corev1.PersistentVolume
 	}
 	p.events.Eventf(claim, corev1.EventTypeWarning, "ProvisioningFailed", "%v", err)
 	var resched errReschedule
-	if errors.As(err, &resched) || rescheduleAfter(err, p.supportsTopology(ctx), claim) {
-		if claim.Annotations[annSelectedNode] != "" {
+	if errors.As(err, &resched) || rescheduleAfter(err, p.supportsTopology(), claim) {
+		if claim.Annotations[storagehelpers.AnnSelectedNode] != "" {
 			if rerr := p.reschedule(ctx, claim); rerr != nil {
 				return fmt.Errorf("provisioning claim %s: %w", key, errors.Join(err, rerr))
 			}
@@ -250,10 +268,8 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 	if err != nil {
 		return nil, err
 	}
-	if ds != nil {
-		if err := p.checkSourceCapability(ctx, ds); err != nil {
-			return nil, err
-		}
+	if err := p.checkDriverCapabilities(ds); err != nil {
+		return nil, err
 	}
 	if claim.Spec.Selector != nil {
 		return nil, errors.New("claim Selector is not supported")
@@ -262,12 +278,8 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 	if err != nil {
 		return nil, err
 	}
-	caps, err := p.controllerCapabilities(ctx)
-	if err != nil {
-		return nil, err
-	}
 	volumeCaps, err := capabilities(claim.Spec.AccessModes, claim.Spec.VolumeMode, fsType, class.MountOptions,
-		caps[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER])
+		p.cfg.Capabilities.Controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER])
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +300,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 			return nil, err
 		}
 	}
-	if p.supportsTopology(ctx) {
+	if p.supportsTopology() {
 		req.AccessibilityRequirements, err = p.accessibilityRequirements(claim, class)
 		var resched errReschedule
 		if err != nil && !errors.As(err, &resched) {
@@ -347,8 +359,8 @@ func (p *Provisioner) shouldProvision(claim *corev1.PersistentVolumeClaim) bool 
 	if claim.Spec.VolumeName != "" || claim.Spec.StorageClassName == nil {
 		return false
 	}
-	return claim.Annotations[pvcontroller.AnnStorageProvisioner] == p.cfg.DriverName ||
-		claim.Annotations[pvcontroller.AnnBetaStorageProvisioner] == p.cfg.DriverName
+	return claim.Annotations[storagehelpers.AnnStorageProvisioner] == p.cfg.DriverName ||
+		claim.Annotations[storagehelpers.AnnBetaStorageProvisioner] == p.cfg.DriverName
 }
 
 func (p *Provisioner) volumeFor(claim *corev1.PersistentVolumeClaim, reclaim *corev1.PersistentVolumeReclaimPolicy,
@@ -369,11 +381,11 @@ func (p *Provisioner) volumeFor(claim *corev1.PersistentVolumeClaim, reclaim *co
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "pvc-" + string(claim.UID),
 			Annotations: map[string]string{
-				AnnProvisionedBy:           p.cfg.DriverName,
-				AnnDeletionSecretName:      "",
-				AnnDeletionSecretNamespace: "",
+				storagehelpers.AnnDynamicallyProvisioned: p.cfg.DriverName,
+				AnnDeletionSecretName:                    "",
+				AnnDeletionSecretNamespace:               "",
 			},
-			Finalizers: []string{Finalizer},
+			Finalizers: []string{storagehelpers.PVDeletionProtectionFinalizer},
 		},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:    corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(capacity, resource.BinarySI)},
@@ -451,20 +463,4 @@ func capabilities(modes []corev1.PersistentVolumeAccessMode, volumeMode *corev1.
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// controllerCapabilities are the controller plugin's capabilities, asked
-// for once, as the sidecar does when it starts.
-func (p *Provisioner) controllerCapabilities(ctx context.Context) (map[csi.ControllerServiceCapability_RPC_Type]bool, error) {
-	if p.caps != nil {
-		return p.caps, nil
-	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, p.cfg.Timeout)
-	defer cancel()
-	caps, err := csiclient.ControllerCapabilities(callCtx, p.csi)
-	if err != nil {
-		return nil, err
-	}
-	p.caps = caps
-	return caps, nil
 }

@@ -50,6 +50,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/storage/ephemeral"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
@@ -398,7 +399,7 @@ func (s *Scheduler) podVolumes(pod *corev1.Pod) (podVolumes, string) {
 		}
 		vols.classes[class.Name] = class
 		vols.delayed = append(vols.delayed, claim)
-		if sel := claim.Annotations[annSelectedNode]; sel != "" {
+		if sel := claim.Annotations[storagehelpers.AnnSelectedNode]; sel != "" {
 			vols.selected = sel
 		}
 	}
@@ -639,7 +640,7 @@ func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVo
 	wait := preBinding{node: node.Name}
 	static := staticMatches(vols.delayed, vols.available, node)
 	for _, claim := range vols.delayed {
-		if claim.Annotations[annSelectedNode] != "" {
+		if claim.Annotations[storagehelpers.AnnSelectedNode] != "" {
 			wait.provision = append(wait.provision, claim.Name)
 			continue
 		}
@@ -657,7 +658,7 @@ func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVo
 				if v.Annotations == nil {
 					v.Annotations = map[string]string{}
 				}
-				v.Annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
+				v.Annotations[storagehelpers.AnnBoundByController] = "yes"
 			}
 			if _, err := s.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
 				return wait, fmt.Errorf("binding volume %s to claim %s/%s: %w", pv.Name, claim.Namespace, claim.Name, err)
@@ -669,7 +670,7 @@ func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVo
 		if c.Annotations == nil {
 			c.Annotations = map[string]string{}
 		}
-		c.Annotations[annSelectedNode] = node.Name
+		c.Annotations[storagehelpers.AnnSelectedNode] = node.Name
 		if _, err := s.client.CoreV1().PersistentVolumeClaims(c.Namespace).Update(ctx, c, metav1.UpdateOptions{}); err != nil {
 			return wait, fmt.Errorf("selecting node %s for claim %s/%s: %w", node.Name, claim.Namespace, claim.Name, err)
 		}

@@ -1,8 +1,8 @@
-package attacher
+package volumeutil
 
 import "testing"
 
-func TestFinalizerFor(t *testing.T) {
+func TestAttacherFinalizer(t *testing.T) {
 	for driver, want := range map[string]string{
 		"hostpath.csisim.io":  "external-attacher/hostpath-csisim-io",
 		"ebs.csi.aws.com":     "external-attacher/ebs-csi-aws-com",
@@ -10,8 +10,8 @@ func TestFinalizerFor(t *testing.T) {
 		"already-safe-Name-9": "external-attacher/already-safe-Name-9",
 		"trailing.":           "external-attacher/trailing-X",
 	} {
-		if got := FinalizerFor(driver); got != want {
-			t.Errorf("FinalizerFor(%q) = %q, want %q", driver, got, want)
+		if got := AttacherFinalizer(driver); got != want {
+			t.Errorf("AttacherFinalizer(%q) = %q, want %q", driver, got, want)
 		}
 	}
 }

@@ -11,15 +11,13 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/csisim/csisim/drivers/csiutil"
 )
 
-// Call is one call that passed through the proxy, as the caller saw it.
+// Call is one call that passed through the proxy, as the caller saw it:
+// what Config.OnCall gets, and what Describe says of a call a client saw.
 type Call struct {
-	// Seq is the call's position in the history, from 1, in the order
-	// the calls arrived (Merge renumbers).
-	Seq int
-	// Proxy is the name of the proxy that saw the call.
-	Proxy string
 	// Method is the short method name, e.g. "NodeStageVolume"; FullMethod
 	// is the gRPC one, "/csi.v1.Node/NodeStageVolume".
 	Method, FullMethod string
@@ -49,9 +47,7 @@ type Call struct {
 	// Code and Message are the status the caller got.
 	Code    codes.Code
 	Message string
-	// Start is when the proxy received the call; Duration how long it
-	// took to answer (or to fail).
-	Start    time.Time
+	// Duration is how long the call took to answer (or to fail).
 	Duration time.Duration
 	// Rule is the ID of the rule that fired on the call, "" if none did;
 	// Action is what the rule did.
@@ -65,16 +61,13 @@ type Call struct {
 	Capabilities []string
 }
 
-// End is when the caller got its answer.
-func (c Call) End() time.Time { return c.Start.Add(c.Duration) }
-
 // Fired reports whether a rule fired on the call.
 func (c Call) Fired() bool { return c.Rule != "" }
 
 // String renders the call in one line for logs and failure messages.
 func (c Call) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "#%d %s", c.Seq, c.Method)
+	b.WriteString(c.Method)
 	if c.Request != "" {
 		b.WriteString(" " + c.Request)
 	}
@@ -99,13 +92,13 @@ type methodInfo struct {
 	full, name string
 	req, resp  protoreflect.MessageType
 	streaming  bool
-	// inspectResponse: the answer says something the history needs (a
+	// inspectResponse: the answer says something the timeline needs (a
 	// new volume's ID, the node ID, capabilities); other answers are
 	// forwarded without being decoded.
 	inspectResponse bool
 }
 
-// inspectsResponse reports whether the history reads the answers of a
+// inspectsResponse reports whether the timeline needs the answers of a
 // method.
 func inspectsResponse(name string) bool {
 	switch name {
@@ -201,10 +194,6 @@ func Describe(fullMethod string, req, resp any, nodeID string) Call {
 	return c
 }
 
-// ephemeralContextKey is the volume context key the kubelet sets to "true"
-// for an inline ephemeral volume (kubernetes pkg/volume/csi/csi_mounter.go).
-const ephemeralContextKey = "csi.storage.k8s.io/ephemeral"
-
 // describeMessage fills in what a decoded request says about the call.
 func describeMessage(c *Call, full string, msg proto.Message, nodeID string) {
 	var parts []string
@@ -249,7 +238,7 @@ func describeMessage(c *Call, full string, msg proto.Message, nodeID string) {
 		c.ReadOnly = true
 		parts = append(parts, "readonly")
 	}
-	if r, ok := msg.(*csi.NodePublishVolumeRequest); ok && r.GetVolumeContext()[ephemeralContextKey] == "true" {
+	if r, ok := msg.(*csi.NodePublishVolumeRequest); ok && csiutil.IsEphemeral(r.GetVolumeContext()) {
 		c.Ephemeral = true
 		parts = append(parts, "ephemeral")
 	}
