@@ -25,7 +25,7 @@ type world struct {
 
 func (w world) objects() Objects {
 	pvName := "pvc-" + w.claimUID
-	sc := "csisim-hostpath"
+	sc := "csisim-sc"
 	unique := corev1.UniqueVolumeName("kubernetes.io/csi/hostpath.csisim.io^" + w.handle)
 	now := metav1.Now()
 	return Objects{
@@ -136,7 +136,7 @@ func TestSnapshotNormalises(t *testing.T) {
 			Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"},
 			Finalizers:  []string{"kubernetes.io/pvc-protection"}, Phase: "Bound",
 			Conditions: map[string]string{"Unused": "True (NoPodsUsingPVC): No pods are currently referencing this PVC"},
-			Fields:     map[string]string{"volumeName": "<pv of default/data>", "storageClassName": "csisim-hostpath"},
+			Fields:     map[string]string{"volumeName": "<pv of default/data>", "storageClassName": "csisim-sc"},
 			Managers:   []string{"kube-controller-manager Update/status", "scenario Update"},
 			Events: map[string]EventSummary{
 				"Provisioning": {Messages: []string{"a", "b"}, Count: 2},
@@ -145,7 +145,7 @@ func TestSnapshotNormalises(t *testing.T) {
 		{"PersistentVolume <pv of default/data>", Object{Kind: "PersistentVolume", Name: "<pv of default/data>", Exists: true,
 			Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "hostpath.csisim.io"},
 			Finalizers:  []string{"kubernetes.io/pv-protection"}, Phase: "Bound",
-			Fields: map[string]string{"claimRef": "default/data", "storageClassName": "csisim-hostpath",
+			Fields: map[string]string{"claimRef": "default/data", "storageClassName": "csisim-sc",
 				"csi.driver": "hostpath.csisim.io", "csi.volumeHandle": "<volume of default/data>",
 				"csi.volumeAttributes.storage.kubernetes.io/csiProvisionerIdentity": "<time>-<n>-hostpath.csisim.io"},
 			Events: map[string]EventSummary{"VolumeDelete": {Messages: []string{""}, Count: 1}}}},

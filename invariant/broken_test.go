@@ -318,7 +318,7 @@ steps:
         ---
         apiVersion: storage.k8s.io/v1
         kind: StorageClass
-        metadata: {name: csisim-hostpath}
+        metadata: {name: csisim-sc}
         provisioner: hostpath.csisim.io
         reclaimPolicy: Delete
         volumeBindingMode: Immediate
@@ -327,7 +327,7 @@ steps:
         apiVersion: v1
         kind: PersistentVolumeClaim
         metadata: {name: data}
-        spec: {accessModes: [%s], storageClassName: csisim-hostpath, resources: {requests: {storage: 1Gi}}}
+        spec: {accessModes: [%s], storageClassName: csisim-sc, resources: {requests: {storage: 1Gi}}}
   - wait: {object: pvc/data, jsonPath: '{.status.phase}', equals: Bound, timeout: 30s}
   - apply:
       manifest: |

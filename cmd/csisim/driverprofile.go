@@ -17,7 +17,7 @@ import (
 
 // driverUsage is the help of --driver.
 const driverUsage = "the CSI driver to run, by its driver profile: a shipped profile's name (csisim, mock, csi-test-mock)\n" +
-	"or a profile file (README: Bring your own driver); default csisim"
+	"or a profile file (docs/drivers.md: Bring your own driver); default csisim"
 
 // driverChoice is what the flags of `csisim run` and `csisim serve` say
 // about the driver. However it is named — a profile, --mock-driver, or

@@ -120,10 +120,11 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 func (c *Cluster) startLoop() {
 	// A simulated run's clock starts at a fixed instant, so that the same
 	// seed gives the same objects down to their timestamps (the JSON and
-	// HTML timelines carry them); a realtime one follows the wall clock.
+	// HTML timelines carry them); a realtime one follows the wall clock,
+	// from behind it when it runs faster (loop.RealtimeLead).
 	c.clock = testingclock.NewFakeClock(virtualEpoch)
 	if c.cfg.Realtime {
-		c.clock.SetTime(time.Now().Truncate(time.Second))
+		c.clock.SetTime(time.Now().Add(-loop.RealtimeLead(c.cfg.Speed)).Truncate(time.Second))
 	}
 	c.rec = trace.New(c.clock)
 	if c.cfg.OnEntry != nil {
