@@ -6,6 +6,8 @@ import (
 	"time"
 
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -23,105 +25,73 @@ func FromCluster(ctx context.Context, cfg *rest.Config) (*Snapshot, error) {
 		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}
 	s := &Snapshot{Now: time.Now()}
-	all := metav1.ListOptions{}
+	core, storage := cs.CoreV1(), cs.StorageV1()
 	lists := []struct {
 		what string
-		list func() error
+		list func(context.Context, metav1.ListOptions) error
 	}{
-		{"pods", func() error {
-			l, err := cs.CoreV1().Pods("").List(ctx, all)
-			if err == nil {
-				s.Pods = l.Items
-			}
-			return err
-		}},
-		{"persistentvolumeclaims", func() error {
-			l, err := cs.CoreV1().PersistentVolumeClaims("").List(ctx, all)
-			if err == nil {
-				s.Claims = l.Items
-			}
-			return err
-		}},
-		{"persistentvolumes", func() error {
-			l, err := cs.CoreV1().PersistentVolumes().List(ctx, all)
-			if err == nil {
-				s.Volumes = l.Items
-			}
-			return err
-		}},
-		{"nodes", func() error {
-			l, err := cs.CoreV1().Nodes().List(ctx, all)
-			if err == nil {
-				s.Nodes = l.Items
-			}
-			return err
-		}},
-		{"events", func() error {
-			l, err := cs.CoreV1().Events("").List(ctx, all)
-			if err == nil {
-				s.Events = l.Items
-			}
-			return err
-		}},
-		{"storageclasses", func() error {
-			l, err := cs.StorageV1().StorageClasses().List(ctx, all)
-			if err == nil {
-				s.Classes = l.Items
-			}
-			return err
-		}},
-		{"csidrivers", func() error {
-			l, err := cs.StorageV1().CSIDrivers().List(ctx, all)
-			if err == nil {
-				s.Drivers = l.Items
-			}
-			return err
-		}},
-		{"csinodes", func() error {
-			l, err := cs.StorageV1().CSINodes().List(ctx, all)
-			if err == nil {
-				s.CSINodes = l.Items
-			}
-			return err
-		}},
-		{"volumeattachments", func() error {
-			l, err := cs.StorageV1().VolumeAttachments().List(ctx, all)
-			if err == nil {
-				s.Attachments = l.Items
-			}
-			return err
-		}},
-		{"csistoragecapacities", func() error {
-			l, err := cs.StorageV1().CSIStorageCapacities("").List(ctx, all)
-			if err == nil {
-				s.Capacities = l.Items
-			}
-			return err
-		}},
+		{"pods", listInto(&s.Pods, core.Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items })},
+		{"persistentvolumeclaims", listInto(&s.Claims, core.PersistentVolumeClaims("").List,
+			func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items })},
+		{"persistentvolumes", listInto(&s.Volumes, core.PersistentVolumes().List,
+			func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items })},
+		{"nodes", listInto(&s.Nodes, core.Nodes().List, func(l *corev1.NodeList) []corev1.Node { return l.Items })},
+		{"events", listInto(&s.Events, core.Events("").List, func(l *corev1.EventList) []corev1.Event { return l.Items })},
+		{"storageclasses", listInto(&s.Classes, storage.StorageClasses().List,
+			func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items })},
+		{"csidrivers", listInto(&s.Drivers, storage.CSIDrivers().List,
+			func(l *storagev1.CSIDriverList) []storagev1.CSIDriver { return l.Items })},
+		{"csinodes", listInto(&s.CSINodes, storage.CSINodes().List,
+			func(l *storagev1.CSINodeList) []storagev1.CSINode { return l.Items })},
+		{"volumeattachments", listInto(&s.Attachments, storage.VolumeAttachments().List,
+			func(l *storagev1.VolumeAttachmentList) []storagev1.VolumeAttachment { return l.Items })},
+		{"csistoragecapacities", listInto(&s.Capacities, storage.CSIStorageCapacities("").List,
+			func(l *storagev1.CSIStorageCapacityList) []storagev1.CSIStorageCapacity { return l.Items })},
 	}
 	for _, l := range lists {
-		if err := l.list(); err != nil {
+		if err := l.list(ctx, metav1.ListOptions{}); err != nil {
 			return nil, fmt.Errorf("listing %s: %w", l.what, err)
 		}
 	}
+	if err := listSnapshots(ctx, cfg, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// listInto makes a List call that keeps the listed items in *dst.
+func listInto[L any, T any](dst *[]T, list func(context.Context, metav1.ListOptions) (L, error), items func(L) []T) func(context.Context, metav1.ListOptions) error {
+	return func(ctx context.Context, opts metav1.ListOptions) error {
+		l, err := list(ctx, opts)
+		if err == nil {
+			*dst = items(l)
+		}
+		return err
+	}
+}
+
+// listSnapshots reads the VolumeSnapshots and their contents into s, if
+// the cluster serves them.
+func listSnapshots(ctx context.Context, cfg *rest.Config, s *Snapshot) error {
+	all := metav1.ListOptions{}
 	snaps, err := snapclient.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot client for %s: %w", cfg.Host, err)
+		return fmt.Errorf("snapshot client for %s: %w", cfg.Host, err)
 	}
 	vs, err := snaps.SnapshotV1().VolumeSnapshots("").List(ctx, all)
 	switch {
 	case apierrors.IsNotFound(err):
-		return s, nil // the cluster has no snapshot CRDs
+		return nil // the cluster has no snapshot CRDs
 	case err != nil:
-		return nil, fmt.Errorf("listing volumesnapshots: %w", err)
+		return fmt.Errorf("listing volumesnapshots: %w", err)
 	}
 	s.VolumeSnapshots = vs.Items
 	contents, err := snaps.SnapshotV1().VolumeSnapshotContents().List(ctx, all)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("listing volumesnapshotcontents: %w", err)
+		return fmt.Errorf("listing volumesnapshotcontents: %w", err)
 	}
 	if err == nil {
 		s.SnapshotContents = contents.Items
 	}
-	return s, nil
+	return nil
 }

@@ -3,6 +3,7 @@ package fakekube
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -85,25 +86,40 @@ var (
 	kindPrinters = newKindPrinters()
 )
 
+// newKindPrinters gathers the printers of every API group's kinds.
 func newKindPrinters() map[schema.GroupKind]kindPrinter {
-	metaDoc := metav1.ObjectMeta{}.SwaggerDoc()
-	name := metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: metaDoc["name"]}
-	age := metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: metaDoc["creationTimestamp"]}
-	col := func(name, typ, desc string) metav1.TableColumnDefinition {
-		return metav1.TableColumnDefinition{Name: name, Type: typ, Description: desc}
+	printers := map[schema.GroupKind]kindPrinter{}
+	for _, group := range []map[schema.GroupKind]kindPrinter{
+		corePrinters(), appsPrinters(), storagePrinters(), snapshotPrinters(),
+	} {
+		maps.Copy(printers, group)
 	}
-	wide := func(c metav1.TableColumnDefinition) metav1.TableColumnDefinition { c.Priority = 1; return c }
+	return printers
+}
 
+// The columns every printer starts or ends with, and how the others are
+// made: kubernetes pkg/printers/internalversion/printers.go takes their
+// descriptions from the API types' field docs.
+var (
+	nameColumn = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]}
+	ageColumn  = metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]}
+)
+
+func column(name, typ, desc string) metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{Name: name, Type: typ, Description: desc}
+}
+
+// wide marks a column that kubectl shows only with -o wide.
+func wide(c metav1.TableColumnDefinition) metav1.TableColumnDefinition { c.Priority = 1; return c }
+
+// corePrinters prints the core group's kinds, events of both groups, and
+// leases.
+func corePrinters() map[schema.GroupKind]kindPrinter {
+	name, age, col := nameColumn, ageColumn, column
 	podDoc, podStatusDoc := corev1.PodSpec{}.SwaggerDoc(), corev1.PodStatus{}.SwaggerDoc()
 	nodeInfoDoc := corev1.NodeSystemInfo{}.SwaggerDoc()
 	nodeAddrDoc := corev1.NodeStatus{}.SwaggerDoc()["addresses"]
 	eventDoc := corev1.Event{}.SwaggerDoc()
-	pvDoc, pvStatusDoc := corev1.PersistentVolumeSpec{}.SwaggerDoc(), corev1.PersistentVolumeStatus{}.SwaggerDoc()
-	pvcDoc, pvcStatusDoc := corev1.PersistentVolumeClaimSpec{}.SwaggerDoc(), corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()
-	scDoc := storagev1.StorageClass{}.SwaggerDoc()
-	csiDriverDoc := storagev1.CSIDriverSpec{}.SwaggerDoc()
-	vaDoc := storagev1.VolumeAttachmentSpec{}.SwaggerDoc()
-	capDoc := storagev1.CSIStorageCapacity{}.SwaggerDoc()
 
 	eventPrinter := printerFor([]metav1.TableColumnDefinition{
 		col("Last Seen", "string", eventDoc["lastTimestamp"]),
@@ -167,30 +183,18 @@ func newKindPrinters() map[schema.GroupKind]kindPrinter {
 		}, func(pc *printContext, cm *corev1.ConfigMap) metav1.TableRow {
 			return cells(cm.Name, int64(len(cm.Data)+len(cm.BinaryData)), pc.age(cm.CreationTimestamp))
 		}),
-		{Kind: "PersistentVolume"}: printerFor([]metav1.TableColumnDefinition{
-			name,
-			col("Capacity", "string", pvDoc["capacity"]),
-			col("Access Modes", "string", pvDoc["accessModes"]),
-			col("Reclaim Policy", "string", pvDoc["persistentVolumeReclaimPolicy"]),
-			col("Status", "string", pvStatusDoc["phase"]),
-			col("Claim", "string", pvDoc["claimRef"]),
-			col("StorageClass", "string", "StorageClass of the pv"),
-			col("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv"),
-			col("Reason", "string", pvStatusDoc["reason"]),
-			age,
-			wide(col("VolumeMode", "string", pvDoc["volumeMode"])),
-		}, printPersistentVolume),
-		{Kind: "PersistentVolumeClaim"}: printerFor([]metav1.TableColumnDefinition{
-			name,
-			col("Status", "string", pvcStatusDoc["phase"]),
-			col("Volume", "string", pvcDoc["volumeName"]),
-			col("Capacity", "string", pvcStatusDoc["capacity"]),
-			col("Access Modes", "string", pvcStatusDoc["accessModes"]),
-			col("StorageClass", "string", "StorageClass of the pvc"),
-			col("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
-			age,
-			wide(col("VolumeMode", "string", pvcDoc["volumeMode"])),
-		}, printPersistentVolumeClaim),
+		{Group: coordinationv1.GroupName, Kind: "Lease"}: printerFor([]metav1.TableColumnDefinition{
+			name, col("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]), age,
+		}, func(pc *printContext, l *coordinationv1.Lease) metav1.TableRow {
+			return cells(l.Name, derefOr(l.Spec.HolderIdentity, ""), pc.age(l.CreationTimestamp))
+		}),
+	}
+}
+
+// appsPrinters prints the apps group's kinds.
+func appsPrinters() map[schema.GroupKind]kindPrinter {
+	name, age, col := nameColumn, ageColumn, column
+	return map[schema.GroupKind]kindPrinter{
 		{Group: appsv1.GroupName, Kind: "StatefulSet"}: printerFor([]metav1.TableColumnDefinition{
 			name,
 			col("Ready", "string", "Number of the pod with ready state"),
@@ -226,11 +230,43 @@ func newKindPrinters() map[schema.GroupKind]kindPrinter {
 			col("Revision", "integer", appsv1.ControllerRevision{}.SwaggerDoc()["revision"]),
 			age,
 		}, printControllerRevision),
-		{Group: coordinationv1.GroupName, Kind: "Lease"}: printerFor([]metav1.TableColumnDefinition{
-			name, col("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]), age,
-		}, func(pc *printContext, l *coordinationv1.Lease) metav1.TableRow {
-			return cells(l.Name, derefOr(l.Spec.HolderIdentity, ""), pc.age(l.CreationTimestamp))
-		}),
+	}
+}
+
+// storagePrinters prints volumes, claims and the storage group's kinds.
+func storagePrinters() map[schema.GroupKind]kindPrinter {
+	name, age, col := nameColumn, ageColumn, column
+	pvDoc, pvStatusDoc := corev1.PersistentVolumeSpec{}.SwaggerDoc(), corev1.PersistentVolumeStatus{}.SwaggerDoc()
+	pvcDoc, pvcStatusDoc := corev1.PersistentVolumeClaimSpec{}.SwaggerDoc(), corev1.PersistentVolumeClaimStatus{}.SwaggerDoc()
+	scDoc := storagev1.StorageClass{}.SwaggerDoc()
+	csiDriverDoc := storagev1.CSIDriverSpec{}.SwaggerDoc()
+	vaDoc := storagev1.VolumeAttachmentSpec{}.SwaggerDoc()
+	capDoc := storagev1.CSIStorageCapacity{}.SwaggerDoc()
+	return map[schema.GroupKind]kindPrinter{
+		{Kind: "PersistentVolume"}: printerFor([]metav1.TableColumnDefinition{
+			name,
+			col("Capacity", "string", pvDoc["capacity"]),
+			col("Access Modes", "string", pvDoc["accessModes"]),
+			col("Reclaim Policy", "string", pvDoc["persistentVolumeReclaimPolicy"]),
+			col("Status", "string", pvStatusDoc["phase"]),
+			col("Claim", "string", pvDoc["claimRef"]),
+			col("StorageClass", "string", "StorageClass of the pv"),
+			col("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv"),
+			col("Reason", "string", pvStatusDoc["reason"]),
+			age,
+			wide(col("VolumeMode", "string", pvDoc["volumeMode"])),
+		}, printPersistentVolume),
+		{Kind: "PersistentVolumeClaim"}: printerFor([]metav1.TableColumnDefinition{
+			name,
+			col("Status", "string", pvcStatusDoc["phase"]),
+			col("Volume", "string", pvcDoc["volumeName"]),
+			col("Capacity", "string", pvcStatusDoc["capacity"]),
+			col("Access Modes", "string", pvcStatusDoc["accessModes"]),
+			col("StorageClass", "string", "StorageClass of the pvc"),
+			col("VolumeAttributesClass", "string", "VolumeAttributesClass of the pvc"),
+			age,
+			wide(col("VolumeMode", "string", pvcDoc["volumeMode"])),
+		}, printPersistentVolumeClaim),
 		storageClassKind: printerFor([]metav1.TableColumnDefinition{
 			name,
 			col("Provisioner", "string", scDoc["provisioner"]),
@@ -266,9 +302,25 @@ func newKindPrinters() map[schema.GroupKind]kindPrinter {
 			col("Modes", "string", csiDriverDoc["volumeLifecycleModes"]),
 			age,
 		}, printCSIDriver),
-		// The snapshot kinds are CustomResourceDefinitions on a real
-		// cluster: printed from the additionalPrinterColumns of
-		// kubernetes-csi/external-snapshotter's CRDs (client/config/crd).
+		{Group: storagev1.GroupName, Kind: "CSIStorageCapacity"}: printerFor([]metav1.TableColumnDefinition{
+			name, col("StorageClassName", "string", capDoc["storageClassName"]), col("Capacity", "string", capDoc["capacity"]),
+		}, func(pc *printContext, c *storagev1.CSIStorageCapacity) metav1.TableRow {
+			capacity := "<unset>"
+			if c.Capacity != nil {
+				capacity = c.Capacity.String()
+			}
+			return cells(c.Name, c.StorageClassName, capacity)
+		}),
+	}
+}
+
+// snapshotPrinters prints the snapshot kinds, which are
+// CustomResourceDefinitions on a real cluster: from the
+// additionalPrinterColumns of kubernetes-csi/external-snapshotter's CRDs
+// (client/config/crd).
+func snapshotPrinters() map[schema.GroupKind]kindPrinter {
+	name := nameColumn
+	return map[schema.GroupKind]kindPrinter{
 		{Group: snapshotGroup, Kind: "VolumeSnapshot"}: crdPrinter(name,
 			crdColumn{"ReadyToUse", "boolean", "Indicates if the snapshot is ready to be used to restore a volume.", ".status.readyToUse"},
 			crdColumn{"SourcePVC", "string", "If a new snapshot needs to be created, this contains the name of the source PVC from which this snapshot was (or will be) created.", ".spec.source.persistentVolumeClaimName"},
@@ -291,15 +343,6 @@ func newKindPrinters() map[schema.GroupKind]kindPrinter {
 			crdColumn{"Driver", "string", "", ".driver"},
 			crdColumn{"DeletionPolicy", "string", "Determines whether a VolumeSnapshotContent created through the VolumeSnapshotClass should be deleted when its bound VolumeSnapshot is deleted.", ".deletionPolicy"},
 			crdColumn{"Age", "date", "", ".metadata.creationTimestamp"}),
-		{Group: storagev1.GroupName, Kind: "CSIStorageCapacity"}: printerFor([]metav1.TableColumnDefinition{
-			name, col("StorageClassName", "string", capDoc["storageClassName"]), col("Capacity", "string", capDoc["capacity"]),
-		}, func(pc *printContext, c *storagev1.CSIStorageCapacity) metav1.TableRow {
-			capacity := "<unset>"
-			if c.Capacity != nil {
-				capacity = c.Capacity.String()
-			}
-			return cells(c.Name, c.StorageClassName, capacity)
-		}),
 	}
 }
 
@@ -427,6 +470,25 @@ func printPod(pc *printContext, pod *corev1.Pod) metav1.TableRow {
 	case corev1.PodFailed:
 		row.Conditions = podFailedConditions
 	}
+	sidecars, total := podSidecars(pod)
+	t := podTally{reason: podPhaseReason(pod), sidecars: sidecars}
+	if initializing := t.countInitContainers(pod); !initializing || podConditionTrue(pod, corev1.PodInitialized) {
+		t.countContainers(pod)
+	}
+	reason := podTerminatingReason(pod, t.reason)
+
+	restartsCell := strconv.Itoa(t.restarts)
+	if t.restarts != 0 && !t.lastRestart.IsZero() {
+		restartsCell = fmt.Sprintf("%d (%s ago)", t.restarts, pc.age(metav1.NewTime(t.lastRestart)))
+	}
+	row.Cells = []any{pod.Name, fmt.Sprintf("%d/%d", t.ready, total), reason, restartsCell, pc.age(pod.CreationTimestamp),
+		orNone(podIP(pod)), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), podReadinessGates(pod)}
+	return row
+}
+
+// podPhaseReason is where STATUS starts: the phase, or status.reason, or
+// SchedulingGated.
+func podPhaseReason(pod *corev1.Pod) string {
 	reason := string(pod.Status.Phase)
 	if pod.Status.Reason != "" {
 		reason = pod.Status.Reason
@@ -436,8 +498,12 @@ func printPod(pc *printContext, pod *corev1.Pod) metav1.TableRow {
 			reason = corev1.PodReasonSchedulingGated
 		}
 	}
+	return reason
+}
 
-	// Sidecars (init containers that restart always) count as containers.
+// podSidecars names the init containers that restart always (sidecars),
+// and counts the containers READY counts: the containers and the sidecars.
+func podSidecars(pod *corev1.Pod) (map[string]bool, int) {
 	total := len(pod.Spec.Containers)
 	sidecars := map[string]bool{}
 	for _, c := range pod.Spec.InitContainers {
@@ -446,69 +512,90 @@ func printPod(pc *printContext, pod *corev1.Pod) metav1.TableRow {
 			total++
 		}
 	}
+	return sidecars, total
+}
 
-	var ready, restarts, sidecarRestarts int
-	var lastRestart, lastSidecarRestart time.Time
-	later := func(cur time.Time, cs corev1.ContainerStatus) time.Time {
-		if t := cs.LastTerminationState.Terminated; t != nil && cur.Before(t.FinishedAt.Time) {
-			return t.FinishedAt.Time
-		}
-		return cur
+// podTally is what the walk over a pod's container statuses adds up.
+type podTally struct {
+	reason   string
+	sidecars map[string]bool
+
+	ready, restarts, sidecarRestarts int
+	lastRestart, lastSidecarRestart  time.Time
+}
+
+// laterRestart is cur, or the time cs last terminated if that is later.
+func laterRestart(cur time.Time, cs corev1.ContainerStatus) time.Time {
+	if t := cs.LastTerminationState.Terminated; t != nil && cur.Before(t.FinishedAt.Time) {
+		return t.FinishedAt.Time
 	}
-	initializing := false
+	return cur
+}
+
+// countInitContainers walks the init containers up to the first that has
+// not finished (a started sidecar has), taking STATUS from it; it reports
+// whether there was one.
+func (t *podTally) countInitContainers(pod *corev1.Pod) bool {
 	for i, cs := range pod.Status.InitContainerStatuses {
-		restarts += int(cs.RestartCount)
-		lastRestart = later(lastRestart, cs)
-		if sidecars[cs.Name] {
-			sidecarRestarts += int(cs.RestartCount)
-			lastSidecarRestart = later(lastSidecarRestart, cs)
+		t.restarts += int(cs.RestartCount)
+		t.lastRestart = laterRestart(t.lastRestart, cs)
+		if t.sidecars[cs.Name] {
+			t.sidecarRestarts += int(cs.RestartCount)
+			t.lastSidecarRestart = laterRestart(t.lastSidecarRestart, cs)
 		}
 		switch {
 		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
 			continue
-		case sidecars[cs.Name] && cs.Started != nil && *cs.Started:
+		case t.sidecars[cs.Name] && cs.Started != nil && *cs.Started:
 			if cs.Ready {
-				ready++
+				t.ready++
 			}
 			continue
 		case cs.State.Terminated != nil:
-			reason = "Init:" + terminatedReason(cs.State.Terminated)
+			t.reason = "Init:" + terminatedReason(cs.State.Terminated)
 		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != podInitializingReason:
-			reason = "Init:" + cs.State.Waiting.Reason
+			t.reason = "Init:" + cs.State.Waiting.Reason
 		default:
-			reason = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
+			t.reason = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
 		}
-		initializing = true
-		break
+		return true
 	}
+	return false
+}
 
-	if !initializing || podConditionTrue(pod, corev1.PodInitialized) {
-		restarts, lastRestart = sidecarRestarts, lastSidecarRestart
-		running := false
-		for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
-			cs := pod.Status.ContainerStatuses[i]
-			restarts += int(cs.RestartCount)
-			lastRestart = later(lastRestart, cs)
-			switch {
-			case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
-				reason = cs.State.Waiting.Reason
-			case cs.State.Terminated != nil:
-				reason = terminatedReason(cs.State.Terminated)
-			case cs.Ready && cs.State.Running != nil:
-				running = true
-				ready++
-			}
-		}
-		// A pod whose containers partly completed while others still run
-		// is not Completed.
-		if reason == "Completed" && running {
-			reason = "NotReady"
-			if podConditionTrue(pod, corev1.PodReady) {
-				reason = "Running"
-			}
+// countContainers walks the containers from the last, so that the first
+// one's waiting or terminated reason is STATUS; restarts count the
+// sidecars' and the containers'.
+func (t *podTally) countContainers(pod *corev1.Pod) {
+	t.restarts, t.lastRestart = t.sidecarRestarts, t.lastSidecarRestart
+	running := false
+	for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
+		cs := pod.Status.ContainerStatuses[i]
+		t.restarts += int(cs.RestartCount)
+		t.lastRestart = laterRestart(t.lastRestart, cs)
+		switch {
+		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
+			t.reason = cs.State.Waiting.Reason
+		case cs.State.Terminated != nil:
+			t.reason = terminatedReason(cs.State.Terminated)
+		case cs.Ready && cs.State.Running != nil:
+			running = true
+			t.ready++
 		}
 	}
+	// A pod whose containers partly completed while others still run
+	// is not Completed.
+	if t.reason == "Completed" && running {
+		t.reason = "NotReady"
+		if podConditionTrue(pod, corev1.PodReady) {
+			t.reason = "Running"
+		}
+	}
+}
 
+// podTerminatingReason is STATUS for a pod being deleted: Unknown on a
+// lost node, Terminating unless it finished; reason otherwise.
+func podTerminatingReason(pod *corev1.Pod, reason string) string {
 	if pod.DeletionTimestamp != nil {
 		switch {
 		case pod.Status.Reason == nodeUnreachablePodReason:
@@ -517,31 +604,32 @@ func printPod(pc *printContext, pod *corev1.Pod) metav1.TableRow {
 			reason = "Terminating"
 		}
 	}
+	return reason
+}
 
-	restartsCell := strconv.Itoa(restarts)
-	if restarts != 0 && !lastRestart.IsZero() {
-		restartsCell = fmt.Sprintf("%d (%s ago)", restarts, pc.age(metav1.NewTime(lastRestart)))
-	}
-
-	// The real server converts status.podIP into status.podIPs when only
-	// the former is written; the printer reads the latter.
-	ip := pod.Status.PodIP
+// podIP is the pod's first IP. The real server converts status.podIP into
+// status.podIPs when only the former is written; the printer reads the
+// latter.
+func podIP(pod *corev1.Pod) string {
 	if len(pod.Status.PodIPs) > 0 {
-		ip = pod.Status.PodIPs[0].IP
+		return pod.Status.PodIPs[0].IP
 	}
-	gates := "<none>"
-	if n := len(pod.Spec.ReadinessGates); n > 0 {
-		passed := 0
-		for _, g := range pod.Spec.ReadinessGates {
-			if podConditionTrue(pod, g.ConditionType) {
-				passed++
-			}
+	return pod.Status.PodIP
+}
+
+// podReadinessGates is READINESS GATES: passed/all, or <none>.
+func podReadinessGates(pod *corev1.Pod) string {
+	n := len(pod.Spec.ReadinessGates)
+	if n == 0 {
+		return "<none>"
+	}
+	passed := 0
+	for _, g := range pod.Spec.ReadinessGates {
+		if podConditionTrue(pod, g.ConditionType) {
+			passed++
 		}
-		gates = fmt.Sprintf("%d/%d", passed, n)
 	}
-	row.Cells = []any{pod.Name, fmt.Sprintf("%d/%d", ready, total), reason, restartsCell, pc.age(pod.CreationTimestamp),
-		orNone(ip), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), gates}
-	return row
+	return fmt.Sprintf("%d/%d", passed, n)
 }
 
 // terminatedReason is a terminated container's reason, or its signal or

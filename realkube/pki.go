@@ -104,72 +104,69 @@ func sign(tmpl *x509.Certificate, parent *certificate) (*certificate, error) {
 	}, nil
 }
 
-// newPKI generates a CA, serving and client certificates and the
-// service-account key pair below dir, with crypto/x509 only.
-func newPKI(dir string) (*pki, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	p := &pki{dir: dir}
-	path := func(name string) string { return filepath.Join(dir, name) }
-
-	ca, err := sign(&x509.Certificate{
-		Subject:               pkix.Name{CommonName: "csisim-realkube-ca"},
+// signCA creates a self-signed certificate authority named cn.
+func signCA(cn string) (*certificate, error) {
+	return sign(&x509.Certificate{
+		Subject:               pkix.Name{CommonName: cn},
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}, nil)
-	if err != nil {
+}
+
+// signClient creates a client certificate for user cn in groups orgs,
+// signed by ca.
+func signClient(ca *certificate, cn string, orgs ...string) (*certificate, error) {
+	return sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn, Organization: orgs},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca)
+}
+
+// pkiCerts are the certificates and keys of one cluster, before they are
+// written.
+type pkiCerts struct {
+	ca, serving, admin, kcm, sched *certificate
+	// A separate CA for the aggregation layer's request-header
+	// authentication, as kubeadm sets it up; kube-controller-manager and
+	// kube-scheduler read it from kube-system/extension-apiserver-authentication.
+	frontProxyCA, proxyClient *certificate
+	saKeyPEM, saPubPEM        []byte
+}
+
+// newPKICerts generates a cluster's certificates and keys, with
+// crypto/x509 only.
+func newPKICerts() (*pkiCerts, error) {
+	var c pkiCerts
+	var err error
+	if c.ca, err = signCA("csisim-realkube-ca"); err != nil {
 		return nil, fmt.Errorf("CA: %w", err)
 	}
-	serving, err := sign(&x509.Certificate{
+	c.serving, err = sign(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)},
-	}, ca)
+	}, c.ca)
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
-	client := func(cn string, orgs ...string) (*certificate, error) {
-		return sign(&x509.Certificate{
-			Subject:     pkix.Name{CommonName: cn, Organization: orgs},
-			KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}, ca)
-	}
-	admin, err := client("kubernetes-admin", "system:masters")
-	if err != nil {
+	if c.admin, err = signClient(c.ca, "kubernetes-admin", "system:masters"); err != nil {
 		return nil, fmt.Errorf("admin certificate: %w", err)
 	}
-	kcm, err := client("system:kube-controller-manager")
-	if err != nil {
+	if c.kcm, err = signClient(c.ca, "system:kube-controller-manager"); err != nil {
 		return nil, fmt.Errorf("controller-manager certificate: %w", err)
 	}
-	sched, err := client("system:kube-scheduler")
-	if err != nil {
+	if c.sched, err = signClient(c.ca, "system:kube-scheduler"); err != nil {
 		return nil, fmt.Errorf("scheduler certificate: %w", err)
 	}
-	// A separate CA for the aggregation layer's request-header
-	// authentication, as kubeadm sets it up; kube-controller-manager and
-	// kube-scheduler read it from kube-system/extension-apiserver-authentication.
-	fpCA, err := sign(&x509.Certificate{
-		Subject:               pkix.Name{CommonName: "csisim-realkube-front-proxy-ca"},
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}, nil)
-	if err != nil {
+	if c.frontProxyCA, err = signCA("csisim-realkube-front-proxy-ca"); err != nil {
 		return nil, fmt.Errorf("front-proxy CA: %w", err)
 	}
-	proxyClient, err := sign(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: frontProxyClientName},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, fpCA)
-	if err != nil {
+	if c.proxyClient, err = signClient(c.frontProxyCA, frontProxyClientName); err != nil {
 		return nil, fmt.Errorf("front-proxy client certificate: %w", err)
 	}
 	saKey, saKeyPEM, err := newKey()
@@ -180,37 +177,51 @@ func newPKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.saKeyPEM, c.saPubPEM = saKeyPEM, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER})
+	return &c, nil
+}
 
+// newPKI generates a CA, serving and client certificates and the
+// service-account key pair, and writes them below dir.
+func newPKI(dir string) (*pki, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	c, err := newPKICerts()
+	if err != nil {
+		return nil, err
+	}
+	p := &pki{dir: dir}
 	files := []struct {
 		name *string
 		file string
 		data []byte
 		perm os.FileMode
 	}{
-		{&p.caCert, "ca.crt", ca.certPEM, 0o644},
-		{&p.caKey, "ca.key", ca.keyPEM, 0o600},
-		{&p.servingCert, "serving.crt", serving.certPEM, 0o644},
-		{&p.servingKey, "serving.key", serving.keyPEM, 0o600},
-		{&p.adminCert, "admin.crt", admin.certPEM, 0o644},
-		{&p.adminKey, "admin.key", admin.keyPEM, 0o600},
-		{&p.kcmCert, "kube-controller-manager.crt", kcm.certPEM, 0o644},
-		{&p.kcmKey, "kube-controller-manager.key", kcm.keyPEM, 0o600},
-		{&p.schedulerCert, "kube-scheduler.crt", sched.certPEM, 0o644},
-		{&p.schedulerKey, "kube-scheduler.key", sched.keyPEM, 0o600},
-		{&p.frontProxyCA, "front-proxy-ca.crt", fpCA.certPEM, 0o644},
-		{&p.proxyClientCert, "front-proxy-client.crt", proxyClient.certPEM, 0o644},
-		{&p.proxyClientKey, "front-proxy-client.key", proxyClient.keyPEM, 0o600},
-		{&p.saKey, "sa.key", saKeyPEM, 0o600},
-		{&p.saPub, "sa.pub", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}), 0o644},
+		{&p.caCert, "ca.crt", c.ca.certPEM, 0o644},
+		{&p.caKey, "ca.key", c.ca.keyPEM, 0o600},
+		{&p.servingCert, "serving.crt", c.serving.certPEM, 0o644},
+		{&p.servingKey, "serving.key", c.serving.keyPEM, 0o600},
+		{&p.adminCert, "admin.crt", c.admin.certPEM, 0o644},
+		{&p.adminKey, "admin.key", c.admin.keyPEM, 0o600},
+		{&p.kcmCert, "kube-controller-manager.crt", c.kcm.certPEM, 0o644},
+		{&p.kcmKey, "kube-controller-manager.key", c.kcm.keyPEM, 0o600},
+		{&p.schedulerCert, "kube-scheduler.crt", c.sched.certPEM, 0o644},
+		{&p.schedulerKey, "kube-scheduler.key", c.sched.keyPEM, 0o600},
+		{&p.frontProxyCA, "front-proxy-ca.crt", c.frontProxyCA.certPEM, 0o644},
+		{&p.proxyClientCert, "front-proxy-client.crt", c.proxyClient.certPEM, 0o644},
+		{&p.proxyClientKey, "front-proxy-client.key", c.proxyClient.keyPEM, 0o600},
+		{&p.saKey, "sa.key", c.saKeyPEM, 0o600},
+		{&p.saPub, "sa.pub", c.saPubPEM, 0o644},
 	}
 	for _, f := range files {
-		*f.name = path(f.file)
+		*f.name = filepath.Join(dir, f.file)
 		if err := os.WriteFile(*f.name, f.data, f.perm); err != nil {
 			return nil, err
 		}
 	}
-	p.caPEM, p.ca = ca.certPEM, ca
-	p.adminCertPEM, p.adminKeyPEM = admin.certPEM, admin.keyPEM
+	p.caPEM, p.ca = c.ca.certPEM, c.ca
+	p.adminCertPEM, p.adminKeyPEM = c.admin.certPEM, c.admin.keyPEM
 	return p, nil
 }
 
@@ -219,11 +230,7 @@ func newPKI(dir string) (*pki, error) {
 // O system:nodes, so the Node authorizer and the NodeRestriction admission
 // plugin treat it as that node. It returns the two file names.
 func (p *pki) nodeClient(node string) (certFile, keyFile string, err error) {
-	cert, err := sign(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, p.ca)
+	cert, err := signClient(p.ca, "system:node:"+node, "system:nodes")
 	if err != nil {
 		return "", "", fmt.Errorf("client certificate of node %s: %w", node, err)
 	}

@@ -144,8 +144,43 @@ type ports struct {
 // installs the snapshot CRDs. ctx bounds start-up only: once Start has
 // returned, the processes run until Stop (or until this process dies).
 func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
+	if cfg, err = cfg.prepared(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	progress := progressLog(cfg.Log)
+
+	c = &Cluster{cfg: cfg}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+			c = nil
+		}
+	}()
+	if err := c.prepareAccess(); err != nil {
+		return nil, err
+	}
+	if err := c.startEtcd(ctx); err != nil {
+		return nil, err
+	}
+	progress("etcd healthy")
+	adminHTTP, err := c.startAPIServer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	progress("kube-apiserver ready")
+	if err := c.startControllers(ctx, adminHTTP, progress); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// prepared is cfg with its defaults filled in and RootDir absolute and
+// made, once the binaries are known to be there.
+func (cfg Config) prepared() (Config, error) {
 	if cfg.RootDir == "" {
-		return nil, errors.New("realkube: Config.RootDir is required")
+		return cfg, errors.New("realkube: Config.RootDir is required")
 	}
 	if cfg.BinDir == "" {
 		cfg.BinDir = BinDir()
@@ -157,60 +192,65 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		cfg.StartTimeout = 2 * time.Minute
 	}
 	if err := Available(cfg.BinDir); err != nil {
-		return nil, err
+		return cfg, err
 	}
 	root, err := filepath.Abs(cfg.RootDir)
 	if err != nil {
-		return nil, err
+		return cfg, err
 	}
 	cfg.RootDir = root
 	for _, d := range []string{"", "logs", "etcd", "apiserver"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
-			return nil, fmt.Errorf("realkube: %w", err)
+			return cfg, fmt.Errorf("realkube: %w", err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
-	defer cancel()
+	return cfg, nil
+}
+
+// progressLog returns what tells log (if set) how far start-up has come,
+// and after how long.
+func progressLog(log io.Writer) func(what string) {
 	began := time.Now()
-	progress := func(what string) {
-		if cfg.Log != nil {
+	return func(what string) {
+		if log != nil {
 			logMu.Lock()
-			fmt.Fprintf(cfg.Log, "[realkube] %s after %s\n", what, time.Since(began).Round(time.Millisecond))
+			fmt.Fprintf(log, "[realkube] %s after %s\n", what, time.Since(began).Round(time.Millisecond))
 			logMu.Unlock()
 		}
 	}
+}
 
-	c = &Cluster{cfg: cfg}
-	defer func() {
-		if err != nil {
-			_ = c.Stop()
-			c = nil
-		}
-	}()
-	if c.pki, err = newPKI(filepath.Join(root, "pki")); err != nil {
-		return nil, fmt.Errorf("realkube: certificates: %w", err)
+// prepareAccess makes what the components reach each other with: the
+// certificates, the ports and the kubeconfigs.
+func (c *Cluster) prepareAccess() error {
+	var err error
+	if c.pki, err = newPKI(filepath.Join(c.cfg.RootDir, "pki")); err != nil {
+		return fmt.Errorf("realkube: certificates: %w", err)
 	}
 	p, err := freePorts(5)
 	if err != nil {
-		return nil, fmt.Errorf("realkube: free ports: %w", err)
+		return fmt.Errorf("realkube: free ports: %w", err)
 	}
 	c.ports = ports{etcdClient: p[0], etcdPeer: p[1], apiserver: p[2], kcm: p[3], scheduler: p[4]}
 	if err := c.writeKubeconfigs(); err != nil {
-		return nil, fmt.Errorf("realkube: kubeconfigs: %w", err)
+		return fmt.Errorf("realkube: kubeconfigs: %w", err)
 	}
+	return nil
+}
 
-	// etcd
+// startEtcd starts etcd and waits until it is healthy.
+func (c *Cluster) startEtcd(ctx context.Context) error {
 	etcd, err := c.start(Etcd, c.etcdArgs())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d/health", c.ports.etcdClient)
-	if err := waitHealthy(ctx, etcd, http.DefaultClient, etcdURL, func(b string) bool { return strings.Contains(b, `"health":"true"`) }); err != nil {
-		return nil, err
-	}
-	progress("etcd healthy")
+	return waitHealthy(ctx, etcd, http.DefaultClient, etcdURL, func(b string) bool { return strings.Contains(b, `"health":"true"`) })
+}
 
-	// kube-apiserver
+// startAPIServer starts kube-apiserver and waits until it is ready; it
+// returns the admin's HTTP client for the health checks that follow.
+func (c *Cluster) startAPIServer(ctx context.Context) (*http.Client, error) {
 	apiserver, err := c.start(KubeAPIServer, c.apiserverArgs())
 	if err != nil {
 		return nil, err
@@ -222,20 +262,23 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if err := waitHealthy(ctx, apiserver, adminHTTP, c.restConfig.Host+"/readyz", okBody); err != nil {
 		return nil, err
 	}
-	progress("kube-apiserver ready")
+	return adminHTTP, nil
+}
 
-	// kube-controller-manager and kube-scheduler, while the CRDs go in.
+// startControllers starts kube-controller-manager and kube-scheduler and
+// waits until they run, while the snapshot CRDs go in.
+func (c *Cluster) startControllers(ctx context.Context, adminHTTP *http.Client, progress func(string)) error {
 	kcm, err := c.start(KubeControllerManager, c.kcmArgs())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sched, err := c.start(KubeScheduler, c.schedulerArgs())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	crdErr := make(chan error, 1)
 	go func() {
-		if cfg.SkipSnapshotCRDs {
+		if c.cfg.SkipSnapshotCRDs {
 			crdErr <- nil
 			return
 		}
@@ -254,13 +297,10 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	if err := <-crdErr; err != nil {
 		errs = append(errs, fmt.Errorf("realkube: snapshot CRDs: %w", err))
-	} else if !cfg.SkipSnapshotCRDs {
+	} else if !c.cfg.SkipSnapshotCRDs {
 		progress("snapshot CRDs established")
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return errors.Join(errs...)
 }
 
 // waitControllerManager waits until kube-controller-manager's controllers
@@ -430,46 +470,43 @@ func (c *Cluster) apiserverArgs() []string {
 	}
 }
 
-func (c *Cluster) kcmArgs() []string {
+// controlPlaneArgs are the flags kube-controller-manager and
+// kube-scheduler share: their kubeconfig (below RootDir) for the API and
+// for delegated authentication and authorization, HTTPS on port with the
+// serving certificate, no leader election.
+func (c *Cluster) controlPlaneArgs(kubeconfig string, port int) []string {
 	p := c.pki
-	kc := filepath.Join(c.cfg.RootDir, "kube-controller-manager.kubeconfig")
+	kc := filepath.Join(c.cfg.RootDir, kubeconfig)
 	return []string{
 		"--kubeconfig=" + kc,
 		"--authentication-kubeconfig=" + kc,
 		"--authorization-kubeconfig=" + kc,
 		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(c.ports.kcm),
+		"--secure-port=" + strconv.Itoa(port),
 		"--tls-cert-file=" + p.servingCert,
 		"--tls-private-key-file=" + p.servingKey,
 		"--client-ca-file=" + p.caCert,
 		"--leader-elect=false",
-		"--controllers=" + c.cfg.ControllersFlag,
-		// Each controller runs as its own service account, as with kubeadm.
-		"--use-service-account-credentials=true",
-		"--service-account-private-key-file=" + p.saKey,
-		"--root-ca-file=" + p.caCert,
-		"--cluster-signing-cert-file=" + p.caCert,
-		"--cluster-signing-key-file=" + p.caKey,
-		"--cluster-name=csisim-realkube",
-		"--profiling=false",
 	}
 }
 
-func (c *Cluster) schedulerArgs() []string {
+func (c *Cluster) kcmArgs() []string {
 	p := c.pki
-	kc := filepath.Join(c.cfg.RootDir, "kube-scheduler.kubeconfig")
-	return []string{
-		"--kubeconfig=" + kc,
-		"--authentication-kubeconfig=" + kc,
-		"--authorization-kubeconfig=" + kc,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(c.ports.scheduler),
-		"--tls-cert-file=" + p.servingCert,
-		"--tls-private-key-file=" + p.servingKey,
-		"--client-ca-file=" + p.caCert,
-		"--leader-elect=false",
+	return append(c.controlPlaneArgs("kube-controller-manager.kubeconfig", c.ports.kcm),
+		"--controllers="+c.cfg.ControllersFlag,
+		// Each controller runs as its own service account, as with kubeadm.
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file="+p.saKey,
+		"--root-ca-file="+p.caCert,
+		"--cluster-signing-cert-file="+p.caCert,
+		"--cluster-signing-key-file="+p.caKey,
+		"--cluster-name=csisim-realkube",
 		"--profiling=false",
-	}
+	)
+}
+
+func (c *Cluster) schedulerArgs() []string {
+	return append(c.controlPlaneArgs("kube-scheduler.kubeconfig", c.ports.scheduler), "--profiling=false")
 }
 
 // writeKubeconfigs writes admin.kubeconfig (KubeconfigPath) and one

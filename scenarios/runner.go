@@ -97,28 +97,15 @@ func (r *Runner) pollInterval() time.Duration {
 func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Result, error) {
 	clk := r.clock()
 	started := clk.Now()
-	res := &Result{Scenario: s.Name, File: s.File, Vars: map[string]string{}}
 	all := s.allSteps()
-	for _, st := range all {
-		res.Steps = append(res.Steps, StepResult{Step: st.Index, Name: st.Name, Action: st.Action(), Line: st.Line, Outcome: NotRun})
-	}
+	res := newResult(s, all)
 	r.printf("scenario %s (%s): %d steps\n", s.Name, s.File, len(all))
 
-	// Refuse up front a scenario the backend cannot run to the end.
-	skip := map[int]string{}
-	for i := range all {
-		if err := unsupported(&all[i], r.Backend); err != nil {
-			if r.SkipUnsupported {
-				skip[i] = err.Error()
-				continue
-			}
-			serr := r.stepError(s, all[i], err)
-			r.printf("  cannot run: %v\n", serr)
-			res.Duration = clk.Since(started)
-			return res, serr
-		}
+	skip, serr := r.unsupportedSteps(s, all)
+	if serr != nil {
+		res.Duration = clk.Since(started)
+		return res, serr
 	}
-
 	if err := checkTimed(r.Timed, r.Backend); err != nil {
 		res.Duration = clk.Since(started)
 		return res, fmt.Errorf("run scenario %s: %w", s.Name, err)
@@ -129,17 +116,9 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		return res, fmt.Errorf("run scenario %s: %w", s.Name, err)
 	}
 	res.Namespace = ns.name
-	ex := &executor{runner: r, objects: objects, clock: clk, timed: newTimedFaults(r.Timed)}
-	ex.timed.started = clk.Now()
+	ex := r.newExecutor(s, objects, clk)
 	defer func() { res.Fired = ex.timed.fired }()
-	if src, ok := r.Backend.(CSICallSource); ok {
-		ex.csi = src
-		// Only calls made while this scenario runs count.
-		ex.csiBaseline = len(src.CSICalls())
-	}
-	prof := r.profileFor(s)
-	builtin := builtinVars(prof, ns.name)
-	ex.values = driverValues(prof)
+	builtin := builtinVars(r.profileFor(s), ns.name)
 
 	var failed, finallyFailed *StepError
 	for i, raw := range all {
@@ -152,44 +131,106 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 			r.printf("  skip %d/%d %s: %s\n", raw.Index, len(all), raw.Name, why)
 			continue
 		}
-		stepStart := clk.Now()
-		ex.timed.step, ex.timed.stepStart = raw.Index, stepStart
-		st, err := expandStepWith(raw, withSaved(builtin, res.Vars), ex.values)
-		st = inNamespace(st, ns.name)
-		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d/%d started at %s:%d", st.Index, len(all), st.file(s), st.Line)})
-
-		var out stepOutcome
-		if err == nil {
-			err = ex.fireDue(ctx)
+		serr := r.runStep(ctx, ex, s, res, i, raw, builtin, ns.name)
+		switch {
+		case serr == nil:
+		case !raw.Finally:
+			failed = serr
+		case finallyFailed == nil:
+			finallyFailed = serr
 		}
-		if err == nil {
-			out, err = ex.execute(ctx, st)
-		}
-		elapsed := clk.Since(stepStart)
-		sr := &res.Steps[i]
-		sr.Name, sr.Duration = st.Name, elapsed
-		if err != nil {
-			serr := r.stepError(s, st, err)
-			sr.Outcome, sr.Detail = Failed, err.Error()
-			r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d failed after %s", st.Index, formatDuration(elapsed)), Err: err.Error()})
-			r.printf("  FAIL %d/%d %s (%s)\n%v\n", st.Index, len(all), st.Name, formatDuration(elapsed), serr)
-			r.afterStep(ctx, *sr)
-			switch {
-			case !st.Finally:
-				failed = serr
-			case finallyFailed == nil:
-				finallyFailed = serr
-			}
-			continue
-		}
-		maps.Copy(res.Vars, out.saved)
-		sr.Outcome, sr.Detail = Passed, out.detail
-		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d passed in %s: %s", st.Index, formatDuration(elapsed), out.detail)})
-		r.printf("  ok   %d/%d %s (%s)\n", st.Index, len(all), st.Name, formatDuration(elapsed))
-		r.afterStep(ctx, *sr)
 	}
 	cleanupErr := ns.close(ctx, ex)
 	res.Duration = clk.Since(started)
+	if err := runFailure(s, failed, finallyFailed, cleanupErr); err != nil {
+		return res, err
+	}
+	return res, r.checkInvariants(ctx, s, res)
+}
+
+// newResult is the result of a scenario none of whose steps has run yet.
+func newResult(s *Scenario, all []Step) *Result {
+	res := &Result{Scenario: s.Name, File: s.File, Vars: map[string]string{}}
+	for _, st := range all {
+		res.Steps = append(res.Steps, StepResult{Step: st.Index, Name: st.Name, Action: st.Action(), Line: st.Line, Outcome: NotRun})
+	}
+	return res
+}
+
+// unsupportedSteps refuses up front a scenario the backend cannot run to
+// the end, or, with SkipUnsupported, returns why each step it cannot run
+// is skipped, by index.
+func (r *Runner) unsupportedSteps(s *Scenario, all []Step) (map[int]string, *StepError) {
+	skip := map[int]string{}
+	for i := range all {
+		if err := unsupported(&all[i], r.Backend); err != nil {
+			if r.SkipUnsupported {
+				skip[i] = err.Error()
+				continue
+			}
+			serr := r.stepError(s, all[i], err)
+			r.printf("  cannot run: %v\n", serr)
+			return nil, serr
+		}
+	}
+	return skip, nil
+}
+
+// newExecutor is what runs the steps of s: timed faults count from now,
+// and only the CSI calls made from now on count.
+func (r *Runner) newExecutor(s *Scenario, objects objectStore, clk clock.WithTicker) *executor {
+	ex := &executor{runner: r, objects: objects, clock: clk, timed: newTimedFaults(r.Timed)}
+	ex.timed.started = clk.Now()
+	if src, ok := r.Backend.(CSICallSource); ok {
+		ex.csi = src
+		// Only calls made while this scenario runs count.
+		ex.csiBaseline = len(src.CSICalls())
+	}
+	ex.values = driverValues(r.profileFor(s))
+	return ex
+}
+
+// runStep runs step i of s (raw, before its variables are expanded) and
+// records its outcome in res; it returns the step's error, if it failed.
+func (r *Runner) runStep(ctx context.Context, ex *executor, s *Scenario, res *Result, i int, raw Step, builtin map[string]string, ns string) *StepError {
+	clk := ex.clock
+	total := len(res.Steps)
+	stepStart := clk.Now()
+	ex.timed.step, ex.timed.stepStart = raw.Index, stepStart
+	st, err := expandStepWith(raw, withSaved(builtin, res.Vars), ex.values)
+	st = inNamespace(st, ns)
+	r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d/%d started at %s:%d", st.Index, total, st.file(s), st.Line)})
+
+	var out stepOutcome
+	if err == nil {
+		err = ex.fireDue(ctx)
+	}
+	if err == nil {
+		out, err = ex.execute(ctx, st)
+	}
+	elapsed := clk.Since(stepStart)
+	sr := &res.Steps[i]
+	sr.Name, sr.Duration = st.Name, elapsed
+	if err != nil {
+		serr := r.stepError(s, st, err)
+		sr.Outcome, sr.Detail = Failed, err.Error()
+		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d failed after %s", st.Index, formatDuration(elapsed)), Err: err.Error()})
+		r.printf("  FAIL %d/%d %s (%s)\n%v\n", st.Index, total, st.Name, formatDuration(elapsed), serr)
+		r.afterStep(ctx, *sr)
+		return serr
+	}
+	maps.Copy(res.Vars, out.saved)
+	sr.Outcome, sr.Detail = Passed, out.detail
+	r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d passed in %s: %s", st.Index, formatDuration(elapsed), out.detail)})
+	r.printf("  ok   %d/%d %s (%s)\n", st.Index, total, st.Name, formatDuration(elapsed))
+	r.afterStep(ctx, *sr)
+	return nil
+}
+
+// runFailure is the error a run ends with: the first failed step's (with
+// a finally step's failure and the clean-up's as further problems), else
+// a finally step's, else the clean-up's; nil if all went well.
+func runFailure(s *Scenario, failed, finallyFailed *StepError, cleanupErr error) error {
 	switch {
 	case failed != nil:
 		if finallyFailed != nil {
@@ -198,16 +239,16 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		if cleanupErr != nil {
 			failed.Problems = append(failed.Problems, cleanupErr.Error())
 		}
-		return res, failed
+		return failed
 	case finallyFailed != nil:
 		if cleanupErr != nil {
 			finallyFailed.Problems = append(finallyFailed.Problems, cleanupErr.Error())
 		}
-		return res, finallyFailed
+		return finallyFailed
 	case cleanupErr != nil:
-		return res, fmt.Errorf("run scenario %s: %w", s.Name, cleanupErr)
+		return fmt.Errorf("run scenario %s: %w", s.Name, cleanupErr)
 	}
-	return res, r.checkInvariants(ctx, s, res)
+	return nil
 }
 
 func (r *Runner) afterStep(ctx context.Context, sr StepResult) {

@@ -79,23 +79,9 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 }
 
 func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
-	if err := checkName(req.GetName()); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
-	}
-	kind, params, err := parseParameters(req.GetParameters(), s.d.cfg.StrictParameters)
+	kind, params, err := s.d.checkCreateRequest(req)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
-	}
-	if kind == kindBlock && s.d.cfg.NoAttach {
-		return nil, status.Error(codes.InvalidArgument, "CreateVolume: kind block needs ControllerPublishVolume to attach its loop device, which this plugin does not have (--no-attach)")
-	}
-	if len(req.GetVolumeCapabilities()) == 0 {
-		return nil, status.Error(codes.InvalidArgument, "CreateVolume: volume capabilities are required")
-	}
-	for _, c := range req.GetVolumeCapabilities() {
-		if err := s.d.checkCapability(c, kind); err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
-		}
+		return nil, err
 	}
 	capacity, err := capacityFor(req.GetCapacityRange(), kind)
 	if err != nil {
@@ -112,49 +98,14 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 
 	id := volumeIDFor(req.GetName())
 	if v, ok := d.state.Volumes[id]; ok {
-		switch {
-		case v.Name != req.GetName():
-			return nil, status.Errorf(codes.Internal, "CreateVolume: volume id %s of name %q collides with volume %q", id, req.GetName(), v.Name)
-		case v.kind() != kind:
-			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with kind %s, not %s", v.Name, v.kind(), kind)
-		case !csiutil.Fits(v.CapacityBytes, req.GetCapacityRange()):
-			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with capacity %d bytes, which does not fit the requested range", v.Name, v.CapacityBytes)
-		case !sameSource(v.Source, src):
-			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with another content source", v.Name)
-		case !maps.Equal(v.Parameters, params):
-			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with other parameters", v.Name)
+		if err := v.matchesCreate(req, id, kind, src, params); err != nil {
+			return nil, err
 		}
 		return &csi.CreateVolumeResponse{Volume: v.csiVolume()}, nil
 	}
-
-	copyFrom := ""
-	if src != nil {
-		var sourceKind volumeKind
-		var sourceSize int64
-		if src.SnapshotID != "" {
-			snap, ok := d.state.Snapshots[src.SnapshotID]
-			if !ok {
-				return nil, status.Errorf(codes.NotFound, "CreateVolume: source snapshot %s does not exist", src.SnapshotID)
-			}
-			sourceKind, sourceSize, copyFrom = snap.Kind, snap.SizeBytes, d.snapshotPath(snap.ID, snap.Kind)
-		} else {
-			vol, ok := d.state.Volumes[src.VolumeID]
-			if !ok {
-				return nil, status.Errorf(codes.NotFound, "CreateVolume: source volume %s does not exist", src.VolumeID)
-			}
-			sourceKind, sourceSize, copyFrom = vol.kind(), vol.CapacityBytes, d.volumePath(vol.ID, vol.kind())
-		}
-		if sourceKind != kind {
-			return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: the content source is of kind %s, the new volume of kind %s", sourceKind, kind)
-		}
-		if capacity < sourceSize {
-			r := req.GetCapacityRange()
-			if r.GetRequiredBytes() != 0 || (r.GetLimitBytes() != 0 && r.GetLimitBytes() < sourceSize) {
-				return nil, status.Errorf(codes.OutOfRange, "CreateVolume: the content source holds %d bytes, more than the requested capacity", sourceSize)
-			}
-			// Nothing was required: make room for the source.
-			capacity = sourceSize
-		}
+	copyFrom, capacity, err := d.contentSourceCopy(src, kind, capacity, req.GetCapacityRange())
+	if err != nil {
+		return nil, err
 	}
 	requirements := req.GetAccessibilityRequirements()
 	if d.cfg.NoTopology {
@@ -179,6 +130,87 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 		return nil, status.Errorf(codes.Internal, "CreateVolume: %v", err)
 	}
 	return &csi.CreateVolumeResponse{Volume: v.csiVolume()}, nil
+}
+
+// checkCreateRequest checks a CreateVolume request's name, parameters and
+// capabilities, and returns the volume's kind and parameters. Errors are
+// gRPC statuses.
+func (d *Driver) checkCreateRequest(req *csi.CreateVolumeRequest) (volumeKind, map[string]string, error) {
+	if err := checkName(req.GetName()); err != nil {
+		return "", nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
+	}
+	kind, params, err := parseParameters(req.GetParameters(), d.cfg.StrictParameters)
+	if err != nil {
+		return "", nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
+	}
+	if kind == kindBlock && d.cfg.NoAttach {
+		return "", nil, status.Error(codes.InvalidArgument, "CreateVolume: kind block needs ControllerPublishVolume to attach its loop device, which this plugin does not have (--no-attach)")
+	}
+	if len(req.GetVolumeCapabilities()) == 0 {
+		return "", nil, status.Error(codes.InvalidArgument, "CreateVolume: volume capabilities are required")
+	}
+	for _, c := range req.GetVolumeCapabilities() {
+		if err := d.checkCapability(c, kind); err != nil {
+			return "", nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
+		}
+	}
+	return kind, params, nil
+}
+
+// matchesCreate checks that existing volume v (of ID id) is what a
+// repeated CreateVolume asks for: CreateVolume is idempotent only for the
+// same request. Errors are gRPC statuses.
+func (v *volumeRecord) matchesCreate(req *csi.CreateVolumeRequest, id string, kind volumeKind, src *contentSource, params map[string]string) error {
+	switch {
+	case v.Name != req.GetName():
+		return status.Errorf(codes.Internal, "CreateVolume: volume id %s of name %q collides with volume %q", id, req.GetName(), v.Name)
+	case v.kind() != kind:
+		return status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with kind %s, not %s", v.Name, v.kind(), kind)
+	case !csiutil.Fits(v.CapacityBytes, req.GetCapacityRange()):
+		return status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with capacity %d bytes, which does not fit the requested range", v.Name, v.CapacityBytes)
+	case !sameSource(v.Source, src):
+		return status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with another content source", v.Name)
+	case !maps.Equal(v.Parameters, params):
+		return status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with other parameters", v.Name)
+	}
+	return nil
+}
+
+// contentSourceCopy returns the path a new volume of kind is filled from
+// ("" without a content source) and its capacity, grown to the source's
+// size where the range r leaves room. Errors are gRPC statuses. The
+// caller holds d.mu.
+func (d *Driver) contentSourceCopy(src *contentSource, kind volumeKind, capacity int64, r *csi.CapacityRange) (string, int64, error) {
+	if src == nil {
+		return "", capacity, nil
+	}
+	var sourceKind volumeKind
+	var sourceSize int64
+	var copyFrom string
+	if src.SnapshotID != "" {
+		snap, ok := d.state.Snapshots[src.SnapshotID]
+		if !ok {
+			return "", 0, status.Errorf(codes.NotFound, "CreateVolume: source snapshot %s does not exist", src.SnapshotID)
+		}
+		sourceKind, sourceSize, copyFrom = snap.Kind, snap.SizeBytes, d.snapshotPath(snap.ID, snap.Kind)
+	} else {
+		vol, ok := d.state.Volumes[src.VolumeID]
+		if !ok {
+			return "", 0, status.Errorf(codes.NotFound, "CreateVolume: source volume %s does not exist", src.VolumeID)
+		}
+		sourceKind, sourceSize, copyFrom = vol.kind(), vol.CapacityBytes, d.volumePath(vol.ID, vol.kind())
+	}
+	if sourceKind != kind {
+		return "", 0, status.Errorf(codes.InvalidArgument, "CreateVolume: the content source is of kind %s, the new volume of kind %s", sourceKind, kind)
+	}
+	if capacity < sourceSize {
+		if r.GetRequiredBytes() != 0 || (r.GetLimitBytes() != 0 && r.GetLimitBytes() < sourceSize) {
+			return "", 0, status.Errorf(codes.OutOfRange, "CreateVolume: the content source holds %d bytes, more than the requested capacity", sourceSize)
+		}
+		// Nothing was required: make room for the source.
+		capacity = sourceSize
+	}
+	return copyFrom, capacity, nil
 }
 
 // createBacking makes a volume's directory or image, filled from copyFrom

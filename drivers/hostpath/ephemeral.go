@@ -1,7 +1,6 @@
 package hostpath
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
@@ -56,39 +55,8 @@ func (s *nodeServer) publishEphemeral(id, target string, volCap *csi.VolumeCapab
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "%s: %v", method, err)
 	}
-	targets := d.state.Published[id]
-	m, err := mountOf(target, ident)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "%s: %v", method, err)
-	}
-	if m.mounted {
-		if !m.ours() {
-			return nil, status.Errorf(codes.AlreadyExists, "%s: target path %s already holds a mount that is not volume %s", method, target, id)
-		}
-		if have, ok := targets[target]; ok && !have.same(want) {
-			return nil, status.Errorf(codes.AlreadyExists, "%s: volume %s is already published at %s with readonly=%t, access mode %s", method, id, target, have.Readonly, have.AccessMode)
-		}
-	} else {
-		if _, err := os.Lstat(target); errors.Is(err, os.ErrNotExist) {
-			want.CreatedTarget = true
-		}
-		if err := os.MkdirAll(target, 0o750); err != nil {
-			return nil, status.Errorf(codes.Internal, "%s: create target path: %v", method, err)
-		}
-		if err := d.bindMount(d.volumeDir(id), target, want.Readonly, want.MountFlags); err != nil {
-			return nil, status.Errorf(codes.Internal, "%s: %v", method, err)
-		}
-	}
-	if targets == nil {
-		targets = map[string]*publishRecord{}
-		d.state.Published[id] = targets
-	}
-	if have, ok := targets[target]; ok && have.CreatedTarget {
-		want.CreatedTarget = true
-	}
-	targets[target] = want
-	if err := d.store.save(d.state); err != nil {
-		return nil, status.Errorf(codes.Internal, "%s: %v", method, err)
+	if err := d.publishAt(method, id, d.volumeDir(id), target, ident, want, createTargetDir); err != nil {
+		return nil, err
 	}
 	return &csi.NodePublishVolumeResponse{}, nil
 }

@@ -83,22 +83,10 @@ func (s *nodeServer) NodeStageVolume(_ context.Context, req *csi.NodeStageVolume
 // stage stages a volume: NodeStageVolume, and NodePublishVolume's own
 // staging with --no-stage (nostage.go); method names the call in errors.
 func (s *nodeServer) stage(method string, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
-	id := req.GetVolumeId()
-	if err := checkVolumeID(id); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
-	}
-	staging, err := checkMountPath(req.GetStagingTargetPath(), "staging target path")
+	id, volCap := req.GetVolumeId(), req.GetVolumeCapability()
+	staging, err := s.d.checkMountRequest(method, id, req.GetStagingTargetPath(), "staging target path", volCap)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
-	}
-	volCap := req.GetVolumeCapability()
-	if err := checkVolumeCapability(volCap, ""); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
-	}
-	// A mode the driver does not support is the CSI spec's "Exceeds
-	// capabilities" of the node service: FailedPrecondition.
-	if err := s.d.checkAccessMode(volCap.GetAccessMode().GetMode()); err != nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "%s: %v", method, err)
+		return nil, err
 	}
 
 	d := s.d
@@ -219,12 +207,9 @@ func (s *nodeServer) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVo
 // own unstaging with --no-stage (nostage.go).
 func (s *nodeServer) unstage(method string, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if err := checkVolumeID(id); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
-	}
-	staging, err := checkMountPath(req.GetStagingTargetPath(), "staging target path")
+	staging, err := checkUnmountRequest(method, id, req.GetStagingTargetPath(), "staging target path")
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
+		return nil, err
 	}
 
 	d := s.d
@@ -265,22 +250,10 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 			return nil, err
 		}
 	}
-	id := req.GetVolumeId()
-	if err := checkVolumeID(id); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
-	}
-	target, err := checkMountPath(req.GetTargetPath(), "target path")
+	id, volCap := req.GetVolumeId(), req.GetVolumeCapability()
+	target, err := s.d.checkMountRequest(method, id, req.GetTargetPath(), "target path", volCap)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
-	}
-	volCap := req.GetVolumeCapability()
-	if err := checkVolumeCapability(volCap, ""); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
-	}
-	// A mode the driver does not support is the CSI spec's "Exceeds
-	// capabilities" of the node service: FailedPrecondition.
-	if err := s.d.checkAccessMode(volCap.GetAccessMode().GetMode()); err != nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "%s: %v", method, err)
+		return nil, err
 	}
 	if csiutil.IsEphemeral(req.GetVolumeContext()) {
 		return s.publishEphemeral(id, target, volCap, req.GetReadonly())
@@ -289,28 +262,64 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %v (this plugin stages volumes)", method, err)
 	}
-	mode := volCap.GetAccessMode().GetMode()
-	block := volCap.GetBlock() != nil
 
 	d := s.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
 
-	kind, err := d.existingKind(method, id, volCap)
+	src, want, err := d.publishSource(req, staging)
 	if err != nil {
 		return nil, err
 	}
+	if err := d.checkSingleWriter(method, id, target, volCap.GetAccessMode().GetMode()); err != nil {
+		return nil, err
+	}
+	if src.block {
+		// The device node itself reaches the pod. A read-only bind
+		// mount of a device node does not stop writes to the device;
+		// the pod's runtime enforces read-only devices.
+		err = d.publishAt(method, id, src.device, target, src.ident, want, createTargetFile)
+	} else {
+		err = d.publishAt(method, id, staging, target, src.ident, want, createTargetDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+// publishSource is what a staged volume is published from: the staging
+// path's mount, or a block-access volume's device.
+type publishSource struct {
+	block  bool
+	device string
+	ident  volumeIdentity
+}
+
+// publishSource checks that the volume of req is staged at staging as req
+// asks to publish it, and returns where it is published from and the
+// publication req asks for. Errors are gRPC statuses. The caller holds
+// d.mu.
+func (d *Driver) publishSource(req *csi.NodePublishVolumeRequest, staging string) (publishSource, *publishRecord, error) {
+	const method = "NodePublishVolume"
+	id, volCap := req.GetVolumeId(), req.GetVolumeCapability()
+	mode := volCap.GetAccessMode().GetMode()
+	src := publishSource{block: volCap.GetBlock() != nil}
+	kind, err := d.existingKind(method, id, volCap)
+	if err != nil {
+		return src, nil, err
+	}
 	rec, ok := d.state.Staged[id]
 	if !ok || rec.StagingPath != staging {
-		return nil, status.Errorf(codes.FailedPrecondition, "%s: volume %s is not staged at %s", method, id, staging)
+		return src, nil, status.Errorf(codes.FailedPrecondition, "%s: volume %s is not staged at %s", method, id, staging)
 	}
-	if rec.Block != block {
-		return nil, status.Errorf(codes.FailedPrecondition, "%s: volume %s was staged with access type %s", method, id, accessTypeName(rec.Block))
+	if rec.Block != src.block {
+		return src, nil, status.Errorf(codes.FailedPrecondition, "%s: volume %s was staged with access type %s", method, id, accessTypeName(rec.Block))
 	}
 	want := &publishRecord{
 		Readonly:   req.GetReadonly() || isReadOnly(mode) || rec.Readonly || req.GetPublishContext()[PublishContextReadonly] == "true",
 		AccessMode: mode.String(),
-		Block:      block,
+		Block:      src.block,
 	}
 	if kind == kindDirectory {
 		// A block volume's file system got its mount flags when it was
@@ -319,65 +328,66 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 		// mount is a plain bind mount.
 		want.MountFlags = volCap.GetMount().GetMountFlags()
 	}
-	device := ""
 	if kind == kindBlock {
-		if device, err = d.publishedDevice(method, id, req.GetPublishContext(), rec.Device); err != nil {
-			return nil, err
+		if src.device, err = d.publishedDevice(method, id, req.GetPublishContext(), rec.Device); err != nil {
+			return src, nil, err
 		}
-		if device != rec.Device {
-			return nil, status.Errorf(codes.FailedPrecondition, "%s: volume %s was staged with device %s, not %s", method, id, rec.Device, device)
+		if src.device != rec.Device {
+			return src, nil, status.Errorf(codes.FailedPrecondition, "%s: volume %s was staged with device %s, not %s", method, id, rec.Device, src.device)
 		}
 	}
-	ident, err := d.identify(id, kind, device)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "%s: %v", method, err)
+	if src.ident, err = d.identify(id, kind, src.device); err != nil {
+		return src, nil, status.Errorf(codes.Internal, "%s: %v", method, err)
 	}
-	if !block {
-		if m, err := mountOf(staging, ident); err != nil {
-			return nil, status.Errorf(codes.Internal, "%s: %v", method, err)
+	if !src.block {
+		if m, err := mountOf(staging, src.ident); err != nil {
+			return src, nil, status.Errorf(codes.Internal, "%s: %v", method, err)
 		} else if !m.ours() {
-			return nil, status.Errorf(codes.FailedPrecondition, "%s: staging path %s no longer holds volume %s", method, staging, id)
+			return src, nil, status.Errorf(codes.FailedPrecondition, "%s: staging path %s no longer holds volume %s", method, staging, id)
 		}
 	}
-	targets := d.state.Published[id]
-	for other, p := range targets {
+	return src, want, nil
+}
+
+// checkSingleWriter refuses a second target for a volume published
+// single-writer, or published already elsewhere and now asked for
+// single-writer. The caller holds d.mu.
+func (d *Driver) checkSingleWriter(method, id, target string, mode csi.VolumeCapability_AccessMode_Mode) error {
+	for other, p := range d.state.Published[id] {
 		if other != target && (mode == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER ||
 			modeFromName(p.AccessMode) == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER) {
-			return nil, status.Errorf(codes.FailedPrecondition, "%s: volume %s is single-writer and already published at %s", method, id, other)
+			return status.Errorf(codes.FailedPrecondition, "%s: volume %s is single-writer and already published at %s", method, id, other)
 		}
 	}
+	return nil
+}
 
+// publishAt bind-mounts source onto target, which createTarget makes if
+// it is missing, unless volume id is mounted there already as want asks,
+// and records the publication. Errors are gRPC statuses. The caller holds
+// d.mu.
+func (d *Driver) publishAt(method, id, source, target string, ident volumeIdentity, want *publishRecord, createTarget func(string) error) error {
+	targets := d.state.Published[id]
 	m, err := mountOf(target, ident)
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "%s: %v", method, err)
+		return status.Errorf(codes.Internal, "%s: %v", method, err)
 	}
 	if m.mounted {
 		if !m.ours() {
-			return nil, status.Errorf(codes.AlreadyExists, "%s: target path %s already holds a mount that is not volume %s", method, target, id)
+			return status.Errorf(codes.AlreadyExists, "%s: target path %s already holds a mount that is not volume %s", method, target, id)
 		}
 		if have, ok := targets[target]; ok && !have.same(want) {
-			return nil, status.Errorf(codes.AlreadyExists, "%s: volume %s is already published at %s with readonly=%t, access mode %s", method, id, target, have.Readonly, have.AccessMode)
+			return status.Errorf(codes.AlreadyExists, "%s: volume %s is already published at %s with readonly=%t, access mode %s", method, id, target, have.Readonly, have.AccessMode)
 		}
 	} else {
 		if _, err := os.Lstat(target); errors.Is(err, os.ErrNotExist) {
 			want.CreatedTarget = true
 		}
-		source := staging
-		if block {
-			// The device node itself reaches the pod. A read-only bind
-			// mount of a device node does not stop writes to the
-			// device; the pod's runtime enforces read-only devices.
-			source = device
-			if err := createTargetFile(target); err != nil {
-				return nil, status.Errorf(codes.Internal, "%s: %v", method, err)
-			}
-		} else {
-			if err := os.MkdirAll(target, 0o750); err != nil {
-				return nil, status.Errorf(codes.Internal, "%s: create target path: %v", method, err)
-			}
+		if err := createTarget(target); err != nil {
+			return status.Errorf(codes.Internal, "%s: %v", method, err)
 		}
 		if err := d.bindMount(source, target, want.Readonly, want.MountFlags); err != nil {
-			return nil, status.Errorf(codes.Internal, "%s: %v", method, err)
+			return status.Errorf(codes.Internal, "%s: %v", method, err)
 		}
 	}
 	if targets == nil {
@@ -389,9 +399,17 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	}
 	targets[target] = want
 	if err := d.store.save(d.state); err != nil {
-		return nil, status.Errorf(codes.Internal, "%s: %v", method, err)
+		return status.Errorf(codes.Internal, "%s: %v", method, err)
 	}
-	return &csi.NodePublishVolumeResponse{}, nil
+	return nil
+}
+
+// createTargetDir creates the directory a volume is bind-mounted onto.
+func createTargetDir(target string) error {
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		return fmt.Errorf("create target path: %w", err)
+	}
+	return nil
 }
 
 // createTargetFile creates the file a block volume's device is bind-mounted
@@ -432,12 +450,9 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 // unpublish is NodeUnpublishVolume without the --no-stage unstaging.
 func (s *nodeServer) unpublish(method string, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if err := checkVolumeID(id); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
-	}
-	target, err := checkMountPath(req.GetTargetPath(), "target path")
+	target, err := checkUnmountRequest(method, id, req.GetTargetPath(), "target path")
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
+		return nil, err
 	}
 
 	d := s.d
@@ -799,4 +814,36 @@ func checkMountPath(p, what string) (string, error) {
 		return "", fmt.Errorf("%s %q must be absolute", what, p)
 	}
 	return filepath.Clean(p), nil
+}
+
+// checkUnmountRequest checks the volume ID and the path (what names it in
+// errors) of an unstage or unpublish request and returns the path cleaned.
+// Errors are gRPC statuses.
+func checkUnmountRequest(method, id, path, what string) (string, error) {
+	if err := checkVolumeID(id); err != nil {
+		return "", status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
+	}
+	p, err := checkMountPath(path, what)
+	if err != nil {
+		return "", status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
+	}
+	return p, nil
+}
+
+// checkMountRequest is checkUnmountRequest for a stage or publish request,
+// which also names a capability the driver must support.
+func (d *Driver) checkMountRequest(method, id, path, what string, volCap *csi.VolumeCapability) (string, error) {
+	p, err := checkUnmountRequest(method, id, path, what)
+	if err != nil {
+		return "", err
+	}
+	if err := checkVolumeCapability(volCap, ""); err != nil {
+		return "", status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
+	}
+	// A mode the driver does not support is the CSI spec's "Exceeds
+	// capabilities" of the node service: FailedPrecondition.
+	if err := d.checkAccessMode(volCap.GetAccessMode().GetMode()); err != nil {
+		return "", status.Errorf(codes.FailedPrecondition, "%s: %v", method, err)
+	}
+	return p, nil
 }

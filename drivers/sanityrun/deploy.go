@@ -74,102 +74,125 @@ func Deploy(ctx context.Context, cfg DeployConfig) (*Deployment, error) {
 	if p.Has(profile.VolumeLimits) && len(p.Flags.VolumeLimit) > 0 {
 		d.VolumeLimit = VolumeLimit
 	}
-	socket := func(name string) string { return "unix://" + filepath.Join(cfg.Dir, name, "csi.sock") }
 	for _, dir := range []string{"controller", "node", "storage", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, dir), 0o750); err != nil {
 			return d, fmt.Errorf("preparing %s: %w", dir, err)
 		}
 	}
-
 	if p.Start.Mock {
-		backend := mock.NewBackend(0)
-		plugins := []mock.Config{{Name: p.Name, NodeID: NodeID, Mode: mock.ModeNode, Backend: backend, MaxVolumesPerNode: int64(d.VolumeLimit)}}
-		d.NodeEndpoint = socket("node")
-		if p.Start.Layout == profile.Combined {
-			plugins[0].Mode = mock.ModeAll
-		} else {
-			plugins = append(plugins, mock.Config{Name: p.Name, Mode: mock.ModeController, Backend: backend})
-			d.ControllerEndpoint = socket("controller")
-		}
-		for i, pc := range plugins {
-			drv, err := mock.New(pc)
-			if err != nil {
-				return d, fmt.Errorf("mock driver: %w", err)
-			}
-			endpoint := d.NodeEndpoint
-			if i == 1 {
-				endpoint = d.ControllerEndpoint
-			}
-			srv, err := drv.Start(endpoint)
-			if err != nil {
-				return d, err
-			}
-			d.servers = append(d.servers, srv)
-		}
-		return d, nil
+		return d, d.startMock(cfg)
 	}
-
-	type plugin struct {
-		name, dir string
-		cmd       *profile.Command
-		node      bool
-	}
-	var plugins []plugin
-	if p.Start.Layout == profile.Combined {
-		plugins = []plugin{{name: "driver", dir: "node", cmd: p.Start.Command, node: true}}
-	} else {
-		plugins = []plugin{{name: "controller plugin", dir: "controller", cmd: p.Start.Controller},
-			{name: "node plugin", dir: "node", cmd: p.Start.Node, node: true}}
-	}
-	for _, pl := range plugins {
-		tmpl, err := Template(pl.cmd, cfg.Built)
-		if err != nil {
-			return d, fmt.Errorf("%s: %w", pl.name, err)
-		}
-		// The profile's flags for what csi-sanity exercises: the node's
-		// zone, a volume limit, the multi-node access modes.
-		zone := ""
-		if pl.node && p.Has(profile.Zones) {
-			zone = Zone
-			tmpl.Args = append(tmpl.Args, p.Flags.Zone...)
-		}
-		tmpl.Args = append(tmpl.Args, p.Args(profile.Request{VolumeLimit: d.VolumeLimit, MultiNode: p.Has(profile.MultiNode)}, pl.node)...)
-		// The driver's temporary files stay below the run's directory.
-		tmpl.Env = append(tmpl.Env, "TMPDIR="+filepath.Join(cfg.Dir, "tmp"))
-		nodeID := "controller"
-		if pl.node {
-			nodeID = NodeID
-		}
-		stateDir := filepath.Join(cfg.Dir, pl.dir, "state")
-		if err := os.MkdirAll(stateDir, 0o750); err != nil {
-			return d, fmt.Errorf("preparing %s: %w", stateDir, err)
-		}
-		endpoint := socket(pl.dir)
-		proc, err := launch.Start(context.Background(), pl.name, tmpl,
-			launch.Vars{Endpoint: endpoint, NodeID: nodeID, StateDir: stateDir, Root: filepath.Join(cfg.Dir, "storage"),
-				Zone: zone, DriverName: p.Name, CSISim: cfg.Binary}, cfg.Log)
-		if err != nil {
+	for _, pl := range pluginsOf(p) {
+		if err := d.startPlugin(ctx, cfg, pl); err != nil {
 			return d, err
-		}
-		d.processes = append(d.processes, proc)
-		if cfg.Record != nil {
-			if err := cfg.Record(proc.PID()); err != nil {
-				return d, err
-			}
-		}
-		readyCtx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
-		err = proc.WaitReady(readyCtx)
-		cancel()
-		if err != nil {
-			return d, fmt.Errorf("%s did not become ready: %w", pl.name, err)
-		}
-		if pl.node {
-			d.NodeEndpoint = endpoint
-		} else {
-			d.ControllerEndpoint = endpoint
 		}
 	}
 	return d, nil
+}
+
+// socketIn is the endpoint of the plugin whose directory below dir is
+// name.
+func socketIn(dir, name string) string { return "unix://" + filepath.Join(dir, name, "csi.sock") }
+
+// startMock starts the in-process mock driver: one server for a combined
+// driver, a node and a controller server for a split one.
+func (d *Deployment) startMock(cfg DeployConfig) error {
+	p := cfg.Profile
+	backend := mock.NewBackend(0)
+	plugins := []mock.Config{{Name: p.Name, NodeID: NodeID, Mode: mock.ModeNode, Backend: backend, MaxVolumesPerNode: int64(d.VolumeLimit)}}
+	d.NodeEndpoint = socketIn(cfg.Dir, "node")
+	if p.Start.Layout == profile.Combined {
+		plugins[0].Mode = mock.ModeAll
+	} else {
+		plugins = append(plugins, mock.Config{Name: p.Name, Mode: mock.ModeController, Backend: backend})
+		d.ControllerEndpoint = socketIn(cfg.Dir, "controller")
+	}
+	for i, pc := range plugins {
+		drv, err := mock.New(pc)
+		if err != nil {
+			return fmt.Errorf("mock driver: %w", err)
+		}
+		endpoint := d.NodeEndpoint
+		if i == 1 {
+			endpoint = d.ControllerEndpoint
+		}
+		srv, err := drv.Start(endpoint)
+		if err != nil {
+			return err
+		}
+		d.servers = append(d.servers, srv)
+	}
+	return nil
+}
+
+// plugin is one process of a driver: its name in messages, its directory
+// below the run's, its command, and whether it serves the node service.
+type plugin struct {
+	name, dir string
+	cmd       *profile.Command
+	node      bool
+}
+
+// pluginsOf lists the processes a profile's driver runs as.
+func pluginsOf(p *profile.Profile) []plugin {
+	if p.Start.Layout == profile.Combined {
+		return []plugin{{name: "driver", dir: "node", cmd: p.Start.Command, node: true}}
+	}
+	return []plugin{{name: "controller plugin", dir: "controller", cmd: p.Start.Controller},
+		{name: "node plugin", dir: "node", cmd: p.Start.Node, node: true}}
+}
+
+// startPlugin starts one process of the driver and waits until it is
+// ready.
+func (d *Deployment) startPlugin(ctx context.Context, cfg DeployConfig, pl plugin) error {
+	p := cfg.Profile
+	tmpl, err := Template(pl.cmd, cfg.Built)
+	if err != nil {
+		return fmt.Errorf("%s: %w", pl.name, err)
+	}
+	// The profile's flags for what csi-sanity exercises: the node's
+	// zone, a volume limit, the multi-node access modes.
+	zone := ""
+	if pl.node && p.Has(profile.Zones) {
+		zone = Zone
+		tmpl.Args = append(tmpl.Args, p.Flags.Zone...)
+	}
+	tmpl.Args = append(tmpl.Args, p.Args(profile.Request{VolumeLimit: d.VolumeLimit, MultiNode: p.Has(profile.MultiNode)}, pl.node)...)
+	// The driver's temporary files stay below the run's directory.
+	tmpl.Env = append(tmpl.Env, "TMPDIR="+filepath.Join(cfg.Dir, "tmp"))
+	nodeID := "controller"
+	if pl.node {
+		nodeID = NodeID
+	}
+	stateDir := filepath.Join(cfg.Dir, pl.dir, "state")
+	if err := os.MkdirAll(stateDir, 0o750); err != nil {
+		return fmt.Errorf("preparing %s: %w", stateDir, err)
+	}
+	endpoint := socketIn(cfg.Dir, pl.dir)
+	proc, err := launch.Start(context.Background(), pl.name, tmpl,
+		launch.Vars{Endpoint: endpoint, NodeID: nodeID, StateDir: stateDir, Root: filepath.Join(cfg.Dir, "storage"),
+			Zone: zone, DriverName: p.Name, CSISim: cfg.Binary}, cfg.Log)
+	if err != nil {
+		return err
+	}
+	d.processes = append(d.processes, proc)
+	if cfg.Record != nil {
+		if err := cfg.Record(proc.PID()); err != nil {
+			return err
+		}
+	}
+	readyCtx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	err = proc.WaitReady(readyCtx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%s did not become ready: %w", pl.name, err)
+	}
+	if pl.node {
+		d.NodeEndpoint = endpoint
+	} else {
+		d.ControllerEndpoint = endpoint
+	}
+	return nil
 }
 
 // Template is a profile's command as a launch template, with {built} in
