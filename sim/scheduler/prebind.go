@@ -213,3 +213,48 @@ func retryAt(a attempt) time.Time {
 	}
 	return a.last.Add(backoff).Truncate(backoffWindow).Add(backoffWindow)
 }
+
+// bindVolumes does the volume binding's pre-bind writes for delayed
+// claims: a static volume is bound to its claim, a claim to be provisioned
+// is given the chosen node. It returns the claims PreBind then waits for.
+func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVolumes, node *corev1.Node) (preBinding, error) {
+	wait := preBinding{node: node.Name}
+	static := staticMatches(vols.delayed, vols.available, node)
+	for _, claim := range vols.delayed {
+		if claim.Annotations[storagehelpers.AnnSelectedNode] != "" {
+			wait.provision = append(wait.provision, claim.Name)
+			continue
+		}
+		if pv := static[claim]; pv != nil {
+			wait.static = append(wait.static, staticBinding{claim: claim.Name, volume: pv.Name})
+			if ref := pv.Spec.ClaimRef; ref != nil && ref.UID == claim.UID {
+				continue // the PV controller finishes the binding
+			}
+			v := pv.DeepCopy()
+			v.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
+				Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID, ResourceVersion: claim.ResourceVersion}
+			// A volume an admin reserved for the claim is not marked as
+			// the controllers' binding.
+			if pv.Spec.ClaimRef == nil {
+				if v.Annotations == nil {
+					v.Annotations = map[string]string{}
+				}
+				v.Annotations[storagehelpers.AnnBoundByController] = "yes"
+			}
+			if _, err := s.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
+				return wait, fmt.Errorf("binding volume %s to claim %s/%s: %w", pv.Name, claim.Namespace, claim.Name, err)
+			}
+			continue
+		}
+		wait.provision = append(wait.provision, claim.Name)
+		c := claim.DeepCopy()
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[storagehelpers.AnnSelectedNode] = node.Name
+		if _, err := s.client.CoreV1().PersistentVolumeClaims(c.Namespace).Update(ctx, c, metav1.UpdateOptions{}); err != nil {
+			return wait, fmt.Errorf("selecting node %s for claim %s/%s: %w", node.Name, claim.Namespace, claim.Name, err)
+		}
+	}
+	return wait, nil
+}

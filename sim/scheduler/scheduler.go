@@ -30,15 +30,12 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -49,8 +46,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/storage/ephemeral"
-	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
@@ -189,116 +184,6 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	return s
 }
 
-func (s *Scheduler) enqueue(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		s.queue.Add(key)
-	}
-}
-
-// requeueWhere moves the waiting pods that failed and that want says an
-// event concerns back to the queue; with waiting, also the pods that have
-// not failed but wait for their claims to be bound.
-func (s *Scheduler) requeueWhere(waiting bool, want func(*corev1.Pod, attempt) bool) {
-	for _, p := range s.unscheduled() {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		key := p.Namespace + "/" + p.Name
-		s.mu.Lock()
-		a, failed := s.attempts[key]
-		s.mu.Unlock()
-		if failed && want(p, a) || !failed && waiting {
-			s.requeue(key)
-		}
-	}
-}
-
-// sharesClaim: the two pods use a claim of the same name.
-func sharesClaim(a, b *corev1.Pod) bool {
-	for i := range a.Spec.Volumes {
-		if name, ok := volumeutil.ClaimName(a, &a.Spec.Volumes[i]); ok && usesClaim(b, name) {
-			return true
-		}
-	}
-	return false
-}
-
-func usesClaim(pod *corev1.Pod, claim string) bool {
-	for i := range pod.Spec.Volumes {
-		if name, ok := volumeutil.ClaimName(pod, &pod.Spec.Volumes[i]); ok && name == claim {
-			return true
-		}
-	}
-	return false
-}
-
-// enqueueFitting moves the waiting pods that fit on a new or changed node
-// back to the queue.
-func (s *Scheduler) enqueueFitting(obj any) {
-	node, ok := obj.(*corev1.Node)
-	if !ok {
-		return
-	}
-	for _, p := range s.unscheduled() {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		vols, why := s.podVolumes(p)
-		if why != "" {
-			continue
-		}
-		wanted := s.podCSIVolumes(p)
-		if fits(p, node, s.runningOn(node.Name), vols, func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) }).fits() {
-			s.requeue(p.Namespace + "/" + p.Name)
-		}
-	}
-}
-
-// assignedPodGone: a pod bound to a node that goes (or finishes) may leave
-// room on its node, or free a ReadWriteOncePod claim (VolumeRestrictions'
-// hint: a pod of the namespace that used one of the waiting pod's
-// claims).
-func (s *Scheduler) assignedPodGone(p *corev1.Pod) {
-	if p.Spec.NodeName == "" {
-		return
-	}
-	s.requeueWhere(false, func(w *corev1.Pod, a attempt) bool {
-		return a.plugins["NodeVolumeLimits"] || a.plugins["NodeResourcesFit"] ||
-			a.plugins["VolumeRestrictions"] && w.Namespace == p.Namespace && sharesClaim(w, p)
-	})
-}
-
-// finished: the pod has succeeded or failed.
-func finished(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-// requeue adds a pod to the queue once its backoff since its last failed
-// attempt is over.
-func (s *Scheduler) requeue(key string) {
-	s.mu.Lock()
-	a, failed := s.attempts[key]
-	s.mu.Unlock()
-	if failed {
-		if wait := retryAt(a).Sub(s.clock.Now()); wait > 0 {
-			s.queue.AddAfter(key, wait)
-			return
-		}
-	}
-	s.queue.Add(key)
-}
-
-// podChanged: an update of the pod other than of its status (and of the
-// bookkeeping fields that change with every write).
-func podChanged(old, pod *corev1.Pod) bool {
-	strip := func(p *corev1.Pod) *corev1.Pod {
-		c := p.DeepCopy()
-		c.ResourceVersion, c.Generation, c.ManagedFields, c.Status = "", 0, nil, corev1.PodStatus{}
-		return c
-	}
-	return !apiequality.Semantic.DeepEqual(strip(old), strip(pod))
-}
-
 // Workers are the scheduler's queue and sync function.
 func (s *Scheduler) Workers() []controller.Worker {
 	return []controller.Worker{{Name: "scheduler", Queue: s.queue, Sync: s.sync}}
@@ -368,119 +253,6 @@ func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string) erro
 	s.forget(pod.Namespace + "/" + pod.Name)
 	s.events.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
 	return nil
-}
-
-// podVolumes resolves the pod's claims, or says why the pod cannot be
-// scheduled at all.
-func (s *Scheduler) podVolumes(pod *corev1.Pod) (podVolumes, string) {
-	vols := podVolumes{classes: map[string]*storagev1.StorageClass{}}
-	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i]
-		name, ok := volumeutil.ClaimName(pod, v)
-		if !ok {
-			continue
-		}
-		// The volume binding plugin's podHasPVCs
-		// (pkg/scheduler/framework/plugins/volumebinding/volume_binding.go).
-		claim, err := s.claims.PersistentVolumeClaims(pod.Namespace).Get(name)
-		if err != nil {
-			if v.Ephemeral != nil {
-				// Normal just after the pod is created.
-				return vols, fmt.Sprintf("waiting for ephemeral volume controller to create the persistentvolumeclaim %q", name)
-			}
-			return vols, fmt.Sprintf("persistentvolumeclaim %q not found", name)
-		}
-		if claim.Status.Phase == corev1.ClaimLost {
-			return vols, fmt.Sprintf("persistentvolumeclaim %q bound to non-existent persistentvolume %q", name, claim.Spec.VolumeName)
-		}
-		if slices.Contains(claim.Spec.AccessModes, corev1.ReadWriteOncePod) {
-			vols.readWriteOncePodClaims = append(vols.readWriteOncePodClaims, name)
-			if users := s.claimUsers(pod, name); len(users) > 0 {
-				vols.readWriteOncePodInUse = true
-				vols.readWriteOncePodUsers = append(vols.readWriteOncePodUsers, users...)
-			}
-		}
-		if claim.DeletionTimestamp != nil {
-			return vols, fmt.Sprintf("persistentvolumeclaim %q is being deleted", name)
-		}
-		if v.Ephemeral != nil {
-			if err := ephemeral.VolumeIsForPod(pod, claim); err != nil {
-				return vols, err.Error()
-			}
-		}
-		if claim.Spec.VolumeName != "" {
-			pv, err := s.volumes.Get(claim.Spec.VolumeName)
-			if err != nil {
-				return vols, fmt.Sprintf("persistentvolume %q not found", claim.Spec.VolumeName)
-			}
-			vols.bound = append(vols.bound, pv)
-			continue
-		}
-		class, _ := s.classes.Get(className(claim))
-		if class == nil || class.VolumeBindingMode == nil || *class.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
-			return vols, "pod has unbound immediate PersistentVolumeClaims"
-		}
-		vols.classes[class.Name] = class
-		vols.delayed = append(vols.delayed, claim)
-		if sel := claim.Annotations[storagehelpers.AnnSelectedNode]; sel != "" {
-			vols.selected = sel
-		}
-	}
-	if len(vols.delayed) > 0 {
-		vols.available, _ = s.volumes.List(labels.Everything())
-		vols.capacity = s.hasCapacity
-	}
-	return vols, ""
-}
-
-// claimUsers are the pods other than pod, bound to a node and not
-// finished (the scheduler's cache of assigned pods, terminating ones
-// included), that use the claim: VolumeRestrictions' PreFilter count for
-// a ReadWriteOncePod claim. They come in the order of their keys.
-func (s *Scheduler) claimUsers(pod *corev1.Pod, claim string) []*corev1.Pod {
-	var users []*corev1.Pod
-	for _, obj := range s.podIndex.List() {
-		p, ok := obj.(*corev1.Pod)
-		if !ok || p.UID == pod.UID || p.Namespace != pod.Namespace || p.Spec.NodeName == "" ||
-			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if usesClaim(p, claim) {
-			users = append(users, p)
-		}
-	}
-	sort.Slice(users, func(i, j int) bool { return users[i].Name < users[j].Name })
-	return users
-}
-
-// hasCapacity is the volume binding plugin's capacity check: when the
-// class's CSIDriver has storageCapacity, some CSIStorageCapacity of the
-// class whose topology the node matches must fit the request (by its
-// maximumVolumeSize if set, else its capacity).
-func (s *Scheduler) hasCapacity(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, node *corev1.Node) bool {
-	drv, err := s.drivers.Get(class.Provisioner)
-	if err != nil || drv.Spec.StorageCapacity == nil || !*drv.Spec.StorageCapacity {
-		return true
-	}
-	request := claim.Spec.Resources.Requests[corev1.ResourceStorage]
-	all, _ := s.capacities.List(labels.Everything())
-	for _, c := range all {
-		if c.StorageClassName != class.Name || c.NodeTopology == nil {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(c.NodeTopology)
-		if err != nil || !sel.Matches(labels.Set(node.Labels)) {
-			continue
-		}
-		size := c.Capacity
-		if c.MaximumVolumeSize != nil {
-			size = c.MaximumVolumeSize
-		}
-		if size != nil && size.Cmp(request) >= 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // pickNode returns the first node by name that fits, or the verdict of
@@ -590,144 +362,6 @@ func (s *Scheduler) runningOn(node string) []*corev1.Pod {
 		}
 	}
 	return out
-}
-
-// overVolumeLimit: the pod's CSI volumes (wanted) do not fit under the
-// node's CSINode allocatable counts, next to the volumes the node's pods
-// use and the volumes attached to it.
-func (s *Scheduler) overVolumeLimit(node *corev1.Node, wanted map[string]string) bool {
-	if len(wanted) == 0 {
-		return false
-	}
-	csiNode, err := s.csiNodes.Get(node.Name)
-	if err != nil {
-		return false
-	}
-	limits := map[string]int32{}
-	for _, d := range csiNode.Spec.Drivers {
-		if d.Allocatable != nil && d.Allocatable.Count != nil {
-			limits[d.Name] = *d.Allocatable.Count
-		}
-	}
-	if len(limits) == 0 {
-		return false
-	}
-	attached := map[string]string{}
-	for _, p := range s.runningOn(node.Name) {
-		maps.Copy(attached, s.podCSIVolumes(p))
-	}
-	vas, _ := volumeutil.ByIndex[*storagev1.VolumeAttachment](s.vaIndex, volumeutil.AttachmentsByNode, node.Name)
-	for _, va := range vas {
-		if va.Spec.Source.PersistentVolumeName == nil {
-			continue
-		}
-		if pv, err := s.volumes.Get(*va.Spec.Source.PersistentVolumeName); err == nil && pv.Spec.CSI != nil {
-			attached[pv.Spec.CSI.Driver+"/"+pv.Spec.CSI.VolumeHandle] = pv.Spec.CSI.Driver
-		}
-	}
-	return exceedsVolumeLimits(limits, attached, wanted)
-}
-
-// podCSIVolumes are the CSI volumes a pod's claims stand for, by unique
-// name to driver: a bound claim's volume by driver and handle, an unbound
-// one by claim under its class's provisioner. Claims that cannot be
-// looked up are not counted.
-func (s *Scheduler) podCSIVolumes(pod *corev1.Pod) map[string]string {
-	out := map[string]string{}
-	for i := range pod.Spec.Volumes {
-		name, ok := volumeutil.ClaimName(pod, &pod.Spec.Volumes[i])
-		if !ok {
-			continue
-		}
-		claim, err := s.claims.PersistentVolumeClaims(pod.Namespace).Get(name)
-		if err != nil {
-			continue
-		}
-		if claim.Spec.VolumeName != "" {
-			if pv, err := s.volumes.Get(claim.Spec.VolumeName); err == nil && pv.Spec.CSI != nil {
-				out[pv.Spec.CSI.Driver+"/"+pv.Spec.CSI.VolumeHandle] = pv.Spec.CSI.Driver
-			}
-			continue
-		}
-		if class, err := s.classes.Get(className(claim)); err == nil && class.Provisioner != "" {
-			out[class.Provisioner+"/unbound:"+claim.Namespace+"/"+claim.Name] = class.Provisioner
-		}
-	}
-	return out
-}
-
-// bindVolumes does the volume binding's pre-bind writes for delayed
-// claims: a static volume is bound to its claim, a claim to be provisioned
-// is given the chosen node. It returns the claims PreBind then waits for.
-func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVolumes, node *corev1.Node) (preBinding, error) {
-	wait := preBinding{node: node.Name}
-	static := staticMatches(vols.delayed, vols.available, node)
-	for _, claim := range vols.delayed {
-		if claim.Annotations[storagehelpers.AnnSelectedNode] != "" {
-			wait.provision = append(wait.provision, claim.Name)
-			continue
-		}
-		if pv := static[claim]; pv != nil {
-			wait.static = append(wait.static, staticBinding{claim: claim.Name, volume: pv.Name})
-			if ref := pv.Spec.ClaimRef; ref != nil && ref.UID == claim.UID {
-				continue // the PV controller finishes the binding
-			}
-			v := pv.DeepCopy()
-			v.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
-				Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID, ResourceVersion: claim.ResourceVersion}
-			// A volume an admin reserved for the claim is not marked as
-			// the controllers' binding.
-			if pv.Spec.ClaimRef == nil {
-				if v.Annotations == nil {
-					v.Annotations = map[string]string{}
-				}
-				v.Annotations[storagehelpers.AnnBoundByController] = "yes"
-			}
-			if _, err := s.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
-				return wait, fmt.Errorf("binding volume %s to claim %s/%s: %w", pv.Name, claim.Namespace, claim.Name, err)
-			}
-			continue
-		}
-		wait.provision = append(wait.provision, claim.Name)
-		c := claim.DeepCopy()
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
-		}
-		c.Annotations[storagehelpers.AnnSelectedNode] = node.Name
-		if _, err := s.client.CoreV1().PersistentVolumeClaims(c.Namespace).Update(ctx, c, metav1.UpdateOptions{}); err != nil {
-			return wait, fmt.Errorf("selecting node %s for claim %s/%s: %w", node.Name, claim.Namespace, claim.Name, err)
-		}
-	}
-	return wait, nil
-}
-
-// unschedulable reports why the pod fits nowhere — an event and the
-// PodScheduled=False condition — and parks it: an event that may make it
-// fit requeues it (after its backoff), else it is tried again after
-// podMaxInUnschedulablePodsDuration.
-func (s *Scheduler) unschedulable(ctx context.Context, pod *corev1.Pod, msg string, plugins map[string]bool) error {
-	s.events.Event(pod, corev1.EventTypeWarning, "FailedScheduling", msg)
-	if err := s.setScheduledFalse(ctx, pod, corev1.PodReasonUnschedulable, msg); err != nil {
-		return err
-	}
-	s.parked(pod.Namespace+"/"+pod.Name, plugins)
-	// Events that may make it fit bring it back sooner.
-	return controller.RequeueAfter(podMaxInUnschedulablePodsDuration)
-}
-
-// parked counts a failed attempt of the pod, rejected by plugins.
-func (s *Scheduler) parked(key string, plugins map[string]bool) {
-	s.mu.Lock()
-	a := s.attempts[key]
-	s.attempts[key] = attempt{failures: a.failures + 1, last: s.clock.Now(), plugins: plugins}
-	s.mu.Unlock()
-}
-
-func (s *Scheduler) forget(key string) {
-	s.mu.Lock()
-	delete(s.attempts, key)
-	delete(s.binding, key)
-	s.mu.Unlock()
 }
 
 func hasCondition(pod *corev1.Pod, c corev1.PodCondition) bool {
