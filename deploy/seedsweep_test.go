@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/csisim/csisim/internal/testenv"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -132,10 +133,7 @@ func checkRunFlags(t *testing.T, args []string) {
 		t.Log("-short: not building csisim to try the Job's flags")
 		return
 	}
-	csisim := filepath.Join(t.TempDir(), "csisim")
-	if out, err := exec.Command("go", "build", "-o", csisim, "../cmd/csisim").CombinedOutput(); err != nil {
-		t.Fatalf("building csisim: %v\n%s", err, out)
-	}
+	csisim := testenv.CsisimBinary(t)
 	index := regexp.MustCompile(`\$\(` + completionIndexEnv + `\)`)
 	results := t.TempDir()
 	var local []string
@@ -223,3 +221,6 @@ func TestCIWorkflow(t *testing.T) {
 		t.Errorf("the JUnit report (%v) is not below what an always() upload step uploads (%q)", junit, upload)
 	}
 }
+
+// TestMain removes the csisim binary the tests built.
+func TestMain(m *testing.M) { testenv.Main(m) }

@@ -5,37 +5,16 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/onsi/gomega/gexec"
-
+	"github.com/csisim/csisim/internal/testenv"
 	"github.com/csisim/csisim/realkube"
 	"github.com/csisim/csisim/scenarios"
 )
 
-var (
-	buildOnce   sync.Once
-	builtBinary string
-	buildErr    error
-)
-
-// csisimBinary builds csisim once, for the driver plugins.
-func csisimBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() { builtBinary, buildErr = gexec.Build("github.com/csisim/csisim/cmd/csisim") })
-	if buildErr != nil {
-		t.Fatalf("building csisim: %v", buildErr)
-	}
-	return builtBinary
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	gexec.CleanupBuildArtifacts()
-	os.Exit(code)
-}
+// TestMain removes the csisim binary built for the driver plugins.
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // The judge runs the simulator as `csisim run` does: scenarios whose
 // timing is what they are about, which settling after each step broke,
@@ -61,7 +40,7 @@ func TestSimulatorRunsScenariosAsWritten(t *testing.T) {
 		// Its finally steps run, and count, as the steps do.
 		{file: "wait-for-first-consumer.yaml"},
 	}
-	bin := csisimBinary(t)
+	bin := testenv.CsisimBinary(t)
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
 			sc, err := scenarios.Load("../scenarios/library/" + tc.file)
@@ -124,7 +103,7 @@ func TestRealClusterReadBackAtEachStep(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	run, err := runReal(ctx, sc, Options{DriverBinary: csisimBinary(t)})
+	run, err := runReal(ctx, sc, Options{DriverBinary: testenv.CsisimBinary(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +129,7 @@ func TestJudgeDoesNotPerturbTheSimulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs library scenarios on the simulator")
 	}
-	bin := csisimBinary(t)
+	bin := testenv.CsisimBinary(t)
 	for _, file := range []string{"kubelet-claim-not-found.yaml", "kubelet-concurrent-unstage.yaml", "api-conflict-pv-binder.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			sc, err := scenarios.Load("../scenarios/library/" + file)

@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/onsi/gomega/gexec"
-
 	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/explain"
+	"github.com/csisim/csisim/internal/testenv"
 	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
@@ -24,29 +21,10 @@ import (
 // the step where the object is stuck: the explanation, from the run's
 // history and from the live cluster, must name the real cause.
 
-// csisimBinary builds the csisim command once, for the scenarios that need
+// TestMain removes the csisim binary built for the scenarios that need
 // the real driver (zones, capacity): the simulator starts it as `csisim
 // driver`.
-var (
-	buildOnce   sync.Once
-	builtBinary string
-	buildErr    error
-)
-
-func csisimBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() { builtBinary, buildErr = gexec.Build("github.com/csisim/csisim/cmd/csisim") })
-	if buildErr != nil {
-		t.Fatalf("building csisim: %v", buildErr)
-	}
-	return builtBinary
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	gexec.CleanupBuildArtifacts()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // stuckRun is a library scenario cut after a step, and what explaining an
 // object must then say.
@@ -127,7 +105,7 @@ func TestLibraryStuckStates(t *testing.T) {
 			sc.Finally = nil // the stuck state is explained before any clean-up
 			cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName, Seed: 1}
 			if r.realDriver {
-				cfg.DriverBinary = csisimBinary(t)
+				cfg.DriverBinary = testenv.CsisimBinary(t)
 			} else {
 				cfg.Mock = true
 			}

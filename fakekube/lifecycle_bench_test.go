@@ -3,12 +3,11 @@ package fakekube_test
 import (
 	"context"
 	"io"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/csisim/csisim/drivers/profiles"
+	"github.com/csisim/csisim/internal/testenv"
 	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
@@ -21,10 +20,7 @@ import (
 //
 //	go test -run '^$' -bench BasicLifecycle -benchtime 10x ./fakekube/
 func BenchmarkBasicLifecycle(b *testing.B) {
-	bin := filepath.Join(b.TempDir(), "csisim")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/csisim").CombinedOutput(); err != nil {
-		b.Fatalf("building csisim: %v\n%s", err, out)
-	}
+	bin := testenv.CsisimBinary(b)
 	sc, err := scenarios.Load("../scenarios/library/basic-lifecycle.yaml")
 	if err != nil {
 		b.Fatal(err)
@@ -63,3 +59,6 @@ func runScenario(b *testing.B, sc *scenarios.Scenario, bin string) int {
 	}
 	return n
 }
+
+// TestMain removes the csisim binary the tests built.
+func TestMain(m *testing.M) { testenv.Main(m) }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/csisim/csisim/internal/testenv"
 	"github.com/csisim/csisim/realkube"
 	"github.com/csisim/csisim/sim/cluster"
 )
@@ -41,16 +42,8 @@ func requireBinaries(t *testing.T, names ...string) string {
 	return bin
 }
 
-// csisimBinary builds the csisim command, whose `driver` subcommand the
-// simulated cluster runs.
-func csisimBinary(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "csisim")
-	if out, err := exec.Command("go", "build", "-o", path, "../cmd/csisim").CombinedOutput(); err != nil {
-		t.Fatalf("building csisim: %v\n%s", err, out)
-	}
-	return path
-}
+// TestMain removes the csisim binary the tests built.
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // serveHTTP serves the cluster's API server on loopback and writes a
 // kubeconfig for it.
@@ -125,7 +118,7 @@ func tail(s string, lines int) string {
 func TestUpstreamSidecarsAgainstFakekube(t *testing.T) {
 	bin := requireBinaries(t, "csi-provisioner", "csi-attacher")
 	ctx := context.Background()
-	c, err := cluster.Start(ctx, cluster.Config{Realtime: true, DriverBinary: csisimBinary(t), Seed: 1,
+	c, err := cluster.Start(ctx, cluster.Config{Realtime: true, DriverBinary: testenv.CsisimBinary(t), Seed: 1,
 		Without: []string{"external-provisioner", "external-attacher"}})
 	if err != nil {
 		t.Fatal(err)

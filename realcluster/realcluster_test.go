@@ -5,14 +5,13 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/csisim/csisim/internal/testenv"
 	"github.com/csisim/csisim/realkube"
 	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/trace"
@@ -30,16 +29,8 @@ func requireBinaries(t *testing.T) {
 	}
 }
 
-// csisimBinary builds the csisim command, whose `driver` subcommand runs
-// the driver plugins.
-func csisimBinary(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "csisim")
-	if out, err := exec.Command("go", "build", "-o", path, "../cmd/csisim").CombinedOutput(); err != nil {
-		t.Fatalf("building csisim: %v\n%s", err, out)
-	}
-	return path
-}
+// TestMain removes the csisim binary the tests built.
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestBasicLifecycle runs the library's basic scenario on the real control
 // plane with simulated kubelets: it must pass, CSI call sequence included
@@ -56,7 +47,7 @@ func TestBasicLifecycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	started := time.Now()
-	c, err := Start(ctx, Config{Nodes: sc.Cluster.Nodes, DriverBinary: csisimBinary(t), Log: &log})
+	c, err := Start(ctx, Config{Nodes: sc.Cluster.Nodes, DriverBinary: testenv.CsisimBinary(t), Log: &log})
 	if err != nil {
 		t.Fatalf("Start: %v\n%s", err, tail(log.String(), 80))
 	}

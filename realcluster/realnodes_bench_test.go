@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csisim/csisim/internal/testenv"
 	"github.com/csisim/csisim/realkube"
 	"github.com/csisim/csisim/realnodes"
 	"github.com/csisim/csisim/scenarios"
@@ -24,10 +25,7 @@ func BenchmarkRealNodes(b *testing.B) {
 		b.Skip(err.Error())
 	}
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "csisim")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/csisim").CombinedOutput(); err != nil {
-		b.Fatalf("building csisim: %v\n%s", err, out)
-	}
+	bin := testenv.CsisimBinary(b)
 	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "csisim-workload"), "../cmd/csisim-workload")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

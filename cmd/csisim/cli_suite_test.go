@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csisim/csisim/internal/testenv"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
@@ -28,9 +29,9 @@ var csisim string
 
 var _ = BeforeSuite(func() {
 	var err error
-	csisim, err = gexec.Build("github.com/csisim/csisim/cmd/csisim")
+	csisim, err = testenv.BuildCsisim()
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(gexec.CleanupBuildArtifacts)
+	DeferCleanup(testenv.Cleanup)
 })
 
 // start runs csisim with its temporary files in a directory of the test's

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/csisim/csisim/internal/testenv"
 )
 
 func TestParse(t *testing.T) {
@@ -88,11 +90,8 @@ func TestCheckCatchesWrongAnswers(t *testing.T) {
 		}
 		t.Skip("kubectl is not on PATH")
 	}
-	binDir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(binDir, "csisim"), "github.com/csisim/csisim/cmd/csisim")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building csisim: %v\n%s", err, out)
-	}
+	// The binary's directory holds csisim alone: the labs' PATH.
+	binDir := filepath.Dir(testenv.CsisimBinary(t))
 	const serve = "```sh serve\ncsisim serve --kubeconfig lab.kubeconfig --nodes node-1,node-2\n```\n"
 	nodes := "```sh\nkubectl get nodes -o jsonpath='{.items[*].metadata.name}'\n```\n"
 	tests := []struct {
@@ -233,3 +232,6 @@ func TestCheckedDocsParse(t *testing.T) {
 		}
 	}
 }
+
+// TestMain removes the csisim binary the tests built.
+func TestMain(m *testing.M) { testenv.Main(m) }

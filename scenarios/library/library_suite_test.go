@@ -14,9 +14,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/onsi/gomega/gexec"
 
 	"github.com/csisim/csisim/drivers/profiles"
+	"github.com/csisim/csisim/internal/testenv"
 	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/trace"
@@ -33,9 +33,9 @@ var csisimBinary string
 
 var _ = BeforeSuite(func() {
 	var err error
-	csisimBinary, err = gexec.Build("github.com/csisim/csisim/cmd/csisim")
+	csisimBinary, err = testenv.BuildCsisim()
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(gexec.CleanupBuildArtifacts)
+	DeferCleanup(testenv.Cleanup)
 })
 
 // lifecycleMethods are the CSI calls that change a volume's state; the

@@ -5,11 +5,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/csisim/csisim/internal/testenv"
 	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/scenarios/scale"
 	"github.com/csisim/csisim/sim/cluster"
@@ -65,7 +63,7 @@ func runScale(b *testing.B, claims, nodes int, mock bool) {
 	}
 	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Seed: 1, Mock: mock}
 	if !mock {
-		cfg.DriverBinary = csisimBinary(b)
+		cfg.DriverBinary = testenv.CsisimBinary(b)
 	}
 	c, err := cluster.Start(ctx, cfg)
 	if err != nil {
@@ -166,36 +164,4 @@ func peakRSS() int64 {
 }
 
 // TestMain removes the csisim binary the benchmarks built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
-	os.Exit(code)
-}
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// csisimBinary builds the csisim command once: csisim's own driver runs
-// as its own processes.
-func csisimBinary(b *testing.B) string {
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "csisim-scale-bench-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "csisim")
-		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/csisim").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building csisim: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		b.Fatal(buildErr)
-	}
-	return binPath
-}
+func TestMain(m *testing.M) { testenv.Main(m) }

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/csisim/csisim/internal/testenv"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,20 +19,12 @@ import (
 var csisimBinary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "csisim-cluster-test-")
-	if err != nil {
+	var err error
+	if csisimBinary, err = testenv.BuildCsisim(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	csisimBinary = filepath.Join(dir, "csisim")
-	out, err := exec.Command("go", "build", "-o", csisimBinary, "../../cmd/csisim").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building csisim: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testenv.Main(m)
 }
 
 func nodeNames(n int) []string {

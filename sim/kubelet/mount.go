@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
@@ -29,20 +30,13 @@ import (
 // nodeCaps are the node plugin's capabilities (NodeGetCapabilities).
 type nodeCaps map[csi.NodeServiceCapability_RPC_Type]bool
 
-// nodeCapabilities asks the node plugin what it can do; the real kubelet
-// asks before each operation.
+// nodeCapabilities asks the node plugin what it can do, as the cluster
+// asked it at start (driverinfo.AskNode); the real kubelet asks before
+// each operation.
 func (k *Kubelet) nodeCapabilities(ctx context.Context) (nodeCaps, error) {
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
-	resp, err := k.csi.NodeGetCapabilities(callCtx, &csi.NodeGetCapabilitiesRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("NodeGetCapabilities: %w", err)
-	}
-	caps := nodeCaps{}
-	for _, c := range resp.GetCapabilities() {
-		caps[c.GetRpc().GetType()] = true
-	}
-	return caps, nil
+	return driverinfo.AskNode(callCtx, k.csi)
 }
 
 // accessMode is the CSI access mode the kubelet asks for: the PV's first

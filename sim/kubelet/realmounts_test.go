@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,48 +21,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/internal/testenv"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/kubelet"
 )
 
-var (
-	buildOnce  sync.Once
-	buildDir   string
-	csisimPath string
-	buildErr   error
-)
-
-// TestMain removes the csisim binary a test built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-// csisimBinary builds the csisim command once: the cluster runs csisim's
-// driver from it, as processes of their own.
-func csisimBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "csisim-kubelet-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildDir = dir
-		csisimPath = filepath.Join(dir, "csisim")
-		if out, err := exec.Command("go", "build", "-o", csisimPath, "../../cmd/csisim").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building csisim: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return csisimPath
-}
+// TestMain removes the csisim binary the tests built.
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestRealMounts runs one pod with a filesystem volume and a block volume
 // of csisim's driver, with real mounts and loop devices, and checks on
@@ -76,7 +41,7 @@ func TestRealMounts(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{Nodes: []string{"node-1"}, DriverBinary: csisimBinary(t), Seed: 1})
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: []string{"node-1"}, DriverBinary: testenv.CsisimBinary(t), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +184,7 @@ func TestRealExpansion(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{Nodes: []string{"node-1"}, DriverBinary: csisimBinary(t), Seed: 1})
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: []string{"node-1"}, DriverBinary: testenv.CsisimBinary(t), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
