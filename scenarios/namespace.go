@@ -11,6 +11,7 @@ import (
 
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/drivers/profiles"
+	"github.com/csisim/csisim/fault"
 )
 
 // profile is the driver under test: Runner.Profile, or csisim's own
@@ -148,40 +149,32 @@ func inNamespace(st Step, ns string) Step {
 	if ns == "" || ns == defaultNamespace {
 		return st
 	}
-	set := func(s *string) {
-		if *s == "" {
-			*s = ns
-		}
-	}
 	switch {
 	case st.Apply != nil:
-		a := *st.Apply
-		set(&a.Namespace)
-		st.Apply = &a
+		namespaceWhereUnset(&st.Apply, func(a *Apply) *string { return &a.Namespace }, ns)
 	case st.Wait != nil:
-		w := *st.Wait
-		set(&w.Namespace)
-		st.Wait = &w
+		namespaceWhereUnset(&st.Wait, func(w *Wait) *string { return &w.Namespace }, ns)
 	case st.Consistently != nil:
-		c := *st.Consistently
-		set(&c.Namespace)
-		st.Consistently = &c
+		namespaceWhereUnset(&st.Consistently, func(c *Consistently) *string { return &c.Namespace }, ns)
 	case st.Assert != nil:
-		a := *st.Assert
-		set(&a.Namespace)
-		st.Assert = &a
+		namespaceWhereUnset(&st.Assert, func(a *Assert) *string { return &a.Namespace }, ns)
 	case st.Delete != nil:
-		d := *st.Delete
-		set(&d.Namespace)
-		st.Delete = &d
+		namespaceWhereUnset(&st.Delete, func(d *Delete) *string { return &d.Namespace }, ns)
 	case st.Patch != nil:
-		pt := *st.Patch
-		set(&pt.Namespace)
-		st.Patch = &pt
+		namespaceWhereUnset(&st.Patch, func(pt *Patch) *string { return &pt.Namespace }, ns)
 	case st.Fault != nil && st.Fault.Claim != "":
-		f := *st.Fault // the claim's namespace
-		set(&f.Namespace)
-		st.Fault = &f
+		// the claim's namespace
+		namespaceWhereUnset(&st.Fault, func(f *fault.Fault) *string { return &f.Namespace }, ns)
 	}
 	return st
+}
+
+// namespaceWhereUnset replaces *part by a copy (the step is the caller's, and
+// its parts are shared) whose namespace is ns where it names none.
+func namespaceWhereUnset[T any](part **T, namespace func(*T) *string, ns string) {
+	c := **part
+	if n := namespace(&c); *n == "" {
+		*n = ns
+	}
+	*part = &c
 }

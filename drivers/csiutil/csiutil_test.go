@@ -43,3 +43,33 @@ func TestIsEphemeral(t *testing.T) {
 		}
 	}
 }
+
+func TestIsSingleNode(t *testing.T) {
+	for mode, want := range map[csi.VolumeCapability_AccessMode_Mode]bool{
+		csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER:        true,
+		csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY:   true,
+		csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER: true,
+		csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER:  true,
+		csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY:    false,
+		csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER:   false,
+		csi.VolumeCapability_AccessMode_UNKNOWN:                   false,
+	} {
+		if got := IsSingleNode(mode); got != want {
+			t.Errorf("IsSingleNode(%s) = %t, want %t", mode, got, want)
+		}
+	}
+}
+
+func TestModeFromName(t *testing.T) {
+	for _, mode := range []csi.VolumeCapability_AccessMode_Mode{
+		csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER,
+		csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER,
+	} {
+		if got := ModeFromName(mode.String()); got != mode {
+			t.Errorf("ModeFromName(%q) = %s, want %s", mode.String(), got, mode)
+		}
+	}
+	if got := ModeFromName("no such mode"); got != csi.VolumeCapability_AccessMode_UNKNOWN {
+		t.Errorf("ModeFromName of an unknown name = %s, want UNKNOWN", got)
+	}
+}

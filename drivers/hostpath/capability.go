@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/csisim/csisim/drivers/csiutil"
 )
 
 // supportedFsTypes are the file systems a block volume can be formatted
@@ -32,7 +33,7 @@ func (d *Driver) checkCapability(c *csi.VolumeCapability, kind volumeKind) error
 // spec's "Exceeds capabilities" from the node service), so that a
 // ReadWriteMany claim of its class is never provisioned.
 func (d *Driver) checkAccessMode(mode csi.VolumeCapability_AccessMode_Mode) error {
-	if d.cfg.MultiNode || isSingleNode(mode) {
+	if d.cfg.MultiNode || csiutil.IsSingleNode(mode) {
 		return nil
 	}
 	return fmt.Errorf("access mode %s is not supported: volumes of this driver are used on one node at a time (csisim driver --multi-node supports the MULTI_NODE modes)", mode)
@@ -62,24 +63,6 @@ func checkVolumeCapability(c *csi.VolumeCapability, kind volumeKind) error {
 		return fmt.Errorf("access mode %v is not supported", mode)
 	}
 	return nil
-}
-
-// isSingleNode reports whether an access mode allows one node only.
-func isSingleNode(m csi.VolumeCapability_AccessMode_Mode) bool {
-	switch m {
-	case csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
-		csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY,
-		csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER,
-		csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER:
-		return true
-	}
-	return false
-}
-
-// modeFromName turns an access mode name, as stored in the state, back
-// into the mode; unknown names give UNKNOWN.
-func modeFromName(name string) csi.VolumeCapability_AccessMode_Mode {
-	return csi.VolumeCapability_AccessMode_Mode(csi.VolumeCapability_AccessMode_Mode_value[name])
 }
 
 // isReadOnly reports whether an access mode forbids writing.

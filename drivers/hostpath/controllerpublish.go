@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/csisim/csisim/drivers/csiutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -69,7 +70,7 @@ func (s *controllerServer) ControllerPublishVolume(_ context.Context, req *csi.C
 	}
 	if !republish {
 		for other, p := range v.PublishedNodes {
-			if isSingleNode(mode) || isSingleNode(modeFromName(p.AccessMode)) {
+			if csiutil.IsSingleNode(mode) || csiutil.IsSingleNode(csiutil.ModeFromName(p.AccessMode)) {
 				return nil, status.Errorf(codes.FailedPrecondition, "ControllerPublishVolume: volume %s is published to node %s with access mode %s and cannot also be published to node %s", id, other, p.AccessMode, nodeID)
 			}
 		}

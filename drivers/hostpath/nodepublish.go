@@ -128,7 +128,7 @@ func (d *Driver) publishSource(req *csi.NodePublishVolumeRequest, staging string
 func (d *Driver) checkSingleWriter(method, id, target string, mode csi.VolumeCapability_AccessMode_Mode) error {
 	for other, p := range d.state.Published[id] {
 		if other != target && (mode == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER ||
-			modeFromName(p.AccessMode) == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER) {
+			csiutil.ModeFromName(p.AccessMode) == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER) {
 			return status.Errorf(codes.FailedPrecondition, "%s: volume %s is single-writer and already published at %s", method, id, other)
 		}
 	}

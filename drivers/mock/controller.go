@@ -191,22 +191,6 @@ func (s *controllerServer) DeleteVolume(_ context.Context, req *csi.DeleteVolume
 	return &csi.DeleteVolumeResponse{}, nil
 }
 
-// isSingleNode reports whether an access mode allows only one node.
-func isSingleNode(m csi.VolumeCapability_AccessMode_Mode) bool {
-	switch m {
-	case csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
-		csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY,
-		csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER,
-		csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER:
-		return true
-	}
-	return false
-}
-
-func modeOf(name string) csi.VolumeCapability_AccessMode_Mode {
-	return csi.VolumeCapability_AccessMode_Mode(csi.VolumeCapability_AccessMode_Mode_value[name])
-}
-
 func (s *controllerServer) ControllerPublishVolume(_ context.Context, req *csi.ControllerPublishVolumeRequest) (*csi.ControllerPublishVolumeResponse, error) {
 	if s.d.cfg.NoAttach {
 		return nil, status.Error(codes.Unimplemented, "ControllerPublishVolume: this driver does not have PUBLISH_UNPUBLISH_VOLUME")
@@ -250,7 +234,7 @@ func (s *controllerServer) ControllerPublishVolume(_ context.Context, req *csi.C
 		return resp, nil
 	}
 	for _, other := range slices.Sorted(maps.Keys(v.published)) {
-		if p := v.published[other]; isSingleNode(mode) || isSingleNode(modeOf(p.mode)) {
+		if p := v.published[other]; csiutil.IsSingleNode(mode) || csiutil.IsSingleNode(csiutil.ModeFromName(p.mode)) {
 			return nil, status.Errorf(codes.FailedPrecondition, "ControllerPublishVolume: volume %s is published to node %s with access mode %s and cannot also be published to node %s", id, other, p.mode, nodeID)
 		}
 	}

@@ -177,7 +177,7 @@ func (b *Backend) checkOtherNodes(method, id, nodeID string, mode csi.VolumeCapa
 			modes = append(modes, p.mode)
 		}
 		for _, m := range modes {
-			if isSingleNode(mode) || isSingleNode(modeOf(m)) {
+			if csiutil.IsSingleNode(mode) || csiutil.IsSingleNode(csiutil.ModeFromName(m)) {
 				return status.Errorf(codes.FailedPrecondition, "%s: volume %s is in use on node %s with access mode %s and cannot also be used on node %s with %s", method, id, other, m, nodeID, mode)
 			}
 		}
@@ -327,7 +327,7 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	const ssw = csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
 	if len(targets) > 0 && (mode == ssw || len(targets) == 1) {
 		other := slices.Min(slices.Collect(maps.Keys(targets)))
-		if mode == ssw || modeOf(targets[other].mode) == ssw {
+		if mode == ssw || csiutil.ModeFromName(targets[other].mode) == ssw {
 			return nil, status.Errorf(codes.FailedPrecondition, "NodePublishVolume: volume %s is single-writer and already published at %s", id, other)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csisim/csisim/sim/volumeutil"
 )
@@ -105,18 +104,7 @@ func secretRef(params map[string]string, kind string, claim *corev1.PersistentVo
 
 // secretData reads a secret's data for a CSI call.
 func (p *Provisioner) secretData(ctx context.Context, ref *corev1.SecretReference) (map[string]string, error) {
-	if ref == nil {
-		return nil, nil
-	}
-	s, err := p.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("error getting secret %s in namespace %s: %v", ref.Name, ref.Namespace, err)
-	}
-	out := map[string]string{}
-	for k, v := range s.Data {
-		out[k] = string(v)
-	}
-	return out, nil
+	return volumeutil.SecretData(ctx, p.client, ref)
 }
 
 // applySecretRefs writes the secret references the class names into the PV,

@@ -412,16 +412,9 @@ func (r *Resizer) expand(ctx context.Context, pv *corev1.PersistentVolume, size 
 	if src.VolumeHandle == "" {
 		return old, false, errors.New("empty volume handle")
 	}
-	var secrets map[string]string
-	if ref := src.ControllerExpandSecretRef; ref != nil {
-		secret, err := r.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			return old, false, fmt.Errorf("error getting secret %s in namespace %s: %v", ref.Name, ref.Namespace, err)
-		}
-		secrets = map[string]string{}
-		for k, v := range secret.Data {
-			secrets[k] = string(v)
-		}
+	secrets, err := volumeutil.SecretData(ctx, r.client, src.ControllerExpandSecretRef)
+	if err != nil {
+		return old, false, err
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()

@@ -3,9 +3,9 @@ package snapshotcontroller
 import (
 	"context"
 	"errors"
-	"github.com/csisim/csisim/sim/volumeutil"
-	"maps"
 	"slices"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -93,11 +93,7 @@ func (c *Controller) setAnnBeingDeleted(ctx context.Context, content *snapv1.Vol
 	if _, ok := content.Annotations[volumeutil.AnnSnapshotBeingDeleted]; ok {
 		return content, nil
 	}
-	annotations := maps.Clone(content.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[volumeutil.AnnSnapshotBeingDeleted] = "yes"
+	annotations := volumeutil.WithAnnotation(content.Annotations, volumeutil.AnnSnapshotBeingDeleted, "yes")
 	updated, err := c.patchContent(ctx, content, []patchOp{{Op: "replace", Path: "/metadata/annotations", Value: annotations}})
 	if err != nil {
 		return content, updateError(content.Name, err)

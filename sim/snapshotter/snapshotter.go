@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -425,18 +424,7 @@ func (s *Snapshotter) credentialsFromAnnotations(ctx context.Context, content *s
 }
 
 func (s *Snapshotter) credentials(ctx context.Context, ref *corev1.SecretReference) (map[string]string, error) {
-	if ref == nil {
-		return nil, nil
-	}
-	secret, err := s.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("error getting secret %s in namespace %s: %v", ref.Name, ref.Namespace, err)
-	}
-	out := map[string]string{}
-	for k, v := range secret.Data {
-		out[k] = string(v)
-	}
-	return out, nil
+	return volumeutil.SecretData(ctx, s.client, ref)
 }
 
 // driverParameters are the class's parameters without the
@@ -568,11 +556,7 @@ func (s *Snapshotter) setAnnBeingCreated(ctx context.Context, content *snapv1.Vo
 	if _, ok := content.Annotations[volumeutil.AnnSnapshotBeingCreated]; ok {
 		return content, nil
 	}
-	annotations := maps.Clone(content.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[volumeutil.AnnSnapshotBeingCreated] = "yes"
+	annotations := volumeutil.WithAnnotation(content.Annotations, volumeutil.AnnSnapshotBeingCreated, "yes")
 	updated, err := s.patch(ctx, content, []patchOp{{Op: "replace", Path: "/metadata/annotations", Value: annotations}})
 	if err != nil {
 		return content, updateError(content.Name, err)

@@ -2,6 +2,7 @@ package volumeutil
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 
@@ -144,4 +145,16 @@ func WithKind(obj runtime.Object) runtime.Object {
 	c := obj.DeepCopyObject()
 	c.GetObjectKind().SetGroupVersionKind(snapv1.SchemeGroupVersion.WithKind(kind))
 	return c
+}
+
+// WithAnnotation is a copy of annotations with key set to value: for a
+// patch that replaces an object's annotations without touching the
+// informer's copy.
+func WithAnnotation(annotations map[string]string, key, value string) map[string]string {
+	out := maps.Clone(annotations)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[key] = value
+	return out
 }
