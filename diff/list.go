@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/csisim/csisim/internal/kubelist"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
@@ -76,65 +77,46 @@ func Revision(ctx context.Context, cs kubernetes.Interface) (string, error) {
 // List lists the objects of every kind a snapshot shows, with opts (At).
 func List(ctx context.Context, cl Clients, opts metav1.ListOptions) (Objects, error) {
 	var o Objects
-	cs := cl.Kube
-	errf := func(kind string, err error) error { return fmt.Errorf("listing %s: %w", kind, err) }
-	pvcs, err := cs.CoreV1().PersistentVolumeClaims("").List(ctx, opts)
+	core, storage := cl.Kube.CoreV1(), cl.Kube.StorageV1()
+	err := kubelist.All(ctx, opts, []kubelist.Kind{
+		kubelist.Into("PersistentVolumeClaims", &o.PVCs, core.PersistentVolumeClaims("").List,
+			func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items }),
+		kubelist.Into("PersistentVolumes", &o.PVs, core.PersistentVolumes().List,
+			func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items }),
+		kubelist.Into("Pods", &o.Pods, core.Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items }),
+		kubelist.Into("VolumeAttachments", &o.VolumeAttachments, storage.VolumeAttachments().List,
+			func(l *storagev1.VolumeAttachmentList) []storagev1.VolumeAttachment { return l.Items }),
+		kubelist.Into("Nodes", &o.Nodes, core.Nodes().List, func(l *corev1.NodeList) []corev1.Node { return l.Items }),
+		kubelist.Into("CSINodes", &o.CSINodes, storage.CSINodes().List,
+			func(l *storagev1.CSINodeList) []storagev1.CSINode { return l.Items }),
+		kubelist.Into("Events", &o.Events, core.Events("").List, func(l *corev1.EventList) []corev1.Event { return l.Items }),
+		kubelist.Into("StorageClasses", &o.StorageClasses, storage.StorageClasses().List,
+			func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }),
+		kubelist.Into("CSIDrivers", &o.CSIDrivers, storage.CSIDrivers().List,
+			func(l *storagev1.CSIDriverList) []storagev1.CSIDriver { return l.Items }),
+	})
 	if err != nil {
-		return o, errf("PersistentVolumeClaims", err)
+		return Objects{}, err
 	}
-	pvs, err := cs.CoreV1().PersistentVolumes().List(ctx, opts)
-	if err != nil {
-		return o, errf("PersistentVolumes", err)
+	if o.Workloads, err = listWorkloads(ctx, cl.Kube, opts); err != nil {
+		return Objects{}, err
 	}
-	pods, err := cs.CoreV1().Pods("").List(ctx, opts)
-	if err != nil {
-		return o, errf("Pods", err)
-	}
-	vas, err := cs.StorageV1().VolumeAttachments().List(ctx, opts)
-	if err != nil {
-		return o, errf("VolumeAttachments", err)
-	}
-	nodes, err := cs.CoreV1().Nodes().List(ctx, opts)
-	if err != nil {
-		return o, errf("Nodes", err)
-	}
-	csiNodes, err := cs.StorageV1().CSINodes().List(ctx, opts)
-	if err != nil {
-		return o, errf("CSINodes", err)
-	}
-	events, err := cs.CoreV1().Events("").List(ctx, opts)
-	if err != nil {
-		return o, errf("Events", err)
-	}
-	classes, err := cs.StorageV1().StorageClasses().List(ctx, opts)
-	if err != nil {
-		return o, errf("StorageClasses", err)
-	}
-	drivers, err := cs.StorageV1().CSIDrivers().List(ctx, opts)
-	if err != nil {
-		return o, errf("CSIDrivers", err)
-	}
-	workloads, err := listWorkloads(ctx, cs, opts)
-	if err != nil {
-		return o, err
-	}
-	o = Objects{PVCs: pvcs.Items, PVs: pvs.Items, Pods: pods.Items, VolumeAttachments: vas.Items, Nodes: nodes.Items,
-		CSINodes: csiNodes.Items, Events: events.Items, StorageClasses: classes.Items, CSIDrivers: drivers.Items, Workloads: workloads}
 	if cl.Snapshots == nil {
 		return o, nil
 	}
-	snaps, err := cl.Snapshots.SnapshotV1().VolumeSnapshots("").List(ctx, opts)
+	var snaps Objects
+	snapshots := cl.Snapshots.SnapshotV1()
+	err = kubelist.All(ctx, opts, []kubelist.Kind{
+		kubelist.Into("VolumeSnapshots", &snaps.VolumeSnapshots, snapshots.VolumeSnapshots("").List,
+			func(l *snapv1.VolumeSnapshotList) []snapv1.VolumeSnapshot { return l.Items }),
+		kubelist.Into("VolumeSnapshotContents", &snaps.VolumeSnapshotContents, snapshots.VolumeSnapshotContents().List,
+			func(l *snapv1.VolumeSnapshotContentList) []snapv1.VolumeSnapshotContent { return l.Items }),
+		kubelist.Into("VolumeSnapshotClasses", &snaps.VolumeSnapshotClasses, snapshots.VolumeSnapshotClasses().List,
+			func(l *snapv1.VolumeSnapshotClassList) []snapv1.VolumeSnapshotClass { return l.Items }),
+	})
 	if err != nil {
-		return o, errf("VolumeSnapshots", err)
+		return o, err
 	}
-	contents, err := cl.Snapshots.SnapshotV1().VolumeSnapshotContents().List(ctx, opts)
-	if err != nil {
-		return o, errf("VolumeSnapshotContents", err)
-	}
-	snapClasses, err := cl.Snapshots.SnapshotV1().VolumeSnapshotClasses().List(ctx, opts)
-	if err != nil {
-		return o, errf("VolumeSnapshotClasses", err)
-	}
-	o.VolumeSnapshots, o.VolumeSnapshotContents, o.VolumeSnapshotClasses = snaps.Items, contents.Items, snapClasses.Items
+	o.VolumeSnapshots, o.VolumeSnapshotContents, o.VolumeSnapshotClasses = snaps.VolumeSnapshots, snaps.VolumeSnapshotContents, snaps.VolumeSnapshotClasses
 	return o, nil
 }

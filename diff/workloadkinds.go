@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/csisim/csisim/internal/kubelist"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,23 +24,21 @@ type Workloads struct {
 // listWorkloads lists the workload kinds.
 func listWorkloads(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) (Workloads, error) {
 	var w Workloads
-	sets, err := cs.AppsV1().StatefulSets("").List(ctx, opts)
+	apps := cs.AppsV1()
+	err := kubelist.All(ctx, opts, []kubelist.Kind{
+		kubelist.Into("StatefulSets", &w.StatefulSets, apps.StatefulSets("").List,
+			func(l *appsv1.StatefulSetList) []appsv1.StatefulSet { return l.Items }),
+		kubelist.Into("Deployments", &w.Deployments, apps.Deployments("").List,
+			func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items }),
+		kubelist.Into("ReplicaSets", &w.ReplicaSets, apps.ReplicaSets("").List,
+			func(l *appsv1.ReplicaSetList) []appsv1.ReplicaSet { return l.Items }),
+		kubelist.Into("ControllerRevisions", &w.ControllerRevisions, apps.ControllerRevisions("").List,
+			func(l *appsv1.ControllerRevisionList) []appsv1.ControllerRevision { return l.Items }),
+	})
 	if err != nil {
-		return w, fmt.Errorf("listing StatefulSets: %w", err)
+		return Workloads{}, err
 	}
-	deps, err := cs.AppsV1().Deployments("").List(ctx, opts)
-	if err != nil {
-		return w, fmt.Errorf("listing Deployments: %w", err)
-	}
-	rss, err := cs.AppsV1().ReplicaSets("").List(ctx, opts)
-	if err != nil {
-		return w, fmt.Errorf("listing ReplicaSets: %w", err)
-	}
-	revs, err := cs.AppsV1().ControllerRevisions("").List(ctx, opts)
-	if err != nil {
-		return w, fmt.Errorf("listing ControllerRevisions: %w", err)
-	}
-	return Workloads{StatefulSets: sets.Items, Deployments: deps.Items, ReplicaSets: rss.Items, ControllerRevisions: revs.Items}, nil
+	return w, nil
 }
 
 // learnPodNames gives the pods a ReplicaSet made, named by the API server

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/csisim/csisim/internal/kubelist"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -26,48 +27,32 @@ func FromCluster(ctx context.Context, cfg *rest.Config) (*Snapshot, error) {
 	}
 	s := &Snapshot{Now: time.Now()}
 	core, storage := cs.CoreV1(), cs.StorageV1()
-	lists := []struct {
-		what string
-		list func(context.Context, metav1.ListOptions) error
-	}{
-		{"pods", listInto(&s.Pods, core.Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items })},
-		{"persistentvolumeclaims", listInto(&s.Claims, core.PersistentVolumeClaims("").List,
-			func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items })},
-		{"persistentvolumes", listInto(&s.Volumes, core.PersistentVolumes().List,
-			func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items })},
-		{"nodes", listInto(&s.Nodes, core.Nodes().List, func(l *corev1.NodeList) []corev1.Node { return l.Items })},
-		{"events", listInto(&s.Events, core.Events("").List, func(l *corev1.EventList) []corev1.Event { return l.Items })},
-		{"storageclasses", listInto(&s.Classes, storage.StorageClasses().List,
-			func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items })},
-		{"csidrivers", listInto(&s.Drivers, storage.CSIDrivers().List,
-			func(l *storagev1.CSIDriverList) []storagev1.CSIDriver { return l.Items })},
-		{"csinodes", listInto(&s.CSINodes, storage.CSINodes().List,
-			func(l *storagev1.CSINodeList) []storagev1.CSINode { return l.Items })},
-		{"volumeattachments", listInto(&s.Attachments, storage.VolumeAttachments().List,
-			func(l *storagev1.VolumeAttachmentList) []storagev1.VolumeAttachment { return l.Items })},
-		{"csistoragecapacities", listInto(&s.Capacities, storage.CSIStorageCapacities("").List,
-			func(l *storagev1.CSIStorageCapacityList) []storagev1.CSIStorageCapacity { return l.Items })},
-	}
-	for _, l := range lists {
-		if err := l.list(ctx, metav1.ListOptions{}); err != nil {
-			return nil, fmt.Errorf("listing %s: %w", l.what, err)
-		}
+	err = kubelist.All(ctx, metav1.ListOptions{}, []kubelist.Kind{
+		kubelist.Into("pods", &s.Pods, core.Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items }),
+		kubelist.Into("persistentvolumeclaims", &s.Claims, core.PersistentVolumeClaims("").List,
+			func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items }),
+		kubelist.Into("persistentvolumes", &s.Volumes, core.PersistentVolumes().List,
+			func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items }),
+		kubelist.Into("nodes", &s.Nodes, core.Nodes().List, func(l *corev1.NodeList) []corev1.Node { return l.Items }),
+		kubelist.Into("events", &s.Events, core.Events("").List, func(l *corev1.EventList) []corev1.Event { return l.Items }),
+		kubelist.Into("storageclasses", &s.Classes, storage.StorageClasses().List,
+			func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }),
+		kubelist.Into("csidrivers", &s.Drivers, storage.CSIDrivers().List,
+			func(l *storagev1.CSIDriverList) []storagev1.CSIDriver { return l.Items }),
+		kubelist.Into("csinodes", &s.CSINodes, storage.CSINodes().List,
+			func(l *storagev1.CSINodeList) []storagev1.CSINode { return l.Items }),
+		kubelist.Into("volumeattachments", &s.Attachments, storage.VolumeAttachments().List,
+			func(l *storagev1.VolumeAttachmentList) []storagev1.VolumeAttachment { return l.Items }),
+		kubelist.Into("csistoragecapacities", &s.Capacities, storage.CSIStorageCapacities("").List,
+			func(l *storagev1.CSIStorageCapacityList) []storagev1.CSIStorageCapacity { return l.Items }),
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := listSnapshots(ctx, cfg, s); err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-// listInto makes a List call that keeps the listed items in *dst.
-func listInto[L any, T any](dst *[]T, list func(context.Context, metav1.ListOptions) (L, error), items func(L) []T) func(context.Context, metav1.ListOptions) error {
-	return func(ctx context.Context, opts metav1.ListOptions) error {
-		l, err := list(ctx, opts)
-		if err == nil {
-			*dst = items(l)
-		}
-		return err
-	}
 }
 
 // listSnapshots reads the VolumeSnapshots and their contents into s, if
