@@ -152,9 +152,12 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	progress := progressLog(cfg.Log)
 
 	c = &Cluster{cfg: cfg}
+	// A failed start stops what it started: the cluster is kept apart
+	// from the result, which `return nil, err` has already cleared.
+	started := c
 	defer func() {
 		if err != nil {
-			_ = c.Stop()
+			_ = started.Stop()
 			c = nil
 		}
 	}()
