@@ -140,6 +140,12 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	prof := r.profileFor(s)
 	builtin := builtinVars(prof, ns.name)
 	ex.values = driverValues(prof)
+	unasked := unaskedCallsOf(prof)
+	for i := range all {
+		if missing := prof.Missing(all[i].Needs); len(missing) > 0 && skip[i] == "" {
+			skip[i] = fmt.Sprintf("needs %s: %s", listWords(capabilityNames(missing), ""), whyMissing(prof, missing))
+		}
+	}
 
 	var failed, finallyFailed *StepError
 	for i, raw := range all {
@@ -155,7 +161,7 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		stepStart := clk.Now()
 		ex.timed.step, ex.timed.stepStart = raw.Index, stepStart
 		st, err := expandStepWith(raw, withSaved(builtin, res.Vars), ex.values)
-		st = inNamespace(st, ns.name)
+		st = fitToDriver(inNamespace(st, ns.name), unasked)
 		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d/%d started at %s:%d", st.Index, len(all), st.file(s), st.Line)})
 
 		var out stepOutcome

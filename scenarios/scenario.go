@@ -77,6 +77,10 @@ type Step struct {
 	File string
 	// Finally marks a step of the scenario's finally: list.
 	Finally bool
+	// Needs are capabilities without which the step's check does not
+	// apply (a VolumeAttachment checked where the driver attaches): with
+	// a driver that lacks one, the step is skipped and the rest runs.
+	Needs []profile.Capability
 
 	Apply        *Apply
 	Wait         *Wait
@@ -243,6 +247,12 @@ type CSICallCheck struct {
 	Contains []string
 	// Volume, if set, keeps only the calls on that volume ID.
 	Volume string
+	// Unasked are the methods the run left out of Sequence and Contains
+	// because the driver under test lacks the capability without which
+	// no component calls them (fitToDriver), and Why says which; empty
+	// as a scenario is written.
+	Unasked []string
+	Why     string
 }
 
 // Delete deletes one object. It does not wait for the object to disappear:
