@@ -119,6 +119,14 @@ func TestDriverVariablesInManifests(t *testing.T) {
         provisioner: ${driver.name}
         parameters: ${driver.blockParameters}
         allowedTopologies: [{matchLabelExpressions: [{key: '${driver.topologyKey}', values: ['z-${namespace}']}]}]
+        ---
+        apiVersion: storage.k8s.io/v1
+        kind: StorageClass
+        metadata: {name: secret}
+        provisioner: ${driver.name}
+        parameters:
+          ${driver.parameters}:
+          csi.storage.k8s.io/provisioner-secret-name: s
 `)
 	p := shippedProfile(t, "csisim")
 	st, err := expandStepWith(s.Steps[0], builtinVars(p, "default"), driverValues(p))
@@ -134,6 +142,10 @@ func TestDriverVariablesInManifests(t *testing.T) {
 		class["metadata"].(map[string]any)["name"] != profile.StorageClassName {
 		t.Errorf("StorageClass %v", class)
 	}
+	merged := map[string]any{"kind": "directory", "csi.storage.k8s.io/provisioner-secret-name": "s"}
+	if got := st.Apply.Objects[2].Object["parameters"]; !reflect.DeepEqual(got, merged) {
+		t.Errorf("parameters with ${driver.parameters}: = %v, want %v", got, merged)
+	}
 	topo := class["allowedTopologies"].([]any)[0].(map[string]any)["matchLabelExpressions"].([]any)[0].(map[string]any)
 	if topo["key"] != "topology.hostpath.csisim.io/zone" || topo["values"].([]any)[0] != "z-default" {
 		t.Errorf("allowedTopologies %v", topo)
@@ -146,6 +158,8 @@ func TestDriverVariableErrors(t *testing.T) {
 		{"assert: {object: 'sc/${driver.parameters}'}", "${driver.parameters} is not text"},
 		{"apply: {manifest: \"{apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {a: 'p=${driver.parameters}'}}\"}", "ConfigMap/x: ${driver.parameters} is not text: write it as a whole value"},
 		{"wait: {object: pvc/x, save: {namespace: '{.a}'}}", "built-in"},
+		{"apply: {manifest: \"{apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {'${driver.parameters}': a}}\"}", "${driver.parameters} as a key adds its entries to the mapping and takes no value"},
+		{"apply: {manifest: \"{apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {'${driver.volumeLifecycleModes}': }}\"}", "${driver.volumeLifecycleModes} is not text: write it as a whole value, or as a key alone"},
 	}
 	for _, tt := range tests {
 		_, err := Parse("x.yaml", []byte("steps:\n  - "+tt.step+"\n"), t.TempDir())

@@ -214,6 +214,18 @@ func (x *expander) value(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
+			if name, ok := mergedVar(k); ok && e == nil {
+				// A mapping variable as a key with no value: its entries
+				// join the mapping; keys written beside it win.
+				if m, ok := x.values[name].(map[string]any); ok {
+					for mk, me := range m {
+						if _, written := v[mk]; !written {
+							out[mk] = copyValue(me)
+						}
+					}
+				}
+				continue
+			}
 			out[k] = x.value(e)
 		}
 		return out
@@ -226,6 +238,21 @@ func (x *expander) value(v any) any {
 	default:
 		return v
 	}
+}
+
+// mergedVars are the mapping variables a manifest may write as a key with
+// no value, `${driver.parameters}:`, to add their entries to the mapping
+// (the profile's class parameters beside a scenario's own secrets).
+var mergedVars = []string{varParameters, varBlockParameters}
+
+// mergedVar returns the variable a mapping key k merges in, if it is one.
+func mergedVar(k string) (string, bool) {
+	name, ok := strings.CutPrefix(k, "${")
+	if !ok || !strings.HasSuffix(name, "}") {
+		return "", false
+	}
+	name = strings.TrimSuffix(name, "}")
+	return name, slices.Contains(mergedVars, name)
 }
 
 // copyValue deep-copies a typed variable's value, so that no manifest
