@@ -42,15 +42,8 @@ func (p *parser) needs(n *yaml.Node) []profile.Capability {
 // consistently) that saves nothing may be left out for a driver without
 // them, so that no later step depends on it.
 func (p *parser) stepNeeds(n *yaml.Node, st Step) []profile.Capability {
-	var c *Check
-	switch {
-	case st.Wait != nil:
-		c = &st.Wait.Check
-	case st.Assert != nil:
-		c = &st.Assert.Check
-	case st.Consistently != nil:
-		c = &st.Consistently.Check
-	default:
+	c := st.check()
+	if c == nil {
 		if st.Action() != "" {
 			p.fail(n, "needs: only a check (wait, assert, consistently) may need a capability, not %s; a scenario's needs: go at its top level", st.Action())
 		}
@@ -173,17 +166,10 @@ var methodNeeds = map[string]profile.Capability{
 // csiMethodsOf are the CSI methods a step names: in a csiCalls check, or
 // as the method of a CSI fault.
 func csiMethodsOf(st Step) []string {
-	var c *Check
-	switch {
-	case st.Wait != nil:
-		c = &st.Wait.Check
-	case st.Assert != nil:
-		c = &st.Assert.Check
-	case st.Consistently != nil:
-		c = &st.Consistently.Check
-	case st.Fault != nil && st.Fault.CSI.Method != "":
+	if st.Fault != nil && st.Fault.CSI.Method != "" {
 		return []string{st.Fault.CSI.Method}
 	}
+	c := st.check()
 	if c == nil || c.CSICalls == nil {
 		return nil
 	}

@@ -92,6 +92,19 @@ type Step struct {
 	Fault        *fault.Fault
 }
 
+// check is the check of a wait, assert or consistently step, or nil.
+func (s *Step) check() *Check {
+	switch {
+	case s.Wait != nil:
+		return &s.Wait.Check
+	case s.Assert != nil:
+		return &s.Assert.Check
+	case s.Consistently != nil:
+		return &s.Consistently.Check
+	}
+	return nil
+}
+
 // Action names the step's action as written in the file: "apply", "wait", ...
 func (s *Step) Action() string {
 	switch {
