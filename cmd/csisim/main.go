@@ -20,6 +20,7 @@ Usage:
   csisim fault FAULT [FIELD=VALUE ...]  make a fault happen on a cluster of csisim serve (see csisim fault --help)
   csisim driver [flags]              run csisim's CSI driver on a unix socket (see csisim driver --help)
   csisim registrar [flags]           register a CSI node plugin with a real kubelet (see csisim registrar --help)
+  csisim livenessprobe [flags]       serve /healthz for a CSI driver, as the livenessprobe sidecar does
   csisim test --driver PROFILE [flags]  test a CSI driver: csi-sanity, then every library scenario it can run (see csisim test --help)
   csisim sanity --driver PROFILE     run csi-sanity against the driver of a profile
   csisim clean [--dry-run]           remove what killed runs left behind (processes, loop devices, mounts, files)
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return driverMain(args[1:], stdout, stderr)
 	case "registrar":
 		return registrarMain(args[1:], stdout, stderr)
+	case "livenessprobe":
+		return livenessProbeMain(args[1:], stdout, stderr)
 	case "clean":
 		return clean(args[1:], stdout, stderr)
 	case "test":
