@@ -1,31 +1,6 @@
-// Package csisimtest runs a simulated Kubernetes cluster with a real CSI
-// driver inside a Go test, as net/http/httptest runs an HTTP server: a
-// driver repository's Ginkgo suite (or a plain testing.T) starts one per
-// spec from a driver profile, talks to it with client-go, injects faults
-// and waits on it with Gomega matchers — on virtual time, so a wait of
-// minutes costs no wall time and the same seed gives the same run.
-//
-//	var c *csisimtest.Cluster
-//	BeforeEach(func() {
-//		c = csisimtest.Start(GinkgoT(), csisimtest.Options{Driver: "csi-test-mock", Seed: 1})
-//	})
-//	It("provisions and mounts", func() {
-//		objs := c.Apply(claimAndPodYAML)
-//		c.Eventually(objs[1]).Should(csisimtest.BeRunning())
-//		c.Expect(objs[0]).To(csisimtest.HaveCSICalls("CreateVolume",
-//			"ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"))
-//	})
-//
-// examples/driver-suite is a whole suite.
-//
-// It wraps the simulator (sim/cluster) and the scenario runner's checks
-// (package scenario): the cluster, the faults (package fault), the CSI
-// call checks and the invariants are the ones csisim run uses.
-//
-// Each Cluster lives in its own temporary directory, on its own virtual
-// clock, with its API server in process and its drivers on unix sockets
-// in that directory: nothing is shared between clusters, so specs run in
-// parallel (ginkgo -p) without stepping on each other.
+// This file is the Cluster: starting it, reading and writing its objects,
+// running it, injecting faults. The package doc is in doc.go.
+
 package csisimtest
 
 import (
@@ -34,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -143,7 +120,7 @@ func start(t TB, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	if !opts.NoDriverObjects {
-		for _, obj := range driverObjects(p, sim.DriverName()) {
+		for _, obj := range driverObjects(p.Complete(sim.DriverInfo()), sim.DriverName()) {
 			if _, err := c.applyAny(obj); err != nil {
 				return nil, fmt.Errorf("installing the driver: %w", err)
 			}
@@ -229,14 +206,19 @@ func (c *Cluster) Timeline() []trace.Entry { return c.sim.History() }
 
 // Apply creates each object, or replaces it if it exists, as kubectl apply
 // and a scenario's apply step do. An object is a manifest (a string or
-// []byte of YAML or JSON, with documents separated by ---), a typed object
-// (*corev1.PersistentVolumeClaim...) or an *unstructured.Unstructured; a
-// typed or unstructured object is updated in place with what the API
-// server stored (its UID, resourceVersion, defaults). Apply returns every
-// object applied, as stored, in order; each can be handed to Eventually.
-func (c *Cluster) Apply(objects ...any) []*unstructured.Unstructured {
+// []byte of YAML or JSON, with documents separated by ---) or an Object
+// (*corev1.PersistentVolumeClaim..., or *unstructured.Unstructured).
+//
+// Apply returns every object applied, in order, as the API server stored
+// it (with its UID, resourceVersion and defaults), each ready to hand to
+// Eventually, Refresh or Delete. A manifest's objects come back typed —
+// a Pod as a *corev1.Pod, so objs[1].(*corev1.Pod) — except kinds
+// client-go does not know (a CRD's), which come back unstructured. An
+// Object handed in is updated in place and returned as itself: hand in an
+// *unstructured.Unstructured to get one back.
+func (c *Cluster) Apply(objects ...any) []Object {
 	c.t.Helper()
-	var out []*unstructured.Unstructured
+	var out []Object
 	for i, o := range objects {
 		applied, err := c.applyAny(o)
 		if err != nil {
@@ -247,13 +229,13 @@ func (c *Cluster) Apply(objects ...any) []*unstructured.Unstructured {
 	return out
 }
 
-func (c *Cluster) applyAny(o any) ([]*unstructured.Unstructured, error) {
+func (c *Cluster) applyAny(o any) ([]Object, error) {
 	switch m := o.(type) {
 	case string:
 		return c.applyManifest([]byte(m))
 	case []byte:
 		return c.applyManifest(m)
-	case runtime.Object:
+	case Object:
 		u, err := toUnstructured(m)
 		if err != nil {
 			return nil, err
@@ -265,23 +247,27 @@ func (c *Cluster) applyAny(o any) ([]*unstructured.Unstructured, error) {
 		if err := fromUnstructured(stored, m); err != nil {
 			return nil, err
 		}
-		return []*unstructured.Unstructured{stored}, nil
+		return []Object{m}, nil
 	}
-	return nil, fmt.Errorf("cannot apply a %T: want a manifest (string, []byte) or an object", o)
+	return nil, fmt.Errorf("cannot apply a %T: want a manifest (string, []byte) or an object with metadata", o)
 }
 
-func (c *Cluster) applyManifest(data []byte) ([]*unstructured.Unstructured, error) {
+func (c *Cluster) applyManifest(data []byte) ([]Object, error) {
 	objs, err := decodeManifest(data)
 	if err != nil {
 		return nil, err
 	}
-	var out []*unstructured.Unstructured
+	var out []Object
 	for _, u := range objs {
 		stored, err := c.apply(u)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, stored)
+		obj, err := typed(stored)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj)
 	}
 	return out, nil
 }
@@ -302,22 +288,81 @@ func (c *Cluster) apply(u *unstructured.Unstructured) (*unstructured.Unstructure
 	return stored, nil
 }
 
-// Delete deletes each object (typed or unstructured, as Apply takes them);
-// it does not wait for them to go (Eventually(obj).Should(BeGone()) does).
-// It fails the test if one does not exist.
-func (c *Cluster) Delete(objects ...runtime.Object) {
+// Refresh reads each object again from the cluster into itself, as Apply
+// leaves an object it is handed: after it, a claim shows the volume it
+// was bound to, a pod the node it runs on and its status. It fails the
+// test if an object no longer exists, or has been replaced by a new one
+// of the same name (Eventually(obj).Should(BeGone()) waits for that).
+func (c *Cluster) Refresh(objects ...Object) {
+	c.t.Helper()
+	for _, o := range objects {
+		if err := c.refresh(o); err != nil {
+			c.t.Fatalf("csisimtest: Refresh: %v", err)
+		}
+	}
+}
+
+func (c *Cluster) refresh(o Object) error {
+	actual, err := c.handOver(o)
+	if err != nil {
+		return err
+	}
+	fresh, err := c.observe(actual.(*Observed))
+	if err != nil {
+		return err
+	}
+	if fresh.Object == nil {
+		return fmt.Errorf("%s does not exist", fresh.Ref)
+	}
+	return fromUnstructured(fresh.Object, o)
+}
+
+// Node is the Node name as the cluster holds it now: hand it to
+// Eventually to wait for it to be Ready, NotReady or tainted.
+func (c *Cluster) Node(name string) *corev1.Node {
+	c.t.Helper()
+	node, err := c.client.CoreV1().Nodes().Get(c.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatalf("csisimtest: Node %s (the cluster's nodes are %s): %v", name, strings.Join(c.nodes, ", "), err)
+	}
+	return node
+}
+
+// Delete deletes each object (an Object, as Apply takes and returns them:
+// c.Delete(objs...) deletes what Apply applied) as kubectl delete does,
+// gracefully: a pod stays, terminating, until its kubelet has stopped it
+// and cleaned up its volumes. It does not wait for the
+// objects to go (Eventually(obj).Should(BeGone()) does). It fails the
+// test if one does not exist.
+func (c *Cluster) Delete(objects ...Object) {
+	c.t.Helper()
+	c.delete("Delete", false, objects)
+}
+
+// ForceDelete deletes each object at once, with a grace period of 0, as
+// kubectl delete --force --grace-period=0 does: a pod goes from the API
+// server without waiting for its kubelet — on a lost node, the only way
+// it goes — though its containers and mounts may still be there.
+// Finalizers still hold an object until their controllers remove them.
+// It fails the test if an object does not exist.
+func (c *Cluster) ForceDelete(objects ...Object) {
+	c.t.Helper()
+	c.delete("ForceDelete", true, objects)
+}
+
+func (c *Cluster) delete(name string, force bool, objects []Object) {
 	c.t.Helper()
 	for _, o := range objects {
 		ref, err := refFor(o)
 		if err != nil {
-			c.t.Fatalf("csisimtest: Delete: %v", err)
+			c.t.Fatalf("csisimtest: %s: %v", name, err)
 		}
-		found, err := c.objects.Delete(c.ctx, scenarios.ObjectRef{Kind: ref.kind, Name: ref.name}, ref.namespace)
+		found, err := c.objects.Delete(c.ctx, scenarios.ObjectRef{Kind: ref.kind, Name: ref.name}, ref.namespace, force)
 		if err != nil {
-			c.t.Fatalf("csisimtest: delete %s: %v", ref, err)
+			c.t.Fatalf("csisimtest: %s %s: %v", name, ref, err)
 		}
 		if !found {
-			c.t.Fatalf("csisimtest: cannot delete %s: it does not exist", ref)
+			c.t.Fatalf("csisimtest: %s %s: it does not exist", name, ref)
 		}
 	}
 }

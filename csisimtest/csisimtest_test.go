@@ -10,8 +10,10 @@ import (
 	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/trace"
 )
 
 // claimAndPod is a claim of the driver's default class and a pod that
@@ -77,6 +79,37 @@ func TestCSIFaultAndRecovery(t *testing.T) {
 	c.InjectFault(fault.Fault{Kind: fault.CSIHeal, CSI: fault.CSI{Method: "NodeStageVolume"}})
 	c.Eventually(pod).Should(BeRunning())
 	c.Expect(pvc).To(ContainCSICalls("NodeStageVolume", "NodeStageVolume", "NodePublishVolume"))
+	c.Expect(c).To(HaveNoInvariantViolations())
+}
+
+// A lost CreateVolume answer: the driver made the volume, the provisioner
+// heard DeadlineExceeded after its 10 s timeout and asked again, and the
+// driver's idempotence gave it the same volume.
+func TestCSILostAnswer(t *testing.T) {
+	c := Start(t, Options{Seed: 3})
+	c.InjectFault(fault.Fault{Kind: fault.CSILostAnswer, Times: 1, CSI: fault.CSI{Method: "CreateVolume", FirstAttempt: true}})
+	start := c.Now()
+	objs := c.Apply(claimAndPod)
+	pvc, pod := objs[0], objs[1]
+	c.Eventually(pod).Should(BeRunning())
+	c.Expect(pvc).To(HaveCSICalls("CreateVolume", "CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"))
+	var created []string
+	lost := 0
+	for _, e := range c.Timeline() {
+		switch {
+		case e.Kind == trace.CSI && e.Verb == "CreateVolume":
+			created = append(created, e.Call.Code.String()+" "+e.Call.Volume)
+		case e.Kind == trace.Fault && e.Verb == "CreateVolume" && e.Call != nil:
+			lost++
+			created = append([]string{"lost " + e.Call.Volume}, created...)
+		}
+	}
+	if len(created) != 3 || lost != 1 || created[1] != "DeadlineExceeded " || created[2] != "OK "+strings.TrimPrefix(created[0], "lost ") {
+		t.Errorf("CreateVolume: %q; want the lost answer's volume, DeadlineExceeded, then OK with the same volume", created)
+	}
+	if waited := c.Now().Sub(start); waited < 10*time.Second {
+		t.Errorf("the pod ran %s after the claim; the lost answer should cost the provisioner's 10 s timeout", waited)
+	}
 	c.Expect(c).To(HaveNoInvariantViolations())
 }
 
@@ -186,4 +219,47 @@ func TestPrepare(t *testing.T) {
 	if err := Prepare(t.Context(), "no-such-driver"); err == nil || !strings.Contains(err.Error(), "no such shipped profile") {
 		t.Fatalf("Prepare(no-such-driver): error %v, want one naming the shipped profiles", err)
 	}
+}
+
+func TestApplyReturnsTypedObjects(t *testing.T) {
+	c := Start(t, Options{Seed: 8})
+	objs := c.Apply(claimAndPod, `
+apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshotClass
+metadata: {name: snapshots}
+driver: hostpath.csisim.io
+deletionPolicy: Delete
+`)
+	pvc, ok := objs[0].(*corev1.PersistentVolumeClaim)
+	if !ok {
+		t.Fatalf("Apply returned the claim as a %T, want *corev1.PersistentVolumeClaim", objs[0])
+	}
+	if _, ok := objs[1].(*corev1.Pod); !ok {
+		t.Fatalf("Apply returned the pod as a %T, want *corev1.Pod", objs[1])
+	}
+	// A kind client-go does not know stays unstructured.
+	if u, ok := objs[2].(*unstructured.Unstructured); !ok || u.Object["driver"] != "hostpath.csisim.io" {
+		t.Fatalf("Apply returned the VolumeSnapshotClass as %#v, want an *unstructured.Unstructured with its driver", objs[2])
+	}
+	// An unstructured object handed in comes back as itself.
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings"}, "data": map[string]any{"a": "1"}}}
+	if got := c.Apply(u); len(got) != 1 || got[0] != u || u.GetUID() == "" {
+		t.Fatalf("Apply(unstructured) returned %v (UID %q); want the object itself, with its UID", got, u.GetUID())
+	}
+
+	c.Eventually(pvc).Should(gomega.HaveField("Status.Phase", corev1.ClaimBound))
+	if pvc.Spec.VolumeName != "" {
+		t.Fatalf("Eventually changed the claim it was handed (volume %q); only Refresh should", pvc.Spec.VolumeName)
+	}
+	c.Refresh(pvc)
+	if pvc.Status.Phase != corev1.ClaimBound || !strings.HasPrefix(pvc.Spec.VolumeName, "pvc-") {
+		t.Fatalf("after Refresh the claim is %s with volume %q; want Bound to its pvc-... volume", pvc.Status.Phase, pvc.Spec.VolumeName)
+	}
+
+	// Delete takes what Apply returned as it is.
+	c.Delete(append(objs, u)...)
+	cc, ft := failing(t, c)
+	cc.Refresh(u)
+	wantAll(t, strings.Join(ft.fatal, "\n"), "csisimtest: Refresh: ConfigMap default/settings does not exist")
 }

@@ -2,8 +2,10 @@ package csisimtest
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
@@ -51,9 +53,19 @@ func subject(actual any) string {
 	case *Cluster:
 		return "the cluster"
 	case metav1.Object:
+		if isNil(a) {
+			return fmt.Sprintf("a nil %T", actual)
+		}
 		return fmt.Sprintf("%T %s", actual, key(a))
 	}
 	return fmt.Sprintf("%T", actual)
+}
+
+// isNil says whether o is a typed nil (a nil *corev1.Pod a function
+// returned), which has no metadata to read.
+func isNil(o metav1.Object) bool {
+	v := reflect.ValueOf(o)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 func key(o metav1.Object) string {
@@ -226,16 +238,55 @@ func BeGone() types.GomegaMatcher {
 		if o.Object == nil {
 			return true, "it is gone", nil
 		}
-		seen := "it still exists"
-		if ts := o.Object.GetDeletionTimestamp(); ts != nil {
-			seen += fmt.Sprintf(" (deleted at %s", ts.UTC().Format("15:04:05"))
-			if f := o.Object.GetFinalizers(); len(f) > 0 {
-				seen += ", held by finalizers " + strings.Join(f, ", ")
-			}
-			seen += ")"
+		if o.Object.GetDeletionTimestamp() == nil {
+			return false, "it still exists, not being deleted", nil
 		}
-		return false, seen, nil
+		return false, "it still exists, " + terminating(o.Object), nil
 	}}
+}
+
+// BeTerminating matches an object that is being deleted and is still
+// there: its deletionTimestamp is set, and its finalizers or, for a pod,
+// its kubelet have not let it go yet — what kubectl shows as Terminating.
+// A pod on a lost node stays so until it is force-deleted
+// (Cluster.ForceDelete); a claim a pod still uses, until the pod is gone.
+// It also takes an object as read by the test (a function's value).
+func BeTerminating() types.GomegaMatcher {
+	return &matcher{expected: "be terminating", judge: func(actual any) (bool, string, error) {
+		var obj metav1.Object
+		switch a := actual.(type) {
+		case *Observed:
+			if a.Object != nil {
+				obj = a.Object
+			}
+		case metav1.Object:
+			if !isNil(a) {
+				obj = a
+			}
+		default:
+			return false, "", fmt.Errorf("BeTerminating takes an object; got %T", actual)
+		}
+		switch {
+		case obj == nil:
+			return false, "it does not exist", nil
+		case obj.GetDeletionTimestamp() == nil:
+			return false, "it is not being deleted (it has no deletionTimestamp)", nil
+		}
+		return true, "it is " + terminating(obj), nil
+	}}
+}
+
+// terminating describes an object being deleted: since when, its grace
+// period, and the finalizers that hold it.
+func terminating(obj metav1.Object) string {
+	s := "terminating since " + obj.GetDeletionTimestamp().UTC().Format(time.TimeOnly)
+	if g := obj.GetDeletionGracePeriodSeconds(); g != nil {
+		s += fmt.Sprintf(" (grace period %ds)", *g)
+	}
+	if f := obj.GetFinalizers(); len(f) > 0 {
+		s += ", held by finalizers " + strings.Join(f, ", ")
+	}
+	return s
 }
 
 // HaveCSICalls matches when the CSI calls are exactly methods, in order

@@ -64,15 +64,8 @@ func wantAll(t *testing.T, msg string, parts ...string) {
 func runningWithoutVolume(t *testing.T, c *Cluster) (pvc *corev1.PersistentVolumeClaim, fakePod *corev1.Pod) {
 	t.Helper()
 	objs := c.Apply(strings.Replace(claimAndPod, "spec:\n  containers:", "spec:\n  nodeName: node-nowhere\n  containers:", 1))
-	pvc = &corev1.PersistentVolumeClaim{}
-	if err := fromUnstructured(objs[0], pvc); err != nil {
-		t.Fatal(err)
-	}
+	pvc, fakePod = objs[0].(*corev1.PersistentVolumeClaim), objs[1].(*corev1.Pod)
 	c.Eventually(pvc).Should(BeBound())
-	fakePod = &corev1.Pod{}
-	if err := fromUnstructured(objs[1], fakePod); err != nil {
-		t.Fatal(err)
-	}
 	fakePod.Status.Phase = corev1.PodRunning
 	if _, err := c.Client().CoreV1().Pods("default").UpdateStatus(context.Background(), fakePod, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -88,6 +81,7 @@ func TestMatchersFail(t *testing.T) {
 			StorageClassName: ptr("no-such-class")}}
 	unprovisioned.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceStorage: mustQuantity("1Mi")}
 	c.Apply(unprovisioned)
+	missingPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "missing", Namespace: "default"}}
 	// Less than a minute: then the pod garbage collector deletes the pod
 	// of a node that does not exist.
 	c.RunFor(30 * time.Second)
@@ -118,6 +112,18 @@ func TestMatchersFail(t *testing.T) {
 			[]string{`and a message containing "no such words"`}},
 		{"HaveNoInvariantViolations after a pod ran without its volume", c, HaveNoInvariantViolations(),
 			[]string{"invariants were violated", "INVARIANT pod-volumes-set-up violated", "pod default/app is Running"}},
+		{"BeTerminating on an object not being deleted", pvc, BeTerminating(),
+			[]string{"Expected PersistentVolumeClaim default/data to be terminating, but it is not being deleted (it has no deletionTimestamp)"}},
+		{"BeTerminating on an object that does not exist", missingPod, BeTerminating(),
+			[]string{"Expected Pod default/missing to be terminating, but it does not exist"}},
+		{"BeTerminating on a typed nil", func() *corev1.Pod { return nil }, BeTerminating(),
+			[]string{"to be terminating, but it does not exist"}},
+		{"BeReady on a node that does not exist", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-9"}}, BeReady(),
+			[]string{"Expected Node node-9 to be Ready, but it does not exist"}},
+		{"BeNotReady on a Ready node", c.Node("node-1"), BeNotReady(),
+			[]string{"Expected Node node-1 to be NotReady, but it is Ready since 00:00:00; it has no taints"}},
+		{"HaveTaint on a node without taints", c.Node("node-1"), HaveTaint("node.kubernetes.io/unreachable", corev1.TaintEffectNoExecute),
+			[]string{"Expected Node node-1 to have the taint node.kubernetes.io/unreachable:NoExecute, but it has no taints"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantAll(t, mismatch(t, c, tc.actual, tc.m), tc.want...)
@@ -138,6 +144,9 @@ func TestMatchersRefuseWhatTheyCannotJudge(t *testing.T) {
 		{"BeBound on a pod", pod, BeBound(), "BeBound takes a PersistentVolumeClaim or a PersistentVolume"},
 		{"HaveNoInvariantViolations on a pod", pod, HaveNoInvariantViolations(), "takes the Cluster"},
 		{"HaveCSICalls on a pod", pod, HaveCSICalls(), "neither"},
+		{"BeReady on a pod", pod, BeReady(), "BeReady takes a Node; Pod default/p is not one"},
+		{"HaveTaint on a function's pod", func() *corev1.Pod { return pod }, HaveTaint("k"), "HaveTaint takes a Node; got *v1.Pod"},
+		{"BeTerminating on a string", func() string { return "p" }, BeTerminating(), "BeTerminating takes an object; got string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantAll(t, mismatch(t, c, tc.actual, tc.m), "The last look failed", tc.want)

@@ -6,12 +6,23 @@ import (
 	"fmt"
 	"io"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 )
+
+// Object is a Kubernetes object as this package hands it out and takes
+// it: a typed one (*corev1.Pod, *corev1.PersistentVolumeClaim,
+// *storagev1.VolumeAttachment... — every kind client-go's scheme knows),
+// or an *unstructured.Unstructured for a kind it does not (a CRD's, such
+// as snapshot.storage.k8s.io's VolumeSnapshot).
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
 
 // objectRef names one object as the scenario runner's object store takes
 // it: kind as a scenario writes it, "" namespace for "default" (or for a
@@ -100,10 +111,14 @@ func fromUnstructured(u *unstructured.Unstructured, into runtime.Object) error {
 
 // typed converts u to the Go type client-go's scheme has for its kind
 // (*corev1.Pod...), or returns u itself for a kind the scheme lacks.
-func typed(u *unstructured.Unstructured) (runtime.Object, error) {
-	obj, err := scheme.Scheme.New(u.GroupVersionKind())
+func typed(u *unstructured.Unstructured) (Object, error) {
+	o, err := scheme.Scheme.New(u.GroupVersionKind())
 	if err != nil {
 		return u, nil // not a kind of client-go's: it stays unstructured
+	}
+	obj, ok := o.(Object)
+	if !ok {
+		return u, nil // a kind without metadata (a list): left as it is
 	}
 	if err := fromUnstructured(u, obj); err != nil {
 		return nil, err

@@ -32,10 +32,11 @@ const (
 	// from labels and the default-class annotation), so that a scenario
 	// applying that file on a deployed cluster replaces it without
 	// touching an immutable field.
-	StorageClass = "csisim-hostpath"
+	StorageClass = "csisim-sc"
 
-	// SnapshotClass is the default VolumeSnapshotClass.
-	SnapshotClass = "csisim-hostpath"
+	// SnapshotClass is the default VolumeSnapshotClass, named as the
+	// scenario library's (scenarios/library/manifests/snapshotclass.yaml).
+	SnapshotClass = "csisim-snapclass"
 
 	// ControllerDeployment and NodeDaemonSet are the driver's workloads;
 	// PluginContainer is the driver's container in both.

@@ -694,10 +694,10 @@ func TestMatchesScenarioLibrary(t *testing.T) {
 			t.Errorf("StorageClass %s differs from the library's (-ours +library):\n%s", sc.Name, diff)
 		}
 	}
-	// The library's class has a name of its own (profile.StorageClassName),
-	// so only a class of the same name as ours could conflict.
-	if seen < 1 {
-		t.Errorf("found %d of the deployment's CSIDriver and StorageClass in the library manifest, want the CSIDriver", seen)
+	// The library's class is ours: one name for the default class
+	// everywhere (profile.StorageClassName).
+	if seen != 2 {
+		t.Errorf("found %d of the deployment's CSIDriver and StorageClass in the library manifest, want both", seen)
 	}
 	if ourClass.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" {
 		t.Errorf("StorageClass %s is not marked default", ourClass.Name)

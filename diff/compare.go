@@ -2,14 +2,11 @@ package diff
 
 import (
 	"fmt"
-	"maps"
-	"slices"
-	"sort"
 	"strings"
 )
 
-// Difference is one thing the two runs disagree on, from the snapshot after
-// Step through the one after LastStep (the same difference, unchanged).
+// Difference is one thing the two runs disagree on, from the end of Step
+// through the end of LastStep (the same difference, unchanged).
 type Difference struct {
 	Step         int    `json:"step"`
 	StepName     string `json:"stepName"`
@@ -18,11 +15,19 @@ type Difference struct {
 	// Object is "Kind name" (name normalised), "CSI calls on <volume>", or
 	// "step" for the steps' outcomes.
 	Object string `json:"object"`
-	// Field says what differs: "annotation X", "phase", "event reason", ...
+	// Field says what differs: "annotation X", "phase", "event X source",
+	// ...; empty for whether the object is there.
 	Field string `json:"field"`
 	// Sim and Real are the values in each run; nil where there is none.
 	Sim  *string `json:"sim"`
 	Real *string `json:"real"`
+	// Timing says the difference is only in when things happened, not in
+	// what happened; Why says how that was told (timing.go).
+	Timing bool   `json:"timing,omitempty"`
+	Why    string `json:"why,omitempty"`
+	// Wrong names the run the scenario says is wrong ("simulator" or
+	// "real"): the one that failed a step the other passed.
+	Wrong string `json:"wrong,omitempty"`
 }
 
 // String renders the difference in one line:
@@ -36,7 +41,14 @@ func (d Difference) String() string {
 	if d.Field != "" {
 		what += ": " + d.Field
 	}
-	return fmt.Sprintf("%s: %s: sim %s, real %s", where, what, show(d.Sim), show(d.Real))
+	s := fmt.Sprintf("%s: %s: sim %s, real %s", where, what, show(d.Sim), show(d.Real))
+	switch {
+	case d.Wrong != "":
+		s += fmt.Sprintf(" (the scenario says the %s run is wrong)", d.Wrong)
+	case d.Why != "":
+		s += " (" + d.Why + ")"
+	}
+	return s
 }
 
 func show(v *string) string {
@@ -57,124 +69,95 @@ func opt(s string) *string {
 }
 
 // Compare compares the snapshots of two runs step by step, up to the
-// shorter run, and returns the differences; one that holds unchanged over
+// shorter run, and returns the differences, each marked as timing or not
+// (timing.go) with what the runs' histories say each aspect took (nil for
+// none: then only the snapshots say it); one that holds unchanged over
 // consecutive steps is reported once, with the range of steps.
-func Compare(sim, real []Snapshot) []Difference {
+func Compare(sim, real []Snapshot, simHistory, realHistory History) []Difference {
+	n := min(len(sim), len(real))
+	j := newJudge(sim[:n], real[:n], simHistory, realHistory)
 	var perStep [][]Difference
-	var prevSim, prevReal Snapshot
-	for i := 0; i < len(sim) && i < len(real); i++ {
-		perStep = append(perStep, compareStep(sim[i], real[i], prevSim, prevReal))
-		prevSim, prevReal = sim[i], real[i]
+	for i := range n {
+		perStep = append(perStep, j.compareStep(i))
 	}
 	return condense(perStep)
 }
 
-// compareStep compares the snapshots after one step; the previous ones say
-// which CSI calls were made during the step.
-func compareStep(s, r, prevS, prevR Snapshot) []Difference {
+// compareStep compares the snapshots after step i.
+func (j *judge) compareStep(i int) []Difference {
+	s, r := j.sim[i], j.real[i]
 	var out []Difference
-	add := func(object, field string, sv, rv *string) {
+	add := func(a aspect, sv, rv *string) {
 		if sv == nil && rv == nil || sv != nil && rv != nil && *sv == *rv {
 			return
 		}
-		out = append(out, Difference{Step: s.Step, StepName: s.StepName, Object: object, Field: field, Sim: sv, Real: rv})
+		d := Difference{Step: s.Step, StepName: s.StepName, Object: a.object, Field: a.field, Sim: sv, Real: rv}
+		d.Timing, d.Why = j.timing(a, i)
+		out = append(out, d)
 	}
-	add("step", "outcome", opt(s.Outcome), opt(r.Outcome))
-	for _, key := range objectKeys(s.Objects, r.Objects) {
-		so, inS := s.Objects[key]
-		ro, inR := r.Objects[key]
-		if !inS || !inR || so.Exists != ro.Exists {
-			add(key, "", ptr(presence(so, inS)), ptr(presence(ro, inR)))
-			if !inS || !inR {
-				continue
-			}
+	if s.Outcome != r.Outcome {
+		d := Difference{Step: s.Step, StepName: s.StepName, Object: "step", Field: "outcome", Sim: opt(s.Outcome), Real: opt(r.Outcome)}
+		// The scenario's expectation decides: the run that failed the
+		// step is wrong, as far as the scenario says.
+		switch {
+		case s.Outcome == "failed" && r.Outcome == "passed":
+			d.Wrong, d.Sim = "simulator", opt("failed: "+s.Detail)
+		case r.Outcome == "failed" && s.Outcome == "passed":
+			d.Wrong, d.Real = "real", opt("failed: "+r.Detail)
 		}
-		compareMap(add, key, "label", so.Labels, ro.Labels)
-		compareMap(add, key, "annotation", so.Annotations, ro.Annotations)
-		add(key, "finalizers", opt(strings.Join(so.Finalizers, ", ")), opt(strings.Join(ro.Finalizers, ", ")))
-		add(key, "owners", opt(strings.Join(so.Owners, ", ")), opt(strings.Join(ro.Owners, ", ")))
-		add(key, "phase", opt(so.Phase), opt(ro.Phase))
-		add(key, "conditions", opt(strings.Join(so.Conditions, ", ")), opt(strings.Join(ro.Conditions, ", ")))
-		compareMap(add, key, "", so.Fields, ro.Fields)
-		for _, reason := range union(so.Events, ro.Events) {
-			in := func(events []string) *string {
-				if slices.Contains(events, reason) {
-					return ptr(reason)
-				}
-				return nil
-			}
-			add(key, "event reason", in(so.Events), in(ro.Events))
-			// The wording, where both have the reason.
-			if sm, rm := so.EventMessages[reason], ro.EventMessages[reason]; slices.Contains(so.Events, reason) &&
-				slices.Contains(ro.Events, reason) && sm != rm {
-				add(key, "event "+reason+" message", ptr(sm), ptr(rm))
-			}
-		}
+		out = append(out, d)
 	}
-	for _, volume := range union(slices.Sorted(maps.Keys(s.CSICalls)), slices.Sorted(maps.Keys(r.CSICalls))) {
-		during := func(now, before Snapshot) *string {
-			calls := now.CSICalls[volume]
-			calls = calls[min(len(before.CSICalls[volume]), len(calls)):]
-			return opt(strings.Join(calls, ", "))
+	sa, ra := j.simAspects[i], j.realAspects[i]
+	for _, a := range orderedAspects(sa, ra) {
+		if strings.HasPrefix(a.object, "CSI calls on ") {
+			add(a, j.callsDuring(j.simCalls, i, a.object), j.callsDuring(j.realCalls, i, a.object))
+			continue
 		}
-		add("CSI calls on "+volume, "during the step", during(s, prevS), during(r, prevR))
+		if a.field != "" && !compareField(a.field, sa[aspect{a.object, ""}], ra[aspect{a.object, ""}]) {
+			continue // the object's absence is the difference
+		}
+		if ef, ok := eventCountField(a.field); ok && (!hasAspect(sa, a.object, ef) || !hasAspect(ra, a.object, ef)) {
+			continue // the event's absence is the difference
+		}
+		add(a, get(sa, a), get(ra, a))
 	}
 	return out
 }
 
-// presence says whether an object is there, for "only in one run".
-func presence(o Object, listed bool) string {
+// compareField says whether a field of an object is compared, given
+// whether each run has the object: not where one run has no trace of it,
+// and only its events where one run has only its events.
+func compareField(field, simPresence, realPresence string) bool {
 	switch {
-	case !listed:
-		return "absent"
-	case !o.Exists:
-		return "gone (events only)"
+	case simPresence == "" || realPresence == "":
+		return false
+	case simPresence == present && realPresence == present:
+		return true
 	}
-	return "present"
+	return strings.HasPrefix(field, "event ")
 }
 
-// compareMap compares two maps key by key; field prefixes the key.
-func compareMap(add func(object, field string, sv, rv *string), object, field string, s, r map[string]string) {
-	for _, k := range union(slices.Sorted(maps.Keys(s)), slices.Sorted(maps.Keys(r))) {
-		get := func(m map[string]string) *string {
-			if v, ok := m[k]; ok {
-				return &v
-			}
-			return nil
-		}
-		name := k
-		if field != "" {
-			name = field + " " + k
-		}
-		add(object, name, get(s), get(r))
-	}
+func hasAspect(m map[aspect]string, object, field string) bool {
+	_, ok := m[aspect{object, field}]
+	return ok
 }
 
-// union is the sorted union of two sorted lists.
-func union(a, b []string) []string {
-	out := slices.Concat(a, b)
-	sort.Strings(out)
-	return slices.Compact(out)
+func get(m map[aspect]string, a aspect) *string {
+	if v, ok := m[a]; ok {
+		return &v
+	}
+	return nil
 }
 
-// objectKeys are the keys of both snapshots, in the lifecycle's kind
-// order, then by name.
-func objectKeys(a, b map[string]Object) []string {
-	keys := union(slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b)))
-	rank := func(key string) int {
-		kind, _, _ := strings.Cut(key, " ")
-		if i := slices.Index(kindOrder, kind); i >= 0 {
-			return i
-		}
-		return len(kindOrder)
+// callsDuring shows the calls on a volume made during step i: those after
+// the ones the previous step ended with.
+func (j *judge) callsDuring(calls []map[string][]Call, i int, object string) *string {
+	volume := strings.TrimPrefix(object, "CSI calls on ")
+	now := calls[i][volume]
+	if i > 0 {
+		now = now[min(len(calls[i-1][volume]), len(now)):]
 	}
-	sort.SliceStable(keys, func(i, j int) bool {
-		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
-			return ri < rj
-		}
-		return keys[i] < keys[j]
-	})
-	return keys
+	return opt(callsString(now))
 }
 
 // condense merges a difference that appears unchanged after consecutive
@@ -185,7 +168,7 @@ func condense(perStep [][]Difference) []Difference {
 	for _, diffs := range perStep {
 		next := map[string]int{}
 		for _, d := range diffs {
-			id := fmt.Sprintf("%s\x00%s\x00%s\x00%s", d.Object, d.Field, show(d.Sim), show(d.Real))
+			id := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%t", d.Object, d.Field, show(d.Sim), show(d.Real), d.Timing)
 			if i, ok := open[id]; ok {
 				out[i].LastStep, out[i].LastStepName = d.Step, d.StepName
 				next[id] = i

@@ -14,7 +14,8 @@ type Report struct {
 	Seed     uint64    `json:"seed"`
 	Sim      RunResult `json:"sim"`
 	Real     RunResult `json:"real"`
-	// Differences are in the order they first appear.
+	// Differences are in the order they first appear; those that are only
+	// timing are marked so (Difference.Timing).
 	Differences []Difference `json:"differences"`
 }
 
@@ -27,19 +28,50 @@ type RunResult struct {
 	Steps int `json:"steps"`
 	Total int `json:"total"`
 	// Error is why the run stopped early, or could not start.
-	Error    string        `json:"error,omitempty"`
-	Duration time.Duration `json:"durationNanos"`
-	// Snapshots are the normalised snapshots, one after each step that ran.
+	Error string `json:"error,omitempty"`
+	// Duration is the wall time the steps took; ClusterTime, for the
+	// simulator, the virtual time they took.
+	Duration    time.Duration `json:"durationNanos"`
+	ClusterTime time.Duration `json:"clusterTimeNanos"`
+	// Snapshots are the normalised snapshots, one at the end of each step
+	// that ran.
 	Snapshots []Snapshot `json:"snapshots"`
+	// History is every value each aspect took in the run (history.go).
+	History History `json:"-"`
 }
 
-// Identical reports whether both runs ran every step and nothing differed.
-func (r *Report) Identical() bool {
-	return len(r.Differences) == 0 && r.Sim.Error == "" && r.Real.Error == "" && r.Sim.Steps == r.Real.Steps
+// Behaviour are the differences in what happened: all but timing.
+func (r *Report) Behaviour() []Difference { return r.differences(false) }
+
+// Timing are the differences only in when things happened.
+func (r *Report) Timing() []Difference { return r.differences(true) }
+
+func (r *Report) differences(timing bool) []Difference {
+	var out []Difference
+	for _, d := range r.Differences {
+		if d.Timing == timing {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
-// WriteText writes the report for a person: the two runs, then each
-// difference on a line.
+// Complete says both runs ran the same steps and neither stopped early.
+func (r *Report) Complete() bool {
+	return r.Sim.Error == "" && r.Real.Error == "" && r.Sim.Steps == r.Real.Steps
+}
+
+// Agree says the runs agree: both ran every step, and they differ in no
+// behaviour; strict, not even in timing.
+func (r *Report) Agree(strict bool) bool {
+	if !r.Complete() || len(r.Behaviour()) > 0 {
+		return false
+	}
+	return !strict || len(r.Timing()) == 0
+}
+
+// WriteText writes the report for a person: the two runs, each difference
+// of behaviour on a line, then the differences of timing apart.
 func (r *Report) WriteText(w io.Writer) error {
 	var err error
 	p := func(format string, args ...any) {
@@ -51,27 +83,68 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, run := range []RunResult{r.Sim, r.Real} {
 		p("  %-10s %s\n", run.Backend+":", run.summary())
 	}
-	unsettled := 0
-	for _, s := range r.Real.Snapshots {
-		if !s.Settled {
-			unsettled++
-		}
-	}
-	if unsettled > 0 {
-		p("  (the real cluster was still changing when %d of its snapshots were taken)\n", unsettled)
-	}
-	switch n := len(r.Differences); {
-	case r.Identical():
+	behaviour, timing := r.Behaviour(), r.Timing()
+	switch n := len(behaviour); {
+	case n == 0 && r.Complete():
 		p("\nno differences\n")
 	case n == 0:
 		p("\nno differences in the steps both ran\n")
 	default:
 		p("\n%d differences:\n", n)
 	}
-	for _, d := range r.Differences {
-		p("%s\n", d)
+	for _, line := range r.lines(behaviour) {
+		p("%s\n", line)
+	}
+	if len(timing) > 0 {
+		p("\ntiming: %d differences only in when things happened:\n", len(timing))
+		for _, d := range timing {
+			p("%s\n", d)
+		}
 	}
 	return err
+}
+
+// lines are the differences as a report prints them. Where one run has
+// no managedFields at all (csisim's API server writes none yet), its
+// differences in managers say that one thing, on one line in place of
+// the first of them; the JSON report keeps each.
+func (r *Report) lines(diffs []Difference) []string {
+	var without string
+	switch {
+	case !hasManagers(r.Sim.Snapshots) && hasManagers(r.Real.Snapshots):
+		without = "simulator"
+	case !hasManagers(r.Real.Snapshots) && hasManagers(r.Sim.Snapshots):
+		without = "real"
+	}
+	var out []string
+	managers, first := 0, -1
+	for _, d := range diffs {
+		if without != "" && d.Field == "managers" {
+			managers++
+			if first >= 0 {
+				continue
+			}
+			first = len(out)
+		}
+		out = append(out, d.String())
+	}
+	if managers > 1 {
+		out[first] = fmt.Sprintf("managers: the %s run's objects have no managedFields at all (%d differences, the first: %s)",
+			without, managers, out[first])
+	}
+	return out
+}
+
+// hasManagers says whether any object of the snapshots has managers.
+func hasManagers(snaps []Snapshot) bool {
+	for _, s := range snaps {
+		for _, o := range s.Objects {
+			if len(o.Managers) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (run RunResult) summary() string {
@@ -82,7 +155,11 @@ func (run RunResult) summary() string {
 	case run.Error != "":
 		s = "stopped after " + s + ": " + run.Error
 	}
-	return s + fmt.Sprintf(" in %s", run.Duration.Round(time.Millisecond))
+	s += fmt.Sprintf(" in %s", run.Duration.Round(time.Millisecond))
+	if run.ClusterTime > 0 {
+		s += fmt.Sprintf(" (%s of cluster time)", run.ClusterTime.Round(time.Millisecond))
+	}
+	return s
 }
 
 // WriteJSON writes the report as indented JSON.

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -34,39 +37,22 @@ type Options struct {
 	Progress io.Writer
 	// ComponentLog, if set, receives the output of every process.
 	ComponentLog io.Writer
-	// Quiet is how long a cluster must show the same snapshot to count
-	// as settled after a step (default 1 s; virtual time in the
-	// simulator, which also runs at least until the time the real
-	// cluster's snapshot was taken); SettleTimeout bounds the wait for
-	// quiet (default 30 s: a snapshot that awaits a kubelet's status sync
-	// needs 11 s of quiet, statusSyncQuiet).
-	Quiet, SettleTimeout time.Duration
 }
 
-// pollSettle is how often a settling real cluster is looked at.
-const pollSettle = 200 * time.Millisecond
-
-// Run runs sc on a real control plane, then on the simulator, and compares
-// them. The real run goes first so that the simulator can take each
-// snapshot at the same time after the start point as the real one was
-// taken (runSim). A run that fails a step is compared up to that step; an
-// error is returned only when a cluster could not be started.
+// Run runs sc on the simulator, then on a real control plane, each as
+// `csisim run` would, and compares them. A run that fails a step is
+// compared up to that step; an error is returned only when a cluster could
+// not be started.
 func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, error) {
-	if opts.Quiet == 0 {
-		opts.Quiet = time.Second
-	}
-	if opts.SettleTimeout == 0 {
-		opts.SettleTimeout = 30 * time.Second
-	}
 	rep := &Report{Scenario: sc.Name, File: sc.File, Seed: opts.Seed}
 	var err error
+	if rep.Sim, err = runSim(ctx, sc, opts); err != nil {
+		return nil, err
+	}
 	if rep.Real, err = runReal(ctx, sc, opts); err != nil {
 		return nil, err
 	}
-	if rep.Sim, err = runSim(ctx, sc, opts, snapshotTimes(rep.Real.Snapshots)); err != nil {
-		return nil, err
-	}
-	rep.Differences = Compare(rep.Sim.Snapshots, rep.Real.Snapshots)
+	rep.Differences = Compare(rep.Sim.Snapshots, rep.Real.Snapshots, rep.Sim.History, rep.Real.History)
 	return rep, nil
 }
 
@@ -77,62 +63,69 @@ type backend interface {
 	Recorder() *trace.Recorder
 }
 
-// snapshotTimes are the times the snapshots were taken, by step.
-func snapshotTimes(snaps []Snapshot) map[int]time.Duration {
-	at := make(map[int]time.Duration, len(snaps))
-	for _, s := range snaps {
-		at[s.Step] = s.At
-	}
-	return at
+// side is one cluster as the comparison runs it.
+type side struct {
+	name string
+	b    backend
+	clk  clock.WithTicker // nil: the real clock
+	// ready, if set, waits for the start point (start.go).
+	ready func(context.Context, kubernetes.Interface) error
+	// mark notes the cluster's state at the end of a step without changing
+	// it or delaying the next step; read, after the run, turns the mark
+	// into the objects the cluster had then.
+	mark func(context.Context, Clients) (stepMark, error)
+	read func(context.Context, Clients, stepMark) (Objects, error)
 }
 
-// runSim runs sc on the simulator. realAt are the times after the start
-// point at which the real cluster's snapshots were taken, by step; a step
-// without one is settled by quiet alone.
-func runSim(ctx context.Context, sc *scenarios.Scenario, opts Options, realAt map[int]time.Duration) (RunResult, error) {
+// stepMark is where a step ended.
+type stepMark struct {
+	step scenarios.StepResult
+	at   time.Duration // since the start point
+	// seq is the number of timeline entries by then, and calls the number
+	// of CSI calls.
+	seq, calls int
+	// objects are the objects then, where listing them changes nothing
+	// (the simulator's clock does not move while it is listed).
+	objects Objects
+	// revision is the API server's resourceVersion then, at which a real
+	// cluster is read back after the run.
+	revision string
+}
+
+func runSim(ctx context.Context, sc *scenarios.Scenario, opts Options) (RunResult, error) {
 	progress(opts, "running %s on the simulator (seed %d)\n", sc.Name, opts.Seed)
+	c, err := startSim(ctx, sc, opts)
+	if err != nil {
+		return RunResult{}, err
+	}
+	run, err := simSide(c).run(ctx, sc, opts)
+	return run, errors.Join(err, c.Close())
+}
+
+// startSim starts the simulator for sc, as `csisim run` does.
+func startSim(ctx context.Context, sc *scenarios.Scenario, opts Options) (*cluster.Cluster, error) {
 	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName,
 		Seed: opts.Seed, DriverBinary: opts.DriverBinary, DriverLog: opts.ComponentLog})
 	if err != nil {
-		return RunResult{}, fmt.Errorf("starting the simulator: %w", err)
+		return nil, fmt.Errorf("starting the simulator: %w", err)
 	}
-	// The start point (start.go): run the simulation until its nodes are
-	// registered.
-	var start time.Time // the start point, in virtual time
-	ready := func(ctx context.Context, cs kubernetes.Interface) error {
-		defer func() { start = c.Clock().Now() }()
-		err := c.RunUntil(ctx, registerTimeout, func() (bool, error) { return nodesRegistered(ctx, cs, nodeNames(sc)) })
-		if err != nil {
-			return fmt.Errorf("waiting for the node lifecycle controller to register nodes %v: %w", nodeNames(sc), err)
-		}
-		return nil
+	return c, nil
+}
+
+// simSide is the simulator as the comparison runs it. It has no start
+// point (start.go): the scenario runs from the simulation's start, as in
+// `csisim run`.
+func simSide(c *cluster.Cluster) side {
+	return side{name: "simulator", b: c, clk: c.Clock(),
+		// Nothing runs in the simulation between its steps: a list at
+		// the end of one sees exactly what the step left, and costs no
+		// virtual time.
+		mark: func(ctx context.Context, cl Clients) (stepMark, error) {
+			objs, err := List(ctx, cl, At(""))
+			return stepMark{objects: objs}, err
+		},
+		read: func(_ context.Context, _ Clients, m stepMark) (Objects, error) { return m.objects, nil },
 	}
-	// Settle as the real cluster did: run the simulation at least until
-	// the virtual time since the start point at which the real snapshot
-	// of this step was taken, and then until the snapshot has not changed
-	// for opts.Quiet of virtual time. Quiet alone is not enough: a timer
-	// due later than that (a scheduler backoff of up to 10 s, a retry of a
-	// sidecar) fires in the real cluster while it runs the step and
-	// settles, in real time, but would not fire in a simulation stopped
-	// after a quiet second, which would then show the cluster a step
-	// behind. Both snapshots of a step are thus of the same moment of the
-	// scenario. A simulation already past that moment (a step that took
-	// it longer) settles by quiet alone; the times of later steps keep
-	// the two from drifting apart. A step the real run did not reach
-	// (realAt has none) settles by quiet alone too.
-	settle := func(ctx context.Context, cl Clients, n *Normaliser, step int) bool {
-		until := start.Add(realAt[step])
-		snapshot := func() (Snapshot, error) {
-			objs, err := List(ctx, cl)
-			if err != nil {
-				return Snapshot{}, err
-			}
-			return n.Snapshot(objs, c.CSICalls()), nil
-		}
-		return settleVirtual(ctx, c, snapshot, until, opts.Quiet, opts.SettleTimeout)
-	}
-	run, err := runOn(ctx, sc, opts, "simulator", c, c.Clock(), ready, settle)
-	return run, errors.Join(err, c.Close())
 }
 
 func runReal(ctx context.Context, sc *scenarios.Scenario, opts Options) (RunResult, error) {
@@ -142,92 +135,136 @@ func runReal(ctx context.Context, sc *scenarios.Scenario, opts Options) (RunResu
 	if err != nil {
 		return RunResult{}, fmt.Errorf("starting the real control plane: %w", err)
 	}
-	// Wait until the cluster shows the same snapshot for opts.Quiet.
-	settle := func(ctx context.Context, cl Clients, n *Normaliser, _ int) bool {
-		deadline := time.Now().Add(opts.SettleTimeout)
-		var last Snapshot
-		var since time.Time
-		for time.Now().Before(deadline) && ctx.Err() == nil {
-			objs, err := List(ctx, cl)
-			if err == nil {
-				s := n.Snapshot(objs, c.CSICalls())
-				if since.IsZero() || !s.Equal(last) {
-					last, since = s, time.Now()
-				} else if time.Since(since) >= quietFor(last, opts.Quiet) {
-					return true
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(pollSettle):
-			}
-		}
-		return false
+	s := side{name: "real", b: c,
+		ready: func(ctx context.Context, cs kubernetes.Interface) error {
+			return waitRegistered(ctx, cs, nodeNames(sc))
+		},
+		// The real cluster goes on while anything looks at it: the end of
+		// a step is marked by the API server's resourceVersion, one small
+		// request, and the objects are read back at it after the run
+		// (realcluster keeps etcd's history for that).
+		mark: func(ctx context.Context, cl Clients) (stepMark, error) {
+			rv, err := Revision(ctx, cl.Kube)
+			return stepMark{revision: rv}, err
+		},
+		read: func(ctx context.Context, cl Clients, m stepMark) (Objects, error) {
+			return List(ctx, cl, At(m.revision))
+		},
 	}
-	ready := func(ctx context.Context, cs kubernetes.Interface) error {
-		return waitRegistered(ctx, cs, nodeNames(sc))
-	}
-	run, err := runOn(ctx, sc, opts, "real", c, nil, ready, settle)
+	run, err := s.run(ctx, sc, opts)
 	return run, errors.Join(err, c.Close())
 }
 
-// runOn waits until b is ready (start.go), then runs sc on it, settling it
-// and taking a snapshot after each step, with the time since it was ready
-// on clk (nil: the real clock).
-func runOn(ctx context.Context, sc *scenarios.Scenario, opts Options, name string, b backend, clk clock.WithTicker,
-	ready func(context.Context, kubernetes.Interface) error,
-	settle func(ctx context.Context, cl Clients, n *Normaliser, step int) bool) (RunResult, error) {
-	cl, err := NewClients(b.RESTConfig())
+// run waits for the start point (start.go), then runs sc on it as
+// `csisim run` would, marking the end of each step, and afterwards takes
+// a snapshot at each mark and the run's history.
+func (s side) run(ctx context.Context, sc *scenarios.Scenario, opts Options) (RunResult, error) {
+	cl, err := NewClients(s.b.RESTConfig())
 	if err != nil {
-		return RunResult{}, fmt.Errorf("%s: client: %w", name, err)
+		return RunResult{}, fmt.Errorf("%s: client: %w", s.name, err)
 	}
-	run := RunResult{Backend: name, Total: len(sc.Steps)}
-	if err := ready(ctx, cl.Kube); err != nil {
-		run.Error = err.Error()
-		return run, nil
+	// The finally steps run too, and are numbered after the steps.
+	run := RunResult{Backend: s.name, Total: len(sc.Steps) + len(sc.Finally)}
+	if s.ready != nil {
+		if err := s.ready(ctx, cl.Kube); err != nil {
+			run.Error = err.Error()
+			return run, nil
+		}
 	}
 	var now clock.PassiveClock = clock.RealClock{}
-	if clk != nil {
-		now = clk
+	if s.clk != nil {
+		now = s.clk
 	}
 	readyAt := now.Now()
-	norm := NewNormaliser()
-	var snapErr error
+	rec := s.b.Recorder()
+	var marks []stepMark
+	var markErr error
 	// Both runs work in "default", so that their objects compare.
-	runner := &scenarios.Runner{Backend: b, Recorder: b.Recorder(), Clock: clk, Namespace: "default",
+	runner := &scenarios.Runner{Backend: s.b, Recorder: rec, Clock: s.clk, Namespace: "default",
 		AfterStep: func(ctx context.Context, st scenarios.StepResult) {
-			settled := settle(ctx, cl, norm, st.Step)
-			at := now.Since(readyAt)
-			objs, err := List(ctx, cl)
+			m, err := s.mark(ctx, cl)
 			if err != nil {
-				snapErr = errors.Join(snapErr, fmt.Errorf("snapshot after step %d: %w", st.Step, err))
+				markErr = errors.Join(markErr, fmt.Errorf("marking the end of step %d: %w", st.Step, err))
 				return
 			}
-			s := norm.Snapshot(objs, b.CSICalls())
-			// A step's name may hold a generated name (assert pv/${pv}).
-			s.Step, s.StepName, s.Outcome, s.Settled, s.At = st.Step, norm.value(st.Name), string(st.Outcome), settled, at
-			run.Snapshots = append(run.Snapshots, s)
-			progress(opts, "  %s: step %d/%d %s: %s\n", name, st.Step, len(sc.Steps), st.Name, st.Outcome)
+			m.step, m.at, m.seq, m.calls = st, now.Since(readyAt), rec.Len(), len(s.b.CSICalls())
+			marks = append(marks, m)
+			progress(opts, "  %s: step %d/%d %s: %s\n", s.name, st.Step, run.Total, st.Name, st.Outcome)
 		}}
 	started := time.Now()
 	res, runErr := runner.Run(ctx, sc)
 	run.Duration = time.Since(started)
 	if res != nil {
 		run.Passed = res.Passed()
+		if s.clk != nil {
+			run.ClusterTime = res.Duration // virtual time
+		}
 		for _, st := range res.Steps {
 			if st.Outcome == scenarios.Passed || st.Outcome == scenarios.Failed {
 				run.Steps++
 			}
 		}
 	}
-	if err := errors.Join(runErr, snapErr); err != nil {
+	snapErr := s.snapshots(ctx, cl, marks, &run)
+	if err := errors.Join(runErr, markErr, snapErr); err != nil {
 		run.Passed = false
 		run.Error = err.Error()
 	}
 	if ctx.Err() != nil {
-		return run, fmt.Errorf("%s: %w", name, ctx.Err())
+		return run, fmt.Errorf("%s: %w", s.name, ctx.Err())
 	}
 	return run, nil
+}
+
+// snapshots takes the snapshot at each mark, and the history of the run
+// up to the last one.
+func (s side) snapshots(ctx context.Context, cl Clients, marks []stepMark, run *RunResult) error {
+	hostname, _ := os.Hostname()
+	norm := NewNormaliser(hostname)
+	calls := s.b.CSICalls()
+	for _, m := range marks {
+		objs, err := s.read(ctx, cl, m)
+		if err != nil {
+			return fmt.Errorf("reading the cluster as it was at the end of step %d: %w", m.step.Step, err)
+		}
+		snap := norm.Snapshot(objs, calls[:min(m.calls, len(calls))])
+		// A step's name may hold a generated name (assert pv/${pv}).
+		snap.Step, snap.StepName, snap.Outcome, snap.At = m.step.Step, norm.value(m.step.Name), string(m.step.Outcome), m.at
+		if m.step.Outcome == scenarios.Failed {
+			snap.Detail = norm.value(m.step.Detail)
+		}
+		run.Snapshots = append(run.Snapshots, snap)
+	}
+	if len(marks) == 0 {
+		return nil
+	}
+	last := marks[len(marks)-1]
+	norm.Learn(Objects{}, calls)
+	run.History = norm.History(historyUntil(s.b.Recorder().Entries(), last.seq, last.revision))
+	return nil
+}
+
+// historyUntil is the timeline up to a step's mark: the entries before
+// seq, and where revision is set (a real cluster, whose timeline learns of
+// writes late) the API writes up to that resourceVersion instead.
+func historyUntil(entries []trace.Entry, seq int, revision string) []trace.Entry {
+	limit, err := strconv.ParseUint(revision, 10, 64)
+	byRevision := revision != "" && err == nil
+	var out []trace.Entry
+	for _, e := range entries {
+		if byRevision && e.Kind == trace.API && e.Write != nil && e.Write.Object != nil {
+			if m, err := meta.Accessor(e.Write.Object); err == nil {
+				if rv, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64); err == nil && rv <= limit {
+					out = append(out, e)
+				}
+			}
+			continue
+		}
+		if e.Seq <= seq {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // nodeNames are the scenario's nodes; both backends default to node-1.

@@ -20,23 +20,29 @@ import (
 type world struct {
 	claimUID, handle, vaName, podUID string
 	identity                         string // csiProvisionerIdentity
+	host                             string // the machine's host name
 }
 
 func (w world) objects() Objects {
 	pvName := "pvc-" + w.claimUID
-	sc := "csisim-hostpath"
+	sc := "csisim-sc"
 	unique := corev1.UniqueVolumeName("kubernetes.io/csi/hostpath.csisim.io^" + w.handle)
 	now := metav1.Now()
 	return Objects{
 		PVCs: []corev1.PersistentVolumeClaim{{
 			ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default", UID: types.UID(w.claimUID),
 				Finalizers: []string{"kubernetes.io/pvc-protection"},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "scenario", Operation: metav1.ManagedFieldsOperationUpdate},
+					{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"},
+					{Manager: "scenario", Operation: metav1.ManagedFieldsOperationUpdate, Time: &now}},
 				Annotations: map[string]string{
 					"kubectl.kubernetes.io/last-applied-configuration": `{"whatever":"` + w.claimUID + `"}`,
 					"pv.kubernetes.io/bind-completed":                  "yes",
 				}},
-			Spec:   corev1.PersistentVolumeClaimSpec{VolumeName: pvName, StorageClassName: &sc},
-			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pvName, StorageClassName: &sc},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Conditions: []corev1.PersistentVolumeClaimCondition{
+				{Type: "Unused", Status: corev1.ConditionTrue, Reason: "NoPodsUsingPVC", Message: "No pods are currently referencing this PVC",
+					LastTransitionTime: now}}},
 		}},
 		PVs: []corev1.PersistentVolume{{
 			ObjectMeta: metav1.ObjectMeta{Name: pvName, UID: types.UID(w.claimUID[:8] + "-0000-0000-0000-000000000000"),
@@ -82,7 +88,8 @@ func (w world) objects() Objects {
 		}},
 		Events: []corev1.Event{
 			{ObjectMeta: metav1.ObjectMeta{Name: "data.1", Namespace: "default"}, Reason: "ProvisioningSucceeded",
-				Message:        "Successfully provisioned volume " + pvName,
+				Message: "Successfully provisioned volume " + pvName, Count: 2,
+				Source:         corev1.EventSource{Component: "hostpath.csisim.io_" + w.host + "_0f0f0f0f-1111-4222-8333-444455556666"},
 				InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data"}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "data.2", Namespace: "default"}, Reason: "Provisioning", Message: "b",
 				InvolvedObject: corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data"}},
@@ -93,6 +100,8 @@ func (w world) objects() Objects {
 			{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes.1", Namespace: "default"}, Reason: "KubernetesDefaultServiceCIDRError",
 				InvolvedObject: corev1.ObjectReference{Kind: "ServiceCIDR", Name: "kubernetes"}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "old.1", Namespace: "default"}, Reason: "Scheduled",
+				ReportingController: "default-scheduler", ReportingInstance: "default-scheduler-" + w.host,
+				Series:         &corev1.EventSeries{Count: 4},
 				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "gone"}},
 		},
 	}
@@ -111,14 +120,14 @@ func (w world) calls() []trace.Entry {
 var (
 	simWorld = world{claimUID: "2b0e6f4c-0000-4000-8000-000000000001", handle: "vol-aaaaaaaaaaaaaaaaaaaa",
 		vaName: "csi-1111111111111111111111111111111111111111111111111111111111111111", podUID: "2b0e6f4c-0000-4000-8000-000000000002",
-		identity: "1700000000000-1-hostpath.csisim.io"}
+		identity: "1700000000000-1-hostpath.csisim.io", host: "sim-machine"}
 	realWorld = world{claimUID: "9d7c1e55-0000-4000-8000-00000000000a", handle: "vol-bbbbbbbbbbbbbbbbbbbb",
 		vaName: "csi-2222222222222222222222222222222222222222222222222222222222222222", podUID: "9d7c1e55-0000-4000-8000-00000000000b",
-		identity: "1764451234567-8081-hostpath.csisim.io"}
+		identity: "1764451234567-8081-hostpath.csisim.io", host: "build-7"}
 )
 
 func TestSnapshotNormalises(t *testing.T) {
-	s := NewNormaliser().Snapshot(simWorld.objects(), simWorld.calls())
+	s := NewNormaliser(simWorld.host).Snapshot(simWorld.objects(), simWorld.calls())
 	tests := []struct {
 		key  string
 		want Object
@@ -126,30 +135,33 @@ func TestSnapshotNormalises(t *testing.T) {
 		{"PersistentVolumeClaim default/data", Object{Kind: "PersistentVolumeClaim", Name: "default/data", Exists: true,
 			Annotations: map[string]string{"pv.kubernetes.io/bind-completed": "yes"},
 			Finalizers:  []string{"kubernetes.io/pvc-protection"}, Phase: "Bound",
-			Fields: map[string]string{"volumeName": "<pv of default/data>", "storageClassName": "csisim-hostpath"},
-			Events: []string{"Provisioning", "ProvisioningSucceeded"},
-			EventMessages: map[string]string{"Provisioning": "a | b",
-				"ProvisioningSucceeded": "Successfully provisioned volume <pv of default/data>"}}},
+			Conditions: map[string]string{"Unused": "True (NoPodsUsingPVC): No pods are currently referencing this PVC"},
+			Fields:     map[string]string{"volumeName": "<pv of default/data>", "storageClassName": "csisim-sc"},
+			Managers:   []string{"kube-controller-manager Update/status", "scenario Update"},
+			Events: map[string]EventSummary{
+				"Provisioning": {Messages: []string{"a", "b"}, Count: 2},
+				"ProvisioningSucceeded": {Messages: []string{"Successfully provisioned volume <pv of default/data>"},
+					Sources: []string{"hostpath.csisim.io_<host>_<uid>"}, Count: 2}}}},
 		{"PersistentVolume <pv of default/data>", Object{Kind: "PersistentVolume", Name: "<pv of default/data>", Exists: true,
 			Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": "hostpath.csisim.io"},
 			Finalizers:  []string{"kubernetes.io/pv-protection"}, Phase: "Bound",
-			Fields: map[string]string{"claimRef": "default/data", "storageClassName": "csisim-hostpath",
+			Fields: map[string]string{"claimRef": "default/data", "storageClassName": "csisim-sc",
 				"csi.driver": "hostpath.csisim.io", "csi.volumeHandle": "<volume of default/data>",
 				"csi.volumeAttributes.storage.kubernetes.io/csiProvisionerIdentity": "<time>-<n>-hostpath.csisim.io"},
-			Events: []string{"VolumeDelete"}, EventMessages: map[string]string{"VolumeDelete": ""}}},
+			Events: map[string]EventSummary{"VolumeDelete": {Messages: []string{""}, Count: 1}}}},
 		{"Pod default/app", Object{Kind: "Pod", Name: "default/app", Exists: true, Phase: "Running",
-			Conditions: []string{"PodScheduled=True", "Ready=True"}, Fields: map[string]string{"nodeName": "node-1",
+			Conditions: map[string]string{"PodScheduled": "True", "Ready": "True"}, Fields: map[string]string{"nodeName": "node-1",
 				"initContainers": "setup=terminated(Completed), proxy=running",
 				"containers":     "app=running, web=waiting(CrashLoopBackOff)"}}},
-		{"Pod default/gone", Object{Kind: "Pod", Name: "default/gone", Events: []string{"Scheduled"},
-			EventMessages: map[string]string{"Scheduled": ""}}},
+		{"Pod default/gone", Object{Kind: "Pod", Name: "default/gone", Events: map[string]EventSummary{
+			"Scheduled": {Messages: []string{""}, Sources: []string{"default-scheduler/default-scheduler-<host>"}, Count: 4}}}},
 		{"VolumeAttachment <attachment of <pv of default/data> to node-1>", Object{Kind: "VolumeAttachment",
 			Name: "<attachment of <pv of default/data> to node-1>", Exists: true,
 			Finalizers: []string{"external-attacher/hostpath-csisim-io"},
 			Fields: map[string]string{"attacher": "hostpath.csisim.io", "nodeName": "node-1", "source": "<pv of default/data>",
 				"attached": "true"}}},
 		{"Node node-1", Object{Kind: "Node", Name: "node-1", Exists: true, Labels: map[string]string{"kubernetes.io/hostname": "node-1"},
-			Conditions: []string{"Ready=True (KubeletReady)"},
+			Conditions: map[string]string{"Ready": "True (KubeletReady)"},
 			Fields: map[string]string{"volumesAttached": "kubernetes.io/csi/hostpath.csisim.io^<volume of default/data>",
 				"volumesInUse": "kubernetes.io/csi/hostpath.csisim.io^<volume of default/data>"}}},
 	}
@@ -167,7 +179,7 @@ func TestSnapshotNormalises(t *testing.T) {
 	if len(s.Objects) != len(tests) {
 		t.Errorf("objects %v, want only the %d above (no kube-system pod)", keys(s.Objects), len(tests))
 	}
-	wantCalls := map[string][]string{"<volume of default/data>": {"CreateVolume", "ControllerPublishVolume"}}
+	wantCalls := map[string][]Call{"<volume of default/data>": {{Method: "CreateVolume"}, {Method: "ControllerPublishVolume"}}}
 	if !reflect.DeepEqual(s.CSICalls, wantCalls) {
 		t.Errorf("CSI calls %v, want %v", s.CSICalls, wantCalls)
 	}
@@ -185,10 +197,10 @@ func keys(m map[string]Object) []string {
 // Two clusters that did the same under different names and UIDs give the
 // same snapshot.
 func TestSnapshotsOfTwoClustersCompare(t *testing.T) {
-	sim := NewNormaliser().Snapshot(simWorld.objects(), simWorld.calls())
-	real := NewNormaliser().Snapshot(realWorld.objects(), realWorld.calls())
+	sim := NewNormaliser(simWorld.host).Snapshot(simWorld.objects(), simWorld.calls())
+	real := NewNormaliser(realWorld.host).Snapshot(realWorld.objects(), realWorld.calls())
 	if !sim.Equal(real) {
-		t.Fatalf("snapshots differ:\n%v", Compare([]Snapshot{sim}, []Snapshot{real}))
+		t.Fatalf("snapshots differ:\n%v", Compare([]Snapshot{sim}, []Snapshot{real}, nil, nil))
 	}
 }
 
@@ -199,7 +211,7 @@ func TestNormaliserRemembersNames(t *testing.T) {
 	n.Snapshot(simWorld.objects(), simWorld.calls())
 	calls := append(simWorld.calls(), trace.Entry{Kind: trace.CSI, Verb: "DeleteVolume", Object: simWorld.handle})
 	s := n.Snapshot(Objects{}, calls)
-	want := []string{"CreateVolume", "ControllerPublishVolume", "DeleteVolume"}
+	want := []Call{{Method: "CreateVolume"}, {Method: "ControllerPublishVolume"}, {Method: "DeleteVolume"}}
 	if got := s.CSICalls["<volume of default/data>"]; !slices.Equal(got, want) {
 		t.Errorf("calls %v, want %v (all: %v)", got, want, s.CSICalls)
 	}
@@ -281,7 +293,56 @@ func TestInlineVolumeHandleNormalised(t *testing.T) {
 	handle := volumeutil.InlineVolumeHandle(pod.UID, "scratch")
 	calls := []trace.Entry{{Kind: trace.CSI, Verb: "NodePublishVolume", Object: handle}}
 	s := NewNormaliser().Snapshot(objs, calls)
-	if got := s.CSICalls["<inline volume scratch of pod default/app>"]; !slices.Equal(got, []string{"NodePublishVolume"}) {
+	if got := s.CSICalls["<inline volume scratch of pod default/app>"]; !slices.Equal(got, []Call{{Method: "NodePublishVolume"}}) {
 		t.Errorf("calls %v, want them under the pod volume", s.CSICalls)
+	}
+}
+
+// A pre-provisioned volume keeps the name and the handle the scenario
+// gave it, whether a cluster is first looked at before its binding or
+// after: one cluster binds it before the first snapshot, the other after.
+func TestPreProvisionedVolumeKeepsItsNames(t *testing.T) {
+	volume := func(bound bool) Objects {
+		pv := corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", UID: "0a0a0a0a-0000-4000-8000-000000000001"},
+			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{
+				CSI: &corev1.CSIPersistentVolumeSource{Driver: "missing.csi.example.com", VolumeHandle: "vol-elsewhere"}}}}
+		if bound {
+			pv.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "data"}
+		}
+		return Objects{PVs: []corev1.PersistentVolume{pv}}
+	}
+	calls := []trace.Entry{{Kind: trace.CSI, Verb: "NodeStageVolume", Object: "vol-elsewhere"}}
+	early, late := NewNormaliser(), NewNormaliser()
+	early.Snapshot(volume(false), nil)
+	late.Snapshot(volume(true), nil)
+	for name, n := range map[string]*Normaliser{"first seen unbound": early, "first seen bound": late} {
+		s := n.Snapshot(volume(true), calls)
+		if got := s.Objects["PersistentVolume elsewhere"].Fields["csi.volumeHandle"]; got != "vol-elsewhere" {
+			t.Errorf("%s: handle %q, want vol-elsewhere", name, got)
+		}
+		if _, ok := s.CSICalls["vol-elsewhere"]; !ok {
+			t.Errorf("%s: calls %v, want them under vol-elsewhere", name, s.CSICalls)
+		}
+	}
+}
+
+// An event's source loses the machine's host name and generated UIDs, and
+// only where the host name is a whole part of the name.
+func TestEventSourceNormalised(t *testing.T) {
+	n := NewNormaliser("node7")
+	for _, tc := range []struct {
+		event corev1.Event
+		want  string
+	}{
+		{corev1.Event{Source: corev1.EventSource{Component: "hostpath.csisim.io_node7_3f2504e0-4f89-41d3-9a0c-0305e82c3301"}},
+			"hostpath.csisim.io_<host>_<uid>"},
+		{corev1.Event{ReportingController: "default-scheduler", ReportingInstance: "default-scheduler-node7"},
+			"default-scheduler/default-scheduler-<host>"},
+		{corev1.Event{Source: corev1.EventSource{Component: "kubelet", Host: "node-1"}}, "kubelet/node-1"},
+		{corev1.Event{Source: corev1.EventSource{Component: "node77-controller"}}, "node77-controller"},
+	} {
+		if got := n.eventSource(tc.event); got != tc.want {
+			t.Errorf("source of %+v: %q, want %q", tc.event, got, tc.want)
+		}
 	}
 }

@@ -40,7 +40,7 @@ func TestSnapshotKindsNormalise(t *testing.T) {
 		vsc.Fields["volumeSnapshotRef.uid"] != "<uid of volumesnapshot default/snap>" {
 		t.Errorf("VolumeSnapshotContent %+v", vsc)
 	}
-	if got := s.CSICalls["<snapshot of volumesnapshot default/snap>"]; len(got) != 1 || got[0] != "CreateSnapshot" {
+	if got := s.CSICalls["<snapshot of volumesnapshot default/snap>"]; len(got) != 1 || got[0].Method != "CreateSnapshot" {
 		t.Errorf("CSI calls %v", s.CSICalls)
 	}
 }

@@ -11,15 +11,18 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Both clusters are compared from the same point of their lives: every
-// node has joined and the node lifecycle controller has registered it
-// (its RegisteredNode event), which the real controller does on its
-// 5-second monitor period. A real cluster reaches that point some seconds
-// after its nodes join; the simulator at its first monitor period, 5 s of
-// virtual time after it starts. A scenario run against a cluster that
-// people use starts long after it. Without this, the real cluster
-// shows RegisteredNode after whichever step its monitor period happened to
-// fall in, and the simulator, whose steps take no virtual time, none.
+// Where each run starts. The real cluster runs the scenario once every
+// node has joined and the node lifecycle controller has registered it (its
+// RegisteredNode event, on the controller's 5-second monitor period), as a
+// cluster that people use is long past that point; otherwise it would show
+// RegisteredNode after whichever step its monitor period happened to fall
+// in. The simulator runs the scenario from its start, as `csisim run`
+// does: waiting for its first monitor period, 5 s of virtual time, would
+// shift every periodic timer of the simulation (the PV controller's 15-s
+// resync, a kubelet's 10-s status sync) against the scenario's steps, and
+// a scenario that waits for one of them (api-conflict-pv-binder) would no
+// longer run as written. So the simulator registers its nodes 5 s into the
+// scenario; timing.go knows that difference for what it is.
 
 // reasonRegisteredNode is the node lifecycle controller's event for a
 // node it sees for the first time.
@@ -28,6 +31,10 @@ const reasonRegisteredNode = "RegisteredNode"
 // registerTimeout bounds the wait for the start point: two monitor
 // periods and then some.
 const registerTimeout = 30 * time.Second
+
+// pollRegistered is how often a real cluster is looked at for the start
+// point.
+const pollRegistered = 200 * time.Millisecond
 
 // nodesRegistered reports whether every node has its RegisteredNode event.
 func nodesRegistered(ctx context.Context, cs kubernetes.Interface, nodes []string) (bool, error) {
@@ -62,7 +69,7 @@ func waitRegistered(ctx context.Context, cs kubernetes.Interface, nodes []string
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the node lifecycle controller to register nodes %v: %w (last error: %v)", nodes, ctx.Err(), err)
-		case <-time.After(pollSettle):
+		case <-time.After(pollRegistered):
 		}
 	}
 }

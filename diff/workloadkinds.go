@@ -21,9 +21,8 @@ type Workloads struct {
 }
 
 // listWorkloads lists the workload kinds.
-func listWorkloads(ctx context.Context, cs kubernetes.Interface) (Workloads, error) {
+func listWorkloads(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) (Workloads, error) {
 	var w Workloads
-	opts := metav1.ListOptions{}
 	sets, err := cs.AppsV1().StatefulSets("").List(ctx, opts)
 	if err != nil {
 		return w, fmt.Errorf("listing StatefulSets: %w", err)
@@ -81,9 +80,9 @@ func (n *Normaliser) learnPodNames(pods []corev1.Pod) {
 			}
 			placeholder := fmt.Sprintf("<pod %d of replicaset %s>", next, owner)
 			next++
-			n.names[q] = placeholder
-			n.names[p.Name] = placeholder
-			n.names[string(p.UID)] = "<uid of " + placeholder[1:]
+			n.set(q, placeholder)
+			n.set(p.Name, placeholder)
+			n.set(string(p.UID), "<uid of "+placeholder[1:])
 		}
 	}
 }
@@ -120,8 +119,7 @@ func (n *Normaliser) workloadObjects(add func(Object), w Workloads) {
 		o.Fields["status"] = fmt.Sprintf("replicas=%d updated=%d ready=%d available=%d unavailable=%d",
 			st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas, st.UnavailableReplicas)
 		for _, c := range st.Conditions {
-			o.Conditions = append(o.Conditions, condition(string(c.Type), string(c.Status), c.Reason))
-			o.Fields["condition "+string(c.Type)] = n.value(c.Message)
+			o.setCondition(string(c.Type), string(c.Status), c.Reason, n.value(c.Message))
 		}
 		add(o)
 	}

@@ -38,7 +38,27 @@ func TestReplicaSetPodsGetPlaceholders(t *testing.T) {
 		t.Errorf("objects %v", a.Objects)
 	}
 	rs := a.Objects["ReplicaSet default/web-5d4f"]
-	if rs.EventMessages["SuccessfulCreate"] != "Created pod: <pod 1 of replicaset default/web-5d4f>" {
-		t.Errorf("replicaset events %v", rs.EventMessages)
+	if m := rs.Events["SuccessfulCreate"].Messages; len(m) != 1 || m[0] != "Created pod: <pod 1 of replicaset default/web-5d4f>" {
+		t.Errorf("replicaset events %v", rs.Events)
+	}
+}
+
+// A pod that appears after the normaliser has named other things is named
+// in messages too, not only as an object (a later step of a rollout).
+func TestReplicaSetPodNamedInLaterMessages(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	n := NewNormaliser()
+	rs := Workloads{ReplicaSets: []appsv1.ReplicaSet{{ObjectMeta: metav1.ObjectMeta{Name: "web-5d4f", Namespace: "default"}}}}
+	first := rsPod("web-5d4f-abcde", t0)
+	n.Snapshot(Objects{Pods: []corev1.Pod{first}, Workloads: rs,
+		Events: []corev1.Event{{InvolvedObject: corev1.ObjectReference{Kind: "ReplicaSet", Namespace: "default", Name: "web-5d4f"},
+			Reason: "SuccessfulCreate", Message: "Created pod: " + first.Name}}}, nil)
+	second := rsPod("web-5d4f-fghij", t0.Add(time.Second))
+	s := n.Snapshot(Objects{Pods: []corev1.Pod{first, second}, Workloads: rs,
+		Events: []corev1.Event{{InvolvedObject: corev1.ObjectReference{Kind: "ReplicaSet", Namespace: "default", Name: "web-5d4f"},
+			Reason: "SuccessfulCreate", Message: "Created pod: " + second.Name}}}, nil)
+	want := "Created pod: <pod 2 of replicaset default/web-5d4f>"
+	if m := s.Objects["ReplicaSet default/web-5d4f"].Events["SuccessfulCreate"].Messages; len(m) != 1 || m[0] != want {
+		t.Errorf("messages %q, want %q", m, want)
 	}
 }

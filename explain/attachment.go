@@ -2,13 +2,14 @@ package explain
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // maxWaitForUnmountDuration is how long the attach/detach controller waits
@@ -18,25 +19,6 @@ import (
 // pkg/controller/volume/attachdetach/reconciler/reconciler.go:
 // forceDetach := !isHealthy && timeout).
 const maxWaitForUnmountDuration = 6 * time.Minute
-
-// taintOutOfService lets the attach/detach controller detach at once
-// (kubernetes k8s.io/api/core/v1 TaintNodeOutOfService).
-const taintOutOfService = "node.kubernetes.io/out-of-service"
-
-// attacherFinalizer is the external-attacher's finalizer on
-// VolumeAttachments and PVs (external-attacher pkg/controller/util.go
-// GetFinalizerName: "external-attacher/" and the driver name with every
-// character outside [a-zA-Z0-9-] replaced by "-", and an "X" after a
-// trailing "-").
-func attacherFinalizer(driver string) string {
-	name := unsafeChars.ReplaceAllString(driver, "-")
-	if strings.HasSuffix(name, "-") {
-		name += "X"
-	}
-	return "external-attacher/" + name
-}
-
-var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
 
 // attachRequired: a driver without a CSIDriver object, or whose object
 // leaves attachRequired unset, needs attaching (kubernetes
@@ -163,7 +145,7 @@ func (w *walker) attachment(va *storagev1.VolumeAttachment) {
 	}
 	f := Finding{Object: ref}
 	nodeName := va.Spec.NodeName
-	hasFinalizer := slices.Contains(va.Finalizers, attacherFinalizer(driver))
+	hasFinalizer := slices.Contains(va.Finalizers, volumeutil.AttacherFinalizer(driver))
 	switch {
 	case va.DeletionTimestamp != nil:
 		f.State = fmt.Sprintf("detaching from %s (deleted %s)", nodeName, ix.ago(va.DeletionTimestamp.Time))
@@ -172,7 +154,7 @@ func (w *walker) attachment(va *storagev1.VolumeAttachment) {
 		}
 		if hasFinalizer {
 			f.Why = fmt.Sprintf("The finalizer %s holds it: the external-attacher of %s removes it once ControllerUnpublishVolume has succeeded.",
-				attacherFinalizer(driver), driver)
+				volumeutil.AttacherFinalizer(driver), driver)
 			if va.Status.DetachError != nil {
 				f.Next = "The external-attacher retries the detach with its backoff (1 s doubling to 5 min); the driver's error above is what to fix."
 			} else {
@@ -190,7 +172,7 @@ func (w *walker) attachment(va *storagev1.VolumeAttachment) {
 			f.Why = fmt.Sprintf("The external-attacher of %s tried to attach the volume to %s and failed; it retries with its backoff (1 s doubling to 5 min).", driver, nodeName)
 		} else if !hasFinalizer {
 			f.Why = fmt.Sprintf("No external-attacher has picked it up: the external-attacher of %s adds the finalizer %s before it attaches, and it is not there. "+
-				"The attach/detach controller gives up each try after 2 min (\"timed out waiting for external-attacher\") and tries again.", driver, attacherFinalizer(driver))
+				"The attach/detach controller gives up each try after 2 min (\"timed out waiting for external-attacher\") and tries again.", driver, volumeutil.AttacherFinalizer(driver))
 			f.Next = fmt.Sprintf("Run the csi-attacher sidecar of %s, or, if the driver needs no attach, give it a CSIDriver object with attachRequired: false.", driver)
 		} else {
 			f.Why = fmt.Sprintf("The external-attacher of %s is attaching the volume (ControllerPublishVolume) to %s.", driver, nodeName)
@@ -292,14 +274,14 @@ func (w *walker) heldAttachment(va *storagev1.VolumeAttachment, f Finding, drive
 			"The attach/detach controller cannot hear from a node that is gone that the volume is unmounted; it counts the node unhealthy and forces the detach %s.",
 			nodeName, claimText, nodeName, dueText)
 		f.Next = fmt.Sprintf("Wait for the forced detach, or delete the VolumeAttachment %s by hand (the external-attacher then unpublishes it; the controller notices at its next sync, within a minute).", va.Name)
-	case hasTaint(node, taintOutOfService):
-		f.Why = fmt.Sprintf("The volume is still attached to %s, but %s, and %s has the %s taint: the attach/detach controller detaches at once.", nodeName, claimText, nodeName, taintOutOfService)
+	case hasTaint(node, corev1.TaintNodeOutOfService):
+		f.Why = fmt.Sprintf("The volume is still attached to %s, but %s, and %s has the %s taint: the attach/detach controller detaches at once.", nodeName, claimText, nodeName, corev1.TaintNodeOutOfService)
 		f.Next = "If it stays, see the attach/detach controller (kube-controller-manager) and the external-attacher."
 	case !healthy && inUse:
 		f.Why = fmt.Sprintf("The volume is still attached to %s, but %s. Node %s is not Ready (Ready=%s since %s), and its kubelet last reported the volume in use "+
 			"(node.status.volumesInUse); with no kubelet to report it unmounted, the attach/detach controller forces the detach %s.",
 			nodeName, claimText, nodeName, ready, ix.ago(since), dueText)
-		f.Next = fmt.Sprintf("Wait for the forced detach; or, if %s is really down, taint it %s=nodeshutdown:NoExecute to detach at once.", nodeName, taintOutOfService)
+		f.Next = fmt.Sprintf("Wait for the forced detach; or, if %s is really down, taint it %s=nodeshutdown:NoExecute to detach at once.", nodeName, corev1.TaintNodeOutOfService)
 	case inUse:
 		f.Why = fmt.Sprintf("The volume is still attached to %s, but %s. The kubelet on %s still reports the volume in use (node.status.volumesInUse): "+
 			"it has not finished unmounting it (NodeUnpublishVolume, NodeUnstageVolume); the attach/detach controller detaches only after that.",

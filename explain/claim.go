@@ -8,29 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-)
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
-// Finalizers of claims and volumes, and who removes them.
-const (
-	// kubernetes pkg/controller/volume/protectionutil (the pvc-protection
-	// and pv-protection controllers).
-	finalizerPVCProtection = "kubernetes.io/pvc-protection"
-	finalizerPVProtection  = "kubernetes.io/pv-protection"
-	// external-provisioner pkg/controller (sig-storage-lib-external-provisioner
-	// finalizer on the PVs it provisions).
-	finalizerProvisioner = "external-provisioner.volume.kubernetes.io/finalizer"
-	// external-snapshotter pkg/utils/util.go.
-	finalizerPVCAsSource      = "snapshot.storage.kubernetes.io/pvc-as-source-protection"
-	finalizerSnapshotAsSource = "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection"
-	finalizerSnapshotBound    = "snapshot.storage.kubernetes.io/volumesnapshot-bound-protection"
-)
-
-// Annotations the PV controller and the provisioner set (kubernetes
-// pkg/controller/volume/persistentvolume/util).
-const (
-	annSelectedNode       = "volume.kubernetes.io/selected-node"
-	annStorageProvisioner = "volume.kubernetes.io/storage-provisioner"
-	annProvisionedBy      = "pv.kubernetes.io/provisioned-by"
+	"github.com/csisim/csisim/internal/text"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 func (w *walker) claim(c *corev1.PersistentVolumeClaim) {
@@ -97,7 +78,7 @@ func (w *walker) deletingClaim(c *corev1.PersistentVolumeClaim, f Finding) {
 	var snapshots []Ref
 	for _, fin := range c.Finalizers {
 		switch fin {
-		case finalizerPVCProtection:
+		case volumeutil.PVCProtectionFinalizer:
 			// The pvc-protection controller keeps it while a scheduled
 			// pod that may still run uses the claim (kubernetes
 			// pkg/controller/volume/pvcprotection).
@@ -116,7 +97,7 @@ func (w *walker) deletingClaim(c *corev1.PersistentVolumeClaim, f Finding) {
 			} else {
 				f.Why += fmt.Sprintf(" %s: no pod uses the claim any more, so the pvc-protection controller (kube-controller-manager) removes it at its next sync.", fin)
 			}
-		case finalizerPVCAsSource:
+		case volumeutil.PVCAsSourceFinalizer:
 			f.Why += fmt.Sprintf(" %s: the snapshot-controller removes it once no VolumeSnapshot of the claim is being taken.", fin)
 			for _, vs := range ix.snapshots {
 				if vs.Namespace == c.Namespace && vs.Spec.Source.PersistentVolumeClaimName != nil && *vs.Spec.Source.PersistentVolumeClaimName == c.Name &&
@@ -179,13 +160,13 @@ func (w *walker) pendingClaim(c *corev1.PersistentVolumeClaim, f Finding) {
 		return
 	}
 	wffc := class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
-	if wffc && c.Annotations[annSelectedNode] == "" {
+	if wffc && c.Annotations[storagehelpers.AnnSelectedNode] == "" {
 		f.State = "Pending (WaitForFirstConsumer)"
 		if e := ix.latestEvent("PersistentVolumeClaim", c.Namespace, c.Name, c.UID, "WaitForFirstConsumer"); e != nil {
 			f.Said = append(f.Said, said(e))
 		}
 		f.Why = fmt.Sprintf("Its class %s binds at the first consumer (volumeBindingMode: WaitForFirstConsumer): the volume is made only when the scheduler has picked a node "+
-			"for a pod that uses the claim and written it into the claim (%s).", className, annSelectedNode)
+			"for a pod that uses the claim and written it into the claim (%s).", className, storagehelpers.AnnSelectedNode)
 		var consumers []*corev1.Pod
 		for _, p := range ix.podList {
 			if p.Namespace == c.Namespace && usesClaim(p, c.Name) && !podFinished(p) {
@@ -218,7 +199,7 @@ func (w *walker) provisioning(c *corev1.PersistentVolumeClaim, class *storagev1.
 			f.Said = append(f.Said, said(e))
 		}
 	}
-	node := c.Annotations[annSelectedNode]
+	node := c.Annotations[storagehelpers.AnnSelectedNode]
 	where := ""
 	if node != "" {
 		where = fmt.Sprintf(" for node %s (selected by the scheduler)", node)
@@ -286,7 +267,7 @@ func (w *walker) knownDrivers() []string {
 		}
 	}
 	for _, pv := range w.ix.volumes {
-		if p := pv.Annotations[annProvisionedBy]; p != "" {
+		if p := pv.Annotations[storagehelpers.AnnDynamicallyProvisioned]; p != "" {
 			set[p] = true
 		}
 	}
@@ -307,35 +288,9 @@ func (w *walker) knownDrivers() []string {
 func nearest(name string, known []string) string {
 	best, bestD := "", 3
 	for _, k := range known {
-		if d := editDistance(name, k); d < bestD {
+		if d := text.EditDistance(name, k); d < bestD {
 			best, bestD = k, d
 		}
 	}
 	return best
-}
-
-// editDistance counts insertions, deletions, substitutions and swaps of
-// neighbours (the typos of a name).
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }

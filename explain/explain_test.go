@@ -11,7 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/ptr"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 var now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -149,7 +152,7 @@ func TestExplain(t *testing.T) {
 					Volumes:     []corev1.PersistentVolume{csiPV("pv-1", driver, "vol-1", "data")},
 					Nodes:       []corev1.Node{na, node("node-b", corev1.ConditionTrue, time.Hour)},
 					CSINodes:    []storagev1.CSINode{csiNode("node-a", driver), csiNode("node-b", driver)},
-					Attachments: []storagev1.VolumeAttachment{attachment("csi-a", driver, "pv-1", "node-a", true, attacherFinalizer(driver))},
+					Attachments: []storagev1.VolumeAttachment{attachment("csi-a", driver, "pv-1", "node-a", true, volumeutil.AttacherFinalizer(driver))},
 					Events: []corev1.Event{ev("Pod", "app-0", "attachdetach-controller", "FailedAttachVolume",
 						`Multi-Attach error for volume "pv-1" Volume is already exclusively attached to one node and can't be attached to another`, time.Second, 1)},
 					Gone: []GoneObject{{Ref: Ref{Kind: KindPod, Namespace: "default", Name: "app-0"}, At: now.Add(-2 * time.Minute), Pod: &old}}}
@@ -169,7 +172,7 @@ func TestExplain(t *testing.T) {
 					Claims:      []corev1.PersistentVolumeClaim{claim("data", "c", corev1.ClaimBound, "pv-1")},
 					Volumes:     []corev1.PersistentVolume{csiPV("pv-1", driver, "vol-1", "data")},
 					Nodes:       []corev1.Node{na, node("node-b", corev1.ConditionTrue, time.Hour)},
-					Attachments: []storagev1.VolumeAttachment{attachment("csi-a", driver, "pv-1", "node-a", true, attacherFinalizer(driver))}}
+					Attachments: []storagev1.VolumeAttachment{attachment("csi-a", driver, "pv-1", "node-a", true, volumeutil.AttacherFinalizer(driver))}}
 			},
 			target: Ref{Kind: KindPod, Namespace: "default", Name: "app"},
 			want:   []string{"still reports the volume in use", "FailedUnmount"},
@@ -182,7 +185,7 @@ func TestExplain(t *testing.T) {
 					Claims:      []corev1.PersistentVolumeClaim{claim("data", "c", corev1.ClaimBound, "pv-1")},
 					Volumes:     []corev1.PersistentVolume{csiPV("pv-1", driver, "vol-1", "data")},
 					Nodes:       []corev1.Node{node("node-a", corev1.ConditionTrue, time.Hour)},
-					Attachments: []storagev1.VolumeAttachment{attachment("csi-a", driver, "pv-1", "node-a", true, attacherFinalizer(driver))}}
+					Attachments: []storagev1.VolumeAttachment{attachment("csi-a", driver, "pv-1", "node-a", true, volumeutil.AttacherFinalizer(driver))}}
 			},
 			target: Ref{Kind: KindAttachment, Name: "csi-a"},
 			want:   []string{"does not use it", "unless it does not know this attachment", "Restart kube-controller-manager"},
@@ -225,7 +228,7 @@ func TestExplain(t *testing.T) {
 			name: "attach fails: CSINode lacks the driver",
 			snap: func() *Snapshot {
 				p := pod("app", "node-b", "data")
-				va := attachment("csi-b", driver, "pv-1", "node-b", false, attacherFinalizer(driver))
+				va := attachment("csi-b", driver, "pv-1", "node-b", false, volumeutil.AttacherFinalizer(driver))
 				va.Status.AttachError = &storagev1.VolumeError{Message: "CSINode node-b does not contain driver hostpath.csisim.io", Time: at(time.Second)}
 				return &Snapshot{Now: now, Pods: []corev1.Pod{p},
 					Claims:      []corev1.PersistentVolumeClaim{claim("data", "c", corev1.ClaimBound, "pv-1")},
@@ -243,7 +246,7 @@ func TestExplain(t *testing.T) {
 			snap: func() *Snapshot {
 				c := claim("data", "c", corev1.ClaimBound, "pv-1")
 				c.DeletionTimestamp = ptr.To(at(time.Minute))
-				c.Finalizers = []string{finalizerPVCProtection}
+				c.Finalizers = []string{volumeutil.PVCProtectionFinalizer}
 				p := pod("app", "node-a", "data")
 				p.Status.Phase = corev1.PodRunning
 				return &Snapshot{Now: now, Claims: []corev1.PersistentVolumeClaim{c}, Pods: []corev1.Pod{p}}
@@ -257,7 +260,7 @@ func TestExplain(t *testing.T) {
 			snap: func() *Snapshot {
 				c := claim("data", "c", corev1.ClaimBound, "pv-1")
 				c.DeletionTimestamp = ptr.To(at(time.Minute))
-				c.Finalizers = []string{finalizerPVCProtection}
+				c.Finalizers = []string{volumeutil.PVCProtectionFinalizer}
 				p := pod("app", "node-a", "data")
 				p.Status.Phase = corev1.PodRunning
 				p.DeletionTimestamp = ptr.To(at(2 * time.Minute))
@@ -273,7 +276,7 @@ func TestExplain(t *testing.T) {
 			snap: func() *Snapshot {
 				pv := csiPV("pv-1", driver, "vol-1", "data")
 				pv.DeletionTimestamp = ptr.To(at(time.Minute))
-				pv.Finalizers = []string{finalizerPVProtection, finalizerProvisioner}
+				pv.Finalizers = []string{volumeutil.PVProtectionFinalizer, storagehelpers.PVDeletionProtectionFinalizer}
 				return &Snapshot{Now: now, Volumes: []corev1.PersistentVolume{pv}, Claims: []corev1.PersistentVolumeClaim{claim("data", "c", corev1.ClaimBound, "pv-1")}}
 			},
 			target: Ref{Kind: KindVolume, Name: "pv-1"},
@@ -297,7 +300,7 @@ func TestExplain(t *testing.T) {
 			name: "snapshot deletion held while a claim is restored from it",
 			snap: func() *Snapshot {
 				vs := snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "snap", DeletionTimestamp: ptr.To(at(time.Minute)),
-					Finalizers: []string{finalizerSnapshotAsSource, finalizerSnapshotBound}},
+					Finalizers: []string{volumeutil.VolumeSnapshotAsSourceFinalizer, volumeutil.VolumeSnapshotBoundFinalizer}},
 					Spec:   snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: ptr.To("data")}},
 					Status: &snapv1.VolumeSnapshotStatus{BoundVolumeSnapshotContentName: ptr.To("snapcontent-1"), ReadyToUse: ptr.To(true)}}
 				restored := claim("restored", "c", corev1.ClaimPending, "")
@@ -377,17 +380,6 @@ func TestParseTarget(t *testing.T) {
 		got, err := ParseTarget(tt.arg, tt.ns)
 		if (err != nil) != tt.wantErr || (!tt.wantErr && got != tt.want) {
 			t.Errorf("ParseTarget(%q, %q) = %v, %v; want %v (error: %t)", tt.arg, tt.ns, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
-
-func TestEditDistance(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		want int
-	}{{"hostpath.csisim.oi", "hostpath.csisim.io", 1}, {"abc", "abc", 0}, {"abc", "abd", 1}, {"", "ab", 2}, {"abc", "xyz", 3}} {
-		if got := editDistance(tt.a, tt.b); got != tt.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
 	}
 }

@@ -73,8 +73,8 @@ func (w *walker) node(n *corev1.Node) {
 		why = append(why, "Attached: "+strings.Join(attached, ", ")+".")
 	}
 	f.Why = strings.Join(why, " ")
-	if ready != corev1.ConditionTrue && !hasTaint(n, taintOutOfService) {
-		f.Next = fmt.Sprintf("If the node is really down: taint it %s=nodeshutdown:NoExecute; its terminating pods are then deleted and its volumes detached at once.", taintOutOfService)
+	if ready != corev1.ConditionTrue && !hasTaint(n, corev1.TaintNodeOutOfService) {
+		f.Next = fmt.Sprintf("If the node is really down: taint it %s=nodeshutdown:NoExecute; its terminating pods are then deleted and its volumes detached at once.", corev1.TaintNodeOutOfService)
 	}
 	w.add(f)
 }

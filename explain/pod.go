@@ -126,12 +126,12 @@ func (w *walker) terminatingPod(p *corev1.Pod, f Finding) {
 	case ready != corev1.ConditionTrue:
 		f.Why = fmt.Sprintf("Its node %s is not Ready (Ready=%s since %s): no kubelet there confirms that the containers stopped, "+
 			"so the pod stays Terminating, and keeps its volumes attached to %s.", node.Name, ready, ix.ago(since), node.Name)
-		if hasTaint(node, taintOutOfService) {
-			f.Next = fmt.Sprintf("Node %s has the %s taint: the pod garbage collector force-deletes its terminating pods.", node.Name, taintOutOfService)
+		if hasTaint(node, corev1.TaintNodeOutOfService) {
+			f.Next = fmt.Sprintf("Node %s has the %s taint: the pod garbage collector force-deletes its terminating pods.", node.Name, corev1.TaintNodeOutOfService)
 		} else {
 			f.Next = fmt.Sprintf("If %s is really down: kubectl delete pod %s --force, or taint the node %s=nodeshutdown:NoExecute "+
 				"(the pod garbage collector then deletes its terminating pods, and the attach/detach controller detaches their volumes at once).",
-				node.Name, p.Name, taintOutOfService)
+				node.Name, p.Name, corev1.TaintNodeOutOfService)
 		}
 	default:
 		grace := ""

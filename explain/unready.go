@@ -9,15 +9,6 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// The NoExecute taints the node lifecycle controller puts on a node whose
-// Ready condition is Unknown (its kubelet stopped posting status) or False
-// (k8s.io/api/core/v1 TaintNodeUnreachable, TaintNodeNotReady; set in
-// kubernetes pkg/controller/nodelifecycle/node_lifecycle_controller.go).
-const (
-	taintUnreachable = "node.kubernetes.io/unreachable"
-	taintNotReady    = "node.kubernetes.io/not-ready"
-)
-
 // podOnUnreadyNode: a scheduled pod, not being deleted, whose node is not
 // Ready or gone. Its status is the kubelet's last word; the node
 // lifecycle controller taints the node, the taint eviction controller
@@ -60,9 +51,9 @@ func (w *walker) podOnUnreadyNode(p *corev1.Pod, f Finding) {
 	f.Next = fmt.Sprintf("Once deleted, the pod stays Terminating, as no kubelet on %s confirms that it stopped; its volumes are detached when it is gone "+
 		"(force-deleted: the attach/detach controller then waits %s, maxWaitForUnmountDuration, for an unmount no kubelet reports). "+
 		"If %s is down for good: taint it %s=nodeshutdown:NoExecute, and its pods are deleted and their volumes detached at once.",
-		node.Name, roundDuration(maxWaitForUnmountDuration), node.Name, taintOutOfService)
-	if hasTaint(node, taintOutOfService) {
-		f.Next = fmt.Sprintf("Node %s has the %s taint: its pods are deleted and their volumes detached at once.", node.Name, taintOutOfService)
+		node.Name, roundDuration(maxWaitForUnmountDuration), node.Name, corev1.TaintNodeOutOfService)
+	if hasTaint(node, corev1.TaintNodeOutOfService) {
+		f.Next = fmt.Sprintf("Node %s has the %s taint: its pods are deleted and their volumes detached at once.", node.Name, corev1.TaintNodeOutOfService)
 	}
 	w.add(f)
 	w.explain(Ref{Kind: KindNode, Name: node.Name})
@@ -72,9 +63,9 @@ func (w *walker) podOnUnreadyNode(p *corev1.Pod, f Finding) {
 // its not-Ready node, and returns that time (zero if never or unknown).
 func (w *walker) eviction(p *corev1.Pod, node *corev1.Node, ready corev1.ConditionStatus) (string, time.Time) {
 	ix := w.ix
-	want := taintUnreachable
+	want := corev1.TaintNodeUnreachable
 	if ready == corev1.ConditionFalse {
-		want = taintNotReady
+		want = corev1.TaintNodeNotReady
 	}
 	var due time.Time
 	var because string
@@ -100,7 +91,7 @@ func (w *walker) eviction(p *corev1.Pod, node *corev1.Node, ready corev1.Conditi
 			because = fmt.Sprintf("%s:NoExecute (added %s)", t.Key, ix.ago(added))
 			if tolerated {
 				because += fmt.Sprintf(", which the pod tolerates for %d s", seconds)
-				if seconds == defaultTolerationSeconds && (t.Key == taintUnreachable || t.Key == taintNotReady) {
+				if seconds == defaultTolerationSeconds && (t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady) {
 					because += " (the DefaultTolerationSeconds admission plugin's default)"
 				}
 			} else {

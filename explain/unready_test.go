@@ -15,7 +15,7 @@ func runningPod() corev1.Pod {
 	p := pod("app", "node-1", "data")
 	p.Status.Phase = corev1.PodRunning
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
-	for _, key := range []string{taintNotReady, taintUnreachable} {
+	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
 		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists,
 			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)})
 	}
@@ -42,7 +42,7 @@ func TestPodOnUnreadyNode(t *testing.T) {
 			name: "unreachable, tolerated for 300 s",
 			node: func() corev1.Node {
 				n := node("node-1", corev1.ConditionUnknown, time.Minute)
-				n.Spec.Taints = []corev1.Taint{{Key: taintUnreachable, Effect: corev1.TaintEffectNoSchedule}, noExecute(taintUnreachable, 55*time.Second)}
+				n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule}, noExecute(corev1.TaintNodeUnreachable, 55*time.Second)}
 				return n
 			},
 			pod: func() corev1.Pod {
@@ -68,7 +68,7 @@ func TestPodOnUnreadyNode(t *testing.T) {
 			name: "a taint the pod does not tolerate",
 			node: func() corev1.Node {
 				n := node("node-1", corev1.ConditionUnknown, time.Minute)
-				n.Spec.Taints = []corev1.Taint{noExecute(taintUnreachable, 5*time.Second)}
+				n.Spec.Taints = []corev1.Taint{noExecute(corev1.TaintNodeUnreachable, 5*time.Second)}
 				return n
 			},
 			pod: func() corev1.Pod {
@@ -83,7 +83,7 @@ func TestPodOnUnreadyNode(t *testing.T) {
 			name: "tolerated for ever",
 			node: func() corev1.Node {
 				n := node("node-1", corev1.ConditionUnknown, time.Minute)
-				n.Spec.Taints = []corev1.Taint{noExecute(taintUnreachable, 5*time.Second)}
+				n.Spec.Taints = []corev1.Taint{noExecute(corev1.TaintNodeUnreachable, 5*time.Second)}
 				return n
 			},
 			pod: func() corev1.Pod {
@@ -97,7 +97,7 @@ func TestPodOnUnreadyNode(t *testing.T) {
 			name: "out of service",
 			node: func() corev1.Node {
 				n := node("node-1", corev1.ConditionUnknown, time.Minute)
-				n.Spec.Taints = []corev1.Taint{noExecute(taintUnreachable, 30*time.Second), noExecute(taintOutOfService, 10*time.Second)}
+				n.Spec.Taints = []corev1.Taint{noExecute(corev1.TaintNodeUnreachable, 30*time.Second), noExecute(corev1.TaintNodeOutOfService, 10*time.Second)}
 				return n
 			},
 			pod: runningPod,

@@ -6,6 +6,9 @@ import (
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 func (w *walker) volume(pv *corev1.PersistentVolume) {
@@ -31,15 +34,15 @@ func (w *walker) volume(pv *corev1.PersistentVolume) {
 		var why []string
 		for _, fin := range pv.Finalizers {
 			switch {
-			case fin == finalizerPVProtection && pv.Status.Phase == corev1.VolumeBound:
+			case fin == volumeutil.PVProtectionFinalizer && pv.Status.Phase == corev1.VolumeBound:
 				why = append(why, fmt.Sprintf("%s: the pv-protection controller removes it once the volume is no longer Bound; it is bound to claim %s/%s.",
 					fin, pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name))
 				follow = append(follow, Ref{Kind: KindClaim, Namespace: pv.Spec.ClaimRef.Namespace, Name: pv.Spec.ClaimRef.Name})
-			case fin == finalizerPVProtection:
+			case fin == volumeutil.PVProtectionFinalizer:
 				why = append(why, fin+": the volume is not Bound, so the pv-protection controller removes it at its next sync.")
-			case fin == finalizerProvisioner:
+			case fin == storagehelpers.PVDeletionProtectionFinalizer:
 				why = append(why, fmt.Sprintf("%s: the external-provisioner of %s removes it once it has deleted the volume in the storage (DeleteVolume).", fin, driver))
-			case strings.HasPrefix(fin, "external-attacher/"):
+			case strings.HasPrefix(fin, volumeutil.AttacherFinalizerPrefix):
 				var vas []string
 				for _, va := range ix.attachmentsOf(pv.Name) {
 					vas = append(vas, va.Name+" (node "+va.Spec.NodeName+")")
@@ -116,7 +119,7 @@ func (w *walker) volumeSnapshot(vs *snapv1.VolumeSnapshot) {
 		var why []string
 		for _, fin := range vs.Finalizers {
 			switch fin {
-			case finalizerSnapshotAsSource:
+			case volumeutil.VolumeSnapshotAsSourceFinalizer:
 				var restoring []string
 				for _, c := range ix.claims {
 					if c.Namespace == vs.Namespace && c.Spec.DataSource != nil && c.Spec.DataSource.Kind == "VolumeSnapshot" &&
@@ -126,7 +129,7 @@ func (w *walker) volumeSnapshot(vs *snapv1.VolumeSnapshot) {
 				}
 				why = append(why, fmt.Sprintf("%s: the snapshot-controller removes it once no claim is being restored from the snapshot (pending: %s).",
 					fin, orNone(restoring)))
-			case finalizerSnapshotBound:
+			case volumeutil.VolumeSnapshotBoundFinalizer:
 				why = append(why, fmt.Sprintf("%s: the snapshot-controller removes it once its VolumeSnapshotContent %s is gone (deletionPolicy Delete: the csi-snapshotter deletes the snapshot first).",
 					fin, boundContent(vs)))
 			default:

@@ -2,6 +2,7 @@ package fakekube
 
 import (
 	"errors"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -17,6 +18,10 @@ const (
 	annBetaDefaultStorageClass = "storageclass.beta.kubernetes.io/is-default-class"
 )
 
+// annBetaStorageClass is the claim annotation that named a class before
+// spec.storageClassName existed; it still wins over the field.
+const annBetaStorageClass = "volume.beta.kubernetes.io/storage-class"
+
 // undeletableNamespaces are the namespaces the NamespaceLifecycle
 // admission plugin refuses to delete: default, kube-system and
 // kube-public (its immortalNamespaces; kube-node-lease may go).
@@ -24,13 +29,93 @@ var undeletableNamespaces = map[string]bool{
 	metav1.NamespaceDefault: true, metav1.NamespaceSystem: true, metav1.NamespacePublic: true,
 }
 
-// admitLocked runs the mutating admission plugins of a default API server
-// that need to look at other objects: DefaultStorageClass gives a claim
-// that names no class the default one.
-func (s *store) admitLocked(obj runtime.Object) {
-	if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && pvc.Spec.StorageClassName == nil {
-		if name := s.defaultStorageClassLocked(); name != "" {
-			pvc.Spec.StorageClassName = &name
+// Finalizers added on creation by the API server's
+// StorageObjectInUseProtection admission plugin.
+const (
+	PVCProtectionFinalizer = "kubernetes.io/pvc-protection"
+	PVProtectionFinalizer  = "kubernetes.io/pv-protection"
+)
+
+// admitCreateLocked runs the mutating admission plugins of a default API
+// server on an object being created: StorageObjectInUseProtection adds
+// its finalizer to claims and volumes, DefaultStorageClass gives a claim
+// that names no class the default one, Priority gives a pod its priority,
+// DefaultTolerationSeconds its tolerations.
+func (s *store) admitCreateLocked(res *resource, obj runtime.Object) error {
+	switch o := obj.(type) {
+	case *corev1.PersistentVolumeClaim:
+		addFinalizer(&o.ObjectMeta, PVCProtectionFinalizer)
+		if o.Spec.StorageClassName == nil {
+			if name := s.defaultStorageClassLocked(); name != "" {
+				o.Spec.StorageClassName = &name
+			}
+		}
+	case *corev1.PersistentVolume:
+		addFinalizer(&o.ObjectMeta, PVProtectionFinalizer)
+	case *corev1.Pod:
+		admitTolerations(o)
+		return s.admitPriorityLocked(res, o)
+	}
+	return nil
+}
+
+// admitUpdate runs the mutating admission plugins of a default API server
+// on an update of a main resource: Priority keeps a pod's priority if the
+// update leaves it out; DefaultTolerationSeconds, as on create.
+func admitUpdate(obj, old runtime.Object) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	was := old.(*corev1.Pod)
+	if pod.Spec.Priority == nil {
+		pod.Spec.Priority = was.Spec.Priority
+	}
+	if pod.Spec.PreemptionPolicy == nil {
+		pod.Spec.PreemptionPolicy = was.Spec.PreemptionPolicy
+	}
+	admitTolerations(pod)
+}
+
+// admissionName is the name an admission plugin's refusal gives: before
+// the registry generates a name, the generateName, and without either
+// "Unknown" (k8s.io/apiserver pkg/admission/errors.go, extractResourceName).
+func admissionName(m metav1.Object) string {
+	switch {
+	case m.GetName() != "":
+		return m.GetName()
+	case m.GetGenerateName() != "":
+		return m.GetGenerateName()
+	}
+	return "Unknown"
+}
+
+func addFinalizer(m *metav1.ObjectMeta, f string) {
+	if !slices.Contains(m.Finalizers, f) {
+		m.Finalizers = append(m.Finalizers, f)
+	}
+}
+
+// Taint keys whose toleration the DefaultTolerationSeconds admission plugin
+// adds to every pod, so that pods on a lost node are evicted after 300 s.
+const (
+	taintNodeNotReady       = "node.kubernetes.io/not-ready"
+	taintNodeUnreachable    = "node.kubernetes.io/unreachable"
+	defaultTolerationSecond = int64(300)
+)
+
+// admitTolerations is the DefaultTolerationSeconds admission plugin
+// (kubernetes plugin/pkg/admission/defaulttolerationseconds/admission.go):
+// a pod that tolerates neither taint with NoExecute (a toleration with no
+// key, or no effect, counts) gets one for 300 s.
+func admitTolerations(pod *corev1.Pod) {
+	for _, key := range []string{taintNodeNotReady, taintNodeUnreachable} {
+		tolerated := slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool {
+			return (t.Key == key || t.Key == "") && (t.Effect == corev1.TaintEffectNoExecute || t.Effect == "")
+		})
+		if !tolerated {
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists,
+				Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptrTo(defaultTolerationSecond)})
 		}
 	}
 }

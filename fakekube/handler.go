@@ -50,7 +50,7 @@ type serverContextKey struct{}
 
 // ServeHTTP answers the Kubernetes REST protocol.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r = r.WithContext(context.WithValue(r.Context(), serverContextKey{}, s))
+	r = withWarnings(w, r.WithContext(context.WithValue(r.Context(), serverContextKey{}, s)))
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
 	case path == "/version":
@@ -116,6 +116,11 @@ func (s *Server) parseResourcePath(gv schema.GroupVersion, segs []string) (reque
 	var req request
 	var resName string
 	switch {
+	case segs[0] == "namespaces" && len(segs) == 3 && isNamespaceSubresource(gv, segs[2]):
+		// namespaces/{name}/status: a namespace's subresource, not a
+		// resource in it.
+		resName = segs[0]
+		segs = segs[1:]
 	case segs[0] == "namespaces" && len(segs) >= 3:
 		req.namespace, resName = segs[1], segs[2]
 		segs = segs[3:]
@@ -148,6 +153,9 @@ func (s *Server) parseResourcePath(gv schema.GroupVersion, segs []string) (reque
 			return req, apierrors.NewNotFound(res.groupResource(), req.name+"/status")
 		}
 	default:
+		if _, ok := streamingSubresources[req.subresource]; ok && res.gvr == coreV1.WithResource("pods") {
+			return req, s.streamingNotSupported(res, req.namespace, req.name, req.subresource)
+		}
 		known := false
 		for _, sub := range res.subresources {
 			known = known || sub == req.subresource
@@ -157,6 +165,12 @@ func (s *Server) parseResourcePath(gv schema.GroupVersion, segs []string) (reque
 		}
 	}
 	return req, nil
+}
+
+// isNamespaceSubresource says whether namespaces/{name}/{sub} names a
+// namespace's subresource (status, finalize) rather than a resource.
+func isNamespaceSubresource(gv schema.GroupVersion, sub string) bool {
+	return gv.Group == "" && (sub == "status" || sub == "finalize")
 }
 
 // actorOf turns a user agent ("external-provisioner", "kubectl/v1.32.4 (linux/amd64) …")
@@ -375,7 +389,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req request
 		writeError(w, err)
 		return
 	}
-	created, err := s.store.create(req.actor, req.res, req.namespace, obj)
+	created, err := s.store.create(r.Context(), req.actor, req.res, req.namespace, obj)
 	respond(w, r, http.StatusCreated, created, err)
 }
 
@@ -389,7 +403,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req request
 	if m, err := meta.Accessor(obj); err == nil {
 		conditional = m.GetResourceVersion() != ""
 	}
-	updated, err := s.store.update(req.actor, "update", req.res, req.namespace, req.name, req.subresource, obj, nil, conditional)
+	updated, err := s.store.update(r.Context(), req.actor, "update", req.res, req.namespace, req.name, req.subresource, obj, nil, conditional)
 	respond(w, r, http.StatusOK, updated, err)
 }
 
@@ -420,7 +434,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req request)
 		}
 		return obj, nil
 	}
-	updated, err := s.store.update(req.actor, "patch", req.res, req.namespace, req.name, req.subresource, nil, mutate,
+	updated, err := s.store.update(r.Context(), req.actor, "patch", req.res, req.namespace, req.name, req.subresource, nil, mutate,
 		patchSetsResourceVersion(patchType, patch))
 	respond(w, r, http.StatusOK, updated, err)
 }
@@ -527,7 +541,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, req reques
 	}
 	// A binding changes spec.nodeName and the PodScheduled condition in one
 	// write, as the real server's binding storage does.
-	_, err = s.store.update(req.actor, "bind", req.res, req.namespace, req.name, "binding", nil, mutate, false)
+	_, err = s.store.update(r.Context(), req.actor, "bind", req.res, req.namespace, req.name, "binding", nil, mutate, false)
 	if err != nil {
 		writeError(w, err)
 		return

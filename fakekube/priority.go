@@ -7,7 +7,6 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // PriorityClasses and the Priority admission plugin
@@ -31,17 +30,13 @@ func systemPriorityClasses() []*schedulingv1.PriorityClass {
 
 // admitPriorityLocked is the Priority admission plugin for a pod being
 // created.
-func (s *store) admitPriorityLocked(res *resource, obj runtime.Object) error {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil
-	}
+func (s *store) admitPriorityLocked(res *resource, pod *corev1.Pod) error {
 	pcRes := s.reg.byGVR[schedulingV1.WithResource("priorityclasses")]
 	var class *schedulingv1.PriorityClass
 	if name := pod.Spec.PriorityClassName; name != "" {
 		o, found := s.objects[pcRes][objectKey("", name)]
 		if !found {
-			return apierrors.NewForbidden(res.groupResource(), pod.Name, fmt.Errorf("no PriorityClass with name %v was found", name))
+			return apierrors.NewForbidden(res.groupResource(), admissionName(pod), fmt.Errorf("no PriorityClass with name %v was found", name))
 		}
 		class = o.(*schedulingv1.PriorityClass)
 	} else {
@@ -53,7 +48,10 @@ func (s *store) admitPriorityLocked(res *resource, obj runtime.Object) error {
 			}
 		}
 		if class == nil {
-			return nil // priority 0, defaulted
+			// No default class: priority 0, preempting lower ones.
+			pod.Spec.Priority = ptrTo(int32(0))
+			pod.Spec.PreemptionPolicy = ptrTo(corev1.PreemptLowerPriority)
+			return nil
 		}
 		pod.Spec.PriorityClassName = class.Name
 	}

@@ -36,10 +36,6 @@ type resource struct {
 	// crd: served as a CustomResourceDefinition is on a real cluster, so
 	// JSON only (no protobuf).
 	crd bool
-	// generation: the kind's metadata.generation counts spec changes (from 1
-	// on create), as the real strategies of these kinds and every custom
-	// resource do; PVs, PVCs and most storage kinds have none.
-	generation bool
 	// expires: objects go the server's EventTTL after their last write, as
 	// Events do on a real server.
 	expires bool
@@ -127,7 +123,7 @@ func defaultResources() []*resource {
 				return fields.Set{"spec.unschedulable": fmt.Sprint(o.(*corev1.Node).Spec.Unschedulable)}
 			}},
 		{gvr: coreV1.WithResource("pods"), kind: "Pod", namespaced: true, shortNames: []string{"po"}, categories: allCategory,
-			hasStatus: true, subresources: []string{"binding", "log"}, fields: podFields, generation: true},
+			hasStatus: true, subresources: []string{"binding", "log"}, fields: podFields},
 		{gvr: coreV1.WithResource("persistentvolumes"), kind: "PersistentVolume", shortNames: []string{"pv"}, hasStatus: true},
 		{gvr: coreV1.WithResource("persistentvolumeclaims"), kind: "PersistentVolumeClaim", namespaced: true,
 			shortNames: []string{"pvc"}, hasStatus: true},
@@ -148,22 +144,22 @@ func defaultResources() []*resource {
 		{gvr: storageV1.WithResource("csistoragecapacities"), kind: "CSIStorageCapacity", namespaced: true},
 		{gvr: storageV1.WithResource("volumeattributesclasses"), kind: "VolumeAttributesClass", shortNames: []string{"vac"}},
 		{gvr: appsV1.WithResource("statefulsets"), kind: "StatefulSet", namespaced: true, shortNames: []string{"sts"},
-			categories: allCategory, hasStatus: true, generation: true},
+			categories: allCategory, hasStatus: true},
 		{gvr: appsV1.WithResource("deployments"), kind: "Deployment", namespaced: true, shortNames: []string{"deploy"},
-			categories: allCategory, hasStatus: true, generation: true},
+			categories: allCategory, hasStatus: true},
 		{gvr: appsV1.WithResource("replicasets"), kind: "ReplicaSet", namespaced: true, shortNames: []string{"rs"},
-			categories: allCategory, hasStatus: true, generation: true},
+			categories: allCategory, hasStatus: true},
 		{gvr: appsV1.WithResource("controllerrevisions"), kind: "ControllerRevision", namespaced: true},
 		{gvr: coordV1.WithResource("leases"), kind: "Lease", namespaced: true},
 		{gvr: eventsV1.WithResource("events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, fields: eventsV1Fields,
 			expires: true},
 		// The snapshot CRDs of kubernetes-csi/external-snapshotter.
 		{gvr: snapshotV1.WithResource("volumesnapshots"), kind: "VolumeSnapshot", namespaced: true,
-			shortNames: []string{"vs"}, hasStatus: true, crd: true, generation: true},
+			shortNames: []string{"vs"}, hasStatus: true, crd: true},
 		{gvr: snapshotV1.WithResource("volumesnapshotcontents"), kind: "VolumeSnapshotContent",
-			shortNames: []string{"vsc", "vscs"}, hasStatus: true, crd: true, generation: true},
+			shortNames: []string{"vsc", "vscs"}, hasStatus: true, crd: true},
 		{gvr: snapshotV1.WithResource("volumesnapshotclasses"), kind: "VolumeSnapshotClass",
-			shortNames: []string{"vsclass", "vsclasses"}, crd: true, generation: true},
+			shortNames: []string{"vsclass", "vsclasses"}, crd: true},
 	}
 }
 

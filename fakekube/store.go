@@ -1,17 +1,15 @@
 package fakekube
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
-	"slices"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 )
@@ -201,7 +198,8 @@ func (s *store) listLocked(res *resource, sel selector) []runtime.Object {
 }
 
 // create stores a new object after defaulting, admission and validation.
-func (s *store) create(actor string, res *resource, namespace string, obj runtime.Object) (runtime.Object, error) {
+// ctx carries the request's warning recorder, if any.
+func (s *store) create(ctx context.Context, actor string, res *resource, namespace string, obj runtime.Object) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expireLocked()
@@ -212,23 +210,31 @@ func (s *store) create(actor string, res *resource, namespace string, obj runtim
 	if err := s.checkNamespaceLocked(res, namespace, m); err != nil {
 		return nil, err
 	}
+	defaultObject(res, obj)
+	if err := s.admitCreateLocked(res, obj); err != nil {
+		return nil, err
+	}
+	// The registry names the object after admission, before its strategy.
 	if m.GetName() == "" && m.GetGenerateName() != "" {
 		m.SetName(m.GetGenerateName() + s.generatedNameSuffix())
 	}
-	if errs := validateObjectMeta(res, m); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(res.gvk().GroupKind(), m.GetName(), errs)
+	m.SetGeneration(0)
+	// As in the real server, the strategy comes before the store is
+	// asked: an invalid object is Invalid even when its name is taken.
+	obj, err = prepareCreate(ctx, res, namespace, obj, s.now())
+	if err != nil {
+		return nil, err
+	}
+	if m, err = meta.Accessor(obj); err != nil {
+		return nil, apierrors.NewInternalError(err)
 	}
 	key := objectKey(m.GetNamespace(), m.GetName())
 	if _, exists := s.objects[res][key]; exists {
+		if m.GetGenerateName() != "" {
+			// k8s.io/apiserver pkg/registry/rest/create.go, CheckGeneratedNameError.
+			return nil, apierrors.NewGenerateNameConflict(res.groupResource(), m.GetName(), 1)
+		}
 		return nil, apierrors.NewAlreadyExists(res.groupResource(), m.GetName())
-	}
-	prepareForCreate(res, obj)
-	s.admitLocked(obj)
-	if err := s.admitPriorityLocked(res, obj); err != nil {
-		return nil, err
-	}
-	if errs := validateCreate(res, obj); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(res.gvk().GroupKind(), m.GetName(), errs)
 	}
 	if err := checkStorable(res, obj); err != nil {
 		return nil, err
@@ -238,10 +244,6 @@ func (s *store) create(actor string, res *resource, namespace string, obj runtim
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetManagedFields(nil)
-	m.SetGeneration(0)
-	if res.generation {
-		m.SetGeneration(1)
-	}
 	s.commitLocked(actor, "create", "", res, nil, obj)
 	return obj.DeepCopyObject(), nil
 }
@@ -276,7 +278,7 @@ func (s *store) checkNamespaceLocked(res *resource, namespace string, m metav1.O
 // under the store's lock; that is how patches apply without races.
 // conditional says the write carries a resourceVersion (an update's
 // object, a patch that sets it), so that it can meet a conflict.
-func (s *store) update(actor, verb string, res *resource, namespace, name, subresource string,
+func (s *store) update(ctx context.Context, actor, verb string, res *resource, namespace, name, subresource string,
 	newObj runtime.Object, mutate func(current runtime.Object) (runtime.Object, error), conditional bool) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -295,7 +297,7 @@ func (s *store) update(actor, verb string, res *resource, namespace, name, subre
 	// The real server defaults every body it decodes, an update's and a
 	// patched object's as much as a create's: a claim written back
 	// without spec.volumeMode is the claim with Filesystem.
-	setDefaults(newObj)
+	defaultObject(res, newObj)
 	oldMeta, _ := meta.Accessor(old)
 	newMeta, err := meta.Accessor(newObj)
 	if err != nil {
@@ -316,71 +318,33 @@ func (s *store) update(actor, verb string, res *resource, namespace, name, subre
 		}
 	}
 	if uid := newMeta.GetUID(); uid != "" && uid != oldMeta.GetUID() {
-		return nil, apierrors.NewConflict(res.groupResource(), name,
-			//lint:ignore ST1005 the real API server's words
-			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, oldMeta.GetUID()))
+		return nil, preconditionFailed(res, namespace, name, "UID", uid, oldMeta.GetUID())
 	}
 
-	var next runtime.Object
-	if subresource == "status" {
-		// A status write changes the status and nothing else.
-		next = old.DeepCopyObject()
-		copyField(next, newObj, "Status")
-		if claim, ok := next.(*corev1.PersistentVolumeClaim); ok {
-			// The claim's status strategy resets only the spec: labels,
-			// annotations and finalizers written with the status stay
-			// (kubernetes pkg/registry/core/persistentvolumeclaim/strategy.go);
-			// the external-resizer marks a claim that needs no node
-			// expansion that way.
-			keepWrittenMeta(&claim.ObjectMeta, newMeta)
-		}
-		if d, ok := next.(*appsv1.Deployment); ok {
-			// The deployment's status strategy resets the spec and the
-			// labels only (kubernetes pkg/registry/apps/deployment/strategy.go):
-			// the deployment controller writes the revision annotation
-			// with the status.
-			labels := d.Labels
-			keepWrittenMeta(&d.ObjectMeta, newMeta)
-			d.Labels = labels
-		}
-		if errs := validateStatusUpdate(next); len(errs) > 0 {
-			return nil, apierrors.NewInvalid(res.gvk().GroupKind(), name, errs)
-		}
-	} else {
-		next = newObj
-		m, _ := meta.Accessor(next)
-		m.SetNamespace(oldMeta.GetNamespace())
-		m.SetName(oldMeta.GetName())
-		m.SetUID(oldMeta.GetUID())
-		m.SetCreationTimestamp(oldMeta.GetCreationTimestamp())
-		m.SetDeletionTimestamp(oldMeta.GetDeletionTimestamp())
-		m.SetDeletionGracePeriodSeconds(oldMeta.GetDeletionGracePeriodSeconds())
-		m.SetGeneration(oldMeta.GetGeneration())
-		m.SetResourceVersion(oldMeta.GetResourceVersion())
-		m.SetManagedFields(oldMeta.GetManagedFields())
-		// Only a binding may write spec and status together.
-		if res.hasStatus && subresource != "binding" {
-			copyField(next, old, "Status")
-		}
-		if oldMeta.GetDeletionTimestamp() != nil {
-			if added := newFinalizers(oldMeta.GetFinalizers(), m.GetFinalizers()); len(added) > 0 {
-				return nil, apierrors.NewInvalid(res.gvk().GroupKind(), name, field.ErrorList{field.Forbidden(
-					field.NewPath("metadata", "finalizers"),
-					fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", added))})
-			}
-		}
-		if errs := validateObjectMeta(res, m); len(errs) > 0 {
-			return nil, apierrors.NewInvalid(res.gvk().GroupKind(), name, errs)
-		}
-		if errs := validateUpdate(res, next, old); len(errs) > 0 {
-			return nil, apierrors.NewInvalid(res.gvk().GroupKind(), name, errs)
+	// What no write changes; the strategy keeps the rest of the system
+	// metadata (rest.BeforeUpdate) and of the spec or status what the
+	// subresource may not change.
+	newMeta.SetNamespace(oldMeta.GetNamespace())
+	newMeta.SetName(oldMeta.GetName())
+	newMeta.SetResourceVersion(oldMeta.GetResourceVersion())
+	newMeta.SetManagedFields(oldMeta.GetManagedFields())
+	next := newObj
+	switch subresource {
+	case "binding":
+		// The real binding storage changes the pod itself, with no
+		// strategy: serveBinding's mutate is all of it.
+	case "":
+		admitUpdate(newObj, old)
+		if next, err = prepareUpdate(ctx, res, namespace, subresource, newObj, old, s.now()); err != nil {
+			return nil, err
 		}
 		// Validating admission runs after the strategy's validation.
 		if err := s.validateAdmissionLocked(res, name, next, old); err != nil {
 			return nil, err
 		}
-		if res.generation && specChanged(next, old) {
-			m.SetGeneration(oldMeta.GetGeneration() + 1)
+	default:
+		if next, err = prepareUpdate(ctx, res, namespace, subresource, newObj, old, s.now()); err != nil {
+			return nil, err
 		}
 	}
 	// Like the real server, an update that changes nothing is not a write:
@@ -460,14 +424,10 @@ func (s *store) deleteLocked(actor string, res *resource, namespace, name string
 	m, _ := meta.Accessor(cur)
 	if p := opts.Preconditions; p != nil {
 		if p.UID != nil && *p.UID != m.GetUID() {
-			return nil, apierrors.NewConflict(res.groupResource(), name,
-				//lint:ignore ST1005 the real API server's words
-				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
+			return nil, preconditionFailed(res, namespace, name, "UID", *p.UID, m.GetUID())
 		}
 		if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
-			return nil, apierrors.NewConflict(res.groupResource(), name,
-				//lint:ignore ST1005 the real API server's words
-				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
+			return nil, preconditionFailed(res, namespace, name, "ResourceVersion", *p.ResourceVersion, m.GetResourceVersion())
 		}
 	}
 	if res.gvr == coreV1.WithResource("namespaces") && undeletableNamespaces[name] {
@@ -576,59 +536,4 @@ func conflict(res *resource, name string) error {
 		fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 }
 
-func newFinalizers(old, cur []string) []string {
-	var added []string
-	for _, f := range cur {
-		if !slices.Contains(old, f) {
-			added = append(added, f)
-		}
-	}
-	return added
-}
-
-// keepWrittenMeta takes the metadata a writer may change from written.
-func keepWrittenMeta(m *metav1.ObjectMeta, written metav1.Object) {
-	m.Labels = written.GetLabels()
-	m.Annotations = written.GetAnnotations()
-	m.OwnerReferences = written.GetOwnerReferences()
-	if m.DeletionTimestamp == nil || len(newFinalizers(m.Finalizers, written.GetFinalizers())) == 0 {
-		m.Finalizers = written.GetFinalizers()
-	}
-}
-
-// specChanged compares the Spec fields, or for a kind without one (a
-// VolumeSnapshotClass) everything but metadata, as custom resources count it.
-func specChanged(obj, old runtime.Object) bool {
-	if hasField(obj, "Spec") {
-		return !apiequality.Semantic.DeepEqual(fieldOf(obj, "Spec"), fieldOf(old, "Spec"))
-	}
-	a, b := obj.DeepCopyObject(), old.DeepCopyObject()
-	am, _ := meta.Accessor(a)
-	bm, _ := meta.Accessor(b)
-	am.SetResourceVersion("")
-	bm.SetResourceVersion("")
-	copyField(a, b, "ObjectMeta")
-	return !apiequality.Semantic.DeepEqual(a, b)
-}
-
-// hasField, fieldOf and copyField reach the Spec and Status of any typed
-// object, so one code path serves every kind.
-func hasField(obj runtime.Object, name string) bool {
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer {
-		return false
-	}
-	return v.Elem().FieldByName(name).IsValid()
-}
-
-func fieldOf(obj runtime.Object, name string) any {
-	return reflect.ValueOf(obj).Elem().FieldByName(name).Interface()
-}
-
-func copyField(dst, src runtime.Object, name string) {
-	d := reflect.ValueOf(dst).Elem().FieldByName(name)
-	s := reflect.ValueOf(src).Elem().FieldByName(name)
-	if d.IsValid() && s.IsValid() && d.CanSet() {
-		d.Set(s)
-	}
-}
+func secondsDuration(s int64) time.Duration { return time.Duration(s) * time.Second }

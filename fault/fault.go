@@ -59,6 +59,12 @@ const (
 	// CSIHang never answers matching CSI calls: the caller's own timeout
 	// ends them with DeadlineExceeded.
 	CSIHang Kind = "csi-hang"
+	// CSILostAnswer lets matching CSI calls reach the driver and complete
+	// there, then loses the answer: the caller hears nothing until its own
+	// timeout ends the call with DeadlineExceeded, as when a reply is lost
+	// on the way or the caller's deadline passes just as the driver
+	// finishes. The driver did the work; the caller must retry to learn so.
+	CSILostAnswer Kind = "csi-lost-answer"
 	// CSIHeal removes the CSI faults that match (all of them when CSI.Method
 	// is empty).
 	CSIHeal Kind = "csi-heal"
@@ -84,7 +90,7 @@ const (
 // them.
 var Kinds = []Kind{NodeLoss, NodeReturn, OutOfService, MissingMountPropagation, KubeletRestart,
 	StaleVolumeAttachment, ControllerManagerRestart,
-	CSIError, CSIDelay, CSIHang, CSIHeal,
+	CSIError, CSIDelay, CSIHang, CSILostAnswer, CSIHeal,
 	DriverCrash, DriverRestart, NodePluginMissing,
 	APIConflict, WatchDrop}
 
@@ -114,7 +120,8 @@ type Fault struct {
 	// Namespace defaults to "default".
 	Claim     string
 	Namespace string
-	// CSI is what csi-error, csi-delay, csi-hang and csi-heal match and do.
+	// CSI is what csi-error, csi-delay, csi-hang, csi-lost-answer and
+	// csi-heal match and do.
 	CSI CSI
 	// Plugin is the plugin of driver-crash and driver-restart (and of
 	// CSI faults: empty for every plugin).
@@ -149,6 +156,9 @@ type CSI struct {
 	// Delay is how long csi-delay holds a call; for csi-hang, the longest
 	// it hangs (0: until the caller gives up).
 	Delay time.Duration
+	// FirstAttempt limits csi-lost-answer to the first matching call of
+	// each volume: the caller's retry gets its answer.
+	FirstAttempt bool
 }
 
 // Describe names the fault and what it happens to, for step names,
@@ -156,7 +166,7 @@ type CSI struct {
 func (f Fault) Describe() string {
 	parts := []string{string(f.Kind)}
 	switch f.Kind {
-	case CSIError, CSIDelay, CSIHang, CSIHeal:
+	case CSIError, CSIDelay, CSIHang, CSILostAnswer, CSIHeal:
 		if f.CSI.Method != "" {
 			parts = append(parts, f.CSI.Method)
 		}
@@ -168,6 +178,9 @@ func (f Fault) Describe() string {
 		}
 		if f.Kind == CSIDelay {
 			parts = append(parts, f.CSI.Delay.String())
+		}
+		if f.CSI.FirstAttempt {
+			parts = append(parts, "first attempt per volume")
 		}
 	case DriverCrash, DriverRestart:
 		if f.Plugin != "" {

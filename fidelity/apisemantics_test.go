@@ -19,8 +19,9 @@ func TestAPISemanticsOnTheRealServer(t *testing.T) {
 }
 
 // startControlPlane starts a realkube control plane under a run root of
-// its own for the test, and stops it when the test ends.
-func startControlPlane(t *testing.T, name string) *realkube.Cluster {
+// its own for the test, and stops it when the test ends; configure may
+// change its Config first.
+func startControlPlane(t *testing.T, name string, configure ...func(*realkube.Config)) *realkube.Cluster {
 	t.Helper()
 	bin := requireBinaries(t, realkube.ControlPlaneBinaries...)
 	root, err := runroot.New(name)
@@ -34,7 +35,11 @@ func startControlPlane(t *testing.T, name string) *realkube.Cluster {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := realkube.Start(ctx, realkube.Config{BinDir: bin, RootDir: root.Path("cluster")})
+	cfg := realkube.Config{BinDir: bin, RootDir: root.Path("cluster")}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	c, err := realkube.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

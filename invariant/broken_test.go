@@ -34,13 +34,30 @@ import (
 
 // brokenEnv holds, for a driver process this test binary runs, the node
 // whose plugin misbehaves ("*" for every plugin, "controller" for the
-// controller plugin) and the fault proxy rules it misbehaves by:
-// "NODE|RULES". The rules are faultproxy.ParseRules', or wrongNodeID.
+// controller plugin) and the name of the fault proxy rules it misbehaves
+// by (a key of brokenRules, "" for none): "NODE|RULES".
 const brokenEnv = "CSISIM_INVARIANT_BROKEN_DRIVER"
 
-// wrongNodeID: the node plugin answers its first NodeGetInfo with another
-// node's ID ("node-2"), as a DaemonSet with a hard-coded node ID would.
-const wrongNodeID = "wrong-node-id"
+// brokenRules are the ways a driver misbehaves, by name.
+var brokenRules = map[string][]faultproxy.Rule{
+	"": nil,
+	// The node plugin answers its first NodeGetInfo with another node's
+	// ID ("node-2"), as a DaemonSet with a hard-coded node ID would.
+	wrongNodeID: {{Method: "NodeGetInfo", Times: 1,
+		Action: faultproxy.Action{Kind: faultproxy.ActionOK, Response: &csi.NodeGetInfoResponse{NodeId: "node-2"}}}},
+	// NodeUnstageVolume answers OK without asking the driver, which keeps
+	// the volume staged.
+	unstageOK: {{Method: "NodeUnstageVolume", Action: faultproxy.Action{Kind: faultproxy.ActionOK}}},
+	// The first NodeGetCapabilities answers none (an empty answer, without
+	// asking the driver), later ones what the driver has.
+	firstCapabilitiesEmpty: {{Method: "NodeGetCapabilities", Times: 1, Action: faultproxy.Action{Kind: faultproxy.ActionOK}}},
+}
+
+const (
+	wrongNodeID            = "wrong-node-id"
+	unstageOK              = "unstage-ok"
+	firstCapabilitiesEmpty = "first-capabilities-empty"
+)
 
 func TestMain(m *testing.M) {
 	if spec, ok := os.LookupEnv(brokenEnv); ok {
@@ -52,7 +69,7 @@ func TestMain(m *testing.M) {
 // brokenDriverMain runs csisim's driver behind a fault proxy. args are the
 // driver's flags as brokenTemplate passes them.
 func brokenDriverMain(spec string, args []string) int {
-	who, rulesText, _ := strings.Cut(spec, "|")
+	who, rulesName, _ := strings.Cut(spec, "|")
 	var endpoint, nodeID string
 	for i := 0; i+1 < len(args); i++ {
 		switch args[i] {
@@ -71,20 +88,13 @@ func brokenDriverMain(spec string, args []string) int {
 	driverArgs[slices.Index(driverArgs, "--endpoint")+1] = inner
 	driverArgs = append(driverArgs, "--mode", mode)
 
-	var rules []faultproxy.Rule
-	if who == "*" || who == nodeID {
-		var err error
-		switch rulesText {
-		case wrongNodeID:
-			rules = []faultproxy.Rule{{Method: "NodeGetInfo", Times: 1,
-				Action: faultproxy.Action{Kind: faultproxy.ActionOK, Response: &csi.NodeGetInfoResponse{NodeId: "node-2"}}}}
-		default:
-			rules, err = faultproxy.ParseRules(rulesText)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "broken driver: %v\n", err)
-			return 2
-		}
+	rules, ok := brokenRules[rulesName]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "broken driver: no rules named %q\n", rulesName)
+		return 2
+	}
+	if who != "*" && who != nodeID {
+		rules = nil
 	}
 	p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: "broken-" + nodeID, Listen: endpoint, Target: inner, Rules: rules})
 	if err != nil {
@@ -203,7 +213,7 @@ func TestBrokenDriverHealthy(t *testing.T) {
 }
 
 func TestBrokenNodeUnstageLeaksTheMount(t *testing.T) {
-	expectOnly(t, runBroken(t, "node-1|NodeUnstageVolume ok", lifecycle, nil), "nothing-leaked")
+	expectOnly(t, runBroken(t, "node-1|"+unstageOK, lifecycle, nil), "nothing-leaked")
 }
 
 func TestBrokenStorageLosesTheData(t *testing.T) {
@@ -308,7 +318,7 @@ steps:
         ---
         apiVersion: storage.k8s.io/v1
         kind: StorageClass
-        metadata: {name: csisim-hostpath}
+        metadata: {name: csisim-sc}
         provisioner: hostpath.csisim.io
         reclaimPolicy: Delete
         volumeBindingMode: Immediate
@@ -317,7 +327,7 @@ steps:
         apiVersion: v1
         kind: PersistentVolumeClaim
         metadata: {name: data}
-        spec: {accessModes: [%s], storageClassName: csisim-hostpath, resources: {requests: {storage: 1Gi}}}
+        spec: {accessModes: [%s], storageClassName: csisim-sc, resources: {requests: {storage: 1Gi}}}
   - wait: {object: pvc/data, jsonPath: '{.status.phase}', equals: Bound, timeout: 30s}
   - apply:
       manifest: |
@@ -420,5 +430,30 @@ func TestBrokenCapabilitiesPublishBeforeStage(t *testing.T) {
 	// The node plugin's first NodeGetCapabilities answers none (an empty
 	// answer, without asking the driver), later ones STAGE_UNSTAGE_VOLUME:
 	// the kubelet publishes before it stages.
-	expectOnly(t, runBroken(t, "node-1|NodeGetCapabilities times=1 ok", lifecycle, nil), "csi-call-order")
+	expectOnly(t, runBroken(t, "node-1|"+firstCapabilitiesEmpty, lifecycle, nil), "csi-call-order")
+}
+
+// A leak: the driver makes the volume, its answer is lost, every later
+// CreateVolume fails with a final error, and the claim is deleted. The
+// provisioner forgets a claim after a final error, as the real one does,
+// so nobody deletes the volume the first call made: only no-leaked-volume,
+// which counts the answer the caller never heard, sees it.
+func TestBrokenDriverLeakedVolume(t *testing.T) {
+	expectOnly(t, runBroken(t, "*|", `
+cluster: {nodes: [node-1]}
+steps:
+  - apply: {file: manifests/driver.yaml}
+  - csiLostAnswer: {method: CreateVolume, times: 1}
+  - csiError: {method: CreateVolume, code: Internal, message: backend confused}
+  - apply:
+      manifest: |
+        apiVersion: v1
+        kind: PersistentVolumeClaim
+        metadata: {name: data}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: '${driver.storageClass}', resources: {requests: {storage: 1Gi}}}
+  - sleep: 15s
+  - delete: {object: pvc/data}
+  - wait: {object: pvc/data, gone: true, timeout: 60s}
+  - sleep: 1m
+`, nil), "no-leaked-volume")
 }

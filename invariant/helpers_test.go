@@ -157,8 +157,8 @@ func TestCheckNamesTheInvariant(t *testing.T) {
 	h.call("CreateVolume", trace.CSICall{Volume: "v1"})
 	h.end.Observed = true
 	got := Check(&History{Entries: h.entries, End: h.end})
-	if len(got) != 1 || got[0].Invariant != "nothing-leaked" {
-		t.Fatalf("got %+v, want one nothing-leaked violation", got)
+	if len(got) != 1 || got[0].Invariant != "no-leaked-volume" {
+		t.Fatalf("got %+v, want one no-leaked-volume violation", got)
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 // anything until it comes back), so its node-side state is not judged.
 var nothingLeaked = Invariant{
 	Name: "nothing-leaked",
-	Doc:  "at the end nothing is left that the end state does not account for: volumes, stages, publishes, attachments, VolumeAttachments, mounts",
+	Doc:  "at the end nothing is left that the end state does not account for: stages, publishes, attachments, VolumeAttachments, mounts (volumes: no-leaked-volume)",
 	Check: func(h *History) []Violation {
 		if !h.End.Observed {
 			return nil
@@ -28,11 +28,6 @@ var nothingLeaked = Invariant{
 		var found []Violation
 		add := func(seqs []int, format string, args ...any) {
 			found = append(found, Violation{Message: fmt.Sprintf(format, args...), Entries: seqs})
-		}
-		for _, vol := range slices.Sorted(maps.Keys(l.created)) {
-			if end.pvByHandle[vol] == nil {
-				add([]int{l.created[vol]}, "volume %s (CreateVolume #%d) was never deleted, and no PersistentVolume is left for it", vol, l.created[vol])
-			}
 		}
 		for _, k := range slices.SortedFunc(maps.Keys(l.published), compareKeys) {
 			seq := l.published[k]
@@ -94,7 +89,6 @@ func compareKeys(a, b useKey) int {
 // lifecycle is what the successful calls left: each use with the Seq of
 // the call that made it.
 type lifecycle struct {
-	created   map[string]int // volume -> CreateVolume
 	staged    map[useKey]int // NodeStageVolume, by node and staging path
 	published map[useKey]int // NodePublishVolume, by node and target
 	attached  map[useKey]int // ControllerPublishVolume, by CSI node ID
@@ -111,7 +105,7 @@ type undo struct {
 }
 
 func replayLifecycle(entries []trace.Entry) *lifecycle {
-	l := &lifecycle{created: map[string]int{}, staged: map[useKey]int{}, published: map[useKey]int{},
+	l := &lifecycle{staged: map[useKey]int{}, published: map[useKey]int{},
 		attached: map[useKey]int{}, nodeNames: map[string]string{}, undone: map[string]undo{}}
 	for _, e := range okCalls(entries) {
 		c := e.Call
@@ -119,12 +113,6 @@ func replayLifecycle(entries []trace.Entry) *lifecycle {
 			l.nodeNames[c.NodeID] = c.Node
 		}
 		switch e.Verb {
-		case "CreateVolume":
-			if c.Volume != "" {
-				l.created[c.Volume] = e.Seq
-			}
-		case "DeleteVolume":
-			delete(l.created, c.Volume)
 		case "NodeStageVolume":
 			l.staged[useKey{c.Volume, nodeOf(c), c.StagingPath}] = e.Seq
 		case "NodeUnstageVolume":

@@ -1,34 +1,73 @@
 package invariant
 
 import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
 	"sort"
-	"time"
+	"strings"
 
+	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
-	"github.com/csisim/csisim/drivers/faultproxy"
 	"github.com/csisim/csisim/trace"
 )
 
 // callOrder: the CSI calls keep the order of the volume lifecycle, volume
-// by volume and node by node. The checking is faultproxy.CheckOrder's,
-// over the run's CSI entries instead of a proxy's history.
+// by volume and node by node (see checkOrder), except where Kubernetes
+// breaks it on purpose (see forced).
 var callOrder = Invariant{
 	Name: "csi-call-order",
 	Doc:  "CSI calls keep the lifecycle order per volume and node (no NodePublish before NodeStage, no ControllerUnpublish while staged, no DeleteVolume while published, ...)",
 	Check: func(h *History) []Violation {
-		lc := faultproxy.Lifecycle{AttachNotRequired: attachNotRequired(h)}
 		var found []Violation
 		down := nodesDown(h.Entries)
-		for _, v := range faultproxy.CheckOrder(asProxyCalls(h.Entries), lc) {
+		for _, v := range checkOrder(h.Entries, attachNotRequired(h)) {
 			if forced(v, h.Entries, down) {
 				continue
 			}
-			found = append(found, Violation{Message: string(v.Kind) + ": " + v.Message, Entries: append([]int{v.Call}, v.Related...)})
+			found = append(found, Violation{Message: string(v.kind) + ": " + v.message, Entries: append([]int{v.call}, v.related...)})
 		}
 		return found
 	},
+}
+
+// orderKind names a breach of the CSI lifecycle order.
+type orderKind string
+
+const (
+	// publishBeforeStage: NodePublishVolume while the volume is not
+	// staged on the node (at the staging path given), on a driver with
+	// STAGE_UNSTAGE_VOLUME.
+	publishBeforeStage orderKind = "NodePublishBeforeNodeStage"
+	// nodeBeforeAttach: NodeStageVolume (or, without staging,
+	// NodePublishVolume) while the volume is not controller-published to
+	// the node, on a driver with PUBLISH_UNPUBLISH_VOLUME that needs
+	// attaching.
+	nodeBeforeAttach orderKind = "NodeBeforeControllerPublish"
+	// deleteInUse: DeleteVolume while the volume is controller-published
+	// to, staged on or published on some node.
+	deleteInUse orderKind = "DeleteVolumeWhileInUse"
+	// detachInUse: ControllerUnpublishVolume while the node still has
+	// the volume staged or published.
+	detachInUse orderKind = "ControllerUnpublishBeforeNodeCleanup"
+	// unstagePublished: NodeUnstageVolume while the volume is still
+	// published at some target on the node.
+	unstagePublished orderKind = "NodeUnstageWhilePublished"
+)
+
+// orderViolation is one breach of the lifecycle order.
+type orderViolation struct {
+	kind orderKind
+	// call is the Seq of the call that came too early; related are the
+	// Seqs of the calls that left the volume in the state it conflicts
+	// with (or that undid the state it needed).
+	call    int
+	related []int
+	// message says it all in a sentence, naming the calls by Seq.
+	message string
 }
 
 // forced: a detach or delete that the order forbids only because of what
@@ -36,17 +75,17 @@ var callOrder = Invariant{
 // attach/detach controller detaches from an unhealthy node after
 // maxWaitForUnmountDuration, or at once with the out-of-service taint,
 // knowing the node cannot clean up: Kubernetes does this on purpose.
-func forced(v faultproxy.Violation, entries []trace.Entry, down func(node string, seq int) bool) bool {
-	if v.Kind != faultproxy.DetachInUse && v.Kind != faultproxy.DeleteInUse {
+func forced(v orderViolation, entries []trace.Entry, down func(node string, seq int) bool) bool {
+	if v.kind != detachInUse && v.kind != deleteInUse {
 		return false
 	}
-	for _, seq := range v.Related {
+	for _, seq := range v.related {
 		c := entries[seq-1].Call
-		if c == nil || c.Node == "" || !down(c.Node, v.Call) {
+		if c == nil || c.Node == "" || !down(c.Node, v.call) {
 			return false // controller-published, or in use on a live node
 		}
 	}
-	return len(v.Related) > 0
+	return len(v.related) > 0
 }
 
 // nodesDown returns a function that says whether a node was down (not
@@ -79,30 +118,6 @@ func nodesDown(entries []trace.Entry) func(node string, seq int) bool {
 	}
 }
 
-// asProxyCalls turns the CSI entries into the calls CheckOrder reads. The
-// timeline orders them by entry: a call arrives just after the last entry
-// there was when it was sent (StartedAfter) and its answer comes with its
-// own entry, so CheckOrder judges it by what was known when it was sent,
-// even when every call happened at the same virtual instant.
-func asProxyCalls(entries []trace.Entry) []faultproxy.Call {
-	var base time.Time
-	var out []faultproxy.Call
-	for _, e := range entries {
-		c := e.Call
-		if e.Kind != trace.CSI || c == nil {
-			continue
-		}
-		start := base.Add(time.Duration(2*c.StartedAfter + 1))
-		end := base.Add(time.Duration(2 * e.Seq))
-		out = append(out, faultproxy.Call{
-			Seq: e.Seq, Proxy: e.Actor, Method: e.Verb, VolumeID: c.Volume, Name: c.Name, NodeID: c.NodeID,
-			StagingPath: c.StagingPath, TargetPath: c.TargetPath, Ephemeral: c.Ephemeral, Code: c.Code, Message: e.Err,
-			Start: start, Duration: end.Sub(start), Forwarded: true, Capabilities: c.Capabilities,
-		})
-	}
-	return out
-}
-
 // attachNotRequired: the run's CSIDrivers (as last written) all say
 // attachRequired: false, so the CO never calls ControllerPublishVolume.
 func attachNotRequired(h *History) bool {
@@ -126,4 +141,311 @@ func attachNotRequired(h *History) bool {
 		}
 	}
 	return true
+}
+
+// tri is a capability as far as the checker knows.
+type tri int
+
+const (
+	unknown tri = iota
+	yes
+	no
+)
+
+// learned resolves a capability from the successful answers of method
+// among the calls: unknown if there were none.
+func learned(calls []*trace.Entry, method, capability string) tri {
+	seen := false
+	for _, e := range calls {
+		if e.Verb != method || e.Call.Code != codes.OK {
+			continue
+		}
+		if slices.Contains(e.Call.Capabilities, capability) {
+			return yes
+		}
+		seen = true
+	}
+	if seen {
+		return no
+	}
+	return unknown
+}
+
+// use is what one node does with one volume, as the CO was told: each field
+// is the Seq of the successful call that made it so, 0 if not so.
+type use struct {
+	controllerPublished int
+	staged              int
+	stagingPath         string
+	targets             map[string]int
+	// unpublishedBy and unstagedBy remember the last undoing call, to
+	// explain a violation that follows it.
+	unpublishedBy, unstagedBy int
+}
+
+func (u *use) inUseOnNode() bool { return u.staged != 0 || len(u.targets) > 0 }
+
+// checkOrder reports where the run's CSI calls break the order of the CSI
+// volume lifecycle, volume by volume and node (CSI node ID) by node. The
+// driver's capabilities are learned from the answers of its capability
+// calls; while there are none, the checks that depend on them are
+// skipped. attachNotRequired says the CO never calls
+// ControllerPublishVolume (a CSIDriver with attachRequired: false).
+//
+// A call is checked against the state when it was sent, and changes the
+// state when it returned OK, so calls that overlap are judged as the CO
+// knew things: a call sent before an earlier one had succeeded counts as
+// too early. The timeline says both by entry: a call was sent just after
+// the last entry there was (its StartedAfter), and its answer came with
+// its own entry, so this holds even when every call happened at the same
+// virtual instant. Failed calls change nothing, even if the driver did the
+// work (an error injected after forwarding): what matters is what the CO
+// was told. Node service calls whose node ID is unknown are never compared
+// with controller calls.
+func checkOrder(entries []trace.Entry, attachNotRequired bool) []orderViolation {
+	var calls []*trace.Entry
+	for i := range entries {
+		if e := &entries[i]; e.Kind == trace.CSI && e.Call != nil {
+			calls = append(calls, e)
+		}
+	}
+	stage := learned(calls, "NodeGetCapabilities", "STAGE_UNSTAGE_VOLUME")
+	attach := learned(calls, "ControllerGetCapabilities", "PUBLISH_UNPUBLISH_VOLUME") == yes && !attachNotRequired
+
+	// A call is sent at 2*StartedAfter+1, between two entries, and
+	// answered at 2*Seq, with its own entry.
+	type event struct {
+		at   int
+		sent bool
+		e    *trace.Entry
+	}
+	var events []event
+	for _, e := range calls {
+		if e.Call.Volume == "" {
+			continue
+		}
+		events = append(events, event{2*e.Call.StartedAfter + 1, true, e})
+		if e.Call.Code == codes.OK {
+			events = append(events, event{2 * e.Seq, false, e})
+		}
+	}
+	slices.SortStableFunc(events, func(a, b event) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.e.Seq, b.e.Seq))
+	})
+
+	ck := &checker{stage: stage, attach: attach, vols: map[string]map[string]*use{}}
+	for _, ev := range events {
+		if ev.sent {
+			ck.check(ev.e)
+		} else {
+			ck.apply(ev.e)
+		}
+	}
+	return ck.found
+}
+
+type checker struct {
+	stage  tri
+	attach bool
+	// vols maps volume ID, then node ID, to the node's use of the volume.
+	vols  map[string]map[string]*use
+	found []orderViolation
+}
+
+func (ck *checker) use(vol, node string) *use {
+	nodes, ok := ck.vols[vol]
+	if !ok {
+		nodes = map[string]*use{}
+		ck.vols[vol] = nodes
+	}
+	u, ok := nodes[node]
+	if !ok {
+		u = &use{targets: map[string]int{}}
+		nodes[node] = u
+	}
+	return u
+}
+
+func (ck *checker) report(kind orderKind, e *trace.Entry, related []int, format string, args ...any) {
+	ck.found = append(ck.found, orderViolation{kind: kind, call: e.Seq, related: related, message: fmt.Sprintf(format, args...)})
+}
+
+func nodeName(n string) string {
+	if n == "" {
+		return "(unknown node)"
+	}
+	return n
+}
+
+// since explains when a state ended: "(undone by call #n)" or "(never X)".
+func since(by int, undo, never string) string {
+	if by != 0 {
+		return fmt.Sprintf(" (%s by call #%d)", undo, by)
+	}
+	return " (" + never + ")"
+}
+
+// describeTargets lists targets with the calls that published them, and
+// those calls' Seqs.
+func describeTargets(targets map[string]int) (string, []int) {
+	var parts []string
+	var seqs []int
+	for _, t := range slices.Sorted(maps.Keys(targets)) {
+		parts = append(parts, fmt.Sprintf("%s (call #%d)", t, targets[t]))
+		seqs = append(seqs, targets[t])
+	}
+	return strings.Join(parts, ", "), seqs
+}
+
+// check judges a call by the state when it was sent.
+func (ck *checker) check(e *trace.Entry) {
+	c := e.Call
+	vol, node := c.Volume, c.NodeID
+	switch e.Verb {
+	case "NodePublishVolume":
+		ck.checkPublish(e)
+	case "NodeStageVolume":
+		u := ck.use(vol, node)
+		if ck.attach && node != "" && u.controllerPublished == 0 {
+			ck.report(nodeBeforeAttach, e, relatedOf(u.unpublishedBy),
+				"call #%d NodeStageVolume of volume %s on node %s came before ControllerPublishVolume to that node: the volume is not controller-published there%s, and the driver has PUBLISH_UNPUBLISH_VOLUME and needs attaching",
+				e.Seq, vol, node, since(u.unpublishedBy, "unpublished", "never published"))
+		}
+	case "NodeUnstageVolume":
+		u := ck.use(vol, node)
+		if len(u.targets) > 0 {
+			targets, seqs := describeTargets(u.targets)
+			ck.report(unstagePublished, e, seqs,
+				"call #%d NodeUnstageVolume of volume %s on node %s came while the volume is still published at %s; NodeUnpublishVolume must succeed first",
+				e.Seq, vol, nodeName(node), targets)
+		}
+	case "ControllerUnpublishVolume":
+		ck.checkDetach(e)
+	case "DeleteVolume":
+		ck.checkDelete(e)
+	}
+}
+
+// checkPublish judges a NodePublishVolume.
+func (ck *checker) checkPublish(e *trace.Entry) {
+	c := e.Call
+	vol, node := c.Volume, c.NodeID
+	u := ck.use(vol, node)
+	switch {
+	case c.Ephemeral:
+		// An inline ephemeral volume is published only: the CO
+		// neither stages nor attaches it.
+	case ck.stage == yes && u.staged == 0:
+		ck.report(publishBeforeStage, e, relatedOf(u.unstagedBy),
+			"call #%d NodePublishVolume of volume %s on node %s (target %s) came before NodeStageVolume: the volume is not staged on that node%s, and the driver has STAGE_UNSTAGE_VOLUME",
+			e.Seq, vol, nodeName(node), c.TargetPath, since(u.unstagedBy, "unstaged", "never staged"))
+	case ck.stage == yes && c.StagingPath != "" && u.stagingPath != c.StagingPath:
+		ck.report(publishBeforeStage, e, []int{u.staged},
+			"call #%d NodePublishVolume of volume %s on node %s names staging path %s, but the volume is staged at %s (call #%d)",
+			e.Seq, vol, nodeName(node), c.StagingPath, u.stagingPath, u.staged)
+	case ck.stage == no && ck.attach && node != "" && u.controllerPublished == 0:
+		ck.report(nodeBeforeAttach, e, relatedOf(u.unpublishedBy),
+			"call #%d NodePublishVolume of volume %s on node %s came before ControllerPublishVolume to that node: the volume is not controller-published there%s, and the driver has PUBLISH_UNPUBLISH_VOLUME and needs attaching",
+			e.Seq, vol, node, since(u.unpublishedBy, "unpublished", "never published"))
+	}
+}
+
+// checkDetach judges a ControllerUnpublishVolume: from its node, or with
+// no node ID from every node.
+func (ck *checker) checkDetach(e *trace.Entry) {
+	vol, node := e.Call.Volume, e.Call.NodeID
+	nodes := []string{node}
+	if node == "" {
+		nodes = slices.Sorted(maps.Keys(ck.vols[vol]))
+	}
+	for _, n := range nodes {
+		u := ck.use(vol, n)
+		// A node whose ID is unknown is not known to be this one.
+		if (n == "" && node != "") || !u.inUseOnNode() {
+			continue
+		}
+		var held []string
+		var seqs []int
+		if u.staged != 0 {
+			held = append(held, fmt.Sprintf("staged at %s (call #%d)", u.stagingPath, u.staged))
+			seqs = append(seqs, u.staged)
+		}
+		if len(u.targets) > 0 {
+			targets, tseqs := describeTargets(u.targets)
+			held = append(held, "published at "+targets)
+			seqs = append(seqs, tseqs...)
+		}
+		ck.report(detachInUse, e, seqs,
+			"call #%d ControllerUnpublishVolume of volume %s from node %s came while the node still uses it: %s; NodeUnpublishVolume and NodeUnstageVolume must succeed first",
+			e.Seq, vol, nodeName(n), strings.Join(held, ", "))
+	}
+}
+
+// checkDelete judges a DeleteVolume against the volume's use on every node.
+func (ck *checker) checkDelete(e *trace.Entry) {
+	vol := e.Call.Volume
+	var held []string
+	var seqs []int
+	nodes := ck.vols[vol]
+	for _, n := range slices.Sorted(maps.Keys(nodes)) {
+		u := nodes[n]
+		if u.controllerPublished != 0 {
+			held = append(held, fmt.Sprintf("controller-published to %s (call #%d)", nodeName(n), u.controllerPublished))
+			seqs = append(seqs, u.controllerPublished)
+		}
+		if u.staged != 0 {
+			held = append(held, fmt.Sprintf("staged on %s at %s (call #%d)", nodeName(n), u.stagingPath, u.staged))
+			seqs = append(seqs, u.staged)
+		}
+		if len(u.targets) > 0 {
+			targets, tseqs := describeTargets(u.targets)
+			held = append(held, fmt.Sprintf("published on %s at %s", nodeName(n), targets))
+			seqs = append(seqs, tseqs...)
+		}
+	}
+	if len(held) > 0 {
+		ck.report(deleteInUse, e, seqs,
+			"call #%d DeleteVolume of volume %s came while the volume is still in use: %s",
+			e.Seq, vol, strings.Join(held, "; "))
+	}
+}
+
+func relatedOf(seq int) []int {
+	if seq == 0 {
+		return nil
+	}
+	return []int{seq}
+}
+
+// apply changes the state by a call that succeeded.
+func (ck *checker) apply(e *trace.Entry) {
+	c := e.Call
+	vol, node := c.Volume, c.NodeID
+	switch e.Verb {
+	case "ControllerPublishVolume":
+		ck.use(vol, node).controllerPublished = e.Seq
+	case "ControllerUnpublishVolume":
+		nodes := []string{node}
+		if node == "" {
+			nodes = slices.Collect(maps.Keys(ck.vols[vol]))
+		}
+		for _, n := range nodes {
+			u := ck.use(vol, n)
+			u.controllerPublished, u.unpublishedBy = 0, e.Seq
+		}
+	case "NodeStageVolume":
+		u := ck.use(vol, node)
+		u.staged, u.stagingPath = e.Seq, c.StagingPath
+	case "NodeUnstageVolume":
+		// Unstaging another path leaves the staged one staged.
+		if u := ck.use(vol, node); u.staged != 0 && (c.StagingPath == "" || c.StagingPath == u.stagingPath) {
+			u.staged, u.stagingPath, u.unstagedBy = 0, "", e.Seq
+		}
+	case "NodePublishVolume":
+		ck.use(vol, node).targets[c.TargetPath] = e.Seq
+	case "NodeUnpublishVolume":
+		delete(ck.use(vol, node).targets, c.TargetPath)
+	case "DeleteVolume":
+		delete(ck.vols, vol)
+	}
 }

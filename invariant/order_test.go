@@ -1,9 +1,23 @@
 package invariant
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/csisim/csisim/drivers/mock"
+	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -76,5 +90,436 @@ func TestCallOrder(t *testing.T) {
 				t.Fatalf("got %+v, want one %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// sentAfter adds a call that was sent when the timeline had after entries
+// and answered with code now: it overlapped the entries in between.
+func (h *hist) sentAfter(after int, verb string, code codes.Code, c trace.CSICall) int {
+	seq := h.callCode(verb, code, c)
+	h.entries[seq-1].Call.StartedAfter = after
+	return seq
+}
+
+func fmtViolations(vs []orderViolation) string {
+	var b strings.Builder
+	for _, v := range vs {
+		fmt.Fprintf(&b, "  %s call %d related %v: %s\n", v.kind, v.call, v.related, v.message)
+	}
+	return b.String()
+}
+
+func TestCheckOrder(t *testing.T) {
+	stageCaps := func(h *hist) {
+		h.call("NodeGetCapabilities", trace.CSICall{Node: "n1", Capabilities: []string{"STAGE_UNSTAGE_VOLUME"}})
+	}
+	attachCaps := func(h *hist) {
+		h.call("ControllerGetCapabilities", trace.CSICall{Capabilities: []string{"PUBLISH_UNPUBLISH_VOLUME"}})
+	}
+	cp := trace.CSICall{Volume: "v", NodeID: "n1"}
+	st := trace.CSICall{Node: "n1", Volume: "v", StagingPath: "/s"}
+	us := trace.CSICall{Node: "n1", Volume: "v", StagingPath: "/s"}
+	pb := trace.CSICall{Node: "n1", Volume: "v", StagingPath: "/s", TargetPath: "/t"}
+	del := trace.CSICall{Volume: "v"}
+	on := func(c trace.CSICall, node string) trace.CSICall {
+		if c.Node != "" {
+			c.Node = node
+		}
+		c.NodeID = node
+		return c
+	}
+
+	for _, tc := range []struct {
+		name              string
+		build             func(h *hist)
+		attachNotRequired bool
+		want              []orderKind
+		// msg, if set, must be the first violation's message.
+		msg string
+	}{
+		{
+			name: "stage sent before controller publish returned",
+			build: func(h *hist) {
+				stageCaps(h)
+				attachCaps(h)
+				h.call("ControllerPublishVolume", cp)
+				h.sentAfter(2, "NodeStageVolume", codes.OK, st)
+			},
+			want: []orderKind{nodeBeforeAttach},
+		},
+		{
+			name: "stage sent as controller publish returned",
+			build: func(h *hist) {
+				stageCaps(h)
+				attachCaps(h)
+				h.call("ControllerPublishVolume", cp)
+				h.call("NodeStageVolume", st)
+			},
+		},
+		{
+			name: "failed controller publish does not count",
+			build: func(h *hist) {
+				stageCaps(h)
+				attachCaps(h)
+				h.callCode("ControllerPublishVolume", codes.Internal, cp)
+				h.call("NodeStageVolume", st)
+			},
+			want: []orderKind{nodeBeforeAttach},
+			msg:  "call #4 NodeStageVolume of volume v on node n1 came before ControllerPublishVolume to that node: the volume is not controller-published there (never published), and the driver has PUBLISH_UNPUBLISH_VOLUME and needs attaching",
+		},
+		{
+			name: "attach not required",
+			build: func(h *hist) {
+				stageCaps(h)
+				attachCaps(h)
+				h.call("NodeStageVolume", st)
+			},
+			attachNotRequired: true,
+		},
+		{
+			name: "capabilities unknown: nothing that depends on them is checked",
+			build: func(h *hist) {
+				h.call("NodePublishVolume", pb)
+				h.call("NodeStageVolume", st)
+			},
+		},
+		{
+			name: "capabilities the driver lacks",
+			build: func(h *hist) {
+				h.call("NodeGetCapabilities", trace.CSICall{Node: "n1", Capabilities: []string{"GET_VOLUME_STATS"}})
+				h.call("ControllerGetCapabilities", trace.CSICall{Capabilities: []string{"LIST_VOLUMES"}})
+				h.call("NodePublishVolume", pb)
+			},
+		},
+		{
+			name: "a failed capability call teaches nothing",
+			build: func(h *hist) {
+				h.callCode("NodeGetCapabilities", codes.Unavailable, trace.CSICall{Node: "n1"})
+				h.call("NodePublishVolume", pb)
+			},
+		},
+		{
+			name: "without staging, publish needs the controller publish",
+			build: func(h *hist) {
+				h.call("NodeGetCapabilities", trace.CSICall{Node: "n1", Capabilities: []string{"GET_VOLUME_STATS"}})
+				attachCaps(h)
+				h.call("NodePublishVolume", pb)
+			},
+			want: []orderKind{nodeBeforeAttach},
+			msg:  "call #3 NodePublishVolume of volume v on node n1 came before ControllerPublishVolume to that node: the volume is not controller-published there (never published), and the driver has PUBLISH_UNPUBLISH_VOLUME and needs attaching",
+		},
+		{
+			name: "publish names another staging path",
+			build: func(h *hist) {
+				stageCaps(h)
+				attachCaps(h)
+				h.call("ControllerPublishVolume", cp)
+				h.call("NodeStageVolume", st)
+				other := pb
+				other.StagingPath = "/other"
+				h.call("NodePublishVolume", other)
+			},
+			want: []orderKind{publishBeforeStage},
+			msg:  "call #5 NodePublishVolume of volume v on node n1 names staging path /other, but the volume is staged at /s (call #4)",
+		},
+		{
+			name: "node calls of an unknown node are not compared with controller calls",
+			build: func(h *hist) {
+				stageCaps(h)
+				attachCaps(h)
+				h.call("NodeStageVolume", trace.CSICall{Volume: "v", StagingPath: "/s"})
+			},
+		},
+		{
+			name: "controller unpublish from every node",
+			build: func(h *hist) {
+				stageCaps(h)
+				attachCaps(h)
+				h.call("ControllerPublishVolume", cp)
+				h.call("ControllerPublishVolume", on(cp, "n2"))
+				h.call("NodeStageVolume", st)
+				h.call("NodeStageVolume", on(st, "n2"))
+				h.call("ControllerUnpublishVolume", trace.CSICall{Volume: "v"})
+			},
+			want: []orderKind{detachInUse, detachInUse},
+		},
+		{
+			name: "unstage of another path leaves the stage",
+			build: func(h *hist) {
+				stageCaps(h)
+				attachCaps(h)
+				h.call("ControllerPublishVolume", cp)
+				h.call("NodeStageVolume", st)
+				other := us
+				other.StagingPath = "/other"
+				h.call("NodeUnstageVolume", other)
+				h.call("ControllerUnpublishVolume", cp)
+			},
+			want: []orderKind{detachInUse},
+		},
+		{
+			name: "a delete is judged before it takes effect",
+			build: func(h *hist) {
+				attachCaps(h)
+				h.call("ControllerPublishVolume", cp)
+				h.call("DeleteVolume", del)
+				h.call("DeleteVolume", del)
+			},
+			want: []orderKind{deleteInUse},
+		},
+		{
+			name: "a failed call is still judged",
+			build: func(h *hist) {
+				attachCaps(h)
+				h.call("ControllerPublishVolume", cp)
+				h.callCode("DeleteVolume", codes.FailedPrecondition, del)
+			},
+			want: []orderKind{deleteInUse},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h hist
+			tc.build(&h)
+			got := checkOrder(h.entries, tc.attachNotRequired)
+			var kinds []orderKind
+			for _, v := range got {
+				kinds = append(kinds, v.kind)
+			}
+			if !reflect.DeepEqual(kinds, tc.want) {
+				t.Fatalf("got %v, want %v:\n%s", kinds, tc.want, fmtViolations(got))
+			}
+			if tc.msg != "" && got[0].message != tc.msg {
+				t.Fatalf("message:\n%s\nwant:\n%s", got[0].message, tc.msg)
+			}
+		})
+	}
+}
+
+// TestCheckOrderAcrossActors checks the lifecycle across the calls of
+// several callers (a sidecar's controller calls, a kubelet's node calls)
+// in one timeline: only together do they show the detach that came
+// before the unstage.
+func TestCheckOrderAcrossActors(t *testing.T) {
+	var h hist
+	h.call("ControllerGetCapabilities", trace.CSICall{Capabilities: []string{"PUBLISH_UNPUBLISH_VOLUME"}})
+	h.call("NodeGetCapabilities", trace.CSICall{Node: "n1", Capabilities: []string{"STAGE_UNSTAGE_VOLUME"}})
+	h.call("ControllerPublishVolume", trace.CSICall{Volume: "v", NodeID: "n1"})
+	h.call("NodeStageVolume", trace.CSICall{Node: "n1", Volume: "v", StagingPath: "/s"})
+	h.call("ControllerUnpublishVolume", trace.CSICall{Volume: "v", NodeID: "n1"})
+	h.call("NodeUnstageVolume", trace.CSICall{Node: "n1", Volume: "v", StagingPath: "/s"})
+	if a, b := h.entries[2].Actor, h.entries[3].Actor; a == b {
+		t.Fatalf("the calls come from one actor, %s", a)
+	}
+	vs := checkOrder(h.entries, false)
+	if len(vs) != 1 || vs[0].kind != detachInUse || vs[0].call != 5 || !reflect.DeepEqual(vs[0].related, []int{4}) {
+		t.Fatalf("violations:\n%s", fmtViolations(vs))
+	}
+}
+
+// TestCheckOrderOfRecordedCalls drives a mock driver over gRPC the way a
+// CO would, right and wrong, through csisim's recording client (a sidecar
+// for the controller calls, the kubelet of n1 for the node calls), and
+// checks what the order checker makes of the timeline. It learns the
+// driver's capabilities and node ID from the calls a CO makes first.
+func TestCheckOrderOfRecordedCalls(t *testing.T) {
+	const vol = "mock-pvc-1"
+	rwo := &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+	type op func(ctx context.Context, c *recordedCO) error
+	create := func(ctx context.Context, c *recordedCO) error {
+		return errOf(c.ctrl.Controller.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-1", VolumeCapabilities: []*csi.VolumeCapability{rwo}}))
+	}
+	del := func(ctx context.Context, c *recordedCO) error {
+		return errOf(c.ctrl.Controller.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: vol}))
+	}
+	attach := func(ctx context.Context, c *recordedCO) error {
+		return errOf(c.ctrl.Controller.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: vol, NodeId: "n1", VolumeCapability: rwo}))
+	}
+	detach := func(ctx context.Context, c *recordedCO) error {
+		return errOf(c.ctrl.Controller.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: vol, NodeId: "n1"}))
+	}
+	stage := func(ctx context.Context, c *recordedCO) error {
+		return errOf(c.node.Node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: vol, StagingTargetPath: "/s", VolumeCapability: rwo,
+			PublishContext: map[string]string{mock.PublishContextDevice: "/dev/mock/" + vol}}))
+	}
+	unstage := func(ctx context.Context, c *recordedCO) error {
+		return errOf(c.node.Node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: vol, StagingTargetPath: "/s"}))
+	}
+	publish := func(ctx context.Context, c *recordedCO) error {
+		return errOf(c.node.Node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: vol, StagingTargetPath: "/s", TargetPath: "/t", VolumeCapability: rwo}))
+	}
+	unpublish := func(ctx context.Context, c *recordedCO) error {
+		return errOf(c.node.Node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: vol, TargetPath: "/t"}))
+	}
+	// Calls #1-#3 are the capability and node calls; the ops start at #4.
+	for _, tc := range []struct {
+		name    string
+		ops     []op
+		want    []orderViolation
+		mockCfg mock.Config
+	}{
+		{
+			name: "correct lifecycle",
+			ops:  []op{create, attach, stage, publish, unpublish, unstage, detach, del},
+		},
+		{
+			name: "correct lifecycle, twice round the node",
+			ops:  []op{create, attach, stage, publish, unpublish, unstage, stage, publish, unpublish, unstage, detach, del},
+		},
+		{
+			name: "publish before stage",
+			ops:  []op{create, attach, publish},
+			want: []orderViolation{{kind: publishBeforeStage, call: 6,
+				message: "call #6 NodePublishVolume of volume mock-pvc-1 on node n1 (target /t) came before NodeStageVolume: the volume is not staged on that node (never staged), and the driver has STAGE_UNSTAGE_VOLUME"}},
+		},
+		{
+			name: "publish after unstage",
+			ops:  []op{create, attach, stage, unstage, publish},
+			want: []orderViolation{{kind: publishBeforeStage, call: 8, related: []int{7},
+				message: "call #8 NodePublishVolume of volume mock-pvc-1 on node n1 (target /t) came before NodeStageVolume: the volume is not staged on that node (unstaged by call #7), and the driver has STAGE_UNSTAGE_VOLUME"}},
+		},
+		{
+			name: "stage before controller publish",
+			ops:  []op{create, stage},
+			want: []orderViolation{{kind: nodeBeforeAttach, call: 5,
+				message: "call #5 NodeStageVolume of volume mock-pvc-1 on node n1 came before ControllerPublishVolume to that node: the volume is not controller-published there (never published), and the driver has PUBLISH_UNPUBLISH_VOLUME and needs attaching"}},
+		},
+		{
+			name: "delete while in use",
+			ops:  []op{create, attach, stage, publish, del},
+			want: []orderViolation{{kind: deleteInUse, call: 8, related: []int{5, 6, 7},
+				message: "call #8 DeleteVolume of volume mock-pvc-1 came while the volume is still in use: controller-published to n1 (call #5); staged on n1 at /s (call #6); published on n1 at /t (call #7)"}},
+		},
+		{
+			name: "controller unpublish before the node let go",
+			ops:  []op{create, attach, stage, publish, detach},
+			want: []orderViolation{{kind: detachInUse, call: 8, related: []int{6, 7},
+				message: "call #8 ControllerUnpublishVolume of volume mock-pvc-1 from node n1 came while the node still uses it: staged at /s (call #6), published at /t (call #7); NodeUnpublishVolume and NodeUnstageVolume must succeed first"}},
+		},
+		{
+			name: "unstage while published",
+			ops:  []op{create, attach, stage, publish, unstage},
+			want: []orderViolation{{kind: unstagePublished, call: 8, related: []int{7},
+				message: "call #8 NodeUnstageVolume of volume mock-pvc-1 on node n1 came while the volume is still published at /t (call #7); NodeUnpublishVolume must succeed first"}},
+		},
+		{
+			// The kubelet publishes an inline ephemeral volume without
+			// staging or attaching it, and says so in the volume context.
+			name: "an inline ephemeral volume on a staging, attaching driver",
+			ops: []op{func(ctx context.Context, c *recordedCO) error {
+				return errOf(c.node.Node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "csi-1", TargetPath: "/e", VolumeCapability: rwo,
+					VolumeContext: map[string]string{"csi.storage.k8s.io/ephemeral": "true"}}))
+			}, func(ctx context.Context, c *recordedCO) error {
+				return errOf(c.node.Node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "csi-1", TargetPath: "/e"}))
+			}},
+		},
+		{
+			name:    "a driver without staging and attaching",
+			mockCfg: mock.Config{NoStageUnstage: true, NoAttach: true},
+			ops: []op{create, func(ctx context.Context, c *recordedCO) error {
+				return errOf(c.node.Node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: vol, TargetPath: "/t", VolumeCapability: rwo}))
+			}, unpublish, del},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			co := newRecordedCO(t, tc.mockCfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := co.node.Node.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := co.ctrl.Controller.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := co.node.Node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range tc.ops {
+				// The mock refuses many wrong calls itself; the
+				// checker judges the order they were made in,
+				// whatever the answer.
+				_ = o(ctx, co)
+			}
+			entries := co.rec.Entries()
+			got := checkOrder(entries, false)
+			if !reflect.DeepEqual(got, tc.want) {
+				var calls strings.Builder
+				for _, e := range entries {
+					calls.WriteString("  " + e.String() + "\n")
+				}
+				t.Fatalf("violations:\n%s\nwant:\n%s\ntimeline:\n%s", fmtViolations(got), fmtViolations(tc.want), calls.String())
+			}
+		})
+	}
+}
+
+// recordedCO is a mock driver (node n1, unless the config says otherwise)
+// and two recording clients of it, as a sidecar and n1's kubelet, that add
+// their calls to one timeline.
+type recordedCO struct {
+	rec        *trace.Recorder
+	ctrl, node *csiclient.Conn
+}
+
+func newRecordedCO(t *testing.T, cfg mock.Config) *recordedCO {
+	t.Helper()
+	// A short directory: a unix socket path may have 108 bytes only.
+	dir, err := os.MkdirTemp("", "inv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if cfg.NodeID == "" {
+		cfg.NodeID = "n1"
+	}
+	d, err := mock.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := d.Start("unix://" + filepath.Join(dir, "driver.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	co := &recordedCO{rec: trace.New(clock.RealClock{})}
+	for actor, conn := range map[string]**csiclient.Conn{"external-attacher": &co.ctrl, "kubelet:n1": &co.node} {
+		c, err := csiclient.Dial(srv.Endpoint(), actor, co.rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		*conn = c
+	}
+	return co
+}
+
+func errOf[T any](_ T, err error) error { return err }
+
+// TestAttachNotRequired: the CSIDrivers as last written (in the timeline
+// or at the end) decide whether the CO attaches.
+func TestAttachNotRequired(t *testing.T) {
+	driver := func(name string, attach bool) *storagev1.CSIDriver {
+		return &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSIDriverSpec{AttachRequired: &attach}}
+	}
+	var none hist
+	var off hist
+	off.write(driver("d", true), false)
+	off.write(driver("d", false), false)
+	var mixed hist
+	mixed.write(driver("d", false), false)
+	mixed.write(driver("e", true), false)
+	var atEnd hist
+	atEnd.write(driver("d", true), false)
+	atEnd.end.CSIDrivers = []storagev1.CSIDriver{*driver("d", false)}
+	for _, tc := range []struct {
+		name string
+		h    hist
+		want bool
+	}{{"no CSIDriver", none, false}, {"the last write says false", off, true}, {"one of two drivers attaches", mixed, false}, {"the end state says false", atEnd, true}} {
+		if got := attachNotRequired(&History{Entries: tc.h.entries, End: tc.h.end}); got != tc.want {
+			t.Errorf("%s: attachNotRequired = %t, want %t", tc.name, got, tc.want)
+		}
 	}
 }

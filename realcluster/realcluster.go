@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/drivers/faultproxy"
 	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/drivers/launch"
@@ -82,6 +83,13 @@ type Config struct {
 	StartTimeout time.Duration
 }
 
+// keepHistory stops the API server from compacting etcd (by default it
+// does every 5 minutes), so that every state of a run can be read back at
+// its resourceVersion while the cluster lives: csisim diff marks the end of
+// each step with the resourceVersion and lists the objects at it after the
+// run, instead of delaying the run to look. A cluster lives for one run.
+const keepHistory = "--etcd-compaction-interval=0"
+
 // The sidecars, by binary, and the actor their CSI calls appear under: the
 // binary's name, which is also how their API writes are attributed (their
 // user agent).
@@ -117,6 +125,8 @@ type Cluster struct {
 	kubelets     sync.WaitGroup
 	closeOnce    sync.Once
 	closeErr     error
+
+	driverInfo driverinfo.Info // what the driver said of itself (driverinfo.go)
 }
 
 // namedProcess is a driver plugin or sidecar the cluster started.
@@ -130,29 +140,8 @@ type namedProcess struct {
 // and sidecars, then each node's plugin and kubelet. On error, everything
 // already started is torn down.
 func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
-	if len(cfg.Nodes) == 0 {
-		cfg.Nodes = []string{"node-1"}
-	}
-	if cfg.DriverName == "" {
-		cfg.DriverName = hostpath.DefaultDriverName
-	}
-	if cfg.BinDir == "" {
-		cfg.BinDir = realkube.BinDir()
-	}
-	if cfg.DriverBinary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("finding the csisim binary for the driver: %w", err)
-		}
-		cfg.DriverBinary = exe
-	}
-	if err := realkube.Available(cfg.BinDir, slices.Concat(realkube.ControlPlaneBinaries, sidecars, controllers)...); err != nil {
+	if err := cfg.complete(); err != nil {
 		return nil, err
-	}
-	for _, n := range cfg.RealNodes {
-		if !slices.Contains(cfg.Nodes, n) {
-			return nil, fmt.Errorf("real node %q is not one of the cluster's nodes %v", n, cfg.Nodes)
-		}
 	}
 	root, err := runroot.New("real")
 	if err != nil {
@@ -183,7 +172,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	c.kube, err = realkube.Start(ctx, realkube.Config{BinDir: cfg.BinDir, RootDir: root.Path("control-plane"),
 		ControllersFlag: "*", Log: cfg.Log, StartTimeout: cfg.StartTimeout,
-		ExtraArgs: map[string][]string{realkube.KubeAPIServer: auditArgs}})
+		ExtraArgs: map[string][]string{realkube.KubeAPIServer: append(auditArgs, keepHistory)}})
 	if err != nil {
 		return c, fmt.Errorf("starting the real control plane: %w", err)
 	}
@@ -217,29 +206,62 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	c.kubeletCtx, c.stopKubelets = context.WithCancel(context.Background())
 	for i, node := range cfg.Nodes {
-		if c.isReal(node) {
-			if err := c.startRealNode(ctx, i, node); err != nil {
-				return c, err
-			}
-			continue
-		}
-		endpoint, err := c.startDriver(ctx, "node", node)
-		if err != nil {
-			return c, err
-		}
-		// The kubelet reaches its plugin through a fault proxy, as in the
-		// simulator; its own client records the calls.
-		p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: nodeProxy(node),
-			Listen: "unix://" + c.nodeSocket(node), Target: endpoint, NodeID: node, Recorder: c.rec})
-		if err != nil {
-			return c, fmt.Errorf("proxy for the node plugin of %s: %w", node, err)
-		}
-		c.proxies = append(c.proxies, p)
-		if err := c.startKubelet(ctx, c.kubeletCtx, node, p.Endpoint(), false); err != nil {
+		if err := c.startNode(ctx, i, node); err != nil {
 			return c, err
 		}
 	}
-	return c, nil
+	return c, c.askDriver(ctx, ctrlEndpoint)
+}
+
+// complete fills in the defaults of what is not set, and checks that the
+// real components are there and the real nodes are the cluster's.
+func (cfg *Config) complete() error {
+	if len(cfg.Nodes) == 0 {
+		cfg.Nodes = []string{"node-1"}
+	}
+	if cfg.DriverName == "" {
+		cfg.DriverName = hostpath.DefaultDriverName
+	}
+	if cfg.BinDir == "" {
+		cfg.BinDir = realkube.BinDir()
+	}
+	if cfg.DriverBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding the csisim binary for the driver: %w", err)
+		}
+		cfg.DriverBinary = exe
+	}
+	if err := realkube.Available(cfg.BinDir, slices.Concat(realkube.ControlPlaneBinaries, sidecars, controllers)...); err != nil {
+		return err
+	}
+	for _, n := range cfg.RealNodes {
+		if !slices.Contains(cfg.Nodes, n) {
+			return fmt.Errorf("real node %q is not one of the cluster's nodes %v", n, cfg.Nodes)
+		}
+	}
+	return nil
+}
+
+// startNode starts the i-th node: a real kubelet and containerd, or the
+// node plugin behind a fault proxy and a kubelet.
+func (c *Cluster) startNode(ctx context.Context, i int, node string) error {
+	if c.isReal(node) {
+		return c.startRealNode(ctx, i, node)
+	}
+	endpoint, err := c.startDriver(ctx, "node", node)
+	if err != nil {
+		return err
+	}
+	// The kubelet reaches its plugin through a fault proxy, as in the
+	// simulator; its own client records the calls.
+	p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: nodeProxy(node),
+		Listen: "unix://" + c.nodeSocket(node), Target: endpoint, NodeID: node, Recorder: c.rec})
+	if err != nil {
+		return fmt.Errorf("proxy for the node plugin of %s: %w", node, err)
+	}
+	c.proxies = append(c.proxies, p)
+	return c.startKubelet(ctx, c.kubeletCtx, node, p.Endpoint(), false)
 }
 
 // clientConfig is the admin configuration under a user agent of its own,

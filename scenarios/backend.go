@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/trace"
 )
@@ -22,6 +23,15 @@ import (
 // needs one fails at once rather than halfway through.
 type Backend interface {
 	RESTConfig() *rest.Config
+}
+
+// DriverReporter is implemented by backends that asked their driver what
+// it says of itself when they started (the simulator, the real control
+// plane): its name, capabilities and a node's NodeGetInfo. The runner
+// decides from these answers which capabilities the driver has
+// (profile.Complete), rather than from what a profile declares.
+type DriverReporter interface {
+	DriverInfo() driverinfo.Info
 }
 
 // CSICallSource is implemented by backends that can see CSI calls (the

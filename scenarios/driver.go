@@ -119,15 +119,15 @@ func driverValues(p *profile.Profile) map[string]any {
 	if p.StorageClass.FSType != "" {
 		params["csi.storage.k8s.io/fstype"] = p.StorageClass.FSType
 	}
-	modes := []any{"Persistent"}
-	if p.Has(profile.Ephemeral) {
-		modes = append(modes, "Ephemeral")
+	var modes []any
+	for _, m := range p.LifecycleModes() {
+		modes = append(modes, m)
 	}
 	return map[string]any{
 		varParameters:      params,
 		varBlockParameters: block,
 		varLifecycleModes:  modes,
-		varAttachRequired:  p.Has(profile.Attach),
+		varAttachRequired:  p.AttachRequired(),
 		varPodInfoOnMount:  p.Has(profile.PodInfo),
 	}
 }
@@ -172,15 +172,7 @@ func (s *Scenario) SkipReason(p *profile.Profile) string {
 		return fmt.Sprintf("driver profile %s does not support %s: %s", label, s.Name, why)
 	}
 	if missing := p.Missing(s.Needs); len(missing) > 0 {
-		names := make([]string, len(missing))
-		for i, c := range missing {
-			names[i] = string(c)
-		}
-		it := "it"
-		if len(names) > 1 {
-			it = "them"
-		}
-		return fmt.Sprintf("needs %s: driver profile %s lacks %s", listWords(names, ""), label, it)
+		return fmt.Sprintf("needs %s: %s", listWords(capabilityNames(missing), ""), whyMissing(p, missing))
 	}
 	c := s.Cluster
 	switch {
@@ -204,11 +196,50 @@ func (s *Scenario) SkipReason(p *profile.Profile) string {
 	}
 	vars := driverVars(p)
 	for _, name := range s.DriverVars {
+		if _, known := p.Known(profile.Topology); name == driverPrefix+"topologyKey" && !known {
+			continue // the driver's NodeGetInfo tells, once it is asked
+		}
 		if _, ok := vars[name]; !ok && !slices.Contains(structuredDriverVars, name) {
 			return fmt.Sprintf("uses ${%s}: driver profile %s does not set it", name, label)
 		}
 	}
 	return ""
+}
+
+// whyMissing says why the driver lacks the capabilities missing: what the
+// running driver did not report, and which the profile does not declare.
+func whyMissing(p *profile.Profile, missing []profile.Capability) string {
+	var unreported, undeclared []string
+	for _, c := range missing {
+		if what := p.Unreported(c); what != "" {
+			unreported = append(unreported, what)
+		} else {
+			undeclared = append(undeclared, string(c))
+		}
+	}
+	var whys []string
+	if len(unreported) > 0 {
+		whys = append(whys, fmt.Sprintf("%s does not report %s", p.Name, strings.Join(unreported, ", nor ")))
+	}
+	if len(undeclared) > 0 {
+		it := "it"
+		if len(undeclared) > 1 {
+			it = "them"
+		}
+		if len(unreported) > 0 {
+			it = listWords(undeclared, "")
+		}
+		whys = append(whys, fmt.Sprintf("driver profile %s lacks %s", profileLabel(p), it))
+	}
+	return strings.Join(whys, "; ")
+}
+
+func capabilityNames(cs []profile.Capability) []string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = string(c)
+	}
+	return names
 }
 
 // Request is what the scenario asks of the cluster, in the terms of a

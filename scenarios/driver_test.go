@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/drivers/profiles"
 )
@@ -18,14 +20,25 @@ func shippedProfile(t *testing.T, name string) *profile.Profile {
 	return p
 }
 
+// mockAnswers is what csisim's mock driver says of itself.
+var mockAnswers = driverinfo.Info{Name: "hostpath.csisim.io", Capabilities: driverinfo.Capabilities{
+	Plugin: map[csi.PluginCapability_Service_Type]bool{csi.PluginCapability_Service_CONTROLLER_SERVICE: true},
+	Controller: map[csi.ControllerServiceCapability_RPC_Type]bool{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME: true,
+		csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME: true},
+	Node: map[csi.NodeServiceCapability_RPC_Type]bool{csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME: true},
+}, NodeInfo: &driverinfo.NodeInfo{ID: "node-1"}}
+
 func TestSkipReason(t *testing.T) {
 	tests := []struct {
 		name, src, profile, want string
 	}{
 		{"no needs", "steps:\n  - sleep: 1s\n", "mock", ""},
 		{"need met", "needs: [attach]\nsteps:\n  - sleep: 1s\n", "mock", ""},
-		{"need missing", "needs: [snapshots]\nsteps:\n  - sleep: 1s\n", "mock", "needs snapshots: driver profile mock lacks it"},
-		{"two missing", "needs: [snapshots, block]\nsteps:\n  - sleep: 1s\n", "mock", "needs snapshots and block: driver profile mock lacks them"},
+		{"need the driver is still to be asked for", "needs: [snapshots]\nsteps:\n  - sleep: 1s\n", "mock", ""},
+		{"need missing", "needs: [snapshots]\nsteps:\n  - sleep: 1s\n", "mock asked", "needs snapshots: hostpath.csisim.io does not report CREATE_DELETE_SNAPSHOT (ControllerGetCapabilities)"},
+		{"two missing", "needs: [snapshots, block]\nsteps:\n  - sleep: 1s\n", "mock asked",
+			"needs snapshots and block: hostpath.csisim.io does not report CREATE_DELETE_SNAPSHOT (ControllerGetCapabilities); driver profile mock lacks block"},
+		{"two the profile lacks", "needs: [realMounts, block]\nsteps:\n  - sleep: 1s\n", "mock asked", "needs realMounts and block: driver profile mock lacks them"},
 		{"zones inferred", "cluster: {nodes: [a], zones: {a: z1}}\nsteps:\n  - sleep: 1s\n", "mock", "needs zones: driver profile mock lacks it"},
 		{"capacity ask without a flag", "cluster: {capacity: 2Gi}\nsteps:\n  - sleep: 1s\n", "mock", "cluster.capacity 2Gi: driver profile mock has no flags.capacity"},
 		{"capacity ask met", "cluster: {capacity: 2Gi}\nsteps:\n  - sleep: 1s\n", "csisim", ""},
@@ -33,10 +46,12 @@ func TestSkipReason(t *testing.T) {
 		{"unknown named flags", "cluster: {flags: [turbo]}\nsteps:\n  - sleep: 1s\n", "csisim", "cluster.flags turbo: driver profile csisim has no flags.extra.turbo"},
 		{"driverArgs are csisim's own", "cluster: {nodes: [a], driverArgs: [--no-topology]}\nsteps:\n  - sleep: 1s\n", "mock", "cluster.driverArgs --no-topology are flags of csisim's own driver"},
 		{"driverArgs on csisim", "cluster: {nodes: [a], driverArgs: [--no-topology]}\nsteps:\n  - sleep: 1s\n", "csisim", ""},
-		{"topologyKey implies topology", "steps:\n  - assert: {object: 'node/${driver.topologyKey}'}\n", "mock", "needs topology: driver profile mock lacks it"},
+		{"topologyKey implies topology", "steps:\n  - assert: {object: 'node/${driver.topologyKey}'}\n", "mock asked",
+			"needs topology: hostpath.csisim.io does not report VOLUME_ACCESSIBILITY_CONSTRAINTS (GetPluginCapabilities)"},
+		{"topologyKey before the driver is asked", "steps:\n  - assert: {object: 'node/${driver.topologyKey}'}\n", "mock", ""},
 		{"parameter the profile lacks", "steps:\n  - assert: {object: 'sc/${driver.parameter.kind}'}\n", "mock", "uses ${driver.parameter.kind}: driver profile mock does not set it"},
 		{"csiCalls imply stageUnstage", "steps:\n  - assert: {csiCalls: {contains: [NodeStageVolume]}}\n", "csisim", ""},
-		{"CSI fault implies snapshots", "steps:\n  - csiError: {method: CreateSnapshot, code: Internal}\n", "mock", "needs snapshots: driver profile mock lacks it"},
+		{"CSI fault implies snapshots", "steps:\n  - csiError: {method: CreateSnapshot, code: Internal}\n", "mock asked", "needs snapshots: hostpath.csisim.io does not report"},
 		{"missing mount propagation implies realMounts", "cluster: {nodes: [node-1]}\nsteps:\n  - missingMountPropagation: {node: node-1}\n", "mock", "needs realMounts: driver profile mock lacks it"},
 		{"a restart without state implies stateDir", "steps:\n  - driverRestart: {plugin: controller, state: lose}\n", "mock", "needs stateDir: driver profile mock lacks it"},
 		{"a restart with state implies survivesRestart", "steps:\n  - driverRestart: {plugin: controller, state: keep}\n", "csi-test-mock", "needs survivesRestart: driver profile csi-test-mock lacks it"},
@@ -47,7 +62,12 @@ func TestSkipReason(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := mustParse(t, tt.src)
-			got := s.SkipReason(shippedProfile(t, tt.profile))
+			name, asked := strings.CutSuffix(tt.profile, " asked")
+			p := shippedProfile(t, name)
+			if asked {
+				p = p.Complete(mockAnswers)
+			}
+			got := s.SkipReason(p)
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Errorf("SkipReason = %q, want %q", got, tt.want)
 			}

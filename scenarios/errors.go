@@ -70,7 +70,7 @@ type StepError struct {
 	// the invariants broken so far ("INVARIANT ... violated: ...").
 	Problems []string
 	// Broken are the invariant violations the history showed by then
-	// (all but nothing-leaked, which judges the end) that the scenario
+	// (all but nothing-leaked and no-leaked-volume, which judge the end) that the scenario
 	// does not expect; Problems names them too.
 	Broken []invariant.Violation
 }

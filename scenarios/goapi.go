@@ -44,9 +44,11 @@ func (o *Objects) Get(ctx context.Context, ref ObjectRef, namespace string) (map
 	return o.store.get(ctx, ref, namespace)
 }
 
-// Delete deletes the object; found is false if it did not exist.
-func (o *Objects) Delete(ctx context.Context, ref ObjectRef, namespace string) (found bool, err error) {
-	return o.store.delete(ctx, ref, namespace, deleteOpts{})
+// Delete deletes the object; found is false if it did not exist. force
+// deletes it with a grace period of 0, as a delete step's force: true
+// (kubectl delete --force --grace-period=0) does.
+func (o *Objects) Delete(ctx context.Context, ref ObjectRef, namespace string, force bool) (found bool, err error) {
+	return o.store.delete(ctx, ref, namespace, deleteOpts{Force: force})
 }
 
 // CSICallVerdict is what a csiCalls check found.

@@ -12,7 +12,7 @@ import (
 )
 
 // leakyHistory has a volume created and never deleted, with no PV left:
-// a nothing-leaked violation.
+// a no-leaked-volume violation.
 func leakyHistory() *invariant.History {
 	return &invariant.History{
 		Entries: []trace.Entry{
@@ -33,9 +33,9 @@ func TestJudge(t *testing.T) {
 		wantInErrorMsg []string
 	}{
 		{"an unexpected violation", nil, 1, nil,
-			[]string{"INVARIANT nothing-leaked violated: volume v1 (CreateVolume #2) was never deleted", "\n    #2 ", "CSI   external-provisioner     CreateVolume"}},
-		{"the expected violation", []string{"nothing-leaked"}, 0, nil, nil},
-		{"an expected violation that did not occur", []string{"nothing-leaked", "data-durability"}, 0, []string{"data-durability"},
+			[]string{"INVARIANT no-leaked-volume violated: volume v1 (CreateVolume #2) was never deleted", "\n    #2 ", "CSI   external-provisioner     CreateVolume"}},
+		{"the expected violation", []string{"no-leaked-volume"}, 0, nil, nil},
+		{"an expected violation that did not occur", []string{"no-leaked-volume", "data-durability"}, 0, []string{"data-durability"},
 			[]string{"INVARIANT data-durability held, but x.yaml:3 expects it to be violated"}},
 	}
 	for _, tt := range tests {

@@ -32,6 +32,12 @@ const MaxFileSize = 16 << 20
 // time of wall time.
 const MaxDuration = 24 * time.Hour
 
+// MaxLostAnswers bounds csiLostAnswer's times: each lost answer costs its
+// caller a whole timeout (the kubelet's is 2 minutes), so a hundred of them
+// on one method is already hours of cluster time in retries; more is a
+// driver that never answers, which csiHang says.
+const MaxLostAnswers = 100
+
 // defaultDriverName is the driver name a run uses unless told otherwise
 // (hostpath.DefaultDriverName; not imported: the parser does not depend on
 // the driver).

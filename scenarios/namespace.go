@@ -13,12 +13,21 @@ import (
 	"github.com/csisim/csisim/drivers/profiles"
 )
 
-// profile is the driver under test: Runner.Profile, or csisim's own driver.
+// profile is the driver under test: Runner.Profile, or csisim's own
+// driver, with what the running driver said of itself if the backend
+// asked it (DriverReporter): its answers, not the profile, decide the
+// capabilities it has.
 func (r *Runner) profile() *profile.Profile {
-	if r.Profile != nil {
-		return r.Profile
+	p := r.Profile
+	if p == nil {
+		p = profiles.MustDefault()
 	}
-	return profiles.MustDefault()
+	if dr, ok := r.Backend.(DriverReporter); ok {
+		if info := dr.DriverInfo(); info.Asked() {
+			return p.Complete(info)
+		}
+	}
+	return p
 }
 
 // profileFor is the driver under test for s: a scenario that starts

@@ -24,7 +24,7 @@ func (p *parser) faultStep(kind fault.Kind, n *yaml.Node) *fault.Fault {
 		return p.staleVolumeAttachment(n)
 	case fault.ControllerManagerRestart:
 		return p.controllerManagerRestart(n)
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSIHeal:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.CSIHeal:
 		return p.csiFault(kind, n)
 	case fault.DriverCrash, fault.DriverRestart:
 		return p.driverFault(kind, n)
@@ -102,12 +102,13 @@ func (p *parser) controllerManagerRestart(n *yaml.Node) *fault.Fault {
 	return &fault.Fault{Kind: fault.ControllerManagerRestart}
 }
 
-// csiFault reads csiError, csiDelay, csiHang and csiHeal:
+// csiFault reads csiError, csiDelay, csiHang, csiLostAnswer and csiHeal:
 //
-//	csiError: {method, code, message?, times?, node?, volume?, plugin?}
-//	csiDelay: {method, duration, times?, node?, volume?, plugin?}
-//	csiHang:  {method, limit?, times?, node?, volume?, plugin?}
-//	csiHeal:  {method?, node?, volume?, plugin?}
+//	csiError:      {method, code, message?, times?, node?, volume?, plugin?}
+//	csiDelay:      {method, duration, times?, node?, volume?, plugin?}
+//	csiHang:       {method, limit?, times?, node?, volume?, plugin?}
+//	csiLostAnswer: {method, times, firstAttempt?, node?, volume?, plugin?}
+//	csiHeal:       {method?, node?, volume?, plugin?}
 func (p *parser) csiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	fields := []string{"method", "node", "volume", "plugin"}
 	required := []string{"method"}
@@ -120,6 +121,9 @@ func (p *parser) csiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 		required = append(required, "duration")
 	case fault.CSIHang:
 		fields = append(fields, "limit", "times")
+	case fault.CSILostAnswer:
+		fields = append(fields, "times", "firstAttempt")
+		required = append(required, "times")
 	case fault.CSIHeal:
 		required = nil
 	}
@@ -158,7 +162,15 @@ func (p *parser) csiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 		flt.CSI.Delay, ok = p.durationAnd(ok, f.vals["limit"], "limit")
 	}
 	if f.has("times") {
-		flt.Times, ok = p.timesAnd(ok, f.vals["times"], true)
+		flt.Times, ok = p.timesAnd(ok, f.vals["times"], kind != fault.CSILostAnswer)
+	}
+	if ok && kind == fault.CSILostAnswer && flt.Times > MaxLostAnswers {
+		p.fail(f.vals["times"], "times must be at most %d for %s, not %d: a driver whose every answer is lost is one that hangs (csiHang)",
+			MaxLostAnswers, FaultStepKey(kind), flt.Times)
+		ok = false
+	}
+	if ok && f.has("firstAttempt") {
+		flt.CSI.FirstAttempt, ok = p.boolean(f.vals["firstAttempt"], "firstAttempt")
 	}
 	if !ok {
 		return nil

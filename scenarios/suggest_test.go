@@ -26,21 +26,3 @@ func TestSuggest(t *testing.T) {
 		t.Errorf("suggest(wiat) = %q, want wait", got)
 	}
 }
-
-func TestEditDistance(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0},
-		{"abc", "abc", 0},
-		{"abc", "", 3},
-		{"wiat", "wait", 1},
-		{"kitten", "sitting", 3},
-	}
-	for _, tt := range tests {
-		if got := editDistance(tt.a, tt.b); got != tt.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
-}

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -11,43 +11,47 @@ import (
 	"github.com/csisim/csisim/runroot"
 )
 
-// clean is `csisim clean`: tear down what dead runs (SIGKILLed, crashed)
-// left in the temporary directory — their driver processes, loop devices,
-// mounts and run roots — and say what went. Live runs are not touched.
-func clean(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("csisim clean", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dryRun := fs.Bool("dry-run", false, "only say what would be removed")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: csisim clean [--dry-run]\n\nRemoves what dead csisim runs left in %s: driver processes, loop devices, mounts, run roots.\nRuns still alive are not touched.\n\nFlags:\n", os.TempDir())
-		fs.PrintDefaults()
+func cleanCommand() *command {
+	return &command{
+		name:    "clean",
+		summary: "remove what killed runs left behind (processes, loop devices, mounts, files)",
+		usage:   []string{"csisim clean [--dry-run]"},
+		about: "Removes what dead csisim runs left in the temporary directory ($TMPDIR, else /tmp): driver\n" +
+			"processes, loop devices, mounts, run roots. Runs still alive are not touched.",
+		prefix: "csisim clean",
+		new:    func() subcommand { return &cleanCmd{} },
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return 2
-	}
-	swept, err := runroot.SweepWith(*dryRun, restoreHost)
+}
+
+// cleanCmd is `csisim clean`: tear down what dead runs (SIGKILLed,
+// crashed) left in the temporary directory — their driver processes, loop
+// devices, mounts and run roots — and say what went. Live runs are not
+// touched.
+type cleanCmd struct {
+	invocation
+	dryRun bool
+}
+
+func (c *cleanCmd) flags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.dryRun, "dry-run", false, "only say what would be removed")
+}
+
+func (c *cleanCmd) Run(context.Context) error {
+	swept, err := runroot.SweepWith(c.dryRun, restoreHost)
 	verb := "removed"
-	if *dryRun {
+	if c.dryRun {
 		verb = "would remove"
 	}
 	for _, t := range swept {
-		fmt.Fprintf(stdout, "csisim clean: %s %s\n", verb, t)
+		fmt.Fprintf(c.stdout, "csisim clean: %s %s\n", verb, t)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim clean: %v\n", err)
-		return 1
+		return err
 	}
 	if len(swept) == 0 {
-		fmt.Fprintf(stdout, "csisim clean: no dead run left anything in %s\n", os.TempDir())
+		fmt.Fprintf(c.stdout, "csisim clean: no dead run left anything in %s\n", os.TempDir())
 	}
-	return 0
+	return nil
 }
 
 // sweepDeadRuns is what run and serve do first: the leftovers of dead runs

@@ -74,7 +74,8 @@ var _ = Describe("csisim run", func() {
 	It("runs a third-party driver from a profile's command template through the same path", func() {
 		// csisim's own driver stands in for a third-party one: started from
 		// the templates of a profile file, one process per plugin, under
-		// another name, with the capabilities the profile declares.
+		// another name, with the capabilities it reports and the profile
+		// declares.
 		tmp := GinkgoT().TempDir()
 		dir := GinkgoT().TempDir()
 		profileFile := filepath.Join(dir, "other.yaml")
@@ -83,7 +84,7 @@ start:
   layout: split
   controller: {path: "`+csisim+`", args: [driver, "--endpoint={endpoint}", "--node-id={nodeID}", "--root={root}", "--state-dir={stateDir}", "--driver-name={driverName}"]}
   node: {path: "`+csisim+`", args: [driver, "--endpoint={endpoint}", "--node-id={nodeID}", "--root={root}", "--state-dir={stateDir}", "--driver-name={driverName}"]}
-capabilities: {attach: true, stageUnstage: true, realMounts: true, sharedState: true}
+capabilities: {realMounts: true, sharedState: true}
 storageClass:
   parameters: {kind: directory}
 `), 0o644)).To(Succeed())
@@ -93,16 +94,24 @@ storageClass:
 		Expect(string(s.Out.Contents())).To(ContainSubstring("other.example.com"))
 		expectNothingLeftIn(tmp)
 
-		// A bare --driver-command declares no capabilities: the scenario
-		// is skipped, naming what it needs, never run on a guess.
+		// A bare --driver-command declares nothing, but the driver is
+		// asked what it can do: it attaches and stages, so the lifecycle
+		// runs.
 		template := csisim + " driver --endpoint={endpoint} --node-id={nodeID} --root={root} --state-dir={stateDir} --driver-name=other.example.com"
-		// Its JUnit report and JSON result say so too, so that a CI job
-		// reading them does not count it as passed.
+		s = start(tmp, "run", "--driver-command", template, "../../scenarios/library/basic-lifecycle.yaml")
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(0))
+		Expect(string(s.Out.Contents())).To(ContainSubstring("PASSED"))
+		expectNothingLeftIn(tmp)
+
+		// What it cannot report it lacks: the scenario is skipped, naming
+		// what it needs, never run on a guess. Its JUnit report and JSON
+		// result say so too, so that a CI job reading them does not count
+		// it as passed.
 		junitFile, resultFile := filepath.Join(dir, "skipped.xml"), filepath.Join(dir, "skipped.json")
 		s = start(tmp, "run", "--driver-command", template, "--driver-name", "other.example.com",
-			"--junit", junitFile, "--json-result", resultFile, "../../scenarios/library/basic-lifecycle.yaml")
+			"--junit", junitFile, "--json-result", resultFile, "../../scenarios/library/expansion-offline.yaml")
 		Eventually(s, time.Minute).Should(gexec.Exit(0))
-		Expect(string(s.Out.Contents())).To(ContainSubstring("SKIPPED: needs attach and stageUnstage"))
+		Expect(string(s.Out.Contents())).To(ContainSubstring("SKIPPED: needs expansionOffline"))
 		Expect(string(s.Out.Contents())).NotTo(ContainSubstring("PASSED"))
 		raw, err := os.ReadFile(junitFile)
 		Expect(err).NotTo(HaveOccurred())
@@ -116,12 +125,12 @@ storageClass:
 		Expect(xml.Unmarshal(raw, &report)).To(Succeed())
 		Expect(report.Cases).To(HaveLen(1), string(raw))
 		Expect(report.Cases[0].Skipped).NotTo(BeNil(), string(raw))
-		Expect(report.Cases[0].Skipped.Message).To(ContainSubstring("needs attach and stageUnstage"))
+		Expect(report.Cases[0].Skipped.Message).To(ContainSubstring("needs expansionOffline"))
 		var result map[string]any
 		raw, err = os.ReadFile(resultFile)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(json.Unmarshal(raw, &result)).To(Succeed())
-		Expect(result).To(HaveKeyWithValue("skipped", ContainSubstring("needs attach and stageUnstage")))
+		Expect(result).To(HaveKeyWithValue("skipped", ContainSubstring("needs expansionOffline")))
 		Expect(result).NotTo(HaveKey("failure"))
 		expectNothingLeftIn(tmp)
 	})

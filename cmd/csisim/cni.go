@@ -1,20 +1,35 @@
 package main
 
 import (
-	"io"
+	"context"
+	"flag"
 	"os"
 
 	"github.com/csisim/csisim/realnodes"
 )
 
-// cniPlugin is `csisim cni`: the CNI plugin of real nodes, which
-// containerd runs (through a wrapper script in the node's CNI bin
-// directory) to give each pod sandbox its network. It speaks the CNI
-// protocol: CNI_* environment and the network configuration on stdin, the
-// result or error as JSON on stdout.
-func cniPlugin(stdin io.Reader, stdout io.Writer) int {
-	if err := realnodes.CNI(os.Getenv, stdin, stdout); err != nil {
-		return 1
+func cniCommand() *command {
+	return &command{
+		name:    "cni",
+		summary: "the CNI plugin of real nodes",
+		usage:   []string{"csisim cni < NETWORK-CONFIG"},
+		hidden:  true, rawArgs: true, maxArgs: -1,
+		new: func() subcommand { return &cniCmd{} },
 	}
-	return 0
+}
+
+// cniCmd is `csisim cni`: the CNI plugin of real nodes, which containerd
+// runs (through a wrapper script in the node's CNI bin directory) to give
+// each pod sandbox its network. It speaks the CNI protocol: CNI_*
+// environment and the network configuration on stdin, the result or
+// error as JSON on stdout.
+type cniCmd struct{ invocation }
+
+func (c *cniCmd) flags(*flag.FlagSet) {}
+
+func (c *cniCmd) Run(context.Context) error {
+	if err := realnodes.CNI(os.Getenv, c.stdin, c.stdout); err != nil {
+		return errFailed
+	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/drivers/profiles"
@@ -18,7 +17,7 @@ import (
 
 // driverUsage is the help of --driver.
 const driverUsage = "the CSI driver to run, by its driver profile: a shipped profile's name (csisim, mock, csi-test-mock)\n" +
-	"or a profile file (README: Bring your own driver); default csisim"
+	"or a profile file (docs/drivers.md: Bring your own driver); default csisim"
 
 // driverChoice is what the flags of `csisim run` and `csisim serve` say
 // about the driver. However it is named — a profile, --mock-driver, or
@@ -67,11 +66,8 @@ func commandProfile(command, name string) (*profile.Profile, error) {
 	if _, err := (launch.Template{Path: cmd.Path, Args: cmd.Args}).Expand(all); err != nil {
 		return nil, fmt.Errorf("--driver-command: %w", err)
 	}
-	if name == "" {
-		// The driver's own name comes from GetPluginInfo; this one names
-		// its plugin directory until then.
-		name = hostpath.DefaultDriverName
-	}
+	// Without --driver-name the profile names no driver: its own name
+	// comes from GetPluginInfo, and is not checked against one.
 	return &profile.Profile{Name: name, Description: "--driver-command " + command,
 		Start:        profile.Start{Layout: profile.Split, Controller: cmd, Node: cmd},
 		Capabilities: map[profile.Capability]bool{profile.RealMounts: true}}, nil

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -21,65 +19,62 @@ import (
 	"github.com/csisim/csisim/trace"
 )
 
-// explainMain is `csisim explain`: why is this object stuck, read from a
+func explainCommand() *command {
+	return &command{
+		name:    "explain",
+		summary: "say why an object is stuck, from a live cluster or a run's JSON timeline (--trace)",
+		usage:   []string{"csisim explain [--kubeconfig FILE | --trace FILE [--at TIME]] [-n NAMESPACE] KIND/NAME"},
+		about: "Says why the object is where it is, as a chain from it to the cause: a claim Pending because\n" +
+			"its pod is unschedulable, a pod waiting for a volume still attached to a lost node, a deletion\n" +
+			"held by a finalizer. KIND is one of pod, pvc, pv, volumeattachment (va), node, volumesnapshot (vs),\n" +
+			"in any form kubectl accepts (pvc, persistentvolumeclaim, persistentvolumeclaims).",
+		prefix:  "csisim explain",
+		minArgs: 1, maxArgs: 2, flagsAnywhere: true, signals: true,
+		new: func() subcommand { return &explainCmd{} },
+	}
+}
+
+// explainCmd is `csisim explain`: why is this object stuck, read from a
 // live cluster (csisim serve, or any real one).
-func explainMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("csisim explain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", "", "the cluster's kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
-	var namespace string
-	fs.StringVar(&namespace, "namespace", "", "the namespace of a namespaced object (default: the kubeconfig context's, else default)")
-	fs.StringVar(&namespace, "n", "", "short for --namespace")
-	timeout := fs.Duration("timeout", 30*time.Second, "give up reading the cluster after this long")
-	traceFile := fs.String("trace", "", "explain from a finished run's timeline instead of a live cluster: the JSON timeline\n"+
+type explainCmd struct {
+	invocation
+	kubeconfig string
+	namespace  string
+	timeout    time.Duration
+	traceFile  string
+	at         *time.Duration
+}
+
+func (c *explainCmd) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "the cluster's kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
+	fs.StringVar(&c.namespace, "namespace", "", "the namespace of a namespaced object (default: the kubeconfig context's, else default)")
+	fs.StringVar(&c.namespace, "n", "", "short for --namespace")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "give up reading the cluster after this long")
+	fs.StringVar(&c.traceFile, "trace", "", "explain from a finished run's timeline instead of a live cluster: the JSON timeline\n"+
 		"csisim run --format json writes (the state when its steps ended; namespace default unless -n)")
-	var at *time.Duration
 	fs.Func("at", "with --trace: the state at this virtual time of the run (2m30s, +150.000s as the timeline prints it)", func(s string) error {
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return fmt.Errorf("want a virtual time since the run started, like 2m30s: %w", err)
 		}
-		at = &d
+		c.at = &d
 		return nil
 	})
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: csisim explain [--kubeconfig FILE | --trace FILE [--at TIME]] [-n NAMESPACE] KIND/NAME\n\n"+
-			"Says why the object is where it is, as a chain from it to the cause: a claim Pending because\n"+
-			"its pod is unschedulable, a pod waiting for a volume still attached to a lost node, a deletion\n"+
-			"held by a finalizer. KIND is one of pod, pvc, pv, volumeattachment (va), node, volumesnapshot (vs),\n"+
-			"in any form kubectl accepts (pvc, persistentvolumeclaim, persistentvolumeclaims).\n\nFlags:\n")
-		fs.PrintDefaults()
+}
+
+func (c *explainCmd) Run(ctx context.Context) error {
+	// KIND/NAME, or KIND NAME as kubectl also takes.
+	targetArg := strings.Join(c.args, "/")
+	if c.traceFile != "" {
+		return exitStatus(explainTrace(c.traceFile, targetArg, c.namespace, c.at, c.stdout, c.stderr))
 	}
-	// Flags may come after the object too, as kubectl allows.
-	var positional []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
-	}
-	targetArg, ok := targetArgument(positional)
-	if !ok {
-		fs.Usage()
-		return 2
-	}
-	if *traceFile != "" {
-		return explainTrace(*traceFile, targetArg, namespace, at, stdout, stderr)
-	}
-	if at != nil {
-		fmt.Fprintln(stderr, "csisim explain: --at needs --trace: a live cluster's API keeps no history to go back in")
-		return 2
+	if c.at != nil {
+		return usagef("--at needs --trace: a live cluster's API keeps no history to go back in")
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
+	rules.ExplicitPath = c.kubeconfig
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	namespace := c.namespace
 	if namespace == "" {
 		if ns, _, err := loader.Namespace(); err == nil {
 			namespace = ns
@@ -87,24 +82,19 @@ func explainMain(args []string, stdout, stderr io.Writer) int {
 	}
 	target, err := explain.ParseTarget(targetArg, namespace)
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim explain: %v\n", err)
-		return 2
+		return usageError(err)
 	}
 	cfg, err := loader.ClientConfig()
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim explain: reading the kubeconfig: %v\n", err)
-		return 2
+		return usagef("reading the kubeconfig: %v", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	snap, err := explain.FromCluster(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim explain: %v\n", err)
-		return 1
+		return err
 	}
-	return printExplanation(snap, target, stdout, stderr)
+	return exitStatus(printExplanation(snap, target, c.stdout, c.stderr))
 }
 
 // explainTrace explains the object as it was when the steps of the run
@@ -138,17 +128,6 @@ func explainTrace(file, targetArg, namespace string, at *time.Duration, stdout, 
 		when = *at
 	}
 	return printExplanation(explain.SnapshotAt(tl.Entries, n, when), target, stdout, stderr)
-}
-
-// targetArgument takes KIND/NAME, or KIND NAME as kubectl also does.
-func targetArgument(args []string) (string, bool) {
-	switch len(args) {
-	case 1:
-		return args[0], true
-	case 2:
-		return args[0] + "/" + args[1], true
-	}
-	return "", false
 }
 
 // printExplanation explains target from snap; 1 if it is not there.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,10 +24,16 @@ import (
 // scenario language (scenarios/README.md), e.g. "nodeLoss: {node: node-2}".
 const faultPath = "/csisim/faults"
 
-// faultUsage is csisim fault's help.
-const faultUsage = `Usage: csisim fault [--kubeconfig FILE] FAULT [FIELD=VALUE ...]
-
-Makes a fault happen on a cluster of csisim serve, now: the fault steps of
+func faultCommand() *command {
+	kinds := make([]string, len(fault.Kinds))
+	for i, k := range fault.Kinds {
+		kinds[i] = string(k)
+	}
+	return &command{
+		name:    "fault",
+		summary: "make a fault happen on a cluster of csisim serve",
+		usage:   []string{"csisim fault [--kubeconfig FILE] FAULT [FIELD=VALUE ...]"},
+		about: `Makes a fault happen on a cluster of csisim serve, now: the fault steps of
 scenarios (scenarios/README.md) with their fields as FIELD=VALUE, e.g.
 
   csisim fault node-loss node=node-2
@@ -34,50 +41,46 @@ scenarios (scenarios/README.md) with their fields as FIELD=VALUE, e.g.
   csisim fault missing-mount-propagation node=node-1
   csisim fault driver-crash plugin=node node=node-1
   csisim fault csi-error method=NodeStageVolume code=Internal times=2
+  csisim fault csi-lost-answer method=CreateVolume times=1 firstAttempt=true
   csisim fault stale-volumeattachment node=node-1 claim=data
   csisim fault controller-manager-restart
 
-Faults: %s
+Faults: ` + strings.Join(kinds, ", "),
+		prefix:  "csisim fault",
+		minArgs: 1, maxArgs: -1,
+		new: func() subcommand { return &faultCmd{} },
+	}
+}
 
-Flags:
-`
-
-// faultMain is `csisim fault`: it sends one fault step to the fault
+// faultCmd is `csisim fault`: it sends one fault step to the fault
 // endpoint of the csisim serve the kubeconfig points at.
-func faultMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("csisim fault", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "the kubeconfig csisim serve wrote (default: $KUBECONFIG)")
-	fs.Usage = func() {
-		kinds := make([]string, len(fault.Kinds))
-		for i, k := range fault.Kinds {
-			kinds[i] = string(k)
-		}
-		fmt.Fprintf(stderr, faultUsage, strings.Join(kinds, ", "))
-		fs.PrintDefaults()
+type faultCmd struct {
+	invocation
+	kubeconfig string
+}
+
+func (c *faultCmd) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "the kubeconfig csisim serve wrote (default: $KUBECONFIG)")
+}
+
+func (c *faultCmd) Run(context.Context) error {
+	kubeconfig := c.kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = os.Getenv("KUBECONFIG")
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if kubeconfig == "" {
+		return errShowUsage
 	}
-	if fs.NArg() == 0 || *kubeconfig == "" {
-		fs.Usage()
-		return 2
-	}
-	step, err := faultStep(fs.Arg(0), fs.Args()[1:])
+	step, err := faultStep(c.args[0], c.args[1:])
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim fault: %v\n", err)
-		return 2
+		return usageError(err)
 	}
-	msg, err := postFault(*kubeconfig, step)
+	msg, err := postFault(kubeconfig, step)
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim fault: %v\n", err)
-		return 1
+		return err
 	}
-	fmt.Fprintln(stdout, msg)
-	return 0
+	fmt.Fprintln(c.stdout, msg)
+	return nil
 }
 
 // faultStep writes KIND and FIELD=VALUE arguments as a scenario step,

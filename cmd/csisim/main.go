@@ -4,75 +4,87 @@
 // write and CSI call.
 package main
 
+//go:generate go test -run ^TestCLIDoc$ -update .
+
 import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
-const usage = `csisim emulates the Kubernetes CSI volume lifecycle on one machine.
-
-Usage:
-  csisim run [flags] SCENARIO.yaml   run a scenario on the simulator and print its timeline
-  csisim diff [flags] SCENARIO.yaml  run a scenario on the simulator and on a real control plane and report the differences
-  csisim serve [flags]               run a simulated cluster for kubectl until Ctrl-C (see csisim serve --help)
-  csisim explain [flags] KIND/NAME   say why an object is stuck, from a live cluster or a run's JSON timeline (--trace)
-  csisim fault FAULT [FIELD=VALUE ...]  make a fault happen on a cluster of csisim serve (see csisim fault --help)
-  csisim driver [flags]              run csisim's CSI driver on a unix socket (see csisim driver --help)
-  csisim registrar [flags]           register a CSI node plugin with a real kubelet (see csisim registrar --help)
-  csisim livenessprobe [flags]       serve /healthz for a CSI driver, as the livenessprobe sidecar does
-  csisim test --driver PROFILE [flags]  test a CSI driver: csi-sanity, then every library scenario it can run (see csisim test --help)
-  csisim sanity --driver PROFILE     run csi-sanity against the driver of a profile
-  csisim clean [--dry-run]           remove what killed runs left behind (processes, loop devices, mounts, files)
-  csisim scale [--claims N] [--nodes M]  print a scale scenario: N claims and pods on M nodes, created and deleted
-  csisim help                        show this help
-
-Run 'csisim run --help' for the flags of run.
-`
-
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// run dispatches to the subcommand args name and returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
+		writeUsage(stderr)
+		return exitUsage
 	}
 	switch args[0] {
-	case "run":
-		return runScenario(args[1:], stdout, stderr)
-	case "diff":
-		return diffScenario(args[1:], stdout, stderr)
-	case "serve":
-		return serve(args[1:], stdout, stderr)
-	case "explain":
-		return explainMain(args[1:], stdout, stderr)
-	case "fault":
-		return faultMain(args[1:], stdout, stderr)
-	case "driver":
-		return driverMain(args[1:], stdout, stderr)
-	case "registrar":
-		return registrarMain(args[1:], stdout, stderr)
-	case "livenessprobe":
-		return livenessProbeMain(args[1:], stdout, stderr)
-	case "clean":
-		return clean(args[1:], stdout, stderr)
-	case "test":
-		return testDriver(args[1:], stdout, stderr)
-	case "sanity":
-		return sanityMain(args[1:], stdout, stderr)
-	case "test-scenario":
-		return testScenarioMain(args[1:], stdout, stderr)
-	case "scale":
-		return scaleScenario(args[1:], stdout, stderr)
-	case "cni":
-		return cniPlugin(os.Stdin, stdout)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "csisim: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		if len(args) == 2 && args[0] == "help" {
+			// csisim help COMMAND is csisim COMMAND --help.
+			if c := lookup(args[1]); c != nil {
+				return c.main([]string{"--help"}, stdin, stdout, stderr)
+			}
+		}
+		writeUsage(stdout)
+		return exitOK
 	}
+	c := lookup(args[0])
+	if c == nil {
+		fmt.Fprintf(stderr, "csisim: unknown command %q\n\n", args[0])
+		writeUsage(stderr)
+		return exitUsage
+	}
+	return c.main(args[1:], stdin, stdout, stderr)
+}
+
+// commands is the table of csisim's subcommands, in the order `csisim
+// help` and docs/cli.md list them.
+func commands() []*command {
+	return []*command{
+		runCommand(), diffCommand(), serveCommand(), explainCommand(), faultCommand(), driverCommand(), registrarCommand(), livenessProbeCommand(),
+		testCommand(), sanityCommand(), cleanCommand(), scaleCommand(),
+		testScenarioCommand(), cniCommand(),
+	}
+}
+
+// lookup finds the command of a name; nil if there is none.
+func lookup(name string) *command {
+	for _, c := range commands() {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// usageColumn is where the summaries of `csisim help` begin; a longer
+// command line has its summary on the next line.
+const usageColumn = 42
+
+// writeUsage writes `csisim help`: a line per command, from the table.
+func writeUsage(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("csisim emulates the Kubernetes CSI volume lifecycle on one machine.\n\nUsage:\n")
+	line := func(usage, summary string) {
+		if len(usage) > usageColumn-4 {
+			fmt.Fprintf(&b, "  %s\n%*s", usage, usageColumn, "")
+		} else {
+			fmt.Fprintf(&b, "  %-*s", usageColumn-2, usage)
+		}
+		b.WriteString(summary + "\n")
+	}
+	for _, c := range commands() {
+		if !c.hidden {
+			line(c.usage[0], c.summary)
+		}
+	}
+	line("csisim help [COMMAND]", "show this help, or a command's")
+	b.WriteString("\nRun 'csisim help COMMAND' for the flags of a command; docs/cli.md lists them all.\n")
+	fmt.Fprint(w, b.String())
 }

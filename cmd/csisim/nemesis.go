@@ -92,31 +92,9 @@ func (n *nemesisFlags) run(ctx context.Context, fs *flag.FlagSet, sc *scenarios.
 		fmt.Fprintf(stdout, "note: without faults the scenario ends with %s\n", baseline.Verdict.Signature())
 	}
 
-	var (
-		verdict nemesis.Verdict
-		fired   int
-		summary string // the PASSED line's end: steps, time, invariants
-	)
-	if n.shrink {
-		h.RunTrial = childTrial(fs, sc.File, childOptions{})
-		main := childTrial(fs, sc.File, childOptions{stdout: stdout, trace: traceFile, verbose: cfg.OnEntry != nil})
-		t, err := main(ctx, sched)
-		if err != nil {
-			return nemesisFailed(ctx, "running the scenario", err, stderr)
-		}
-		verdict, fired = t.Verdict, len(t.Fired)
-	} else {
-		r, err := h.Run(ctx, sched, false)
-		if r != nil && traceFile != "" {
-			if werr := writeTrace(traceFile, r.Entries, r.Root); werr != nil {
-				err = errors.Join(err, werr)
-			}
-		}
-		if err != nil {
-			return nemesisFailed(ctx, "running the scenario", err, stderr)
-		}
-		verdict, fired = r.Verdict, len(r.Result.Fired)
-		summary = fmt.Sprintf(": %d steps, %s of cluster time%s", len(r.Result.Steps), r.Result.Duration, invariantSummary(r.Result.Invariants))
+	verdict, fired, summary, err := n.runSchedule(ctx, h, fs, sched, traceFile, cfg.OnEntry != nil, stdout)
+	if err != nil {
+		return nemesisFailed(ctx, "running the scenario", err, stderr)
 	}
 	firedNote := fmt.Sprintf("%d of %d timed faults fired", fired, len(sched.Timed()))
 	switch {
@@ -140,6 +118,30 @@ func (n *nemesisFlags) run(ctx context.Context, fs *flag.FlagSet, sc *scenarios.
 		return nemesisFailed(ctx, "shrinking", err, stderr)
 	}
 	return 1
+}
+
+// runSchedule runs the scenario under sched: in this process, or with
+// --shrink in a child (childTrial), with the timeline shown if verbose. It
+// returns the verdict, how many faults fired, and for a run in this
+// process the end of the PASSED line (steps, time, invariants).
+func (n *nemesisFlags) runSchedule(ctx context.Context, h *nemesis.Harness, fs *flag.FlagSet, sched nemesis.Schedule,
+	traceFile string, verbose bool, stdout io.Writer) (verdict nemesis.Verdict, fired int, summary string, err error) {
+	sc := h.Scenario
+	if n.shrink {
+		h.RunTrial = childTrial(fs, sc.File, childOptions{})
+		main := childTrial(fs, sc.File, childOptions{stdout: stdout, trace: traceFile, verbose: verbose})
+		t, err := main(ctx, sched)
+		return t.Verdict, len(t.Fired), "", err
+	}
+	r, err := h.Run(ctx, sched, false)
+	if r != nil && traceFile != "" {
+		err = errors.Join(err, writeTrace(traceFile, r.Entries, r.Root))
+	}
+	if err != nil {
+		return verdict, 0, "", err
+	}
+	summary = fmt.Sprintf(": %d steps, %s of cluster time%s", len(r.Result.Steps), r.Result.Duration, invariantSummary(r.Result.Invariants))
+	return r.Verdict, len(r.Result.Fired), summary, nil
 }
 
 // shrinkAndWrite shrinks the failing schedule, writes it as a scenario

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/csisim/csisim/drivers/profile"
@@ -21,183 +19,241 @@ import (
 	"github.com/csisim/csisim/trace"
 )
 
-// runScenario is `csisim run`: start a simulated cluster, run one scenario
-// on it with the timeline printed as it happens, and tear everything down,
-// also when interrupted.
-func runScenario(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("csisim run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	seed := fs.Uint64("seed", 1, "seed for UIDs and generated names; the same seed gives the same names")
-	driverLog := fs.String("driver-log", "", "write the CSI driver processes' output to this file; {seed} in the name stands for the seed\n"+
+func runCommand() *command {
+	return &command{
+		name:    "run",
+		summary: "run a scenario on the simulator and print its timeline",
+		usage: []string{"csisim run [flags] SCENARIO.yaml",
+			"csisim run --seeds A..B [--parallel P] [--shard i/n] [--junit FILE] [flags] SCENARIO.yaml"},
+		about: "The second form runs the scenario once per seed and prints one line per seed, a failing\n" +
+			"seed's first failure and the command that replays it alone; it exits 1 if any seed failed.",
+		minArgs: 1, maxArgs: 1, signals: true,
+		new: func() subcommand { return &runCmd{} },
+	}
+}
+
+// runCmd is `csisim run`: start a simulated cluster, run one scenario on
+// it with the timeline printed as it happens, and tear everything down,
+// also when interrupted. Or the same under a nemesis, or once per seed of
+// a sweep.
+type runCmd struct {
+	invocation
+	seed          uint64
+	driverLog     string
+	quiet         bool
+	driverCommand string
+	driverName    string
+	mockDriver    bool
+	driverProfile string
+	traceFile     string
+	backend       string
+	cpuProfile    string
+	seeds         string
+	parallel      int
+	shardSpec     string
+	jsonResult    string
+	junitFile     string
+	realNodes     realNodesFlag
+	nem           *nemesisFlags
+	explainAt     explainFlag
+	timeline      *timelineFlags
+}
+
+func (c *runCmd) flags(fs *flag.FlagSet) {
+	fs.Uint64Var(&c.seed, "seed", 1, "seed for UIDs and generated names; the same seed gives the same names")
+	fs.StringVar(&c.driverLog, "driver-log", "", "write the CSI driver processes' output to this file; {seed} in the name stands for the seed\n"+
 		"(with --seeds, the name needs it; with --backend realkube: every process's, the control plane's and sidecars' too)")
-	quiet := fs.Bool("quiet", false, "print only the result, not the timeline")
-	driverCommand := fs.String("driver-command", "", "run this CSI driver instead of csisim's own, for the controller and every node:\n"+
+	fs.BoolVar(&c.quiet, "quiet", false, "do not print the timeline as it happens, only the result\n"+
+		"(--format json and mermaid still print the timeline when the run ends)")
+	fs.StringVar(&c.driverCommand, "driver-command", "", "run this CSI driver instead of csisim's own, for the controller and every node:\n"+
 		"a command line whose words may contain {endpoint}, {nodeID}, {stateDir} and {root}, e.g.\n"+
 		"'/usr/bin/hostpathplugin --endpoint={endpoint} --nodeid={nodeID} --statedir={stateDir}' (no shell quoting)")
-	driverName := fs.String("driver-name", "", "the name the driver reports (default: the scenario's cluster.driverName, else hostpath.csisim.io)")
-	mockDriver := fs.Bool("mock-driver", false, "use the in-memory mock CSI driver (no mounts, no root needed); the same as --driver mock")
-	driverProfile := fs.String("driver", "", driverUsage)
-	traceFile := fs.String("trace", "", "also write the timeline to this file, without wall-clock durations:\n"+
+	fs.StringVar(&c.driverName, "driver-name", "", "the name the driver reports (default: the scenario's cluster.driverName, else hostpath.csisim.io)")
+	fs.BoolVar(&c.mockDriver, "mock-driver", false, "use the in-memory mock CSI driver (no mounts, no root needed); the same as --driver mock")
+	fs.StringVar(&c.driverProfile, "driver", "", driverUsage)
+	fs.StringVar(&c.traceFile, "trace", "", "also write the timeline to this file, without wall-clock durations:\n"+
 		"two runs with the same seed and scenario write the same file; {seed} in the name stands for the seed\n"+
 		"(with --seeds, the name needs it: each seed writes its own file)")
-	backend := fs.String("backend", "sim", "where to run: sim, the simulator, or realkube, a real control plane (make realkube-bins)\n"+
+	fs.StringVar(&c.backend, "backend", "sim", "where to run: sim, the simulator, or realkube, a real control plane (make realkube-bins)\n"+
 		"with csisim's simulated kubelets joining it; realkube runs on wall time and ignores --seed")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
-	seeds := fs.String("seeds", "", seedsUsage)
-	parallel := fs.Int("parallel", 1, "with --seeds, how many seeds run at once, each in a csisim process and on a cluster of its own\n"+
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	fs.StringVar(&c.seeds, "seeds", "", seedsUsage)
+	fs.IntVar(&c.parallel, "parallel", 1, "with --seeds, how many seeds run at once, each in a csisim process and on a cluster of its own\n"+
 		"(the output and each seed's result are the same whatever it is)")
-	shardSpec := fs.String("shard", "", shardUsage)
-	jsonResult := fs.String("json-result", "", "write how the run ended to this file as JSON (a sweep runs each seed with it)")
-	junitFile := fs.String("junit", "", "write a JUnit XML report to this file: one test case per seed, a failing one\n"+
+	fs.StringVar(&c.shardSpec, "shard", "", shardUsage)
+	fs.StringVar(&c.jsonResult, "json-result", "", "write how the run ended to this file as JSON (a sweep runs each seed with it)")
+	fs.StringVar(&c.junitFile, "junit", "", "write a JUnit XML report to this file: one test case per seed, a failing one\n"+
 		"with its first failure and the command that replays it")
-	var realNodes realNodesFlag
-	fs.Var(&realNodes, "real-nodes", realNodesUsage)
-	nem := addNemesisFlags(fs)
-	var explainAt explainFlag
-	fs.StringVar(&explainAt.target, "explain", "", explainUsage)
-	timeline := addTimelineFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: csisim run [flags] SCENARIO.yaml\n"+
-			"       csisim run --seeds A..B [--parallel P] [--shard i/n] [--junit FILE] [flags] SCENARIO.yaml\n\n"+
-			"The second form runs the scenario once per seed and prints one line per seed, a failing\n"+
-			"seed's first failure and the command that replays it alone; it exits 1 if any seed failed.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
-	}
-	switch {
-	case *backend != "sim" && *backend != "realkube":
-		fmt.Fprintf(stderr, "csisim: --backend %q: the backends are sim and realkube\n", *backend)
-		return 2
-	case realNodes.set() && *backend != "realkube":
-		fmt.Fprintln(stderr, "csisim: --real-nodes joins real kubelets to the real control plane; add --backend realkube")
-		return 2
-	case *backend == "realkube" && (*mockDriver || *driverCommand != "" || *driverProfile != ""):
-		fmt.Fprintln(stderr, "csisim: --backend realkube runs csisim's own driver; --driver, --mock-driver and --driver-command are for the simulator")
-		return 2
-	}
-	sweepSeeds, sweepShard, err := sweepFlags(fs, *seeds, *shardSpec, *backend, *traceFile, *driverLog, *parallel)
+	fs.Var(&c.realNodes, "real-nodes", realNodesUsage)
+	c.nem = addNemesisFlags(fs)
+	fs.StringVar(&c.explainAt.target, "explain", "", explainUsage)
+	c.timeline = addTimelineFlags(fs)
+}
+
+// Run checks the flags, loads the scenario, chooses the driver, and runs
+// the scenario once, under a nemesis, or once per seed.
+func (c *runCmd) Run(ctx context.Context) error {
+	sweepSeeds, sweepShard, err := c.checkFlags()
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim: %v\n", err)
-		return 2
+		return err
 	}
-	if err := explainAt.check(); err != nil {
-		fmt.Fprintf(stderr, "csisim: --explain: %v\n", err)
-		return 2
-	}
-	if err := nem.check(*backend); err != nil {
-		fmt.Fprintf(stderr, "csisim: %v\n", err)
-		return 2
-	}
-	if err := timeline.check(sweepSeeds != nil, nem.on, *quiet); err != nil {
-		fmt.Fprintf(stderr, "csisim: %v\n", err)
-		return 2
-	}
-	sc, err := scenarios.Load(fs.Arg(0))
+	sc, err := scenarios.Load(c.file())
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim: %v\n", err)
-		return 2
+		return usageError(err)
 	}
-	realNodeNames, err := realNodes.resolve(sc.Cluster.Nodes)
+	realNodeNames, err := c.realNodes.resolve(sc.Cluster.Nodes)
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim: %v\n", err)
-		return 2
+		return usageError(err)
 	}
 	// Whichever flag names the driver, a profile starts it (driverprofile.go).
-	drv := driverChoice{profile: *driverProfile, mock: *mockDriver, command: *driverCommand, name: *driverName}
-	cfg, prof, err := drv.clusterConfig(context.Background(), sc.Cluster.Request(), sc.Cluster.DriverName, stderr)
-	flags := seedFlags(fs)
-	replay := replayCommand(flags, fs.Arg(0))
-	skipped := skippedRun{seed: *seed, file: fs.Arg(0), jsonResult: *jsonResult, junitFile: *junitFile, replay: replay}
-	var unsupported *profile.Unsupported
-	if errors.As(err, &unsupported) && *backend == "sim" {
-		return reportSkipped(sc, unsupported.Reason, skipped, stdout, stderr)
+	cfg, prof, skip, err := c.chooseDriver(ctx, sc)
+	if err != nil || skip != "" {
+		if skip != "" {
+			return c.reportSkipped(sc, skip)
+		}
+		return err
 	}
-	if err != nil && *backend == "sim" {
-		fmt.Fprintf(stderr, "csisim: %v\n", err)
-		return 2
+	if err := checkRoot(prof != nil && prof.Has(profile.RealMounts), euid()); err != nil {
+		return err
+	}
+	if c.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(c.cpuProfile)
+		if err != nil {
+			return usageError(err)
+		}
+		defer stopProfile()
+	}
+	sweepDeadRuns(c.stderr)
+	switch {
+	case sweepSeeds != nil:
+		return c.runSweep(ctx, sc, sweepShard.pick(sweepSeeds), sweepShard)
+	case c.nem.on:
+		cfg.Seed = c.seed
+		return exitStatus(c.runNemesis(ctx, sc, cfg))
+	}
+	return c.runOnce(ctx, sc, cfg, prof, realNodeNames)
+}
+
+// file is the scenario file, the one argument.
+func (c *runCmd) file() string { return c.args[0] }
+
+// checkFlags refuses flags that do not go together, and returns the seeds
+// of a sweep (nil for a single run) and the shard of them to run.
+func (c *runCmd) checkFlags() ([]uint64, shard, error) {
+	switch {
+	case c.backend != "sim" && c.backend != "realkube":
+		return nil, shard{}, usagef("--backend %q: the backends are sim and realkube", c.backend)
+	case c.realNodes.set() && c.backend != "realkube":
+		return nil, shard{}, usagef("--real-nodes joins real kubelets to the real control plane; add --backend realkube")
+	case c.backend == "realkube" && (c.mockDriver || c.driverCommand != "" || c.driverProfile != ""):
+		return nil, shard{}, usagef("--backend realkube runs csisim's own driver; --driver, --mock-driver and --driver-command are for the simulator")
+	}
+	sweepSeeds, sweepShard, err := sweepFlags(c.fs, c.seeds, c.shardSpec, c.backend, c.traceFile, c.driverLog, c.parallel)
+	if err != nil {
+		return nil, shard{}, usageError(err)
+	}
+	if err := c.explainAt.check(); err != nil {
+		return nil, shard{}, usagef("--explain: %v", err)
+	}
+	if err := c.nem.check(c.backend); err != nil {
+		return nil, shard{}, usageError(err)
+	}
+	if err := c.timeline.check(sweepSeeds != nil, c.nem.on); err != nil {
+		return nil, shard{}, usageError(err)
+	}
+	return sweepSeeds, sweepShard, nil
+}
+
+// chooseDriver returns the cluster configuration and profile of the
+// driver the flags choose, or why the scenario is skipped with it: it
+// needs what the driver lacks.
+func (c *runCmd) chooseDriver(ctx context.Context, sc *scenarios.Scenario) (cluster.Config, *profile.Profile, string, error) {
+	drv := driverChoice{profile: c.driverProfile, mock: c.mockDriver, command: c.driverCommand, name: c.driverName}
+	cfg, prof, err := drv.clusterConfig(ctx, sc.Cluster.Request(), sc.Cluster.DriverName, c.stderr)
+	var unsupported *profile.Unsupported
+	switch {
+	case errors.As(err, &unsupported) && c.backend == "sim":
+		return cfg, nil, unsupported.Reason, nil
+	case err != nil && c.backend == "sim":
+		return cfg, nil, "", usageError(err)
 	}
 	if prof != nil {
 		// ${driver.name} is the name the driver runs under.
 		prof.Name = cfg.DriverName
 		if why := sc.SkipReason(prof); why != "" {
-			if *driverCommand != "" {
-				why += " (--driver-command declares no capabilities; a driver profile does: README, Bring your own driver)"
+			if c.driverCommand != "" {
+				why += " (--driver-command declares nothing the driver cannot report of itself; a driver profile does: docs/drivers.md)"
 			}
-			return reportSkipped(sc, why, skipped, stdout, stderr)
+			return cfg, prof, why, nil
 		}
 	}
+	return cfg, prof, "", nil
+}
 
-	if *cpuProfile != "" {
-		stopProfile, err := startCPUProfile(*cpuProfile)
-		if err != nil {
-			fmt.Fprintf(stderr, "csisim: %v\n", err)
-			return 2
-		}
-		defer stopProfile()
-	}
+// replay is the command that runs one seed alone, the way this run runs.
+func (c *runCmd) replay() func(uint64) string { return replayCommand(seedFlags(c.fs), c.file()) }
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	sweepDeadRuns(stderr)
+// reportSkipped says the scenario did not run, and why (reportSkipped).
+func (c *runCmd) reportSkipped(sc *scenarios.Scenario, why string) error {
+	return exitStatus(reportSkipped(sc, why, skippedRun{seed: c.seed, file: c.file(), jsonResult: c.jsonResult,
+		junitFile: c.junitFile, replay: c.replay()}, c.stdout, c.stderr))
+}
 
-	if sweepSeeds != nil {
-		exe, err := os.Executable()
-		if err != nil {
-			fmt.Fprintf(stderr, "csisim: finding the csisim binary to run each seed with: %v\n", err)
-			return 1
-		}
-		child := childRun{binary: exe, args: childArgs(flags, *traceFile, *driverLog), file: fs.Arg(0), stopGrace: time.Minute}
-		return runSweep(ctx, sweep{run: child.runSeed, scenario: sc.Name, file: fs.Arg(0), seedsSpec: *seeds, shard: sweepShard,
-			seeds: sweepShard.pick(sweepSeeds), parallel: *parallel, junitFile: *junitFile, replay: replay}, stdout, stderr)
+// runSweep runs each seed in a child process (sweep.go).
+func (c *runCmd) runSweep(ctx context.Context, sc *scenarios.Scenario, seeds []uint64, part shard) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the csisim binary to run each seed with: %w", err)
 	}
+	child := childRun{binary: exe, args: childArgs(seedFlags(c.fs), c.traceFile, c.driverLog), file: c.file(), stopGrace: time.Minute}
+	return exitStatus(runSweep(ctx, sweep{run: child.runSeed, scenario: sc.Name, file: c.file(), seedsSpec: c.seeds, shard: part,
+		seeds: seeds, parallel: c.parallel, junitFile: c.junitFile, replay: c.replay()}, c.stdout, c.stderr))
+}
 
-	if nem.on {
-		cfg.Seed = *seed
-		return runNemesis(ctx, nem, fs, sc, cfg, *quiet, *traceFile, *driverLog, stdout, stderr)
+// runOnce is a single run, on the simulator or the real control plane,
+// with the timeline printed as the flags say.
+func (c *runCmd) runOnce(ctx context.Context, sc *scenarios.Scenario, cfg cluster.Config, prof *profile.Profile, realNodeNames []string) error {
+	sim := simRun{file: c.file(), cluster: cfg, traceFile: c.traceFile, driverLog: c.driverLog, profile: prof}
+	if !c.quiet {
+		sim.cluster.OnEntry = c.timeline.onEntry(c.stdout)
 	}
-	sim := simRun{file: fs.Arg(0), cluster: cfg, traceFile: *traceFile, driverLog: *driverLog, profile: prof}
-	if !*quiet {
-		sim.cluster.OnEntry = timeline.onEntry(stdout)
-	}
-	sim.cluster.OnEntry = explainAt.observe(sim.cluster.OnEntry)
-	info := timeline.info(stdout, stderr)
-	title := fmt.Sprintf("scenario %s, seed %d", sc.Name, *seed)
+	sim.cluster.OnEntry = c.explainAt.observe(sim.cluster.OnEntry)
+	info := c.timeline.info(c.stdout, c.stderr)
+	title := fmt.Sprintf("scenario %s, seed %d", sc.Name, c.seed)
 	var out runOutcome
-	if *backend == "realkube" {
+	if c.backend == "realkube" {
 		title = fmt.Sprintf("scenario %s, real control plane %s", sc.Name, realkube.KubeVersion)
 		fmt.Fprintf(info, "scenario %s (%s), real control plane %s%s\n", sc.Name, sc.File, realkube.KubeVersion, realNodesNote(realNodeNames))
 		out = runOnRealkube(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, RealNodes: realNodeNames,
-			DriverName: realkubeDriverName(sc, *driverName), OnEntry: sim.cluster.OnEntry}, sc, withSeed(*driverLog, *seed), withSeed(*traceFile, *seed))
+			DriverName: realkubeDriverName(sc, c.driverName), OnEntry: sim.cluster.OnEntry}, sc, withSeed(c.driverLog, c.seed), withSeed(c.traceFile, c.seed))
 	} else {
-		fmt.Fprintf(info, "scenario %s (%s), seed %d\n", sc.Name, sc.File, *seed)
-		out = sim.runSeed(ctx, *seed)
+		fmt.Fprintf(info, "scenario %s (%s), seed %d\n", sc.Name, sc.File, c.seed)
+		out = sim.runSeed(ctx, c.seed)
 	}
-	out.seed = *seed
+	out.seed = c.seed
+	return exitStatus(c.report(ctx, sc, out, title, info))
+}
+
+// report prints how the run went — the timeline in its format, the
+// verdict, an explanation — writes its results, and returns the exit
+// code.
+func (c *runCmd) report(ctx context.Context, sc *scenarios.Scenario, out runOutcome, title string, info io.Writer) int {
 	var code int
 	var notStarted *startError
 	if errors.As(out.startErr, &notStarted) {
-		code = startFailed(ctx, notStarted.what, notStarted.err, stderr)
+		code = startFailed(ctx, notStarted.what, notStarted.err, c.stderr)
 	} else {
-		if err := timeline.finish(out, title, stdout); err != nil {
-			fmt.Fprintf(stderr, "csisim: %v\n", err)
+		if err := c.timeline.finish(out, title, c.stdout); err != nil {
+			fmt.Fprintf(c.stderr, "csisim: %v\n", err)
 			code = 1
 		}
-		code = max(code, reportRun(out, info, stderr))
-		explainAt.print(sc, out, info, stderr)
+		code = max(code, reportRun(out, info, c.stderr))
+		c.explainAt.print(sc, out, info, c.stderr)
 	}
 	// Also a run that did not start has a result, for the sweep that
 	// runs it.
-	if err := writeResults(out.seedResult(), sc.Name, fs.Arg(0), *jsonResult, *junitFile, replay); err != nil {
-		fmt.Fprintf(stderr, "csisim: %v\n", err)
+	if err := writeResults(out.seedResult(), sc.Name, c.file(), c.jsonResult, c.junitFile, c.replay()); err != nil {
+		fmt.Fprintf(c.stderr, "csisim: %v\n", err)
 		code = max(code, 1)
 	}
 	return code
@@ -249,6 +305,8 @@ func reportRun(out runOutcome, stdout, stderr io.Writer) int {
 	if f := out.runFailure(); f != nil {
 		fmt.Fprint(stderr, f.Detail)
 		code = 1
+	} else if out.result.Skipped != "" {
+		fmt.Fprintf(stdout, "\nSKIPPED: %s\n", out.result.Skipped)
 	} else {
 		fmt.Fprintf(stdout, "\nPASSED: %d steps, %s of cluster time in %s%s\n", len(out.result.Steps), out.result.Duration.Round(time.Millisecond),
 			out.wall.Round(time.Millisecond), invariantSummary(out.result.Invariants))
@@ -330,20 +388,19 @@ func writeTrace(path string, entries []trace.Entry, root string) error {
 }
 
 // runNemesis is a single run under --nemesis (nemesis.go), with the
-// timeline printed unless quiet and the drivers' output in driverLog.
-func runNemesis(ctx context.Context, nem *nemesisFlags, fs *flag.FlagSet, sc *scenarios.Scenario, cfg cluster.Config,
-	quiet bool, traceFile, driverLog string, stdout, stderr io.Writer) int {
-	if !quiet {
-		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
+// timeline printed unless quiet and the drivers' output in --driver-log.
+func (c *runCmd) runNemesis(ctx context.Context, sc *scenarios.Scenario, cfg cluster.Config) int {
+	if !c.quiet {
+		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(c.stdout, e.String()) }
 	}
-	if driverLog != "" {
-		f, err := os.Create(driverLog)
+	if c.driverLog != "" {
+		f, err := os.Create(c.driverLog)
 		if err != nil {
-			fmt.Fprintf(stderr, "csisim: %v\n", err)
+			fmt.Fprintf(c.stderr, "csisim: %v\n", err)
 			return 2
 		}
 		defer f.Close()
 		cfg.DriverLog = f
 	}
-	return nem.run(ctx, fs, sc, cfg, traceFile, stdout, stderr)
+	return c.nem.run(ctx, c.fs, sc, cfg, c.traceFile, c.stdout, c.stderr)
 }

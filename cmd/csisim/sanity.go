@@ -6,10 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
-	"syscall"
+	"strings"
 
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/drivers/profiles"
@@ -18,71 +16,82 @@ import (
 	"github.com/csisim/csisim/sim/clusterprofile"
 )
 
-// sanityMain is `csisim sanity`: csi-sanity against the driver of a
+func sanityCommand() *command {
+	return &command{
+		name:    "sanity",
+		summary: "run csi-sanity against the driver of a profile",
+		usage:   []string{"csisim sanity --driver PROFILE [flags]"},
+		about: "Runs csi-sanity (kubernetes-csi/csi-test) against the driver of the profile, its controller\n" +
+			"and node plugins started as the profile says, and exits 1 if a spec failed.",
+		signals: true,
+		new:     func() subcommand { return &sanityCmd{} },
+	}
+}
+
+// sanityCmd is `csisim sanity`: csi-sanity against the driver of a
 // profile, started outside any cluster. `csisim test` runs it as a child
 // process, because Ginkgo, which csi-sanity is written in, runs one suite
-// per process; it prints Ginkgo's progress and csisim's count of the specs.
-func sanityMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("csisim sanity", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	driver := fs.String("driver", "", "the driver profile: a shipped profile's name ("+listOr(profiles.Names())+") or a profile file")
-	focus := fs.String("focus", "", "run only the csi-sanity specs whose full text matches this regular expression")
-	jsonResult := fs.String("json-result", "", "write each spec's result to this file as JSON")
-	driverLog := fs.String("driver-log", "", "write the driver processes' output to this file")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: csisim sanity --driver PROFILE [flags]\n\n"+
-			"Runs csi-sanity (kubernetes-csi/csi-test) against the driver of the profile, its controller\n"+
-			"and node plugins started as the profile says, and exits 1 if a spec failed.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if *driver == "" || fs.NArg() != 0 {
-		fs.Usage()
-		return 2
-	}
-	p, err := profiles.Load(*driver)
-	if err != nil {
-		fmt.Fprintf(stderr, "csisim: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// per process; it prints Ginkgo's progress and csisim's count of the
+// specs.
+type sanityCmd struct {
+	invocation
+	driver     string
+	focus      string
+	skips      stringList
+	jsonResult string
+	driverLog  string
+}
 
-	report, err := runSanity(ctx, p, *focus, *driverLog)
+func (c *sanityCmd) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.driver, "driver", "", "the driver profile: a shipped profile's name ("+listOr(profiles.Names())+") or a profile file")
+	fs.StringVar(&c.focus, "sanity-focus", "", "run only the csi-sanity specs whose full text matches this regular expression")
+	fs.Var(&c.skips, "sanity-skip", "skip the csi-sanity specs whose full text matches this regular expression (repeatable),\n"+
+		"besides those the profile's sanity.skip lists")
+	fs.StringVar(&c.jsonResult, "json-result", "", "write each spec's result to this file as JSON")
+	fs.StringVar(&c.driverLog, "driver-log", "", "write the driver processes' output to this file")
+}
+
+func (c *sanityCmd) Run(ctx context.Context) error {
+	if c.driver == "" {
+		return errShowUsage
+	}
+	p, err := profiles.Load(c.driver)
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim: %v\n", err)
+		return usageError(err)
+	}
+	report, err := runSanity(ctx, p, sanityrun.Config{Focus: c.focus, Skip: c.skips}, c.driverLog)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "csisim: %v\n", err)
 		if report == nil {
 			report = &sanityrun.Report{Driver: p.Name}
 		}
 		report.Error = err.Error()
 	}
-	fmt.Fprintf(stdout, "\ncsi-sanity %s: %d passed, %d failed, %d skipped\n", p.Name,
+	fmt.Fprintf(c.stdout, "\ncsi-sanity %s: %d passed, %d failed, %d skipped\n", p.Name,
 		report.Count(sanityrun.Passed), report.Count(sanityrun.Failed), report.Count(sanityrun.Skipped))
-	code := 0
-	if report.Error != "" || report.Count(sanityrun.Failed) > 0 {
-		code = 1
+	for _, note := range report.Notes() {
+		fmt.Fprintf(c.stdout, "note: %s\n", note)
 	}
-	if *jsonResult != "" {
+	var failed error
+	if report.Error != "" || report.Count(sanityrun.Failed) > 0 {
+		failed = errFailed
+	}
+	if c.jsonResult != "" {
 		data, err := json.Marshal(report)
 		if err == nil {
-			err = os.WriteFile(*jsonResult, append(data, '\n'), 0o644)
+			err = os.WriteFile(c.jsonResult, append(data, '\n'), 0o644)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "csisim: --json-result: %v\n", err)
-			code = 1
+			return fmt.Errorf("--json-result: %w", err)
 		}
 	}
-	return code
+	return failed
 }
 
 // runSanity starts the profile's driver in a run root of its own, runs
-// csi-sanity against it and tears everything down again.
-func runSanity(ctx context.Context, p *profile.Profile, focus, driverLog string) (_ *sanityrun.Report, err error) {
+// csi-sanity against it (run's Focus and Skip) and tears everything down
+// again.
+func runSanity(ctx context.Context, p *profile.Profile, run sanityrun.Config, driverLog string) (_ *sanityrun.Report, err error) {
 	sweepDeadRuns(os.Stderr)
 	root, err := runroot.New("sanity")
 	if err != nil {
@@ -113,8 +122,15 @@ func runSanity(ctx context.Context, p *profile.Profile, focus, driverLog string)
 	if err != nil {
 		return nil, fmt.Errorf("starting the driver of %s: %w", p.File, err)
 	}
-	return sanityrun.Run(sanityrun.Config{Profile: p, Deployment: dep, Dir: root.Path("sanity"), Focus: focus})
+	run.Profile, run.Deployment, run.Dir = p, dep, root.Path("sanity")
+	return sanityrun.Run(run)
 }
+
+// stringList is a flag that may be given several times.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ", ") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 // listOr is "a, b or c".
 func listOr(words []string) string {

@@ -1,42 +1,40 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"flag"
-	"fmt"
-	"io"
 
 	"github.com/csisim/csisim/scenarios/scale"
 )
 
-// scaleScenario is `csisim scale`: print a generated scale scenario, to run
+func scaleCommand() *command {
+	return &command{
+		name:    "scale",
+		summary: "print a scale scenario: N claims and pods on M nodes, created and deleted",
+		usage:   []string{"csisim scale [--claims N] [--nodes M] > scale.yaml"},
+		about: "Prints a scenario: N claims and N pods on M nodes, all Running, then all deleted\n" +
+			"until no volume and no attachment is left. Run it with csisim run --quiet.",
+		new: func() subcommand { return &scaleCmd{} },
+	}
+}
+
+// scaleCmd is `csisim scale`: print a generated scale scenario, to run
 // with `csisim run` (the benchmarks run the same one).
-func scaleScenario(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("csisim scale", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	claims := fs.Int("claims", 1000, "claims, and pods using one claim each")
-	nodes := fs.Int("nodes", 100, "nodes; pods are pinned to them round-robin")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: csisim scale [--claims N] [--nodes M] > scale.yaml\n\n"+
-			"Prints a scenario: N claims and N pods on M nodes, all Running, then all deleted\n"+
-			"until no volume and no attachment is left. Run it with csisim run --quiet.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return 2
-	}
-	out, err := scale.Scenario(scale.Config{Claims: *claims, Nodes: *nodes})
+type scaleCmd struct {
+	invocation
+	claims, nodes int
+}
+
+func (c *scaleCmd) flags(fs *flag.FlagSet) {
+	fs.IntVar(&c.claims, "claims", 1000, "claims, and pods using one claim each")
+	fs.IntVar(&c.nodes, "nodes", 100, "nodes; pods are pinned to them round-robin")
+}
+
+func (c *scaleCmd) Run(context.Context) error {
+	out, err := scale.Scenario(scale.Config{Claims: c.claims, Nodes: c.nodes})
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim: %v\n", err)
-		return 2
+		return usageError(err)
 	}
-	_, _ = stdout.Write(out)
-	return 0
+	_, _ = c.stdout.Write(out)
+	return nil
 }

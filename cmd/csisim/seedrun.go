@@ -232,6 +232,10 @@ func (o runOutcome) seedResult() seedResult {
 	if !o.interrupted {
 		r.Failure = o.failure()
 	}
+	if o.result != nil && r.Failure == nil {
+		// The driver, asked at the start, lacks what the scenario needs.
+		r.Skipped = o.result.Skipped
+	}
 	return r
 }
 

@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	storagev1 "k8s.io/api/storage/v1"
@@ -28,124 +25,162 @@ import (
 	"github.com/csisim/csisim/trace"
 )
 
-// serve is `csisim serve`: a simulated cluster behind an HTTP API server on
-// 127.0.0.1 that real kubectl and any client-go program can use, until
-// interrupted.
-func serve(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("csisim serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	port := fs.Int("port", 0, "port to listen on, on 127.0.0.1; 0 picks a free one")
-	kubeconfig := fs.String("kubeconfig", "", "write the kubeconfig here (default: inside the run's temporary directory)")
-	nodes := fs.String("nodes", "node-1", "comma-separated node names")
-	seed := fs.Uint64("seed", 1, "seed for UIDs and generated names")
-	quiet := fs.Bool("quiet", false, "do not print the timeline")
-	eventTTL := fs.Duration("event-ttl", fakekube.DefaultEventTTL, "how long the API server keeps an Event after its last write, as kube-apiserver's --event-ttl")
-	bare := fs.Bool("bare", false, "do not create the driver's CSIDriver and default StorageClass")
-	driverProfile := fs.String("driver", "", driverUsage+";\nwith a profile, the CSIDriver and the default StorageClass "+profile.StorageClassName+" come from it")
-	without := fs.String("without", "", "comma-separated simulated components to leave out, for real ones to take their place\n"+
+func serveCommand() *command {
+	return &command{
+		name:    "serve",
+		summary: "run a simulated cluster for kubectl until Ctrl-C",
+		usage:   []string{"csisim serve [flags]"},
+		about:   "Runs a simulated cluster and serves its API on 127.0.0.1 for kubectl.",
+		signals: true,
+		new:     func() subcommand { return &serveCmd{} },
+	}
+}
+
+// serveCmd is `csisim serve`: a simulated cluster behind an HTTP API
+// server on 127.0.0.1 that real kubectl and any client-go program can
+// use, until interrupted.
+type serveCmd struct {
+	invocation
+	port          int
+	kubeconfig    string
+	nodes         string
+	seed          uint64
+	quiet         bool
+	eventTTL      time.Duration
+	bare          bool
+	driverProfile string
+	without       string
+	room          *classroomFlags
+}
+
+func (c *serveCmd) flags(fs *flag.FlagSet) {
+	fs.IntVar(&c.port, "port", 0, "port to listen on, on 127.0.0.1; 0 picks a free one")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "write the kubeconfig here (default: inside the run's temporary directory)")
+	fs.StringVar(&c.nodes, "nodes", "node-1", "comma-separated node names")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed for UIDs and generated names")
+	fs.BoolVar(&c.quiet, "quiet", false, "do not print the timeline")
+	fs.DurationVar(&c.eventTTL, "event-ttl", fakekube.DefaultEventTTL, "how long the API server keeps an Event after its last write, as kube-apiserver's --event-ttl")
+	fs.BoolVar(&c.bare, "bare", false, "do not create the driver's CSIDriver and default StorageClass "+profile.StorageClassName)
+	fs.StringVar(&c.driverProfile, "driver", "", driverUsage+";\nwith a profile, the CSIDriver and the default StorageClass "+profile.StorageClassName+" come from it")
+	fs.StringVar(&c.without, "without", "", "comma-separated simulated components to leave out, for real ones to take their place\n"+
 		"(external-provisioner, external-attacher, persistentvolume-binder, attachdetach-controller, default-scheduler,\n"+
 		"snapshot-controller, csi-snapshotter);\n"+
 		"the controller plugin's socket is printed for sidecars")
-	room := addClassroomFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: csisim serve [flags]\n\nRuns a simulated cluster and serves its API on 127.0.0.1 for kubectl.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	sweepDeadRuns(stderr)
-
-	cfg := cluster.Config{Nodes: strings.Split(*nodes, ",")}
-	objects := func(c *cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass) {
-		return cluster.DriverObjects(c.DriverName())
-	}
-	if *driverProfile != "" {
-		var p *profile.Profile
-		var err error
-		if cfg, p, err = (driverChoice{profile: *driverProfile}).clusterConfig(ctx, profile.Request{Nodes: cfg.Nodes}, "", stderr); err != nil {
-			fmt.Fprintf(stderr, "csisim: %v\n", err)
-			return 2
-		}
-		objects = func(c *cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass) {
-			return p.Objects(c.DriverName(), profile.StorageClassName)
-		}
-	}
-	cfg.Seed, cfg.Realtime, cfg.EventTTL = *seed, true, *eventTTL
-	if *without != "" {
-		cfg.Without = strings.Split(*without, ",")
-	}
-	if err := room.apply(&cfg); err != nil {
-		fmt.Fprintf(stderr, "csisim serve: %v\n", err)
-		return 2
-	}
-	if !*quiet {
-		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
-	}
-	c, err := cluster.Start(ctx, cfg)
-	if err != nil {
-		return startFailed(ctx, "the simulated cluster", err, stderr)
-	}
-	if *bare {
-		objects = nil
-	}
-	code := serveCluster(ctx, c, *port, *kubeconfig, objects, stdout, stderr)
-	if err := c.Close(); err != nil {
-		fmt.Fprintf(stderr, "csisim: cleaning up: %v\n", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
+	c.room = addClassroomFlags(fs)
 }
 
-// serveCluster serves c's API until ctx ends; objects, if not nil, are
-// the driver's CSIDriver and StorageClass to create first.
-func serveCluster(ctx context.Context, c *cluster.Cluster, port int, kubeconfig string,
-	objects func(*cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass), stdout, stderr io.Writer) int {
+// driverObjects makes the driver's CSIDriver and default StorageClass.
+type driverObjects func(*cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass)
+
+func (c *serveCmd) Run(ctx context.Context) error {
+	cfg, objects, err := c.clusterConfig(ctx)
+	if err != nil {
+		return err
+	}
+	sweepDeadRuns(c.stderr)
+	if !c.quiet {
+		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(c.stdout, e.String()) }
+	}
+	cl, err := cluster.Start(ctx, cfg)
+	if err != nil {
+		return exitStatus(startFailed(ctx, "the simulated cluster", err, c.stderr))
+	}
+	if c.bare {
+		objects = nil
+	}
+	s := server{cluster: cl, port: c.port, kubeconfig: c.kubeconfig}
+	code := s.serve(ctx, objects, c.stdout, c.stderr)
+	if err := cl.Close(); err != nil {
+		fmt.Fprintf(c.stderr, "csisim: cleaning up: %v\n", err)
+		return errFailed
+	}
+	fmt.Fprintln(c.stdout, "csisim: stopped; everything the cluster made is removed")
+	return exitStatus(code)
+}
+
+// clusterConfig is the cluster the flags ask for, and the driver objects
+// to create in it.
+func (c *serveCmd) clusterConfig(ctx context.Context) (cluster.Config, driverObjects, error) {
+	cfg := cluster.Config{Nodes: strings.Split(c.nodes, ",")}
+	objects := func(cl *cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass) {
+		return cluster.DriverObjects(cl.DriverName())
+	}
+	var p *profile.Profile
+	if c.driverProfile != "" {
+		var err error
+		if cfg, p, err = (driverChoice{profile: c.driverProfile}).clusterConfig(ctx, profile.Request{Nodes: cfg.Nodes}, "", c.stderr); err != nil {
+			return cfg, nil, usageError(err)
+		}
+		objects = func(cl *cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass) {
+			return p.Complete(cl.DriverInfo()).Objects(cl.DriverName(), profile.StorageClassName)
+		}
+	}
+	cfg.Seed, cfg.Realtime, cfg.EventTTL = c.seed, true, c.eventTTL
+	if c.without != "" {
+		cfg.Without = strings.Split(c.without, ",")
+	}
+	if err := c.room.apply(&cfg); err != nil {
+		return cfg, nil, usageError(err)
+	}
+	// Without --driver, csisim's own driver, which mounts for real.
+	if err := checkRoot(!cfg.Mock && (p == nil || p.Has(profile.RealMounts)), euid()); err != nil {
+		return cfg, nil, err
+	}
+	return cfg, objects, nil
+}
+
+// server serves a started cluster's API, its timeline page and its fault
+// endpoint on 127.0.0.1.
+type server struct {
+	cluster    *cluster.Cluster
+	port       int
+	kubeconfig string // "" for one in the run's directory
+
+	addr string // where it listened
+}
+
+// serve serves the cluster's API until ctx ends; objects, if not nil,
+// are the driver's CSIDriver and StorageClass to create first. It
+// returns the exit code.
+func (s *server) serve(ctx context.Context, objects driverObjects, stdout, stderr io.Writer) int {
+	c := s.cluster
 	if objects != nil {
 		if err := createDriverObjects(ctx, c, objects); err != nil {
 			fmt.Fprintf(stderr, "csisim: %v\n", err)
 			return 1
 		}
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)))
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		return 1
 	}
-	srv := &http.Server{Handler: withTimeline(withFaultEndpoint(c, c.API()), c.Recorder(), c.Root()), ReadHeaderTimeout: 10 * time.Second}
+	s.addr = l.Addr().String()
+	handler := withTimeline(withFaultEndpoint(c, c.API()), c.Recorder(), c.Root())
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 
-	if kubeconfig == "" {
-		kubeconfig = c.Root() + "/kubeconfig"
+	if s.kubeconfig == "" {
+		s.kubeconfig = c.Root() + "/kubeconfig"
 	}
-	created, err := writeKubeconfig(kubeconfig, "http://"+l.Addr().String(), filepath.Base(c.Root()))
+	created, err := writeKubeconfig(s.kubeconfig, "http://"+s.addr, filepath.Base(c.Root()))
 	if err != nil {
 		fmt.Fprintf(stderr, "csisim: %v\n", err)
 		_ = srv.Close()
 		return 1
 	}
 	if created {
-		defer os.Remove(kubeconfig)
+		defer os.Remove(s.kubeconfig)
 	}
-	fmt.Fprintf(stdout, "csisim: API server on http://%s\ncsisim: kubeconfig %s\ncsisim: CSI controller plugin at %s\ncsisim: try: export KUBECONFIG=%s; kubectl get nodes,sc,csidrivers\ncsisim: Ctrl-C stops the cluster and removes everything it made\n",
-		l.Addr(), kubeconfig, c.ControllerEndpoint(), kubeconfig)
-	fmt.Fprintf(stdout, "csisim: timeline at http://%s%s\n", l.Addr(), timelinePath)
+	s.printBanner(stdout)
 
 	code := 0
 	select {
 	case <-ctx.Done():
+		// Not silently: tearing the nodes' mounts and the driver down
+		// takes a moment.
+		fmt.Fprintln(stdout, "csisim: interrupted: stopping the cluster")
 	case err := <-served:
 		fmt.Fprintf(stderr, "csisim: serving: %v\n", err)
 		code = 1
@@ -159,7 +194,14 @@ func serveCluster(ctx context.Context, c *cluster.Cluster, port int, kubeconfig 
 	return code
 }
 
-func createDriverObjects(ctx context.Context, c *cluster.Cluster, objects func(*cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass)) error {
+// printBanner says where everything is, once the cluster is up.
+func (s *server) printBanner(stdout io.Writer) {
+	fmt.Fprintf(stdout, "csisim: API server on http://%s\ncsisim: kubeconfig %s\ncsisim: CSI controller plugin at %s\ncsisim: try: export KUBECONFIG=%s; kubectl get nodes,sc,csidrivers\ncsisim: Ctrl-C stops the cluster and removes everything it made\n",
+		s.addr, s.kubeconfig, s.cluster.ControllerEndpoint(), s.kubeconfig)
+	fmt.Fprintf(stdout, "csisim: timeline at http://%s%s\n", s.addr, timelinePath)
+}
+
+func createDriverObjects(ctx context.Context, c *cluster.Cluster, objects driverObjects) error {
 	cs, err := kubernetes.NewForConfig(c.API().RESTConfig("csisim-setup"))
 	if err != nil {
 		return err

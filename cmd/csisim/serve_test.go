@@ -103,7 +103,7 @@ var _ = Describe("csisim serve", Ordered, func() {
 		Expect(pvName).To(MatchRegexp(`^pvc-[0-9a-f-]{36}$`))
 		Expect(ok("get", "pvc", "data", "-o", "yaml")).To(And(
 			ContainSubstring(`pv.kubernetes.io/bind-completed: "yes"`),
-			ContainSubstring("storageClassName: csisim-hostpath"), // the default class, by admission
+			ContainSubstring("storageClassName: csisim-sc"), // the default class, by admission: the name of every default class csisim makes
 			ContainSubstring("- kubernetes.io/pvc-protection")))
 		var pv map[string]any
 		Expect(json.Unmarshal([]byte(ok("get", "pv", pvName, "-o", "json")), &pv)).To(Succeed())

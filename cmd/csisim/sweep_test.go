@@ -190,7 +190,8 @@ var _ = Describe("csisim run --seeds", func() {
 	It("documents the sweep flags in --help", func() {
 		s := start(GinkgoT().TempDir(), "run", "--help")
 		Eventually(s, time.Minute).Should(gexec.Exit(0))
-		help := string(s.Err.Contents())
+		// Help asked for is the output: on stdout.
+		help := string(s.Out.Contents())
 		for _, flag := range []string{"-seeds", "-parallel", "-shard", "-junit", "JOB_COMPLETION_INDEX", "csisim run --seeds A..B"} {
 			Expect(help).To(ContainSubstring(flag))
 		}

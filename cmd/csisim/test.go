@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/csisim/csisim/drivers/profile"
@@ -26,7 +24,23 @@ import (
 	"github.com/csisim/csisim/sim/clusterprofile"
 )
 
-// testDriver is `csisim test --driver PROFILE`: the one command a driver
+func testCommand() *command {
+	return &command{
+		name:    "test",
+		summary: "test a CSI driver: csi-sanity, then every library scenario it can run",
+		usage:   []string{"csisim test --driver PROFILE [flags]"},
+		about: "Tests a CSI driver: csi-sanity against it, then every scenario of the library on the simulator\n" +
+			"with it, with the scenario's invariants. A scenario that needs what the driver lacks (as it\n" +
+			"reports itself when asked, or as the profile says) is skipped with the reason. Prints a line\n" +
+			"per scenario and the totals; exits 0 if nothing failed, 1 if something did, 2 on a usage\n" +
+			"error.",
+		prefix:  "csisim test",
+		maxArgs: -1, signals: true,
+		new: func() subcommand { return &testCmd{} },
+	}
+}
+
+// testCmd is `csisim test --driver PROFILE`: the one command a driver
 // repository's CI runs. It runs csi-sanity against the profile's driver
 // (in a child process, `csisim sanity`), then every scenario of the
 // library (or --scenarios) on the simulator with that driver, each in a
@@ -34,118 +48,143 @@ import (
 // reason those that need what the driver lacks. It prints a table, writes
 // a JUnit report if asked, and exits 0 if nothing failed (skips are fine),
 // 1 if something did, 2 on a usage error.
-func testDriver(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("csisim test", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	driver := fs.String("driver", "", "the driver profile (required): a shipped profile's name ("+listOr(profiles.Names())+") or a profile file")
-	scenarios := fs.String("scenarios", "", "the scenarios to run: a directory (its *.yaml), a glob or a file;\n"+
+type testCmd struct {
+	invocation
+	driver      string
+	scenarios   string
+	focus       string
+	skipSanity  bool
+	sanityFocus string
+	sanitySkips stringList
+	parallel    int
+	seed        uint64
+	junitFile   string
+}
+
+func (c *testCmd) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.driver, "driver", "", "the driver profile (required): a shipped profile's name ("+listOr(profiles.Names())+") or a profile file")
+	fs.StringVar(&c.scenarios, "scenarios", "", "the scenarios to run: a directory (its *.yaml), a glob or a file;\n"+
 		"default: the library built into csisim (scenarios/library)")
-	focus := fs.String("focus", "", "run only the scenarios whose name, and the csi-sanity specs whose full text, match this regular expression")
-	skipSanity := fs.Bool("skip-sanity", false, "do not run csi-sanity")
-	parallel := fs.Int("parallel", 1, "how many scenarios run at once, each in a csisim process and on a cluster of its own")
-	seed := fs.Uint64("seed", 1, "the seed every scenario runs with")
-	junitFile := fs.String("junit", "", "write a JUnit XML report to this file: a test case per csi-sanity spec and per scenario")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: csisim test --driver PROFILE [flags]\n\n"+
-			"Tests a CSI driver: csi-sanity against it, then every scenario of the library on the simulator\n"+
-			"with it, with the scenario's invariants. A scenario that needs what the profile says the driver\n"+
-			"lacks is skipped with the reason. Prints a line per scenario and the totals; exits 0 if nothing\n"+
-			"failed, 1 if something did, 2 on a usage error.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "csisim test: "+format+"\n", a...)
-		return 2
-	}
-	switch {
-	case fs.NArg() != 0:
-		return usageErr("unexpected arguments %q: scenarios are chosen with --scenarios", fs.Args())
-	case *driver == "":
-		return usageErr("--driver is required: a shipped profile (%s) or a profile file", listOr(profiles.Names()))
-	case *parallel < 1:
-		return usageErr("--parallel %d: at least one scenario must run at a time", *parallel)
-	}
-	var focusRE *regexp.Regexp
-	if *focus != "" {
-		var err error
-		if focusRE, err = regexp.Compile(*focus); err != nil {
-			return usageErr("--focus: %v", err)
-		}
-	}
-	p, err := profiles.Load(*driver)
+	fs.StringVar(&c.focus, "focus", "", "run only the scenarios whose name, and the csi-sanity specs whose full text, match this regular expression")
+	fs.BoolVar(&c.skipSanity, "skip-sanity", false, "do not run csi-sanity")
+	fs.StringVar(&c.sanityFocus, "sanity-focus", "", "run only the csi-sanity specs whose full text matches this regular expression (instead of --focus)")
+	fs.Var(&c.sanitySkips, "sanity-skip", "skip the csi-sanity specs whose full text matches this regular expression (repeatable),\n"+
+		"besides those the profile's sanity.skip lists")
+	fs.IntVar(&c.parallel, "parallel", 1, "how many scenarios run at once, each in a csisim process and on a cluster of its own")
+	fs.Uint64Var(&c.seed, "seed", 1, "the seed every scenario runs with")
+	fs.StringVar(&c.junitFile, "junit", "", "write a JUnit XML report to this file: a test case per csi-sanity spec and per scenario")
+}
+
+func (c *testCmd) Run(ctx context.Context) error {
+	p, focusRE, err := c.check()
 	if err != nil {
-		return usageErr("%v", err)
+		return err
+	}
+	if err := checkRoot(p.Has(profile.RealMounts), euid()); err != nil {
+		return err
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim test: finding the csisim binary to run the children with: %v\n", err)
-		return 1
+		return fmt.Errorf("finding the csisim binary to run the children with: %w", err)
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	sweepDeadRuns(stderr)
+	sweepDeadRuns(c.stderr)
 	// The run's own directory: the built driver and the extracted library.
 	root, err := runroot.New("test")
 	if err != nil {
-		fmt.Fprintf(stderr, "csisim test: %v\n", err)
-		return 1
+		return err
 	}
 	defer func() {
 		if err := root.Close(); err != nil {
-			fmt.Fprintf(stderr, "csisim test: cleaning up: %v\n", err)
+			fmt.Fprintf(c.stderr, "csisim test: cleaning up: %v\n", err)
 		}
 	}()
-	files, err := scenarioFiles(*scenarios, root.Path("library"))
+	files, err := scenarioFiles(c.scenarios, root.Path("library"))
 	if err != nil {
-		return usageErr("%v", err)
+		return usageError(err)
 	}
-	t := driverTest{profile: p, driverArg: *driver, binary: exe, seed: *seed, scenariosArg: *scenarios, focus: *focus}
-	if *scenarios == "" {
+	t := driverTest{profile: p, driverArg: c.driver, binary: exe, seed: c.seed, scenariosArg: c.scenarios, focus: c.focus,
+		sanityFocus: c.focus, sanitySkips: c.sanitySkips}
+	if c.sanityFocus != "" {
+		t.sanityFocus = c.sanityFocus
+	}
+	if c.scenarios == "" {
 		t.libraryDir = root.Path("library")
 	}
+	return c.test(ctx, t, files, focusRE)
+}
+
+// check checks the flags and loads the profile.
+func (c *testCmd) check() (*profile.Profile, *regexp.Regexp, error) {
+	switch {
+	case len(c.args) != 0:
+		return nil, nil, usagef("unexpected arguments %q: scenarios are chosen with --scenarios", c.args)
+	case c.driver == "":
+		return nil, nil, usagef("--driver is required: a shipped profile (%s) or a profile file", listOr(profiles.Names()))
+	case c.parallel < 1:
+		return nil, nil, usagef("--parallel %d: at least one scenario must run at a time", c.parallel)
+	}
+	var focusRE *regexp.Regexp
+	if c.focus != "" {
+		var err error
+		if focusRE, err = regexp.Compile(c.focus); err != nil {
+			return nil, nil, usagef("--focus: %v", err)
+		}
+	}
+	p, err := profiles.Load(c.driver)
+	if err != nil {
+		return nil, nil, usageError(err)
+	}
+	return p, focusRE, nil
+}
+
+// test runs csi-sanity and the scenarios, prints the table and the
+// totals, and writes the JUnit report.
+func (c *testCmd) test(ctx context.Context, t driverTest, files []string, focusRE *regexp.Regexp) error {
+	p := t.profile
 	started := time.Now()
-	fmt.Fprintf(stdout, "csisim test: driver %s (%s)\n", p.Name, p.File)
+	fmt.Fprintf(c.stdout, "csisim test: driver %s (%s)\n", p.Name, p.File)
 	if p.Start.Build != "" {
 		// Built once here, into csisim's cache, where every child finds it.
-		if _, err := clusterprofile.Build(ctx, p.Start.Build, stderr); err != nil {
-			fmt.Fprintf(stderr, "csisim test: driver profile %s: %v\n", p.File, err)
-			return 1
+		if _, err := clusterprofile.Build(ctx, p.Start.Build, c.stderr); err != nil {
+			return fmt.Errorf("driver profile %s: %w", p.File, err)
 		}
 	}
+	// What the driver says of itself decides what runs; a profile that
+	// contradicts it is refused before anything runs.
+	info, err := clusterprofile.Ask(ctx, p, clusterprofile.Options{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "the driver reports: %s\n", info)
 
 	var sanity *sanityrun.Report
-	if !*skipSanity {
+	if !c.skipSanity {
 		sanity = t.runSanity(ctx)
-		printSanity(stdout, sanity)
+		printSanity(c.stdout, sanity)
 	}
 	scs := t.loadScenarios(files, focusRE)
-	fmt.Fprintf(stdout, "\nscenarios (%s, seed %d, %d at a time):\n", describeScenarios(*scenarios, len(scs)), *seed, *parallel)
-	results := t.runScenarios(ctx, scs, *parallel, func(r scenarioResult) { printScenario(stdout, r) })
+	fmt.Fprintf(c.stdout, "\nscenarios (%s, seed %d, %d at a time):\n", describeScenarios(c.scenarios, len(scs)), c.seed, c.parallel)
+	results := t.runScenarios(ctx, scs, c.parallel, func(r scenarioResult) { printScenario(c.stdout, r) })
 	wall := time.Since(started)
-	failed := printTotals(stdout, sanity, results, wall)
+	failed := printTotals(c.stdout, sanity, results, wall)
 
-	code := 0
+	var outcome error
 	if failed {
-		code = 1
+		outcome = errFailed
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "csisim test: interrupted")
-		code = 130
+		fmt.Fprintln(c.stderr, "csisim test: interrupted")
+		outcome = errInterrupted
 	}
-	if *junitFile != "" {
-		if err := writeJUnit(*junitFile, testJUnit(p, sanity, results, t.replay, wall)); err != nil {
-			fmt.Fprintf(stderr, "csisim test: %v\n", err)
-			code = max(code, 1)
+	if c.junitFile != "" {
+		if err := writeJUnit(c.junitFile, testJUnit(p, sanity, results, t.replay, wall)); err != nil {
+			fmt.Fprintf(c.stderr, "csisim test: %v\n", err)
+			if outcome == nil {
+				outcome = errFailed
+			}
 		}
 	}
-	return code
+	return outcome
 }
 
 // driverTest is one `csisim test`: the driver, and how its children run.
@@ -156,6 +195,9 @@ type driverTest struct {
 	seed         uint64
 	scenariosArg string // --scenarios as given, for the replay command
 	focus        string
+	// sanityFocus and sanitySkips choose csi-sanity's specs.
+	sanityFocus string
+	sanitySkips []string
 	// libraryDir is where the built-in library was written out, ""
 	// with --scenarios; messages name its files library/NAME.yaml.
 	libraryDir string
@@ -168,8 +210,11 @@ const childStopGrace = time.Minute
 // runSanity runs `csisim sanity` as a child and reads its report.
 func (t driverTest) runSanity(ctx context.Context) *sanityrun.Report {
 	args := []string{"sanity", "--driver", t.driverArg}
-	if t.focus != "" {
-		args = append(args, "--focus", t.focus)
+	if t.sanityFocus != "" {
+		args = append(args, "--sanity-focus", t.sanityFocus)
+	}
+	for _, s := range t.sanitySkips {
+		args = append(args, "--sanity-skip", s)
 	}
 	args = append(args, "--json-result", "/dev/fd/"+strconv.Itoa(resultFD))
 	out := runChild(ctx, t.binary, args, childStopGrace)
@@ -246,6 +291,7 @@ func (t driverTest) runScenarios(ctx context.Context, scs []testScenario, parall
 		default:
 			child := childRun{binary: t.binary, args: t.scenarioArgs, file: ts.file, stopGrace: childStopGrace}
 			r.seedResult = child.runSeed(ctx, t.seed)
+			r.skipped = r.Skipped // the driver, asked, lacks what it needs
 		}
 		if f := r.Failure; f != nil && t.libraryDir != "" {
 			f.Summary = strings.ReplaceAll(f.Summary, t.libraryDir+"/", "library/")
@@ -345,6 +391,9 @@ func printSanity(w io.Writer, r *sanityrun.Report) {
 	}
 	for _, why := range reasons {
 		fmt.Fprintf(w, "  skip  %3d × %s\n", count[why], firstLine(why))
+	}
+	for _, note := range r.Notes() {
+		fmt.Fprintf(w, "  note  %s\n", note)
 	}
 }
 

@@ -135,7 +135,9 @@ var _ = Describe("csisim test", func() {
 		Eventually(s, 3*time.Minute).Should(gexec.Exit(1))
 		out := string(s.Out.Contents())
 		Expect(out).To(MatchRegexp(`(?m)^  PASS  claim-and-pod +\d+ steps`))
-		Expect(out).To(MatchRegexp(`(?m)^  SKIP  needs-snapshots +needs snapshots: driver profile mock lacks it$`))
+		Expect(out).To(MatchRegexp(`(?m)^the driver reports: hostpath.csisim.io .*; controller: .*PUBLISH_UNPUBLISH_VOLUME`))
+		// The mock, asked, reports no snapshots: its child says so.
+		Expect(out).To(MatchRegexp(`(?m)^  SKIP  needs-snapshots +needs snapshots: hostpath.csisim.io does not report CREATE_DELETE_SNAPSHOT \(ControllerGetCapabilities\)$`))
 		Expect(out).To(MatchRegexp(`(?m)^  FAIL  never-bound +step 2/2: .*timed out after 5s`))
 		Expect(out).To(ContainSubstring("scenarios: 1 passed, 1 failed, 1 skipped"))
 		Expect(out).To(MatchRegexp(`(?m)^total: 1 passed, 1 failed, 1 skipped$`))
@@ -145,7 +147,7 @@ var _ = Describe("csisim test", func() {
 		Expect(cases).NotTo(HaveKey("csi-sanity"))
 		Expect(cases["scenarios"]).To(HaveLen(3))
 		Expect(cases["scenarios"]["claim-and-pod"]).To(Equal("passed"))
-		Expect(cases["scenarios"]["needs-snapshots"]).To(Equal("skipped: needs snapshots: driver profile mock lacks it"))
+		Expect(cases["scenarios"]["needs-snapshots"]).To(Equal("skipped: needs snapshots: hostpath.csisim.io does not report CREATE_DELETE_SNAPSHOT (ControllerGetCapabilities)"))
 		Expect(cases["scenarios"]["never-bound"]).To(HavePrefix("failed: "))
 		Expect(cases["scenarios"]["never-bound"]).To(ContainSubstring("timed out after 5s"))
 		expectNothingLeftIn(tmp)
@@ -181,7 +183,6 @@ start:
   layout: split
   controller: {path: "{csisim}", args: [driver, --endpoint, "{endpoint}", --node-id, other, --root, "{root}", --state-dir, "{stateDir}", --mode, node]}
   node: {path: "{csisim}", args: [driver, --endpoint, "{endpoint}", --node-id, "{nodeID}", --root, "{root}", --state-dir, "{stateDir}", --mode, node]}
-capabilities: {attach: true}
 `), 0o644)).To(Succeed())
 		report := filepath.Join(GinkgoT().TempDir(), "report.xml")
 		s := start(tmp, "test", "--driver", profileFile, "--scenarios", scenarioDir(map[string]string{"needs-snapshots": needsSnapshots}),

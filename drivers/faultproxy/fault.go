@@ -3,6 +3,7 @@ package faultproxy
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -13,7 +14,7 @@ import (
 )
 
 // RuleFor is the rule that makes a CSI fault (csi-error, csi-delay,
-// csi-hang) happen on a proxy, the one mapping from csisim's fault model to
+// csi-hang, csi-lost-answer) happen on a proxy, the one mapping from csisim's fault model to
 // rules that every backend uses. The fault's Node becomes the rule's NodeID
 // (the node a controller call is about, or the node plugin's own node), its
 // Times the rule's Times (0: every matching call). Which proxies get the
@@ -28,6 +29,10 @@ func RuleFor(f fault.Fault) (Rule, error) {
 		r.Action = Action{Kind: ActionDelay, Delay: f.CSI.Delay}
 	case fault.CSIHang:
 		r.Action = Action{Kind: ActionHang, Delay: f.CSI.Delay}
+	case fault.CSILostAnswer:
+		// Forwarded, then no answer until the caller's own deadline.
+		r.Action = Action{Kind: ActionHang, AfterForward: true}
+		r.FirstPerVolume = f.CSI.FirstAttempt
 	default:
 		return Rule{}, fmt.Errorf("%s is not a fault a proxy rule makes", f.Kind)
 	}
@@ -76,7 +81,21 @@ func checkMethod(method string, names map[string]bool) error {
 
 // ParseCode reads a gRPC code by name, in any case, with or without
 // underscores (Unavailable, UNAVAILABLE, already_exists), or by number.
-func ParseCode(s string) (codes.Code, error) { return parseCode(s) }
+func ParseCode(s string) (codes.Code, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 || n > int(codes.Unauthenticated) {
+			return 0, fmt.Errorf("no gRPC code %d", n)
+		}
+		return codes.Code(n), nil
+	}
+	want := strings.ToLower(strings.ReplaceAll(s, "_", ""))
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		if strings.ToLower(c.String()) == want {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown gRPC code %q", s)
+}
 
 // ServiceMethods lists the short names of the methods of one CSI service
 // ("Identity", "Controller", "Node", "GroupController", "SnapshotMetadata"),

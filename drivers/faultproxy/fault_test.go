@@ -13,7 +13,7 @@ import (
 func TestRuleFor(t *testing.T) {
 	tests := []struct {
 		f       fault.Fault
-		want    string // the rule in ParseRule syntax
+		want    string // the rule as String renders it
 		wantErr string
 	}{
 		{f: fault.Fault{Kind: fault.CSIError, Times: 1, CSI: fault.CSI{Method: "NodeStageVolume", Code: codes.Unavailable}},
@@ -100,7 +100,9 @@ func TestParseCode(t *testing.T) {
 			t.Errorf("ParseCode(%q) = %v, %v; want %v", s, got, err, want)
 		}
 	}
-	if _, err := ParseCode("Unavailabel"); err == nil {
-		t.Error("ParseCode(Unavailabel) gave no error")
+	for s, want := range map[string]string{"Unavailabel": `unknown gRPC code "Unavailabel"`, "17": "no gRPC code 17", "-1": "no gRPC code -1"} {
+		if _, err := ParseCode(s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseCode(%q): error %v, want %q", s, err, want)
+		}
 	}
 }

@@ -46,28 +46,24 @@ func withTimeout(ctx context.Context, d time.Duration) context.Context {
 func TestVirtualCallersWaitOnTheirClock(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		rule      string
+		action    Action // on CreateVolume
 		timeout   time.Duration
 		wantPark  time.Duration
 		wantCode  codes.Code
 		wantMsg   string
 		forwarded bool
 	}{
-		{"a delay shorter than the timeout", "CreateVolume delay=10s", 15 * time.Second, 10 * time.Second, codes.OK, "", true},
-		{"a delay longer than the timeout", "CreateVolume delay=20s", 15 * time.Second, 15 * time.Second, codes.DeadlineExceeded, "context deadline exceeded", false},
-		{"a hang", "CreateVolume hang", 2 * time.Minute, 2 * time.Minute, codes.DeadlineExceeded, "context deadline exceeded", false},
-		{"a hang with a limit", "CreateVolume hang=30s", 2 * time.Minute, 30 * time.Second, codes.DeadlineExceeded, "hung the call for 30s", false},
-		{"a hang with a limit past the timeout", "CreateVolume hang=5m", 15 * time.Second, 15 * time.Second, codes.DeadlineExceeded, "context deadline exceeded", false},
+		{"a delay shorter than the timeout", Action{Kind: ActionDelay, Delay: 10 * time.Second}, 15 * time.Second, 10 * time.Second, codes.OK, "", true},
+		{"a delay longer than the timeout", Action{Kind: ActionDelay, Delay: 20 * time.Second}, 15 * time.Second, 15 * time.Second, codes.DeadlineExceeded, "context deadline exceeded", false},
+		{"a hang", Action{Kind: ActionHang}, 2 * time.Minute, 2 * time.Minute, codes.DeadlineExceeded, "context deadline exceeded", false},
+		{"a hang with a limit", Action{Kind: ActionHang, Delay: 30 * time.Second}, 2 * time.Minute, 30 * time.Second, codes.DeadlineExceeded, "hung the call for 30s", false},
+		{"a hang with a limit past the timeout", Action{Kind: ActionHang, Delay: 5 * time.Minute}, 15 * time.Second, 15 * time.Second, codes.DeadlineExceeded, "context deadline exceeded", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rule, err := ParseRule(tc.rule)
-			if err != nil {
-				t.Fatal(err)
-			}
 			fp := &fakePark{}
-			e := newEnv(t, Config{Rules: []Rule{rule}, Park: fp.park}, mock.Config{})
+			e := newEnv(t, Config{Rules: []Rule{{Method: "CreateVolume", Action: tc.action}}, Park: fp.park}, mock.Config{})
 			start := time.Now()
-			_, err = e.ctrl.CreateVolume(withTimeout(ctxT(t), tc.timeout), &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: []*csi.VolumeCapability{rwo}})
+			_, err := e.ctrl.CreateVolume(withTimeout(ctxT(t), tc.timeout), &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: []*csi.VolumeCapability{rwo}})
 			if took := time.Since(start); took > 5*time.Second {
 				t.Errorf("the call took %s of wall time", took)
 			}
@@ -77,7 +73,7 @@ func TestVirtualCallersWaitOnTheirClock(t *testing.T) {
 			if len(fp.asked) != 1 || fp.asked[0] != tc.wantPark {
 				t.Errorf("parked for %v, want [%s]", fp.asked, tc.wantPark)
 			}
-			h := waitHistory(t, e.proxy, 1)
+			h := waitCalls(t, e, 1)
 			if h[0].Forwarded != tc.forwarded {
 				t.Errorf("forwarded = %v, want %v", h[0].Forwarded, tc.forwarded)
 			}
@@ -87,7 +83,7 @@ func TestVirtualCallersWaitOnTheirClock(t *testing.T) {
 
 func TestCallersWithoutTimeoutHeaderWaitInWallTime(t *testing.T) {
 	fp := &fakePark{}
-	rule, _ := ParseRule("Probe delay=20ms")
+	rule := Rule{Method: "Probe", Action: Action{Kind: ActionDelay, Delay: 20 * time.Millisecond}}
 	e := newEnv(t, Config{Rules: []Rule{rule}, Park: fp.park}, mock.Config{})
 	start := time.Now()
 	if _, err := e.id.Probe(ctxT(t), &csi.ProbeRequest{}); err != nil {
@@ -103,7 +99,7 @@ func TestCallersWithoutTimeoutHeaderWaitInWallTime(t *testing.T) {
 
 func TestStopInterruptsParkedCalls(t *testing.T) {
 	fp := &fakePark{block: true}
-	rule, _ := ParseRule("Probe hang")
+	rule := Rule{Method: "Probe", Action: Action{Kind: ActionHang}}
 	e := newEnv(t, Config{Rules: []Rule{rule}, Park: fp.park}, mock.Config{})
 	errc := make(chan error, 1)
 	go func() { errc <- errOf(e.id.Probe(withTimeout(context.Background(), time.Hour), &csi.ProbeRequest{})) }()

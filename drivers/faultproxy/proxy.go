@@ -1,16 +1,18 @@
 // Package faultproxy is a fault-injecting gRPC proxy between a CSI client
-// (the simulated sidecars and kubelet) and a CSI driver's unix socket. It
-// forwards every call of every service, fails, delays, hangs, drops or
-// answers chosen calls by rules that can change while it runs, records
-// every call, and checks the recorded calls against the order the CSI
-// lifecycle demands.
+// (the simulated sidecars and kubelet, or real ones) and a CSI driver's
+// unix socket. It forwards every call of every service, and fails, delays,
+// hangs, drops or answers chosen calls by rules that can change while it
+// runs. It keeps no record of the calls: the run's timeline (package
+// trace) is the one record, which the rules that fire write Fault entries
+// to, and which Config.OnCall can put the calls of clients csisim does not
+// control (a real sidecar) in.
 //
 // The proxy forwards the raw request and response bytes, so nothing it does
 // not understand (fields of a newer spec, methods it has never heard of) is
 // lost, and decodes a copy of each request into its CSI message type to
-// read the volume, node and paths that rules match on and the order checker
+// read the volume, node and paths that rules match on and the timeline
 // needs. Responses are only decoded for the few methods whose answers say
-// something the history needs: CreateVolume (the new volume's ID),
+// something the timeline needs: CreateVolume (the new volume's ID),
 // NodeGetInfo (the node ID) and the capability calls.
 package faultproxy
 
@@ -46,20 +48,18 @@ const DefaultName = "faultproxy"
 
 // Config describes one proxy.
 type Config struct {
-	// Name tells this proxy's calls from others' in merged histories and
-	// the timeline; DefaultName if empty.
+	// Name tells this proxy's faults from others' in the timeline;
+	// DefaultName if empty.
 	Name string
 	// Listen is the endpoint the proxy serves on, Target the driver's:
 	// unix:///path or an absolute path.
 	Listen, Target string
 	// Seed seeds the generators of probabilistic rules.
 	Seed uint64
-	// NodeID is the node of the node plugin behind the proxy, recorded
-	// with node service calls. If empty, the proxy learns it from the
-	// NodeGetInfo answers that pass through.
+	// NodeID is the node of the node plugin behind the proxy, which rules
+	// match node service calls by and Call.NodeID names. If empty, the
+	// proxy learns it from the NodeGetInfo answers that pass through.
 	NodeID string
-	// Lifecycle says what the order checker may assume about the driver.
-	Lifecycle Lifecycle
 	// Rules are in force from the start.
 	Rules []Rule
 	// Recorder, if set, receives a Fault entry whenever a rule fires.
@@ -104,7 +104,6 @@ type Proxy struct {
 	done     chan struct{}
 	serveErr error // set before done is closed
 
-	seq    atomic.Int64
 	nodeID atomic.Pointer[string]
 
 	rulesMu  sync.Mutex
@@ -117,9 +116,6 @@ type Proxy struct {
 	parks    map[int]func()
 	nextPark int
 	stopped  bool
-
-	historyMu sync.Mutex
-	history   []Call
 }
 
 // reconnectDelay is the longest the proxy waits before dialling the driver
@@ -276,7 +272,7 @@ func (p *Proxy) InterruptParked() {
 	}
 }
 
-// currentNodeID is the node recorded with node service calls.
+// currentNodeID is the node of node service calls.
 func (p *Proxy) currentNodeID() string { return *p.nodeID.Load() }
 
 // handle serves one call of any method.
@@ -286,7 +282,7 @@ func (p *Proxy) handle(_ any, ss grpc.ServerStream) error {
 	if !ok {
 		return status.Error(codes.Internal, "faultproxy: call without a method name")
 	}
-	c := &Call{Seq: int(p.seq.Add(1)), Proxy: p.cfg.Name, Method: shortName(full), FullMethod: full, Start: start}
+	c := &Call{Method: shortName(full), FullMethod: full}
 	var err error
 	if info := p.methods[full]; info != nil && !info.streaming {
 		err = p.unary(ss, c, info)
@@ -301,7 +297,9 @@ func (p *Proxy) handle(_ any, ss grpc.ServerStream) error {
 			c.Code, c.Message = codes.DeadlineExceeded, "the caller's deadline passed"
 		}
 	}
-	p.record(*c)
+	if p.cfg.OnCall != nil {
+		p.cfg.OnCall(*c)
+	}
 	return err
 }
 
@@ -313,7 +311,7 @@ const deadlineSlack = 50 * time.Millisecond
 // deadlinePassed reports whether a call's deadline has (as good as) passed.
 // A caller whose deadline passes resets the stream, which the proxy sees as
 // a cancellation a moment before its own copy of the deadline, shifted by
-// the transit time, passes; the history should say what the caller saw.
+// the transit time, passes; the call should say what the caller saw.
 func deadlinePassed(ctx context.Context) bool {
 	dl, ok := ctx.Deadline()
 	return ok && time.Until(dl) < deadlineSlack
@@ -465,6 +463,9 @@ func (p *Proxy) execute(ctx context.Context, c *Call, info *methodInfo, act *Act
 	var err error
 	if act.AfterForward {
 		resp, err = forward()
+		if act.Kind != ActionDelay {
+			p.noteLostAnswer(c, info, resp, err)
+		}
 	}
 	switch act.Kind {
 	case ActionError:
@@ -490,6 +491,33 @@ func (p *Proxy) execute(ctx context.Context, c *Call, info *methodInfo, act *Act
 		return okResponse(info, act.Response, c.Rule)
 	}
 	return nil, status.Errorf(codes.Internal, "faultproxy rule %s: unknown action %v", c.Rule, act.Kind)
+}
+
+// noteLostAnswer records in the timeline what the driver answered to a call
+// whose answer the rule keeps from the caller: the caller's own record
+// shows only the error it got, so this is the one record of the work the
+// driver did (a volume made or deleted), which the invariants read.
+func (p *Proxy) noteLostAnswer(c *Call, info *methodInfo, resp []byte, err error) {
+	if p.cfg.Recorder == nil {
+		return
+	}
+	answer := *c
+	answer.Capabilities = nil
+	if err != nil {
+		st := status.Convert(err)
+		answer.Code, answer.Message = st.Code(), st.Message()
+	} else {
+		describeResponse(&answer, info, resp)
+	}
+	object := answer.VolumeID
+	if answer.Name != "" {
+		object = answer.Name
+		if answer.VolumeID != "" {
+			object += " -> " + answer.VolumeID
+		}
+	}
+	p.cfg.Recorder.Add(trace.Entry{Kind: trace.Fault, Actor: p.cfg.Name, Verb: c.Method, Object: object,
+		Detail: "answer lost: the driver answered " + answer.Code.String() + " to rule " + c.Rule, Call: answer.Trace()})
 }
 
 // wait lets d pass, unless the caller gives up or the proxy stops first.
@@ -647,38 +675,6 @@ func (p *Proxy) pick(c *Call) *Action {
 		rec.Add(trace.Entry{Kind: trace.Fault, Actor: p.cfg.Name, Verb: c.Method, Object: object, Detail: "rule " + r.String()})
 	}
 	return &r.Action
-}
-
-// record adds a finished call to the history and hands it to OnCall.
-func (p *Proxy) record(c Call) {
-	p.historyMu.Lock()
-	p.history = append(p.history, c)
-	p.historyMu.Unlock()
-	if p.cfg.OnCall != nil {
-		p.cfg.OnCall(c)
-	}
-}
-
-// History returns the finished calls in the order they arrived. Calls still
-// under way are not included.
-func (p *Proxy) History() []Call {
-	p.historyMu.Lock()
-	out := slices.Clone(p.history)
-	p.historyMu.Unlock()
-	slices.SortFunc(out, func(a, b Call) int { return a.Seq - b.Seq })
-	return out
-}
-
-// ClearHistory forgets the calls recorded so far; sequence numbers go on.
-func (p *Proxy) ClearHistory() {
-	p.historyMu.Lock()
-	defer p.historyMu.Unlock()
-	p.history = nil
-}
-
-// Violations checks the history against the CSI lifecycle; see CheckOrder.
-func (p *Proxy) Violations() []Violation {
-	return CheckOrder(p.History(), p.cfg.Lifecycle)
 }
 
 // SetRules replaces every rule, resetting all counters. Either all rules

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,13 +49,27 @@ type env struct {
 	node    csi.NodeClient
 	// driverEndpoint is the driver's own socket, for direct calls.
 	driverEndpoint string
+
+	// finished are the calls the proxy has finished, as OnCall gave them,
+	// unless the test's Config has an OnCall of its own.
+	mu       sync.Mutex
+	finished []Call
 }
 
 // newEnv serves a mock driver (mode all, node n1, unless mcfg says
 // otherwise) and starts a proxy for cfg in front of it; Listen and Target
-// are filled in. Everything stops when the test ends.
+// are filled in, and OnCall, if not set, keeps the finished calls for
+// env.calls. Everything stops when the test ends.
 func newEnv(t testing.TB, cfg Config, mcfg mock.Config) *env {
 	t.Helper()
+	e := &env{}
+	if cfg.OnCall == nil {
+		cfg.OnCall = func(c Call) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.finished = append(e.finished, c)
+		}
+	}
 	dir := socketDir(t)
 	if mcfg.NodeID == "" && mcfg.Mode != mock.ModeController {
 		mcfg.NodeID = "n1"
@@ -81,11 +96,17 @@ func newEnv(t testing.TB, cfg Config, mcfg mock.Config) *env {
 		}
 	})
 	conn := dial(t, p.Endpoint())
-	return &env{
-		proxy: p, backend: d.Backend(), conn: conn,
-		id: csi.NewIdentityClient(conn), ctrl: csi.NewControllerClient(conn), node: csi.NewNodeClient(conn),
-		driverEndpoint: srv.Endpoint(),
-	}
+	e.proxy, e.backend, e.conn, e.driverEndpoint = p, d.Backend(), conn, srv.Endpoint()
+	e.id, e.ctrl, e.node = csi.NewIdentityClient(conn), csi.NewControllerClient(conn), csi.NewNodeClient(conn)
+	return e
+}
+
+// calls are the calls the proxy has finished so far, in the order they
+// finished.
+func (e *env) calls() []Call {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.finished)
 }
 
 func dial(t testing.TB, endpoint string) *grpc.ClientConn {
@@ -115,19 +136,19 @@ var rwo = &csi.VolumeCapability{
 	AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
 }
 
-// waitHistory waits until the proxy has recorded n calls: a call whose
-// caller gave up or lost its connection may be recorded a moment after
-// the caller returns.
-func waitHistory(t testing.TB, p *Proxy, n int) []Call {
+// waitCalls waits until the proxy has finished n calls: a call whose
+// caller gave up or lost its connection may finish a moment after the
+// caller returns.
+func waitCalls(t testing.TB, e *env, n int) []Call {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		h := p.History()
+		h := e.calls()
 		if len(h) >= n {
 			return h
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("history has %d calls, want %d: %v", len(h), n, h)
+			t.Fatalf("the proxy finished %d calls, want %d: %v", len(h), n, h)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -195,7 +216,7 @@ func TestForwardsAllServices(t *testing.T) {
 		t.Fatalf("unknown method: got %v, want the driver's Unimplemented", err)
 	}
 
-	h := e.proxy.History()
+	h := e.calls()
 	want := []struct {
 		method, volume, node, request string
 		code                          codes.Code
@@ -216,15 +237,15 @@ func TestForwardsAllServices(t *testing.T) {
 		{"Ping", "", "", "(not a CSI method)", codes.Unimplemented},
 	}
 	if len(h) != len(want) {
-		t.Fatalf("history has %d calls, want %d:\n%v", len(h), len(want), h)
+		t.Fatalf("the proxy finished %d calls, want %d:\n%v", len(h), len(want), h)
 	}
 	for i, w := range want {
 		c := h[i]
-		if c.Seq != i+1 || c.Method != w.method || c.VolumeID != w.volume || c.NodeID != w.node || c.Code != w.code || c.Request != w.request {
+		if c.Method != w.method || c.VolumeID != w.volume || c.NodeID != w.node || c.Code != w.code || c.Request != w.request {
 			t.Errorf("call %d: got %s (volume %q node %q), want %+v", i+1, c, c.VolumeID, c.NodeID, w)
 		}
-		if !c.Forwarded || c.Fired() || c.Proxy != "fp-test" {
-			t.Errorf("call %d: forwarded %t, rule %q, proxy %q", i+1, c.Forwarded, c.Rule, c.Proxy)
+		if !c.Forwarded || c.Fired() {
+			t.Errorf("call %d: forwarded %t, rule %q", i+1, c.Forwarded, c.Rule)
 		}
 	}
 	if got := strings.Join(h[4].Capabilities, ","); got != "GET_VOLUME_STATS,EXPAND_VOLUME,STAGE_UNSTAGE_VOLUME" {
@@ -235,7 +256,7 @@ func TestForwardsAllServices(t *testing.T) {
 	}
 	for _, c := range h {
 		if strings.Contains(c.String(), "hunter2") {
-			t.Errorf("a secret reached the history: %s", c)
+			t.Errorf("a secret reached the call's description: %s", c)
 		}
 	}
 }
@@ -246,7 +267,7 @@ func TestActions(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		rule    string
+		rule    Rule
 		timeout time.Duration
 		// response, if set, is configured on the rule's ok action.
 		response *csi.CreateVolumeResponse
@@ -256,47 +277,47 @@ func TestActions(t *testing.T) {
 		min, max    time.Duration
 		wantCreated bool // the driver did the work
 		wantForward bool
-		recorded    codes.Code // the code in the history
+		recorded    codes.Code // the code the call finished with
 		check       func(t *testing.T, e *env)
 	}{
 		{
-			name: "error", rule: `CreateVolume error=Unavailable msg="backend busy"`,
+			name: "error", rule: Rule{Method: "CreateVolume", Action: Action{Kind: ActionError, Code: codes.Unavailable, Message: "backend busy"}},
 			wantCode: codes.Unavailable, wantMsg: "backend busy", recorded: codes.Unavailable,
 		},
 		{
-			name: "error with default message", rule: "CreateVolume error=ResourceExhausted id=full",
+			name: "error with default message", rule: Rule{ID: "full", Method: "CreateVolume", Action: Action{Kind: ActionError, Code: codes.ResourceExhausted}},
 			wantCode: codes.ResourceExhausted, wantMsg: "injected by faultproxy rule full", recorded: codes.ResourceExhausted,
 		},
 		{
-			name: "error after forwarding loses the answer", rule: "CreateVolume error=DeadlineExceeded after",
+			name: "error after forwarding loses the answer", rule: Rule{Method: "CreateVolume", Action: Action{Kind: ActionError, Code: codes.DeadlineExceeded, AfterForward: true}},
 			wantCode: codes.DeadlineExceeded, wantCreated: true, wantForward: true, recorded: codes.DeadlineExceeded,
 		},
 		{
-			name: "delay then forward", rule: "CreateVolume delay=150ms", timeout: 5 * time.Second,
+			name: "delay then forward", rule: Rule{Method: "CreateVolume", Action: Action{Kind: ActionDelay, Delay: 150 * time.Millisecond}}, timeout: 5 * time.Second,
 			min: 150 * time.Millisecond, wantCreated: true, wantForward: true,
 		},
 		{
-			name: "delay longer than the caller waits", rule: "CreateVolume delay=5s", timeout: 100 * time.Millisecond,
+			name: "delay longer than the caller waits", rule: Rule{Method: "CreateVolume", Action: Action{Kind: ActionDelay, Delay: 5 * time.Second}}, timeout: 100 * time.Millisecond,
 			wantCode: codes.DeadlineExceeded, max: 2 * time.Second, recorded: codes.DeadlineExceeded,
 		},
 		{
-			name: "delay after forwarding", rule: "CreateVolume delay=5s after", timeout: 100 * time.Millisecond,
+			name: "delay after forwarding", rule: Rule{Method: "CreateVolume", Action: Action{Kind: ActionDelay, Delay: 5 * time.Second, AfterForward: true}}, timeout: 100 * time.Millisecond,
 			wantCode: codes.DeadlineExceeded, max: 2 * time.Second, wantCreated: true, wantForward: true, recorded: codes.DeadlineExceeded,
 		},
 		{
-			name: "hang until the caller's deadline", rule: "CreateVolume hang", timeout: 100 * time.Millisecond,
+			name: "hang until the caller's deadline", rule: Rule{Method: "CreateVolume", Action: Action{Kind: ActionHang}}, timeout: 100 * time.Millisecond,
 			wantCode: codes.DeadlineExceeded, min: 100 * time.Millisecond, max: 2 * time.Second, recorded: codes.DeadlineExceeded,
 		},
 		{
-			name: "hang with a limit", rule: "CreateVolume hang=100ms", timeout: 5 * time.Second,
+			name: "hang with a limit", rule: Rule{Method: "CreateVolume", Action: Action{Kind: ActionHang, Delay: 100 * time.Millisecond}}, timeout: 5 * time.Second,
 			wantCode: codes.DeadlineExceeded, wantMsg: "hung the call for 100ms", min: 100 * time.Millisecond, max: 2 * time.Second, recorded: codes.DeadlineExceeded,
 		},
 		{
-			name: "hang after forwarding", rule: "CreateVolume hang after", timeout: 100 * time.Millisecond,
+			name: "hang after forwarding", rule: Rule{Method: "CreateVolume", Action: Action{Kind: ActionHang, AfterForward: true}}, timeout: 100 * time.Millisecond,
 			wantCode: codes.DeadlineExceeded, wantCreated: true, wantForward: true, recorded: codes.DeadlineExceeded,
 		},
 		{
-			name: "drop", rule: "CreateVolume times=1 drop",
+			name: "drop", rule: Rule{Method: "CreateVolume", Times: 1, Action: Action{Kind: ActionDrop}},
 			wantCode: codes.Unavailable, recorded: codes.Unavailable,
 			check: func(t *testing.T, e *env) {
 				// The client reconnects for its next call.
@@ -306,32 +327,29 @@ func TestActions(t *testing.T) {
 			},
 		},
 		{
-			name: "drop after forwarding", rule: "CreateVolume drop after",
+			name: "drop after forwarding", rule: Rule{Method: "CreateVolume", Action: Action{Kind: ActionDrop, AfterForward: true}},
 			wantCode: codes.Unavailable, wantCreated: true, wantForward: true, recorded: codes.Unavailable,
 		},
 		{
-			name: "ok without forwarding", rule: "CreateVolume ok",
+			name: "ok without forwarding", rule: Rule{Method: "CreateVolume", Action: Action{Kind: ActionOK}},
 			check: func(t *testing.T, e *env) {
-				if h := e.proxy.History(); h[0].VolumeID != "" {
+				if h := e.calls(); h[0].VolumeID != "" {
 					t.Fatalf("empty answer recorded volume %q", h[0].VolumeID)
 				}
 			},
 		},
 		{
-			name: "ok with a configured response", rule: "CreateVolume ok",
+			name: "ok with a configured response", rule: Rule{Method: "CreateVolume", Action: Action{Kind: ActionOK}},
 			response: &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: "fake-1", CapacityBytes: 42}},
 			check: func(t *testing.T, e *env) {
-				if h := e.proxy.History(); h[0].VolumeID != "fake-1" {
-					t.Fatalf("history recorded volume %q, want the configured fake-1", h[0].VolumeID)
+				if h := e.calls(); h[0].VolumeID != "fake-1" {
+					t.Fatalf("the call has volume %q, want the configured fake-1", h[0].VolumeID)
 				}
 			},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := ParseRule(tc.rule)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := tc.rule
 			if tc.response != nil {
 				r.Action.Response = tc.response
 			}
@@ -357,10 +375,10 @@ func TestActions(t *testing.T) {
 			if tc.response != nil && resp.GetVolume().GetVolumeId() != tc.response.GetVolume().GetVolumeId() {
 				t.Fatalf("answer %v, want the configured %v", resp, tc.response)
 			}
-			h := waitHistory(t, e.proxy, 1)
+			h := waitCalls(t, e, 1)
 			c := h[0]
 			if c.Rule == "" || c.Action != r.Action.Kind || c.Forwarded != tc.wantForward || c.Code != tc.recorded {
-				t.Fatalf("history: %s (forwarded %t), want rule fired, action %v, forwarded %t, code %v", c, c.Forwarded, r.Action.Kind, tc.wantForward, tc.recorded)
+				t.Fatalf("call: %s (forwarded %t), want rule fired, action %v, forwarded %t, code %v", c, c.Forwarded, r.Action.Kind, tc.wantForward, tc.recorded)
 			}
 			// The driver may finish a forwarded call after the
 			// caller gave up, so wait for it a little.
@@ -418,45 +436,43 @@ func callSeq(t *testing.T, e *env) string {
 }
 
 func TestMatchers(t *testing.T) {
+	// aborted is a rule that aborts the calls it selects.
+	aborted := func(r Rule) Rule { r.Action = Action{Kind: ActionError, Code: codes.Aborted}; return r }
 	for _, tc := range []struct {
 		name  string
-		rules string
+		rules []Rule
 		want  string
 	}{
-		{"no rules", "", "......."},
-		{"exact method", "NodeUnstageVolume error=Aborted", "..x..x."},
-		{"every method", "* error=Aborted", "xxxxxxx"},
-		{"glob", "NodeUn* error=Aborted", "xxxxxx."},
-		{"full name pattern", "/csi.v1.Node/* error=Aborted", "xxxxxx."},
-		{"full name of another service", "/csi.v1.Controller/* error=Aborted", "......x"},
-		{"volume", "* vol=b error=Aborted", "...xxx."},
-		{"CreateVolume by name", "* vol=c error=Aborted", "......x"},
-		{"node", "* node=n1 error=Aborted", "xxxxxx."},
-		{"other node", "* node=n2 error=Aborted", "......."},
-		{"nth only", "NodeUnpublishVolume nth=3 times=1 error=Aborted", "...x..."},
-		{"from the nth", "NodeUnpublishVolume nth=3 error=Aborted", "...xx.."},
-		{"n times", "* times=2 error=Aborted", "xx....."},
-		{"nth of a volume", "* vol=a nth=2 times=1 error=Aborted", ".x....."},
-		{"a rule an earlier one beat keeps its budget", "* nth=2 times=1 error=Aborted; * nth=2 times=1 error=Aborted", ".xx...."},
-		{"second rule fires where the first does not", "* vol=a error=Aborted; * nth=5 error=Aborted", "xxx.xxx"},
+		{"no rules", nil, "......."},
+		{"exact method", []Rule{aborted(Rule{Method: "NodeUnstageVolume"})}, "..x..x."},
+		{"every method", []Rule{aborted(Rule{Method: "*"})}, "xxxxxxx"},
+		{"glob", []Rule{aborted(Rule{Method: "NodeUn*"})}, "xxxxxx."},
+		{"full name pattern", []Rule{aborted(Rule{Method: "/csi.v1.Node/*"})}, "xxxxxx."},
+		{"full name of another service", []Rule{aborted(Rule{Method: "/csi.v1.Controller/*"})}, "......x"},
+		{"volume", []Rule{aborted(Rule{Method: "*", VolumeID: "b"})}, "...xxx."},
+		{"CreateVolume by name", []Rule{aborted(Rule{Method: "*", VolumeID: "c"})}, "......x"},
+		{"node", []Rule{aborted(Rule{Method: "*", NodeID: "n1"})}, "xxxxxx."},
+		{"other node", []Rule{aborted(Rule{Method: "*", NodeID: "n2"})}, "......."},
+		{"nth only", []Rule{aborted(Rule{Method: "NodeUnpublishVolume", Nth: 3, Times: 1})}, "...x..."},
+		{"from the nth", []Rule{aborted(Rule{Method: "NodeUnpublishVolume", Nth: 3})}, "...xx.."},
+		{"n times", []Rule{aborted(Rule{Method: "*", Times: 2})}, "xx....."},
+		{"nth of a volume", []Rule{aborted(Rule{Method: "*", VolumeID: "a", Nth: 2, Times: 1})}, ".x....."},
+		{"a rule an earlier one beat keeps its budget", []Rule{aborted(Rule{Method: "*", Nth: 2, Times: 1}), aborted(Rule{Method: "*", Nth: 2, Times: 1})}, ".xx...."},
+		{"second rule fires where the first does not", []Rule{aborted(Rule{Method: "*", VolumeID: "a"}), aborted(Rule{Method: "*", Nth: 5})}, "xxx.xxx"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rules, err := ParseRules(tc.rules)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e := newEnv(t, Config{NodeID: "n1", Rules: rules}, mock.Config{})
+			e := newEnv(t, Config{NodeID: "n1", Rules: tc.rules}, mock.Config{})
 			if got := callSeq(t, e); got != tc.want {
 				t.Fatalf("failed calls %s, want %s", got, tc.want)
 			}
 			fired := 0
-			for _, c := range e.proxy.History() {
+			for _, c := range e.calls() {
 				if c.Fired() {
 					fired++
 				}
 			}
 			if want := strings.Count(tc.want, "x"); fired != want {
-				t.Fatalf("history shows %d rules fired, want %d", fired, want)
+				t.Fatalf("the calls show %d rules fired, want %d", fired, want)
 			}
 		})
 	}
@@ -740,9 +756,11 @@ func TestOKResponseTypeChecked(t *testing.T) {
 }
 
 func TestActionsOnStreamsAndUnknownMethods(t *testing.T) {
-	rules, err := ParseRules(`GetMetadataAllocated ok; GetMetadataDelta error=PermissionDenied; /example.v1.Nothing/Ping ok; /example.v1.Nothing/Pong delay=50ms`)
-	if err != nil {
-		t.Fatal(err)
+	rules := []Rule{
+		{Method: "GetMetadataAllocated", Action: Action{Kind: ActionOK}},
+		{Method: "GetMetadataDelta", Action: Action{Kind: ActionError, Code: codes.PermissionDenied}},
+		{Method: "/example.v1.Nothing/Ping", Action: Action{Kind: ActionOK}},
+		{Method: "/example.v1.Nothing/Pong", Action: Action{Kind: ActionDelay, Delay: 50 * time.Millisecond}},
 	}
 	e := newEnv(t, Config{Rules: rules}, mock.Config{})
 	ctx := ctxT(t)
@@ -773,11 +791,11 @@ func TestActionsOnStreamsAndUnknownMethods(t *testing.T) {
 		t.Fatalf("delayed unknown method: %v after %s, want the driver's Unimplemented after 50ms", err, time.Since(start))
 	}
 	var got []string
-	for _, c := range e.proxy.History() {
+	for _, c := range e.calls() {
 		got = append(got, fmt.Sprintf("%s:%s:%t", c.Method, c.Code, c.Forwarded))
 	}
 	if want := "GetMetadataAllocated:OK:false GetMetadataDelta:PermissionDenied:false Ping:OK:false Pong:Unimplemented:true"; strings.Join(got, " ") != want {
-		t.Fatalf("history %s, want %s", strings.Join(got, " "), want)
+		t.Fatalf("calls %s, want %s", strings.Join(got, " "), want)
 	}
 }
 
@@ -807,7 +825,9 @@ func TestStreamsAreForwarded(t *testing.T) {
 	}
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
-	p, err := Start(context.Background(), Config{Listen: filepath.Join(dir, "proxy.sock"), Target: filepath.Join(dir, "driver.sock")})
+	finished := make(chan Call, 1)
+	p, err := Start(context.Background(), Config{Listen: filepath.Join(dir, "proxy.sock"), Target: filepath.Join(dir, "driver.sock"),
+		OnCall: func(c Call) { finished <- c }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -830,7 +850,13 @@ func TestStreamsAreForwarded(t *testing.T) {
 	if fmt.Sprint(got) != "[0 1 2]" {
 		t.Fatalf("got messages %v, want [0 1 2]", got)
 	}
-	if h := p.History(); len(h) != 1 || h[0].Code != codes.OK || !h[0].Forwarded {
-		t.Fatalf("history: %v", h)
+	// The proxy finishes the call a moment after the caller saw its end.
+	select {
+	case c := <-finished:
+		if c.Method != "GetMetadataAllocated" || c.Code != codes.OK || !c.Forwarded {
+			t.Fatalf("call: %s (forwarded %t)", c, c.Forwarded)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the proxy never finished the call")
 	}
 }

@@ -88,8 +88,9 @@ type Action struct {
 // Method, VolumeID and NodeID; of the matching calls, the rule fires on the
 // Nth and later ones, at most Times times, each with Probability.
 type Rule struct {
-	// ID names the rule in the history and in RemoveRule; AddRule and
-	// SetRules give rules without one "rule-1", "rule-2", ...
+	// ID names the rule in the timeline's Fault entries and in
+	// RemoveRule; AddRule and SetRules give rules without one "rule-1",
+	// "rule-2", ...
 	ID string
 	// Method matches the short method name ("NodeStageVolume") as a
 	// path.Match pattern: "*" matches every method, "Node*" the node
@@ -108,6 +109,11 @@ type Rule struct {
 	// Times 1 fires on the third matching call only; Nth 3 on every call
 	// from the third; Times 2 on the first two.
 	Times int
+	// FirstPerVolume limits the rule to the first matching call of each
+	// volume (by VolumeID, or for CreateVolume the requested name): a
+	// retry for the same volume passes. Calls without a volume count as
+	// one volume.
+	FirstPerVolume bool
 	// Probability, if not 0, is the chance the rule fires on a call it
 	// could fire on. The draws come from a generator seeded by
 	// Config.Seed and the rule's ID, so the same calls in the same order
@@ -186,6 +192,7 @@ type ruleState struct {
 	rng     *rand.Rand
 	matched int
 	fired   int
+	seen    map[string]bool // the volumes matched, for FirstPerVolume
 }
 
 func newRuleState(r Rule, seed uint64) *ruleState {
@@ -203,6 +210,19 @@ func (s *ruleState) consider(c *Call) bool {
 		return false
 	}
 	s.matched++
+	if s.rule.FirstPerVolume {
+		vol := c.VolumeID
+		if c.Method == "CreateVolume" || vol == "" {
+			vol = c.Name
+		}
+		if s.seen[vol] {
+			return false
+		}
+		if s.seen == nil {
+			s.seen = map[string]bool{}
+		}
+		s.seen[vol] = true
+	}
 	if s.matched < s.rule.Nth {
 		return false
 	}
@@ -221,7 +241,11 @@ type RuleStatus struct {
 	Matched, Fired int
 }
 
-// String renders the rule in the syntax ParseRule reads.
+// String renders the rule in one line, as the timeline's Fault entries
+// name it: the method, then the matchers and counters that are set, then
+// the action ("error=CODE [msg=...]", "delay=D", "hang[=D]", "drop", "ok"),
+// "after" and "id=ID"; values with blanks, quotes, semicolons or "=" are
+// quoted in Go syntax.
 func (r Rule) String() string {
 	parts := []string{quoteIfNeeded(r.Method)}
 	if r.VolumeID != "" {
@@ -235,6 +259,9 @@ func (r Rule) String() string {
 	}
 	if r.Times > 0 {
 		parts = append(parts, "times="+strconv.Itoa(r.Times))
+	}
+	if r.FirstPerVolume {
+		parts = append(parts, "first-per-volume")
 	}
 	if r.Probability > 0 {
 		parts = append(parts, "p="+strconv.FormatFloat(r.Probability, 'g', -1, 64))
@@ -275,119 +302,6 @@ func quoteIfNeeded(s string) string {
 	return s
 }
 
-// ParseRules reads rules separated by newlines or semicolons; blank lines
-// and lines starting with # are skipped. See ParseRule for the syntax.
-func ParseRules(s string) ([]Rule, error) {
-	names := methodNames()
-	var rules []Rule
-	for i, line := range strings.Split(s, "\n") {
-		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		stmts, err := tokenize(line)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", i+1, err)
-		}
-		for _, toks := range stmts {
-			r, err := parseTokens(toks, names)
-			if err != nil {
-				return nil, fmt.Errorf("line %d: %w", i+1, err)
-			}
-			rules = append(rules, r)
-		}
-	}
-	return rules, nil
-}
-
-// ParseRule reads one rule:
-//
-//	METHOD [vol=ID] [node=ID] [nth=N] [times=N] [p=P] ACTION [after] [id=NAME]
-//
-// with ACTION one of
-//
-//	error=CODE [msg="text"]   answer with a gRPC status (CODE: Unavailable, UNAVAILABLE or 14)
-//	delay=DURATION            wait, then forward (DURATION as in time.ParseDuration)
-//	hang[=DURATION]           answer nothing until the caller gives up (or DURATION passes)
-//	drop                      close the caller's connection
-//	ok                        answer OK with an empty response, without forwarding
-//
-// and "after" forwarding the call before acting. Values with blanks are
-// written in double quotes, Go syntax. For example:
-//
-//	CreateVolume nth=2 times=1 error=Unavailable msg="backend busy"
-//	NodeStageVolume vol=pvc-1 delay=2s
-//	* p=0.1 drop
-//	DeleteVolume error=DeadlineExceeded after id=lost-delete
-//
-// The rule is validated as AddRule would.
-func ParseRule(s string) (Rule, error) {
-	stmts, err := tokenize(s)
-	if err != nil {
-		return Rule{}, err
-	}
-	if len(stmts) != 1 {
-		return Rule{}, fmt.Errorf("want one rule, got %d", len(stmts))
-	}
-	return parseTokens(stmts[0], methodNames())
-}
-
-// tokenize splits a line into statements (at semicolons) of tokens (at
-// blanks), honouring double-quoted sections anywhere in a token.
-func tokenize(s string) ([][]string, error) {
-	var stmts [][]string
-	var toks []string
-	var cur strings.Builder
-	inTok := false
-	endTok := func() {
-		if inTok {
-			toks = append(toks, cur.String())
-			cur.Reset()
-			inTok = false
-		}
-	}
-	endStmt := func() {
-		endTok()
-		if len(toks) > 0 {
-			stmts = append(stmts, toks)
-			toks = nil
-		}
-	}
-	for i := 0; i < len(s); {
-		switch c := s[i]; c {
-		case ' ', '\t', '\r', '\n':
-			endTok()
-			i++
-		case ';':
-			endStmt()
-			i++
-		case '"':
-			j := i + 1
-			for j < len(s) && s[j] != '"' {
-				if s[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			if j >= len(s) {
-				return nil, fmt.Errorf("unterminated quote in %q", s[i:])
-			}
-			u, err := strconv.Unquote(s[i : j+1])
-			if err != nil {
-				return nil, fmt.Errorf("bad quoted value %s: %w", s[i:j+1], err)
-			}
-			cur.WriteString(u)
-			inTok = true
-			i = j + 1
-		default:
-			cur.WriteByte(c)
-			inTok = true
-			i++
-		}
-	}
-	endStmt()
-	return stmts, nil
-}
-
 // methodNames lists the short names of the CSI methods.
 func methodNames() map[string]bool {
 	names := map[string]bool{}
@@ -399,93 +313,4 @@ func methodNames() map[string]bool {
 		}
 	}
 	return names
-}
-
-func parseTokens(toks []string, names map[string]bool) (Rule, error) {
-	r := Rule{Method: toks[0]}
-	if strings.Contains(r.Method, "=") {
-		return Rule{}, fmt.Errorf("rule must start with a method, got %q", r.Method)
-	}
-	actions := 0
-	setAction := func(k ActionKind) { r.Action.Kind = k; actions++ }
-	for _, tok := range toks[1:] {
-		key, val, hasVal := strings.Cut(tok, "=")
-		var err error
-		switch key {
-		case "id":
-			r.ID = val
-		case "vol", "volume":
-			r.VolumeID = val
-		case "node":
-			r.NodeID = val
-		case "nth":
-			r.Nth, err = strconv.Atoi(val)
-		case "times":
-			r.Times, err = strconv.Atoi(val)
-		case "p", "prob", "probability":
-			r.Probability, err = strconv.ParseFloat(val, 64)
-		case "error":
-			setAction(ActionError)
-			r.Action.Code, err = parseCode(val)
-		case "msg", "message":
-			r.Action.Message = val
-		case "delay":
-			setAction(ActionDelay)
-			r.Action.Delay, err = time.ParseDuration(val)
-		case "hang":
-			setAction(ActionHang)
-			if hasVal {
-				r.Action.Delay, err = time.ParseDuration(val)
-			}
-		case "drop", "ok", "after":
-			if hasVal {
-				return Rule{}, fmt.Errorf("%s takes no value", key)
-			}
-			switch key {
-			case "drop":
-				setAction(ActionDrop)
-			case "ok":
-				setAction(ActionOK)
-			default:
-				r.Action.AfterForward = true
-			}
-		default:
-			return Rule{}, fmt.Errorf("unknown rule term %q", tok)
-		}
-		if err != nil {
-			return Rule{}, fmt.Errorf("%s: %w", tok, err)
-		}
-		if !hasVal && key != "hang" && key != "drop" && key != "ok" && key != "after" {
-			return Rule{}, fmt.Errorf("%s needs a value (%s=...)", key, key)
-		}
-	}
-	switch {
-	case actions == 0:
-		return Rule{}, errors.New("rule has no action (error=, delay=, hang, drop or ok)")
-	case actions > 1:
-		return Rule{}, errors.New("rule has more than one action")
-	case r.Action.Message != "" && r.Action.Kind != ActionError:
-		return Rule{}, errors.New("msg= goes with error= only")
-	}
-	if err := r.validate(names); err != nil {
-		return Rule{}, err
-	}
-	return r, nil
-}
-
-// parseCode reads a gRPC code by name, in any case, or by number.
-func parseCode(s string) (codes.Code, error) {
-	if n, err := strconv.Atoi(s); err == nil {
-		if n < 0 || n > int(codes.Unauthenticated) {
-			return 0, fmt.Errorf("no gRPC code %d", n)
-		}
-		return codes.Code(n), nil
-	}
-	want := strings.ToLower(strings.ReplaceAll(s, "_", ""))
-	for c := codes.OK; c <= codes.Unauthenticated; c++ {
-		if strings.ToLower(c.String()) == want {
-			return c, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown gRPC code %q", s)
 }

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/csisim/csisim/drivers/csiutil"
 )
 
 // defaultCapacityBytes is the capacity of a volume created without a
@@ -66,6 +68,9 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
 		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
 	} {
+		if t == csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME && s.d.cfg.NoAttach {
+			continue
+		}
 		caps = append(caps, &csi.ControllerServiceCapability{
 			Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: t}},
 		})
@@ -80,6 +85,9 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	kind, params, err := parseParameters(req.GetParameters(), s.d.cfg.StrictParameters)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
+	}
+	if kind == kindBlock && s.d.cfg.NoAttach {
+		return nil, status.Error(codes.InvalidArgument, "CreateVolume: kind block needs ControllerPublishVolume to attach its loop device, which this plugin does not have (--no-attach)")
 	}
 	if len(req.GetVolumeCapabilities()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "CreateVolume: volume capabilities are required")
@@ -109,7 +117,7 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 			return nil, status.Errorf(codes.Internal, "CreateVolume: volume id %s of name %q collides with volume %q", id, req.GetName(), v.Name)
 		case v.kind() != kind:
 			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with kind %s, not %s", v.Name, v.kind(), kind)
-		case !fits(v.CapacityBytes, req.GetCapacityRange()):
+		case !csiutil.Fits(v.CapacityBytes, req.GetCapacityRange()):
 			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with capacity %d bytes, which does not fit the requested range", v.Name, v.CapacityBytes)
 		case !sameSource(v.Source, src):
 			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with another content source", v.Name)
@@ -301,6 +309,9 @@ func (d *Driver) detachIfUnused(method, id string) error {
 }
 
 func (s *controllerServer) ControllerPublishVolume(_ context.Context, req *csi.ControllerPublishVolumeRequest) (*csi.ControllerPublishVolumeResponse, error) {
+	if s.d.cfg.NoAttach {
+		return nil, status.Error(codes.Unimplemented, "ControllerPublishVolume: this plugin does not attach volumes (--no-attach)")
+	}
 	id, nodeID := req.GetVolumeId(), req.GetNodeId()
 	if err := checkVolumeID(id); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ControllerPublishVolume: %v", err)
@@ -413,6 +424,9 @@ func (d *Driver) publishedTo(nodeID string) int64 {
 // disk does not detach while in use. Publications to other nodes of a
 // multi-node volume share the device, which then stays attached.
 func (s *controllerServer) ControllerUnpublishVolume(_ context.Context, req *csi.ControllerUnpublishVolumeRequest) (*csi.ControllerUnpublishVolumeResponse, error) {
+	if s.d.cfg.NoAttach {
+		return nil, status.Error(codes.Unimplemented, "ControllerUnpublishVolume: this plugin does not attach volumes (--no-attach)")
+	}
 	id, nodeID := req.GetVolumeId(), req.GetNodeId()
 	if err := checkVolumeID(id); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "ControllerUnpublishVolume: %v", err)
@@ -931,14 +945,6 @@ func capacityFor(r *csi.CapacityRange, kind volumeKind) (int64, error) {
 }
 
 func roundUp(n, unit int64) int64 { return (n + unit - 1) / unit * unit }
-
-// fits reports whether an existing volume's capacity satisfies a range.
-func fits(capacity int64, r *csi.CapacityRange) bool {
-	if capacity < r.GetRequiredBytes() {
-		return false
-	}
-	return r.GetLimitBytes() == 0 || capacity <= r.GetLimitBytes()
-}
 
 // supportedFsTypes are the file systems a block volume can be formatted
 // with ("" means ext4). Directory volumes have no file system of their own

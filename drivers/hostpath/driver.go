@@ -122,6 +122,14 @@ type Config struct {
 	// A StorageClass's allowedTopologies then never reaches it. It
 	// excludes Zone.
 	NoTopology bool
+	// NoAttach: the driver has no PUBLISH_UNPUBLISH_VOLUME, as a file
+	// share's or a local volume's: ControllerPublishVolume and
+	// ControllerUnpublishVolume are Unimplemented, and raw block volumes,
+	// whose loop device ControllerPublishVolume attaches, are refused.
+	NoAttach bool
+	// NoStage: the node service has no STAGE_UNSTAGE_VOLUME:
+	// NodePublishVolume stages the volume itself (nostage.go).
+	NoStage bool
 	// Log receives one line per CSI call; os.Stderr if nil.
 	Log io.Writer
 }

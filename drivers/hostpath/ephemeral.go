@@ -19,16 +19,6 @@ import (
 // the fly — here a directory volume below the storage root — bind-mounts
 // it onto the target, and deletes it on NodeUnpublishVolume.
 
-// EphemeralContextKey is the volume context key by which the kubelet marks
-// an inline ephemeral volume ("true"; "false" for a persistent one).
-const EphemeralContextKey = "csi.storage.k8s.io/ephemeral"
-
-// isEphemeral says whether a NodePublishVolume is for an inline ephemeral
-// volume.
-func isEphemeral(volumeContext map[string]string) bool {
-	return volumeContext[EphemeralContextKey] == "true"
-}
-
 // publishEphemeral makes ephemeral volume id if it is not there yet and
 // bind-mounts it onto target.
 func (s *nodeServer) publishEphemeral(id, target string, volCap *csi.VolumeCapability, readonly bool) (*csi.NodePublishVolumeResponse, error) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/csisim/csisim/drivers/csiutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -22,7 +23,7 @@ func TestEphemeralVolume(t *testing.T) {
 	target := filepath.Join(env.dir, "kubelet", "pods", "uid-1", "volumes", "scratch", "mount")
 	publish := func(id, target string, c *csi.VolumeCapability) error {
 		_, err := r.node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: c,
-			VolumeContext: map[string]string{EphemeralContextKey: "true", "csi.storage.k8s.io/pod.name": "app"}})
+			VolumeContext: map[string]string{csiutil.EphemeralContextKey: "true", "csi.storage.k8s.io/pod.name": "app"}})
 		return err
 	}
 	// Twice: the second is a repeat, answered OK.

@@ -43,6 +43,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.StrictParameters, "strict-parameters", false, "refuse StorageClass parameters other than kind (InvalidArgument), so that a typo fails loudly; by default they are accepted and passed into the volume context, as many drivers pass theirs")
 	fs.BoolVar(&cfg.MultiNode, "multi-node", false, "support the MULTI_NODE_* access modes (ReadWriteMany, ReadOnlyMany): a volume may be published to several nodes at once; by default only the SINGLE_NODE_* modes are supported and the others refused, as a disk driver refuses them")
 	fs.BoolVar(&cfg.NoTopology, "no-topology", false, "declare no VOLUME_ACCESSIBILITY_CONSTRAINTS: nodes report no topology and volumes none, as a network storage driver reachable from every node; a StorageClass's allowedTopologies then does not reach the driver (excludes --zone)")
+	fs.BoolVar(&cfg.NoAttach, "no-attach", false, "declare no PUBLISH_UNPUBLISH_VOLUME, as a file share or local volume driver: ControllerPublishVolume is Unimplemented, and volumes of kind block (whose loop device it attaches) are refused")
+	fs.BoolVar(&cfg.NoStage, "no-stage", false, "declare no STAGE_UNSTAGE_VOLUME: NodeStageVolume is Unimplemented, and NodePublishVolume stages the volume itself below the state directory, unstaging it after its last NodeUnpublishVolume on the node")
 	fs.Func("capacity", "storage pool size of each zone, e.g. 10Gi: CreateVolume fails with ResourceExhausted when no pool has room, GetCapacity reports what is left (default: unlimited, GetCapacity reports the root's free space)", func(s string) error {
 		q, err := resource.ParseQuantity(s)
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/csisim/csisim/drivers/csiutil"
 )
 
 // TopologyKeyNode is the topology segment NodeGetInfo reports, naming the
@@ -52,6 +54,9 @@ func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabiliti
 		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
 		csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
 	} {
+		if t == csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME && s.d.cfg.NoStage {
+			continue
+		}
 		caps = append(caps, &csi.NodeServiceCapability{
 			Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: t}},
 		})
@@ -69,7 +74,15 @@ func (s *nodeServer) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi
 }
 
 func (s *nodeServer) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
-	const method = "NodeStageVolume"
+	if s.d.cfg.NoStage {
+		return nil, status.Error(codes.Unimplemented, "NodeStageVolume: this plugin does not stage volumes (--no-stage)")
+	}
+	return s.stage("NodeStageVolume", req)
+}
+
+// stage stages a volume: NodeStageVolume, and NodePublishVolume's own
+// staging with --no-stage (nostage.go); method names the call in errors.
+func (s *nodeServer) stage(method string, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if err := checkVolumeID(id); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
@@ -196,7 +209,15 @@ func (d *Driver) formatAndMount(st *stageRecord) error {
 }
 
 func (s *nodeServer) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
-	const method = "NodeUnstageVolume"
+	if s.d.cfg.NoStage {
+		return nil, status.Error(codes.Unimplemented, "NodeUnstageVolume: this plugin does not stage volumes (--no-stage)")
+	}
+	return s.unstage("NodeUnstageVolume", req)
+}
+
+// unstage unstages a volume: NodeUnstageVolume, and NodeUnpublishVolume's
+// own unstaging with --no-stage (nostage.go).
+func (s *nodeServer) unstage(method string, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if err := checkVolumeID(id); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
@@ -239,6 +260,11 @@ func (s *nodeServer) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVo
 
 func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	const method = "NodePublishVolume"
+	if s.d.cfg.NoStage && !csiutil.IsEphemeral(req.GetVolumeContext()) {
+		if err := s.stageForPublish(method, req); err != nil {
+			return nil, err
+		}
+	}
 	id := req.GetVolumeId()
 	if err := checkVolumeID(id); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)
@@ -256,7 +282,7 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	if err := s.d.checkAccessMode(volCap.GetAccessMode().GetMode()); err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "%s: %v", method, err)
 	}
-	if isEphemeral(req.GetVolumeContext()) {
+	if csiutil.IsEphemeral(req.GetVolumeContext()) {
 		return s.publishEphemeral(id, target, volCap, req.GetReadonly())
 	}
 	staging, err := checkMountPath(req.GetStagingTargetPath(), "staging target path")
@@ -396,6 +422,15 @@ func accessTypeName(block bool) string {
 
 func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	const method = "NodeUnpublishVolume"
+	resp, err := s.unpublish(method, req)
+	if err == nil && s.d.cfg.NoStage {
+		err = s.unstageUnpublished(method, req.GetVolumeId())
+	}
+	return resp, err
+}
+
+// unpublish is NodeUnpublishVolume without the --no-stage unstaging.
+func (s *nodeServer) unpublish(method string, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	id := req.GetVolumeId()
 	if err := checkVolumeID(id); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", method, err)

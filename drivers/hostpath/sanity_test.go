@@ -30,6 +30,9 @@ type sanityRun struct {
 	// state, as in a real deployment); otherwise one ModeAll driver
 	// serves both.
 	split bool
+	// noAttach and noStage start the driver with --no-attach and
+	// --no-stage: no PUBLISH_UNPUBLISH_VOLUME, no STAGE_UNSTAGE_VOLUME.
+	noAttach, noStage bool
 }
 
 var sanityRuns = []sanityRun{
@@ -39,6 +42,8 @@ var sanityRuns = []sanityRun{
 	{name: "mount-directory/split", access: "mount", kind: kindDirectory, split: true},
 	{name: "mount-block/split", access: "mount", kind: kindBlock, split: true},
 	{name: "block-block/split", access: "block", kind: kindBlock, split: true},
+	{name: "mount-directory/split/no-attach-no-stage", access: "mount", kind: kindDirectory, split: true, noAttach: true, noStage: true},
+	{name: "mount-block/split/no-stage", access: "mount", kind: kindBlock, split: true, noStage: true},
 }
 
 const (
@@ -86,6 +91,8 @@ func TestSanity(t *testing.T) {
 			Zone:              sanityZone,
 			CapacityPerZone:   sanityPool,
 			MaxVolumesPerNode: sanityMaxVolumes,
+			NoAttach:          run.noAttach,
+			NoStage:           run.noStage,
 			Log:               logs,
 		}
 		if !run.split {

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/csisim/csisim/drivers/csiutil"
 )
 
 // DefaultVolumeSize is the size of a volume created without a required
@@ -87,11 +89,6 @@ func sizeFor(r *csi.CapacityRange) (int64, error) {
 	return DefaultVolumeSize, nil
 }
 
-// fits reports whether a volume of size satisfies the range.
-func fits(size int64, r *csi.CapacityRange) bool {
-	return size >= r.GetRequiredBytes() && (r.GetLimitBytes() == 0 || size <= r.GetLimitBytes())
-}
-
 func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
 	name := req.GetName()
 	if name == "" {
@@ -120,7 +117,7 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	defer b.mu.Unlock()
 	if id, ok := b.byName[name]; ok {
 		v := b.volumes[id]
-		if !fits(v.capacityBytes, req.GetCapacityRange()) {
+		if !csiutil.Fits(v.capacityBytes, req.GetCapacityRange()) {
 			return nil, status.Errorf(codes.AlreadyExists, "CreateVolume: volume %q exists with %d bytes, outside the requested range", name, v.capacityBytes)
 		}
 		if v.block != block {

@@ -6,14 +6,10 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// ephemeralContextKey marks a NodePublishVolume of a CSI inline ephemeral
-// volume: the kubelet adds it ("true") to the volume context of drivers
-// with podInfoOnMount. Such a volume was never created, attached or
+// publishEphemeral records the publication of an inline ephemeral volume
+// (csiutil.IsEphemeral). Such a volume was never created, attached or
 // staged: its ID is the kubelet's, and the publication is all there is of
 // it, gone with NodeUnpublishVolume.
-const ephemeralContextKey = "csi.storage.k8s.io/ephemeral"
-
-// publishEphemeral records the publication of an inline ephemeral volume.
 func (s *nodeServer) publishEphemeral(id, target string, c *csi.VolumeCapability, readonly bool) (*csi.NodePublishVolumeResponse, error) {
 	if c.GetBlock() != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "NodePublishVolume: ephemeral volume %s: access type block is not supported for ephemeral volumes", id)

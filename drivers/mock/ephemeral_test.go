@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/csisim/csisim/drivers/csiutil"
 	"google.golang.org/grpc/codes"
 )
 
@@ -17,7 +18,7 @@ func TestEphemeralPublish(t *testing.T) {
 	ctrl := serve(t, dir, Config{Mode: ModeController, Backend: b}).ctrl
 	node := serve(t, dir, Config{Mode: ModeNode, NodeID: "n1", Backend: b}).node
 	const vol, target = "csi-0123abcd", "/var/lib/kubelet/pods/p1/volumes/kubernetes.io~csi/scratch/mount"
-	ephemeralCtx := map[string]string{ephemeralContextKey: "true"}
+	ephemeralCtx := map[string]string{csiutil.EphemeralContextKey: "true"}
 	publish := func(id string, c *csi.VolumeCapability, ro bool, vc map[string]string) func(context.Context) error {
 		return func(ctx context.Context) error {
 			return errOf(node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target,
@@ -25,7 +26,7 @@ func TestEphemeralPublish(t *testing.T) {
 		}
 	}
 	runSteps(t, []step{
-		{"persistent publish of an unknown volume", publish(vol, rwo, false, map[string]string{ephemeralContextKey: "false"}), codes.FailedPrecondition, ""},
+		{"persistent publish of an unknown volume", publish(vol, rwo, false, map[string]string{csiutil.EphemeralContextKey: "false"}), codes.FailedPrecondition, ""},
 		{"ephemeral publish", publish(vol, rwo, false, ephemeralCtx), codes.OK, ""},
 		{"repeated", publish(vol, rwo, false, ephemeralCtx), codes.OK, ""},
 		{"repeated read-only", publish(vol, rwo, true, ephemeralCtx), codes.AlreadyExists, "already published"},

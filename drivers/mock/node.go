@@ -13,6 +13,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/csisim/csisim/drivers/csiutil"
 )
 
 // nodeServer serves the CSI Node service for one node. Staging and
@@ -277,7 +279,7 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	if err := checkCapability(c); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "NodePublishVolume: %v", err)
 	}
-	if req.GetVolumeContext()[ephemeralContextKey] == "true" {
+	if csiutil.IsEphemeral(req.GetVolumeContext()) {
 		return s.publishEphemeral(id, target, c, req.GetReadonly())
 	}
 	stages := !s.d.cfg.NoStageUnstage

@@ -9,28 +9,37 @@ import (
 )
 
 // Objects are what deploying the profile's driver puts in a cluster: its
-// CSIDriver object, as the capabilities say (attachRequired from attach,
-// podInfoOnMount from podInfo, fsGroupPolicy, the Ephemeral lifecycle mode
-// with ephemeral), and a StorageClass named className that provisions with
-// it and the profile's parameters, reclaim policy Delete, binding
+// CSIDriver object with the profile's csiDriver fields (attachRequired
+// defaulting to whether the driver has ControllerPublishVolume, see
+// AttachRequired), and a StorageClass named className that provisions
+// with it and the profile's parameters, reclaim policy Delete, binding
 // Immediate, marked as the default class. driverName, if not empty,
 // replaces the profile's name (a driver started under another name).
 func (p *Profile) Objects(driverName, className string) (*storagev1.CSIDriver, *storagev1.StorageClass) {
 	if driverName == "" {
 		driverName = p.Name
 	}
-	attach, podInfo := p.Has(Attach), p.Has(PodInfo)
-	modes := []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
-	if p.Has(Ephemeral) {
-		modes = append(modes, storagev1.VolumeLifecycleEphemeral)
+	attach, podInfo := p.AttachRequired(), p.Has(PodInfo)
+	var modes []storagev1.VolumeLifecycleMode
+	for _, m := range p.LifecycleModes() {
+		modes = append(modes, storagev1.VolumeLifecycleMode(m))
 	}
 	drv := &storagev1.CSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: driverName},
 		Spec:       storagev1.CSIDriverSpec{AttachRequired: &attach, PodInfoOnMount: &podInfo, VolumeLifecycleModes: modes},
 	}
-	if p.FSGroupPolicy != "" {
-		policy := storagev1.FSGroupPolicy(p.FSGroupPolicy)
-		drv.Spec.FSGroupPolicy = &policy
+	if policy := p.fsGroupPolicy(); policy != "" {
+		fsGroupPolicy := storagev1.FSGroupPolicy(policy)
+		drv.Spec.FSGroupPolicy = &fsGroupPolicy
+	}
+	for _, t := range p.CSIDriver.TokenRequests {
+		drv.Spec.TokenRequests = append(drv.Spec.TokenRequests, storagev1.TokenRequest{Audience: t.Audience, ExpirationSeconds: t.ExpirationSeconds})
+	}
+	if p.CSIDriver.RequiresRepublish {
+		drv.Spec.RequiresRepublish = &p.CSIDriver.RequiresRepublish
+	}
+	if p.CSIDriver.SELinuxMount {
+		drv.Spec.SELinuxMount = &p.CSIDriver.SELinuxMount
 	}
 	reclaim := corev1.PersistentVolumeReclaimDelete
 	binding := storagev1.VolumeBindingImmediate

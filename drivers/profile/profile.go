@@ -1,9 +1,14 @@
 // Package profile reads driver profiles: YAML files that tell csisim how to
-// start a CSI driver, what it can do, and which StorageClass parameters and
-// flags the library's scenarios should use with it. A profile is to csisim
-// what testdriver.yaml (DriverInfo) is to the Kubernetes e2e storage
-// framework: with it, one library of scenarios runs against any driver,
-// and a scenario whose needs the driver lacks is skipped with the reason.
+// start a CSI driver, what csisim cannot ask the running driver (its
+// CSIDriver object's fields, what it can do that CSI has no capability
+// for), and which StorageClass parameters and flags the library's
+// scenarios should use with it. A profile is to csisim what
+// testdriver.yaml (DriverInfo) is to the Kubernetes e2e storage framework:
+// with it, one library of scenarios runs against any driver, and a
+// scenario whose needs the driver lacks is skipped with the reason. What
+// the driver reports of itself is asked (drivers/driverinfo) and completes
+// the profile (Complete); a profile that contradicts it is refused
+// (Contradictions). docs/profiles/README.md documents every key.
 //
 // Profiles for csisim's own driver, its mock and the csi-test mock driver
 // live in drivers/profiles/.
@@ -15,86 +20,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"sigs.k8s.io/yaml"
 )
-
-// Capability is something a driver can do that a scenario may need.
-type Capability string
-
-// The capabilities a profile may declare and a scenario may need. The names
-// are the profile file's keys under capabilities.
-const (
-	// Attach: the driver has ControllerPublishVolume (CSIDriver
-	// attachRequired true).
-	Attach Capability = "attach"
-	// Block: raw block volumes (volumeMode: Block).
-	Block Capability = "block"
-	// Snapshots: CREATE_DELETE_SNAPSHOT, and restores from snapshots.
-	Snapshots Capability = "snapshots"
-	// Clones: a claim with another claim as its dataSource.
-	Clones Capability = "clones"
-	// ExpansionOnline: ControllerExpandVolume/NodeExpandVolume while a pod
-	// uses the volume.
-	ExpansionOnline Capability = "expansionOnline"
-	// ExpansionOffline: expansion while no pod uses the volume.
-	ExpansionOffline Capability = "expansionOffline"
-	// Topology: VOLUME_ACCESSIBILITY_CONSTRAINTS with the profile's topology keys.
-	Topology Capability = "topology"
-	// Zones: the driver can be told each node's zone (the profile's
-	// flags.zone) and reports it under its topology key.
-	Zones Capability = "zones"
-	// Capacity: GetCapacity, for storage capacity tracking (flags.capacity
-	// sets it).
-	Capacity Capability = "capacity"
-	// VolumeLimits: NodeGetInfo's max_volumes_per_node (flags.volumeLimit sets it).
-	VolumeLimits Capability = "volumeLimits"
-	// Ephemeral: CSI inline ephemeral volumes (volumeLifecycleModes Ephemeral).
-	Ephemeral Capability = "ephemeral"
-	// MultiNode: the MULTI_NODE_* access modes (ReadWriteMany, ReadOnlyMany).
-	MultiNode Capability = "multiNode"
-	// SingleNodeMultiWriter: SINGLE_NODE_SINGLE_WRITER/MULTI_WRITER, which
-	// ReadWriteOncePod needs.
-	SingleNodeMultiWriter Capability = "singleNodeMultiWriter"
-	// FSGroup: the driver applies a pod's fsGroup (CSIDriver fsGroupPolicy
-	// File, or VOLUME_MOUNT_GROUP).
-	FSGroup Capability = "fsGroup"
-	// PodInfo: the driver wants the pod's information on NodePublishVolume
-	// (CSIDriver podInfoOnMount).
-	PodInfo Capability = "podInfo"
-	// StageUnstage: STAGE_UNSTAGE_VOLUME (NodeStageVolume before publish).
-	StageUnstage Capability = "stageUnstage"
-	// RealMounts: the driver mounts for real, so the built-in workload can
-	// write and read back data (not the in-memory mocks).
-	RealMounts Capability = "realMounts"
-	// SharedState: every plugin process of a run sees the same volumes, so a
-	// volume made by the controller plugin can be used on any node.
-	SharedState Capability = "sharedState"
-	// StateDir: the driver keeps its volume records under {stateDir}, so
-	// that a plugin restarted with state: keep finds them, and one
-	// restarted with state: lose (its directory emptied) does not.
-	StateDir Capability = "stateDir"
-	// ControllerOnlyExpansion: ControllerExpandVolume of a volume of the
-	// library's class answers node_expansion_required false, so that a
-	// claim grows without a pod (a file share's, a directory's).
-	ControllerOnlyExpansion Capability = "controllerOnlyExpansion"
-	// SurvivesRestart: a plugin process that crashes or is restarted with
-	// state: keep finds the volumes it knew (in {stateDir}, or in the
-	// memory of csisim's in-process mock), so a crash does not lose them.
-	SurvivesRestart Capability = "survivesRestart"
-	// CSISimErrors: the driver refuses in the words of csisim's own driver;
-	// scenarios that compare a driver's error message word for word, as the
-	// real sidecars copy it into events and VolumeAttachments, need it.
-	CSISimErrors Capability = "csisimErrors"
-)
-
-// Capabilities lists every capability in the order a report prints them.
-var Capabilities = []Capability{Attach, Block, Snapshots, Clones, ExpansionOnline, ExpansionOffline,
-	Topology, Zones, Capacity, VolumeLimits, Ephemeral, MultiNode, SingleNodeMultiWriter, FSGroup,
-	PodInfo, StageUnstage, RealMounts, SharedState, StateDir, SurvivesRestart, ControllerOnlyExpansion, CSISimErrors}
 
 // Layout says how a driver's processes are laid out.
 type Layout string
@@ -164,7 +97,11 @@ type StorageClass struct {
 	FSType string `json:"fsType,omitempty"`
 }
 
-// Profile is one driver profile.
+// Profile is one driver profile: what csisim cannot ask the driver. What
+// the running driver says of itself — its name, its capabilities, its
+// nodes' topology — csisim asks it, as the sidecars and the kubelet do
+// (Complete, Asked); a profile may still declare an asked capability, and
+// a run whose driver answers otherwise is refused (Contradictions).
 type Profile struct {
 	// Name is the driver name GetPluginInfo reports, and the provisioner
 	// of its StorageClass and the name of its CSIDriver.
@@ -172,20 +109,24 @@ type Profile struct {
 	// Description says what the driver is, for reports.
 	Description string `json:"description,omitempty"`
 	Start       Start  `json:"start"`
-	// Capabilities maps a capability to whether the driver has it; one
-	// not listed is false.
-	Capabilities map[Capability]bool `json:"capabilities"`
+	// Capabilities maps a capability to whether the driver has it. An
+	// asked one (Asked) not listed is the driver's answer; any other not
+	// listed is false.
+	Capabilities map[Capability]bool `json:"capabilities,omitempty"`
 	// TopologyKeys are the keys of the driver's topology segments, the
-	// first being the one scenarios constrain on.
+	// first being the one scenarios constrain on; default: the keys the
+	// first node's NodeGetInfo reports.
 	TopologyKeys []string `json:"topologyKeys,omitempty"`
 	// AccessModes are the PersistentVolume access modes the driver
-	// supports, e.g. [ReadWriteOnce, ReadWriteOncePod].
+	// supports, e.g. [ReadWriteOnce, ReadWriteOncePod]: for the reader
+	// only; the multiNode and singleNodeMultiWriter capabilities decide.
 	AccessModes []string `json:"accessModes,omitempty"`
-	// FSGroupPolicy is the CSIDriver's fsGroupPolicy (default
-	// ReadWriteOnceWithFSType).
-	FSGroupPolicy string       `json:"fsGroupPolicy,omitempty"`
-	StorageClass  StorageClass `json:"storageClass,omitempty"`
-	Flags         Flags        `json:"flags,omitempty"`
+	// FSGroupPolicy is csiDriver.fsGroupPolicy, as older profiles say it.
+	FSGroupPolicy string `json:"fsGroupPolicy,omitempty"`
+	// CSIDriver are the fields of the driver's CSIDriver object.
+	CSIDriver    CSIDriver    `json:"csiDriver,omitempty"`
+	StorageClass StorageClass `json:"storageClass,omitempty"`
+	Flags        Flags        `json:"flags,omitempty"`
 	// MaxNodes, if not 0, is how many nodes the driver can serve at once: a
 	// driver whose node plugins all answer NodeGetInfo with one node ID, or
 	// keep the volumes in one process, serves one. A scenario with more
@@ -194,23 +135,103 @@ type Profile struct {
 	// NotSupported lists library scenarios this driver cannot run, with
 	// the reason, for what the capabilities cannot express.
 	NotSupported map[string]string `json:"notSupported,omitempty"`
+	// Sanity tailors the csi-sanity run of the driver.
+	Sanity Sanity `json:"sanity,omitempty"`
 
 	// File is the file the profile was read from.
 	File string `json:"-"`
+	// Reported is what the running driver said of itself, once it was
+	// asked (Complete); nil before.
+	Reported *driverinfo.Info `json:"-"`
 }
 
-// Has says whether the driver has capability c.
-func (p *Profile) Has(c Capability) bool { return p.Capabilities[c] }
+// CSIDriver are the fields of the driver's CSIDriver object: how its
+// deployment registers it with Kubernetes, which the driver itself is
+// never asked. The library's CSIDriver (Objects, ${driver.*}) has them.
+type CSIDriver struct {
+	// AttachRequired: the attach/detach controller makes VolumeAttachments
+	// for the driver's volumes. Default: whether the driver reports
+	// PUBLISH_UNPUBLISH_VOLUME (Kubernetes' own default is true; with true
+	// and no PUBLISH_UNPUBLISH_VOLUME the external-attacher marks them
+	// attached without a call).
+	AttachRequired *bool `json:"attachRequired,omitempty"`
+	// PodInfoOnMount: the kubelet passes the pod's name, namespace, UID
+	// and service account to NodePublishVolume (capabilities.podInfo).
+	PodInfoOnMount bool `json:"podInfoOnMount,omitempty"`
+	// FSGroupPolicy: None, File or ReadWriteOnceWithFSType (the default).
+	FSGroupPolicy string `json:"fsGroupPolicy,omitempty"`
+	// VolumeLifecycleModes: Persistent (the default) and Ephemeral for CSI
+	// inline volumes (capabilities.ephemeral).
+	VolumeLifecycleModes []string `json:"volumeLifecycleModes,omitempty"`
+	// TokenRequests: the service account tokens the kubelet passes to
+	// NodePublishVolume, by audience.
+	TokenRequests []TokenRequest `json:"tokenRequests,omitempty"`
+	// RequiresRepublish: the kubelet calls NodePublishVolume again
+	// periodically (for tokens that expire).
+	RequiresRepublish bool `json:"requiresRepublish,omitempty"`
+	// SELinuxMount: the driver mounts with -o context.
+	SELinuxMount bool `json:"seLinuxMount,omitempty"`
+}
 
-// Missing returns the capabilities of needs the driver lacks, in order.
-func (p *Profile) Missing(needs []Capability) []Capability {
-	var out []Capability
-	for _, c := range needs {
-		if !p.Has(c) {
-			out = append(out, c)
-		}
+// TokenRequest is a service account token the kubelet requests for the
+// driver.
+type TokenRequest struct {
+	Audience          string `json:"audience"`
+	ExpirationSeconds *int64 `json:"expirationSeconds,omitempty"`
+}
+
+// Sanity tailors the csi-sanity run (drivers/sanityrun) of the driver.
+type Sanity struct {
+	// Skip maps a regular expression on a csi-sanity spec's full text (as
+	// ginkgo's --skip matches it) to why the driver does not pass it: a
+	// known bug, a behaviour csi-sanity expects that the driver does not
+	// have. Matching specs are reported skipped with the reason.
+	Skip map[string]string `json:"skip,omitempty"`
+}
+
+// fsGroupPolicy is the CSIDriver's fsGroupPolicy as the profile declares
+// it, "" for none.
+func (p *Profile) fsGroupPolicy() string {
+	if p.CSIDriver.FSGroupPolicy != "" {
+		return p.CSIDriver.FSGroupPolicy
 	}
-	return out
+	return p.FSGroupPolicy
+}
+
+// fsGroupPolicyOrDefault is the CSIDriver's fsGroupPolicy, Kubernetes'
+// default ReadWriteOnceWithFSType when the profile sets none.
+func (p *Profile) fsGroupPolicyOrDefault() string {
+	if policy := p.fsGroupPolicy(); policy != "" {
+		return policy
+	}
+	return "ReadWriteOnceWithFSType"
+}
+
+// AttachRequired is the CSIDriver's attachRequired: csiDriver.attachRequired,
+// else whether the driver has ControllerPublishVolume, else (not asked
+// yet, and not declared) Kubernetes' default, true.
+func (p *Profile) AttachRequired() bool {
+	if p.CSIDriver.AttachRequired != nil {
+		return *p.CSIDriver.AttachRequired
+	}
+	if has, known := p.Known(Attach); known {
+		return has
+	}
+	return true
+}
+
+// LifecycleModes are the CSIDriver's volumeLifecycleModes:
+// csiDriver.volumeLifecycleModes, else Persistent, and Ephemeral with
+// capabilities.ephemeral.
+func (p *Profile) LifecycleModes() []string {
+	modes := slices.Clone(p.CSIDriver.VolumeLifecycleModes)
+	if len(modes) == 0 {
+		modes = []string{"Persistent"}
+	}
+	if p.Capabilities[Ephemeral] && !slices.Contains(modes, "Ephemeral") {
+		modes = append(modes, "Ephemeral")
+	}
+	return modes
 }
 
 // Vars are the values scenarios see as ${driver.<key>}: name,
@@ -222,15 +243,12 @@ func (p *Profile) Vars() map[string]string {
 		"name":           p.Name,
 		"provisioner":    p.Name,
 		"storageClass":   StorageClassName,
-		"attachRequired": fmt.Sprint(p.Has(Attach)),
-		"fsGroupPolicy":  p.FSGroupPolicy,
+		"attachRequired": fmt.Sprint(p.AttachRequired()),
+		"fsGroupPolicy":  p.fsGroupPolicyOrDefault(),
 		"podInfoOnMount": fmt.Sprint(p.Has(PodInfo)),
 	}
 	if len(p.TopologyKeys) > 0 {
 		v["topologyKey"] = p.TopologyKeys[0]
-	}
-	if v["fsGroupPolicy"] == "" {
-		v["fsGroupPolicy"] = "ReadWriteOnceWithFSType"
 	}
 	for k, val := range p.StorageClass.Parameters {
 		v["parameter."+k] = val
@@ -303,21 +321,49 @@ func (p *Profile) check() error {
 			break
 		}
 	}
-	if p.Has(Topology) && len(p.TopologyKeys) == 0 {
-		errs = append(errs, errors.New("topologyKeys: required with capabilities.topology"))
-	}
 	if p.Has(Zones) && len(p.Flags.Zone) == 0 {
 		errs = append(errs, errors.New("flags.zone: required with capabilities.zones (how the driver learns a node's zone)"))
+	}
+	errs = append(errs, p.checkCSIDriver()...)
+	for expr, why := range p.Sanity.Skip {
+		if _, err := regexp.Compile(expr); err != nil {
+			errs = append(errs, fmt.Errorf("sanity.skip %q: %w", expr, err))
+		}
+		if strings.TrimSpace(why) == "" {
+			errs = append(errs, fmt.Errorf("sanity.skip %q: say why the driver does not pass it", expr))
+		}
 	}
 	return errors.Join(errs...)
 }
 
-func capabilityList() string {
-	names := make([]string, len(Capabilities))
-	for i, c := range Capabilities {
-		names[i] = string(c)
+// checkCSIDriver checks the CSIDriver fields, and that the keys older
+// profiles say some of them with agree with csiDriver.
+func (p *Profile) checkCSIDriver() []error {
+	var errs []error
+	d := p.CSIDriver
+	if p.FSGroupPolicy != "" && d.FSGroupPolicy != "" && p.FSGroupPolicy != d.FSGroupPolicy {
+		errs = append(errs, fmt.Errorf("fsGroupPolicy %s and csiDriver.fsGroupPolicy %s: say it once, in csiDriver", p.FSGroupPolicy, d.FSGroupPolicy))
 	}
-	return strings.Join(names, ", ")
+	if policy := p.fsGroupPolicy(); policy != "" && !slices.Contains([]string{"None", "File", "ReadWriteOnceWithFSType"}, policy) {
+		errs = append(errs, fmt.Errorf("csiDriver.fsGroupPolicy %q: want None, File or ReadWriteOnceWithFSType", policy))
+	}
+	for _, m := range d.VolumeLifecycleModes {
+		if m != "Persistent" && m != "Ephemeral" {
+			errs = append(errs, fmt.Errorf("csiDriver.volumeLifecycleModes: %q: want Persistent or Ephemeral", m))
+		}
+	}
+	if declared, ok := p.Capabilities[PodInfo]; ok && !declared && d.PodInfoOnMount {
+		errs = append(errs, errors.New("capabilities.podInfo false and csiDriver.podInfoOnMount true: say it once, in csiDriver"))
+	}
+	if declared, ok := p.Capabilities[Ephemeral]; ok && !declared && slices.Contains(d.VolumeLifecycleModes, "Ephemeral") {
+		errs = append(errs, errors.New("capabilities.ephemeral false and csiDriver.volumeLifecycleModes Ephemeral: say it once, in csiDriver"))
+	}
+	for i, t := range d.TokenRequests {
+		if t.Audience == "" {
+			errs = append(errs, fmt.Errorf("csiDriver.tokenRequests[%d].audience: required", i))
+		}
+	}
+	return errs
 }
 
 // Dir is where the shipped profiles live, relative to the repository root.

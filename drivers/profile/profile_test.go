@@ -4,6 +4,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/csisim/csisim/drivers/driverinfo"
 )
 
 func TestShippedProfilesLoad(t *testing.T) {
@@ -33,7 +36,14 @@ func TestParseRefuses(t *testing.T) {
 		{"combined with node", "name: x\nstart: {layout: combined, command: {path: /bin/d}, node: {path: /bin/d}}", "only for layout split"},
 		{"unknown capability", "name: x\nstart: {layout: split, mock: true}\ncapabilities: {snapshot: true}", "capabilities.snapshot: unknown capability"},
 		{"unknown key", "name: x\nstart: {layout: split, mock: true}\ncapabilites: {}", "unknown field"},
-		{"topology without keys", "name: x\nstart: {layout: split, mock: true}\ncapabilities: {topology: true}", "topologyKeys: required"},
+		{"two fsGroupPolicies", "name: x\nstart: {layout: split, mock: true}\nfsGroupPolicy: File\ncsiDriver: {fsGroupPolicy: None}", "say it once, in csiDriver"},
+		{"bad fsGroupPolicy", "name: x\nstart: {layout: split, mock: true}\ncsiDriver: {fsGroupPolicy: file}", `csiDriver.fsGroupPolicy "file"`},
+		{"bad lifecycle mode", "name: x\nstart: {layout: split, mock: true}\ncsiDriver: {volumeLifecycleModes: [Inline]}", `"Inline": want Persistent or Ephemeral`},
+		{"podInfo both ways", "name: x\nstart: {layout: split, mock: true}\ncapabilities: {podInfo: false}\ncsiDriver: {podInfoOnMount: true}", "capabilities.podInfo false and csiDriver.podInfoOnMount true"},
+		{"token without audience", "name: x\nstart: {layout: split, mock: true}\ncsiDriver: {tokenRequests: [{expirationSeconds: 600}]}", "tokenRequests[0].audience: required"},
+		{"sanity skip not a regexp", "name: x\nstart: {layout: split, mock: true}\nsanity: {skip: {'NodeStage(': known bug}}", `sanity.skip "NodeStage("`},
+		{"sanity skip without reason", "name: x\nstart: {layout: split, mock: true}\nsanity: {skip: {'NodeStage': ''}}", "say why"},
+		{"unknown csiDriver field", "name: x\nstart: {layout: split, mock: true}\ncsiDriver: {attachRequierd: false}", "unknown field"},
 		{"built without build", "name: x\nstart: {layout: combined, command: {path: '{built}'}}", "start.build does not say what to build"},
 		{"zones without flag", "name: x\nstart: {layout: split, mock: true}\ncapabilities: {zones: true}", "flags.zone: required"},
 	} {
@@ -46,10 +56,122 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
+// reported is what a driver with controller publish and no stage, no
+// snapshots, no topology says of itself.
+var reported = driverinfo.Info{Name: "nfs.example.com",
+	Capabilities: driverinfo.Capabilities{
+		Plugin:     map[csi.PluginCapability_Service_Type]bool{csi.PluginCapability_Service_CONTROLLER_SERVICE: true},
+		Controller: map[csi.ControllerServiceCapability_RPC_Type]bool{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME: true, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME: true},
+		Node:       map[csi.NodeServiceCapability_RPC_Type]bool{},
+	},
+	NodeInfo: &driverinfo.NodeInfo{ID: "node-1"}}
+
 func TestMissing(t *testing.T) {
-	p := &Profile{Capabilities: map[Capability]bool{Attach: true, Block: false}}
-	got := p.Missing([]Capability{Attach, Block, Snapshots})
-	if len(got) != 2 || got[0] != Block || got[1] != Snapshots {
-		t.Fatalf("Missing = %v, want [block snapshots]", got)
+	p := &Profile{Name: "x", Capabilities: map[Capability]bool{Attach: true, Block: false}}
+	// Before the driver is asked, what it may report is not missing.
+	got := p.Missing([]Capability{Attach, Block, Snapshots, RealMounts})
+	if strings.Join(capNames(got), " ") != "block realMounts" {
+		t.Fatalf("Missing before asking = %v, want [block realMounts]", got)
+	}
+	// Once asked, the driver's answer decides.
+	got = p.Complete(reported).Missing([]Capability{Attach, Block, Snapshots, StageUnstage})
+	if strings.Join(capNames(got), " ") != "block snapshots stageUnstage" {
+		t.Fatalf("Missing once asked = %v, want [block snapshots stageUnstage]", got)
+	}
+	if why := p.Complete(reported).Unreported(StageUnstage); why != "STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)" {
+		t.Fatalf("Unreported(stageUnstage) = %q", why)
+	}
+	if why := p.Complete(reported).Unreported(Block); why != "" {
+		t.Fatalf("Unreported(block) = %q: the profile, not the driver, says block", why)
+	}
+}
+
+func capNames(cs []Capability) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, string(c))
+	}
+	return out
+}
+
+func TestContradictions(t *testing.T) {
+	p, err := Parse([]byte(`name: nfs.example.com
+start: {layout: split, mock: true}
+capabilities: {attach: false, stageUnstage: true, topology: true, block: true, expansionOnline: true, fsGroup: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"capabilities.attach: the profile says false, but nfs.example.com reports PUBLISH_UNPUBLISH_VOLUME (ControllerGetCapabilities): leave the key out, the driver is asked",
+		"capabilities.topology: the profile says true, but nfs.example.com does not report VOLUME_ACCESSIBILITY_CONSTRAINTS (GetPluginCapabilities)",
+		"capabilities.stageUnstage: the profile says true, but nfs.example.com does not report STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)",
+		"capabilities.expansionOnline: the profile says true, but nfs.example.com does not report EXPAND_VOLUME (ControllerGetCapabilities or NodeGetCapabilities)",
+		"capabilities.fsGroup: the profile says true, but nfs.example.com does not report VOLUME_MOUNT_GROUP (NodeGetCapabilities) and csiDriver.fsGroupPolicy is ReadWriteOnceWithFSType, not File",
+	}
+	if got := p.Contradictions(reported); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("Contradictions =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Block cannot be asked: no word about it. A profile that declares
+	// nothing the driver can answer contradicts nothing.
+	if got := (&Profile{Name: "x", Capabilities: map[Capability]bool{Block: true, RealMounts: true}}).Contradictions(reported); len(got) > 0 {
+		t.Fatalf("Contradictions of undeclared capabilities: %q", got)
+	}
+}
+
+func TestCSIDriverFields(t *testing.T) {
+	p, err := Parse([]byte(`name: nfs.example.com
+start: {layout: split, mock: true}
+csiDriver:
+  podInfoOnMount: true
+  fsGroupPolicy: File
+  volumeLifecycleModes: [Persistent, Ephemeral]
+  tokenRequests: [{audience: vault, expirationSeconds: 600}]
+  requiresRepublish: true
+  seLinuxMount: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// attachRequired: Kubernetes' default before the driver is asked, then
+	// the driver's answer.
+	if !p.AttachRequired() {
+		t.Error("attachRequired before asking: want true, Kubernetes' default")
+	}
+	noAttach := reported
+	noAttach.Controller = map[csi.ControllerServiceCapability_RPC_Type]bool{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME: true}
+	asked := p.Complete(noAttach)
+	drv, _ := asked.Objects("", StorageClassName)
+	s := drv.Spec
+	if *s.AttachRequired || !*s.PodInfoOnMount || string(*s.FSGroupPolicy) != "File" || len(s.VolumeLifecycleModes) != 2 ||
+		len(s.TokenRequests) != 1 || s.TokenRequests[0].Audience != "vault" || !*s.RequiresRepublish || !*s.SELinuxMount {
+		t.Fatalf("CSIDriver spec %+v", s)
+	}
+	if !asked.Has(PodInfo) || !asked.Has(Ephemeral) || !asked.Has(FSGroup) || asked.Vars()["attachRequired"] != "false" {
+		t.Fatalf("podInfo %v, ephemeral %v, fsGroup %v, attachRequired %s", asked.Has(PodInfo), asked.Has(Ephemeral), asked.Has(FSGroup), asked.Vars()["attachRequired"])
+	}
+	// A declared attachRequired wins over the driver's answer.
+	yes := true
+	p.CSIDriver.AttachRequired = &yes
+	if !p.Complete(noAttach).AttachRequired() {
+		t.Error("csiDriver.attachRequired true: want true")
+	}
+}
+
+// A profile written before csisim asked the driver still loads: the keys
+// it can now ask are optional, and the CSIDriver fields in their old
+// places mean what csiDriver says.
+func TestOldProfileLoads(t *testing.T) {
+	p, err := Parse([]byte(`name: old.example.com
+start: {layout: combined, command: {path: /bin/d}}
+capabilities: {attach: true, stageUnstage: true, topology: true, podInfo: true, ephemeral: true, fsGroup: true}
+fsGroupPolicy: File
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv, _ := p.Objects("", StorageClassName)
+	if !*drv.Spec.AttachRequired || !*drv.Spec.PodInfoOnMount || string(*drv.Spec.FSGroupPolicy) != "File" || len(drv.Spec.VolumeLifecycleModes) != 2 {
+		t.Fatalf("CSIDriver spec %+v", drv.Spec)
 	}
 }

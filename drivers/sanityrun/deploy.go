@@ -92,7 +92,6 @@ func Deploy(ctx context.Context, cfg DeployConfig) (*Deployment, error) {
 			d.ControllerEndpoint = socket("controller")
 		}
 		for i, pc := range plugins {
-			pc.NoAttach, pc.NoStageUnstage = !p.Has(profile.Attach), !p.Has(profile.StageUnstage)
 			drv, err := mock.New(pc)
 			if err != nil {
 				return d, fmt.Errorf("mock driver: %w", err)

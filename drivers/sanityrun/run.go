@@ -11,9 +11,11 @@ package sanityrun
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +38,10 @@ type Config struct {
 	Dir string
 	// Focus, if set, runs only the specs whose full text it matches.
 	Focus string
+	// Skip are more regular expressions on the specs' full text, as
+	// ginkgo's --skip, besides the profile's sanity.skip: the matching
+	// specs are reported skipped.
+	Skip []string
 	// Timeout bounds the whole suite; default 30 minutes.
 	Timeout time.Duration
 }
@@ -56,8 +62,11 @@ type Spec struct {
 	// Message is why it failed or was skipped; "" for a pass.
 	Message string `json:"message,omitempty"`
 	// Location is where in csi-sanity it failed, file:line.
-	Location string        `json:"location,omitempty"`
-	Duration time.Duration `json:"duration"`
+	Location string `json:"location,omitempty"`
+	// LeftBehind is what its clean-up could not remove: a mount the
+	// driver did not unmount, a path it did not remove.
+	LeftBehind []string      `json:"leftBehind,omitempty"`
+	Duration   time.Duration `json:"duration"`
 }
 
 // Report is how a csi-sanity run went.
@@ -97,11 +106,15 @@ func Run(cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("focus %q: %w", cfg.Focus, err)
 		}
 	}
-	// csi-sanity makes its target and staging directories, not their parent.
+	skips, err := skipList(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("preparing %s: %w", cfg.Dir, err)
 	}
-	sc := sanityConfig(cfg)
+	paths := newSpecPaths(cfg.Dir)
+	sc := sanityConfig(cfg, paths)
 	if cfg.Deployment.ControllerEndpoint != "" {
 		route, closeRoute, err := routeToController(cfg.Deployment.ControllerEndpoint)
 		if err != nil {
@@ -124,21 +137,32 @@ func Run(cfg Config) (*Report, error) {
 	if cfg.Focus != "" {
 		suiteConfig.FocusStrings = []string{cfg.Focus}
 	}
+	for _, s := range skips {
+		suiteConfig.SkipStrings = append(suiteConfig.SkipStrings, s.expr.String())
+	}
 	reporterConfig.Succinct = true
 	reporterConfig.NoColor = true
 	t := &suiteT{}
 	ginkgo.RunSpecs(t, "csi-sanity "+cfg.Profile.Name, suiteConfig, reporterConfig)
 	ctx.Finalize()
-	return report(cfg.Profile.Name, suite, cfg.Focus), nil
+	r := report(cfg.Profile.Name, suite, cfg.Focus, skips)
+	for i := range r.Specs {
+		r.Specs[i].LeftBehind = paths.leftBehind(r.Specs[i].Name)
+	}
+	return r, nil
 }
 
-// sanityConfig is csi-sanity's configuration for the driver.
-func sanityConfig(cfg Config) sanity.TestConfig {
+// sanityConfig is csi-sanity's configuration for the driver: each spec
+// gets target and staging paths of its own below cfg.Dir (paths).
+func sanityConfig(cfg Config, paths *specPaths) sanity.TestConfig {
 	sc := sanity.NewTestConfig()
 	sc.Address = cfg.Deployment.NodeEndpoint
 	sc.ControllerAddress = cfg.Deployment.ControllerEndpoint
-	sc.TargetPath = filepath.Join(cfg.Dir, "sanity-target")
-	sc.StagingPath = filepath.Join(cfg.Dir, "sanity-staging")
+	sc.TargetPath = filepath.Join(cfg.Dir, "target")
+	sc.StagingPath = filepath.Join(cfg.Dir, "staging")
+	sc.CreateTargetDir, sc.CreateStagingDir = paths.target, paths.staging
+	sc.RemoveTargetPath, sc.RemoveStagingPath = paths.remove, paths.remove
+	sc.CheckPath = paths.kind
 	sc.TestVolumeParameters = cfg.Profile.StorageClass.Parameters
 	// Small volumes keep mkfs and copies quick; expansion still doubles
 	// them.
@@ -173,10 +197,38 @@ func routeToController(controllerEndpoint string) (grpc.DialOption, func(), erro
 	return route, func() { conn.Close() }, nil
 }
 
+// skip is a regular expression of specs to skip, and why.
+type skip struct {
+	expr *regexp.Regexp
+	why  string
+}
+
+// skipList is the profile's sanity.skip, with its reasons, and cfg.Skip,
+// in a fixed order.
+func skipList(cfg Config) ([]skip, error) {
+	var out []skip
+	for _, expr := range slices.Sorted(maps.Keys(cfg.Profile.Sanity.Skip)) {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return nil, fmt.Errorf("driver profile: sanity.skip %q: %w", expr, err)
+		}
+		out = append(out, skip{re, "driver profile: " + strings.TrimSpace(cfg.Profile.Sanity.Skip[expr])})
+	}
+	for _, expr := range cfg.Skip {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return nil, fmt.Errorf("skip %q: %w", expr, err)
+		}
+		out = append(out, skip{re, "skipped by --sanity-skip " + expr})
+	}
+	return out, nil
+}
+
 // report turns Ginkgo's report into ours. Ginkgo marks the specs a focus
-// left out as skipped with no message (csi-sanity's own skips have one),
-// and reports pending specs whatever the focus.
-func report(driver string, suite types.Report, focus string) *Report {
+// or a skip left out as skipped with no message (csi-sanity's own skips
+// have one): those a skip matches are reported with its reason, the
+// others not at all. It reports pending specs whatever the focus.
+func report(driver string, suite types.Report, focus string, skips []skip) *Report {
 	r := &Report{Driver: driver, Duration: suite.RunTime}
 	var focusRE *regexp.Regexp
 	if focus != "" {
@@ -200,7 +252,12 @@ func report(driver string, suite types.Report, focus string) *Report {
 			spec.State, spec.Message = Skipped, "pending: disabled in csi-sanity itself"
 		case s.State == types.SpecStateSkipped:
 			if s.Failure.Message == "" && s.Failure.Location.FileName == "" {
-				continue // not selected by the focus
+				why := skippedBy(skips, s.FullText())
+				if why == "" {
+					continue // not selected by the focus
+				}
+				spec.State, spec.Message = Skipped, why
+				break
 			}
 			spec.State, spec.Message = Skipped, strings.TrimSpace(s.Failure.Message)
 		default:
@@ -220,4 +277,41 @@ func report(driver string, suite types.Report, focus string) *Report {
 		}
 	}
 	return r
+}
+
+// skippedBy is why the first skip that matches a spec's text skips it, ""
+// if none does.
+func skippedBy(skips []skip, text string) string {
+	for _, s := range skips {
+		if s.expr.MatchString(text) {
+			return s.why
+		}
+	}
+	return ""
+}
+
+// Notes say what the report's figures alone do not: the first failed spec
+// whose clean-up left something behind (a mount, a path), as the likely
+// cause of the failures after it; each spec has paths of its own, so what
+// it leaves cannot fail another's set-up, but the driver may still
+// remember the volume it left published or staged.
+func (r *Report) Notes() []string {
+	var notes []string
+	for i, s := range r.Specs {
+		if s.State != Failed || len(s.LeftBehind) == 0 {
+			continue
+		}
+		after := 0
+		for _, later := range r.Specs[i+1:] {
+			if later.State == Failed {
+				after++
+			}
+		}
+		note := fmt.Sprintf("%q failed and its clean-up left %s behind", s.Name, strings.Join(s.LeftBehind, ", "))
+		if after > 0 {
+			note += fmt.Sprintf(": the likely cause of the %d failures after it", after)
+		}
+		return append(notes, note)
+	}
+	return notes
 }

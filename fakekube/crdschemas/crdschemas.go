@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/yaml"
@@ -34,51 +35,51 @@ type Kind struct {
 	Schema *spec.Schema
 }
 
-// crd is the part of a CustomResourceDefinition read here.
-type crd struct {
-	Spec struct {
-		Group string `json:"group"`
-		Names struct {
-			Kind     string `json:"kind"`
-			ListKind string `json:"listKind"`
-		} `json:"names"`
-		Versions []struct {
-			Name   string `json:"name"`
-			Served bool   `json:"served"`
-			Schema struct {
-				OpenAPIV3Schema json.RawMessage `json:"openAPIV3Schema"`
-			} `json:"schema"`
-		} `json:"versions"`
-	} `json:"spec"`
-}
-
 // Kinds reads every served version of every CRD.
 func Kinds() ([]Kind, error) {
-	files, err := fs.Glob(manifests, "*.yaml")
+	crds, err := CRDs()
 	if err != nil {
 		return nil, err
 	}
 	var kinds []Kind
-	for _, f := range files {
-		data, err := manifests.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		var c crd
-		if err := yaml.Unmarshal(data, &c); err != nil {
-			return nil, fmt.Errorf("reading CRD %s: %w", f, err)
-		}
+	for _, c := range crds {
 		for _, v := range c.Spec.Versions {
-			if !v.Served {
+			if !v.Served || v.Schema == nil {
 				continue
 			}
+			raw, err := json.Marshal(v.Schema.OpenAPIV3Schema)
+			if err != nil {
+				return nil, fmt.Errorf("the schema of %s version %s: %w", c.Name, v.Name, err)
+			}
 			s := &spec.Schema{}
-			if err := json.Unmarshal(v.Schema.OpenAPIV3Schema, s); err != nil {
-				return nil, fmt.Errorf("reading the schema of %s version %s: %w", f, v.Name, err)
+			if err := json.Unmarshal(raw, s); err != nil {
+				return nil, fmt.Errorf("reading the schema of %s version %s: %w", c.Name, v.Name, err)
 			}
 			kinds = append(kinds, Kind{GVK: schema.GroupVersionKind{Group: c.Spec.Group, Version: v.Name, Kind: c.Spec.Names.Kind},
 				ListKind: c.Spec.Names.ListKind, Schema: s})
 		}
 	}
 	return kinds, nil
+}
+
+// CRDs reads the CustomResourceDefinitions whole, for what kube-apiserver
+// builds from one besides the schema: its validators and strategies.
+func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := fs.Glob(manifests, "*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		data, err := manifests.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		c := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, c); err != nil {
+			return nil, fmt.Errorf("reading CRD %s: %w", f, err)
+		}
+		crds = append(crds, c)
+	}
+	return crds, nil
 }

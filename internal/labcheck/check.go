@@ -27,11 +27,20 @@ type Config struct {
 	StartTimeout time.Duration
 	// CommandTimeout bounds one run of a command block.
 	CommandTimeout time.Duration
+	// RepoDir, when set, is linked into the directory a document's
+	// commands run in, entry by entry (scenarios/, bin/, docs/...), so
+	// that an example names the repository's files as a reader in a clone
+	// does; what the commands write stays in that directory.
+	RepoDir string
+	// CIScript is the script CI runs (.ci/run): a ```sh ci block's commands
+	// must each be one of its stages.
+	CIScript string
 }
 
 // Check runs lab from a fresh csisim serve to its end, in a temporary
 // directory, and returns the first step whose output is not what the lab
-// says (or whose command fails). Serve is stopped, and cleans up, either way.
+// says (or whose command fails). Serve is stopped, and cleans up, either
+// way. A document without a serve block has its commands run alone.
 func Check(ctx context.Context, lab *Lab, cfg Config) (err error) {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 2 * time.Minute
@@ -44,6 +53,17 @@ func Check(ctx context.Context, lab *Lab, cfg Config) (err error) {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	if err := checkCI(lab, cfg.CIScript); err != nil {
+		return err
+	}
+	if err := linkRepo(dir, cfg.RepoDir); err != nil {
+		return err
+	}
+	if lab.Serve.Kind != Serve {
+		// A document without a cluster: its commands alone.
+		env := append(os.Environ(), "PATH="+cfg.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		return runSteps(ctx, lab, dir, env, nil, cfg)
+	}
 	kubeconfig, err := kubeconfigOf(lab.Serve.Text)
 	if err != nil {
 		return fmt.Errorf("%s:%d: %w", lab.File, lab.Serve.Line, err)
@@ -65,6 +85,12 @@ func Check(ctx context.Context, lab *Lab, cfg Config) (err error) {
 	if err := srv.waitFor(ctx, kubeconfig, cfg.StartTimeout); err != nil {
 		return fmt.Errorf("%s:%d: %w", lab.File, lab.Serve.Line, err)
 	}
+	return runSteps(ctx, lab, dir, env, srv, cfg)
+}
+
+// runSteps runs the lab's steps in dir with env, checking the timeline of
+// srv (nil for a document without serve, which has no timeline steps).
+func runSteps(ctx context.Context, lab *Lab, dir string, env []string, srv *server, cfg Config) (err error) {
 	// A timeline step looks at serve's output from the first command after
 	// the previous timeline step on (from, a line number), and after the
 	// lines that step matched (cursor).
@@ -80,7 +106,7 @@ func Check(ctx context.Context, lab *Lab, cfg Config) (err error) {
 			marked = false
 		} else {
 			line = st.Run.Line
-			if !marked {
+			if !marked && srv != nil {
 				from, marked = strings.Count(srv.out.String(), "\n"), true
 			}
 			if err := runStep(ctx, dir, env, st, cfg.CommandTimeout); err != nil {
@@ -124,7 +150,7 @@ func runStep(ctx context.Context, dir string, env []string, st Step, timeout tim
 			return err
 		}
 		got, want := normalize(out), normalize(st.Expected.Text)
-		if err == nil && got == want {
+		if err == nil && outputMatches(got, want) {
 			return nil
 		}
 		if err == nil && time.Now().After(deadline) {
@@ -154,6 +180,85 @@ func runBlock(ctx context.Context, dir string, env []string, script string, time
 		return "", fmt.Errorf("the commands failed: %w\n--- commands:\n%s--- output:\n%s%s", err, script, stdout.String(), stderr.String())
 	}
 	return stdout.String(), nil
+}
+
+// outputMatches says whether a command's output is the one a document
+// shows: line by line, the same text — or, for a line of the document with
+// " ... " in it, the parts between in order (lineMatches), so that a
+// document can leave out what differs between runs (wall-clock durations,
+// generated names).
+func outputMatches(got, want string) bool {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	if len(g) != len(w) {
+		return false
+	}
+	for i := range w {
+		want := w[i]
+		if strings.HasSuffix(want, " ...") {
+			want += " " // the rest of the line
+		}
+		if g[i] != w[i] && !(strings.Contains(want, " ... ") && lineMatches(g[i], want)) {
+			return false
+		}
+	}
+	return true
+}
+
+// linkRepo links each entry of repo (but .git) into dir; nothing without
+// a repo.
+func linkRepo(dir, repo string) error {
+	if repo == "" {
+		return nil
+	}
+	repo, err := filepath.Abs(repo)
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(repo)
+	if err != nil {
+		return fmt.Errorf("linking the repository into the document's directory: %w", err)
+	}
+	for _, e := range entries {
+		if e.Name() == ".git" {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(repo, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("linking the repository into the document's directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkCI checks that each command of the lab's ```sh ci blocks is a stage
+// of the CI script: `stage NAME COMMAND` with that COMMAND. A comment after
+// a command (# ...) is the document's, not the command's.
+func checkCI(lab *Lab, script string) error {
+	if len(lab.CI) == 0 {
+		return nil
+	}
+	if script == "" {
+		return fmt.Errorf("%s:%d: a sh ci block, but no CI script to check it against", lab.File, lab.CI[0].Line)
+	}
+	data, err := os.ReadFile(script)
+	if err != nil {
+		return fmt.Errorf("reading the CI script: %w", err)
+	}
+	stages := map[string]bool{}
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[0] == "stage" {
+			stages[strings.Join(f[2:], " ")] = true
+		}
+	}
+	for _, b := range lab.CI {
+		for i, l := range strings.Split(strings.TrimRight(b.Text, "\n"), "\n") {
+			cmd, _, _ := strings.Cut(l, "#")
+			cmd = strings.Join(strings.Fields(cmd), " ")
+			if cmd != "" && !stages[cmd] {
+				return fmt.Errorf("%s:%d: %q is not a stage of %s, which a sh ci block's commands must be", lab.File, b.Line+1+i, cmd, script)
+			}
+		}
+	}
+	return nil
 }
 
 // normalize drops trailing spaces of each line and blank lines at the

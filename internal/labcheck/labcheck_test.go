@@ -22,7 +22,9 @@ func TestParse(t *testing.T) {
 		{name: "a command, its output, a timeline, and blocks only shown",
 			text:  serve + "prose\n```yaml\nkind: Pod\n```\n```sh\nkubectl get pods\n```\n\n```text expected within=30s\nNo resources\n```\n```text timeline\ncreate Pod\n```\n",
 			steps: 2},
-		{name: "no serve block", text: "```sh\nkubectl get pods\n```\n", wantErr: "lab.md:1: a lab starts with its serve block"},
+		{name: "a document without serve", text: "```sh\necho hi\n```\n```text expected\nhi\n```\n", steps: 1},
+		{name: "a timeline without serve", text: "```sh\ntrue\n```\n```text timeline\nx\n```\n", wantErr: "lab.md:4: a timeline block needs the serve block"},
+		{name: "nothing to check", text: "```yaml\nkind: Pod\n```\n", wantErr: "lab.md: no commands to check"},
 		{name: "two serve blocks", text: serve + serve, wantErr: "lab.md:4: the serve block must come before"},
 		{name: "expected output without a command", text: serve + "```text expected\nx\n```\n", wantErr: "lab.md:4: an expected block must follow a sh block"},
 		{name: "two expected outputs", text: serve + "```sh\ntrue\n```\n```text expected\n```\n```text expected\n```\n", wantErr: "lab.md:9: an expected block must follow"},
@@ -135,6 +137,28 @@ func TestCheckCatchesWrongAnswers(t *testing.T) {
 	}
 }
 
+// A document without serve has its commands run alone, in a directory of
+// their own, with csisim on the PATH.
+func TestCheckWithoutServe(t *testing.T) {
+	binDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(binDir, "csisim"), []byte("#!/bin/sh\necho csisim $*\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ text, wantErr string }{
+		{text: "```sh\necho hi > f\ncsisim run x\n```\n```text expected\ncsisim run x\n```\n```sh\ncat f\n```\n```text expected\nhi\n```\n"},
+		{text: "```sh\ncsisim run x\n```\n```text expected\ncsisim run y\n```\n", wantErr: "doc.md:1: the output is not the expected one (line 4)"},
+	} {
+		lab, err := Parse("doc.md", tc.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = Check(context.Background(), lab, Config{BinDir: binDir, Log: &bytes.Buffer{}})
+		if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("Check() = %v, want %q", err, tc.wantErr)
+		}
+	}
+}
+
 func TestLineMatches(t *testing.T) {
 	line := " +10.100s  CSI   kubelet:node-1           NodeUnpublishVolume        vol-4d  Internal  ERROR: remove /x: directory not empty"
 	for want, ok := range map[string]bool{
@@ -185,6 +209,27 @@ func TestEveryLabParses(t *testing.T) {
 			if !strings.Contains(string(data), section) {
 				t.Errorf("%s has no %q", path, section)
 			}
+		}
+	}
+}
+
+// TestCheckedDocsParse reads the documents make labs-check runs without a
+// cluster: each parses, has no serve block, and checks outputs.
+func TestCheckedDocsParse(t *testing.T) {
+	for _, path := range []string{"../../docs/profiles/walkthrough.md"} {
+		lab, err := ParseFile(path)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		expected := 0
+		for _, st := range lab.Steps {
+			if st.Expected != nil {
+				expected++
+			}
+		}
+		if lab.Serve.Kind == Serve || expected == 0 {
+			t.Errorf("%s: serve %v, %d expected outputs: want no serve and some outputs", path, lab.Serve.Kind == Serve, expected)
 		}
 	}
 }

@@ -7,9 +7,12 @@
 // A lab is Markdown. Its fenced blocks that the checker reads are:
 //
 //	```sh serve                 the csisim serve command line (one per lab, first);
-//	                            it must write --kubeconfig FILE, a relative path
+//	                            it must write --kubeconfig FILE, a relative path;
+//	                            a document without one has its commands run alone
 //	```sh                       commands, run with bash -e -o pipefail in one
 //	                            directory with KUBECONFIG set; they must succeed
+//	```sh ci                    commands CI runs itself, each a stage of its
+//	                            script (.ci/run): checked to be there, not run
 //	```text expected [within=D] what the sh block just before prints; with within,
 //	                            the block is run again (also when it fails) until
 //	                            it does, for up to D
@@ -18,13 +21,17 @@
 //	                            each a part of one line, " ... " standing for anything
 //	                            and runs of spaces for one (default within=10s)
 //
-// Every other block (yaml, console...) is only shown.
+// Every other block (yaml, console...) is only shown. The same blocks in
+// any other document (README.md, docs/) are checked the same way: one
+// without a serve block has its commands run alone, in a directory the
+// repository is linked into (Config.RepoDir).
 package labcheck
 
 import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -41,6 +48,8 @@ const (
 	Expected Kind = "expected"
 	// Timeline lists lines the serve timeline must show.
 	Timeline Kind = "timeline"
+	// CI is a block of commands that CI runs as its stages.
+	CI Kind = "ci"
 )
 
 // Block is one fenced block the checker reads.
@@ -67,6 +76,8 @@ type Lab struct {
 	File  string
 	Serve Block
 	Steps []Step
+	// CI are the blocks of commands CI runs itself.
+	CI []Block
 }
 
 // DefaultTimelineWithin is how long a timeline check waits for its lines
@@ -133,8 +144,8 @@ func openBlock(info []string) (Block, bool, error) {
 	switch lang, words := info[0], info[1:]; {
 	case lang == "sh" || lang == "bash":
 		b.Kind = Run
-		if len(words) > 0 && words[0] == "serve" {
-			b.Kind, words = Serve, words[1:]
+		if len(words) > 0 && (words[0] == "serve" || words[0] == string(CI)) {
+			b.Kind, words = Kind(words[0]), words[1:]
 		}
 		if len(words) > 0 {
 			return b, false, fmt.Errorf("a %s block takes no %q", lang, strings.Join(words, " "))
@@ -166,10 +177,14 @@ func (lab *Lab) steps(blocks []Block) error {
 				return fmt.Errorf("%s:%d: the serve block must come before every other checked block, once", lab.File, b.Line)
 			}
 			lab.Serve = b
-		case i == 0:
-			return fmt.Errorf("%s:%d: a lab starts with its serve block (```sh serve)", lab.File, b.Line)
+		case b.Kind == Timeline && blocks[0].Kind != Serve:
+			return fmt.Errorf("%s:%d: a timeline block needs the serve block whose timeline it reads (```sh serve, first)", lab.File, b.Line)
 		case b.Kind == Run:
 			lab.Steps = append(lab.Steps, Step{Run: &blocks[i]})
+		case b.Kind == CI:
+			lab.CI = append(lab.CI, b)
+			// An expected block after it has no command to follow.
+			lab.Steps = append(lab.Steps, Step{})
 		case b.Kind == Expected:
 			last := len(lab.Steps) - 1
 			if last < 0 || lab.Steps[last].Run == nil || lab.Steps[last].Expected != nil {
@@ -183,8 +198,10 @@ func (lab *Lab) steps(blocks []Block) error {
 			lab.Steps = append(lab.Steps, Step{Timeline: &blocks[i]})
 		}
 	}
-	if lab.Serve.Kind != Serve {
-		return fmt.Errorf("%s: no serve block (```sh serve)", lab.File)
+	if len(lab.Steps) == 0 {
+		return fmt.Errorf("%s: no commands to check (```sh)", lab.File)
 	}
+	// The placeholders of ci blocks go: only commands are steps.
+	lab.Steps = slices.DeleteFunc(lab.Steps, func(st Step) bool { return st.Run == nil && st.Timeline == nil })
 	return nil
 }

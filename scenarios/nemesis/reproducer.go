@@ -190,7 +190,7 @@ func faultFields(f fault.Fault) (*yaml.Node, error) {
 		add("node", f.Node)
 		add("claim", f.Claim)
 		add("namespace", f.Namespace)
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSIHeal:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.CSIHeal:
 		add("method", f.CSI.Method)
 		if f.Kind == fault.CSIError {
 			add("code", f.CSI.Code.String())
@@ -205,6 +205,9 @@ func faultFields(f fault.Fault) (*yaml.Node, error) {
 		}
 		if f.Kind != fault.CSIHeal {
 			times()
+		}
+		if f.CSI.FirstAttempt {
+			add("firstAttempt", "true")
 		}
 		add("node", f.Node)
 		add("volume", f.CSI.Volume)

@@ -29,6 +29,7 @@ func (c *Controller) detachUnneeded(ctx context.Context, nodeName string, node *
 	healthy := node != nil && nodeReady(node)
 	outOfService := node != nil && hasTaint(node, corev1.TaintNodeOutOfService)
 	var detach []string
+	verify := map[string]bool{}
 	c.mu.Lock()
 	for _, a := range c.entriesOn(nodeName) {
 		if desired[a.name] != nil || a.detaching {
@@ -47,10 +48,12 @@ func (c *Controller) detachUnneeded(ctx context.Context, nodeName string, node *
 		}
 		a.detaching = true
 		detach = append(detach, a.name)
+		verify[a.name] = !force && !outOfService
 	}
 	c.mu.Unlock()
-	if len(detach) == 0 {
-		return false, nil
+	detach, err := c.notInUse(ctx, nodeName, detach, verify)
+	if err != nil || len(detach) == 0 {
+		return false, err
 	}
 	// The volume is no longer safe to mount: out of the node's status first.
 	if node != nil {
@@ -71,6 +74,39 @@ func (c *Controller) detachUnneeded(ctx context.Context, nodeName string, node *
 		}
 	}
 	return node != nil, nil
+}
+
+// notInUse keeps of detach the attachments that are safe to detach: a
+// detach that is not forced first reads the Node from the API server, not
+// from the controller's informer, which may be behind, and a volume the
+// kubelet lists in use there is not detached but taken as mounted
+// (verifyVolumeIsSafeToDetach, kubernetes
+// pkg/volume/util/operationexecutor/operation_generator.go; the real
+// controller has by then taken the volume out of volumesAttached, and puts
+// it back, which this one spares). A Node that is gone is no obstacle.
+func (c *Controller) notInUse(ctx context.Context, nodeName string, detach []string, verify map[string]bool) ([]string, error) {
+	if !slices.ContainsFunc(detach, func(name string) bool { return verify[name] }) {
+		return detach, nil
+	}
+	node, err := c.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return detach, nil
+	}
+	if err != nil {
+		c.undoDetach(detach)
+		return nil, fmt.Errorf("node %s: %w", nodeName, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var safe []string
+	for _, name := range detach {
+		if a := c.actual[name]; a != nil && verify[name] && slices.Contains(node.Status.VolumesInUse, a.volume) {
+			a.detaching, a.mounted = false, true
+			continue
+		}
+		safe = append(safe, name)
+	}
+	return safe, nil
 }
 
 // undoDetach puts attachments whose detach could not start back as

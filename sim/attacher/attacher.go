@@ -7,9 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/volumeutil"
@@ -34,20 +33,6 @@ import (
 
 // annNodeID is where the sidecar records the driver's ID of the node.
 const annNodeID = "csi.alpha.kubernetes.io/node-id"
-
-// FinalizerFor is the finalizer the attacher puts on VolumeAttachments and
-// PersistentVolumes: "external-attacher/" and the driver name with every
-// character outside [a-zA-Z0-9-] replaced by "-" (and an "X" appended if
-// that leaves a trailing "-"), as the real sidecar names it.
-func FinalizerFor(driver string) string {
-	name := unsafeChars.ReplaceAllString(driver, "-")
-	if strings.HasSuffix(name, "-") {
-		name += "X"
-	}
-	return "external-attacher/" + name
-}
-
-var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
 
 // The sidecar's default retry backoff (--retry-interval-start,
 // --retry-interval-max).
@@ -61,7 +46,14 @@ type Config struct {
 	DriverName string
 	// Timeout bounds every CSI call, like the sidecar's --timeout (15 s).
 	Timeout time.Duration
+	// Capabilities are the driver's, as Check asked them at start: a
+	// driver without CONTROLLER_SERVICE or PUBLISH_UNPUBLISH_VOLUME gets
+	// the trivial handler (trivial.go).
+	Capabilities driverinfo.Capabilities
 }
+
+// DefaultTimeout is the sidecar's --timeout.
+const DefaultTimeout = 15 * time.Second
 
 // Attacher is one external-attacher for one driver.
 type Attacher struct {
@@ -77,38 +69,18 @@ type Attacher struct {
 	vaQ       controller.Queue
 	pvQ       controller.Queue
 
-	// caps are the controller plugin's capabilities, asked for once, as
-	// the sidecar does when it starts.
-	caps map[csi.ControllerServiceCapability_RPC_Type]bool
-
 	// forceSync names attachments the reconciler found out of step with
 	// the driver: their next sync acts whatever their status says.
 	forceMu   sync.Mutex
 	forceSync map[string]bool
 }
 
-// capabilities returns the controller plugin's capabilities, asking for
-// them the first time.
-func (a *Attacher) capabilities(ctx context.Context) (map[csi.ControllerServiceCapability_RPC_Type]bool, error) {
-	if a.caps != nil {
-		return a.caps, nil
-	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, a.cfg.Timeout)
-	defer cancel()
-	caps, err := csiclient.ControllerCapabilities(callCtx, a.csi)
-	if err != nil {
-		return nil, err
-	}
-	a.caps = caps
-	return caps, nil
-}
-
 // New wires an attacher to the factory's informers and a CSI controller client.
 func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Attacher {
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 15 * time.Second
+		cfg.Timeout = DefaultTimeout
 	}
-	a := &Attacher{cfg: cfg, finalizer: FinalizerFor(cfg.DriverName), client: client, csi: ctrl,
+	a := &Attacher{cfg: cfg, finalizer: volumeutil.AttacherFinalizer(cfg.DriverName), client: client, csi: ctrl,
 		clock: rt.Clock, vaQ: rt.NewQueueWithBackoff("attacher-va", RetryIntervalStart, RetryIntervalMax), pvQ: rt.NewQueueWithBackoff("attacher-pv", RetryIntervalStart, RetryIntervalMax)}
 	vaInf := factory.Storage().V1().VolumeAttachments()
 	pvInf := factory.Core().V1().PersistentVolumes()
@@ -147,19 +119,51 @@ func (a *Attacher) enqueueVA(obj any) {
 	}
 }
 
-// Workers are the attacher's queues and sync functions.
+// Workers are the attacher's queues and sync functions: those of its CSI
+// handler, or of its trivial handler for a driver it cannot attach with.
 func (a *Attacher) Workers() []controller.Worker {
+	sync := a.syncAttachment
+	if !a.cfg.Capabilities.CanAttach() {
+		sync = a.syncTrivially
+	}
 	return []controller.Worker{
-		{Name: "attacher-va", Queue: a.vaQ, Sync: a.syncAttachment},
+		{Name: "attacher-va", Queue: a.vaQ, Sync: sync},
 		{Name: "attacher-pv", Queue: a.pvQ, Sync: a.syncVolume},
 	}
 }
 
+// Check is the sidecar's start-up check (controller.Check), as its main
+// runs it (cmd/csi-attacher/main.go): GetPluginCapabilities, and for a
+// driver with CONTROLLER_SERVICE ControllerGetCapabilities, which choose
+// its handler. A driver that does not answer makes the real sidecar exit
+// (klog.FlushAndExit): see controller.CheckFailed.
+func Check(ctx context.Context, d *controller.Driver) error {
+	callCtx, cancel := csiclient.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	var err error
+	if d.Capabilities.Plugin, d.Capabilities.Expansion, err = driverinfo.AskPlugin(callCtx, d.Identity); err != nil {
+		return controller.CheckFailed(fmt.Errorf("failed to check if the CSI driver supports the CONTROLLER_SERVICE: %w", err))
+	}
+	if !d.Capabilities.HasControllerService() {
+		return nil
+	}
+	if d.Capabilities.Controller, err = driverinfo.AskController(callCtx, d.Controller); err != nil {
+		return controller.CheckFailed(fmt.Errorf("failed to controller capability check: %w", err))
+	}
+	return nil
+}
+
 // Start starts the sidecar in a simulated cluster (controller.Start) for
-// d's driver: its workers, and its reconciler every ReconcileInterval.
+// d's driver, once Check has asked its capabilities: its workers, and its
+// reconciler every ReconcileInterval for a driver that lists the nodes
+// its volumes are published to.
 func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
-	a := New(Config{DriverName: d.Driver.Name}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
-	return controller.Component{Workers: a.Workers(), Periodic: []controller.Periodic{{Every: ReconcileInterval, Run: a.Reconcile}}}, nil
+	a := New(Config{DriverName: d.Driver.Name, Capabilities: d.Driver.Capabilities}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
+	comp := controller.Component{Workers: a.Workers()}
+	if a.reconciles() {
+		comp.Periodic = []controller.Periodic{{Every: ReconcileInterval, Run: a.Reconcile}}
+	}
+	return comp, nil
 }
 
 func (a *Attacher) syncAttachment(ctx context.Context, name string) error {
@@ -227,10 +231,7 @@ func (a *Attacher) attach(ctx context.Context, va *storagev1.VolumeAttachment) e
 		}
 		va = updated
 	}
-	caps, err := a.capabilities(ctx)
-	if err != nil {
-		return err
-	}
+	caps := a.cfg.Capabilities.Controller
 	capability, err := csiclient.CapabilityOf(pv, caps[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER])
 	if err != nil {
 		return a.attachFailed(ctx, va, err)

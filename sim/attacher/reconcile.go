@@ -27,12 +27,7 @@ const ReconcileInterval = time.Minute
 // backend still has is attached by the usual path. It writes nothing
 // itself, to stay out of the way of the attachment queue.
 func (a *Attacher) Reconcile(ctx context.Context) {
-	caps, err := a.capabilities(ctx)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("reconciling VolumeAttachments: %w", err))
-		return
-	}
-	if !caps[csi.ControllerServiceCapability_RPC_LIST_VOLUMES] || !caps[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES] {
+	if !a.reconciles() {
 		return
 	}
 	published, err := a.publishedNodes(ctx)
@@ -67,6 +62,16 @@ func (a *Attacher) Reconcile(ctx context.Context) {
 			a.vaQ.Add(va.Name)
 		}
 	}
+}
+
+// reconciles says whether the sidecar runs its reconciler: for a driver
+// it attaches with that has LIST_VOLUMES and LIST_VOLUMES_PUBLISHED_NODES
+// (cmd/csi-attacher/main.go supportsListVolumesPublishedNodes; the
+// trivial handler's ReconcileVA does nothing).
+func (a *Attacher) reconciles() bool {
+	caps := a.cfg.Capabilities
+	return caps.CanAttach() && caps.Controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES] &&
+		caps.Controller[csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES]
 }
 
 // publishedNodes lists every volume with the nodes it is published to,

@@ -12,25 +12,16 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/controller"
 )
 
 // listingController says which nodes each volume is published to, two
-// entries a page, and has the capabilities the reconciler needs.
+// entries a page.
 type listingController struct {
 	csi.ControllerClient
 	published map[string][]string
 	pages     int
-}
-
-func (l *listingController) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest, ...grpc.CallOption) (*csi.ControllerGetCapabilitiesResponse, error) {
-	var caps []*csi.ControllerServiceCapability
-	for _, t := range []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_LIST_VOLUMES,
-		csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES} {
-		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{
-			Rpc: &csi.ControllerServiceCapability_RPC{Type: t}}})
-	}
-	return &csi.ControllerGetCapabilitiesResponse{Capabilities: caps}, nil
 }
 
 func (l *listingController) ListVolumes(_ context.Context, req *csi.ListVolumesRequest, _ ...grpc.CallOption) (*csi.ListVolumesResponse, error) {
@@ -49,6 +40,13 @@ func (l *listingController) ListVolumes(_ context.Context, req *csi.ListVolumesR
 		resp.NextToken = "2"
 	}
 	return resp, nil
+}
+
+// listingCapabilities are those the reconciler needs.
+var listingCapabilities = driverinfo.Capabilities{
+	Plugin: map[csi.PluginCapability_Service_Type]bool{csi.PluginCapability_Service_CONTROLLER_SERVICE: true},
+	Controller: map[csi.ControllerServiceCapability_RPC_Type]bool{csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME: true,
+		csi.ControllerServiceCapability_RPC_LIST_VOLUMES: true, csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES: true},
 }
 
 func TestReconcileForcesAttachmentsOutOfStep(t *testing.T) {
@@ -74,7 +72,7 @@ func TestReconcileForcesAttachmentsOutOfStep(t *testing.T) {
 	cs := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	ctrl := &listingController{published: map[string][]string{"vol-1": {"n1"}}}
-	a := New(Config{DriverName: driver}, cs, factory, ctrl, controller.RealRuntime())
+	a := New(Config{DriverName: driver, Capabilities: listingCapabilities}, cs, factory, ctrl, controller.RealRuntime())
 	for _, o := range objs {
 		var err error
 		switch o := o.(type) {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/runroot"
 	"github.com/csisim/csisim/sim/controller"
@@ -56,6 +57,9 @@ type Cluster struct {
 	// split layout's controller process reports as a node, if it does.
 	notes              []string
 	controllerTopology string
+	// driverInfo is what the driver said of itself at the start
+	// (driverinfo.go).
+	driverInfo driverinfo.Info
 }
 
 // Start brings the cluster up: API server, driver processes, controllers
@@ -77,7 +81,17 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		}
 	}()
 	c.startLoop()
+	// The node plugin the cluster asks (askNode) starts while the
+	// controller plugin does.
+	asked, err := c.driver.startAsked(cfg.Nodes[0])
+	if err != nil {
+		return c, err
+	}
 	if _, err := c.driver.startController(ctx); err != nil {
+		c.driver.stopAsked(asked)
+		return c, err
+	}
+	if err := c.askDriver(ctx, asked); err != nil {
 		return c, err
 	}
 	if err := c.startControlPlane(); err != nil {
@@ -106,10 +120,11 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 func (c *Cluster) startLoop() {
 	// A simulated run's clock starts at a fixed instant, so that the same
 	// seed gives the same objects down to their timestamps (the JSON and
-	// HTML timelines carry them); a realtime one follows the wall clock.
+	// HTML timelines carry them); a realtime one follows the wall clock,
+	// from behind it when it runs faster (loop.RealtimeLead).
 	c.clock = testingclock.NewFakeClock(virtualEpoch)
 	if c.cfg.Realtime {
-		c.clock.SetTime(time.Now().Truncate(time.Second))
+		c.clock.SetTime(time.Now().Add(-loop.RealtimeLead(c.cfg.Speed)).Truncate(time.Second))
 	}
 	c.rec = trace.New(c.clock)
 	if c.cfg.OnEntry != nil {

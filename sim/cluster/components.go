@@ -68,9 +68,9 @@ var controlPlane = []componentSpec{
 	{name: "persistentvolume-binder", process: kubeControllerManager, start: pvcontroller.Start},
 	{name: "attachdetach-controller", process: kubeControllerManager, start: attachdetach.Start},
 	{name: "default-scheduler", start: scheduler.Start},
-	{name: "external-provisioner", needs: driverConn | snapshotClient, start: provisioner.Start},
+	{name: "external-provisioner", needs: driverConn | snapshotClient, check: provisioner.Check, start: provisioner.Start},
 	{name: "node-controller", process: kubeControllerManager, start: nodelifecycle.Start},
-	{name: "external-attacher", needs: driverConn, start: attacher.Start},
+	{name: "external-attacher", needs: driverConn, check: attacher.Check, start: attacher.Start},
 	{name: "expand-controller", process: kubeControllerManager, start: expand.Start},
 	{name: ephemeral.Component, process: kubeControllerManager, start: ephemeral.Start},
 	{name: "statefulset-controller", process: kubeControllerManager, needs: appsInformers, start: statefulset.Start},
@@ -85,7 +85,7 @@ var controlPlane = []componentSpec{
 // the driver, all before any component starts, as the sidecar containers
 // start beside their driver before the control plane acts on it. A fixed
 // order keeps the calls of a start the same from run to run.
-var checkOrder = []string{"csi-snapshotter", "external-resizer"}
+var checkOrder = []string{"csi-snapshotter", "external-resizer", "external-provisioner", "external-attacher"}
 
 // spec is the table's row of the component named name, or nil.
 func spec(name string) *componentSpec {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/fault"
@@ -82,6 +83,12 @@ type Config struct {
 	// EventTTL is how long the API server keeps an Event after its last
 	// write (kube-apiserver --event-ttl); default fakekube.DefaultEventTTL.
 	EventTTL time.Duration
+	// VerifyDriver, if set, is given what the driver says of itself
+	// (driverinfo.Info: its name, capabilities, a node's NodeGetInfo) as
+	// soon as it has said it, before any component starts; an error
+	// stops the start, e.g. a driver profile that claims what the driver
+	// does not report (package clusterprofile).
+	VerifyDriver func(driverinfo.Info) error
 }
 
 // Components are the simulated control-plane components, by the user agent

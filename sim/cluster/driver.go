@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/csisim/csisim/drivers/faultproxy"
@@ -67,6 +68,43 @@ func (d *driver) start(ctx context.Context, role fault.Plugin, node string) (*pl
 		return nil, err
 	}
 	return pl, d.startProxy(ctx, pl, listen)
+}
+
+// startAsked starts a node plugin of node's, apart from the one its
+// kubelet uses, for the cluster to ask what the node service says of
+// itself (askNode): with a socket and a state directory of its own, no
+// fault proxy, and its output in the driver log. A process is not waited
+// for here: it starts while the controller plugin does (askNode waits).
+func (d *driver) startAsked(node string) (*plugin, error) {
+	pl := &plugin{role: fault.Node, node: node, name: "node plugin asked at start"}
+	socket := d.root.Path("asked", "csi.sock")
+	if err := os.MkdirAll(filepath.Dir(socket), 0o750); err != nil {
+		return nil, fmt.Errorf("preparing %s: %w", filepath.Dir(socket), err)
+	}
+	pl.driverEndpoint = "unix://" + socket
+	if d.cfg.Mock {
+		pl.mock = &mock.Config{Name: d.cfg.DriverName, NodeID: node, Mode: mock.ModeNode, Backend: d.mockBackend()}
+		return pl, d.startPlugin(context.Background(), pl) // a mock's server is ready once started
+	}
+	if err := d.prepareProcess(pl); err != nil {
+		return nil, err
+	}
+	pl.vars.StateDir = d.root.Path("asked", "state")
+	if err := os.MkdirAll(pl.vars.StateDir, 0o750); err != nil {
+		return nil, fmt.Errorf("preparing %s: %w", pl.vars.StateDir, err)
+	}
+	return pl, d.spawn(pl)
+}
+
+// stopAsked stops the plugin startAsked started, and forgets its process
+// once it is gone (else stop stops it again at the end).
+func (d *driver) stopAsked(pl *plugin) {
+	if pl.mockServer != nil {
+		_ = pl.mockServer.Stop()
+	}
+	if pl.process != nil && pl.process.Stop(5*time.Second) == nil {
+		d.processes = slices.DeleteFunc(d.processes, func(p *launch.Process) bool { return p == pl.process })
+	}
 }
 
 // startServer starts what serves the plugin: in the combined layout the
@@ -180,6 +218,14 @@ func (d *driver) startPlugin(ctx context.Context, pl *plugin) error {
 
 // launch starts the plugin's driver process and waits until it is ready.
 func (d *driver) launch(ctx context.Context, pl *plugin) error {
+	if err := d.spawn(pl); err != nil {
+		return err
+	}
+	return d.waitReady(ctx, pl)
+}
+
+// spawn starts the plugin's driver process, and watches it.
+func (d *driver) spawn(pl *plugin) error {
 	p, err := launch.Start(context.Background(), "driver "+pl.name, pl.template, pl.vars, d.cfg.DriverLog)
 	if err != nil {
 		return err
@@ -189,12 +235,36 @@ func (d *driver) launch(ctx context.Context, pl *plugin) error {
 		return err
 	}
 	pl.process = p
+	return nil
+}
+
+// waitReady waits until the plugin's driver process is ready.
+func (d *driver) waitReady(ctx context.Context, pl *plugin) error {
 	readyCtx, cancel := context.WithTimeout(ctx, d.cfg.StartTimeout)
 	defer cancel()
-	if err := p.WaitReady(readyCtx); err != nil {
-		return fmt.Errorf("driver %s did not become ready: %w", pl.name, err)
+	if err := pl.process.WaitReady(readyCtx); err != nil {
+		hint := ""
+		select {
+		case <-pl.process.Exited():
+		default: // alive, and not ready
+			hint = socketHint(pl.driverEndpoint)
+		}
+		return fmt.Errorf("driver %s did not become ready: %w%s", pl.name, err, hint)
 	}
 	return nil
+}
+
+// socketHint says, of a running driver that did not become ready, that it never
+// made its socket, when so: then it listens elsewhere, or not yet, and
+// the likeliest cause is that its command does not pass {endpoint} the
+// way the driver takes it.
+func socketHint(endpoint string) string {
+	path := strings.TrimPrefix(endpoint, "unix://")
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	return fmt.Sprintf("\nthe driver never made its socket %s: does its command pass {endpoint} as the driver takes its endpoint "+
+		"(a flag such as --endpoint={endpoint}, or env CSI_ENDPOINT={endpoint})?", path)
 }
 
 // mockBackend is the storage all mock plugins share, as the controller

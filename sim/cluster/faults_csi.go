@@ -33,7 +33,7 @@ func (c *Cluster) canInjectCSI(f fault.Fault) error {
 		return fmt.Errorf("%s: the controller plugin runs on no node; leave out node: or say plugin: node", f.Kind)
 	}
 	switch f.Kind {
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer:
 		_, err := faultproxy.RuleFor(f)
 		return err
 	case fault.CSIHeal:

@@ -4,10 +4,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csisim/csisim/drivers/profile"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
-// DefaultStorageClass is the name of the StorageClass DriverObjects makes.
-const DefaultStorageClass = "csisim-hostpath"
+// DefaultStorageClass is the name of the StorageClass DriverObjects makes:
+// the name of the default class everywhere, as a profile's (csisim serve
+// --driver, csisimtest) and the scenario library's.
+const DefaultStorageClass = profile.StorageClassName
 
 // DriverObjects are what deploying the driver puts in a cluster: its
 // CSIDriver object (volumes are attached, pod information on mount,
@@ -27,7 +32,7 @@ func DriverObjects(driverName string) (*storagev1.CSIDriver, *storagev1.StorageC
 	sc := &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        DefaultStorageClass,
-			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
+			Annotations: map[string]string{volumeutil.AnnDefaultStorageClass: "true"},
 		},
 		Provisioner:       driverName,
 		ReclaimPolicy:     &reclaim,

@@ -12,6 +12,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/sim/cluster"
@@ -47,6 +48,7 @@ func Config(ctx context.Context, p *profile.Profile, r profile.Request, opts Opt
 		}
 		cfg.DriverName = opts.DriverName
 	}
+	cfg.VerifyDriver = verifier(p, cfg.DriverName)
 	switch p.Start.Layout {
 	case profile.Combined:
 		cfg.Layout = cluster.LayoutCombined
@@ -122,4 +124,22 @@ func label(p *profile.Profile) string {
 		return p.File
 	}
 	return p.Name
+}
+
+// Ask starts the profile's driver as a run of one node would, with what
+// it needs to start (building it first if the profile says how), asks it
+// what it says of itself, refuses it if that contradicts the profile (the
+// cluster's VerifyDriver), and tears it all down: for a command that
+// checks a driver once before running anything with it (csisim test).
+func Ask(ctx context.Context, p *profile.Profile, opts Options) (driverinfo.Info, error) {
+	cfg, err := Config(ctx, p, profile.Request{Nodes: []string{"node-1"}}, opts)
+	if err != nil {
+		return driverinfo.Info{}, err
+	}
+	c, err := cluster.Start(ctx, cfg)
+	if err != nil {
+		return driverinfo.Info{}, fmt.Errorf("starting the driver of %s: %w", label(p), err)
+	}
+	info := c.DriverInfo()
+	return info, c.Close()
 }

@@ -119,13 +119,3 @@ func TestUnsupportedIsTyped(t *testing.T) {
 		t.Fatalf("Config: %v, want a *profile.Unsupported", err)
 	}
 }
-
-func TestMismatches(t *testing.T) {
-	p := &profile.Profile{Capabilities: map[profile.Capability]bool{profile.Attach: true, profile.Snapshots: true, profile.FSGroup: true}}
-	got := Mismatches(p, map[profile.Capability]bool{profile.Attach: true, profile.StageUnstage: true})
-	want := []string{"capabilities.snapshots is true, but the driver does not report it",
-		"capabilities.stageUnstage is not set, but the driver reports it"}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("Mismatches =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}

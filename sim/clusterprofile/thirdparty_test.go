@@ -13,7 +13,6 @@ import (
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
-	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -84,18 +83,14 @@ func TestCSITestMockDriver(t *testing.T) {
 	if c.DriverName() != p.Name {
 		t.Fatalf("the driver reports itself as %s, the profile says %s", c.DriverName(), p.Name)
 	}
-	// The profile declares what the driver reports of itself.
-	conn, err := csiclient.Dial(c.ControllerEndpoint(), "test", nil)
-	if err != nil {
-		t.Fatal(err)
+	// The cluster asked the driver what it says of itself, and the
+	// profile contradicts none of it.
+	if info := c.DriverInfo(); !info.Asked() || len(p.Contradictions(info)) > 0 {
+		t.Fatalf("the driver reports %s; profile %s contradicts it: %q", info, p.File, p.Contradictions(info))
 	}
-	defer conn.Close()
-	reported, err := Reported(ctx, conn.Identity, conn.Controller, conn.Node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := Mismatches(p, reported); len(m) > 0 {
-		t.Fatalf("profile %s does not say what the driver reports: %q", p.File, m)
+	p = p.Complete(c.DriverInfo())
+	if !p.Has(profile.Attach) || !p.Has(profile.Snapshots) || !p.Has(profile.StageUnstage) {
+		t.Fatalf("csi-test's mock reports attach, snapshots and stage: %s", c.DriverInfo())
 	}
 	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
 	drv, class := p.Objects(c.DriverName(), profile.StorageClassName)

@@ -3,14 +3,19 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/csisim/csisim/drivers/driverinfo"
 )
 
 // Component is a started component as whatever runs it sees it: the
@@ -64,6 +69,19 @@ type Check func(ctx context.Context, d *Driver) error
 // runs without it.
 var ErrExitsAtStart = errors.New("exits at start")
 
+// CheckFailed is what a Check makes of a start-up call that failed: the
+// real sidecar's main exits on any error, and a driver that does not
+// serve the call at all (Unimplemented: a driver without the service)
+// makes it exit for good, so the cluster runs without it
+// (ErrExitsAtStart); any other error, a driver that does not answer as it
+// should, fails the cluster's start, where it shows.
+func CheckFailed(err error) error {
+	if status.Code(err) == codes.Unimplemented {
+		return fmt.Errorf("%w: %w", ErrExitsAtStart, err)
+	}
+	return err
+}
+
 // Deps is what a component is started with: what a real one's process has
 // from its kubeconfig, its flags and its driver's socket. A component
 // uses the parts it needs; the cluster fills those its table says.
@@ -97,7 +115,9 @@ type Driver struct {
 	Identity   csi.IdentityClient
 	Controller csi.ControllerClient
 	Node       csi.NodeClient
-	// ControllerCapabilities are the controller service's capabilities,
-	// if the sidecar's Check asked for them.
-	ControllerCapabilities map[csi.ControllerServiceCapability_RPC_Type]bool
+	// Capabilities are what the sidecar's Check asked the driver at start,
+	// as the real sidecar's main asks before it starts anything; what it
+	// does not ask is nil. Start decides from them (the external-attacher's
+	// trivial handler, the external-resizer's trivial resizer...).
+	Capabilities driverinfo.Capabilities
 }

@@ -1,9 +1,6 @@
 package csiclient
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-lib-utils/accessmodes"
 	corev1 "k8s.io/api/core/v1"
@@ -41,20 +38,4 @@ func CapabilityOf(pv *corev1.PersistentVolume, singleNodeMultiWriter bool) (*csi
 		fsType = pv.Spec.CSI.FSType
 	}
 	return Capability(pv.Spec.AccessModes, pv.Spec.VolumeMode, fsType, pv.Spec.MountOptions, singleNodeMultiWriter)
-}
-
-// ControllerCapabilities asks the controller plugin what it can do, as a
-// sidecar does when it starts.
-func ControllerCapabilities(ctx context.Context, c csi.ControllerClient) (map[csi.ControllerServiceCapability_RPC_Type]bool, error) {
-	resp, err := c.ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("ControllerGetCapabilities: %w", err)
-	}
-	caps := map[csi.ControllerServiceCapability_RPC_Type]bool{}
-	for _, c := range resp.GetCapabilities() {
-		if rpc := c.GetRpc(); rpc != nil {
-			caps[rpc.GetType()] = true
-		}
-	}
-	return caps, nil
 }

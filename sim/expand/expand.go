@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // The event the controller records (kubernetes
@@ -30,10 +31,6 @@ const (
 	// eventSource is the component its events name.
 	eventSource = "volume_expand"
 )
-
-// annPreResizeCapacity is the PV annotation a resizer leaves while the
-// node has an expansion to finish.
-const annPreResizeCapacity = "volume.alpha.kubernetes.io/pre-resize-capacity"
 
 // Controller is the expand controller.
 type Controller struct {
@@ -132,7 +129,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("persistent Volume is not bound to PVC being updated : %s", key)
 	}
 	request, capacity := claim.Spec.Resources.Requests[corev1.ResourceStorage], claim.Status.Capacity[corev1.ResourceStorage]
-	if request.Cmp(capacity) <= 0 && !grown && !metav1.HasAnnotation(pv.ObjectMeta, annPreResizeCapacity) {
+	if request.Cmp(capacity) <= 0 && !grown && !metav1.HasAnnotation(pv.ObjectMeta, volumeutil.AnnPreResizeCapacity) {
 		return nil
 	}
 	// No in-tree plugin expands a CSI volume, nor any other volume of the

@@ -53,6 +53,8 @@ type fakeNode struct {
 	// answer (nil: OK).
 	expand     []*csi.NodeExpandVolumeRequest
 	expandErrs []error
+	// unpubErr, if set, is what NodeUnpublishVolume answers.
+	unpubErr error
 }
 
 func (f *fakeNode) record(name string) {
@@ -115,7 +117,11 @@ func (f *fakeNode) NodeUnpublishVolume(_ context.Context, r *csi.NodeUnpublishVo
 	f.record("NodeUnpublishVolume")
 	f.mu.Lock()
 	f.unpub = append(f.unpub, r)
+	err := f.unpubErr
 	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	return &csi.NodeUnpublishVolumeResponse{}, os.RemoveAll(r.GetTargetPath())
 }
 

@@ -51,6 +51,7 @@ import (
 
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // Event reasons (kubernetes pkg/kubelet/events/event.go).
@@ -59,11 +60,6 @@ const (
 	reasonFileSystemResizeFailed  = "FileSystemResizeFailed"
 	reasonVolumeResizeFailed      = "VolumeResizeFailed"
 )
-
-// annNodeExpansionNotRequired on a claim says a ReadWriteMany volume
-// already expanded need not be expanded on every node again (kubernetes
-// pkg/volume/util/types/types.go, NodeExpansionNotRequired).
-const annNodeExpansionNotRequired = "volume.kubernetes.io/node-expansion-not-required"
 
 // resizeConditions are the claim conditions that belong to resizing; the
 // end of a resize removes them all (kubernetes pkg/volume/util/
@@ -248,9 +244,10 @@ func (k *Kubelet) expandOnPlugin(ctx context.Context, op expandOp) (bool, resour
 	markInfeasible := requested.Cmp(op.newSize) != 0 && k.actual.hasFinalExpansionError(op.v.unique)
 	alreadyUpdated := claimSize.Cmp(op.newSize) >= 0 && resizeStatus == ""
 	// A ReadWriteMany volume is expanded on every node that uses it,
-	// unless the claim says the node need not.
+	// unless the claim says the node need not (the resizer's
+	// node-expansion-not-required annotation).
 	allowed := alreadyUpdated && hasAccessMode(pvc.Spec.AccessModes, corev1.ReadWriteMany) &&
-		!metav1.HasAnnotation(pvc.ObjectMeta, annNodeExpansionNotRequired)
+		!metav1.HasAnnotation(pvc.ObjectMeta, volumeutil.AnnNodeExpansionNotRequired)
 	if !allowed {
 		allowed = resizeStatus == corev1.PersistentVolumeClaimNodeResizePending || resizeStatus == corev1.PersistentVolumeClaimNodeResizeInProgress
 	}

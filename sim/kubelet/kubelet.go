@@ -2,15 +2,18 @@
 // Node and its CSI driver (as node-driver-registrar and the plugin watcher
 // do), and runs the volume manager for the pods bound to the node — wait
 // for attachment, NodeStageVolume, NodePublishVolume, then the pod Runs; on
-// deletion NodeUnpublishVolume, NodeUnstageVolume, then the pod goes. There
-// are no containers: a pod is Running once its volumes are mounted.
+// deletion its containers stop and it is Succeeded, then
+// NodeUnpublishVolume, the pod goes, and NodeUnstageVolume. There are no
+// containers: a pod is Running once its volumes are mounted, and stops at
+// once when told.
 //
 // Its parts are the real kubelet's (each file names the upstream file it
 // models):
 //   - the pod workers (pod_workers.go; sync_pending_pod.go for a pod
 //     waiting for its volumes), with the status generator
-//     (status_generate.go), the status manager (status_manager.go) and the
-//     pods' network (network.go);
+//     (status_generate.go; status_terminal.go for a deleted pod), the
+//     status manager (status_manager.go) and the pods' network
+//     (network.go);
 //   - the volume manager: its desired state of world
 //     (desired_state_of_world.go), filled by the populator (populator.go);
 //     its actual state of world (actual_state_of_world.go); the reconciler
@@ -142,6 +145,8 @@ type Kubelet struct {
 	desired desiredState
 	actual  actualState
 	backoff opBackoff // per volume, for failed mount operations
+	// unmountBackoff: per volume and pod (unmountOp), for failed unmounts.
+	unmountBackoff opBackoff
 	// expandBackoff: per volume, for failed online expansions.
 	expandBackoff opBackoff
 	pending       pendingOps

@@ -183,6 +183,12 @@ func (k *Kubelet) mountVolumeOnce(ctx context.Context, pod *corev1.Pod, v volume
 	if m == nil {
 		republish = false
 	}
+	// One operation per volume at a time (nestedpendingoperations): while
+	// its device is being unstaged, the volume waits, and is staged again
+	// once that is done (syncDevice wakes the pods that wait).
+	if k.pending.underWay(v.unique) {
+		return errNotReady
+	}
 	if err := k.readWriteOncePodInUse(pod, v); err != nil {
 		return err
 	}

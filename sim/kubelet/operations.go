@@ -80,6 +80,12 @@ func (p *pendingOps) start(u corev1.UniqueVolumeName) bool {
 	return !running
 }
 
+// underWay reports whether an operation of the volume is under way.
+func (p *pendingOps) underWay(u corev1.UniqueVolumeName) bool {
+	_, ok := p.running.Load(u)
+	return ok
+}
+
 // done marks the volume's operation finished.
 func (p *pendingOps) done(u corev1.UniqueVolumeName) { p.running.Delete(u) }
 

@@ -32,7 +32,8 @@ const VolumeStatsPeriod = time.Minute
 
 // Resync is each running pod's periodic sync: the pods that have volumes
 // of drivers with requiresRepublish are marked for a sync that publishes
-// them again; every pod's volumes get their desired size from their PVs
+// them again (as is the sync their containers' start causes,
+// pod_workers.go); every pod's volumes get their desired size from their PVs
 // again (the volume manager reads claims and volumes anew when it
 // processes the pod), and the pods with a volume to expand are queued.
 // Other pods are left alone: their periodic sync does nothing a
@@ -52,7 +53,7 @@ func (k *Kubelet) Resync(context.Context) {
 			continue
 		}
 		if republish {
-			k.podWorkers.markSyncDue(key)
+			k.podWorkers.markSyncDue(key, k.clock.Now())
 		}
 		k.queue.Add(key)
 	}

@@ -2,35 +2,69 @@ package kubelet
 
 // The pod workers: one sync per pod key, which starts a pod, keeps a
 // running one's volumes up, and ends a deleted one — models kubernetes
-// pkg/kubelet/pod_workers.go (the pod's sync, terminating and terminated
-// phases) and the kubelet's SyncPod, SyncTerminatingPod and
+// pkg/kubelet/pod_workers.go (the pod's sync, terminating, terminated and
+// finished states) and the kubelet's SyncPod, SyncTerminatingPod and
 // SyncTerminatedPod (pkg/kubelet/kubelet.go). What the workers keep of
-// pods — which UID a name had, which pods are due their periodic sync,
-// whose containers were told to stop, the attempts of pods waiting for
-// their volumes (sync_pending_pod.go) — is theirs, not the volume
-// manager's.
+// pods — which UID a name had, which pods are due a sync that republishes,
+// how far a deleted pod's termination has come, the attempts of pods
+// waiting for their volumes (sync_pending_pod.go) — is theirs, not the
+// volume manager's.
 //
-// A deleted pod here has its containers stopped, its volumes torn down
-// (unpublished, then the unused ones unstaged) and only then goes from the
-// API. v1.37 posts a deleted pod's terminal status first, whatever its
-// volumes do, and removes it once its volumes are unpublished from it
-// (podVolumesExist), not when they are unstaged: a change local to
-// syncTerminatingPod and tearDown.
+// A deleted pod goes through the real pod worker's states, each a sync of
+// its key of its own, so that what else is ready in between (the
+// scheduler, the claim's protection controller, another pod's kubelet
+// sync) may come first, as on a real node:
+//   - terminating (SyncTerminatingPod): its containers are told to stop
+//     (Killing), its status is posted for the deletion's generation, and,
+//     once they have stopped, its terminal status (status_terminal.go):
+//     Succeeded, each container terminated (Completed), the sandbox not
+//     ready — before its volumes are touched, and whatever they do
+//     afterwards. Then the populator no longer wants its volumes
+//     (removePod);
+//   - terminated (SyncTerminatedPod): the reconciler unpublishes its
+//     volumes; once none is mounted for it (podVolumesExist), the status
+//     manager posts its final status and deletes it from the API
+//     (status_manager.go). Its devices, staged for the node, are the
+//     reconciler's to unstage, each in a sync of its own (reconciler.go):
+//     the pod is gone while NodeUnstageVolume may still run, and a new pod
+//     may come for the same volume meanwhile;
+//   - finished: nothing more to do but forget it when it leaves the
+//     informer.
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/csisim/csisim/sim/controller"
+)
+
+// plegRelistPeriod is how often the pod lifecycle event generator lists
+// the containers (genericPlegRelistPeriod, kubernetes
+// pkg/kubelet/kubelet.go): the containers a pod's sync started are seen at
+// the next relist, whose events sync the pod again.
+const plegRelistPeriod = time.Second
+
+// terminationState is how far the pod worker has come with a deleted pod.
+type terminationState int
+
+const (
+	// terminated: its containers have stopped and its terminal status is
+	// posted (SyncTerminatingPod done).
+	terminated terminationState = iota + 1
+	// finished: its volumes are torn down from it and the status manager
+	// has deleted it from the API (SyncTerminatedPod done).
+	finished
 )
 
 // podWorkers is what the pod workers keep of the node's pods. Lives in the
@@ -40,10 +74,11 @@ type podWorkers struct {
 	// uids: namespace/name → the UID of the pod the kubelet knows by that
 	// name, to tear down a pod that vanished or was replaced.
 	uids map[string]types.UID
-	// syncDue: pods (namespace/name) whose periodic sync is due.
-	syncDue map[string]bool
-	// killed: pods whose containers were told to stop.
-	killed map[types.UID]bool
+	// syncDue: pods (namespace/name) due a sync that publishes again the
+	// volumes of drivers that require it, and from when.
+	syncDue map[string]time.Time
+	// termination: how far each deleted pod's termination has come.
+	termination map[types.UID]terminationState
 	// attempts: the pod worker's attempts for pods waiting for their
 	// volumes (sync_pending_pod.go).
 	attempts perPod[*podSync]
@@ -54,8 +89,8 @@ func (w *podWorkers) reset() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.uids = map[string]types.UID{}
-	w.syncDue = map[string]bool{}
-	w.killed = map[types.UID]bool{}
+	w.syncDue = map[string]time.Time{}
+	w.termination = map[types.UID]terminationState{}
 	w.attempts.reset()
 }
 
@@ -85,48 +120,73 @@ func (w *podWorkers) knownUIDs() []types.UID {
 	return out
 }
 
-// forget drops the pod once it is torn down; key "" for a pod known by no
-// name (an orphan a restart found).
+// forget drops the pod once it is gone; key "" for a pod known by no name
+// (an orphan a restart found).
 func (w *podWorkers) forget(uid types.UID, key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.killed, uid)
+	delete(w.termination, uid)
 	if key != "" && w.uids[key] == uid {
 		delete(w.uids, key)
+		delete(w.syncDue, key)
 	}
 }
 
-// markSyncDue says the pod's periodic sync is due.
-func (w *podWorkers) markSyncDue(key string) {
+// markSyncDue says the pod is due a sync that republishes from at on.
+func (w *podWorkers) markSyncDue(key string, at time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.syncDue[key] = true
+	if due, ok := w.syncDue[key]; !ok || at.Before(due) {
+		w.syncDue[key] = at
+	}
 }
 
-// takeSyncDue reports whether the pod's periodic sync is due, and clears it.
-func (w *podWorkers) takeSyncDue(key string) bool {
+// takeSyncDue reports whether the pod's sync that republishes is due at
+// now, and clears it if it is.
+func (w *podWorkers) takeSyncDue(key string, now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	due := w.syncDue[key]
+	due, ok := w.syncDue[key]
+	if !ok || now.Before(due) {
+		return false
+	}
 	delete(w.syncDue, key)
-	return due
+	return true
 }
 
-// markKilled records that the pod's containers were told to stop; it
-// reports whether they had been already.
-func (w *podWorkers) markKilled(uid types.UID) bool {
+// untilSyncDue is how long until the pod's sync that republishes is due;
+// false if none is to come.
+func (w *podWorkers) untilSyncDue(key string, now time.Time) (time.Duration, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	done := w.killed[uid]
-	w.killed[uid] = true
-	return done
+	due, ok := w.syncDue[key]
+	return due.Sub(now), ok
 }
 
-// syncPod is the pod worker's sync of one pod key (or the orphans' clean-up
-// of a restarted kubelet, reconstruct.go).
+// terminationOf is how far the pod's termination has come (0: not begun).
+func (w *podWorkers) terminationOf(uid types.UID) terminationState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.termination[uid]
+}
+
+// setTermination records how far the pod's termination has come.
+func (w *podWorkers) setTermination(uid types.UID, st terminationState) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.termination[uid] = st
+}
+
+// syncPod is the pod worker's sync of one pod key, or one of the node's
+// other keys: the orphans' clean-up of a restarted kubelet
+// (reconstruct.go) and the reconciler's unstaging of a device
+// (reconciler.go).
 func (k *Kubelet) syncPod(ctx context.Context, key string) error {
-	if key == orphansKey {
+	switch {
+	case key == orphansKey:
 		return k.cleanUpOrphans(ctx)
+	case strings.HasPrefix(key, deviceKeyPrefix):
+		return k.syncDevice(ctx, corev1.UniqueVolumeName(strings.TrimPrefix(key, deviceKeyPrefix)))
 	}
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
@@ -134,11 +194,10 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	}
 	pod, err := k.pods.Pods(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		// Force-deleted, or gone while we were not looking: clean up.
-		uid, known := k.podWorkers.uidOf(key)
-		k.podWorkers.takeSyncDue(key)
-		if known {
-			return k.tearDown(ctx, uid, key)
+		// Deleted by the status manager, force-deleted, or gone while we
+		// were not looking.
+		if uid, known := k.podWorkers.uidOf(key); known {
+			return k.forgetPod(ctx, uid, key)
 		}
 		return nil
 	}
@@ -146,27 +205,41 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 		return err
 	}
 	if old, ok := k.podWorkers.uidOf(key); ok && old != pod.UID {
-		// A new pod under the name of one not torn down yet.
-		if err := k.tearDown(ctx, old, key); err != nil {
+		// A new pod under the name of one not forgotten yet.
+		if err := k.forgetPod(ctx, old, key); err != nil {
 			return err
 		}
 	}
 	k.podWorkers.track(key, pod.UID)
-	resync := k.podWorkers.takeSyncDue(key)
-	uncertain := k.actual.hasUncertain(pod.UID)
 	if pod.DeletionTimestamp != nil {
 		return k.syncTerminatingPod(ctx, pod, key)
 	}
-	return k.syncLivePod(ctx, pod, resync, uncertain)
+	return k.syncLivePod(ctx, pod, key)
+}
+
+// forgetPod drops a pod gone from the API: what is left of it on the node
+// (all of it, for a pod force-deleted before its termination finished) is
+// torn down first.
+func (k *Kubelet) forgetPod(ctx context.Context, uid types.UID, key string) error {
+	if k.podWorkers.terminationOf(uid) != finished {
+		if err := k.tearDown(ctx, uid, key); err != nil {
+			return err
+		}
+	}
+	k.podWorkers.forget(uid, key)
+	return nil
 }
 
 // syncLivePod starts a pending pod once its volumes are set up; for a
 // running one, it sets up again what a restarted kubelet found on disk
-// (uncertain) and, on its periodic sync (resync), publishes again the
-// volumes of drivers that ask for it (requiresRepublish). Then the
-// reconciler expands the mounted volumes that have grown (expand.go); a
-// failure does not stop the pod.
-func (k *Kubelet) syncLivePod(ctx context.Context, pod *corev1.Pod, resync, uncertain bool) error {
+// (uncertain) and, at a sync due to republish (the one its containers'
+// start causes, the periodic ones), publishes again the volumes of drivers
+// that ask for it (requiresRepublish). Then the reconciler expands the
+// mounted volumes that have grown (expand.go); a failure does not stop the
+// pod.
+func (k *Kubelet) syncLivePod(ctx context.Context, pod *corev1.Pod, key string) error {
+	now := k.clock.Now()
+	resync := k.podWorkers.takeSyncDue(key, now)
 	switch pod.Status.Phase {
 	case corev1.PodPending:
 		// sync_pending_pod.go: status ContainerCreating, then the volumes.
@@ -178,10 +251,16 @@ func (k *Kubelet) syncLivePod(ctx context.Context, pod *corev1.Pod, resync, unce
 		if err := k.reportRunning(ctx, pod); err != nil {
 			return err
 		}
+		// The real kubelet syncs the pod again when PLEG sees its
+		// containers started; only a volume whose driver requires
+		// republishing makes that sync show.
+		if k.hasRepublishVolume(pod) {
+			k.podWorkers.markSyncDue(key, now.Add(plegRelistPeriod))
+		}
 	case corev1.PodRunning:
 		var err error
 		switch {
-		case uncertain:
+		case k.actual.hasUncertain(pod.UID):
 			err = k.setUp(ctx, pod, false)
 		case resync:
 			err = k.setUp(ctx, pod, true)
@@ -194,46 +273,98 @@ func (k *Kubelet) syncLivePod(ctx context.Context, pod *corev1.Pod, resync, unce
 	}
 	vols, err := k.resolveVolumes(pod)
 	if err != nil {
-		return nil // a claim or volume gone meanwhile: nothing to expand
+		return k.untilDue(key, now, nil) // a claim or volume gone meanwhile: nothing to expand
 	}
-	return k.expandInUse(ctx, pod, vols)
+	return k.untilDue(key, now, k.expandInUse(ctx, pod, vols))
 }
 
-// syncTerminatingPod ends a deleted pod: its containers stop, its volumes
-// are torn down, then it goes from the API.
+// untilDue has the pod synced again when a sync that republishes is due,
+// unless err asks for an earlier one or is a failure (whose backoff
+// decides).
+func (k *Kubelet) untilDue(key string, now time.Time, err error) error {
+	wait, due := k.podWorkers.untilSyncDue(key, now)
+	if !due {
+		return err
+	}
+	var again controller.RequeueAfter
+	switch {
+	case err == nil:
+		return controller.RequeueAfter(wait)
+	case errors.As(err, &again) && wait < time.Duration(again):
+		return controller.RequeueAfter(wait)
+	}
+	return err
+}
+
+// syncTerminatingPod ends a deleted pod, one state a sync: its containers
+// stop and its terminal status is posted (terminating); its volumes are
+// torn down from it and it goes from the API (terminated).
 func (k *Kubelet) syncTerminatingPod(ctx context.Context, pod *corev1.Pod, key string) error {
-	k.stopContainersOnce(pod)
+	switch k.podWorkers.terminationOf(pod.UID) {
+	case 0:
+		if err := k.stopContainers(ctx, pod); err != nil {
+			return err
+		}
+		k.podWorkers.setTermination(pod.UID, terminated)
+		// The populator sees the pod's containers stopped: its volumes
+		// are no longer wanted, and the reconciler unmounts them.
+		k.removePod(pod.UID)
+		// SyncTerminatedPod is the pod worker's next sync of the pod.
+		k.queue.Add(key)
+		return nil
+	case terminated:
+		return k.syncTerminatedPod(ctx, pod, key)
+	}
+	return nil // finished: its informer will say it is gone
+}
+
+// stopContainers is SyncTerminatingPod: the status generated for the pod
+// is posted (for the generation its deletion made), its running containers
+// are told to stop (Killing), and once they have stopped — at once, here:
+// the workload exits when told — its terminal status is posted. A pod
+// that never ran has nothing to stop; its final status waits for
+// TerminatePod (syncTerminatedPod).
+func (k *Kubelet) stopContainers(ctx context.Context, pod *corev1.Pod) error {
+	sb := k.runningSandbox(pod)
+	if sb != nil {
+		k.containersStopping(pod)
+	}
+	if err := k.postPodStatus(ctx, pod, sb); err != nil {
+		return err
+	}
+	if sb == nil {
+		return nil
+	}
+	return k.postStatus(ctx, pod, func(old corev1.PodStatus) corev1.PodStatus { return k.stoppedStatus(pod, old) })
+}
+
+// syncTerminatedPod is SyncTerminatedPod: the pod's volumes are torn down
+// from it, then the status manager posts its final status (TerminatePod)
+// and, the pod's termination being finished, deletes it from the API.
+func (k *Kubelet) syncTerminatedPod(ctx context.Context, pod *corev1.Pod, key string) error {
 	if err := k.tearDown(ctx, pod.UID, key); err != nil {
 		return err
 	}
-	// Containers are stopped and volumes cleaned up: the pod may go.
-	zero := int64(0)
-	err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting pod %s: %w", key, err)
+	if err := k.postStatus(ctx, pod, func(old corev1.PodStatus) corev1.PodStatus { return finalStatus(old, len(pod.Spec.InitContainers) > 0) }); err != nil {
+		return err
 	}
+	if err := k.deleteFinishedPod(ctx, pod); err != nil {
+		return err
+	}
+	k.podWorkers.setTermination(pod.UID, finished)
 	return nil
 }
 
-// stopContainersOnce posts the Killing events of a running pod being
-// deleted, once however often its teardown is retried.
-func (k *Kubelet) stopContainersOnce(pod *corev1.Pod) {
-	if pod.Status.Phase != corev1.PodRunning {
-		return
-	}
-	if !k.podWorkers.markKilled(pod.UID) {
-		k.containersStopping(pod)
-	}
-}
-
-// tearDown is what is left of a terminated pod once its containers have
-// stopped: the reconciler unpublishes its volumes, its directory and logs
-// go, the populator and the pod workers forget it, and the volumes no
-// other pod on the node uses are unstaged. volumesInUse drops them at the
-// next node status sync; the attach/detach controller detaches only after
-// that.
+// tearDown is what is left of a pod once its containers have stopped: the
+// populator no longer wants its volumes, the reconciler unpublishes them
+// (a failure is retried with the operation's backoff), its directory and
+// logs go once nothing is mounted there (podVolumesExist), the actual
+// state and the token manager forget it, and the devices no other pod
+// uses are queued for unstaging (reconciler.go). volumesInUse drops them
+// at the next node status sync after they are unstaged; the attach/detach
+// controller detaches only after that.
 func (k *Kubelet) tearDown(ctx context.Context, uid types.UID, key string) error {
+	k.removePod(uid)
 	if err := k.unmountPodVolumes(ctx, uid); err != nil {
 		return err
 	}
@@ -246,25 +377,26 @@ func (k *Kubelet) tearDown(ctx context.Context, uid types.UID, key string) error
 		}
 	}
 	k.actual.deletePod(uid)
-	k.removePod(uid)
 	k.tokens.forgetPod(uid)
-	k.podWorkers.forget(uid, key)
-	return k.unmountDevices(ctx)
+	k.queueUnusedDevices()
+	return nil
 }
 
-// forgetGonePods drops what the pod workers, the status manager and the
-// network keep of pods no longer here or being deleted (a new pod under an
-// old name has a UID of its own), and returns the node's pods.
+// forgetGonePods drops what the pod workers and the network keep of pods
+// no longer here or being deleted, and what the status manager keeps of
+// pods no longer here (a new pod under an old name has a UID of its own),
+// and returns the node's pods.
 func (k *Kubelet) forgetGonePods() []*corev1.Pod {
 	pods, _ := k.pods.List(labels.Everything())
-	live := map[types.UID]bool{}
+	here, live := map[types.UID]bool{}, map[types.UID]bool{}
 	for _, p := range pods {
+		here[p.UID] = true
 		if p.DeletionTimestamp == nil {
 			live[p.UID] = true
 		}
 	}
 	k.podWorkers.attempts.forget(live)
-	k.statuses.forget(live)
+	k.statuses.forget(here)
 	k.sandboxIPs.forget(live)
 	return pods
 }

@@ -8,8 +8,9 @@ package kubelet
 // the volumes of each pod it has not processed yet and removing the pods
 // whose containers have stopped. The simulated one takes a pod in when its
 // pod worker syncs it (populatePod, from the reconciler's setUp), and the
-// pod worker removes the pod once its volumes are torn down (tearDown,
-// pod_workers.go). It also has the real populator's error messages
+// pod worker removes the pod once its containers have stopped
+// (syncTerminatingPod, pod_workers.go). It also has the real populator's
+// error messages
 // (processVolumes), which the pod worker's "Unable to attach or mount
 // volumes" event carries (sync_pending_pod.go).
 
@@ -28,11 +29,6 @@ import (
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
-
-// pvcProtectionFinalizer lets a pod start with a claim being deleted
-// (kubernetes pkg/volume/util: PVCProtectionFinalizer; not exported by
-// k8s.io/component-helpers/storage/volume).
-const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 
 // volumeToMount is one CSI volume of a pod, resolved through its claim.
 type volumeToMount struct {
@@ -110,10 +106,11 @@ func (k *Kubelet) populatePod(pod *corev1.Pod) ([]volumeToMount, error) {
 }
 
 // removePod takes a terminated pod out of the desired state
-// (findAndRemoveDeletedPods for one pod). The pod worker calls it once the
-// pod's volumes are torn down; the real populator removes a pod as soon as
-// its containers have stopped, and the volumes it still has stay in use
-// through the actual state.
+// (findAndRemoveDeletedPods for one pod): the pod worker calls it once the
+// pod's containers have stopped, as the real populator removes a pod whose
+// runtime may be removed (ShouldPodRuntimeBeRemoved). Its volumes are then
+// unmounted by the reconciler; those it still has stay in use through the
+// actual state (volumesInUse).
 func (k *Kubelet) removePod(uid types.UID) {
 	k.desired.deletePod(uid)
 }
@@ -229,7 +226,7 @@ func (k *Kubelet) processVolume(pod *corev1.Pod, v corev1.Volume, mounted, devic
 		return processedVolume{}, wrap(fmt.Errorf("failed to fetch PVC from API server: %v", err))
 	}
 	switch {
-	case claim.DeletionTimestamp != nil && !slices.Contains(claim.Finalizers, pvcProtectionFinalizer):
+	case claim.DeletionTimestamp != nil && !slices.Contains(claim.Finalizers, volumeutil.PVCProtectionFinalizer):
 		return processedVolume{}, wrap(errors.New("PVC is being deleted"))
 	case claim.Status.Phase != corev1.ClaimBound:
 		return processedVolume{}, wrap(errors.New("PVC is not bound"))

@@ -5,25 +5,28 @@ package kubelet
 // (desired_state_of_world.go) — models kubernetes
 // pkg/kubelet/volumemanager/reconciler/reconciler_common.go:
 // mountOrAttachVolumes (setUp: wait for the attachment, stage, publish),
-// unmountVolumes (unmountPodVolumes), unmountDetachDevices (unmountDevices)
+// unmountVolumes (unmountPodVolumes), unmountDetachDevices (syncDevice)
 // and expandVolume (expandInUse, expand.go). The operations themselves are
 // the operation generator's and the CSI plugin's (mount.go, block.go,
 // inline.go), run one per volume with a backoff (operations.go).
 //
 // The real reconciler loops every 100 ms over every volume of the node.
 // The simulated one runs for one pod when its pod worker syncs it, and for
-// the node's devices after a pod's volumes are torn down, so that a seed
+// one device in a queue key of its own once a pod's volumes are torn down
+// from it (the device's unstaging may outlast the pod), so that a seed
 // gives one order of CSI calls.
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csisim/csisim/sim/attachdetach"
+	"github.com/csisim/csisim/sim/controller"
 )
 
 // setUp mounts (or maps) every volume of the pod; republish only publishes
@@ -92,12 +95,19 @@ func (k *Kubelet) waitForAttach(v volumeToMount) (map[string]string, error) {
 }
 
 // unmountPodVolumes unpublishes (or unmaps) each volume published for the
-// pod, in the order of their names, and forgets it in the actual state.
+// pod, in the order of their names, and forgets it in the actual state. A
+// failed unmount is not tried again for the volume and the pod before its
+// backoff has passed (the operation executor keys an unmount by both),
+// whatever wakes the pod.
 func (k *Kubelet) unmountPodVolumes(ctx context.Context, uid types.UID) error {
 	for _, name := range k.actual.podVolumeNames(uid) {
 		m := k.actual.mountedVolume(uid, name)
 		if m == nil {
 			continue // torn down meanwhile by another sync
+		}
+		op := unmountOp(m.unique, uid)
+		if wait := k.unmountBackoff.remaining(op, k.clock.Now()); wait > 0 {
+			return controller.RequeueAfter(wait)
 		}
 		var err error
 		if m.block {
@@ -106,53 +116,84 @@ func (k *Kubelet) unmountPodVolumes(ctx context.Context, uid types.UID) error {
 			err = k.unpublish(ctx, m)
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("%w (%w)", err, controller.RequeueAfter(k.unmountBackoff.failed(op, k.clock.Now())))
 		}
+		k.unmountBackoff.reset(op)
 		k.actual.markUnmounted(uid, name)
 	}
 	return nil
 }
 
-// unmountDevices unstages the staged volumes that no pod has published and
-// none is to have (UnmountDevice, or TearDownDevice for a block volume),
-// and forgets what the node knew of the size of a volume gone from both
-// states.
-func (k *Kubelet) unmountDevices(ctx context.Context) error {
+// unmountOp names the unmount of a volume for a pod in the operation
+// executor's backoff.
+func unmountOp(u corev1.UniqueVolumeName, uid types.UID) corev1.UniqueVolumeName {
+	return u + "/" + corev1.UniqueVolumeName(uid)
+}
+
+// deviceKeyPrefix begins the queue key of the unstaging of one device: the
+// reconciler's unmountDetachDevices for that volume. No pod key looks like
+// it.
+const deviceKeyPrefix = "#unmount-device/"
+
+// usedVolumes are the volumes some pod is to have, or has published.
+func (k *Kubelet) usedVolumes() map[corev1.UniqueVolumeName]bool {
 	used := k.desired.volumes()
 	for _, m := range k.actual.allMounted() {
 		used[m.unique] = true
 	}
+	return used
+}
+
+// queueUnusedDevices has the reconciler unstage, each in a sync of its
+// own, the staged volumes that no pod has published and none is to have,
+// and forgets what the node knew of the size of a volume gone from both
+// states and not staged.
+func (k *Kubelet) queueUnusedDevices() {
+	used := k.usedVolumes()
 	for _, u := range k.actual.stagedVolumes() {
-		if used[u] {
-			continue
+		if !used[u] {
+			k.queue.Add(deviceKeyPrefix + string(u))
 		}
-		// One operation per volume at a time, as the operation executor
-		// runs them (nestedpendingoperations): while another sync's
-		// unstage of it is under way (a call held by a fault), or once it
-		// is done, there is nothing to do here.
-		st := k.actual.stagedVolume(u)
-		if st == nil || !k.pending.start(u) {
-			continue
-		}
-		var err error
-		if st.block {
-			err = k.tearDownBlockDevice(ctx, st)
-		} else {
-			err = k.unmountDevice(ctx, st)
-		}
-		k.pending.done(u)
-		if err != nil {
-			return err
-		}
-		k.actual.markUnstaged(u)
 	}
-	// A volume no pod uses and not staged is gone from the volume
-	// manager's states, and what it knew of its size with it.
+	k.forgetUnusedSizes(used)
+}
+
+// syncDevice unstages a staged volume if no pod has published it and none
+// is to have it (UnmountDevice, or TearDownDevice for a block volume). It
+// is one operation of the volume, which no other may overlap
+// (nestedpendingoperations): a pod that comes for the volume meanwhile
+// waits (mountVolumeOnce) and stages it again once it is done. A failure
+// is retried with the queue's backoff, the operation executor's.
+func (k *Kubelet) syncDevice(ctx context.Context, u corev1.UniqueVolumeName) error {
+	used := k.usedVolumes()
+	st := k.actual.stagedVolume(u)
+	if st == nil || used[u] || !k.pending.start(u) {
+		return nil
+	}
+	var err error
+	if st.block {
+		err = k.tearDownBlockDevice(ctx, st)
+	} else {
+		err = k.unmountDevice(ctx, st)
+	}
+	k.pending.done(u)
+	if err != nil {
+		return err
+	}
+	k.actual.markUnstaged(u)
+	k.forgetUnusedSizes(used)
+	// A pod that waited for the unstaging may stage the volume again.
+	k.enqueuePending()
+	return nil
+}
+
+// forgetUnusedSizes: a volume no pod uses and not staged is gone from the
+// volume manager's states, and what it knew of its size with it.
+func (k *Kubelet) forgetUnusedSizes(used map[corev1.UniqueVolumeName]bool) {
 	for _, u := range k.actual.sizedVolumes() {
 		if !used[u] && k.actual.stagedVolume(u) == nil {
 			k.actual.forgetSize(u)
 			k.desired.forgetSize(u)
 		}
 	}
-	return nil
 }

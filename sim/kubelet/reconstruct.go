@@ -45,6 +45,7 @@ func (k *Kubelet) Restart(ctx context.Context) error {
 	k.desired.reset()
 	k.actual.reset()
 	k.backoff.clear()
+	k.unmountBackoff.clear()
 	k.tokens.clear()
 	k.expandBackoff.clear()
 	k.pending.clear()
@@ -229,5 +230,6 @@ func (k *Kubelet) cleanUpOrphans(ctx context.Context) error {
 			}
 		}
 	}
-	return k.unmountDevices(ctx)
+	k.queueUnusedDevices()
+	return nil
 }

@@ -73,24 +73,12 @@ func (k *Kubelet) generatePodStatus(pod *corev1.Pod, old corev1.PodStatus, sb *s
 	s.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, true, hasInit, sb)
 	s.ContainerStatuses = containerStatuses(pod, pod.Spec.Containers, false, hasInit, sb)
 
-	// Conditions the kubelet does not own stay as they are.
-	for _, c := range pod.Status.Conditions {
-		if !kubeletCondition(c.Type) {
-			s.Conditions = append(s.Conditions, c)
-		}
-	}
+	s.Conditions = otherConditions(pod)
 	cond := func(t corev1.PodConditionType, ok bool, reason, message string) corev1.PodCondition {
-		c := corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, ObservedGeneration: pod.Generation, LastTransitionTime: now}
-		if !ok {
-			c.Status, c.Reason, c.Message = corev1.ConditionFalse, reason, message
+		if ok {
+			return podCondition(pod, old, now, t, corev1.ConditionTrue, "", "")
 		}
-		// A condition keeps its transition time while its status stays.
-		for _, o := range old.Conditions {
-			if o.Type == t && o.Status == c.Status {
-				c.LastTransitionTime = o.LastTransitionTime
-			}
-		}
-		return c
+		return podCondition(pod, old, now, t, corev1.ConditionFalse, reason, message)
 	}
 	initMessage, readyMessage := unreadyMessages(pod, s.InitContainerStatuses, s.ContainerStatuses)
 	s.Conditions = append(s.Conditions,
@@ -118,6 +106,31 @@ func nonEmpty(l corev1.ResourceList) corev1.ResourceList {
 		return nil
 	}
 	return l
+}
+
+// otherConditions are the pod's conditions the kubelet does not own: they
+// stay as they are.
+func otherConditions(pod *corev1.Pod) []corev1.PodCondition {
+	var out []corev1.PodCondition
+	for _, c := range pod.Status.Conditions {
+		if !kubeletCondition(c.Type) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// podCondition is one of the kubelet's conditions of the pod, for its
+// generation, made now; it keeps its transition time from old while its
+// status stays.
+func podCondition(pod *corev1.Pod, old corev1.PodStatus, now metav1.Time, t corev1.PodConditionType, status corev1.ConditionStatus, reason, message string) corev1.PodCondition {
+	c := corev1.PodCondition{Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: pod.Generation, LastTransitionTime: now}
+	for _, o := range old.Conditions {
+		if o.Type == t && o.Status == c.Status {
+			c.LastTransitionTime = o.LastTransitionTime
+		}
+	}
+	return c
 }
 
 // kubeletCondition reports whether the kubelet owns a pod condition

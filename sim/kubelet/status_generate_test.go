@@ -104,7 +104,7 @@ func (e *env) syncUntilRunning() {
 	e.t.Helper()
 	for range 10 {
 		err := e.sync("default/app")
-		if err == nil {
+		if e.apiPod().Status.Phase == corev1.PodRunning {
 			e.waitFor("the pod Running", func() bool {
 				p, perr := e.k.pods.Pods("default").Get("app")
 				return perr == nil && p.Status.Phase == corev1.PodRunning

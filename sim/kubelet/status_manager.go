@@ -32,19 +32,25 @@ func (k *Kubelet) reportRunning(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// postPodStatus generates the pod's status (sb nil: no sandbox yet) and,
-// if it differs from what the status manager last posted, patches it onto
+// postPodStatus generates the pod's status (sb nil: no sandbox yet) and
+// posts it.
+func (k *Kubelet) postPodStatus(ctx context.Context, pod *corev1.Pod, sb *sandbox) error {
+	return k.postStatus(ctx, pod, func(old corev1.PodStatus) corev1.PodStatus { return k.generatePodStatus(pod, old, sb) })
+}
+
+// postStatus generates the pod's status from the one the status manager
+// last posted (else the pod's) and, if it differs from it, patches it onto
 // the pod as the status manager does (kubernetes pkg/util/pod/pod.go
 // PatchPodStatus): a strategic merge patch of the status subresource from
 // the pod's status as the API server has it, with the pod's UID as a
 // precondition.
-func (k *Kubelet) postPodStatus(ctx context.Context, pod *corev1.Pod, sb *sandbox) error {
+func (k *Kubelet) postStatus(ctx context.Context, pod *corev1.Pod, generate func(old corev1.PodStatus) corev1.PodStatus) error {
 	cached, isCached := k.statuses.get(pod.UID)
 	old := pod.Status
 	if isCached {
 		old = cached
 	}
-	status := k.generatePodStatus(pod, old, sb)
+	status := generate(old)
 	if isCached && apiequality.Semantic.DeepEqual(cached, status) {
 		return nil
 	}
@@ -90,4 +96,18 @@ func podStatusPatch(uid types.UID, old, status corev1.PodStatus) ([]byte, bool, 
 		return nil, false, err
 	}
 	return patch, string(patch) == string(uidOnly), nil
+}
+
+// deleteFinishedPod is the status manager's last write for a pod whose
+// termination is finished (canBeDeleted: being deleted, its phase terminal,
+// SyncTerminatedPod done): it deletes the pod with grace period 0 and its
+// UID as a precondition, so that a new pod under the name is left alone.
+func (k *Kubelet) deleteFinishedPod(ctx context.Context, pod *corev1.Pod) error {
+	zero := int64(0)
+	err := k.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
 }

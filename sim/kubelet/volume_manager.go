@@ -13,15 +13,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// volumesInUse are the volumes the node's status should report: every
-// volume a pod here is to have, or that is still staged — of those that
-// are attached: like the real kubelet's GetVolumesInUse, which lists only
-// volumes of attachable plugins, a CSI volume whose driver needs no attach
-// is never reported.
+// volumesInUse are the volumes the node's status should report, as the
+// real kubelet's GetVolumesInUse: every volume a pod here is to have (the
+// desired state), and every volume the actual state has attached — still
+// published for a pod (a terminated pod's, which the populator no longer
+// wants, until it is unpublished) or still staged (until it is unstaged,
+// maybe long after the pod has gone) — of those that are attached: it
+// lists only volumes of attachable plugins, so a CSI volume whose driver
+// needs no attach is never reported.
 func (k *Kubelet) volumesInUse() []corev1.UniqueVolumeName {
 	set := k.desired.volumes()
 	for _, u := range k.actual.stagedVolumes() {
 		set[u] = true
+	}
+	for _, m := range k.actual.allMounted() {
+		if m.driver == "" { // an inline volume is never attached
+			set[m.unique] = true
+		}
 	}
 	inUse := make([]corev1.UniqueVolumeName, 0, len(set))
 	for u := range set {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,7 +192,9 @@ func TestBlockVolumePaths(t *testing.T) {
 	}
 }
 
-// deletePod deletes the pod from the API and syncs its (now missing) key.
+// deletePod deletes the pod from the API (at once: the fake API server
+// has no graceful deletion, as a force delete), syncs its (now missing)
+// key, then the unstagings that queued.
 func (e *env) deletePod() {
 	e.t.Helper()
 	if err := e.client.CoreV1().Pods("default").Delete(context.Background(), "app", metav1.DeleteOptions{}); err != nil {
@@ -204,6 +207,30 @@ func (e *env) deletePod() {
 	if err := e.sync("default/app"); err != nil {
 		e.t.Fatalf("sync after delete: %v", err)
 	}
+	e.syncDevices()
+}
+
+// syncDevices runs the reconciler's unstagings in the kubelet's queue
+// (other keys stay queued) and returns their keys.
+func (e *env) syncDevices() []string {
+	e.t.Helper()
+	var devices, others []string
+	for e.k.queue.Len() > 0 {
+		key, _ := e.k.queue.Get()
+		if strings.HasPrefix(key, deviceKeyPrefix) {
+			devices = append(devices, key)
+			if err := e.sync(key); err != nil {
+				e.t.Fatalf("sync %s: %v", key, err)
+			}
+		} else {
+			others = append(others, key)
+		}
+		e.k.queue.Done(key)
+	}
+	for _, key := range others {
+		e.k.queue.Add(key)
+	}
+	return devices
 }
 
 func TestRestartReconstructsAndCleansUp(t *testing.T) {
@@ -242,6 +269,7 @@ func TestRestartReconstructsAndCleansUp(t *testing.T) {
 	if err := e.sync(orphansKey); err != nil {
 		t.Fatal(err)
 	}
+	e.syncDevices()
 	want = append(want, "NodeUnpublishVolume", "NodeUnstageVolume")
 	if got := e.node.lifecycle(); !slices.Equal(got, want) {
 		t.Fatalf("calls = %v, want %v", got, want)

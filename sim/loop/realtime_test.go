@@ -52,3 +52,38 @@ func TestDoRunsInTheLoop(t *testing.T) {
 		t.Errorf("Do() after Stop = %v, want ErrStopped", err)
 	}
 }
+
+// TestRealtimeClockNeverRunsAheadOfTheWallClock: faster than the wall
+// clock, the virtual clock starts RealtimeLead behind it, runs speed
+// times as fast until it has caught up after SpedUpFor, and from then on
+// at the wall clock's pace; at speed 1 it is the wall clock.
+func TestRealtimeClockNeverRunsAheadOfTheWallClock(t *testing.T) {
+	wallStart := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, speed := range []float64{1, 1.5, 20, 1e9} {
+		p := pace{wallStart: wallStart, virtualStart: wallStart.Add(-RealtimeLead(speed)), speed: speed}
+		for _, after := range []time.Duration{0, time.Second, time.Hour, SpedUpFor - time.Second, SpedUpFor, 3 * SpedUpFor} {
+			wall := wallStart.Add(after)
+			v := p.virtualAt(wall)
+			if v.After(wall) {
+				t.Errorf("speed %v, %v in: the virtual clock is %v ahead of the wall clock", speed, after, v.Sub(wall))
+			}
+			if back := p.wallAt(v); back.Sub(wall).Abs() > time.Millisecond {
+				t.Errorf("speed %v, %v in: wallAt(virtualAt(w)) is %v off w", speed, after, back.Sub(wall))
+			}
+		}
+	}
+	p := pace{wallStart: wallStart, virtualStart: wallStart.Add(-RealtimeLead(20)), speed: 20}
+	if lead := RealtimeLead(20); lead != 19*SpedUpFor {
+		t.Errorf("RealtimeLead(20) = %v, want 19 × SpedUpFor", lead)
+	}
+	if got := p.virtualAt(wallStart.Add(time.Minute)).Sub(p.virtualStart); got != 20*time.Minute {
+		t.Errorf("a minute of wall time at speed 20 is %v of virtual time, want 20m", got)
+	}
+	caughtUp := wallStart.Add(SpedUpFor)
+	if got := p.virtualAt(caughtUp.Add(time.Minute)).Sub(p.virtualAt(caughtUp)); got != time.Minute {
+		t.Errorf("after catching up, a minute of wall time is %v of virtual time, want 1m", got)
+	}
+	if RealtimeLead(1) != 0 || RealtimeLead(0.5) != 0 {
+		t.Error("at speed 1 or below the virtual clock starts at the wall clock")
+	}
+}

@@ -40,13 +40,6 @@ const (
 	GracePeriod = 50 * time.Second
 )
 
-// Taints the node lifecycle and the non-graceful shutdown use.
-const (
-	TaintUnreachable = "node.kubernetes.io/unreachable"
-	// TaintUnschedulable mirrors a cordoned node's spec.unschedulable.
-	TaintUnschedulable = "node.kubernetes.io/unschedulable"
-)
-
 // Controller watches node heartbeats and acts on lost nodes.
 type Controller struct {
 	client         kubernetes.Interface // the node lifecycle controller's
@@ -146,10 +139,6 @@ func (c *Controller) Monitor(context.Context) {
 	}
 }
 
-// annTTL is the TTL controller's annotation: how long kubelets may cache
-// objects; 0 on small clusters.
-const annTTL = "node.alpha.kubernetes.io/ttl"
-
 func (c *Controller) syncNode(ctx context.Context, name string) error {
 	node, err := c.nodes.Get(name)
 	if apierrors.IsNotFound(err) {
@@ -158,13 +147,15 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if node.Annotations[annTTL] == "" {
-		// What the TTL controller does for a cluster of this size.
+	if node.Annotations[corev1.ObjectTTLAnnotationKey] == "" {
+		// What the TTL controller does for a cluster of this size: its
+		// annotation says how long kubelets may cache objects, 0 on
+		// small clusters.
 		n := node.DeepCopy()
 		if n.Annotations == nil {
 			n.Annotations = map[string]string{}
 		}
-		n.Annotations[annTTL] = "0"
+		n.Annotations[corev1.ObjectTTLAnnotationKey] = "0"
 		if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("annotating node %s: %w", node.Name, err)
 		}
@@ -178,7 +169,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 		if err := c.markUnknown(ctx, node); err != nil {
 			return err
 		}
-	} else if ready(node) == corev1.ConditionTrue && hasTaint(node, TaintUnreachable) {
+	} else if ready(node) == corev1.ConditionTrue && hasTaint(node, corev1.TaintNodeUnreachable) {
 		if err := c.setUnreachableTaints(ctx, node, false); err != nil {
 			return err
 		}
@@ -218,14 +209,14 @@ func ready(node *corev1.Node) corev1.ConditionStatus {
 // the real controller's taint-by-condition pass does. It reports whether it
 // updated the node.
 func (c *Controller) taintUnschedulable(ctx context.Context, node *corev1.Node) (bool, error) {
-	if node.Spec.Unschedulable == hasTaint(node, TaintUnschedulable) {
+	if node.Spec.Unschedulable == hasTaint(node, corev1.TaintNodeUnschedulable) {
 		return false, nil
 	}
 	n := node.DeepCopy()
 	if n.Spec.Unschedulable {
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintUnschedulable, Effect: corev1.TaintEffectNoSchedule})
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
 	} else {
-		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == TaintUnschedulable })
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnschedulable })
 	}
 	if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		return false, fmt.Errorf("tainting node %s unschedulable: %w", node.Name, err)
@@ -256,7 +247,7 @@ func (c *Controller) markUnknown(ctx context.Context, node *corev1.Node) error {
 			return err
 		}
 	}
-	if !hasTaint(node, TaintUnreachable) {
+	if !hasTaint(node, corev1.TaintNodeUnreachable) {
 		fresh, err := c.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -270,12 +261,12 @@ func (c *Controller) markUnknown(ctx context.Context, node *corev1.Node) error {
 // unreachable taints.
 func (c *Controller) setUnreachableTaints(ctx context.Context, node *corev1.Node, add bool) error {
 	n := node.DeepCopy()
-	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == TaintUnreachable })
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnreachable })
 	if add {
 		now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
 		n.Spec.Taints = append(n.Spec.Taints,
-			corev1.Taint{Key: TaintUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &now},
-			corev1.Taint{Key: TaintUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &now})
+			corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &now},
+			corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &now})
 	}
 	if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("tainting node %s: %w", node.Name, err)

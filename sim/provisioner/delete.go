@@ -14,13 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
-
-// annMigratedTo names the CSI driver an in-tree volume was migrated to.
-const annMigratedTo = "pv.kubernetes.io/migrated-to"
 
 // syncVolume is the sidecar's volume sync (sig-storage-lib-external-
 // provisioner's, with the finalizer option the external-provisioner turns
@@ -65,27 +63,27 @@ func (p *Provisioner) syncVolume(ctx context.Context, name string) error {
 // made by hand.
 func (p *Provisioner) handles(pv *corev1.PersistentVolume) bool {
 	driver := p.cfg.DriverName
-	if by, ok := pv.Annotations[AnnProvisionedBy]; ok {
-		return by == driver || pv.Annotations[annMigratedTo] == driver
+	if by, ok := pv.Annotations[storagehelpers.AnnDynamicallyProvisioned]; ok {
+		return by == driver || pv.Annotations[storagehelpers.AnnMigratedTo] == driver
 	}
 	if pv.Spec.CSI != nil {
 		return pv.Spec.CSI.Driver == driver
 	}
-	return pv.Annotations[annMigratedTo] == driver
+	return pv.Annotations[storagehelpers.AnnMigratedTo] == driver
 }
 
 // protect adds the finalizer to a bound volume with reclaim policy Delete
 // that is not being deleted, and takes it off a volume whose policy is now
 // Retain or Recycle; it returns the volume as written.
 func (p *Provisioner) protect(ctx context.Context, pv *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
-	has := slices.Contains(pv.Finalizers, Finalizer)
+	has := slices.Contains(pv.Finalizers, storagehelpers.PVDeletionProtectionFinalizer)
 	policy := pv.Spec.PersistentVolumeReclaimPolicy
 	var finalizers []string
 	switch {
 	case !has && policy == corev1.PersistentVolumeReclaimDelete && pv.DeletionTimestamp == nil && pv.Status.Phase == corev1.VolumeBound:
-		finalizers = append(slices.Clone(pv.Finalizers), Finalizer)
+		finalizers = append(slices.Clone(pv.Finalizers), storagehelpers.PVDeletionProtectionFinalizer)
 	case has && (policy == corev1.PersistentVolumeReclaimRetain || policy == corev1.PersistentVolumeReclaimRecycle):
-		finalizers = slices.DeleteFunc(slices.Clone(pv.Finalizers), func(f string) bool { return f == Finalizer })
+		finalizers = slices.DeleteFunc(slices.Clone(pv.Finalizers), func(f string) bool { return f == storagehelpers.PVDeletionProtectionFinalizer })
 	default:
 		return pv, nil
 	}
@@ -120,7 +118,7 @@ func (p *Provisioner) patchFinalizers(ctx context.Context, pv *corev1.Persistent
 // shouldDelete: the volume is Released with reclaim policy Delete, and
 // not already deleted by us (being deleted, with our finalizer gone).
 func shouldDelete(pv *corev1.PersistentVolume) bool {
-	if pv.DeletionTimestamp != nil && !slices.Contains(pv.Finalizers, Finalizer) {
+	if pv.DeletionTimestamp != nil && !slices.Contains(pv.Finalizers, storagehelpers.PVDeletionProtectionFinalizer) {
 		return false
 	}
 	return pv.Status.Phase == corev1.VolumeReleased &&
@@ -149,11 +147,11 @@ func (p *Provisioner) deleteVolume(ctx context.Context, pv *corev1.PersistentVol
 		return fmt.Errorf("deleting PV %s: %w", name, err)
 	}
 	cur, err := p.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || (err == nil && !slices.Contains(cur.Finalizers, Finalizer)) {
+	if apierrors.IsNotFound(err) || (err == nil && !slices.Contains(cur.Finalizers, storagehelpers.PVDeletionProtectionFinalizer)) {
 		return nil
 	}
 	if err == nil {
-		_, err = p.patchFinalizers(ctx, cur, slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return f == Finalizer }))
+		_, err = p.patchFinalizers(ctx, cur, slices.DeleteFunc(slices.Clone(cur.Finalizers), func(f string) bool { return f == storagehelpers.PVDeletionProtectionFinalizer }))
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing finalizer from PV %s: %w", name, err)
@@ -170,6 +168,9 @@ func (p *Provisioner) deleteBacking(ctx context.Context, pv *corev1.PersistentVo
 	}
 	if node := p.attachedTo(pv.Name); node != "" {
 		return &stillAttached{pv: pv.Name, node: node}
+	}
+	if err := p.checkDriverCapabilities(nil); err != nil {
+		return err
 	}
 	secrets, err := p.deletionSecrets(ctx, pv)
 	if err != nil {
@@ -213,7 +214,14 @@ func (p *Provisioner) deletionSecrets(ctx context.Context, pv *corev1.Persistent
 	return secrets, nil
 }
 
+// attachedTo is the node a VolumeAttachment attaches the volume to, ""
+// for none. The sidecar watches VolumeAttachments only for a driver with
+// PUBLISH_UNPUBLISH_VOLUME (cmd/csi-provisioner/csi-provisioner.go); for
+// another it has nothing to check (canDeleteVolume).
 func (p *Provisioner) attachedTo(pvName string) string {
+	if !p.cfg.Capabilities.Controller[csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME] {
+		return ""
+	}
 	vas, _ := volumeutil.ByIndex[*storagev1.VolumeAttachment](p.vaIndex, volumeutil.AttachmentsByVolume, pvName)
 	if len(vas) == 0 {
 		return ""

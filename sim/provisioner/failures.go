@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/clock"
 
 	"google.golang.org/grpc/codes"
@@ -33,7 +34,7 @@ import (
 // rescheduleAfter reports whether a failed CreateVolume should give the
 // claim back to the scheduler.
 func rescheduleAfter(err error, topology bool, claim *corev1.PersistentVolumeClaim) bool {
-	if !topology || claim.Annotations[annSelectedNode] == "" {
+	if !topology || claim.Annotations[storagehelpers.AnnSelectedNode] == "" {
 		return false
 	}
 	st, ok := status.FromError(err)
@@ -92,10 +93,10 @@ func (p *Provisioner) reschedule(ctx context.Context, claim *corev1.PersistentVo
 		if err != nil {
 			return err
 		}
-		if _, ok := cur.Annotations[annSelectedNode]; !ok {
+		if _, ok := cur.Annotations[storagehelpers.AnnSelectedNode]; !ok {
 			return nil
 		}
-		delete(cur.Annotations, annSelectedNode)
+		delete(cur.Annotations, storagehelpers.AnnSelectedNode)
 		_, err = p.client.CoreV1().PersistentVolumeClaims(cur.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})

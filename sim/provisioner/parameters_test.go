@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"google.golang.org/grpc/codes"
@@ -76,7 +77,7 @@ func TestAllowedTerms(t *testing.T) {
 }
 
 func TestFailureClasses(t *testing.T) {
-	selected := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{annSelectedNode: "node-a"}}}
+	selected := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{storagehelpers.AnnSelectedNode: "node-a"}}}
 	immediate := &corev1.PersistentVolumeClaim{}
 	exhausted := status.Error(codes.ResourceExhausted, "full")
 	if !rescheduleAfter(exhausted, true, selected) {

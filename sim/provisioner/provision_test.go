@@ -2,9 +2,11 @@ package provisioner
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -27,20 +29,21 @@ func (r *recordingController) CreateVolume(_ context.Context, req *csi.CreateVol
 		AccessibleTopology: []*csi.Topology{{Segments: map[string]string{zoneKey: "b"}}}}}, nil
 }
 
-// What the sidecar makes of a class: the request CreateVolume gets and the
-// PV it writes.
-// ControllerGetCapabilities says the driver has SINGLE_NODE_MULTI_WRITER,
-// as csisim's driver does.
-func (r *recordingController) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest, ...grpc.CallOption) (*csi.ControllerGetCapabilitiesResponse, error) {
-	return &csi.ControllerGetCapabilitiesResponse{Capabilities: []*csi.ControllerServiceCapability{{
-		Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{
-			Type: csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER}}}}}, nil
+// csisimCapabilities are those of csisim's driver that provisioning
+// looks at: it provisions, with topology, and has SINGLE_NODE_MULTI_WRITER.
+var csisimCapabilities = driverinfo.Capabilities{
+	Plugin: map[csi.PluginCapability_Service_Type]bool{csi.PluginCapability_Service_CONTROLLER_SERVICE: true,
+		csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS: true},
+	Controller: map[csi.ControllerServiceCapability_RPC_Type]bool{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME: true,
+		csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME: true, csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER: true},
 }
 
+// What the sidecar makes of a class: the request CreateVolume gets and the
+// PV it writes.
 func TestProvisionFromClass(t *testing.T) {
 	p := zonedProvisioner(t, "a", "b")
 	p.cfg.Timeout = 1e9
-	p.topologyOnce.Do(func() { p.topology = true })
+	p.cfg.Capabilities = csisimCapabilities
 	ctrl := &recordingController{}
 	p.csi, p.client = ctrl, fake.NewClientset()
 	p.claims = corelisters.NewPersistentVolumeClaimLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
@@ -109,5 +112,35 @@ func TestProvisionFromClass(t *testing.T) {
 	}
 	if ctrl.req.Secrets["token"] != "t" || pv.Annotations[AnnDeletionSecretName] != "s" || pv.Annotations[AnnDeletionSecretNamespace] != "default" {
 		t.Errorf("secrets %v, annotations %v", ctrl.req.Secrets, pv.Annotations)
+	}
+}
+
+// A driver that cannot provision gets no CreateVolume: every claim is
+// refused in the sidecar's words, as is a source it cannot restore from.
+func TestProvisionRefusedByCapabilities(t *testing.T) {
+	withController := map[csi.PluginCapability_Service_Type]bool{csi.PluginCapability_Service_CONTROLLER_SERVICE: true}
+	for _, tc := range []struct {
+		name string
+		caps driverinfo.Capabilities
+		ds   *corev1.ObjectReference
+		want string
+	}{
+		{name: "no controller service", want: "plugin CONTROLLER_SERVICE capability is not reported"},
+		{name: "no CREATE_DELETE_VOLUME", caps: driverinfo.Capabilities{Plugin: withController,
+			Controller: map[csi.ControllerServiceCapability_RPC_Type]bool{csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME: true}},
+			want: "controller CREATE_DELETE_VOLUME capability is not reported"},
+		{name: "a clone without CLONE_VOLUME", caps: csisimCapabilities, ds: &corev1.ObjectReference{Kind: pvcKind, Name: "src"},
+			want: "controller CLONE_VOLUME capability is not reported"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Provisioner{cfg: Config{DriverName: "drv", Capabilities: tc.caps}}
+			err := p.checkDriverCapabilities(tc.ds)
+			if err == nil || !strings.Contains(err.Error(), "CSI driver does not support") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("checkDriverCapabilities: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if err := (&Provisioner{cfg: Config{Capabilities: csisimCapabilities}}).checkDriverCapabilities(nil); err != nil {
+		t.Fatalf("a driver that provisions: %v", err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -25,19 +24,20 @@ import (
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
-	"github.com/csisim/csisim/sim/pvcontroller"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
-// Names the real external-provisioner writes.
+// Names the real external-provisioner writes (those
+// k8s.io/component-helpers/storage/volume exports, the provisioned-by
+// annotation and the PV finalizer, are used from there).
 const (
-	AnnProvisionedBy                 = "pv.kubernetes.io/provisioned-by"
 	AnnDeletionSecretName            = "volume.kubernetes.io/provisioner-deletion-secret-name"
 	AnnDeletionSecretNamespace       = "volume.kubernetes.io/provisioner-deletion-secret-namespace"
-	Finalizer                        = "external-provisioner.volume.kubernetes.io/finalizer"
 	provisionerIdentityKey           = "storage.kubernetes.io/csiProvisionerIdentity"
 	csiParameterPrefix               = "csi.storage.k8s.io/"
 	defaultCapacity            int64 = 1 << 30
@@ -56,48 +56,46 @@ type Config struct {
 	// Timeout bounds every CSI call, like the sidecar's --timeout (default
 	// 10 s, external-provisioner cmd/csi-provisioner/csi-provisioner.go).
 	Timeout time.Duration
-	// Identity, if set, is asked whether the driver has topology.
-	Identity csi.IdentityClient
+	// Capabilities are the driver's, as Check asked them at start: they
+	// decide whether it provisions at all, with topology, from snapshots
+	// and clones, and how access modes map.
+	Capabilities driverinfo.Capabilities
 	// Snapshots reads the VolumeSnapshots claims are restored from; nil
 	// fails every restore.
 	Snapshots snapclientset.Interface
 }
-
-// annSelectedNode is the node the scheduler chose for a WaitForFirstConsumer claim.
-const annSelectedNode = "volume.kubernetes.io/selected-node"
 
 // Provisioner is one external-provisioner for one driver.
 type Provisioner struct {
 	cfg    Config
 	client kubernetes.Interface
 
-	topologyOnce sync.Once
-	topology     bool
-	csi          csi.ControllerClient
-	caps         map[csi.ControllerServiceCapability_RPC_Type]bool // see controllerCapabilities
-	events       record.EventRecorder
-	stopRecs     func()
-	identity     string
-	claims       corelisters.PersistentVolumeClaimLister
-	volumes      corelisters.PersistentVolumeLister
-	classes      storagelisters.StorageClassLister
-	vaIndex      cache.Indexer // with volumeutil.AttachmentsByVolume
-	nodes        corelisters.NodeLister
-	csiNodes     storagelisters.CSINodeLister
-	drivers      storagelisters.CSIDriverLister
-	capacities   storagelisters.CSIStorageCapacityLister
-	capacityQ    controller.Queue
-	cloneQ       controller.Queue
-	slow         *slowRetries
-	claimQ       controller.Queue
-	volumeQ      controller.Queue
+	csi        csi.ControllerClient
+	events     record.EventRecorder
+	stopRecs   func()
+	identity   string
+	claims     corelisters.PersistentVolumeClaimLister
+	volumes    corelisters.PersistentVolumeLister
+	classes    storagelisters.StorageClassLister
+	vaIndex    cache.Indexer // with volumeutil.AttachmentsByVolume
+	nodes      corelisters.NodeLister
+	csiNodes   storagelisters.CSINodeLister
+	drivers    storagelisters.CSIDriverLister
+	capacities storagelisters.CSIStorageCapacityLister
+	capacityQ  controller.Queue
+	cloneQ     controller.Queue
+	slow       *slowRetries
+	claimQ     controller.Queue
+	claimIndex cache.Indexer // with volumeutil.ClaimsByUID
+	inProgress claimsInProgress
+	volumeQ    controller.Queue
 }
 
 // New wires a provisioner to the factory's informers and a CSI controller
 // client.
 func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Provisioner {
 	if cfg.Timeout == 0 {
-		cfg.Timeout = 10 * time.Second
+		cfg.Timeout = DefaultTimeout
 	}
 	events, stop := rt.NewEventRecorder(client, cfg.DriverName+"_csisim", "")
 	p := &Provisioner{
@@ -128,7 +126,9 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	for _, inf := range []cache.SharedIndexInformer{scInf.Informer(), factory.Storage().V1().CSINodes().Informer(), factory.Storage().V1().CSIDrivers().Informer()} {
 		_, _ = inf.AddEventHandler(refreshCapacity)
 	}
-	_, _ = pvcInf.Informer().AddEventHandler(controller.EnqueueHandler(p.claimQ))
+	_ = volumeutil.AddIndexes(pvcInf.Informer(), volumeutil.ClaimsByUID)
+	p.claimIndex = pvcInf.Informer().GetIndexer()
+	_, _ = pvcInf.Informer().AddEventHandler(p.claimHandler())
 	// The cloning protection looks at claims being deleted.
 	_, _ = pvcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    p.enqueueDeletedClaim,
@@ -159,54 +159,70 @@ func (p *Provisioner) Workers() []controller.Worker {
 // CapacityPollInterval seconds.
 func (p *Provisioner) PollCapacity(context.Context) { p.capacityQ.Add(capacityKey) }
 
-func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	claim, err := p.claims.PersistentVolumeClaims(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+// syncClaimObject makes one attempt to provision for claim and says what
+// a failed one leaves behind in the driver (inprogress.go).
+func (p *Provisioner) syncClaimObject(ctx context.Context, claim *corev1.PersistentVolumeClaim) (provisioningState, error) {
 	if !p.shouldProvision(claim) {
-		return nil
+		return stateFinished, nil
 	}
 	pvName := "pvc-" + string(claim.UID)
 	if _, err := p.volumes.Get(pvName); err == nil {
-		return nil // provisioned already; the PV controller binds it
+		return stateFinished, nil // provisioned already; the PV controller binds it
 	}
 	// The cache may lag behind our own last write; ask the API server.
 	if _, err := p.client.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{}); err == nil {
-		return nil
+		return stateFinished, nil
 	}
 	className := *claim.Spec.StorageClassName
 	class, err := p.classes.Get(className)
 	if err != nil {
-		return fmt.Errorf("getting storage class %s: %w", className, err)
+		return stateNoChange, fmt.Errorf("getting storage class %s: %w", className, err)
 	}
-	if delayed(class) && claim.Annotations[annSelectedNode] == "" {
-		return nil // the scheduler has not chosen a node yet
+	if delayed(class) && claim.Annotations[storagehelpers.AnnSelectedNode] == "" {
+		return stateFinished, nil // the scheduler has not chosen a node yet
 	}
 	if err := p.slow.delayed(claim, class); err != nil {
-		return err // tried again with backoff, without an event
+		return stateNoChange, err // tried again with backoff, without an event
 	}
-	p.events.Eventf(claim, corev1.EventTypeNormal, "Provisioning", "External provisioner is provisioning volume for claim %q", ns+"/"+name)
+	p.events.Eventf(claim, corev1.EventTypeNormal, "Provisioning", "External provisioner is provisioning volume for claim %q", claim.Namespace+"/"+claim.Name)
 	pv, err := p.provision(ctx, claim, class, pvName)
 	if errors.Is(err, errPopulator) {
-		return nil
+		return stateFinished, nil
 	}
 	if err != nil {
-		return p.failed(ctx, claim, class, err)
+		return stateAfter(err), p.failed(ctx, claim, class, err)
 	}
 	p.releaseSnapshotSource(ctx, claim)
 	if _, err := p.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating PersistentVolume %s: %w", pvName, err)
+		// The volume exists in the driver: the claim stays in progress,
+		// so that a retry saves the PV even if the claim goes meanwhile,
+		// as the library's volume store keeps trying to.
+		return stateInBackground, fmt.Errorf("creating PersistentVolume %s: %w", pvName, err)
 	}
 	p.events.Eventf(claim, corev1.EventTypeNormal, "ProvisioningSucceeded", "Successfully provisioned volume %s", pvName)
 	p.refreshCapacityAfterProvision(pv, class)
+	return stateFinished, nil
+}
+
+// DefaultTimeout is the sidecar's --timeout.
+const DefaultTimeout = 10 * time.Second
+
+// Check is the sidecar's start-up check (controller.Check), as its main
+// runs it (cmd/csi-provisioner/csi-provisioner.go GetDriverCapabilities):
+// GetPluginCapabilities and ControllerGetCapabilities. The sidecar does
+// not exit for a driver that cannot provision: it refuses every claim
+// (checkDriverCapabilities). A driver that does not answer makes the
+// real sidecar exit (klog.Fatalf): see controller.CheckFailed.
+func Check(ctx context.Context, d *controller.Driver) error {
+	callCtx, cancel := csiclient.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
+	var err error
+	if d.Capabilities.Plugin, d.Capabilities.Expansion, err = driverinfo.AskPlugin(callCtx, d.Identity); err == nil {
+		d.Capabilities.Controller, err = driverinfo.AskController(callCtx, d.Controller)
+	}
+	if err != nil {
+		return controller.CheckFailed(fmt.Errorf("Error getting CSI driver capabilities: %w", err))
+	}
 	return nil
 }
 
@@ -215,7 +231,7 @@ func (p *Provisioner) syncClaim(ctx context.Context, key string) error {
 // CapacityPollInterval. It reads the snapshots claims are restored from
 // with d.Snapshots.
 func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
-	p := New(Config{DriverName: d.Driver.Name, Identity: d.Driver.Identity, Snapshots: d.Snapshots}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
+	p := New(Config{DriverName: d.Driver.Name, Capabilities: d.Driver.Capabilities, Snapshots: d.Snapshots}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
 	return controller.Component{Workers: p.Workers(), Periodic: []controller.Periodic{{Every: CapacityPollInterval * time.Second, Run: p.PollCapacity}}}, nil
 }
 
@@ -231,8 +247,8 @@ func (p *Provisioner) failed(ctx context.Context, claim *corev1.PersistentVolume
 	}
 	p.events.Eventf(claim, corev1.EventTypeWarning, "ProvisioningFailed", "%v", err)
 	var resched errReschedule
-	if errors.As(err, &resched) || rescheduleAfter(err, p.supportsTopology(ctx), claim) {
-		if claim.Annotations[annSelectedNode] != "" {
+	if errors.As(err, &resched) || rescheduleAfter(err, p.supportsTopology(), claim) {
+		if claim.Annotations[storagehelpers.AnnSelectedNode] != "" {
 			if rerr := p.reschedule(ctx, claim); rerr != nil {
 				return fmt.Errorf("provisioning claim %s: %w", key, errors.Join(err, rerr))
 			}
@@ -250,10 +266,8 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 	if err != nil {
 		return nil, err
 	}
-	if ds != nil {
-		if err := p.checkSourceCapability(ctx, ds); err != nil {
-			return nil, err
-		}
+	if err := p.checkDriverCapabilities(ds); err != nil {
+		return nil, err
 	}
 	if claim.Spec.Selector != nil {
 		return nil, errors.New("claim Selector is not supported")
@@ -262,12 +276,8 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 	if err != nil {
 		return nil, err
 	}
-	caps, err := p.controllerCapabilities(ctx)
-	if err != nil {
-		return nil, err
-	}
 	volumeCaps, err := capabilities(claim.Spec.AccessModes, claim.Spec.VolumeMode, fsType, class.MountOptions,
-		caps[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER])
+		p.cfg.Capabilities.Controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER])
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +298,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 			return nil, err
 		}
 	}
-	if p.supportsTopology(ctx) {
+	if p.supportsTopology() {
 		req.AccessibilityRequirements, err = p.accessibilityRequirements(claim, class)
 		var resched errReschedule
 		if err != nil && !errors.As(err, &resched) {
@@ -322,7 +332,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 		// A failed CreateVolume may mean that the capacity objects are
 		// stale: the class's are published again.
 		p.capacityQ.Add(classCapacityKey(class.Name))
-		return nil, err
+		return nil, createVolumeError{err}
 	}
 	pv := p.volumeFor(claim, class.ReclaimPolicy, class.MountOptions, resp.GetVolume())
 	if claim.Spec.VolumeMode == nil || *claim.Spec.VolumeMode != corev1.PersistentVolumeBlock {
@@ -347,8 +357,8 @@ func (p *Provisioner) shouldProvision(claim *corev1.PersistentVolumeClaim) bool 
 	if claim.Spec.VolumeName != "" || claim.Spec.StorageClassName == nil {
 		return false
 	}
-	return claim.Annotations[pvcontroller.AnnStorageProvisioner] == p.cfg.DriverName ||
-		claim.Annotations[pvcontroller.AnnBetaStorageProvisioner] == p.cfg.DriverName
+	return claim.Annotations[storagehelpers.AnnStorageProvisioner] == p.cfg.DriverName ||
+		claim.Annotations[storagehelpers.AnnBetaStorageProvisioner] == p.cfg.DriverName
 }
 
 func (p *Provisioner) volumeFor(claim *corev1.PersistentVolumeClaim, reclaim *corev1.PersistentVolumeReclaimPolicy,
@@ -369,11 +379,11 @@ func (p *Provisioner) volumeFor(claim *corev1.PersistentVolumeClaim, reclaim *co
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "pvc-" + string(claim.UID),
 			Annotations: map[string]string{
-				AnnProvisionedBy:           p.cfg.DriverName,
-				AnnDeletionSecretName:      "",
-				AnnDeletionSecretNamespace: "",
+				storagehelpers.AnnDynamicallyProvisioned: p.cfg.DriverName,
+				AnnDeletionSecretName:                    "",
+				AnnDeletionSecretNamespace:               "",
 			},
-			Finalizers: []string{Finalizer},
+			Finalizers: []string{storagehelpers.PVDeletionProtectionFinalizer},
 		},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:    corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(capacity, resource.BinarySI)},
@@ -451,20 +461,4 @@ func capabilities(modes []corev1.PersistentVolumeAccessMode, volumeMode *corev1.
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// controllerCapabilities are the controller plugin's capabilities, asked
-// for once, as the sidecar does when it starts.
-func (p *Provisioner) controllerCapabilities(ctx context.Context) (map[csi.ControllerServiceCapability_RPC_Type]bool, error) {
-	if p.caps != nil {
-		return p.caps, nil
-	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, p.cfg.Timeout)
-	defer cancel()
-	caps, err := csiclient.ControllerCapabilities(callCtx, p.csi)
-	if err != nil {
-		return nil, err
-	}
-	p.caps = caps
-	return caps, nil
 }

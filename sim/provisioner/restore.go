@@ -73,17 +73,21 @@ func (p *Provisioner) dataSource(claim *corev1.PersistentVolumeClaim) (*corev1.O
 	return ds, nil
 }
 
-// checkSourceCapability: the driver can restore snapshots, or clone, as
-// the data source needs (external-provisioner checkDriverCapabilities).
-func (p *Provisioner) checkSourceCapability(ctx context.Context, ds *corev1.ObjectReference) error {
-	caps, err := p.controllerCapabilities(ctx)
-	if err != nil {
-		return err
-	}
+// checkDriverCapabilities: the driver provisions at all, and restores
+// snapshots, or clones, as the data source needs (external-provisioner
+// pkg/controller/controller.go checkDriverCapabilities, in its words).
+func (p *Provisioner) checkDriverCapabilities(ds *corev1.ObjectReference) error {
+	caps := p.cfg.Capabilities
 	switch {
-	case ds.Kind == snapshotKind && !caps[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT]:
+	case !caps.HasControllerService():
+		return errors.New("CSI driver does not support dynamic provisioning: plugin CONTROLLER_SERVICE capability is not reported")
+	case !caps.Controller[csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME]:
+		return errors.New("CSI driver does not support dynamic provisioning: controller CREATE_DELETE_VOLUME capability is not reported")
+	case ds == nil:
+		return nil
+	case ds.Kind == snapshotKind && !caps.Controller[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT]:
 		return errors.New("CSI driver does not support snapshot restore: controller CREATE_DELETE_SNAPSHOT capability is not reported")
-	case ds.Kind == pvcKind && !caps[csi.ControllerServiceCapability_RPC_CLONE_VOLUME]:
+	case ds.Kind == pvcKind && !caps.Controller[csi.ControllerServiceCapability_RPC_CLONE_VOLUME]:
 		return errors.New("CSI driver does not support clone operations: controller CLONE_VOLUME capability is not reported")
 	}
 	return nil

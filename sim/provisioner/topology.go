@@ -1,7 +1,6 @@
 package provisioner
 
 import (
-	"context"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -15,26 +14,13 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
-// supportsTopology asks the driver, once, whether it has
-// VOLUME_ACCESSIBILITY_CONSTRAINTS, as the sidecar does at start.
-func (p *Provisioner) supportsTopology(ctx context.Context) bool {
-	p.topologyOnce.Do(func() {
-		if p.cfg.Identity == nil {
-			return
-		}
-		resp, err := p.cfg.Identity.GetPluginCapabilities(ctx, &csi.GetPluginCapabilitiesRequest{})
-		if err != nil {
-			return
-		}
-		for _, c := range resp.GetCapabilities() {
-			if c.GetService().GetType() == csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS {
-				p.topology = true
-			}
-		}
-	})
-	return p.topology
+// supportsTopology says whether the driver has
+// VOLUME_ACCESSIBILITY_CONSTRAINTS, as the sidecar asked at start.
+func (p *Provisioner) supportsTopology() bool {
+	return p.cfg.Capabilities.Plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS]
 }
 
 // term is one topology segment as the sidecar handles it: key=value
@@ -99,7 +85,7 @@ type errReschedule struct{ error }
 // segment, or, without a selected node, by a hash of the claim's name (of
 // its StatefulSet part, so that a StatefulSet's claims spread over zones).
 func (p *Provisioner) accessibilityRequirements(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass) (*csi.TopologyRequirement, error) {
-	selectedName := claim.Annotations[annSelectedNode]
+	selectedName := claim.Annotations[storagehelpers.AnnSelectedNode]
 	var selected term
 	var selectedKeys []string
 	if selectedName != "" {

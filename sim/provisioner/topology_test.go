@@ -11,6 +11,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
 const zoneKey = "topology.example/zone"
@@ -45,7 +46,7 @@ func TestAccessibilityRequirements(t *testing.T) {
 	claim := func(name, node string) *corev1.PersistentVolumeClaim {
 		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}}}
 		if node != "" {
-			c.Annotations[annSelectedNode] = node
+			c.Annotations[storagehelpers.AnnSelectedNode] = node
 		}
 		return c
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-helpers/storage/ephemeral"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/csisim/csisim/sim/volumeutil"
 )
@@ -35,7 +36,7 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if _, done := claim.Annotations[AnnBindCompleted]; done {
+	if _, done := claim.Annotations[storagehelpers.AnnBindCompleted]; done {
 		return c.syncBoundClaim(ctx, claim)
 	}
 	if claim.Spec.VolumeName != "" {
@@ -62,9 +63,9 @@ func (c *Controller) syncUnboundClaim(ctx context.Context, claim *corev1.Persist
 		return err // the update brings the claim back
 	}
 	switch {
-	case delayed && claim.Annotations[AnnSelectedNode] == "":
+	case delayed && claim.Annotations[storagehelpers.AnnSelectedNode] == "":
 		c.emitWaitingForConsumer(claim)
-	case claimClass(claim) != "":
+	case storagehelpers.GetPersistentVolumeClaimClass(claim) != "":
 		// Provisioning is the external provisioner's; the claim stays
 		// Pending until its volume is bound.
 		return c.provision(ctx, claim)
@@ -120,7 +121,7 @@ func (c *Controller) syncRequestedVolume(ctx context.Context, claim *corev1.Pers
 		return c.bind(ctx, pv, claim)
 	default:
 		c.events.Event(claim, corev1.EventTypeWarning, "FailedBinding", fmt.Sprintf("volume %q already bound to a different claim.", pv.Name))
-		if _, byController := claim.Annotations[AnnBoundByController]; byController {
+		if _, byController := claim.Annotations[storagehelpers.AnnBoundByController]; byController {
 			return fmt.Errorf("invalid binding of claim %s/%s to volume %q: volume already claimed by %s/%s",
 				claim.Namespace, claim.Name, pv.Name, pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name)
 		}
@@ -180,8 +181,8 @@ func (c *Controller) bindVolume(ctx context.Context, pv *corev1.PersistentVolume
 			Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID, ResourceVersion: claim.ResourceVersion}
 		dirty = true
 	}
-	if _, marked := pv.Annotations[AnnBoundByController]; !marked && !boundToClaim(pv, claim) {
-		setAnnotation(&v.ObjectMeta, AnnBoundByController, "yes")
+	if _, marked := pv.Annotations[storagehelpers.AnnBoundByController]; !marked && !boundToClaim(pv, claim) {
+		setAnnotation(&v.ObjectMeta, storagehelpers.AnnBoundByController, "yes")
 		dirty = true
 	}
 	if !dirty {
@@ -202,13 +203,13 @@ func (c *Controller) bindClaim(ctx context.Context, claim *corev1.PersistentVolu
 	dirty := false
 	if claim.Spec.VolumeName != pv.Name {
 		cl.Spec.VolumeName = pv.Name
-		if _, marked := claim.Annotations[AnnBoundByController]; !marked {
-			setAnnotation(&cl.ObjectMeta, AnnBoundByController, "yes")
+		if _, marked := claim.Annotations[storagehelpers.AnnBoundByController]; !marked {
+			setAnnotation(&cl.ObjectMeta, storagehelpers.AnnBoundByController, "yes")
 		}
 		dirty = true
 	}
-	if _, done := claim.Annotations[AnnBindCompleted]; !done {
-		setAnnotation(&cl.ObjectMeta, AnnBindCompleted, "yes")
+	if _, done := claim.Annotations[storagehelpers.AnnBindCompleted]; !done {
+		setAnnotation(&cl.ObjectMeta, storagehelpers.AnnBindCompleted, "yes")
 		dirty = true
 	}
 	if !dirty {
@@ -274,7 +275,7 @@ func (c *Controller) updateClaimStatusWithEvent(ctx context.Context, claim *core
 // delayBinding: the claim's class binds at the first consumer. A class
 // that does not exist does not delay.
 func (c *Controller) delayBinding(claim *corev1.PersistentVolumeClaim) (bool, error) {
-	name := claimClass(claim)
+	name := storagehelpers.GetPersistentVolumeClaimClass(claim)
 	if name == "" {
 		return false, nil
 	}
@@ -316,7 +317,7 @@ func (c *Controller) emitWaitingForConsumer(claim *corev1.PersistentVolumeClaim)
 // assignDefaultClass gives a claim that names no class at all the default
 // class, once one exists (retroactive default StorageClass assignment).
 func (c *Controller) assignDefaultClass(ctx context.Context, claim *corev1.PersistentVolumeClaim) (bool, error) {
-	if hasClass(claim) {
+	if storagehelpers.PersistentVolumeClaimHasClass(claim) {
 		return false, nil
 	}
 	classes, err := c.classes.List(labels.Everything())
@@ -325,7 +326,7 @@ func (c *Controller) assignDefaultClass(ctx context.Context, claim *corev1.Persi
 	}
 	var def *storagev1.StorageClass
 	for _, class := range classes {
-		if class.Annotations[AnnDefaultClass] != "true" {
+		if class.Annotations[volumeutil.AnnDefaultStorageClass] != "true" {
 			continue
 		}
 		// Of several defaults the newest wins, then the name.
@@ -350,7 +351,7 @@ func (c *Controller) assignDefaultClass(ctx context.Context, claim *corev1.Persi
 // the claim waits, as the real controller does. In-tree provisioners
 // (kubernetes.io/...) are all gone from kube-controller-manager.
 func (c *Controller) provision(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
-	name := claimClass(claim)
+	name := storagehelpers.GetPersistentVolumeClaimClass(claim)
 	class, err := c.classes.Get(name)
 	if apierrors.IsNotFound(err) {
 		c.events.Event(claim, corev1.EventTypeWarning, "ProvisioningFailed", fmt.Sprintf("storageclass.storage.k8s.io %q not found", name))
@@ -363,10 +364,10 @@ func (c *Controller) provision(ctx context.Context, claim *corev1.PersistentVolu
 		c.events.Event(claim, corev1.EventTypeWarning, "ProvisioningFailed", "no volume plugin matched name: "+class.Provisioner)
 		return nil
 	}
-	if claim.Annotations[AnnStorageProvisioner] != class.Provisioner || claim.Annotations[AnnBetaStorageProvisioner] != class.Provisioner {
+	if claim.Annotations[storagehelpers.AnnStorageProvisioner] != class.Provisioner || claim.Annotations[storagehelpers.AnnBetaStorageProvisioner] != class.Provisioner {
 		cl := claim.DeepCopy()
-		setAnnotation(&cl.ObjectMeta, AnnStorageProvisioner, class.Provisioner)
-		setAnnotation(&cl.ObjectMeta, AnnBetaStorageProvisioner, class.Provisioner)
+		setAnnotation(&cl.ObjectMeta, storagehelpers.AnnStorageProvisioner, class.Provisioner)
+		setAnnotation(&cl.ObjectMeta, storagehelpers.AnnBetaStorageProvisioner, class.Provisioner)
 		updated, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, cl, metav1.UpdateOptions{})
 		if err != nil {
 			c.events.Event(claim, corev1.EventTypeWarning, "ProvisioningFailed", fmt.Sprintf("Error saving claim: %v", err))

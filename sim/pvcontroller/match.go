@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
 // bestMatch picks the volume a claim without spec.volumeName binds to, as
@@ -80,7 +81,7 @@ func bestInGroup(claim *corev1.PersistentVolumeClaim, volumes []*corev1.Persiste
 		if selector != nil && !selector.Matches(labels.Set(pv.Labels)) {
 			continue
 		}
-		if pv.Spec.StorageClassName != claimClass(claim) {
+		if pv.Spec.StorageClassName != storagehelpers.GetPersistentVolumeClaimClass(claim) {
 			continue
 		}
 		if best == nil {
@@ -116,7 +117,7 @@ func checkRequested(pv *corev1.PersistentVolume, claim *corev1.PersistentVolumeC
 	if size.Value() < request.Value() {
 		return errors.New("requested PV is too small")
 	}
-	if pv.Spec.StorageClassName != claimClass(claim) {
+	if pv.Spec.StorageClassName != storagehelpers.GetPersistentVolumeClaimClass(claim) {
 		return errors.New("storageClassName does not match")
 	}
 	if volumeModeMismatch(claim, pv) {
@@ -138,24 +139,6 @@ func volumeMode(m *corev1.PersistentVolumeMode) corev1.PersistentVolumeMode {
 		return corev1.PersistentVolumeFilesystem
 	}
 	return *m
-}
-
-// claimClass is the claim's class: the deprecated beta annotation wins
-// over spec.storageClassName, as in the real helpers.
-func claimClass(claim *corev1.PersistentVolumeClaim) string {
-	if class, ok := claim.Annotations[annBetaStorageClass]; ok {
-		return class
-	}
-	if claim.Spec.StorageClassName != nil {
-		return *claim.Spec.StorageClassName
-	}
-	return ""
-}
-
-// hasClass: the claim names a class, even "" (which means "no class").
-func hasClass(claim *corev1.PersistentVolumeClaim) bool {
-	_, ok := claim.Annotations[annBetaStorageClass]
-	return ok || claim.Spec.StorageClassName != nil
 }
 
 func modesKey(modes []corev1.PersistentVolumeAccessMode) string {

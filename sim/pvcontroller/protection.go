@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // syncClaimProtection is the pvc-protection controller's sync: a claim
@@ -60,7 +62,7 @@ func (c *Controller) syncVolumeProtection(ctx context.Context, name string) erro
 // that was never scheduled does not hold the claim: the kubelet will not
 // start a pod whose claim is being deleted.
 func (c *Controller) releaseClaimProtection(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
-	if !slices.Contains(claim.Finalizers, PVCProtectionFinalizer) {
+	if !slices.Contains(claim.Finalizers, volumeutil.PVCProtectionFinalizer) {
 		return nil
 	}
 	pods, err := c.claimPods(claim)
@@ -76,7 +78,7 @@ func (c *Controller) releaseClaimProtection(ctx context.Context, claim *corev1.P
 		}
 	}
 	cl := claim.DeepCopy()
-	cl.Finalizers = slices.DeleteFunc(cl.Finalizers, func(f string) bool { return f == PVCProtectionFinalizer })
+	cl.Finalizers = slices.DeleteFunc(cl.Finalizers, func(f string) bool { return f == volumeutil.PVCProtectionFinalizer })
 	_, err = c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, cl, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -93,11 +95,11 @@ func shutDown(pod *corev1.Pod) bool {
 // releaseVolumeProtection removes kubernetes.io/pv-protection from a
 // deleted volume that is no longer Bound.
 func (c *Controller) releaseVolumeProtection(ctx context.Context, pv *corev1.PersistentVolume) error {
-	if !slices.Contains(pv.Finalizers, PVProtectionFinalizer) || pv.Status.Phase == corev1.VolumeBound {
+	if !slices.Contains(pv.Finalizers, volumeutil.PVProtectionFinalizer) || pv.Status.Phase == corev1.VolumeBound {
 		return nil
 	}
 	v := pv.DeepCopy()
-	v.Finalizers = slices.DeleteFunc(v.Finalizers, func(f string) bool { return f == PVProtectionFinalizer })
+	v.Finalizers = slices.DeleteFunc(v.Finalizers, func(f string) bool { return f == volumeutil.PVProtectionFinalizer })
 	_, err := c.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -163,21 +165,21 @@ func (c *Controller) usedByPod(claim *corev1.PersistentVolumeClaim) (bool, error
 // addClaimProtection puts kubernetes.io/pvc-protection back on a claim
 // that lost it (admission adds it; someone may remove it by hand).
 func (c *Controller) addClaimProtection(ctx context.Context, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
-	if slices.Contains(claim.Finalizers, PVCProtectionFinalizer) {
+	if slices.Contains(claim.Finalizers, volumeutil.PVCProtectionFinalizer) {
 		return claim, nil
 	}
 	cl := claim.DeepCopy()
-	cl.Finalizers = append(cl.Finalizers, PVCProtectionFinalizer)
+	cl.Finalizers = append(cl.Finalizers, volumeutil.PVCProtectionFinalizer)
 	return c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, cl, metav1.UpdateOptions{})
 }
 
 // addVolumeProtection puts kubernetes.io/pv-protection back on a volume
 // that lost it.
 func (c *Controller) addVolumeProtection(ctx context.Context, pv *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
-	if slices.Contains(pv.Finalizers, PVProtectionFinalizer) {
+	if slices.Contains(pv.Finalizers, volumeutil.PVProtectionFinalizer) {
 		return pv, nil
 	}
 	v := pv.DeepCopy()
-	v.Finalizers = append(v.Finalizers, PVProtectionFinalizer)
+	v.Finalizers = append(v.Finalizers, volumeutil.PVProtectionFinalizer)
 	return c.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{})
 }

@@ -31,21 +31,6 @@ import (
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
-// Annotations and finalizers the real PV controller and API server use.
-const (
-	AnnStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
-	AnnBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
-	AnnBindCompleted          = "pv.kubernetes.io/bind-completed"
-	AnnBoundByController      = "pv.kubernetes.io/bound-by-controller"
-	AnnSelectedNode           = "volume.kubernetes.io/selected-node"
-	AnnDynamicallyProvisioned = "pv.kubernetes.io/provisioned-by"
-	AnnMigratedTo             = "pv.kubernetes.io/migrated-to"
-	AnnDefaultClass           = "storageclass.kubernetes.io/is-default-class"
-	annBetaStorageClass       = "volume.beta.kubernetes.io/storage-class"
-	PVCProtectionFinalizer    = "kubernetes.io/pvc-protection"
-	PVProtectionFinalizer     = "kubernetes.io/pv-protection"
-)
-
 // Controller is the PV controller plus the two protection controllers.
 type Controller struct {
 	clock   clock.PassiveClock

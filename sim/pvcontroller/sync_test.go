@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/csisim/csisim/sim/controller"
@@ -128,11 +129,11 @@ func TestBindingByVolumeNameAndByClaimRefMarksOnlyTheControllersSide(t *testing.
 			t.Errorf("%s: %s = %q, want %q", what, key, got, want)
 		}
 	}
-	check("claim by name", w.claim("data").Annotations, AnnBoundByController, "")
-	check("claim by name", w.claim("data").Annotations, AnnBindCompleted, "yes")
-	check("volume named", w.volume("named").Annotations, AnnBoundByController, "yes")
-	check("claim reserving", w.claim("reserving").Annotations, AnnBoundByController, "yes")
-	check("volume reserved", w.volume("reserved").Annotations, AnnBoundByController, "")
+	check("claim by name", w.claim("data").Annotations, storagehelpers.AnnBoundByController, "")
+	check("claim by name", w.claim("data").Annotations, storagehelpers.AnnBindCompleted, "yes")
+	check("volume named", w.volume("named").Annotations, storagehelpers.AnnBoundByController, "yes")
+	check("claim reserving", w.claim("reserving").Annotations, storagehelpers.AnnBoundByController, "yes")
+	check("volume reserved", w.volume("reserved").Annotations, storagehelpers.AnnBoundByController, "")
 	if got := w.claim("reserving").Spec.VolumeName; got != "reserved" {
 		t.Errorf("reserving claim bound to %q, want the reserved volume", got)
 	}
@@ -147,7 +148,7 @@ func TestBindingByVolumeNameAndByClaimRefMarksOnlyTheControllersSide(t *testing.
 func TestBoundClaimWhoseVolumeIsGoneIsLost(t *testing.T) {
 	claim := claimOf("manual", "1Gi", corev1.ReadWriteOnce)
 	claim.Spec.VolumeName = "gone"
-	claim.Annotations = map[string]string{AnnBindCompleted: "yes"}
+	claim.Annotations = map[string]string{storagehelpers.AnnBindCompleted: "yes"}
 	claim.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound,
 		Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}
 	w := newWorld(t, claim)
@@ -198,7 +199,7 @@ func TestVolumeTheControllerBoundToAClaimBoundElsewhereIsFreed(t *testing.T) {
 	claim := claimOf("manual", "1Gi", corev1.ReadWriteOnce)
 	claim.Spec.VolumeName = "other"
 	stale := staticPV("stale", "1Gi")
-	stale.Annotations = map[string]string{AnnBoundByController: "yes"}
+	stale.Annotations = map[string]string{storagehelpers.AnnBoundByController: "yes"}
 	stale.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "ns", Name: "data", UID: claim.UID}
 	stale.Status.Phase = corev1.VolumeBound
 	adminBound := staticPV("admin", "1Gi")
@@ -210,7 +211,7 @@ func TestVolumeTheControllerBoundToAClaimBoundElsewhereIsFreed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if pv := w.volume("stale"); pv.Spec.ClaimRef != nil || pv.Annotations[AnnBoundByController] != "" || pv.Status.Phase != corev1.VolumeAvailable {
+	if pv := w.volume("stale"); pv.Spec.ClaimRef != nil || pv.Annotations[storagehelpers.AnnBoundByController] != "" || pv.Status.Phase != corev1.VolumeAvailable {
 		t.Errorf("controller's binding not undone: claimRef %v, annotations %v, phase %s", pv.Spec.ClaimRef, pv.Annotations, pv.Status.Phase)
 	}
 	if pv := w.volume("admin"); pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Name != "data" || pv.Spec.ClaimRef.UID != "" {

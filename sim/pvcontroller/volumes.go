@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
 // syncVolume is the binder's sync of a volume: it keeps the volume's phase
@@ -63,7 +64,7 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	case claim.Spec.VolumeName == pv.Name:
 		_, err := c.setVolumePhase(ctx, pv, corev1.VolumeBound, "")
 		return err
-	case pv.Annotations[AnnDynamicallyProvisioned] != "" && pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete:
+	case pv.Annotations[storagehelpers.AnnDynamicallyProvisioned] != "" && pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete:
 		// Provisioned for a claim that got another volume: not needed.
 		if pv.Status.Phase != corev1.VolumeReleased && pv.Status.Phase != corev1.VolumeFailed {
 			if pv, err = c.setVolumePhase(ctx, pv, corev1.VolumeReleased, ""); err != nil {
@@ -81,9 +82,9 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 // made is removed, an admin's claimRef keeps its name and loses its UID.
 func (c *Controller) unbindVolume(ctx context.Context, pv *corev1.PersistentVolume) error {
 	v := pv.DeepCopy()
-	if _, ok := pv.Annotations[AnnBoundByController]; ok {
+	if _, ok := pv.Annotations[storagehelpers.AnnBoundByController]; ok {
 		v.Spec.ClaimRef = nil
-		delete(v.Annotations, AnnBoundByController)
+		delete(v.Annotations, storagehelpers.AnnBoundByController)
 		if len(v.Annotations) == 0 {
 			v.Annotations = nil
 		}
@@ -106,10 +107,10 @@ func (c *Controller) unbindVolume(ctx context.Context, pv *corev1.PersistentVolu
 // other volume. Recycle (deprecated, for NFS and host paths) is not
 // modelled: such a volume stays Released.
 func (c *Controller) reclaim(ctx context.Context, pv *corev1.PersistentVolume) error {
-	if pv.Annotations[AnnMigratedTo] != "" || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+	if pv.Annotations[storagehelpers.AnnMigratedTo] != "" || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
 		return nil
 	}
-	if by := pv.Annotations[AnnDynamicallyProvisioned]; by != "" && !strings.HasPrefix(by, "kubernetes.io/") {
+	if by := pv.Annotations[storagehelpers.AnnDynamicallyProvisioned]; by != "" && !strings.HasPrefix(by, "kubernetes.io/") {
 		return nil
 	}
 	if pv.Spec.CSI != nil {

@@ -30,22 +30,18 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // Names the real external-resizer reads and writes (external-resizer
-// pkg/util/util.go and events.go).
+// pkg/util/util.go and events.go); the annotations it shares with the
+// kubelet and the expand controller are in volumeutil.
 const (
 	// AnnResizer names the resizer of a migrated in-tree claim.
 	AnnResizer = "volume.kubernetes.io/storage-resizer"
-	// AnnNodeExpansionNotRequired tells the kubelet that the controller
-	// finished the expansion and the node has nothing to do.
-	AnnNodeExpansionNotRequired = "volume.kubernetes.io/node-expansion-not-required"
-	// AnnPreResizeCapacity records on the PV its capacity before an
-	// expansion the node still has to finish (feature AnnotateFsResize,
-	// beta, on).
-	AnnPreResizeCapacity = "volume.alpha.kubernetes.io/pre-resize-capacity"
 
 	EventResizing                 = "Resizing"
 	EventResizeFailed             = "VolumeResizeFailed"
@@ -128,7 +124,7 @@ func Check(ctx context.Context, d *controller.Driver) error {
 // ResyncPeriod.
 func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
 	r := newResizer(Config{DriverName: d.Driver.Name}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
-	r.controllerExpand = d.Driver.ControllerCapabilities[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
+	r.controllerExpand = d.Driver.Capabilities.Controller[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
 	return controller.Component{Workers: r.Workers(), Periodic: []controller.Periodic{{Every: ResyncPeriod, Run: r.Resync}}}, nil
 }
 
@@ -158,38 +154,29 @@ func newResizer(cfg Config, client kubernetes.Interface, factory informers.Share
 	return r
 }
 
-// probe asks the driver what Check needs, and keeps the controller's
-// capabilities in d.
+// probe asks the driver what Check needs, in the sidecar's order, and
+// keeps the answers in d.
 func probe(ctx context.Context, d *controller.Driver) error {
 	callCtx, cancel := csiclient.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
-	plugin, err := d.Identity.GetPluginCapabilities(callCtx, &csi.GetPluginCapabilitiesRequest{})
-	if err != nil {
+	var err error
+	if d.Capabilities.Plugin, d.Capabilities.Expansion, err = driverinfo.AskPlugin(callCtx, d.Identity); err != nil {
 		return fmt.Errorf("failed to check if plugin supports controller service: %w", err)
 	}
-	service := false
-	for _, c := range plugin.GetCapabilities() {
-		service = service || c.GetService().GetType() == csi.PluginCapability_Service_CONTROLLER_SERVICE
-	}
-	if !service {
+	if !d.Capabilities.HasControllerService() {
 		return fmt.Errorf("%w: CSI driver does not support controller service", ErrNotSupported)
 	}
-	caps, err := csiclient.ControllerCapabilities(callCtx, d.Controller)
-	if err != nil {
+	if d.Capabilities.Controller, err = driverinfo.AskController(callCtx, d.Controller); err != nil {
 		return fmt.Errorf("failed to check if plugin supports controller resize: %w", err)
 	}
-	d.ControllerCapabilities = caps
-	if caps[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME] {
+	if d.Capabilities.Controller[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME] {
 		return nil
 	}
-	node, err := d.Node.NodeGetCapabilities(callCtx, &csi.NodeGetCapabilitiesRequest{})
-	if err != nil {
+	if d.Capabilities.Node, err = driverinfo.AskNode(callCtx, d.Node); err != nil {
 		return fmt.Errorf("failed to check if plugin supports node resize: %w", err)
 	}
-	for _, c := range node.GetCapabilities() {
-		if c.GetRpc().GetType() == csi.NodeServiceCapability_RPC_EXPAND_VOLUME {
-			return nil
-		}
+	if d.Capabilities.Node[csi.NodeServiceCapability_RPC_EXPAND_VOLUME] {
+		return nil
 	}
 	return ErrNotSupported
 }
@@ -251,11 +238,11 @@ func (r *Resizer) syncClaim(ctx context.Context, key string) error {
 		return fmt.Errorf("PV %q bound to pvc %q not found", claim.Spec.VolumeName, key)
 	}
 	pv := obj.(*corev1.PersistentVolume)
-	if metav1.HasAnnotation(pv.ObjectMeta, AnnPreResizeCapacity) && nodeExpandComplete(claim, pv) {
+	if metav1.HasAnnotation(pv.ObjectMeta, volumeutil.AnnPreResizeCapacity) && nodeExpandComplete(claim, pv) {
 		next := pv.DeepCopy()
-		delete(next.Annotations, AnnPreResizeCapacity)
+		delete(next.Annotations, volumeutil.AnnPreResizeCapacity)
 		if _, err := r.patchVolume(ctx, pv, next); err != nil {
-			return fmt.Errorf("failed removing annotation %s from pv %q: %w", AnnPreResizeCapacity, pv.Name, err)
+			return fmt.Errorf("failed removing annotation %s from pv %q: %w", volumeutil.AnnPreResizeCapacity, pv.Name, err)
 		}
 	}
 	if !needsResize(claim) {
@@ -440,7 +427,7 @@ func (r *Resizer) expand(ctx context.Context, pv *corev1.PersistentVolume, size 
 	defer cancel()
 	// The sidecar asks for SINGLE_NODE_MULTI_WRITER before every
 	// expansion, to map the access modes.
-	caps, err := csiclient.ControllerCapabilities(callCtx, r.csi)
+	caps, err := driverinfo.AskController(callCtx, r.csi)
 	if err != nil {
 		return old, false, fmt.Errorf("failed to get capabilities of volume %s with %v", pv.Name, err)
 	}

@@ -22,6 +22,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 const driver = "hostpath.csisim.io"
@@ -283,10 +284,10 @@ func TestSyncClaim(t *testing.T) {
 			if got := conditionTypes(c); !slices.Equal(got, tt.wantConditions) {
 				t.Errorf("conditions %v, want %v", got, tt.wantConditions)
 			}
-			if got := c.Annotations[AnnNodeExpansionNotRequired] == "true"; got != tt.wantAnnotated {
+			if got := c.Annotations[volumeutil.AnnNodeExpansionNotRequired] == "true"; got != tt.wantAnnotated {
 				t.Errorf("annotations %v: node-expansion-not-required %t, want %t", c.Annotations, got, tt.wantAnnotated)
 			}
-			if got := pv.Annotations[AnnPreResizeCapacity]; got != tt.wantPreResize {
+			if got := pv.Annotations[volumeutil.AnnPreResizeCapacity]; got != tt.wantPreResize {
 				t.Errorf("PV pre-resize-capacity %q, want %q", got, tt.wantPreResize)
 			}
 			if got := s.eventList(); !slices.Equal(got, tt.wantEvents) {

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 // resizeConditions are the claim conditions the resizer owns (external-
@@ -68,7 +70,7 @@ func (r *Resizer) markControllerResizeInProgress(ctx context.Context, claim *cor
 	next := claim.DeepCopy()
 	next.Status.Conditions = mergeConditions(next.Status.Conditions,
 		[]corev1.PersistentVolumeClaimCondition{r.condition(corev1.PersistentVolumeClaimResizing, "")}, !updateStatus)
-	delete(next.Annotations, AnnNodeExpansionNotRequired)
+	delete(next.Annotations, volumeutil.AnnNodeExpansionNotRequired)
 	if updateStatus {
 		setResizeStatus(next, corev1.PersistentVolumeClaimControllerResizeInProgress)
 	}
@@ -84,7 +86,7 @@ func (r *Resizer) markNodeExpansionPending(ctx context.Context, claim *corev1.Pe
 	next := claim.DeepCopy()
 	next.Status.Conditions = mergeConditions(next.Status.Conditions,
 		[]corev1.PersistentVolumeClaimCondition{r.condition(corev1.PersistentVolumeClaimFileSystemResizePending, FileSystemResizePendingMessage)}, true)
-	delete(next.Annotations, AnnNodeExpansionNotRequired)
+	delete(next.Annotations, volumeutil.AnnNodeExpansionNotRequired)
 	setResizeStatus(next, corev1.PersistentVolumeClaimNodeResizePending)
 	updated, err := r.patchClaim(ctx, claim, next, true)
 	if err != nil {
@@ -126,7 +128,7 @@ func (r *Resizer) markExpansionFinished(ctx context.Context, claim *corev1.Persi
 	if len(next.Status.AllocatedResourceStatuses) == 0 {
 		next.Status.AllocatedResourceStatuses = nil
 	}
-	metav1.SetMetaDataAnnotation(&next.ObjectMeta, AnnNodeExpansionNotRequired, "true")
+	metav1.SetMetaDataAnnotation(&next.ObjectMeta, volumeutil.AnnNodeExpansionNotRequired, "true")
 	updated, err := r.patchClaim(ctx, claim, next, true)
 	if err != nil {
 		return claim, fmt.Errorf("mark PVC %q as resize finished failed: %v", claim.Namespace+"/"+claim.Name, err)
@@ -160,13 +162,13 @@ func (r *Resizer) patchClaim(ctx context.Context, claim, next *corev1.Persistent
 }
 
 // updateVolumeCapacity grows the PV to size; when the node still has to
-// expand, it notes the capacity before (AnnPreResizeCapacity), unless a
-// note is there already.
+// expand, it notes the capacity before (volumeutil.AnnPreResizeCapacity),
+// unless a note is there already.
 func (r *Resizer) updateVolumeCapacity(ctx context.Context, pv *corev1.PersistentVolume, old, size resource.Quantity, nodeRequired bool) error {
 	next := pv.DeepCopy()
 	next.Spec.Capacity[corev1.ResourceStorage] = size
-	if nodeRequired && !metav1.HasAnnotation(pv.ObjectMeta, AnnPreResizeCapacity) {
-		metav1.SetMetaDataAnnotation(&next.ObjectMeta, AnnPreResizeCapacity, old.String())
+	if nodeRequired && !metav1.HasAnnotation(pv.ObjectMeta, volumeutil.AnnPreResizeCapacity) {
+		metav1.SetMetaDataAnnotation(&next.ObjectMeta, volumeutil.AnnPreResizeCapacity, old.String())
 	}
 	if _, err := r.patchVolume(ctx, pv, next); err != nil {
 		return fmt.Errorf("updating capacity of PV %q to %s failed: %v", pv.Name, size.String(), err)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 )
 
@@ -30,7 +31,6 @@ const (
 	// older releases said "node has pod using PersistentVolumeClaim with
 	// the same name and ReadWriteOncePod access mode").
 	reasonReadWriteOncePodConflict = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
-	annSelectedNode                = "volume.kubernetes.io/selected-node"
 )
 
 // podVolumes is what scheduling needs to know of a pod's claims.
@@ -120,11 +120,11 @@ func volumeBinding(node *corev1.Node, vols podVolumes) []string {
 	}
 	static := staticMatches(vols.delayed, vols.available, node)
 	for _, claim := range vols.delayed {
-		if claim.Annotations[annSelectedNode] != "" || static[claim] != nil {
+		if claim.Annotations[storagehelpers.AnnSelectedNode] != "" || static[claim] != nil {
 			continue
 		}
 		class := vols.classes[className(claim)]
-		if class == nil || class.Provisioner == "" || class.Provisioner == "kubernetes.io/no-provisioner" || !allowedOn(class, node) {
+		if class == nil || class.Provisioner == "" || class.Provisioner == storagehelpers.NotSupportedProvisioner || !allowedOn(class, node) {
 			return append(reasons, reasonNoPersistentVolumes)
 		}
 		if vols.capacity != nil && !vols.capacity(claim, class, node) {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
 	"github.com/csisim/csisim/sim/controller"
@@ -25,9 +26,6 @@ const (
 	// expiries are truncated to it and the queue is flushed at its ticks.
 	backoffWindow = time.Second
 )
-
-// annBindCompleted marks a claim the PV controller has fully bound.
-const annBindCompleted = "pv.kubernetes.io/bind-completed"
 
 // preBinding is a pod in the VolumeBinding plugin's PreBind: the node it
 // is bound for, when the plugin wrote the bindings, how many polls have
@@ -90,7 +88,7 @@ func (b preBinding) check(in lookup) (bool, error) {
 		if claim.Annotations == nil {
 			return false, fmt.Errorf("selectedNode annotation reset for PVC %q", claim.Name)
 		}
-		if claim.Annotations[annSelectedNode] != b.node {
+		if claim.Annotations[storagehelpers.AnnSelectedNode] != b.node {
 			return false, fmt.Errorf("provisioning failed for PVC %q", claim.Name)
 		}
 		if claim.Spec.VolumeName != "" {
@@ -111,7 +109,7 @@ func (b preBinding) check(in lookup) (bool, error) {
 }
 
 func fullyBound(claim *corev1.PersistentVolumeClaim) bool {
-	return claim.Spec.VolumeName != "" && metav1.HasAnnotation(claim.ObjectMeta, annBindCompleted)
+	return claim.Spec.VolumeName != "" && metav1.HasAnnotation(claim.ObjectMeta, storagehelpers.AnnBindCompleted)
 }
 
 // preBindError is how the framework words a PreBind failure of the

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/csisim/csisim/sim/controller"
@@ -31,8 +32,8 @@ func claim(name string, ann map[string]string, volume string) *corev1.Persistent
 }
 
 func TestPreBindCheck(t *testing.T) {
-	selected := map[string]string{annSelectedNode: "node-a"}
-	bound := map[string]string{annSelectedNode: "node-a", annBindCompleted: "yes"}
+	selected := map[string]string{storagehelpers.AnnSelectedNode: "node-a"}
+	bound := map[string]string{storagehelpers.AnnSelectedNode: "node-a", storagehelpers.AnnBindCompleted: "yes"}
 	inZone := func(name, zone string, claimed bool) *corev1.PersistentVolume {
 		pv := zoneVolume(zone)
 		pv.Name = name
@@ -66,7 +67,7 @@ func TestPreBindCheck(t *testing.T) {
 			claims:  []*corev1.PersistentVolumeClaim{claim("big", map[string]string{"other": "x"}, "")},
 			wantErr: `provisioning failed for PVC "big"`},
 		{name: "another node selected", b: preBinding{node: "node-a", provision: []string{"big"}},
-			claims:  []*corev1.PersistentVolumeClaim{claim("big", map[string]string{annSelectedNode: "node-b"}, "")},
+			claims:  []*corev1.PersistentVolumeClaim{claim("big", map[string]string{storagehelpers.AnnSelectedNode: "node-b"}, "")},
 			wantErr: `provisioning failed for PVC "big"`},
 		{name: "no annotations at all", b: preBinding{node: "node-a", provision: []string{"big"}},
 			claims:  []*corev1.PersistentVolumeClaim{claim("big", nil, "")},
@@ -81,11 +82,11 @@ func TestPreBindCheck(t *testing.T) {
 		{name: "static volume gone", b: preBinding{node: "node-a", static: static},
 			claims: []*corev1.PersistentVolumeClaim{claim("s", nil, "")}, wantErr: `failed to check binding: `},
 		{name: "static and provisioned bound", b: preBinding{node: "node-a", static: static, provision: []string{"big"}},
-			claims:   []*corev1.PersistentVolumeClaim{claim("s", map[string]string{annBindCompleted: "yes"}, "pv-1"), claim("big", bound, "pv-2")},
+			claims:   []*corev1.PersistentVolumeClaim{claim("s", map[string]string{storagehelpers.AnnBindCompleted: "yes"}, "pv-1"), claim("big", bound, "pv-2")},
 			volumes:  []*corev1.PersistentVolume{inZone("pv-1", "a", true), inZone("pv-2", "a", false)},
 			wantDone: true},
 		{name: "static bound, provisioning failed", b: preBinding{node: "node-a", static: static, provision: []string{"big"}},
-			claims:  []*corev1.PersistentVolumeClaim{claim("s", map[string]string{annBindCompleted: "yes"}, "pv-1"), claim("big", nil, "")},
+			claims:  []*corev1.PersistentVolumeClaim{claim("s", map[string]string{storagehelpers.AnnBindCompleted: "yes"}, "pv-1"), claim("big", nil, "")},
 			volumes: []*corev1.PersistentVolume{inZone("pv-1", "a", true)},
 			wantErr: `selectedNode annotation reset for PVC "big"`},
 	} {
@@ -252,12 +253,14 @@ func TestPreBindFailsWhenTheProvisionerGivesTheClaimBack(t *testing.T) {
 	if d := w.sync(); d != time.Second {
 		t.Fatalf("first poll in %v, want 1s", d)
 	}
-	w.waitClaim(func(c *corev1.PersistentVolumeClaim) bool { return c.Annotations[annSelectedNode] == "node-a" })
+	w.waitClaim(func(c *corev1.PersistentVolumeClaim) bool {
+		return c.Annotations[storagehelpers.AnnSelectedNode] == "node-a"
+	})
 
 	// The provisioner fails and removes the selected node; the claim's
 	// update wakes the pod half a second in, before the poll.
 	w.clock.Step(500 * time.Millisecond)
-	w.setClaim(func(c *corev1.PersistentVolumeClaim) { delete(c.Annotations, annSelectedNode) })
+	w.setClaim(func(c *corev1.PersistentVolumeClaim) { delete(c.Annotations, storagehelpers.AnnSelectedNode) })
 	if d := w.sync(); d != 500*time.Millisecond {
 		t.Fatalf("between polls: wait %v, want 500ms", d)
 	}
@@ -282,7 +285,7 @@ func TestPreBindFailsWhenTheProvisionerGivesTheClaimBack(t *testing.T) {
 		pod.Status.Conditions[0].Status != corev1.ConditionFalse || !strings.HasPrefix(want, "Warning FailedScheduling "+pod.Status.Conditions[0].Message) {
 		t.Errorf("conditions %+v, want PodScheduled=False (SchedulerError) with the event's message", pod.Status.Conditions)
 	}
-	if claim, _ := w.s.claims.PersistentVolumeClaims("default").Get("big"); claim.Annotations[annSelectedNode] != "" {
+	if claim, _ := w.s.claims.PersistentVolumeClaims("default").Get("big"); claim.Annotations[storagehelpers.AnnSelectedNode] != "" {
 		t.Errorf("the scheduler selected a node again at once: %v", claim.Annotations)
 	}
 
@@ -293,7 +296,9 @@ func TestPreBindFailsWhenTheProvisionerGivesTheClaimBack(t *testing.T) {
 	if d := w.sync(); d != time.Second {
 		t.Fatalf("first poll of the second attempt in %v, want 1s", d)
 	}
-	w.waitClaim(func(c *corev1.PersistentVolumeClaim) bool { return c.Annotations[annSelectedNode] == "node-a" })
+	w.waitClaim(func(c *corev1.PersistentVolumeClaim) bool {
+		return c.Annotations[storagehelpers.AnnSelectedNode] == "node-a"
+	})
 	pv := zoneVolume("a")
 	pv.Name = "pv-1"
 	if _, err := w.client.CoreV1().PersistentVolumes().Create(w.ctx, pv, metav1.CreateOptions{}); err != nil {
@@ -307,7 +312,7 @@ func TestPreBindFailsWhenTheProvisionerGivesTheClaimBack(t *testing.T) {
 	}
 	w.setClaim(func(c *corev1.PersistentVolumeClaim) {
 		c.Spec.VolumeName = "pv-1"
-		c.Annotations[annBindCompleted] = "yes"
+		c.Annotations[storagehelpers.AnnBindCompleted] = "yes"
 	})
 	if len(w.bound) != 0 {
 		t.Fatalf("bound before the poll: %v", w.bound)
@@ -327,7 +332,9 @@ func TestPreBindFailsWhenTheProvisionerGivesTheClaimBack(t *testing.T) {
 func TestPreBindTimesOut(t *testing.T) {
 	w := newPreBindWorld(t)
 	w.sync()
-	w.waitClaim(func(c *corev1.PersistentVolumeClaim) bool { return c.Annotations[annSelectedNode] == "node-a" })
+	w.waitClaim(func(c *corev1.PersistentVolumeClaim) bool {
+		return c.Annotations[storagehelpers.AnnSelectedNode] == "node-a"
+	})
 	polls := 0
 	for w.clock.Since(time.Unix(1000, 0)) < bindTimeout {
 		w.clock.Step(w.sync())

@@ -50,6 +50,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/storage/ephemeral"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
@@ -130,21 +131,25 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { s.enqueue(obj) },
 		UpdateFunc: func(old, obj any) {
-			if p, ok := obj.(*corev1.Pod); ok && podChanged(old.(*corev1.Pod), p) {
+			p, ok := obj.(*corev1.Pod)
+			if !ok {
+				return
+			}
+			if podChanged(old.(*corev1.Pod), p) {
 				s.requeue(p.Namespace + "/" + p.Name)
+			}
+			// The real scheduler's informer lists no finished pod
+			// (status.phase!=Succeeded,status.phase!=Failed): a pod
+			// that finishes — a deleted one, once its kubelet has
+			// stopped its containers — is gone for it.
+			if !finished(old.(*corev1.Pod)) && finished(p) {
+				s.assignedPodGone(p)
 			}
 		},
 		DeleteFunc: func(obj any) {
 			s.enqueue(obj)
-			// A pod that goes may leave room on its node, or free a
-			// ReadWriteOncePod claim (VolumeRestrictions' hint: a pod
-			// of the namespace that used one of the waiting pod's
-			// claims).
-			if p, ok := controller.Unwrap(obj).(*corev1.Pod); ok && p.Spec.NodeName != "" {
-				s.requeueWhere(false, func(w *corev1.Pod, a attempt) bool {
-					return a.plugins["NodeVolumeLimits"] || a.plugins["NodeResourcesFit"] ||
-						a.plugins["VolumeRestrictions"] && w.Namespace == p.Namespace && sharesClaim(w, p)
-				})
+			if p, ok := controller.Unwrap(obj).(*corev1.Pod); ok {
+				s.assignedPodGone(p)
 			}
 		},
 	})
@@ -247,6 +252,25 @@ func (s *Scheduler) enqueueFitting(obj any) {
 			s.requeue(p.Namespace + "/" + p.Name)
 		}
 	}
+}
+
+// assignedPodGone: a pod bound to a node that goes (or finishes) may leave
+// room on its node, or free a ReadWriteOncePod claim (VolumeRestrictions'
+// hint: a pod of the namespace that used one of the waiting pod's
+// claims).
+func (s *Scheduler) assignedPodGone(p *corev1.Pod) {
+	if p.Spec.NodeName == "" {
+		return
+	}
+	s.requeueWhere(false, func(w *corev1.Pod, a attempt) bool {
+		return a.plugins["NodeVolumeLimits"] || a.plugins["NodeResourcesFit"] ||
+			a.plugins["VolumeRestrictions"] && w.Namespace == p.Namespace && sharesClaim(w, p)
+	})
+}
+
+// finished: the pod has succeeded or failed.
+func finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // requeue adds a pod to the queue once its backoff since its last failed
@@ -398,7 +422,7 @@ func (s *Scheduler) podVolumes(pod *corev1.Pod) (podVolumes, string) {
 		}
 		vols.classes[class.Name] = class
 		vols.delayed = append(vols.delayed, claim)
-		if sel := claim.Annotations[annSelectedNode]; sel != "" {
+		if sel := claim.Annotations[storagehelpers.AnnSelectedNode]; sel != "" {
 			vols.selected = sel
 		}
 	}
@@ -639,7 +663,7 @@ func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVo
 	wait := preBinding{node: node.Name}
 	static := staticMatches(vols.delayed, vols.available, node)
 	for _, claim := range vols.delayed {
-		if claim.Annotations[annSelectedNode] != "" {
+		if claim.Annotations[storagehelpers.AnnSelectedNode] != "" {
 			wait.provision = append(wait.provision, claim.Name)
 			continue
 		}
@@ -657,7 +681,7 @@ func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVo
 				if v.Annotations == nil {
 					v.Annotations = map[string]string{}
 				}
-				v.Annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
+				v.Annotations[storagehelpers.AnnBoundByController] = "yes"
 			}
 			if _, err := s.client.CoreV1().PersistentVolumes().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
 				return wait, fmt.Errorf("binding volume %s to claim %s/%s: %w", pv.Name, claim.Namespace, claim.Name, err)
@@ -669,7 +693,7 @@ func (s *Scheduler) bindVolumes(ctx context.Context, pod *corev1.Pod, vols podVo
 		if c.Annotations == nil {
 			c.Annotations = map[string]string{}
 		}
-		c.Annotations[annSelectedNode] = node.Name
+		c.Annotations[storagehelpers.AnnSelectedNode] = node.Name
 		if _, err := s.client.CoreV1().PersistentVolumeClaims(c.Namespace).Update(ctx, c, metav1.UpdateOptions{}); err != nil {
 			return wait, fmt.Errorf("selecting node %s for claim %s/%s: %w", node.Name, claim.Namespace, claim.Name, err)
 		}

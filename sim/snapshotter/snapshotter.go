@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/volumeutil"
@@ -134,11 +135,11 @@ func (s *Snapshotter) Workers() []controller.Worker {
 func Check(ctx context.Context, d *controller.Driver) error {
 	callCtx, cancel := csiclient.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
-	caps, err := csiclient.ControllerCapabilities(callCtx, d.Controller)
+	caps, err := driverinfo.AskController(callCtx, d.Controller)
 	if err != nil {
-		return fmt.Errorf("controller plugin: %w", err)
+		return controller.CheckFailed(fmt.Errorf("error determining if driver supports create/delete snapshot operations: %w", err))
 	}
-	d.ControllerCapabilities = caps
+	d.Capabilities.Controller = caps
 	if !caps[csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT] {
 		return fmt.Errorf("%w: CSI driver %s does not create and delete snapshots", controller.ErrExitsAtStart, d.Name)
 	}
@@ -295,7 +296,7 @@ func (s *Snapshotter) snapshotStatus(ctx context.Context, content *snapv1.Volume
 	defer cancel()
 	// The sidecar asks for the capabilities before every status check
 	// (pkg/snapshotter isListSnapshotsSupported).
-	caps, err := csiclient.ControllerCapabilities(callCtx, s.csi)
+	caps, err := driverinfo.AskController(callCtx, s.csi)
 	if err != nil {
 		return false, time.Time{}, 0, fmt.Errorf("failed to list snapshot for content %s: %q", content.Name,
 			fmt.Errorf("failed to check if ListSnapshots is supported: %s", err))

@@ -28,6 +28,9 @@ const (
 	// VolumesByClaim indexes PersistentVolumes by their claimRef,
 	// "namespace/name"; volumes with no claimRef under "".
 	VolumesByClaim = "csisim/volumes-by-claim"
+	// ClaimsByUID indexes PersistentVolumeClaims by their UID, the key the
+	// external-provisioner queues claims by.
+	ClaimsByUID = "csisim/claims-by-uid"
 )
 
 var indexFuncs = map[string]cache.IndexFunc{
@@ -63,6 +66,12 @@ var indexFuncs = map[string]cache.IndexFunc{
 	AttachmentsByNode: func(obj any) ([]string, error) {
 		if va, ok := obj.(*storagev1.VolumeAttachment); ok {
 			return []string{va.Spec.NodeName}, nil
+		}
+		return nil, nil
+	},
+	ClaimsByUID: func(obj any) ([]string, error) {
+		if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+			return []string{string(claim.UID)}, nil
 		}
 		return nil, nil
 	},

@@ -142,7 +142,7 @@ func (k *Kind) Plan(f fault.Fault) ([]Action, error) {
 	case fault.DriverRestart:
 		return k.planDriverRestart(f)
 
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSIHeal:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.CSIHeal:
 		return nil, fault.Unsupported(f.Kind, backendName, "CSI faults are injected by drivers/faultproxy between the callers and the driver; "+
 			"the kind deployment (deploy/kubernetes) connects the sidecars and the kubelet straight to the driver's socket, so there is nothing to inject them. "+
 			"Run the scenario on the simulator or on --backend realkube")

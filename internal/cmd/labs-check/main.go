@@ -1,6 +1,7 @@
 // Command labs-check checks the labs of docs/labs (make labs-check): each
 // lab's commands against a fresh csisim serve, and the answers the lab
-// gives against what the commands print. See package labcheck.
+// gives against what the commands print; and the examples of README.md and
+// docs/ the same way, without a cluster. See package labcheck.
 package main
 
 import (
@@ -18,8 +19,10 @@ import (
 
 func main() {
 	csisim := flag.String("csisim", "bin/csisim", "the csisim binary the labs call")
+	repo := flag.String("repo", ".", "the repository, linked into the directory where a document's commands run")
+	ci := flag.String("ci", ".ci/run", "the CI script whose stages a sh ci block's commands must be")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: labs-check [--csisim BIN] LAB.md...\n")
+		fmt.Fprintf(os.Stderr, "Usage: labs-check [--csisim BIN] [--repo DIR] [--ci SCRIPT] DOC.md...\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -42,7 +45,7 @@ func main() {
 		start := time.Now()
 		lab, err := labcheck.ParseFile(path)
 		if err == nil {
-			err = labcheck.Check(ctx, lab, labcheck.Config{BinDir: filepath.Dir(bin), Log: os.Stdout})
+			err = labcheck.Check(ctx, lab, labcheck.Config{BinDir: filepath.Dir(bin), Log: os.Stdout, RepoDir: *repo, CIScript: *ci})
 		}
 		if err != nil {
 			failed++

@@ -1,0 +1,73 @@
+package invariant
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/csisim/csisim/trace"
+)
+
+// noLeakedVolume: at the end, every volume the driver made belongs to a
+// PersistentVolume or was deleted. The volumes the driver made are those it
+// answered CreateVolume for: the CSI calls that succeeded, and the answers
+// a fault kept from the caller (FAULT "answer lost" entries, with the
+// driver's answer as their call), for a lost answer is the classic way a
+// volume leaks: the driver made it, the caller never heard, and nobody
+// asks again (external-provisioner #131, #311).
+var noLeakedVolume = Invariant{
+	Name: "no-leaked-volume",
+	Doc:  "at the end every volume the driver answered CreateVolume for, heard by its caller or lost on the way, belongs to a PersistentVolume or was deleted",
+	Check: func(h *History) []Violation {
+		if !h.End.Observed {
+			return nil
+		}
+		made := driverVolumes(h.Entries)
+		end := newEndIndex(&h.End)
+		var found []Violation
+		for _, vol := range slices.Sorted(maps.Keys(made)) {
+			if end.pvByHandle[vol] != nil {
+				continue
+			}
+			m := made[vol]
+			how := "CreateVolume"
+			if m.lost {
+				how = "CreateVolume, its answer lost"
+			}
+			found = append(found, Violation{Entries: []int{m.seq},
+				Message: fmt.Sprintf("volume %s (%s #%d) was never deleted, and no PersistentVolume is left for it", vol, how, m.seq)})
+		}
+		return found
+	},
+}
+
+// madeVolume is the entry that says the driver made a volume.
+type madeVolume struct {
+	seq  int
+	lost bool // the caller never heard of it
+}
+
+// driverVolumes are the volumes the driver made and did not delete, by
+// its answers: CreateVolume and DeleteVolume answered OK, whether the
+// caller heard the answer (a CSI entry) or not (a FAULT entry carrying the
+// driver's answer).
+func driverVolumes(entries []trace.Entry) map[string]madeVolume {
+	made := map[string]madeVolume{}
+	for _, e := range entries {
+		c := e.Call
+		if c == nil || c.Code != codes.OK || (e.Kind != trace.CSI && e.Kind != trace.Fault) {
+			continue
+		}
+		switch e.Verb {
+		case "CreateVolume":
+			if c.Volume != "" {
+				made[c.Volume] = madeVolume{seq: e.Seq, lost: e.Kind == trace.Fault}
+			}
+		case "DeleteVolume":
+			delete(made, c.Volume)
+		}
+	}
+	return made
+}
