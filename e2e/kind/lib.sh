@@ -33,6 +33,13 @@ kind_log() {
 	printf '%s e2e-kind: %s\n' "$(date +%H:%M:%S)" "$*" >&2
 }
 
+# module_dir prints where the Go module cache holds MODULE@VERSION,
+# downloading it from the module proxy if needed (GOFLAGS emptied: a
+# -mod=vendor or the like of the caller's is no flag of go mod download).
+module_dir() {
+	GOFLAGS='' "${GO:-go}" mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'
+}
+
 # kind_cache_ready says whether prepare.sh finished filling the cache.
 kind_cache_ready() {
 	[ -f "$KIND_CACHE/READY" ]

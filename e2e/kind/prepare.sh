@@ -194,7 +194,7 @@ build_node_image() {
 	fi
 	step "node image $KIND_LOCAL_NODE_IMAGE"
 	local stage=$KIND_CACHE/rootfs/node-image kindsrc
-	kindsrc=$(GOFLAGS= "$GO" mod download -json sigs.k8s.io/kind@v0.33.0 | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+	kindsrc=$(module_dir sigs.k8s.io/kind@v0.33.0)
 	[ -d "$kindsrc/images/base/files" ] || { echo "kind v0.33.0 module source not found" >&2; return 1; }
 	rm -rf "$stage"
 	cp -a "$KIND_CACHE/rootfs/node" "$stage"
@@ -260,7 +260,7 @@ assemble_node() {
 # container runs, nothing is unpacked (the node unpacks when it starts
 # one).
 bake_images() {
-	local stage=$1 tmp pid i f
+	local stage=$1 tmp pid f
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/csisim-kind-bake.XXXXXX")
 	mkdir -p "$stage/var/lib/containerd"
 	cat >"$tmp/config.toml" <<-EOF
@@ -277,7 +277,7 @@ bake_images() {
 	EOF
 	containerd --config "$tmp/config.toml" >"$tmp/containerd.log" 2>&1 &
 	pid=$!
-	for i in $(seq 1 60); do
+	for _ in $(seq 1 60); do
 		ctr --address "$tmp/containerd.sock" version >/dev/null 2>&1 && break
 		sleep 0.5
 	done

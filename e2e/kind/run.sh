@@ -53,6 +53,8 @@
 #   KEEP_CLUSTER=1       keep the cluster (and, in own mode, the daemon) for
 #                        debugging; run.sh clean removes them afterwards
 #   E2E_GO_TEST_FLAGS    extra `go test` flags for the library suite
+#   E2E_KIND_FIGURES     where a full run writes its figures (default
+#                        docs/kind.md)
 #   ROLLOUT_TIMEOUT      how long to wait for each rollout (default 5m)
 #   DOCKER, KIND, KUBECTL, GO   the commands to use (user mode)
 set -Eeuo pipefail

@@ -196,7 +196,9 @@ pod_network() {
 			}
 		EOF
 		while read -r other ocidr oip; do
-			[ -n "$other" ] && [ "$other" != "$node" ] || continue
+			if [ -z "$other" ] || [ "$other" = "$node" ]; then
+				continue
+			fi
 			docker exec "$node" ip route replace "$ocidr" via "$oip"
 		done <<<"$nodes"
 	done <<<"$nodes"
@@ -219,12 +221,6 @@ load_driver_image() {
 		--dir "/usr/share/csisim/scenarios/library=$root/scenarios/library" --entrypoint "/usr/local/bin/csisim driver"
 	"$KIND" load image-archive "$workdir/csisim-image.tar" --name "$CLUSTER"
 	rm -f "$workdir/csisim-image.tar"
-}
-
-# module_dir prints where the Go module cache holds MODULE@VERSION,
-# downloading it from the module proxy if needed.
-module_dir() {
-	GOFLAGS= "$GO" mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'
 }
 
 # install_snapshot_addon: the snapshot CRDs (also the group snapshot ones,
@@ -301,8 +297,9 @@ sweep_job() {
 	sed -e "s/^  name: csisim-seed-sweep$/  name: $name/" -e "s/^  completions: 4$/  completions: $n/" -e "s/^  parallelism: 4$/  parallelism: $n/" \
 		-e "s|--shard=\$(JOB_COMPLETION_INDEX)/4|--shard=\$(JOB_COMPLETION_INDEX)/$n|" -e "s|--seeds=1..400|--seeds=$seeds|" \
 		"$root/deploy/seed-sweep/indexed-job.yaml" >"$file"
-	grep -q "completions: $n" "$file" && grep -q -- "--shard=\$(JOB_COMPLETION_INDEX)/$n" "$file" && grep -q -- "--seeds=$seeds" "$file" ||
+	if ! grep -q "completions: $n" "$file" || ! grep -q -- "--shard=\$(JOB_COMPLETION_INDEX)/$n" "$file" || ! grep -q -- "--seeds=$seeds" "$file"; then
 		die "deploy/seed-sweep/indexed-job.yaml changed: run.sh cannot set its completions, shards and seeds"
+	fi
 	[ -n "$scenario" ] || return 0
 	sed -i -e "s|^            - /usr/share/csisim/scenarios/library/.*\.yaml$|            - /seeded/$(basename "$scenario")|" \
 		-e "s|^            - {name: tmp, mountPath: /tmp}$|&\n            - {name: seeded, mountPath: /seeded}|" \
@@ -451,11 +448,12 @@ cleanup() {
 	exit "$rc"
 }
 
-# write_figures puts the run's figures into docs/kind.md, between the
+# write_figures puts the run's figures into $E2E_KIND_FIGURES (default
+# docs/kind.md), between the
 # markers: how many library specs passed, were skipped (and why) or
 # failed, and the wall times.
 write_figures() {
-	local rc=$1 doc=$root/docs/kind.md summary figures
+	local rc=$1 doc=${E2E_KIND_FIGURES:-$root/docs/kind.md} summary figures
 	summary=$(grep -E '^(Ran [0-9]+ of [0-9]+ Specs|(SUCCESS|FAIL)! -- )' "$artifacts/go-test.txt" | tr '\n' ' ')
 	figures=$workdir/figures.md
 	{
@@ -473,5 +471,5 @@ write_figures() {
 	else
 		cat "$figures" >>"$doc"
 	fi
-	log "figures written to docs/kind.md"
+	log "figures written to $doc"
 }
