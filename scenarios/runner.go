@@ -31,9 +31,12 @@ type Runner struct {
 	PollInterval time.Duration
 	// Out, if set, receives one progress line per step.
 	Out io.Writer
-	// SkipUnsupported skips the steps the backend cannot run (marking them
-	// Skipped) instead of refusing the scenario before it starts. A real
-	// cluster runs the library this way: it cannot see CSI calls.
+	// SkipUnsupported skips the checks the backend cannot make (marking
+	// them Skipped) instead of refusing the scenario before it starts, and
+	// skips the whole scenario (Result.Skipped, naming the step) for a
+	// fault it cannot inject: the steps after a fault wait for what it
+	// does. A real cluster runs the library this way: it cannot see CSI
+	// calls.
 	SkipUnsupported bool
 	// AfterStep, if set, is called after each step that ran, passed or
 	// failed, on the runner's goroutine before the next step starts: where
@@ -102,12 +105,24 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	for _, st := range all {
 		res.Steps = append(res.Steps, StepResult{Step: st.Index, Name: st.Name, Action: st.Action(), Line: st.Line, Outcome: NotRun})
 	}
+	nodes, why, err := r.nodeNames(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if why != "" {
+		return r.skipped(s, why), nil
+	}
 	r.printf("scenario %s (%s): %d steps\n", s.Name, s.File, len(all))
 
 	// Refuse up front a scenario the backend cannot run to the end.
 	skip := map[int]string{}
 	for i := range all {
-		if err := unsupported(&all[i], r.Backend); err != nil {
+		if err := unsupported(withNodes(all[i], nodes), r.Backend); err != nil {
+			if r.SkipUnsupported && all[i].Fault != nil {
+				// The steps after a fault wait for its effects: without
+				// it they would wait for what cannot come.
+				return r.skipped(s, fmt.Sprintf("step %d (%s) at %s:%d: %v", all[i].Index, all[i].Name, all[i].file(s), all[i].Line, err)), nil
+			}
 			if r.SkipUnsupported {
 				skip[i] = err.Error()
 				continue
@@ -154,7 +169,7 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		}
 		stepStart := clk.Now()
 		ex.timed.step, ex.timed.stepStart = raw.Index, stepStart
-		st, err := expandStepWith(raw, withSaved(builtin, res.Vars), ex.values)
+		st, err := expandStepFor(raw, withSaved(builtin, res.Vars), ex.values, nodes)
 		st = inNamespace(st, ns.name)
 		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d/%d started at %s:%d", st.Index, len(all), st.file(s), st.Line)})
 
