@@ -109,6 +109,12 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	if err != nil {
 		return nil, err
 	}
+	if why == "" {
+		why, err = r.csiDriverConflict(ctx, s, objects, nodes)
+		if err != nil {
+			return nil, err
+		}
+	}
 	if why != "" {
 		return r.skipped(s, why), nil
 	}
