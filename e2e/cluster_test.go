@@ -47,7 +47,9 @@ func (b clusterBackend) Workers(ctx context.Context) ([]scenarios.Worker, error)
 var _ scenarios.NodeNamer = clusterBackend{}
 
 // describeCluster runs the chosen scenarios on the cluster of -kubeconfig,
-// one after another, and fails a scenario that leaves the cluster changed.
+// one after another, each putting back what it changed outside its
+// namespace (Runner.Restore), and fails a scenario that leaves the
+// cluster changed all the same.
 func describeCluster(files, chosen []string) {
 	Describe("on the cluster", Ordered, ContinueOnFailure, func() { clusterSpecs(files, chosen) })
 }
@@ -66,7 +68,7 @@ func clusterSpecs(files, chosen []string) {
 			Expect(err).NotTo(HaveOccurred())
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			runner := &scenarios.Runner{Backend: backend, Out: GinkgoWriter, SkipUnsupported: true}
+			runner := &scenarios.Runner{Backend: backend, Out: GinkgoWriter, SkipUnsupported: true, Restore: true}
 			res, err := runner.Run(ctx, sc)
 			report.add(name, outcomeOf(res, err))
 			Expect(err).NotTo(HaveOccurred())

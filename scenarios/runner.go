@@ -54,6 +54,13 @@ type Runner struct {
 	// it lacks is skipped, see Result.Skipped). nil means csisim's own
 	// driver (drivers/profiles/csisim.yaml).
 	Profile *profile.Profile
+	// Restore puts back, at the end, what the run changed outside its own
+	// namespace — deletes the cluster-scoped objects it made, writes back
+	// those it changed or deleted (a Node it tainted, the deployed
+	// CSIDriver) — so that the runs that share a cluster find it as they
+	// left it. For a cluster of many runs (make e2e, make e2e-kind); the
+	// simulator and the real clusters started for one run need none.
+	Restore bool
 	// Namespace is where the steps' namespaced objects go when they name
 	// none, and ${namespace}. Empty means "default" on a simulated
 	// backend, and on any other a namespace made for the run,
@@ -152,6 +159,9 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	res.Namespace = ns.name
 	ex := &executor{runner: r, objects: objects, clock: clk, timed: newTimedFaults(r.Timed)}
 	ex.timed.started = clk.Now()
+	if _, simulated := r.Backend.(Simulated); r.Restore && !simulated {
+		ex.borrowed = &borrowed{runNamespace: ns.name, seen: map[string]bool{}}
+	}
 	defer func() { res.Fired = ex.timed.fired }()
 	if src, ok := r.Backend.(CSICallSource); ok {
 		ex.csi = src
@@ -209,7 +219,7 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		r.printf("  ok   %d/%d %s (%s)\n", st.Index, len(all), st.Name, formatDuration(elapsed))
 		r.afterStep(ctx, *sr)
 	}
-	cleanupErr := ns.close(ctx, ex)
+	cleanupErr := errors.Join(ns.close(ctx, ex), ex.giveBack(ctx))
 	res.Duration = clk.Since(started)
 	switch {
 	case failed != nil:
