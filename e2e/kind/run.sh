@@ -86,7 +86,7 @@ IMAGE=csisim:e2e
 NAMESPACE=csisim
 # The smoke run's library specs: ten that mount real volumes into real
 # containers, one with a node lost and a force detach.
-E2E_KIND_SMOKE=${E2E_KIND_SMOKE:-basic-lifecycle multi-node kubelet-block-volume kubelet-restart expansion-online snapshot-and-restore statefulset-claims-and-scaling readwritemany-two-nodes generic-ephemeral node-loss-out-of-service}
+E2E_KIND_SMOKE=${E2E_KIND_SMOKE:-basic-lifecycle deployment-rwo-recreate kubelet-block-volume kubelet-restart expansion-online snapshot-and-restore statefulset-claims-and-scaling readwritemany-two-nodes generic-ephemeral node-loss-out-of-service}
 
 die() {
 	printf 'e2e-kind: error: %s\n' "$*" >&2
