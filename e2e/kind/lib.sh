@@ -9,6 +9,8 @@
 #   realkube/v1.37.2/bin/      the Go binaries (realkube/build, --only kind too)
 #   kind/v1.37.2/debs/         Debian packages debootstrap downloaded
 #   kind/v1.37.2/rootfs/node/  the node image's root file system
+#   kind/v1.37.2/rootfs/node-image/  the node image staged (stage_node), until
+#                              its images are baked in and it is packed
 #   kind/v1.37.2/rootfs/base/  the root file system under the csisim, kube-proxy
 #                              and busybox images
 #   kind/v1.37.2/images/       docker-archive tarballs of every image

@@ -187,27 +187,41 @@ build_images() {
 # 5. The node image. kind's base files come from the kind module's source
 # (go mod download), the rest from the steps before.
 build_node_image() {
-	local stamp
+	local stamp stage=$KIND_CACHE/rootfs/node-image
 	stamp="node image recipe $NODE_IMAGE_RECIPE; $(cat "$KIND_CACHE/rootfs/node.stamp"); images $(sha256sum <"$KIND_CACHE/images/stamp")"
 	if [ -f "$KIND_CACHE/node-image.stamp" ] && [ "$(cat "$KIND_CACHE/node-image.stamp")" = "$stamp" ]; then
 		return 0
 	fi
+	stage_node "$stage" "$stamp"
 	step "node image $KIND_LOCAL_NODE_IMAGE"
-	local stage=$KIND_CACHE/rootfs/node-image kindsrc
-	kindsrc=$(module_dir sigs.k8s.io/kind@v0.33.0)
-	[ -d "$kindsrc/images/base/files" ] || { echo "kind v0.33.0 module source not found" >&2; return 1; }
-	rm -rf "$stage"
-	cp -a "$KIND_CACHE/rootfs/node" "$stage"
-	assemble_node "$stage" "$kindsrc/images/base/files"
 	bake_images "$stage"
 	layer_tar "$stage" "$KIND_CACHE/node-layer.tar"
-	rm -rf "$stage"
+	rm -rf "$stage" "$stage.stamp"
 	imagegen --out "$KIND_CACHE/node-image.tar" --tag "$KIND_LOCAL_NODE_IMAGE" --layer "$KIND_CACHE/node-layer.tar" \
 		--entrypoint "/usr/local/bin/entrypoint /sbin/init" --env container=docker --stop-signal SIGRTMIN+3
 	rm -f "$KIND_CACHE/node-layer.tar"
 	load_node_image
 	rm -f "$KIND_CACHE/node-image.tar"
 	echo "$stamp" >"$KIND_CACHE/node-image.stamp"
+}
+
+# stage_node STAGE STAMP lays the node's root file system out in STAGE,
+# kind's base files (from the kind module's source) and the binaries in
+# it; no daemon runs for it (e2e-kind-prepare's only step before the
+# images go into the node's containerd). Skipped when STAGE was laid out
+# for STAMP.
+stage_node() {
+	local stage=$1 stamp=$2 kindsrc
+	if [ -f "$stage.stamp" ] && [ "$(cat "$stage.stamp")" = "$stamp" ]; then
+		return 0
+	fi
+	step "node root file system, staged in $stage"
+	kindsrc=$(module_dir sigs.k8s.io/kind@v0.33.0)
+	[ -d "$kindsrc/images/base/files" ] || { echo "kind v0.33.0 module source not found" >&2; return 1; }
+	rm -rf "$stage" "$stage.stamp"
+	cp -a "$KIND_CACHE/rootfs/node" "$stage"
+	assemble_node "$stage" "$kindsrc/images/base/files"
+	echo "$stamp" >"$stage.stamp"
 }
 
 # assemble_node STAGE FILES lays out the node as kind's base image does
