@@ -95,14 +95,18 @@ func isVarName(s string) bool {
 type expander struct {
 	vars   map[string]string
 	values map[string]any
-	err    error
+	// nodes renames the scenario's nodes to the backend's (see
+	// NodeNamer), in the step as written, before its variables are
+	// substituted.
+	nodes map[string]string
+	err   error
 }
 
 func (x *expander) str(s string) string {
 	if x.err != nil {
 		return s
 	}
-	out, err := expandVars(s, x.vars)
+	out, err := expandVars(renameNodes(s, x.nodes), x.vars)
 	if err != nil {
 		x.err = err
 		return s
@@ -121,7 +125,13 @@ func expandStep(s Step, vars map[string]string) (Step, error) {
 // expandStepWith is expandStep where a manifest value that is exactly one
 // ${name} of values takes that value, typed (see driverValues).
 func expandStepWith(s Step, vars map[string]string, values map[string]any) (Step, error) {
-	x := &expander{vars: vars, values: values}
+	return expandStepFor(s, vars, values, nil)
+}
+
+// expandStepFor is expandStepWith with the scenario's nodes renamed as
+// nodes says (Runner.nodeNames).
+func expandStepFor(s Step, vars map[string]string, values map[string]any, nodes map[string]string) (Step, error) {
+	x := &expander{vars: vars, values: values, nodes: nodes}
 	out := s
 	out.Name = x.str(s.Name)
 	switch {
