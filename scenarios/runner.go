@@ -31,9 +31,12 @@ type Runner struct {
 	PollInterval time.Duration
 	// Out, if set, receives one progress line per step.
 	Out io.Writer
-	// SkipUnsupported skips the steps the backend cannot run (marking them
-	// Skipped) instead of refusing the scenario before it starts. A real
-	// cluster runs the library this way: it cannot see CSI calls.
+	// SkipUnsupported skips the checks the backend cannot make (marking
+	// them Skipped) instead of refusing the scenario before it starts, and
+	// skips the whole scenario (Result.Skipped, naming the step) for a
+	// fault it cannot inject: the steps after a fault wait for what it
+	// does. A real cluster runs the library this way: it cannot see CSI
+	// calls.
 	SkipUnsupported bool
 	// AfterStep, if set, is called after each step that ran, passed or
 	// failed, on the runner's goroutine before the next step starts: where
@@ -51,6 +54,13 @@ type Runner struct {
 	// it lacks is skipped, see Result.Skipped). nil means csisim's own
 	// driver (drivers/profiles/csisim.yaml).
 	Profile *profile.Profile
+	// Restore puts back, at the end, what the run changed outside its own
+	// namespace — deletes the cluster-scoped objects it made, writes back
+	// those it changed or deleted (a Node it tainted, the deployed
+	// CSIDriver) — so that the runs that share a cluster find it as they
+	// left it. For a cluster of many runs (make e2e, make e2e-kind); the
+	// simulator and the real clusters started for one run need none.
+	Restore bool
 	// Namespace is where the steps' namespaced objects go when they name
 	// none, and ${namespace}. Empty means "default" on a simulated
 	// backend, and on any other a namespace made for the run,
@@ -99,9 +109,25 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	started := clk.Now()
 	all := s.allSteps()
 	res := newResult(s, all)
+	nodes, why, err := r.nodeNames(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if why == "" {
+		why, err = r.csiDriverConflict(ctx, s, objects, nodes)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if why != "" {
+		return r.skipped(s, why), nil
+	}
 	r.printf("scenario %s (%s): %d steps\n", s.Name, s.File, len(all))
 
-	skip, serr := r.unsupportedSteps(s, all)
+	skip, why, serr := r.unsupportedSteps(s, all, nodes)
+	if why != "" {
+		return r.skipped(s, why), nil
+	}
 	if serr != nil {
 		res.Duration = clk.Since(started)
 		return res, serr
@@ -116,9 +142,15 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		return res, fmt.Errorf("run scenario %s: %w", s.Name, err)
 	}
 	res.Namespace = ns.name
-	ex := r.newExecutor(s, objects, clk)
+	ex := r.newExecutor(s, objects, clk, ns.name)
 	defer func() { res.Fired = ex.timed.fired }()
-	builtin := builtinVars(r.profileFor(s), ns.name)
+	prof := r.profileFor(s)
+	scope := stepScope{builtin: builtinVars(prof, ns.name), namespace: ns.name, nodes: nodes, unasked: unaskedCallsOf(prof)}
+	for i := range all {
+		if missing := prof.Missing(all[i].Needs); len(missing) > 0 && skip[i] == "" {
+			skip[i] = fmt.Sprintf("needs %s: %s", listWords(capabilityNames(missing), ""), whyMissing(prof, missing))
+		}
+	}
 
 	var failed, finallyFailed *StepError
 	for i, raw := range all {
@@ -131,7 +163,7 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 			r.printf("  skip %d/%d %s: %s\n", raw.Index, len(all), raw.Name, why)
 			continue
 		}
-		serr := r.runStep(ctx, ex, s, res, i, raw, builtin, ns.name)
+		serr := r.runStep(ctx, ex, s, res, i, raw, scope)
 		switch {
 		case serr == nil:
 		case !raw.Finally:
@@ -140,7 +172,7 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 			finallyFailed = serr
 		}
 	}
-	cleanupErr := ns.close(ctx, ex)
+	cleanupErr := errors.Join(ns.close(ctx, ex), ex.giveBack(ctx))
 	res.Duration = clk.Since(started)
 	if err := runFailure(s, failed, finallyFailed, cleanupErr); err != nil {
 		return res, err
@@ -159,28 +191,36 @@ func newResult(s *Scenario, all []Step) *Result {
 
 // unsupportedSteps refuses up front a scenario the backend cannot run to
 // the end, or, with SkipUnsupported, returns why each step it cannot run
-// is skipped, by index.
-func (r *Runner) unsupportedSteps(s *Scenario, all []Step) (map[int]string, *StepError) {
+// is skipped, by index — or why the whole scenario is skipped, when such
+// a step is a fault: the steps after a fault wait for its effects, and
+// without it they would wait for what cannot come.
+func (r *Runner) unsupportedSteps(s *Scenario, all []Step, nodes map[string]string) (map[int]string, string, *StepError) {
 	skip := map[int]string{}
 	for i := range all {
-		if err := unsupported(&all[i], r.Backend); err != nil {
+		if err := unsupported(withNodes(all[i], nodes), r.Backend); err != nil {
+			if r.SkipUnsupported && all[i].Fault != nil {
+				return nil, fmt.Sprintf("step %d (%s) at %s:%d: %v", all[i].Index, all[i].Name, all[i].file(s), all[i].Line, err), nil
+			}
 			if r.SkipUnsupported {
 				skip[i] = err.Error()
 				continue
 			}
 			serr := r.stepError(s, all[i], err)
 			r.printf("  cannot run: %v\n", serr)
-			return nil, serr
+			return nil, "", serr
 		}
 	}
-	return skip, nil
+	return skip, "", nil
 }
 
-// newExecutor is what runs the steps of s: timed faults count from now,
-// and only the CSI calls made from now on count.
-func (r *Runner) newExecutor(s *Scenario, objects objectStore, clk clock.WithTicker) *executor {
+// newExecutor is what runs the steps of s in namespace ns: timed faults
+// count from now, and only the CSI calls made from now on count.
+func (r *Runner) newExecutor(s *Scenario, objects objectStore, clk clock.WithTicker, ns string) *executor {
 	ex := &executor{runner: r, objects: objects, clock: clk, timed: newTimedFaults(r.Timed)}
 	ex.timed.started = clk.Now()
+	if _, simulated := r.Backend.(Simulated); r.Restore && !simulated {
+		ex.borrowed = &borrowed{runNamespace: ns, seen: map[string]bool{}}
+	}
 	if src, ok := r.Backend.(CSICallSource); ok {
 		ex.csi = src
 		// Only calls made while this scenario runs count.
@@ -190,15 +230,25 @@ func (r *Runner) newExecutor(s *Scenario, objects objectStore, clk clock.WithTic
 	return ex
 }
 
+// stepScope is what a step is expanded and fitted with: the built-in
+// variables, the run's namespace, the scenario's node names on the
+// cluster, and the calls the driver was not asked about.
+type stepScope struct {
+	builtin   map[string]string
+	namespace string
+	nodes     map[string]string
+	unasked   unaskedCalls
+}
+
 // runStep runs step i of s (raw, before its variables are expanded) and
 // records its outcome in res; it returns the step's error, if it failed.
-func (r *Runner) runStep(ctx context.Context, ex *executor, s *Scenario, res *Result, i int, raw Step, builtin map[string]string, ns string) *StepError {
+func (r *Runner) runStep(ctx context.Context, ex *executor, s *Scenario, res *Result, i int, raw Step, scope stepScope) *StepError {
 	clk := ex.clock
 	total := len(res.Steps)
 	stepStart := clk.Now()
 	ex.timed.step, ex.timed.stepStart = raw.Index, stepStart
-	st, err := expandStepWith(raw, withSaved(builtin, res.Vars), ex.values)
-	st = inNamespace(st, ns)
+	st, err := expandStepFor(raw, withSaved(scope.builtin, res.Vars), ex.values, scope.nodes)
+	st = fitToDriver(inNamespace(st, scope.namespace), scope.unasked)
 	r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d/%d started at %s:%d", st.Index, total, st.file(s), st.Line)})
 
 	var out stepOutcome
