@@ -113,6 +113,34 @@ func TestCSILostAnswer(t *testing.T) {
 	c.Expect(c).To(HaveNoInvariantViolations())
 }
 
+// The controller plugin dies after making the volume of the first
+// CreateVolume: the provisioner hears Unavailable, the driver is started
+// again, and the retry gets the same volume.
+func TestDriverCrashMidCall(t *testing.T) {
+	c := Start(t, Options{Seed: 3})
+	c.InjectFault(fault.Fault{Kind: fault.DriverCrashMidCall, Times: 1, CSI: fault.CSI{Method: "CreateVolume"}})
+	objs := c.Apply(claimAndPod)
+	pvc, pod := objs[0], objs[1]
+	c.Eventually(pod).Should(BeRunning())
+	c.Expect(pvc).To(HaveCSICalls("CreateVolume", "CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"))
+	var created []string
+	crashed := 0
+	for _, e := range c.Timeline() {
+		switch {
+		case e.Kind == trace.CSI && e.Verb == "CreateVolume":
+			created = append(created, e.Call.Code.String()+" "+e.Call.Volume)
+		case e.Kind == trace.Fault && e.Verb == "CreateVolume" && e.Call != nil:
+			created = append(created, "lost "+e.Call.Volume)
+		case e.Kind == trace.Fault && e.Verb == "driver-crashed" && e.Err == "":
+			crashed++
+		}
+	}
+	if len(created) != 3 || crashed != 1 || created[1] != "Unavailable " || created[2] != "OK "+strings.TrimPrefix(created[0], "lost ") {
+		t.Errorf("CreateVolume: %q, %d crashes; want the lost answer's volume, Unavailable, then OK with the same volume, and one crash", created, crashed)
+	}
+	c.Expect(c).To(HaveNoInvariantViolations())
+}
+
 func TestApplyTypedObjectIsUpdatedInPlace(t *testing.T) {
 	c := Start(t, Options{})
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "typed"},

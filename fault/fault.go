@@ -71,6 +71,13 @@ const (
 
 	// DriverCrash kills a driver plugin process; its socket goes with it.
 	DriverCrash Kind = "driver-crash"
+	// DriverCrashMidCall lets matching CSI calls reach the driver and
+	// complete there, then kills the driver before its answer reaches the
+	// caller, who gets Unavailable (the connection lost); the driver is
+	// started again with its state, as a crashed container is, and later
+	// calls are answered. The work is done; the caller must retry to learn
+	// so.
+	DriverCrashMidCall Kind = "driver-crash-mid-call"
 	// DriverRestart starts a crashed (or running) plugin again, with its
 	// state directory or without it (LoseState).
 	DriverRestart Kind = "driver-restart"
@@ -91,7 +98,7 @@ const (
 var Kinds = []Kind{NodeLoss, NodeReturn, OutOfService, MissingMountPropagation, KubeletRestart,
 	StaleVolumeAttachment, ControllerManagerRestart,
 	CSIError, CSIDelay, CSIHang, CSILostAnswer, CSIHeal,
-	DriverCrash, DriverRestart, NodePluginMissing,
+	DriverCrash, DriverCrashMidCall, DriverRestart, NodePluginMissing,
 	APIConflict, WatchDrop}
 
 // Known reports whether k is a fault csisim knows.
@@ -120,8 +127,8 @@ type Fault struct {
 	// Namespace defaults to "default".
 	Claim     string
 	Namespace string
-	// CSI is what csi-error, csi-delay, csi-hang, csi-lost-answer and
-	// csi-heal match and do.
+	// CSI is what csi-error, csi-delay, csi-hang, csi-lost-answer,
+	// driver-crash-mid-call and csi-heal match and do.
 	CSI CSI
 	// Plugin is the plugin of driver-crash and driver-restart (and of
 	// CSI faults: empty for every plugin).
@@ -156,8 +163,9 @@ type CSI struct {
 	// Delay is how long csi-delay holds a call; for csi-hang, the longest
 	// it hangs (0: until the caller gives up).
 	Delay time.Duration
-	// FirstAttempt limits csi-lost-answer to the first matching call of
-	// each volume: the caller's retry gets its answer.
+	// FirstAttempt limits csi-lost-answer and driver-crash-mid-call to
+	// the first matching call of each volume: the caller's retry gets its
+	// answer.
 	FirstAttempt bool
 }
 
@@ -166,7 +174,7 @@ type CSI struct {
 func (f Fault) Describe() string {
 	parts := []string{string(f.Kind)}
 	switch f.Kind {
-	case CSIError, CSIDelay, CSIHang, CSILostAnswer, CSIHeal:
+	case CSIError, CSIDelay, CSIHang, CSILostAnswer, DriverCrashMidCall, CSIHeal:
 		if f.CSI.Method != "" {
 			parts = append(parts, f.CSI.Method)
 		}

@@ -49,7 +49,7 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 	case fault.NodeLoss, fault.NodeReturn, fault.OutOfService, fault.MissingMountPropagation, fault.KubeletRestart,
 		fault.StaleVolumeAttachment, fault.ControllerManagerRestart:
 		return nil
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.CSIHeal:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.DriverCrashMidCall, fault.CSIHeal:
 		_, err := c.proxiesFor(f)
 		return err
 	case fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
@@ -69,6 +69,10 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 	if err := c.CanInject(f); err != nil {
 		return err
 	}
+	// A proxy may be crashing and restarting a driver meanwhile
+	// (driver-crash-mid-call).
+	c.driverMu.Lock()
+	defer c.driverMu.Unlock()
 	switch f.Kind {
 	case fault.StaleVolumeAttachment:
 		cs, err := kubernetes.NewForConfig(c.RESTConfig())
@@ -81,7 +85,7 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 	case fault.ControllerManagerRestart:
 		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "kube-controller-manager"})
 		return c.kube.RestartControllerManager(ctx)
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.CSIHeal:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.DriverCrashMidCall, fault.CSIHeal:
 		return c.injectCSIFault(f)
 	case fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
 		return c.injectDriverFault(ctx, f)

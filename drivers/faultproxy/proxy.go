@@ -74,6 +74,11 @@ type Config struct {
 	// clock, and the caller's timeout is measured on it too. Other calls
 	// wait in wall time, with the caller's own deadline. See ParkFunc.
 	Park ParkFunc
+	// Crash, if set, kills the driver behind the proxy and starts it
+	// again, as its owner restarts a crashed driver; a crash rule
+	// (ActionCrash) calls it once the driver has answered, before the
+	// answer goes on. Without it, crash rules are refused.
+	Crash func() error
 }
 
 // ParkFunc lets d pass on a virtual clock (d <= 0: until interrupted):
@@ -467,6 +472,9 @@ func (p *Proxy) execute(ctx context.Context, c *Call, info *methodInfo, act *Act
 			p.noteLostAnswer(c, info, resp, err)
 		}
 	}
+	if act.Kind == ActionCrash {
+		return nil, p.crash(c)
+	}
 	switch act.Kind {
 	case ActionError:
 		msg := act.Message
@@ -491,6 +499,27 @@ func (p *Proxy) execute(ctx context.Context, c *Call, info *methodInfo, act *Act
 		return okResponse(info, act.Response, c.Rule)
 	}
 	return nil, status.Errorf(codes.Internal, "faultproxy rule %s: unknown action %v", c.Rule, act.Kind)
+}
+
+// crash kills the driver behind the proxy (Config.Crash, which starts it
+// again) after it has answered c, and returns what the caller of a driver
+// that died mid-call gets.
+func (p *Proxy) crash(c *Call) error {
+	err := p.cfg.Crash()
+	if rec := p.cfg.Recorder; rec != nil {
+		rec.Add(trace.Entry{Kind: trace.Fault, Actor: p.cfg.Name, Verb: "driver-crashed", Object: "the driver behind it",
+			Detail: "killed after it answered " + c.Method + " (rule " + c.Rule + "), then started again", Err: errText(err)})
+	}
+	// What grpc-go's client says when the server's side of the
+	// connection goes.
+	return status.Error(codes.Unavailable, "error reading from server: EOF")
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // noteLostAnswer records in the timeline what the driver answered to a call
@@ -686,7 +715,7 @@ func (p *Proxy) SetRules(rules ...Rule) error {
 	// later rule asks for.
 	taken := map[string]bool{}
 	for i, r := range rules {
-		if err := r.validate(p.names); err != nil {
+		if err := p.check(r); err != nil {
 			return fmt.Errorf("rule %d (%s): %w", i+1, r, err)
 		}
 		if r.ID != "" && taken[r.ID] {
@@ -712,7 +741,7 @@ func (p *Proxy) SetRules(rules ...Rule) error {
 func (p *Proxy) AddRule(r Rule) (string, error) {
 	p.rulesMu.Lock()
 	defer p.rulesMu.Unlock()
-	if err := r.validate(p.names); err != nil {
+	if err := p.check(r); err != nil {
 		return "", fmt.Errorf("rule %s: %w", r, err)
 	}
 	taken := map[string]bool{}
@@ -726,6 +755,18 @@ func (p *Proxy) AddRule(r Rule) (string, error) {
 	}
 	p.rules = append(p.rules, newRuleState(r, p.cfg.Seed))
 	return r.ID, nil
+}
+
+// check says whether the rule is valid and this proxy can carry it out:
+// a crash rule needs Config.Crash.
+func (p *Proxy) check(r Rule) error {
+	if err := r.validate(p.names); err != nil {
+		return err
+	}
+	if r.Action.Kind == ActionCrash && p.cfg.Crash == nil {
+		return fmt.Errorf("proxy %s cannot kill the driver behind it (no Config.Crash)", p.cfg.Name)
+	}
+	return nil
 }
 
 // freeID returns the next "rule-N" ID not in taken, and the counter after it.

@@ -257,6 +257,7 @@ func injectable(t Targets, can func(fault.Fault) bool) []fault.Kind {
 		fault.CSIDelay:                 {Kind: fault.CSIDelay, CSI: fault.CSI{Method: "CreateVolume", Delay: time.Second}, Times: 1},
 		fault.CSIHang:                  {Kind: fault.CSIHang, CSI: fault.CSI{Method: "CreateVolume"}},
 		fault.CSILostAnswer:            {Kind: fault.CSILostAnswer, CSI: fault.CSI{Method: "CreateVolume"}, Times: 1},
+		fault.DriverCrashMidCall:       {Kind: fault.DriverCrashMidCall, CSI: fault.CSI{Method: "CreateVolume"}, Times: 1},
 		fault.DriverCrash:              {Kind: fault.DriverCrash, Plugin: fault.Controller},
 	}
 	var out []fault.Kind

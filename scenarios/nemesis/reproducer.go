@@ -190,7 +190,7 @@ func faultFields(f fault.Fault) (*yaml.Node, error) {
 		add("node", f.Node)
 		add("claim", f.Claim)
 		add("namespace", f.Namespace)
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.CSIHeal:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.DriverCrashMidCall, fault.CSIHeal:
 		add("method", f.CSI.Method)
 		if f.Kind == fault.CSIError {
 			add("code", f.CSI.Code.String())

@@ -25,7 +25,7 @@ import (
 var Kinds = []fault.Kind{
 	fault.NodeLoss, fault.KubeletRestart, fault.ControllerManagerRestart,
 	fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.DriverCrash,
-	fault.APIConflict, fault.WatchDrop, fault.CSILostAnswer,
+	fault.APIConflict, fault.WatchDrop, fault.CSILostAnswer, fault.DriverCrashMidCall,
 }
 
 // MaxFaults is the most faults (not counting recoveries) a seed schedules.
@@ -203,7 +203,7 @@ func (d drawer) draw(k fault.Kind) (Event, string) {
 	case fault.KubeletRestart:
 		f.Node = d.pick(d.free)
 		return ev, holdsNode(f.Node)
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.DriverCrashMidCall:
 		d.csiTarget(f)
 		switch k {
 		case fault.CSIError:
@@ -215,7 +215,7 @@ func (d drawer) draw(k fault.Kind) (Event, string) {
 		case fault.CSIHang:
 			ev.Recovery = &fault.Fault{Kind: fault.CSIHeal, Node: f.Node, CSI: fault.CSI{Method: f.CSI.Method}}
 			ev.RecoverAfter = d.between(5*time.Second, 90*time.Second)
-		case fault.CSILostAnswer:
+		case fault.CSILostAnswer, fault.DriverCrashMidCall:
 			f.Times = 1 + d.rng.IntN(2)
 			f.CSI.FirstAttempt = d.rng.IntN(2) == 0
 		}
