@@ -2,6 +2,7 @@ package csisimtest
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,6 +138,29 @@ func TestDriverCrashMidCall(t *testing.T) {
 	}
 	if len(created) != 3 || crashed != 1 || created[1] != "Unavailable " || created[2] != "OK "+strings.TrimPrefix(created[0], "lost ") {
 		t.Errorf("CreateVolume: %q, %d crashes; want the lost answer's volume, Unavailable, then OK with the same volume, and one crash", created, crashed)
+	}
+	c.Expect(c).To(HaveNoInvariantViolations())
+}
+
+// A restarted provisioner asks the driver again and goes on with the
+// claims it lists: the claim made before the restart is provisioned once.
+func TestSidecarRestart(t *testing.T) {
+	c := Start(t, Options{Seed: 3})
+	c.InjectFault(fault.Fault{Kind: fault.SidecarRestart, Component: "external-provisioner"})
+	objs := c.Apply(claimAndPod)
+	c.Eventually(objs[1]).Should(BeRunning())
+	var asked []string
+	for _, e := range c.Timeline() {
+		if e.Kind == trace.CSI && e.Actor == "external-provisioner" {
+			asked = append(asked, e.Verb)
+		}
+	}
+	// At start, the name and capabilities; again after the restart; then
+	// the one CreateVolume.
+	want := []string{"GetPluginInfo", "GetPluginCapabilities", "ControllerGetCapabilities",
+		"GetPluginInfo", "GetPluginCapabilities", "ControllerGetCapabilities", "CreateVolume"}
+	if !slices.Equal(asked, want) {
+		t.Errorf("external-provisioner's calls: %q, want %q", asked, want)
 	}
 	c.Expect(c).To(HaveNoInvariantViolations())
 }

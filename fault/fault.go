@@ -86,6 +86,12 @@ const (
 	// no socket, no CSINode entry, pods there cannot mount.
 	NodePluginMissing Kind = "node-plugin-missing"
 
+	// SidecarRestart restarts a CSI sidecar (or the snapshot-controller)
+	// as a container restart does: it loses what it kept in memory — claims
+	// in progress, caches, backoffs, its workqueue — and starts again,
+	// listing everything anew. Component names it (Sidecars).
+	SidecarRestart Kind = "sidecar-restart"
+
 	// APIConflict answers the component's next writes with 409 Conflict.
 	APIConflict Kind = "api-conflict"
 	// WatchDrop makes the component's informers of one resource miss
@@ -99,7 +105,12 @@ var Kinds = []Kind{NodeLoss, NodeReturn, OutOfService, MissingMountPropagation, 
 	StaleVolumeAttachment, ControllerManagerRestart,
 	CSIError, CSIDelay, CSIHang, CSILostAnswer, CSIHeal,
 	DriverCrash, DriverCrashMidCall, DriverRestart, NodePluginMissing,
+	SidecarRestart,
 	APIConflict, WatchDrop}
+
+// Sidecars are the components sidecar-restart restarts, by the user agent
+// they write as.
+var Sidecars = []string{"external-provisioner", "external-attacher", "external-resizer", "csi-snapshotter", "snapshot-controller"}
 
 // Known reports whether k is a fault csisim knows.
 func Known(k Kind) bool { return slices.Contains(Kinds, k) }
@@ -136,8 +147,9 @@ type Fault struct {
 	// LoseState makes driver-restart start the plugin with an empty state
 	// directory, as a driver whose state lived in its container.
 	LoseState bool
-	// Component is whose API traffic api-conflict and watch-drop disturb:
-	// its user agent, e.g. external-provisioner or attachdetach-controller.
+	// Component is whose API traffic api-conflict and watch-drop disturb,
+	// or the sidecar sidecar-restart restarts: its user agent, e.g.
+	// external-provisioner or attachdetach-controller.
 	Component string
 	// Resource is the resource watch-drop drops events of, as a plural
 	// lower-case name: pods, persistentvolumeclaims, volumeattachments...
@@ -197,7 +209,7 @@ func (f Fault) Describe() string {
 		if f.Kind == DriverRestart && f.LoseState {
 			parts = append(parts, "without state")
 		}
-	case APIConflict, WatchDrop:
+	case APIConflict, WatchDrop, SidecarRestart:
 		parts = append(parts, f.Component)
 		if f.Resource != "" {
 			parts = append(parts, f.Resource)

@@ -54,6 +54,8 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 		return err
 	case fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
 		return c.canInjectDriver(f)
+	case fault.SidecarRestart:
+		return c.canRestartSidecar(f.Component)
 	case fault.APIConflict, fault.WatchDrop:
 		return fault.Unsupported(f.Kind, backendName, "the components are real processes talking to a real API server, which csisim cannot make answer 409 or drop watch events for one of them")
 	}
@@ -89,6 +91,9 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 		return c.injectCSIFault(f)
 	case fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
 		return c.injectDriverFault(ctx, f)
+	case fault.SidecarRestart:
+		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: f.Component})
+		return c.restartSidecar(ctx, f.Component)
 	}
 	n := c.nodes[f.Node]
 	if n == nil {

@@ -41,6 +41,8 @@ func TestCanInject(t *testing.T) {
 		{"node plugin missing", fault.Fault{Kind: fault.NodePluginMissing, Node: "node-1"}, ""},
 		{"crash mid-call of CreateVolume", fault.Fault{Kind: fault.DriverCrashMidCall, Times: 1, CSI: fault.CSI{Method: "CreateVolume"}}, ""},
 		{"crash mid-call of a node's stage", fault.Fault{Kind: fault.DriverCrashMidCall, Plugin: fault.Node, Node: "node-2", Times: 1, CSI: fault.CSI{Method: "NodeStageVolume"}}, ""},
+		{"provisioner restart", fault.Fault{Kind: fault.SidecarRestart, Component: "external-provisioner"}, ""},
+		{"snapshot-controller restart", fault.Fault{Kind: fault.SidecarRestart, Component: "snapshot-controller"}, ""},
 		{"crash mid-call on two nodes", fault.Fault{Kind: fault.DriverCrashMidCall, Times: 1, CSI: fault.CSI{Method: "NodeStageVolume"}}, "times: 1 would count per proxy"},
 		{"api conflict", fault.Fault{Kind: fault.APIConflict, Component: "external-provisioner", Times: 1}, "answer 409"},
 		{"watch drop", fault.Fault{Kind: fault.WatchDrop, Component: "attachdetach-controller", Resource: "pods", Times: 1}, "drop watch events"},

@@ -140,6 +140,9 @@ type namedProcess struct {
 	name    string
 	sidecar bool
 	*launch.Process
+	// start starts a sidecar's process again, as it was started
+	// (sidecar-restart).
+	start func() (*launch.Process, error)
 }
 
 // Start brings the cluster up: control plane, controller plugin, proxies
@@ -399,11 +402,14 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 		tmpl.Args = append(tmpl.Args, "--enable-capacity", "--capacity-ownerref-level=-1")
 		tmpl.Env = append(tmpl.Env, "NAMESPACE=kube-system")
 	}
-	proc, err := launch.Start(context.Background(), name, tmpl, launch.Vars{}, log)
+	start := func() (*launch.Process, error) {
+		return launch.Start(context.Background(), name, tmpl, launch.Vars{}, log)
+	}
+	proc, err := start()
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
-	c.procs = append(c.procs, namedProcess{name: name, sidecar: true, Process: proc})
+	c.procs = append(c.procs, namedProcess{name: name, sidecar: true, Process: proc, start: start})
 	// A sidecar that cannot start (a bad flag, no kubeconfig) exits at
 	// once; say so now rather than with a scenario timing out.
 	select {

@@ -30,6 +30,8 @@ func (p *parser) faultStep(kind fault.Kind, n *yaml.Node) *fault.Fault {
 		return p.driverFault(kind, n)
 	case fault.APIConflict, fault.WatchDrop:
 		return p.apiFault(kind, n)
+	case fault.SidecarRestart:
+		return p.sidecarRestart(n)
 	}
 	p.fail(n, "fault %s has no step format", kind)
 	return nil
@@ -441,4 +443,27 @@ func watchedResources() []string {
 		names[i] = w.plural
 	}
 	return names
+}
+
+// sidecarRestart reads sidecarRestart: {component}, the component one of
+// fault.Sidecars.
+func (p *parser) sidecarRestart(n *yaml.Node) *fault.Fault {
+	key := FaultStepKey(fault.SidecarRestart)
+	f, ok := p.mapping(n, key, "component")
+	if !ok {
+		return nil
+	}
+	if !f.has("component") {
+		p.fail(n, "%s needs component: (one of %s)", key, strings.Join(fault.Sidecars, ", "))
+		return nil
+	}
+	c, ok := p.nonEmpty(f.vals["component"], "component")
+	if !ok {
+		return nil
+	}
+	if !slices.Contains(fault.Sidecars, c) {
+		p.fail(f.vals["component"], "component %q is not a sidecar %s restarts%s; use one of %s", c, key, didYouMean(c, fault.Sidecars), strings.Join(fault.Sidecars, ", "))
+		return nil
+	}
+	return &fault.Fault{Kind: fault.SidecarRestart, Component: c}
 }

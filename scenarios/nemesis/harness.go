@@ -225,6 +225,11 @@ func probe(ctx context.Context, c Cluster) (Targets, error) {
 	slices.Sort(t.Nodes)
 	can := func(f fault.Fault) bool { return c.CanInject(f) == nil }
 	t.ControllerManager = can(fault.Fault{Kind: fault.ControllerManagerRestart})
+	for _, sc := range fault.Sidecars {
+		if can(fault.Fault{Kind: fault.SidecarRestart, Component: sc}) {
+			t.Sidecars = append(t.Sidecars, sc)
+		}
+	}
 	components := slices.Clone(fault.Components)
 	for _, n := range t.Nodes {
 		components = append(components, fault.KubeletComponent(n))

@@ -218,6 +218,8 @@ func faultFields(f fault.Fault) (*yaml.Node, error) {
 		if f.Kind == fault.DriverRestart {
 			add("state", map[bool]string{false: "keep", true: "lose"}[f.LoseState])
 		}
+	case fault.SidecarRestart:
+		add("component", f.Component)
 	case fault.APIConflict, fault.WatchDrop:
 		add("component", f.Component)
 		times()

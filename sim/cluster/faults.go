@@ -47,6 +47,8 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 		return c.canInjectCSI(f)
 	case fault.APIConflict, fault.WatchDrop:
 		return c.canInjectAPI(f)
+	case fault.SidecarRestart:
+		return c.canRestartSidecar(f.Component)
 	}
 	return fault.Unsupported(f.Kind, backendName, "it is not a fault the simulator knows")
 }
@@ -65,6 +67,8 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 		return c.injectDriverFault(ctx, f)
 	case fault.APIConflict, fault.WatchDrop:
 		return c.injectAPIFault(ctx, f)
+	case fault.SidecarRestart:
+		return c.restartSidecar(f.Component)
 	}
 	parts := c.nodes[f.Node]
 	if parts == nil {
