@@ -94,6 +94,12 @@ type ParkFunc func(d time.Duration) (wait func() bool, interrupt func())
 // really hangs costs at most that much. The proxy does not pass it on.
 const TimeoutHeader = "csisim-timeout"
 
+// CallerHeader is the gRPC metadata key in which a caller on a virtual
+// clock names itself (one run of a simulated component's process), so
+// that InterruptParkedOf can cut off its parked calls when it exits. The
+// proxy does not pass it on.
+const CallerHeader = "csisim-caller"
+
 // Proxy is a running proxy. Its methods are safe for concurrent use.
 type Proxy struct {
 	cfg     Config
@@ -118,7 +124,7 @@ type Proxy struct {
 	// parks are the interrupts of calls parked on the virtual clock, so
 	// that Stop can end them as it ends wall-time waits.
 	parksMu  sync.Mutex
-	parks    map[int]func()
+	parks    map[int]parkedCall
 	nextPark int
 	stopped  bool
 }
@@ -229,8 +235,8 @@ func (p *Proxy) Stop() error {
 		close(p.stopping)
 		p.parksMu.Lock()
 		p.stopped = true
-		for _, interrupt := range p.parks {
-			interrupt()
+		for _, pc := range p.parks {
+			pc.interrupt()
 		}
 		p.parksMu.Unlock()
 		graceful := make(chan struct{})
@@ -269,12 +275,25 @@ func (p *Proxy) WaitConnected(ctx context.Context) error {
 // InterruptParked ends the delays and hangs parked on the virtual clock
 // (Config.Park) now: their callers get Unavailable, as callers of a driver
 // that has just died do. The proxy goes on serving.
-func (p *Proxy) InterruptParked() {
+func (p *Proxy) InterruptParked() { p.InterruptParkedOf("") }
+
+// InterruptParkedOf ends, as InterruptParked does, the parked calls of the
+// caller that named itself so in CallerHeader (every parked call for "").
+func (p *Proxy) InterruptParkedOf(caller string) {
 	p.parksMu.Lock()
 	defer p.parksMu.Unlock()
-	for _, interrupt := range p.parks {
-		interrupt()
+	for _, pc := range p.parks {
+		if caller == "" || pc.caller == caller {
+			pc.interrupt()
+		}
 	}
+}
+
+// parkedCall is a call parked on the virtual clock: how to end its wait,
+// and who made it (CallerHeader).
+type parkedCall struct {
+	interrupt func()
+	caller    string
 }
 
 // currentNodeID is the node of node service calls.
@@ -379,7 +398,7 @@ func outgoing(ctx context.Context) context.Context {
 	for k, v := range in {
 		switch {
 		case len(k) > 0 && k[0] == ':', k == "content-type", k == "user-agent", k == "te", len(k) > 5 && k[:5] == "grpc-",
-			k == TimeoutHeader:
+			k == TimeoutHeader, k == CallerHeader:
 			continue
 		}
 		out[k] = v
@@ -552,7 +571,7 @@ func (p *Proxy) noteLostAnswer(c *Call, info *methodInfo, resp []byte, err error
 // wait lets d pass, unless the caller gives up or the proxy stops first.
 func (p *Proxy) wait(ctx context.Context, d time.Duration, rule string) error {
 	if timeout, ok := callerTimeout(ctx); ok && p.cfg.Park != nil {
-		return p.park(d, timeout, false, rule)
+		return p.park(d, timeout, false, rule, callerOf(ctx))
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -570,7 +589,7 @@ func (p *Proxy) wait(ctx context.Context, d time.Duration, rule string) error {
 // or the proxy stops.
 func (p *Proxy) hang(ctx context.Context, limit time.Duration, rule string) error {
 	if timeout, ok := callerTimeout(ctx); ok && p.cfg.Park != nil {
-		return p.park(limit, timeout, true, rule)
+		return p.park(limit, timeout, true, rule, callerOf(ctx))
 	}
 	var expired <-chan time.Time
 	if limit > 0 {
@@ -595,7 +614,7 @@ func hungFor(rule string, limit time.Duration) error {
 // park is wait and hang on the caller's virtual clock: d passes (0: never,
 // for a hang without limit), unless the caller's timeout comes first, when
 // the caller gets what a gRPC client whose deadline passes gets.
-func (p *Proxy) park(d, timeout time.Duration, hang bool, rule string) error {
+func (p *Proxy) park(d, timeout time.Duration, hang bool, rule, caller string) error {
 	limit, callerFirst := d, false
 	if timeout > 0 && (limit <= 0 || timeout <= limit) {
 		limit, callerFirst = timeout, true
@@ -605,9 +624,9 @@ func (p *Proxy) park(d, timeout time.Duration, hang bool, rule string) error {
 	p.nextPark++
 	id := p.nextPark
 	if p.parks == nil {
-		p.parks = map[int]func(){}
+		p.parks = map[int]parkedCall{}
 	}
-	p.parks[id] = interrupt
+	p.parks[id] = parkedCall{interrupt: interrupt, caller: caller}
 	stopped := p.stopped
 	p.parksMu.Unlock()
 	if stopped {
@@ -630,6 +649,15 @@ func (p *Proxy) park(d, timeout time.Duration, hang bool, rule string) error {
 		return hungFor(rule, limit)
 	}
 	return nil
+}
+
+// callerOf reads the caller a call names in CallerHeader, "" if none.
+func callerOf(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(CallerHeader); len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // callerTimeout reads the timeout a caller on a virtual clock sent in

@@ -36,8 +36,10 @@ type clients struct {
 	nodeCaches map[schema.GroupVersionResource]*loop.Informer
 	// conns are the CSI connections by endpoint and actor (dial).
 	conns map[[2]string]*csiclient.Conn
-	// processConns are the components' own connections (dialOf).
+	// processConns are the components' own connections (dialOf), and
+	// processes counts them, to name each.
 	processConns []*csiclient.Conn
+	processes    int
 }
 
 func newClients(api *fakekube.Server, l *loop.Loop, rec *trace.Recorder) *clients {

@@ -267,7 +267,17 @@ func (c *Cluster) restartComponent(name string) error {
 	if s == nil || slices.Contains(c.cfg.Without, name) {
 		return fmt.Errorf("there is no simulated component %q to restart", name)
 	}
-	c.components.stop(name)
+	old := c.components.stop(name)
+	// What the old run waits for in the proxies ends with it: its sync
+	// resumes at the loop's next step, in a process that is gone.
+	for _, o := range old {
+		if o.id == "" {
+			continue
+		}
+		for _, pl := range c.driver.plugins {
+			pl.proxy.InterruptParkedOf(o.id)
+		}
+	}
 	p := &process{name: name}
 	if slices.Contains(namedByDriver, name) {
 		// It asks the driver's name again, which it goes by.
@@ -312,9 +322,10 @@ func (r *registry) run(name, process string, proc *process, comp controller.Comp
 	r.running = append(r.running, rc)
 }
 
-// stop takes the component out of the loop: its periodic jobs, its
-// workers and its informers.
-func (r *registry) stop(name string) {
+// stop takes the component out of the loop — its periodic jobs, its
+// workers and its informers — and ends its process, which it returns.
+func (r *registry) stop(name string) []*process {
+	var ended []*process
 	r.running = slices.DeleteFunc(r.running, func(rc *runningComponent) bool {
 		if rc.name != name {
 			return false
@@ -323,10 +334,12 @@ func (r *registry) stop(name string) {
 			stop()
 		}
 		rc.proc.end()
+		ended = append(ended, rc.proc)
 		r.loop.RemoveWorkers(rc.comp.Workers...)
 		return true
 	})
 	r.loop.RemoveInformers(name)
+	return ended
 }
 
 // restartable are the running components of process that can restart in

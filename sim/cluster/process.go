@@ -18,9 +18,12 @@ import (
 // CSI call held by the fault proxy — finishes in a process that is gone,
 // as a goroutine of a killed container never does anything more: its
 // writes are refused before they reach the API server, its further CSI
-// calls are not sent, and the call it was in is recorded as cut off.
+// calls are not sent, and the call it was in is cut off when the process
+// ends (the proxies end its wait) and recorded as the proxy in front of a
+// real sidecar records it: Canceled, "context canceled".
 type process struct {
 	name   string
+	id     string // names this run to the fault proxies: name#N
 	exited atomic.Bool
 	conn   *csiclient.Conn // to the controller plugin, once dialled
 }
@@ -66,7 +69,9 @@ func (cl *clients) dialOf(endpoint string, p *process) (*csiclient.Conn, error) 
 	if p.conn != nil {
 		return p.conn, nil
 	}
-	conn, err := csiclient.Dial(endpoint, p.name, cl.rec, csiclient.Virtual(), csiclient.Exited(p.exited.Load))
+	cl.processes++
+	p.id = fmt.Sprintf("%s#%d", p.name, cl.processes)
+	conn, err := csiclient.Dial(endpoint, p.name, cl.rec, csiclient.Virtual(), csiclient.Exited(p.exited.Load), csiclient.Caller(p.id))
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,9 @@ func Dial(endpoint, actor string, rec *trace.Recorder, opts ...Option) (*Conn, e
 	if o.virtual {
 		interceptors = append(interceptors, virtualDeadlines)
 	}
+	if o.caller != "" {
+		interceptors = append(interceptors, nameCaller(o.caller))
+	}
 	cc, err := grpc.NewClient(endpoint,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithChainUnaryInterceptor(interceptors...))
@@ -102,7 +105,9 @@ func recordCalls(actor string, rec *trace.Recorder, exited func() bool) grpc.Una
 		e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: path.Base(method), Object: VolumeOf(req, reply),
 			Wall: time.Since(start).Round(time.Microsecond)}
 		if exited() {
-			err = status.Errorf(codes.Canceled, "%s exited during the call; the answer reached no one", actor)
+			// What the proxy in front of a real sidecar records when
+			// the sidecar dies during a call.
+			err = status.Error(codes.Canceled, "context canceled")
 		}
 		st, _ := status.FromError(err)
 		if err != nil {

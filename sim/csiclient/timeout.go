@@ -26,6 +26,7 @@ type Option func(*options)
 type options struct {
 	virtual bool
 	exited  func() bool
+	caller  string
 }
 
 // Exited says how to tell that the caller's process has exited (a
@@ -33,6 +34,17 @@ type options struct {
 // call in flight when it exited is recorded as cut off, whatever the driver
 // answers, as the answer reaches no one.
 func Exited(exited func() bool) Option { return func(o *options) { o.exited = exited } }
+
+// Caller names the caller to the fault proxy (faultproxy.CallerHeader),
+// which can then cut off the calls it holds for it when it exits.
+func Caller(id string) Option { return func(o *options) { o.caller = id } }
+
+// nameCaller is the interceptor of Caller.
+func nameCaller(id string) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		return invoker(metadata.AppendToOutgoingContext(ctx, faultproxy.CallerHeader, id), method, req, reply, cc, opts...)
+	}
+}
 
 // Virtual says that the caller's time is virtual (a simulation's loop):
 // the timeout a call was made with is measured on the virtual clock by the
