@@ -83,6 +83,12 @@ const (
 	// of the node DaemonSet without Bidirectional mount propagation. It
 	// holds a file of the same name as NodeManifest.
 	NoMountPropagationVariant = "variants/no-mount-propagation"
+	// BuiltHereVariant is the directory, relative to ManifestDir, of the
+	// controller Deployment and node DaemonSet for a cluster whose images
+	// are built on the machine (e2e/kind/prepare.sh): csisim's registrar
+	// and livenessprobe stand in for the sidecars that cannot be built
+	// there. It holds files of the same names as the regular ones.
+	BuiltHereVariant = "variants/built-here"
 )
 
 // Sidecar images, pinned. The provisioner, attacher, resizer and

@@ -80,7 +80,7 @@ func TestServerSideDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, m := range slices.Concat(base, load(t, variantPattern), load(t, seedSweepPattern)) {
+	for _, m := range slices.Concat(base, load(t, variantPattern), load(t, builtHerePattern), load(t, seedSweepPattern)) {
 		u := &unstructured.Unstructured{}
 		if err := json.Unmarshal(m.json, &u.Object); err != nil {
 			t.Fatalf("%s: %v", m, err)

@@ -134,11 +134,12 @@ func load(t *testing.T, pattern string) []manifest {
 }
 
 // The sets of manifests: the deployment, the node DaemonSet variant
-// without mount propagation, and the seed sweep Job (not part of the
-// deployment).
+// without mount propagation, the built-here variant of the workloads, and
+// the seed sweep Job (not part of the deployment).
 var (
 	basePattern      = filepath.Join(ManifestDir, "*.yaml")
 	variantPattern   = filepath.Join(ManifestDir, NoMountPropagationVariant, "*.yaml")
+	builtHerePattern = filepath.Join(ManifestDir, BuiltHereVariant, "*.yaml")
 	seedSweepPattern = filepath.Join(SeedSweepDir, "*.yaml")
 )
 

@@ -24,7 +24,7 @@ import (
 // deployment or of a variant the tests know, and decodes strictly with the
 // client-go scheme (plus the snapshot API).
 func TestManifestFiles(t *testing.T) {
-	known := []string{basePattern, variantPattern}
+	known := []string{basePattern, variantPattern, builtHerePattern}
 	err := filepath.WalkDir(ManifestDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -62,7 +62,7 @@ func TestManifestFiles(t *testing.T) {
 // `kubectl apply -f` never puts them elsewhere), cluster-scoped ones no
 // namespace, and every object carries the part-of label.
 func TestScopeAndLabels(t *testing.T) {
-	for _, m := range slices.Concat(load(t, basePattern), load(t, variantPattern), load(t, seedSweepPattern)) {
+	for _, m := range slices.Concat(load(t, basePattern), load(t, variantPattern), load(t, builtHerePattern), load(t, seedSweepPattern)) {
 		kind := m.obj.GetObjectKind().GroupVersionKind().Kind
 		switch {
 		case clusterScoped[kind]:

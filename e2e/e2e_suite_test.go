@@ -21,12 +21,11 @@
 package e2e
 
 import (
-	"context"
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -43,7 +42,8 @@ var (
 	kubeconfig  = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to run the scenarios on")
 	kindCluster = flag.String("kind-cluster", os.Getenv("CSISIM_KIND_CLUSTER"), "name of the kind cluster, to inject faults into it")
 	here        = flag.Bool("here", false, "run each scenario on a real cluster with real nodes started on this machine (make e2e-here)")
-	hereOnly    = flag.String("scenarios", "", "with -here: the library scenarios to run, by name, space- or comma-separated (default all)")
+	hereOnly    = flag.String("scenarios", "", "the library scenarios to run, by name, space- or comma-separated (default all)")
+	kindReport  = flag.String("kind-report", "", "write a Markdown table of each scenario's outcome (passed, skipped and why, failed) to this file")
 	csisimBin   = flag.String("csisim", "", "with -here: the csisim binary that runs the driver (csisim-workload beside it)")
 )
 
@@ -87,20 +87,13 @@ var _ = BeforeSuite(func() {
 
 var _ = Describe("the scenario library", func() {
 	files, _ := filepath.Glob("../scenarios/library/*.yaml")
+	var chosen []string
+	if *hereOnly != "" {
+		chosen = strings.FieldsFunc(*hereOnly, func(r rune) bool { return r == ' ' || r == ',' })
+	}
 	if *here {
-		describeHere(files)
+		describeHere(files, chosen)
 		return
 	}
-	for _, file := range files {
-		It("passes on the cluster: "+filepath.Base(file), func() {
-			sc, err := scenarios.Load(file)
-			Expect(err).NotTo(HaveOccurred())
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			runner := &scenarios.Runner{Backend: backend, Out: GinkgoWriter, SkipUnsupported: true}
-			res, err := runner.Run(ctx, sc)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(res.Failed()).To(BeFalse())
-		})
-	}
+	describeCluster(files, chosen)
 })

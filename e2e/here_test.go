@@ -20,11 +20,7 @@ import (
 
 // describeHere runs the chosen scenarios each on a real cluster of its own
 // with real nodes, and checks the machine's footprint before and after.
-func describeHere(files []string) {
-	var chosen []string
-	if *hereOnly != "" {
-		chosen = strings.FieldsFunc(*hereOnly, func(r rune) bool { return r == ' ' || r == ',' })
-	}
+func describeHere(files, chosen []string) {
 	Describe("on real nodes started here", Ordered, ContinueOnFailure, func() { hereSpecs(files, chosen) })
 }
 

@@ -87,7 +87,7 @@ func TestLibraryStuckStates(t *testing.T) {
 			want: []string{"Pod default/app: Pending", "VolumeAttachment csi-", "not attached to node-b", "attachError (last 15s ago): CSINode node-b does not contain driver hostpath.csisim.io",
 				"Node node-b: driver hostpath.csisim.io not registered", "lists no driver"}},
 		{file: "pod-waiting-for-attach", through: 11, stepIs: "assert events", target: "pod/app",
-			want: []string{"Pod default/app: Pending (ContainerCreating)", "timed out waiting for external-attacher of nfs.csi.k8s.io CSI driver",
+			want: []string{"Pod default/app: Pending (ContainerCreating)", "timed out waiting for external-attacher of undeployed.csi.example.com CSI driver",
 				"not attached to node-1", "No external-attacher has picked it up", "attachRequired: false"}},
 		{file: "node-loss-force-detach", through: 14, stepIs: "wait events", target: "pod/app-0",
 			want: []string{"Pod default/app-0: Pending", "Waiting for detach for volume", "VolumeAttachment csi-", "attached to node-a",

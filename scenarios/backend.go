@@ -67,15 +67,7 @@ type Simulated interface {
 
 // unsupported returns why backend b cannot run step, or nil when it can.
 func unsupported(st *Step, b Backend) error {
-	var c *Check
-	switch {
-	case st.Wait != nil:
-		c = &st.Wait.Check
-	case st.Assert != nil:
-		c = &st.Assert.Check
-	case st.Consistently != nil:
-		c = &st.Consistently.Check
-	}
+	c := st.check()
 	if st.Fault != nil {
 		inj, ok := b.(fault.Injector)
 		if !ok {

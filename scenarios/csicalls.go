@@ -80,13 +80,21 @@ func (c *CSICallCheck) expectation() string {
 	if c.Volume != "" {
 		on = " on volume " + c.Volume
 	}
-	if c.Contains != nil {
-		return fmt.Sprintf("CSI calls%s to include, in order: %s", on, strings.Join(c.Contains, ", "))
+	var want string
+	switch {
+	case c.Contains != nil && len(c.Contains) == 0:
+		want = "any CSI calls" + on
+	case c.Contains != nil:
+		want = fmt.Sprintf("CSI calls%s to include, in order: %s", on, strings.Join(c.Contains, ", "))
+	case len(c.Sequence) == 0:
+		want = "no CSI calls" + on
+	default:
+		want = fmt.Sprintf("CSI calls%s to be exactly: %s", on, strings.Join(c.Sequence, ", "))
 	}
-	if len(c.Sequence) == 0 {
-		return "no CSI calls" + on
+	if len(c.Unasked) > 0 {
+		want += fmt.Sprintf(" (no %s: %s)", strings.Join(c.Unasked, ", "), c.Why)
 	}
-	return fmt.Sprintf("CSI calls%s to be exactly: %s", on, strings.Join(c.Sequence, ", "))
+	return want
 }
 
 // evaluate compares the calls recorded so far with the check.

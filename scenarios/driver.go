@@ -317,6 +317,14 @@ func structuredVarProblem(v any) string {
 		}
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(v)) {
+			if name, ok := mergedVar(k); ok && v[k] != nil {
+				return fmt.Sprintf("${%s} as a key adds its entries to the mapping and takes no value (write `${%s}:` alone on its line)", name, name)
+			}
+			if name := structuredVarIn(k); name != "" {
+				if _, ok := mergedVar(k); !ok {
+					return fmt.Sprintf("${%s} is not text: write it as a whole value, or as a key alone (${%s}:) to add its entries, not inside the key %q", name, name, k)
+				}
+			}
 			if msg := structuredVarProblem(v[k]); msg != "" {
 				return msg
 			}

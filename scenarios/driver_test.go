@@ -50,7 +50,12 @@ func TestSkipReason(t *testing.T) {
 			"needs topology: hostpath.csisim.io does not report VOLUME_ACCESSIBILITY_CONSTRAINTS (GetPluginCapabilities)"},
 		{"topologyKey before the driver is asked", "steps:\n  - assert: {object: 'node/${driver.topologyKey}'}\n", "mock", ""},
 		{"parameter the profile lacks", "steps:\n  - assert: {object: 'sc/${driver.parameter.kind}'}\n", "mock", "uses ${driver.parameter.kind}: driver profile mock does not set it"},
-		{"csiCalls imply stageUnstage", "steps:\n  - assert: {csiCalls: {contains: [NodeStageVolume]}}\n", "csisim", ""},
+		{"expected calls of attach and stage need nothing", "steps:\n  - assert: {csiCalls: {contains: [ControllerPublishVolume, NodeStageVolume]}}\n", "mock file", ""},
+		{"a fault on an attach call needs attach", "steps:\n  - csiError: {method: ControllerPublishVolume, code: Internal}\n", "mock file",
+			"needs attach: hostpath.csisim.io does not report PUBLISH_UNPUBLISH_VOLUME (ControllerGetCapabilities)"},
+		{"a fault on a stage call needs stageUnstage", "steps:\n  - csiError: {method: NodeStageVolume, code: Internal}\n", "mock file",
+			"needs stageUnstage: hostpath.csisim.io does not report STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)"},
+		{"a step's needs are not the scenario's", "steps:\n  - {needs: [attach], assert: {object: pvc/a}}\n", "mock file", ""},
 		{"CSI fault implies snapshots", "steps:\n  - csiError: {method: CreateSnapshot, code: Internal}\n", "mock asked", "needs snapshots: hostpath.csisim.io does not report"},
 		{"missing mount propagation implies realMounts", "cluster: {nodes: [node-1]}\nsteps:\n  - missingMountPropagation: {node: node-1}\n", "mock", "needs realMounts: driver profile mock lacks it"},
 		{"a restart without state implies stateDir", "steps:\n  - driverRestart: {plugin: controller, state: lose}\n", "mock", "needs stateDir: driver profile mock lacks it"},
@@ -63,9 +68,13 @@ func TestSkipReason(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := mustParse(t, tt.src)
 			name, asked := strings.CutSuffix(tt.profile, " asked")
+			name, file := strings.CutSuffix(name, " file")
 			p := shippedProfile(t, name)
-			if asked {
+			switch {
+			case asked:
 				p = p.Complete(mockAnswers)
+			case file:
+				p = p.Complete(fileAnswers)
 			}
 			got := s.SkipReason(p)
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
@@ -110,6 +119,14 @@ func TestDriverVariablesInManifests(t *testing.T) {
         provisioner: ${driver.name}
         parameters: ${driver.blockParameters}
         allowedTopologies: [{matchLabelExpressions: [{key: '${driver.topologyKey}', values: ['z-${namespace}']}]}]
+        ---
+        apiVersion: storage.k8s.io/v1
+        kind: StorageClass
+        metadata: {name: secret}
+        provisioner: ${driver.name}
+        parameters:
+          ${driver.parameters}:
+          csi.storage.k8s.io/provisioner-secret-name: s
 `)
 	p := shippedProfile(t, "csisim")
 	st, err := expandStepWith(s.Steps[0], builtinVars(p, "default"), driverValues(p))
@@ -125,6 +142,10 @@ func TestDriverVariablesInManifests(t *testing.T) {
 		class["metadata"].(map[string]any)["name"] != profile.StorageClassName {
 		t.Errorf("StorageClass %v", class)
 	}
+	merged := map[string]any{"kind": "directory", "csi.storage.k8s.io/provisioner-secret-name": "s"}
+	if got := st.Apply.Objects[2].Object["parameters"]; !reflect.DeepEqual(got, merged) {
+		t.Errorf("parameters with ${driver.parameters}: = %v, want %v", got, merged)
+	}
 	topo := class["allowedTopologies"].([]any)[0].(map[string]any)["matchLabelExpressions"].([]any)[0].(map[string]any)
 	if topo["key"] != "topology.hostpath.csisim.io/zone" || topo["values"].([]any)[0] != "z-default" {
 		t.Errorf("allowedTopologies %v", topo)
@@ -137,6 +158,8 @@ func TestDriverVariableErrors(t *testing.T) {
 		{"assert: {object: 'sc/${driver.parameters}'}", "${driver.parameters} is not text"},
 		{"apply: {manifest: \"{apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {a: 'p=${driver.parameters}'}}\"}", "ConfigMap/x: ${driver.parameters} is not text: write it as a whole value"},
 		{"wait: {object: pvc/x, save: {namespace: '{.a}'}}", "built-in"},
+		{"apply: {manifest: \"{apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {'${driver.parameters}': a}}\"}", "${driver.parameters} as a key adds its entries to the mapping and takes no value"},
+		{"apply: {manifest: \"{apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {'${driver.volumeLifecycleModes}': }}\"}", "${driver.volumeLifecycleModes} is not text: write it as a whole value, or as a key alone"},
 	}
 	for _, tt := range tests {
 		_, err := Parse("x.yaml", []byte("steps:\n  - "+tt.step+"\n"), t.TempDir())

@@ -27,6 +27,20 @@ type executor struct {
 
 	// values are the typed driver variables (driverValues).
 	values map[string]any
+
+	// borrowed are what the run changed outside its namespace, to be put
+	// back (Runner.Restore); nil when it is not.
+	borrowed *borrowed
+}
+
+// firstOf is the first of values that is not empty.
+func firstOf(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // stepOutcome is what a passing step reports.
@@ -74,6 +88,9 @@ func (ex *executor) apply(ctx context.Context, a *Apply) (stepOutcome, error) {
 			if err := adapter.AdaptManifest(obj); err != nil {
 				return stepOutcome{}, fmt.Errorf("%s:%d: apply %s: %w", m.File, m.Line, m.Describe(), err)
 			}
+		}
+		if err := ex.borrow(ctx, manifestRef(obj.Object), firstOf(obj.GetNamespace(), a.Namespace)); err != nil {
+			return stepOutcome{}, fmt.Errorf("%s:%d: apply %s: %w", m.File, m.Line, m.Describe(), err)
 		}
 		applied, err := ex.objects.apply(ctx, obj, a.Namespace)
 		if err != nil {
@@ -229,6 +246,9 @@ func passed(c *Check, obj map[string]any) (stepOutcome, error) {
 }
 
 func (ex *executor) delete(ctx context.Context, d *Delete) (stepOutcome, error) {
+	if err := ex.borrow(ctx, d.Object, d.Namespace); err != nil {
+		return stepOutcome{}, fmt.Errorf("delete %s: %w", d.Object, err)
+	}
 	found, err := ex.objects.delete(ctx, d.Object, d.Namespace, deleteOpts{Propagation: d.Propagation, Force: d.Force})
 	if err != nil {
 		return stepOutcome{}, fmt.Errorf("delete %s: %w", d.Object, err)

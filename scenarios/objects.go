@@ -33,6 +33,8 @@ type objectStore interface {
 	list(ctx context.Context, kind, namespace, labelSelector string) (map[string]any, error)
 	// patch patches the named object.
 	patch(ctx context.Context, ref ObjectRef, namespace string, pt types.PatchType, data []byte) error
+	// clusterScoped says whether objects of a kind belong to no namespace.
+	clusterScoped(kind string) (bool, error)
 	// delete deletes the named object; found is false if it did not exist.
 	delete(ctx context.Context, ref ObjectRef, namespace string, opts deleteOpts) (found bool, err error)
 }
@@ -191,6 +193,14 @@ func (k *kubeObjects) apply(ctx context.Context, obj *unstructured.Unstructured,
 		return "", fmt.Errorf("update existing object: %w", err)
 	}
 	return "updated", nil
+}
+
+func (k *kubeObjects) clusterScoped(kind string) (bool, error) {
+	m, err := k.mappingForKind(kind)
+	if err != nil {
+		return false, err
+	}
+	return m.Scope.Name() != meta.RESTScopeNameNamespace, nil
 }
 
 func (k *kubeObjects) get(ctx context.Context, ref ObjectRef, namespace string) (map[string]any, error) {

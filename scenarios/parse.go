@@ -304,7 +304,7 @@ func (p *parser) parseStep(index int, n *yaml.Node) Step {
 	n = resolve(n)
 	st := Step{Index: index, Line: n.Line, File: p.file}
 	before := len(p.errs)
-	f, ok := p.mapping(n, "a step", append([]string{"name"}, actionKeys...)...)
+	f, ok := p.mapping(n, "a step", append([]string{"name", "needs"}, actionKeys...)...)
 	if !ok {
 		return st
 	}
@@ -358,6 +358,9 @@ func (p *parser) parseStep(index int, n *yaml.Node) Step {
 	}
 	if f.has("name") {
 		st.Name, _ = p.nonEmpty(f.vals["name"], "name")
+	}
+	if f.has("needs") {
+		st.Needs = p.stepNeeds(f.vals["needs"], st)
 	}
 	if st.Name == "" && st.Action() != "" {
 		st.Name = defaultStepName(st)

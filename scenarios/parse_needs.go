@@ -38,6 +38,24 @@ func (p *parser) needs(n *yaml.Node) []profile.Capability {
 	return out
 }
 
+// stepNeeds reads a step's needs: only a check (wait, assert,
+// consistently) that saves nothing may be left out for a driver without
+// them, so that no later step depends on it.
+func (p *parser) stepNeeds(n *yaml.Node, st Step) []profile.Capability {
+	c := st.check()
+	if c == nil {
+		if st.Action() != "" {
+			p.fail(n, "needs: only a check (wait, assert, consistently) may need a capability, not %s; a scenario's needs: go at its top level", st.Action())
+		}
+		return nil
+	}
+	if len(c.Save) > 0 {
+		p.fail(n, "needs: a step that saves variables cannot be left out for a driver without what it needs: later steps use what it saves")
+		return nil
+	}
+	return p.needs(n)
+}
+
 // clusterAsks reads what the scenario asks of any driver: capacity,
 // volumeLimit, multiNode and flags (named flag sets of the profile).
 func (p *parser) clusterAsks(f fields, c *Cluster) {
@@ -105,11 +123,14 @@ func inferNeeds(s *Scenario) []profile.Capability {
 	if slices.Contains(s.DriverVars, driverPrefix+"topologyKey") {
 		add(profile.Topology)
 	}
-	// A CSI call the scenario expects or injects a fault into is one the
-	// driver must make: ControllerPublishVolume only with attach, ...
+	// A CSI call the scenario injects a fault into is one the driver must
+	// be asked for: ControllerPublishVolume only with attach, ... A call
+	// it expects is one only of snapshots; the calls of attach and stage
+	// are left out of its expectations for a driver without them
+	// (fitToDriver).
 	for _, st := range s.allSteps() {
 		for _, m := range csiMethodsOf(st) {
-			if c, ok := methodNeeds[m]; ok {
+			if c, ok := methodNeeds[m]; ok && (st.Fault != nil || !fitted(c)) {
 				add(c)
 			}
 		}
@@ -145,17 +166,10 @@ var methodNeeds = map[string]profile.Capability{
 // csiMethodsOf are the CSI methods a step names: in a csiCalls check, or
 // as the method of a CSI fault.
 func csiMethodsOf(st Step) []string {
-	var c *Check
-	switch {
-	case st.Wait != nil:
-		c = &st.Wait.Check
-	case st.Assert != nil:
-		c = &st.Assert.Check
-	case st.Consistently != nil:
-		c = &st.Consistently.Check
-	case st.Fault != nil && st.Fault.CSI.Method != "":
+	if st.Fault != nil && st.Fault.CSI.Method != "" {
 		return []string{st.Fault.CSI.Method}
 	}
+	c := st.check()
 	if c == nil || c.CSICalls == nil {
 		return nil
 	}

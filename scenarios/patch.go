@@ -131,6 +131,9 @@ func (ex *executor) patch(ctx context.Context, pt *Patch) (stepOutcome, error) {
 	if err != nil {
 		return stepOutcome{}, fmt.Errorf("patch %s: %w", pt.Object, err)
 	}
+	if err := ex.borrow(ctx, pt.Object, pt.Namespace); err != nil {
+		return stepOutcome{}, fmt.Errorf("patch %s: %w", pt.Object, err)
+	}
 	err = ex.objects.patch(ctx, pt.Object, pt.Namespace, pt.Type, body)
 	if pt.Refused == nil {
 		if err != nil {

@@ -31,9 +31,12 @@ type Runner struct {
 	PollInterval time.Duration
 	// Out, if set, receives one progress line per step.
 	Out io.Writer
-	// SkipUnsupported skips the steps the backend cannot run (marking them
-	// Skipped) instead of refusing the scenario before it starts. A real
-	// cluster runs the library this way: it cannot see CSI calls.
+	// SkipUnsupported skips the checks the backend cannot make (marking
+	// them Skipped) instead of refusing the scenario before it starts, and
+	// skips the whole scenario (Result.Skipped, naming the step) for a
+	// fault it cannot inject: the steps after a fault wait for what it
+	// does. A real cluster runs the library this way: it cannot see CSI
+	// calls.
 	SkipUnsupported bool
 	// AfterStep, if set, is called after each step that ran, passed or
 	// failed, on the runner's goroutine before the next step starts: where
@@ -51,6 +54,13 @@ type Runner struct {
 	// it lacks is skipped, see Result.Skipped). nil means csisim's own
 	// driver (drivers/profiles/csisim.yaml).
 	Profile *profile.Profile
+	// Restore puts back, at the end, what the run changed outside its own
+	// namespace — deletes the cluster-scoped objects it made, writes back
+	// those it changed or deleted (a Node it tainted, the deployed
+	// CSIDriver) — so that the runs that share a cluster find it as they
+	// left it. For a cluster of many runs (make e2e, make e2e-kind); the
+	// simulator and the real clusters started for one run need none.
+	Restore bool
 	// Namespace is where the steps' namespaced objects go when they name
 	// none, and ${namespace}. Empty means "default" on a simulated
 	// backend, and on any other a namespace made for the run,
@@ -102,12 +112,30 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	for _, st := range all {
 		res.Steps = append(res.Steps, StepResult{Step: st.Index, Name: st.Name, Action: st.Action(), Line: st.Line, Outcome: NotRun})
 	}
+	nodes, why, err := r.nodeNames(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if why == "" {
+		why, err = r.csiDriverConflict(ctx, s, objects, nodes)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if why != "" {
+		return r.skipped(s, why), nil
+	}
 	r.printf("scenario %s (%s): %d steps\n", s.Name, s.File, len(all))
 
 	// Refuse up front a scenario the backend cannot run to the end.
 	skip := map[int]string{}
 	for i := range all {
-		if err := unsupported(&all[i], r.Backend); err != nil {
+		if err := unsupported(withNodes(all[i], nodes), r.Backend); err != nil {
+			if r.SkipUnsupported && all[i].Fault != nil {
+				// The steps after a fault wait for its effects: without
+				// it they would wait for what cannot come.
+				return r.skipped(s, fmt.Sprintf("step %d (%s) at %s:%d: %v", all[i].Index, all[i].Name, all[i].file(s), all[i].Line, err)), nil
+			}
 			if r.SkipUnsupported {
 				skip[i] = err.Error()
 				continue
@@ -131,6 +159,9 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	res.Namespace = ns.name
 	ex := &executor{runner: r, objects: objects, clock: clk, timed: newTimedFaults(r.Timed)}
 	ex.timed.started = clk.Now()
+	if _, simulated := r.Backend.(Simulated); r.Restore && !simulated {
+		ex.borrowed = &borrowed{runNamespace: ns.name, seen: map[string]bool{}}
+	}
 	defer func() { res.Fired = ex.timed.fired }()
 	if src, ok := r.Backend.(CSICallSource); ok {
 		ex.csi = src
@@ -140,6 +171,12 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	prof := r.profileFor(s)
 	builtin := builtinVars(prof, ns.name)
 	ex.values = driverValues(prof)
+	unasked := unaskedCallsOf(prof)
+	for i := range all {
+		if missing := prof.Missing(all[i].Needs); len(missing) > 0 && skip[i] == "" {
+			skip[i] = fmt.Sprintf("needs %s: %s", listWords(capabilityNames(missing), ""), whyMissing(prof, missing))
+		}
+	}
 
 	var failed, finallyFailed *StepError
 	for i, raw := range all {
@@ -154,8 +191,8 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		}
 		stepStart := clk.Now()
 		ex.timed.step, ex.timed.stepStart = raw.Index, stepStart
-		st, err := expandStepWith(raw, withSaved(builtin, res.Vars), ex.values)
-		st = inNamespace(st, ns.name)
+		st, err := expandStepFor(raw, withSaved(builtin, res.Vars), ex.values, nodes)
+		st = fitToDriver(inNamespace(st, ns.name), unasked)
 		r.record(st, trace.Entry{Detail: fmt.Sprintf("step %d/%d started at %s:%d", st.Index, len(all), st.file(s), st.Line)})
 
 		var out stepOutcome
@@ -188,7 +225,7 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		r.printf("  ok   %d/%d %s (%s)\n", st.Index, len(all), st.Name, formatDuration(elapsed))
 		r.afterStep(ctx, *sr)
 	}
-	cleanupErr := ns.close(ctx, ex)
+	cleanupErr := errors.Join(ns.close(ctx, ex), ex.giveBack(ctx))
 	res.Duration = clk.Since(started)
 	switch {
 	case failed != nil:

@@ -77,6 +77,10 @@ type Step struct {
 	File string
 	// Finally marks a step of the scenario's finally: list.
 	Finally bool
+	// Needs are capabilities without which the step's check does not
+	// apply (a VolumeAttachment checked where the driver attaches): with
+	// a driver that lacks one, the step is skipped and the rest runs.
+	Needs []profile.Capability
 
 	Apply        *Apply
 	Wait         *Wait
@@ -86,6 +90,19 @@ type Step struct {
 	Patch        *Patch
 	Sleep        *Sleep
 	Fault        *fault.Fault
+}
+
+// check is the check of a wait, assert or consistently step, or nil.
+func (s *Step) check() *Check {
+	switch {
+	case s.Wait != nil:
+		return &s.Wait.Check
+	case s.Assert != nil:
+		return &s.Assert.Check
+	case s.Consistently != nil:
+		return &s.Consistently.Check
+	}
+	return nil
 }
 
 // Action names the step's action as written in the file: "apply", "wait", ...
@@ -243,6 +260,12 @@ type CSICallCheck struct {
 	Contains []string
 	// Volume, if set, keeps only the calls on that volume ID.
 	Volume string
+	// Unasked are the methods the run left out of Sequence and Contains
+	// because the driver under test lacks the capability without which
+	// no component calls them (fitToDriver), and Why says which; empty
+	// as a scenario is written.
+	Unasked []string
+	Why     string
 }
 
 // Delete deletes one object. It does not wait for the object to disappear:

@@ -95,14 +95,18 @@ func isVarName(s string) bool {
 type expander struct {
 	vars   map[string]string
 	values map[string]any
-	err    error
+	// nodes renames the scenario's nodes to the backend's (see
+	// NodeNamer), in the step as written, before its variables are
+	// substituted.
+	nodes map[string]string
+	err   error
 }
 
 func (x *expander) str(s string) string {
 	if x.err != nil {
 		return s
 	}
-	out, err := expandVars(s, x.vars)
+	out, err := expandVars(renameNodes(s, x.nodes), x.vars)
 	if err != nil {
 		x.err = err
 		return s
@@ -121,7 +125,13 @@ func expandStep(s Step, vars map[string]string) (Step, error) {
 // expandStepWith is expandStep where a manifest value that is exactly one
 // ${name} of values takes that value, typed (see driverValues).
 func expandStepWith(s Step, vars map[string]string, values map[string]any) (Step, error) {
-	x := &expander{vars: vars, values: values}
+	return expandStepFor(s, vars, values, nil)
+}
+
+// expandStepFor is expandStepWith with the scenario's nodes renamed as
+// nodes says (Runner.nodeNames).
+func expandStepFor(s Step, vars map[string]string, values map[string]any, nodes map[string]string) (Step, error) {
+	x := &expander{vars: vars, values: values, nodes: nodes}
 	out := s
 	out.Name = x.str(s.Name)
 	switch {
@@ -214,6 +224,18 @@ func (x *expander) value(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
+			if name, ok := mergedVar(k); ok && e == nil {
+				// A mapping variable as a key with no value: its entries
+				// join the mapping; keys written beside it win.
+				if m, ok := x.values[name].(map[string]any); ok {
+					for mk, me := range m {
+						if _, written := v[mk]; !written {
+							out[mk] = copyValue(me)
+						}
+					}
+				}
+				continue
+			}
 			out[k] = x.value(e)
 		}
 		return out
@@ -226,6 +248,21 @@ func (x *expander) value(v any) any {
 	default:
 		return v
 	}
+}
+
+// mergedVars are the mapping variables a manifest may write as a key with
+// no value, `${driver.parameters}:`, to add their entries to the mapping
+// (the profile's class parameters beside a scenario's own secrets).
+var mergedVars = []string{varParameters, varBlockParameters}
+
+// mergedVar returns the variable a mapping key k merges in, if it is one.
+func mergedVar(k string) (string, bool) {
+	name, ok := strings.CutPrefix(k, "${")
+	if !ok || !strings.HasSuffix(name, "}") {
+		return "", false
+	}
+	name = strings.TrimSuffix(name, "}")
+	return name, slices.Contains(mergedVars, name)
 }
 
 // copyValue deep-copies a typed variable's value, so that no manifest

@@ -109,7 +109,7 @@ storageClass:
 		// it as passed.
 		junitFile, resultFile := filepath.Join(dir, "skipped.xml"), filepath.Join(dir, "skipped.json")
 		s = start(tmp, "run", "--driver-command", template, "--driver-name", "other.example.com",
-			"--junit", junitFile, "--json-result", resultFile, "../../scenarios/library/expansion-offline.yaml")
+			"--junit", junitFile, "--json-result", resultFile, "../../scenarios/library/expansion-failure-recovery.yaml")
 		Eventually(s, time.Minute).Should(gexec.Exit(0))
 		Expect(string(s.Out.Contents())).To(ContainSubstring("SKIPPED: needs expansionOffline"))
 		Expect(string(s.Out.Contents())).NotTo(ContainSubstring("PASSED"))

@@ -16,7 +16,7 @@ import (
 )
 
 // driverUsage is the help of --driver.
-const driverUsage = "the CSI driver to run, by its driver profile: a shipped profile's name (csisim, mock, csi-test-mock)\n" +
+const driverUsage = "the CSI driver to run, by its driver profile: a shipped profile's name (csisim, csisim-file, mock, csi-test-mock)\n" +
 	"or a profile file (docs/drivers.md: Bring your own driver); default csisim"
 
 // driverChoice is what the flags of `csisim run` and `csisim serve` say

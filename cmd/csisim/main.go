@@ -47,7 +47,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // help` and docs/cli.md list them.
 func commands() []*command {
 	return []*command{
-		runCommand(), diffCommand(), serveCommand(), explainCommand(), faultCommand(), driverCommand(), registrarCommand(),
+		runCommand(), diffCommand(), serveCommand(), explainCommand(), faultCommand(), driverCommand(), registrarCommand(), livenessProbeCommand(),
 		testCommand(), sanityCommand(), cleanCommand(), scaleCommand(),
 		testScenarioCommand(), cniCommand(),
 	}

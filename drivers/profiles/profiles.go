@@ -50,7 +50,7 @@ func Get(name string) (*profile.Profile, error) {
 
 // Load reads the profile nameOrFile names: a file (a path with a slash, or
 // a name ending in .yaml), as profile.Resolve tells them apart, or the
-// name of a shipped profile (csisim, mock, csi-test-mock).
+// name of a shipped profile (csisim, csisim-file, mock, csi-test-mock).
 func Load(nameOrFile string) (*profile.Profile, error) {
 	if strings.ContainsRune(nameOrFile, '/') || strings.HasSuffix(nameOrFile, ".yaml") {
 		return profile.Load(nameOrFile)

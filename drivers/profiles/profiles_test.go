@@ -24,7 +24,7 @@ func TestLoad(t *testing.T) {
 	if p, err := Load(file); err != nil || p.Name != "d.example.com" {
 		t.Fatalf("Load(%s) = %v, %v", file, p, err)
 	}
-	if _, err := Load("hostpath"); err == nil || !strings.Contains(err.Error(), "csi-test-mock, csisim, mock") {
+	if _, err := Load("hostpath"); err == nil || !strings.Contains(err.Error(), "csi-test-mock, csisim, csisim-file, mock") {
 		t.Fatalf("Load(hostpath): %v, want the shipped profiles named", err)
 	}
 }

@@ -7,6 +7,12 @@
 #                          Needs docker, kind, kubectl, go and curl; see
 #                          e2e/kind/run.sh for the knobs (KIND_CLUSTER_NAME,
 #                          KEEP_CLUSTER=1, ARTIFACTS, E2E_GO_TEST_FLAGS, ...).
+#   make e2e-kind-prepare  fill the cache an own-daemon run needs (as root, no
+#                          registry: Debian packages, the Go binaries, root
+#                          file systems, images, the node image); see
+#                          e2e/kind/prepare.sh
+#   make e2e-kind-smoke    cluster, driver, E2E_KIND_SMOKE library specs, the
+#                          Indexed Job of 2 completions (run.sh smoke)
 #   make e2e-kind-lint     bash -n and shellcheck on the scripts (shellcheck
 #                          must be installed: apt-get install shellcheck)
 #   make e2e-kind-check    what can be checked without Docker: the manifest,
@@ -14,16 +20,27 @@
 
 GO ?= go
 SHELLCHECK ?= shellcheck
-E2E_KIND_SCRIPTS := e2e/kind/run.sh
+# The scripts run, and those they source: shellcheck reports only on the
+# files it is given, so the sourced ones are checked on their own, their
+# variables (set by the sourcing script) not taken for unset or unused.
+E2E_KIND_SCRIPTS := e2e/kind/run.sh e2e/kind/prepare.sh e2e/kind/runc-no-sys-resource.sh
+E2E_KIND_SOURCED := e2e/kind/lib.sh e2e/kind/steps.sh
 
-.PHONY: e2e-kind e2e-kind-lint e2e-kind-check
+.PHONY: e2e-kind e2e-kind-prepare e2e-kind-smoke e2e-kind-lint e2e-kind-check
 
 e2e-kind:
-	GO="$(GO)" e2e/kind/run.sh
+	GO="$(GO)" e2e/kind/run.sh full
+
+e2e-kind-prepare:
+	GO="$(GO)" e2e/kind/prepare.sh
+
+e2e-kind-smoke:
+	GO="$(GO)" e2e/kind/run.sh smoke
 
 e2e-kind-lint:
-	@for s in $(E2E_KIND_SCRIPTS); do bash -n "$$s" || exit 1; done
-	$(SHELLCHECK) $(E2E_KIND_SCRIPTS)
+	@for s in $(E2E_KIND_SCRIPTS) $(E2E_KIND_SOURCED); do bash -n "$$s" || exit 1; done
+	$(SHELLCHECK) -x $(E2E_KIND_SCRIPTS)
+	$(SHELLCHECK) -x -s bash -e SC2034,SC2154 $(E2E_KIND_SOURCED)
 
 e2e-kind-check:
 	CSISIM_REQUIRE_SHELLCHECK=1 $(GO) test -count=1 ./deploy/... ./e2e/kind/...

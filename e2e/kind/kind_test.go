@@ -66,30 +66,38 @@ func TestClusterConfig(t *testing.T) {
 	if roles["control-plane"] != 1 || roles["worker"] != 2 || len(cfg.Nodes) != 3 {
 		t.Errorf("nodes by role %v, want one control-plane and two workers", roles)
 	}
-	script, err := os.ReadFile("run.sh")
-	if err != nil {
-		t.Fatal(err)
+	if !bytes.Contains(runScripts(t), []byte(storagePlaceholder)) {
+		t.Errorf("run.sh and steps.sh do not replace %s", storagePlaceholder)
 	}
-	if !bytes.Contains(script, []byte(storagePlaceholder)) {
-		t.Errorf("run.sh does not replace %s", storagePlaceholder)
+}
+
+// runScripts is run.sh with the steps it sources.
+func runScripts(t *testing.T) []byte {
+	t.Helper()
+	var all []byte
+	for _, f := range []string{"run.sh", "steps.sh", "lib.sh"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, raw...)
 	}
+	return all
 }
 
 // TestRunShMatchesDeploy: the names run.sh hard-codes are those of deploy/.
 func TestRunShMatchesDeploy(t *testing.T) {
-	script, err := os.ReadFile("run.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := runScripts(t)
 	for _, want := range []string{
 		"IMAGE=" + deploy.Image + "\n",
 		"NAMESPACE=" + deploy.Namespace + "\n",
-		"SNAPSHOTTER_VERSION=${SNAPSHOTTER_VERSION:-" + deploy.SnapshotterVersion + "}",
+		"local version=" + deploy.SnapshotterVersion + " ",
 		"daemonset/" + deploy.NodeDaemonSet + " ",
 		"deployment/" + deploy.ControllerDeployment + " ",
 		deploy.PartOfLabel + "=" + deploy.PartOf,
 		`"$root/deploy/Dockerfile"`,
-		`"$root/deploy/` + deploy.ManifestDir + `/"`,
+		`"$root"/deploy/` + deploy.ManifestDir + `/*.yaml`,
+		`$root/deploy/` + deploy.ManifestDir + `/variants/built-here/`,
 	} {
 		if !bytes.Contains(script, []byte(want)) {
 			t.Errorf("run.sh does not contain %q", want)
@@ -106,13 +114,20 @@ func scripts(t *testing.T) []string {
 	return files
 }
 
+// sourced are the scripts that others source: not run, not executable.
+var sourced = map[string]bool{"lib.sh": true, "steps.sh": true}
+
 func TestScriptsParse(t *testing.T) {
 	for _, s := range scripts(t) {
 		if out, err := exec.Command("bash", "-n", s).CombinedOutput(); err != nil {
 			t.Errorf("bash -n %s: %v\n%s", s, err, out)
 		}
-		if fi, err := os.Stat(s); err != nil || fi.Mode().Perm()&0o111 == 0 {
-			t.Errorf("%s is not executable", s)
+		fi, err := os.Stat(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if executable := fi.Mode().Perm()&0o111 != 0; executable == sourced[s] {
+			t.Errorf("%s: executable %v, want %v (sourced scripts are not run)", s, executable, !sourced[s])
 		}
 	}
 }
@@ -129,7 +144,16 @@ func TestShellcheck(t *testing.T) {
 		t.Skip("shellcheck is not installed")
 	}
 	for _, s := range scripts(t) {
-		if out, err := exec.Command(bin, s).CombinedOutput(); err != nil {
+		// shellcheck reports only on the file it is given; a sourced
+		// script's variables are set by the script that sources it.
+		args := []string{"-x", s}
+		if sourced[s] {
+			args = []string{"-x", "-s", "bash", "-e", "SC2034,SC2154", s}
+		}
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = filepath.Join("..", "..")
+		cmd.Args[len(cmd.Args)-1] = filepath.Join("e2e", "kind", s)
+		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("shellcheck %s: %v\n%s", s, err, out)
 		}
 	}
@@ -152,13 +176,22 @@ esac`,
     exit "${FAKE_KIND_CREATE_RC:-0}";;
 esac`,
 	"kubectl": `:`,
-	"curl": `while [ $# -gt 0 ]; do
-  if [ "$1" = -o ]; then echo "# downloaded" >"$2"; fi
-  shift
-done`,
+	// go mod download answers with the fake module of runScript.
 	"go": `case " $* " in
   *" -tags e2e "*) exit "${FAKE_GO_E2E_RC:-0}";;
+  *" mod download "*) printf '{\n\t"Dir": "%s",\n}\n' "$FAKE_DIR/module";;
 esac`,
+}
+
+// fakeModule is what the fake go's module source holds: the files of
+// external-snapshotter run.sh applies.
+var fakeModule = []string{
+	"config/crd/snapshot.storage.k8s.io_volumesnapshots.yaml",
+	"config/crd/snapshot.storage.k8s.io_volumesnapshotcontents.yaml",
+	"config/crd/snapshot.storage.k8s.io_volumesnapshotclasses.yaml",
+	"config/crd/groupsnapshot.storage.k8s.io_volumegroupsnapshots.yaml",
+	"deploy/kubernetes/snapshot-controller/rbac-snapshot-controller.yaml",
+	"deploy/kubernetes/snapshot-controller/setup-snapshot-controller.yaml",
 }
 
 type runResult struct {
@@ -191,6 +224,15 @@ func runScript(t *testing.T, without []string, env ...string) runResult {
 			t.Fatal(err)
 		}
 	}
+	for _, f := range fakeModule {
+		p := filepath.Join(dir, "module", f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("# fake\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		t.Fatal(err)
@@ -210,7 +252,7 @@ func runScript(t *testing.T, without []string, env ...string) runResult {
 	}
 	// The tools by variable, so that a real docker or kind elsewhere in
 	// PATH is never reached; a missing fake is a path that does not exist.
-	for _, name := range []string{"docker", "kind", "kubectl", "curl", "go"} {
+	for _, name := range []string{"docker", "kind", "kubectl", "go"} {
 		p := filepath.Join(bin, name)
 		if _, err := os.Stat(p); err != nil {
 			p = filepath.Join(dir, "missing", name)
@@ -222,6 +264,7 @@ func runScript(t *testing.T, without []string, env ...string) runResult {
 	cmd.Env = append([]string{
 		"PATH=" + path, "HOME=" + dir, "TMPDIR=" + tmp,
 		"FAKE_LOG=" + logFile, "FAKE_DIR=" + dir,
+		"E2E_KIND_FIGURES=" + filepath.Join(dir, "kind.md"), "CSISIM_CACHE=" + filepath.Join(dir, "cache"),
 	}, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -260,10 +303,14 @@ func TestRunShMissingTools(t *testing.T) {
 		env     []string
 		want    []string
 	}{
-		{"no docker", []string{"docker"}, nil, []string{"docker not found", "install Docker"}},
+		{"no docker", []string{"docker"}, []string{"E2E_KIND_MODE=user"}, []string{"docker not found", "install Docker"}},
 		{"no kind", []string{"kind"}, nil, []string{"kind not found", "go install sigs.k8s.io/kind@v0.33.0"}},
 		{"no kubectl", []string{"kubectl"}, nil, []string{"kubectl not found"}},
-		{"no daemon", nil, []string{"FAKE_DOCKER_INFO_RC=1"}, []string{"no Docker daemon reachable"}},
+		{"no daemon", nil, []string{"FAKE_DOCKER_INFO_RC=1", "E2E_KIND_MODE=user"}, []string{"no Docker daemon reachable", "E2E_KIND_MODE=own"}},
+		// No daemon answers, so a daemon of the run's own: it needs root
+		// and dockerd, which this PATH does not have.
+		{"no daemon, no dockerd", nil, []string{"FAKE_DOCKER_INFO_RC=1"}, []string{"no Docker daemon answers"}},
+		{"unknown mode", nil, []string{"E2E_KIND_MODE=podman"}, []string{"E2E_KIND_MODE=podman: want auto, user or own"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,23 +340,32 @@ func TestRunShSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The steps, in this order.
+	q := regexp.QuoteMeta(root)
+	kubectl := `^kubectl --kubeconfig \S+ `
 	steps := []string{
 		`^kind create cluster --name c1 --config \S+/cluster.yaml --kubeconfig \S+/kubeconfig --wait 3m$`,
-		`^docker build -f ` + regexp.QuoteMeta(root) + `/deploy/Dockerfile -t csisim:e2e ` + regexp.QuoteMeta(root) + `$`,
+		`^docker build -f ` + q + `/deploy/Dockerfile -t csisim:e2e ` + q + `$`,
 		`^kind load docker-image csisim:e2e --name c1$`,
-		`^curl -fsSL --retry 3 -o \S+ https://raw.githubusercontent.com/kubernetes-csi/external-snapshotter/v8.7.0/client/config/crd/snapshot.storage.k8s.io_volumesnapshots.yaml$`,
-		`^kubectl --kubeconfig \S+ apply -f \S+/crd/$`,
-		`^kubectl --kubeconfig \S+ wait --for=condition=Established --timeout=60s crd/volumesnapshots.snapshot.storage.k8s.io$`,
-		`^kubectl --kubeconfig \S+ wait --for=condition=Established --timeout=60s crd/volumegroupsnapshotcontents.groupsnapshot.storage.k8s.io$`,
-		`^kubectl --kubeconfig \S+ apply -f \S+/controller/$`,
-		`^kubectl --kubeconfig \S+ -n kube-system set image deployment/snapshot-controller snapshot-controller=registry.k8s.io/sig-storage/snapshot-controller:v8.7.0$`,
-		`^kubectl --kubeconfig \S+ -n kube-system rollout status deployment/snapshot-controller --timeout=5m$`,
-		`^kubectl --kubeconfig \S+ apply -f ` + regexp.QuoteMeta(root) + `/deploy/kubernetes/$`,
-		`^kubectl --kubeconfig \S+ -n csisim rollout status daemonset/csisim-node --timeout=5m$`,
-		`^kubectl --kubeconfig \S+ -n csisim rollout status deployment/csisim-controller --timeout=5m$`,
-		`^kubectl --kubeconfig \S+ -n csisim wait --for=condition=Ready pod -l app.kubernetes.io/part-of=csisim --timeout=5m$`,
+		`^go mod download -json github.com/kubernetes-csi/external-snapshotter/client/v8@v8.7.0$`,
+		kubectl + `apply -f \S+/module/config/crd/snapshot.storage.k8s.io_volumesnapshots.yaml$`,
+		kubectl + `wait --for=condition=Established --timeout=60s crd --all$`,
+		kubectl + `apply -f \S+/rbac-snapshot-controller.yaml -f \S+/setup-snapshot-controller.yaml$`,
+		kubectl + `-n kube-system set image deployment/snapshot-controller snapshot-controller=registry.k8s.io/sig-storage/snapshot-controller:v8.7.0$`,
+		kubectl + `-n kube-system rollout status deployment/snapshot-controller --timeout=5m$`,
+		kubectl + `apply -f ` + q + `/deploy/kubernetes/00-namespace.yaml$`,
+		// The regular manifests with a Docker of the user's.
+		kubectl + `apply -f ` + q + `/deploy/kubernetes/30-controller.yaml$`,
+		kubectl + `apply -f ` + q + `/deploy/kubernetes/31-node.yaml$`,
+		kubectl + `-n csisim rollout status daemonset/csisim-node --timeout=5m$`,
+		kubectl + `-n csisim rollout status deployment/csisim-controller --timeout=5m$`,
+		kubectl + `-n csisim wait --for=condition=Ready pod -l app.kubernetes.io/part-of=csisim --timeout=5m$`,
 		`^go test -count=1 -run TestServerSideDryRun ./deploy/$`,
-		`^go test -count=1 -p 1 -timeout 60m -tags e2e ./e2e/... -args -kubeconfig=\S+/kubeconfig$`,
+		`^go test -count=1 -timeout 150m -tags e2e ./e2e/ -args -kubeconfig=\S+/kubeconfig -kind-report=\S+$`,
+		`^go test -count=1 -p 1 -timeout 30m -tags e2e ./e2e/kind/ ./e2e/kind/faults/ -args -kubeconfig=\S+/kubeconfig$`,
+		kubectl + `-n csisim wait --for=condition=Complete --timeout=60m job/csisim-seed-sweep$`,
+		`^go -C ` + q + ` run ./e2e/kind/sweepcheck --seeds 1..400 `,
+		kubectl + `-n csisim wait --for=condition=Failed --timeout=15m job/csisim-seeded-failure$`,
+		`^go run ./e2e/kind/sweepcheck --seeds 1..10 --expect-fail 7 `,
 		`^docker exec -i c1-control-plane sh -s$`,
 		`^kind delete cluster --name c1$`,
 	}
@@ -325,8 +381,14 @@ func TestRunShSuccess(t *testing.T) {
 		}
 		last = i
 	}
-	if n := len(regexp.MustCompile(`(?m)^curl `).FindAllString(strings.Join(res.calls, "\n"), -1)); n != 8 {
-		t.Errorf("%d downloads, want 8 (6 CRDs, 2 snapshot-controller manifests)", n)
+	if n := len(regexp.MustCompile(`(?m)^kubectl .* apply -f \S+/config/crd/`).FindAllString(strings.Join(res.calls, "\n"), -1)); n != 4 {
+		t.Errorf("%d CRDs applied, want the 4 of the module", n)
+	}
+	if i := index(res.calls, `variants/built-here`); i >= 0 {
+		t.Errorf("applied the built-here variant with a Docker of the user's: %s", res.calls[i])
+	}
+	if fig, err := os.ReadFile(filepath.Join(res.dir, "kind.md")); err != nil || !bytes.Contains(fig, []byte("<!-- figures: ")) {
+		t.Errorf("no figures written to E2E_KIND_FIGURES: %v\n%s", err, fig)
 	}
 	if i := index(res.calls, `export logs`); i >= 0 {
 		t.Errorf("collected logs although everything passed: %s", res.calls[i])
@@ -356,7 +418,7 @@ func TestRunShFailureCollectsLogsAndDeletesCluster(t *testing.T) {
 		t.Fatalf("exit code %d, want 1; output:\n%s", res.code, res.stderr)
 	}
 	for _, s := range []string{
-		`^go test -count=1 -p 1 -timeout 60m -tags e2e -v -run TestE2E ./e2e/... -args`,
+		`^go test -count=1 -timeout 150m -tags e2e -v -run TestE2E ./e2e/ -args`,
 		`^kubectl --kubeconfig \S+ -n csisim describe pods$`,
 		`^kind export logs ` + regexp.QuoteMeta(artifacts) + `/kind --name csisim-e2e$`,
 		`^kind delete cluster --name csisim-e2e$`,
@@ -365,7 +427,7 @@ func TestRunShFailureCollectsLogsAndDeletesCluster(t *testing.T) {
 			t.Errorf("no call matches %s; calls:\n%s", s, strings.Join(res.calls, "\n"))
 		}
 	}
-	if !strings.Contains(res.stderr, "FAILED (exit 1); logs: "+artifacts) {
+	if !regexp.MustCompile(`FAILED \(exit 1\) after \d+ s; logs: ` + regexp.QuoteMeta(artifacts)).MatchString(res.stderr) {
 		t.Errorf("output does not point at the logs:\n%s", res.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(artifacts, "go-test.txt")); err != nil {
@@ -388,8 +450,8 @@ func TestRunShClusterCreationFails(t *testing.T) {
 
 func TestRunShLeavesExistingClusterAlone(t *testing.T) {
 	res := runScript(t, nil, "FAKE_EXISTING_CLUSTERS=other csisim-e2e")
-	if res.code != 1 {
-		t.Fatalf("exit code %d, want 1; output:\n%s", res.code, res.stderr)
+	if res.code != 2 {
+		t.Fatalf("exit code %d, want 2; output:\n%s", res.code, res.stderr)
 	}
 	if !strings.Contains(res.stderr, "a kind cluster named csisim-e2e exists already") {
 		t.Errorf("output does not explain:\n%s", res.stderr)

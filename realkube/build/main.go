@@ -19,6 +19,11 @@
 // Usage:
 //
 //	go run ./realkube/build [--only etcd,kube-apiserver,...] [--cache DIR] [--force] [--list]
+//
+// Without --only it builds the control plane, the kubelet and the sidecars;
+// --only kind builds what a kind cluster made here needs besides them
+// (kubeadm, kubectl, kube-proxy, crictl, kind itself and crane, for
+// make e2e-kind-prepare).
 package main
 
 import (
@@ -48,6 +53,11 @@ type component struct {
 	version string // upstream module version
 	pkg     string // main package (module root if equal to module)
 	ldflags []string
+	// set is the set of binaries the component belongs to: "" for the
+	// real control plane and sidecars that a plain run builds, "kind" for
+	// what only a kind cluster made here needs (make e2e-kind-prepare),
+	// built when named with --only.
+	set string
 }
 
 func kubeLdflags() []string {
@@ -78,7 +88,20 @@ var components = []component{
 	{name: "csi-resizer", group: "external-resizer", module: "github.com/kubernetes-csi/external-resizer/v2", version: "v2.3.0", pkg: "github.com/kubernetes-csi/external-resizer/v2/cmd/csi-resizer", ldflags: []string{"-X main.version=v2.3.0"}},
 	{name: "snapshot-controller", group: "external-snapshotter", module: "github.com/kubernetes-csi/external-snapshotter/v8", version: "v8.7.0", pkg: "github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller", ldflags: []string{"-X main.version=v8.7.0"}},
 	{name: "csi-snapshotter", group: "external-snapshotter", module: "github.com/kubernetes-csi/external-snapshotter/v8", version: "v8.7.0", pkg: "github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter", ldflags: []string{"-X main.version=v8.7.0"}},
+	// The kind set (e2e/kind/prepare.sh): what a kind node image made here
+	// holds besides the kubelet, and kind itself. kindnetd is not among
+	// them: its module is not on the proxy (e2e/kind/README.md).
+	{name: "kubeadm", group: "kubernetes", module: "k8s.io/kubernetes", version: KubeVersion, pkg: "k8s.io/kubernetes/cmd/kubeadm", ldflags: kubeLdflags(), set: kindSet},
+	{name: "kubectl", group: "kubernetes", module: "k8s.io/kubernetes", version: KubeVersion, pkg: "k8s.io/kubernetes/cmd/kubectl", ldflags: kubeLdflags(), set: kindSet},
+	{name: "kube-proxy", group: "kubernetes", module: "k8s.io/kubernetes", version: KubeVersion, pkg: "k8s.io/kubernetes/cmd/kube-proxy", ldflags: kubeLdflags(), set: kindSet},
+	{name: "crictl", group: "cri-tools", module: "sigs.k8s.io/cri-tools", version: "v1.37.0", pkg: "sigs.k8s.io/cri-tools/cmd/crictl", ldflags: []string{"-X sigs.k8s.io/cri-tools/pkg/version.Version=v1.37.0"}, set: kindSet},
+	{name: "kind", group: "kind", module: "sigs.k8s.io/kind", version: "v0.33.0", pkg: "sigs.k8s.io/kind", set: kindSet},
+	// crane serves the registry an own-daemon kind run pulls busybox from.
+	{name: "crane", group: "go-containerregistry", module: "github.com/google/go-containerregistry", version: "v0.22.1", pkg: "github.com/google/go-containerregistry/cmd/crane", set: kindSet},
 }
+
+// kindSet names the binaries only a kind cluster made here needs.
+const kindSet = "kind"
 
 // controlPlane are the binaries needed to run a control plane without sidecars.
 var controlPlane = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
@@ -111,7 +134,13 @@ func main() {
 
 func selectComponents(only string) ([]component, error) {
 	if only == "" {
-		return components, nil
+		var out []component
+		for _, c := range components {
+			if c.set == "" {
+				out = append(out, c)
+			}
+		}
+		return out, nil
 	}
 	want := map[string]bool{}
 	for _, n := range strings.Split(only, ",") {
@@ -121,6 +150,12 @@ func selectComponents(only string) ([]component, error) {
 		case "control-plane":
 			for _, c := range controlPlane {
 				want[c] = true
+			}
+		case kindSet:
+			for _, c := range components {
+				if c.set == kindSet {
+					want[c.name] = true
+				}
 			}
 		default:
 			want[n] = true
@@ -143,7 +178,7 @@ func selectComponents(only string) ([]component, error) {
 		for _, c := range components {
 			known = append(known, c.name)
 		}
-		return nil, fmt.Errorf("unknown binaries %s (known: %s, control-plane)", strings.Join(unknown, ","), strings.Join(known, ","))
+		return nil, fmt.Errorf("unknown binaries %s (known: %s, control-plane, kind)", strings.Join(unknown, ","), strings.Join(known, ","))
 	}
 	return out, nil
 }

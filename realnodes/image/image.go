@@ -8,7 +8,9 @@
 // loads into containerd's image store, where the kubelet finds them by tag.
 // An image is one uncompressed layer holding the given files and their
 // parent directories, and a config naming the entrypoint; nothing else
-// (no shell, no /etc): runc creates the mount points the kubelet and
+// (no shell, no /etc) unless layer tarballs made elsewhere go below it
+// (Image.Layers: a root file system, for e2e/kind's images). runc creates
+// the mount points the kubelet and
 // containerd mount over (/proc, /dev, /etc/hosts, /dev/termination-log,
 // volumes) itself, before it makes a read-only root filesystem read-only
 // (containerd_test.go runs such containers).
@@ -40,6 +42,16 @@ type Image struct {
 	Tag        string // full reference, e.g. "csisim.local/workload:v1"
 	Entrypoint []string
 	Files      map[string]string // path in the image ("/csisim-workload") -> host file to copy (mode kept, owner root)
+	// Layers are layer tarballs on disk (uncompressed tar, as a root file
+	// system is packed), bottom first, below the layer of Files; with
+	// Layers, Files may be empty. They are read when the archive is
+	// written, not held in memory, so a layer may be a whole distribution.
+	Layers []string
+	// Env is added to the image's environment, after PATH.
+	Env []string
+	// StopSignal is the signal `docker stop` sends, e.g. "SIGRTMIN+3"
+	// for an image whose entrypoint ends in systemd; empty: SIGTERM.
+	StopSignal string
 }
 
 // epoch is every timestamp in an archive: the layer's files, the config's
@@ -55,7 +67,7 @@ func WriteArchive(path string, images ...Image) error {
 	if len(images) == 0 {
 		return errors.New("writing image archive: no images")
 	}
-	a := archive{blobs: map[string][]byte{}}
+	a := archive{blobs: map[string][]byte{}, files: map[string]string{}}
 	tags := map[string]bool{}
 	for _, img := range images {
 		if err := checkTag(img.Tag); err != nil {
@@ -98,6 +110,7 @@ func checkTag(ref string) error {
 // digest, so a layer or config two images share is stored once.
 type archive struct {
 	blobs    map[string][]byte
+	files    map[string]string // blobs that are layer files on disk, by name
 	manifest []manifestEntry
 }
 
@@ -126,6 +139,7 @@ type containerConfig struct {
 	Entrypoint []string `json:"Entrypoint"`
 	Cmd        []string `json:"Cmd"`
 	WorkingDir string   `json:"WorkingDir"`
+	StopSignal string   `json:"StopSignal,omitempty"`
 }
 
 type rootFS struct {
@@ -139,27 +153,44 @@ type history struct {
 }
 
 func (a *archive) add(img Image) error {
-	layer, err := layerTar(img.Files)
-	if err != nil {
-		return err
+	var diffIDs, layerNames []string
+	var hist []history
+	for _, file := range img.Layers {
+		diffID, err := fileDigest(file)
+		if err != nil {
+			return fmt.Errorf("layer %s: %w", file, err)
+		}
+		name := hexOf(diffID) + "/layer.tar"
+		a.files[name] = file
+		diffIDs, layerNames = append(diffIDs, diffID), append(layerNames, name)
+		hist = append(hist, history{Created: epoch, CreatedBy: "csisim realnodes/image: " + filepath.Base(file)})
 	}
-	diffID := digest(layer)
-	layerName := hexOf(diffID) + "/layer.tar"
-	a.blobs[layerName] = layer
+	if len(img.Files) > 0 || len(img.Layers) == 0 {
+		layer, err := layerTar(img.Files)
+		if err != nil {
+			return err
+		}
+		diffID := digest(layer)
+		name := hexOf(diffID) + "/layer.tar"
+		a.blobs[name] = layer
+		diffIDs, layerNames = append(diffIDs, diffID), append(layerNames, name)
+		hist = append(hist, history{Created: epoch, CreatedBy: "csisim realnodes/image"})
+	}
 
 	cfg, err := json.Marshal(config{
 		Architecture: "amd64",
 		OS:           "linux",
 		Created:      epoch,
 		Config: containerConfig{
-			Env:        []string{defaultPath},
+			Env:        append([]string{defaultPath}, img.Env...),
 			Entrypoint: img.Entrypoint,
 			WorkingDir: "/",
+			StopSignal: img.StopSignal,
 		},
-		RootFS: rootFS{Type: "layers", DiffIDs: []string{diffID}},
-		// One entry for the one layer: tools that pair history with
-		// layers (docker history, some scanners) find them matched.
-		History: []history{{Created: epoch, CreatedBy: "csisim realnodes/image"}},
+		RootFS: rootFS{Type: "layers", DiffIDs: diffIDs},
+		// One entry per layer: tools that pair history with layers
+		// (docker history, some scanners) find them matched.
+		History: hist,
 	})
 	if err != nil {
 		return fmt.Errorf("encoding config: %w", err)
@@ -174,8 +205,22 @@ func (a *archive) add(img Image) error {
 		}
 	}
 	a.blobs[cfgName] = cfg
-	a.manifest = append(a.manifest, manifestEntry{Config: cfgName, RepoTags: []string{img.Tag}, Layers: []string{layerName}})
+	a.manifest = append(a.manifest, manifestEntry{Config: cfgName, RepoTags: []string{img.Tag}, Layers: layerNames})
 	return nil
+}
+
+// fileDigest is the digest of a file's contents, read as a stream.
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // layerTar is the layer of an image with files: every file and every
@@ -279,9 +324,14 @@ func (a *archive) write(dest string) error {
 // layers), then manifest.json, as docker save lays an archive out.
 func (a *archive) writeTar(w io.Writer, manifest []byte) error {
 	tw := tar.NewWriter(w)
-	names := make([]string, 0, len(a.blobs))
+	names := make([]string, 0, len(a.blobs)+len(a.files))
 	for n := range a.blobs {
 		names = append(names, n)
+	}
+	for n := range a.files {
+		if _, ok := a.blobs[n]; !ok {
+			names = append(names, n)
+		}
 	}
 	slices.Sort(names)
 	dirs := map[string]bool{}
@@ -299,6 +349,12 @@ func (a *archive) writeTar(w io.Writer, manifest []byte) error {
 				return err
 			}
 		}
+		if host, ok := a.files[n]; ok && a.blobs[n] == nil {
+			if err := copyFile(tw, n, host); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := file(n, a.blobs[n]); err != nil {
 			return err
 		}
@@ -307,6 +363,26 @@ func (a *archive) writeTar(w io.Writer, manifest []byte) error {
 		return err
 	}
 	return tw.Close()
+}
+
+// copyFile writes the file host into tw as name, streaming it.
+func copyFile(tw *tar.Writer, name, host string) error {
+	f, err := os.Open(host)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: fi.Size(), Mode: 0o644, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	if _, err := io.Copy(tw, f); err != nil {
+		return fmt.Errorf("layer %s: %w", host, err)
+	}
+	return nil
 }
 
 func digest(b []byte) string {

@@ -234,3 +234,85 @@ func TestWriteArchiveRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteArchiveLayers: layer tarballs on disk go below the layer of the
+// files, bottom first, copied as they are, named and listed by their
+// digest; an image of layers alone has no layer of files; the config
+// carries the extra environment and the stop signal.
+func TestWriteArchiveLayers(t *testing.T) {
+	dir := t.TempDir()
+	var layerFiles [][]byte
+	var paths []string
+	for i, name := range []string{"etc/os-release", "usr/bin/sh"} {
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		data := []byte(strings.Repeat("x", i+1))
+		if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Size: int64(len(data)), Mode: 0o644}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name[:3]+".tar")
+		if err := os.WriteFile(p, b.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		layerFiles, paths = append(layerFiles, b.Bytes()), append(paths, p)
+	}
+	bin := filepath.Join(dir, "bin")
+	if err := os.WriteFile(bin, []byte("#!binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	withFiles := Image{Tag: "csisim.local/tool:v1", Entrypoint: []string{"/tool"}, Layers: paths, Files: map[string]string{"/tool": bin},
+		Env: []string{"container=docker"}, StopSignal: "SIGRTMIN+3"}
+	layersOnly := Image{Tag: "csisim.local/base:v1", Entrypoint: []string{"/usr/bin/sh"}, Layers: paths[:1]}
+	path := filepath.Join(dir, "images.tar")
+	if err := WriteArchive(path, withFiles, layersOnly); err != nil {
+		t.Fatal(err)
+	}
+	m, files, _ := readArchive(t, path)
+	if len(m) != 2 {
+		t.Fatalf("manifest has %d entries, want 2: %+v", len(m), m)
+	}
+	for i, want := range [][][]byte{layerFiles, layerFiles[:1]} {
+		e := m[i]
+		layers := e.Layers
+		if i == 0 {
+			if len(layers) != 3 {
+				t.Fatalf("%s: %d layers, want the two files' and the files' own: %q", e.RepoTags, len(layers), layers)
+			}
+			if got := readLayer(t, files[layers[2]]); len(got) != 1 || got[0].Name != "tool" {
+				t.Errorf("%s: top layer %+v, want the file tool", e.RepoTags, got)
+			}
+			layers = layers[:2]
+		}
+		if len(layers) != len(want) {
+			t.Fatalf("%s: layers %q, want %d from files", e.RepoTags, e.Layers, len(want))
+		}
+		var cfg config
+		if err := json.Unmarshal(files[e.Config], &cfg); err != nil {
+			t.Fatal(err)
+		}
+		for j, w := range want {
+			if !bytes.Equal(files[layers[j]], w) {
+				t.Errorf("%s: layer %d is not the bytes of %s", e.RepoTags, j, paths[j])
+			}
+			if layers[j] != strings.TrimPrefix(sha(w), "sha256:")+"/layer.tar" || cfg.RootFS.DiffIDs[j] != sha(w) {
+				t.Errorf("%s: layer %d named %s with diff ID %s, want both from %s", e.RepoTags, j, layers[j], cfg.RootFS.DiffIDs[j], sha(w))
+			}
+		}
+		if len(cfg.History) != len(e.Layers) {
+			t.Errorf("%s: %d history entries for %d layers", e.RepoTags, len(cfg.History), len(e.Layers))
+		}
+	}
+	var cfg config
+	if err := json.Unmarshal(files[m[0].Config], &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.Config.Env, []string{defaultPath, "container=docker"}) || cfg.Config.StopSignal != "SIGRTMIN+3" {
+		t.Errorf("config env %q, stop signal %q; want PATH and container=docker, SIGRTMIN+3", cfg.Config.Env, cfg.Config.StopSignal)
+	}
+}
