@@ -29,6 +29,16 @@ var _ = Describe("csisim run --nemesis", func() {
 		Expect(string(traces[0])).To(ContainSubstring("FAULT timed"))
 	})
 
+	It("runs a sweep of seeds, each seed's verdict from its nemesis run", func() {
+		tmp := GinkgoT().TempDir()
+		s := start(tmp, "run", "--nemesis", "--seeds", "1..2", "--parallel", "2", "--mock-driver", "../../scenarios/library/basic-lifecycle.yaml")
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(0))
+		out := string(s.Out.Contents())
+		Expect(out).To(MatchRegexp(`(?m)^seed 1 +PASS +nemesis +\d+s of cluster time`))
+		Expect(out).NotTo(ContainSubstring("ended without a result"))
+		Expect(out).To(ContainSubstring("PASSED: 2 seeds"))
+	})
+
 	It("shrinks a failing schedule to the one fault the scenario cannot survive and writes a scenario that fails the same way", func() {
 		// node-stays-ready fails only when node-1 is lost for longer than
 		// the node monitor grace period. Seed 126 loses node-1 for 91 s,

@@ -402,5 +402,19 @@ func (c *runCmd) runNemesis(ctx context.Context, sc *scenarios.Scenario, cfg clu
 		defer f.Close()
 		cfg.DriverLog = f
 	}
-	return c.nem.run(ctx, c.fs, sc, cfg, c.traceFile, c.stdout, c.stderr)
+	start := time.Now()
+	code := c.nem.run(ctx, c.fs, sc, cfg, c.traceFile, c.stdout, c.stderr)
+	if c.jsonResult != "" {
+		// A sweep under --nemesis runs each seed with --json-result.
+		r := seedResult{Seed: c.seed, Steps: "nemesis", ClusterTime: c.nem.clusterTime, Wall: time.Since(start),
+			Interrupted: code == 130, Failure: c.nem.failed}
+		if code != 0 && code != 130 && r.Failure == nil {
+			r.Failure = &failure{Kind: "error", Cause: "exit", Summary: fmt.Sprintf("the nemesis run exited %d", code)}
+		}
+		if err := writeSeedResult(c.jsonResult, r); err != nil {
+			fmt.Fprintf(c.stderr, "csisim: %v\n", err)
+			return max(code, 1)
+		}
+	}
+	return code
 }
