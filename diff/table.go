@@ -8,29 +8,10 @@ import (
 )
 
 // Bookkeeping says whether d is one of the differences every judged
-// scenario shows because the simulator's API server does not yet keep the
-// API's own bookkeeping as the real components do (issue 30, point 2): its
-// objects carry no managedFields, a claim's Unused condition has no message,
-// the external-provisioner's events are reported by `<driver>_csisim`
-// where the real sidecar writes `<driver>_<host>_<uuid>`, and the
-// scheduler's by `default-scheduler` where the real one adds its instance
-// (`default-scheduler/default-scheduler-<host>`). The table counts
+// scenario shows because the simulator's API server does not yet keep
+// managedFields as kube-apiserver does (issue 30, point 2). The table counts
 // them apart so that what is left is what the scenario's story is about.
-func Bookkeeping(d Difference) bool {
-	switch {
-	case d.Field == "managers":
-		return true
-	case d.Field == "condition Unused message":
-		return true
-	case strings.HasPrefix(d.Field, "event ") && strings.HasSuffix(d.Field, " source"):
-		if d.Sim == nil || d.Real == nil {
-			return false
-		}
-		return strings.Contains(*d.Sim, "_csisim") ||
-			*d.Sim == "default-scheduler" && strings.HasPrefix(*d.Real, "default-scheduler/")
-	}
-	return false
-}
+func Bookkeeping(d Difference) bool { return d.Field == "managers" }
 
 // WriteTable writes the reports of several scenarios as one markdown table,
 // a row per scenario: how each run went, the differences in behaviour (the
