@@ -239,6 +239,7 @@ func (c *runCmd) runOnce(ctx context.Context, sc *scenarios.Scenario, cfg cluste
 // code.
 func (c *runCmd) report(ctx context.Context, sc *scenarios.Scenario, out runOutcome, title string, info io.Writer) int {
 	var code int
+	c.timeline.flush()
 	var notStarted *startError
 	if errors.As(out.startErr, &notStarted) {
 		code = startFailed(ctx, notStarted.what, notStarted.err, c.stderr)
@@ -391,7 +392,7 @@ func writeTrace(path string, entries []trace.Entry, root string) error {
 // timeline printed unless quiet and the drivers' output in --driver-log.
 func (c *runCmd) runNemesis(ctx context.Context, sc *scenarios.Scenario, cfg cluster.Config) int {
 	if !c.quiet {
-		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(c.stdout, e.String()) }
+		cfg.OnEntry = newStartupPrinter(c.stdout, c.timeline.startup).entry
 	}
 	if c.driverLog != "" {
 		f, err := os.Create(c.driverLog)
