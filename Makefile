@@ -116,11 +116,15 @@ FIDELITY_SCENARIOS ?= basic-lifecycle multi-node static-binding wait-for-first-c
 	expansion-refused-by-admission expansion-online snapshot-and-restore snapshot-pre-provisioned \
 	statefulset-claims-and-scaling deployment-rwo-recreate inline-ephemeral-allowed generic-ephemeral-conflict \
 	readwriteoncepod-conflict node-stage-secret-missing
+# Each report is kept as JSON in bin/fidelity/, and their table is written
+# into docs/fidelity.md ("The last measured table") and printed.
 fidelity-report: realkube-bins build
+	@rm -rf bin/fidelity && mkdir -p bin/fidelity
 	@for s in $(FIDELITY_SCENARIOS); do \
 		echo "== csisim diff scenarios/library/$$s.yaml"; \
-		./$(BIN) diff scenarios/library/$$s.yaml 2>/dev/null || true; \
+		./$(BIN) diff --json scenarios/library/$$s.yaml >bin/fidelity/$$s.json 2>bin/fidelity/$$s.log || true; \
 	done
+	$(GO) run ./internal/cmd/fidelity-table --measured "on $$(date -u +%Y-%m-%d) at commit $$(git rev-parse --short HEAD)" bin/fidelity/*.json
 
 # bench: the performance figures (never asserted in tests — these machines
 # are shared and noisy): first the scale table — the generated scale

@@ -2,6 +2,7 @@ package csisimtest
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +110,57 @@ func TestCSILostAnswer(t *testing.T) {
 	}
 	if waited := c.Now().Sub(start); waited < 10*time.Second {
 		t.Errorf("the pod ran %s after the claim; the lost answer should cost the provisioner's 10 s timeout", waited)
+	}
+	c.Expect(c).To(HaveNoInvariantViolations())
+}
+
+// The controller plugin dies after making the volume of the first
+// CreateVolume: the provisioner hears Unavailable, the driver is started
+// again, and the retry gets the same volume.
+func TestDriverCrashMidCall(t *testing.T) {
+	c := Start(t, Options{Seed: 3})
+	c.InjectFault(fault.Fault{Kind: fault.DriverCrashMidCall, Times: 1, CSI: fault.CSI{Method: "CreateVolume"}})
+	objs := c.Apply(claimAndPod)
+	pvc, pod := objs[0], objs[1]
+	c.Eventually(pod).Should(BeRunning())
+	c.Expect(pvc).To(HaveCSICalls("CreateVolume", "CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume"))
+	var created []string
+	crashed := 0
+	for _, e := range c.Timeline() {
+		switch {
+		case e.Kind == trace.CSI && e.Verb == "CreateVolume":
+			created = append(created, e.Call.Code.String()+" "+e.Call.Volume)
+		case e.Kind == trace.Fault && e.Verb == "CreateVolume" && e.Call != nil:
+			created = append(created, "lost "+e.Call.Volume)
+		case e.Kind == trace.Fault && e.Verb == "driver-crashed" && e.Err == "":
+			crashed++
+		}
+	}
+	if len(created) != 3 || crashed != 1 || created[1] != "Unavailable " || created[2] != "OK "+strings.TrimPrefix(created[0], "lost ") {
+		t.Errorf("CreateVolume: %q, %d crashes; want the lost answer's volume, Unavailable, then OK with the same volume, and one crash", created, crashed)
+	}
+	c.Expect(c).To(HaveNoInvariantViolations())
+}
+
+// A restarted provisioner asks the driver again and goes on with the
+// claims it lists: the claim made before the restart is provisioned once.
+func TestSidecarRestart(t *testing.T) {
+	c := Start(t, Options{Seed: 3})
+	c.InjectFault(fault.Fault{Kind: fault.SidecarRestart, Component: "external-provisioner"})
+	objs := c.Apply(claimAndPod)
+	c.Eventually(objs[1]).Should(BeRunning())
+	var asked []string
+	for _, e := range c.Timeline() {
+		if e.Kind == trace.CSI && e.Actor == "external-provisioner" {
+			asked = append(asked, e.Verb)
+		}
+	}
+	// At start, the name and capabilities; again after the restart; then
+	// the one CreateVolume.
+	want := []string{"GetPluginInfo", "GetPluginCapabilities", "ControllerGetCapabilities",
+		"GetPluginInfo", "GetPluginCapabilities", "ControllerGetCapabilities", "CreateVolume"}
+	if !slices.Equal(asked, want) {
+		t.Errorf("external-provisioner's calls: %q, want %q", asked, want)
 	}
 	c.Expect(c).To(HaveNoInvariantViolations())
 }

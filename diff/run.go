@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/csisim/csisim/sim/controller"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
@@ -220,7 +222,7 @@ func (s side) run(ctx context.Context, sc *scenarios.Scenario, opts Options) (Ru
 // up to the last one.
 func (s side) snapshots(ctx context.Context, cl Clients, marks []stepMark, run *RunResult) error {
 	hostname, _ := os.Hostname()
-	norm := NewNormaliser(hostname)
+	norm := NewNormaliser(hostname, controller.SimulatedHost)
 	calls := s.b.CSICalls()
 	for _, m := range marks {
 		objs, err := s.read(ctx, cl, m)

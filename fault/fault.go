@@ -71,6 +71,13 @@ const (
 
 	// DriverCrash kills a driver plugin process; its socket goes with it.
 	DriverCrash Kind = "driver-crash"
+	// DriverCrashMidCall lets matching CSI calls reach the driver and
+	// complete there, then kills the driver before its answer reaches the
+	// caller, who gets Unavailable (the connection lost); the driver is
+	// started again with its state, as a crashed container is, and later
+	// calls are answered. The work is done; the caller must retry to learn
+	// so.
+	DriverCrashMidCall Kind = "driver-crash-mid-call"
 	// DriverRestart starts a crashed (or running) plugin again, with its
 	// state directory or without it (LoseState).
 	DriverRestart Kind = "driver-restart"
@@ -78,6 +85,12 @@ const (
 	// its kubelet, as a DaemonSet that does not tolerate the node's taint:
 	// no socket, no CSINode entry, pods there cannot mount.
 	NodePluginMissing Kind = "node-plugin-missing"
+
+	// SidecarRestart restarts a CSI sidecar (or the snapshot-controller)
+	// as a container restart does: it loses what it kept in memory — claims
+	// in progress, caches, backoffs, its workqueue — and starts again,
+	// listing everything anew. Component names it (Sidecars).
+	SidecarRestart Kind = "sidecar-restart"
 
 	// APIConflict answers the component's next writes with 409 Conflict.
 	APIConflict Kind = "api-conflict"
@@ -91,8 +104,13 @@ const (
 var Kinds = []Kind{NodeLoss, NodeReturn, OutOfService, MissingMountPropagation, KubeletRestart,
 	StaleVolumeAttachment, ControllerManagerRestart,
 	CSIError, CSIDelay, CSIHang, CSILostAnswer, CSIHeal,
-	DriverCrash, DriverRestart, NodePluginMissing,
+	DriverCrash, DriverCrashMidCall, DriverRestart, NodePluginMissing,
+	SidecarRestart,
 	APIConflict, WatchDrop}
+
+// Sidecars are the components sidecar-restart restarts, by the user agent
+// they write as.
+var Sidecars = []string{"external-provisioner", "external-attacher", "external-resizer", "csi-snapshotter", "snapshot-controller"}
 
 // Known reports whether k is a fault csisim knows.
 func Known(k Kind) bool { return slices.Contains(Kinds, k) }
@@ -120,8 +138,8 @@ type Fault struct {
 	// Namespace defaults to "default".
 	Claim     string
 	Namespace string
-	// CSI is what csi-error, csi-delay, csi-hang, csi-lost-answer and
-	// csi-heal match and do.
+	// CSI is what csi-error, csi-delay, csi-hang, csi-lost-answer,
+	// driver-crash-mid-call and csi-heal match and do.
 	CSI CSI
 	// Plugin is the plugin of driver-crash and driver-restart (and of
 	// CSI faults: empty for every plugin).
@@ -129,8 +147,9 @@ type Fault struct {
 	// LoseState makes driver-restart start the plugin with an empty state
 	// directory, as a driver whose state lived in its container.
 	LoseState bool
-	// Component is whose API traffic api-conflict and watch-drop disturb:
-	// its user agent, e.g. external-provisioner or attachdetach-controller.
+	// Component is whose API traffic api-conflict and watch-drop disturb,
+	// or the sidecar sidecar-restart restarts: its user agent, e.g.
+	// external-provisioner or attachdetach-controller.
 	Component string
 	// Resource is the resource watch-drop drops events of, as a plural
 	// lower-case name: pods, persistentvolumeclaims, volumeattachments...
@@ -156,8 +175,9 @@ type CSI struct {
 	// Delay is how long csi-delay holds a call; for csi-hang, the longest
 	// it hangs (0: until the caller gives up).
 	Delay time.Duration
-	// FirstAttempt limits csi-lost-answer to the first matching call of
-	// each volume: the caller's retry gets its answer.
+	// FirstAttempt limits csi-lost-answer and driver-crash-mid-call to
+	// the first matching call of each volume: the caller's retry gets its
+	// answer.
 	FirstAttempt bool
 }
 
@@ -166,7 +186,7 @@ type CSI struct {
 func (f Fault) Describe() string {
 	parts := []string{string(f.Kind)}
 	switch f.Kind {
-	case CSIError, CSIDelay, CSIHang, CSILostAnswer, CSIHeal:
+	case CSIError, CSIDelay, CSIHang, CSILostAnswer, DriverCrashMidCall, CSIHeal:
 		if f.CSI.Method != "" {
 			parts = append(parts, f.CSI.Method)
 		}
@@ -189,7 +209,7 @@ func (f Fault) Describe() string {
 		if f.Kind == DriverRestart && f.LoseState {
 			parts = append(parts, "without state")
 		}
-	case APIConflict, WatchDrop:
+	case APIConflict, WatchDrop, SidecarRestart:
 		parts = append(parts, f.Component)
 		if f.Resource != "" {
 			parts = append(parts, f.Resource)

@@ -51,12 +51,17 @@ var brokenRules = map[string][]faultproxy.Rule{
 	// The first NodeGetCapabilities answers none (an empty answer, without
 	// asking the driver), later ones what the driver has.
 	firstCapabilitiesEmpty: {{Method: "NodeGetCapabilities", Times: 1, Action: faultproxy.Action{Kind: faultproxy.ActionOK}}},
+	// The second CreateVolume answers with a volume of its own making, as
+	// a driver that makes a new volume for every call, whatever its name.
+	createNotIdempotent: {{Method: "CreateVolume", Nth: 2, Times: 1, Action: faultproxy.Action{Kind: faultproxy.ActionOK,
+		Response: &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: "vol-made-again", CapacityBytes: 1 << 30}}}}},
 }
 
 const (
 	wrongNodeID            = "wrong-node-id"
 	unstageOK              = "unstage-ok"
 	firstCapabilitiesEmpty = "first-capabilities-empty"
+	createNotIdempotent    = "create-not-idempotent"
 )
 
 func TestMain(m *testing.M) {
@@ -456,4 +461,27 @@ steps:
   - wait: {object: pvc/data, gone: true, timeout: 60s}
   - sleep: 1m
 `, nil), "no-leaked-volume")
+}
+
+// A driver that is not idempotent: the provisioner's retry after a lost
+// answer gets a second volume. idempotent-retry names the fault; the first
+// volume, which nobody asks for again, is left behind, which
+// no-leaked-volume reports as its consequence.
+func TestBrokenDriverNotIdempotent(t *testing.T) {
+	got := runBroken(t, "controller|"+createNotIdempotent, `
+cluster: {nodes: [node-1]}
+steps:
+  - apply: {file: manifests/driver.yaml}
+  - csiLostAnswer: {method: CreateVolume, times: 1}
+  - apply:
+      manifest: |
+        apiVersion: v1
+        kind: PersistentVolumeClaim
+        metadata: {name: data}
+        spec: {accessModes: [ReadWriteOnce], storageClassName: '${driver.storageClass}', resources: {requests: {storage: 1Gi}}}
+  - wait: {object: pvc/data, jsonPath: '{.status.phase}', equals: Bound, timeout: 60s}
+`, nil)
+	if want := []string{"idempotent-retry", "no-leaked-volume"}; !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+		t.Fatalf("violated %v, want exactly %v", got, want)
+	}
 }

@@ -70,7 +70,7 @@ type Invariant struct {
 // All are the invariants, in the order they are checked.
 func All() []Invariant {
 	return []Invariant{
-		singleNode, singlePod, attachMatches, callOrder, nothingLeaked, noLeakedVolume, podVolumesSetUp, dataDurability, restoredData,
+		singleNode, singlePod, attachMatches, callOrder, nothingLeaked, noLeakedVolume, idempotentRetry, podVolumesSetUp, dataDurability, restoredData,
 	}
 }
 

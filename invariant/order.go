@@ -233,7 +233,7 @@ func checkOrder(entries []trace.Entry, attachNotRequired bool) []orderViolation 
 		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.e.Seq, b.e.Seq))
 	})
 
-	ck := &checker{stage: stage, attach: attach, vols: map[string]map[string]*use{}}
+	ck := &checker{stage: stage, attach: attach, vols: map[string]map[string]*use{}, inline: inlineVolumes(entries)}
 	for _, ev := range events {
 		if ev.sent {
 			ck.check(ev.e)
@@ -247,6 +247,8 @@ func checkOrder(entries []trace.Entry, attachNotRequired bool) []orderViolation 
 type checker struct {
 	stage  tri
 	attach bool
+	// inline are the pods' inline CSI volumes, by inlineKey.
+	inline map[string]bool
 	// vols maps volume ID, then node ID, to the node's use of the volume.
 	vols  map[string]map[string]*use
 	found []orderViolation
@@ -332,9 +334,11 @@ func (ck *checker) checkPublish(e *trace.Entry) {
 	vol, node := c.Volume, c.NodeID
 	u := ck.use(vol, node)
 	switch {
-	case c.Ephemeral:
+	case c.Ephemeral || ck.inline[inlineKeyOf(c.TargetPath)]:
 		// An inline ephemeral volume is published only: the CO
-		// neither stages nor attaches it.
+		// neither stages nor attaches it. The volume context says so
+		// (csi.storage.k8s.io/ephemeral) only for a driver with
+		// podInfoOnMount; the pod's spec says so always.
 	case ck.stage == yes && u.staged == 0:
 		ck.report(publishBeforeStage, e, relatedOf(u.unstagedBy),
 			"call #%d NodePublishVolume of volume %s on node %s (target %s) came before NodeStageVolume: the volume is not staged on that node%s, and the driver has STAGE_UNSTAGE_VOLUME",
@@ -448,4 +452,43 @@ func (ck *checker) apply(e *trace.Entry) {
 	case "DeleteVolume":
 		delete(ck.vols, vol)
 	}
+}
+
+// inlineVolumes are the inline CSI volumes of the pods written in the
+// timeline, by inlineKey: a pod's spec is immutable, so any write of it
+// tells.
+func inlineVolumes(entries []trace.Entry) map[string]bool {
+	out := map[string]bool{}
+	for i := range entries {
+		w := entries[i].Write
+		if w == nil {
+			continue
+		}
+		pod, ok := w.Object.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.CSI != nil {
+				out[inlineKey(string(pod.UID), v.Name)] = true
+			}
+		}
+	}
+	return out
+}
+
+func inlineKey(podUID, volume string) string { return podUID + "/" + volume }
+
+// inlineKeyOf is the inlineKey of a NodePublishVolume's target path, which
+// the kubelet makes <dir>/pods/<uid>/volumes/kubernetes.io~csi/<name>/mount
+// (kubernetes pkg/volume/csi/csi_mounter.go, GetPath) with the pod volume's
+// name for an inline volume; "" for another path.
+func inlineKeyOf(target string) string {
+	parts := strings.Split(target, "/")
+	for i := len(parts) - 5; i >= 0; i-- {
+		if parts[i] == "pods" && parts[i+2] == "volumes" && parts[i+3] == "kubernetes.io~csi" {
+			return inlineKey(parts[i+1], parts[i+4])
+		}
+	}
+	return ""
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
+	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -175,6 +176,35 @@ func TestCheckOrder(t *testing.T) {
 				h.call("NodeStageVolume", st)
 			},
 			attachNotRequired: true,
+		},
+		{
+			// A driver without podInfoOnMount gets no
+			// csi.storage.k8s.io/ephemeral key; the kubelet still never
+			// stages (nor attaches) the inline volume the pod names.
+			name: "an inline volume of a driver without podInfoOnMount",
+			build: func(h *hist) {
+				stageCaps(h)
+				attachCaps(h)
+				h.write(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: "uid-1"},
+					Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "scratch",
+						VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "d"}}}}}}, false)
+				h.call("NodePublishVolume", trace.CSICall{Node: "n1", Volume: "csi-1",
+					TargetPath: "/var/lib/kubelet/pods/uid-1/volumes/kubernetes.io~csi/scratch/mount"})
+			},
+		},
+		{
+			// The same call for a pod volume that is no inline CSI
+			// volume is a PV's published without staging.
+			name: "a PV published without a staging path",
+			build: func(h *hist) {
+				stageCaps(h)
+				h.write(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: "uid-1"},
+					Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "data",
+						VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}, false)
+				h.call("NodePublishVolume", trace.CSICall{Node: "n1", Volume: "v",
+					TargetPath: "/var/lib/kubelet/pods/uid-1/volumes/kubernetes.io~csi/pv-1/mount"})
+			},
+			want: []orderKind{publishBeforeStage},
 		},
 		{
 			name: "capabilities unknown: nothing that depends on them is checked",

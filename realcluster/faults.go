@@ -49,11 +49,13 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 	case fault.NodeLoss, fault.NodeReturn, fault.OutOfService, fault.MissingMountPropagation, fault.KubeletRestart,
 		fault.StaleVolumeAttachment, fault.ControllerManagerRestart:
 		return nil
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.CSIHeal:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.DriverCrashMidCall, fault.CSIHeal:
 		_, err := c.proxiesFor(f)
 		return err
 	case fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
 		return c.canInjectDriver(f)
+	case fault.SidecarRestart:
+		return c.canRestartSidecar(f.Component)
 	case fault.APIConflict, fault.WatchDrop:
 		return fault.Unsupported(f.Kind, backendName, "the components are real processes talking to a real API server, which csisim cannot make answer 409 or drop watch events for one of them")
 	}
@@ -69,6 +71,10 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 	if err := c.CanInject(f); err != nil {
 		return err
 	}
+	// A proxy may be crashing and restarting a driver meanwhile
+	// (driver-crash-mid-call).
+	c.driverMu.Lock()
+	defer c.driverMu.Unlock()
 	switch f.Kind {
 	case fault.StaleVolumeAttachment:
 		cs, err := kubernetes.NewForConfig(c.RESTConfig())
@@ -81,10 +87,13 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 	case fault.ControllerManagerRestart:
 		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "kube-controller-manager"})
 		return c.kube.RestartControllerManager(ctx)
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.CSIHeal:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.DriverCrashMidCall, fault.CSIHeal:
 		return c.injectCSIFault(f)
 	case fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
 		return c.injectDriverFault(ctx, f)
+	case fault.SidecarRestart:
+		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: f.Component})
+		return c.restartSidecar(ctx, f.Component)
 	}
 	n := c.nodes[f.Node]
 	if n == nil {

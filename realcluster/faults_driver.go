@@ -114,6 +114,20 @@ func (c *Cluster) crashPlugin(p driverPlugin) error {
 // with its state directory or an empty one; a node plugin registers with
 // its kubelet again.
 func (c *Cluster) restartPlugin(ctx context.Context, p driverPlugin, loseState bool) error {
+	if err := c.relaunch(ctx, p, loseState); err != nil {
+		return err
+	}
+	n := c.nodes[p.node]
+	if p.mode != "node" || n == nil || n.lost || n.kubelet == nil {
+		return nil
+	}
+	return n.kubelet.RegisterDriver(ctx, n.identity)
+}
+
+// relaunch kills the plugin's process if it runs and starts it again,
+// with its state directory or an empty one, and waits until the proxies
+// in front of it reach it.
+func (c *Cluster) relaunch(ctx context.Context, p driverPlugin, loseState bool) error {
 	if err := c.crashPlugin(p); err != nil {
 		return err
 	}
@@ -137,9 +151,31 @@ func (c *Cluster) restartPlugin(ctx context.Context, p driverPlugin, loseState b
 			return fmt.Errorf("restarting the %s: %w", p, err)
 		}
 	}
-	n := c.nodes[p.node]
-	if p.mode != "node" || n == nil || n.lost || n.kubelet == nil {
-		return nil
+	return nil
+}
+
+// crashHook is the Crash of a proxy in front of plugin p: a
+// driver-crash-mid-call rule calls it once the driver has answered, from
+// the proxy's goroutine, and the real sidecar or the kubelet waiting for
+// the answer sees the connection go. The driver is started again at once
+// with its state, as the kubelet restarts a crashed container the first
+// time; a node plugin does not register again (node-driver-registrar, a
+// container of its own, kept the registration).
+func (c *Cluster) crashHook(p driverPlugin) func() error {
+	return func() error {
+		c.driverMu.Lock()
+		defer c.driverMu.Unlock()
+		if c.closing {
+			return fmt.Errorf("the cluster is closing: the %s stays down", p)
+		}
+		if !slices.ContainsFunc(c.procs, func(np namedProcess) bool { return np.name == p.process() }) {
+			return fmt.Errorf("the %s is not running: nothing to crash", p)
+		}
+		if n := c.nodes[p.node]; n != nil && n.lost {
+			return fmt.Errorf("node %s is lost: its plugin stays down", p.node)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.driverTimeout())
+		defer cancel()
+		return c.relaunch(ctx, p, false)
 	}
-	return n.kubelet.RegisterDriver(ctx, n.identity)
 }

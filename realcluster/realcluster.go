@@ -108,10 +108,16 @@ type Cluster struct {
 	sink   *auditSink
 	writes *writeRecorder
 
-	procs   []namedProcess // driver plugins and sidecars, in start order
-	proxies []*faultproxy.Proxy
-	conns   []*csiclient.Conn
-	logs    []*os.File
+	// driverMu serializes what starts and stops processes — the fault
+	// steps, a proxy's crash of its driver (driver-crash-mid-call), which
+	// comes from the proxy's own goroutine, and Close — and guards procs
+	// and closing.
+	driverMu sync.Mutex
+	closing  bool
+	procs    []namedProcess // driver plugins and sidecars, in start order
+	proxies  []*faultproxy.Proxy
+	conns    []*csiclient.Conn
+	logs     []*os.File
 
 	nodes map[string]*simNode // by name, for faults
 
@@ -134,6 +140,9 @@ type namedProcess struct {
 	name    string
 	sidecar bool
 	*launch.Process
+	// start starts a sidecar's process again, as it was started
+	// (sidecar-restart).
+	start func() (*launch.Process, error)
 }
 
 // Start brings the cluster up: control plane, controller plugin, proxies
@@ -256,7 +265,8 @@ func (c *Cluster) startNode(ctx context.Context, i int, node string) error {
 	// The kubelet reaches its plugin through a fault proxy, as in the
 	// simulator; its own client records the calls.
 	p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: nodeProxy(node),
-		Listen: "unix://" + c.nodeSocket(node), Target: endpoint, NodeID: node, Recorder: c.rec})
+		Listen: "unix://" + c.nodeSocket(node), Target: endpoint, NodeID: node, Recorder: c.rec,
+		Crash: c.crashHook(driverPlugin{mode: "node", node: node})})
 	if err != nil {
 		return fmt.Errorf("proxy for the node plugin of %s: %w", node, err)
 	}
@@ -373,7 +383,8 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 	if ctrlEndpoint != "" {
 		socket := c.root.Path("controller", name+".sock")
 		p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: name, Listen: "unix://" + socket,
-			Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(name, call, c.rec)) }})
+			Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(name, call, c.rec)) },
+			Crash: c.crashHook(driverPlugin{mode: "controller"})})
 		if err != nil {
 			return fmt.Errorf("proxy for %s: %w", name, err)
 		}
@@ -391,11 +402,14 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 		tmpl.Args = append(tmpl.Args, "--enable-capacity", "--capacity-ownerref-level=-1")
 		tmpl.Env = append(tmpl.Env, "NAMESPACE=kube-system")
 	}
-	proc, err := launch.Start(context.Background(), name, tmpl, launch.Vars{}, log)
+	start := func() (*launch.Process, error) {
+		return launch.Start(context.Background(), name, tmpl, launch.Vars{}, log)
+	}
+	proc, err := start()
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
-	c.procs = append(c.procs, namedProcess{name: name, sidecar: true, Process: proc})
+	c.procs = append(c.procs, namedProcess{name: name, sidecar: true, Process: proc, start: start})
 	// A sidecar that cannot start (a bad flag, no kubeconfig) exits at
 	// once; say so now rather than with a scenario timing out.
 	select {
@@ -526,6 +540,8 @@ func (c *Cluster) KubeconfigPath() string { return c.kube.KubeconfigPath() }
 // PIDs are the processes the cluster started, by name: the control plane,
 // the sidecars and the driver plugins.
 func (c *Cluster) PIDs() map[string]int {
+	c.driverMu.Lock()
+	defer c.driverMu.Unlock()
 	m := map[string]int{}
 	if c.kube != nil {
 		for name, pid := range c.kube.PIDs() {
@@ -549,6 +565,10 @@ func (c *Cluster) PIDs() map[string]int {
 // still recorded. It is safe to call more than once.
 func (c *Cluster) Close() error {
 	c.closeOnce.Do(func() {
+		// From now on no proxy starts its driver again.
+		c.driverMu.Lock()
+		c.closing = true
+		c.driverMu.Unlock()
 		var errs []error
 		c.stopKubelets()
 		c.kubelets.Wait()

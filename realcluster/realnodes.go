@@ -81,6 +81,7 @@ func (c *Cluster) startRealNode(ctx context.Context, index int, node string) err
 	actor := "kubelet:" + node
 	p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: nodeProxy(node),
 		Listen: "unix://" + c.nodeSocket(node), Target: endpoint, NodeID: node, Recorder: c.rec,
+		Crash: c.crashHook(driverPlugin{mode: "node", node: node}),
 		OnCall: func(call faultproxy.Call) {
 			e := callEntry(actor, call, c.rec)
 			// The kubelet's node service calls are this node's, as

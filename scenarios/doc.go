@@ -22,3 +22,5 @@
 //
 // The file format is documented for users in scenarios/README.md.
 package scenarios
+
+//go:generate go test -run ^TestStatusDocLibraryTable$ -update-status .

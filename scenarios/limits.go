@@ -38,6 +38,12 @@ const MaxDuration = 24 * time.Hour
 // driver that never answers, which csiHang says.
 const MaxLostAnswers = 100
 
+// MaxCrashesMidCall bounds driverCrashMidCall's times: each crash kills the
+// driver process and starts it again (wall time, on every backend), and a
+// driver that crashes on every call is one that is down, which driverCrash
+// says.
+const MaxCrashesMidCall = 20
+
 // defaultDriverName is the driver name a run uses unless told otherwise
 // (hostpath.DefaultDriverName; not imported: the parser does not depend on
 // the driver).

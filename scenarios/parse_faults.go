@@ -24,12 +24,14 @@ func (p *parser) faultStep(kind fault.Kind, n *yaml.Node) *fault.Fault {
 		return p.staleVolumeAttachment(n)
 	case fault.ControllerManagerRestart:
 		return p.controllerManagerRestart(n)
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.CSIHeal:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.DriverCrashMidCall, fault.CSIHeal:
 		return p.csiFault(kind, n)
 	case fault.DriverCrash, fault.DriverRestart:
 		return p.driverFault(kind, n)
 	case fault.APIConflict, fault.WatchDrop:
 		return p.apiFault(kind, n)
+	case fault.SidecarRestart:
+		return p.sidecarRestart(n)
 	}
 	p.fail(n, "fault %s has no step format", kind)
 	return nil
@@ -102,13 +104,15 @@ func (p *parser) controllerManagerRestart(n *yaml.Node) *fault.Fault {
 	return &fault.Fault{Kind: fault.ControllerManagerRestart}
 }
 
-// csiFault reads csiError, csiDelay, csiHang, csiLostAnswer and csiHeal:
+// csiFault reads csiError, csiDelay, csiHang, csiLostAnswer,
+// driverCrashMidCall and csiHeal:
 //
-//	csiError:      {method, code, message?, times?, node?, volume?, plugin?}
-//	csiDelay:      {method, duration, times?, node?, volume?, plugin?}
-//	csiHang:       {method, limit?, times?, node?, volume?, plugin?}
-//	csiLostAnswer: {method, times, firstAttempt?, node?, volume?, plugin?}
-//	csiHeal:       {method?, node?, volume?, plugin?}
+//	csiError:           {method, code, message?, times?, node?, volume?, plugin?}
+//	csiDelay:           {method, duration, times?, node?, volume?, plugin?}
+//	csiHang:            {method, limit?, times?, node?, volume?, plugin?}
+//	csiLostAnswer:      {method, times, firstAttempt?, node?, volume?, plugin?}
+//	driverCrashMidCall: {method, times, firstAttempt?, node?, volume?, plugin?}
+//	csiHeal:            {method?, node?, volume?, plugin?}
 func (p *parser) csiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	fields := []string{"method", "node", "volume", "plugin"}
 	required := []string{"method"}
@@ -121,7 +125,7 @@ func (p *parser) csiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 		required = append(required, "duration")
 	case fault.CSIHang:
 		fields = append(fields, "limit", "times")
-	case fault.CSILostAnswer:
+	case fault.CSILostAnswer, fault.DriverCrashMidCall:
 		fields = append(fields, "times", "firstAttempt")
 		required = append(required, "times")
 	case fault.CSIHeal:
@@ -139,6 +143,10 @@ func (p *parser) csiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	ok = true
 	if f.has("method") {
 		flt.CSI.Method, ok = p.csiFaultMethod(f.vals["method"])
+	}
+	if ok && kind == fault.DriverCrashMidCall && strings.ContainsAny(flt.CSI.Method, `*?[\`) {
+		p.fail(f.vals["method"], "%s needs one CSI method, not the pattern %q: the driver dies after that call", FaultStepKey(kind), flt.CSI.Method)
+		ok = false
 	}
 	if f.has("node") {
 		flt.Node, ok = p.nodeAnd(ok, f.vals["node"])
@@ -162,11 +170,16 @@ func (p *parser) csiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 		flt.CSI.Delay, ok = p.durationAnd(ok, f.vals["limit"], "limit")
 	}
 	if f.has("times") {
-		flt.Times, ok = p.timesAnd(ok, f.vals["times"], kind != fault.CSILostAnswer)
+		flt.Times, ok = p.timesAnd(ok, f.vals["times"], kind != fault.CSILostAnswer && kind != fault.DriverCrashMidCall)
 	}
 	if ok && kind == fault.CSILostAnswer && flt.Times > MaxLostAnswers {
 		p.fail(f.vals["times"], "times must be at most %d for %s, not %d: a driver whose every answer is lost is one that hangs (csiHang)",
 			MaxLostAnswers, FaultStepKey(kind), flt.Times)
+		ok = false
+	}
+	if ok && kind == fault.DriverCrashMidCall && flt.Times > MaxCrashesMidCall {
+		p.fail(f.vals["times"], "times must be at most %d for %s, not %d: each crash restarts the driver process, and a driver that always crashes is one that is down (driverCrash)",
+			MaxCrashesMidCall, FaultStepKey(kind), flt.Times)
 		ok = false
 	}
 	if ok && f.has("firstAttempt") {
@@ -430,4 +443,27 @@ func watchedResources() []string {
 		names[i] = w.plural
 	}
 	return names
+}
+
+// sidecarRestart reads sidecarRestart: {component}, the component one of
+// fault.Sidecars.
+func (p *parser) sidecarRestart(n *yaml.Node) *fault.Fault {
+	key := FaultStepKey(fault.SidecarRestart)
+	f, ok := p.mapping(n, key, "component")
+	if !ok {
+		return nil
+	}
+	if !f.has("component") {
+		p.fail(n, "%s needs component: (one of %s)", key, strings.Join(fault.Sidecars, ", "))
+		return nil
+	}
+	c, ok := p.nonEmpty(f.vals["component"], "component")
+	if !ok {
+		return nil
+	}
+	if !slices.Contains(fault.Sidecars, c) {
+		p.fail(f.vals["component"], "component %q is not a sidecar %s restarts%s; use one of %s", c, key, didYouMean(c, fault.Sidecars), strings.Join(fault.Sidecars, ", "))
+		return nil
+	}
+	return &fault.Fault{Kind: fault.SidecarRestart, Component: c}
 }

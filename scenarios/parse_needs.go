@@ -145,7 +145,7 @@ func inferNeeds(s *Scenario) []profile.Capability {
 			add(profile.RealMounts)
 		case f.Kind == fault.DriverRestart && f.LoseState:
 			add(profile.StateDir)
-		case f.Kind == fault.DriverRestart, f.Kind == fault.DriverCrash:
+		case f.Kind == fault.DriverRestart, f.Kind == fault.DriverCrash, f.Kind == fault.DriverCrashMidCall:
 			add(profile.SurvivesRestart)
 		}
 	}

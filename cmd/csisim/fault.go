@@ -42,6 +42,8 @@ scenarios (scenarios/README.md) with their fields as FIELD=VALUE, e.g.
   csisim fault driver-crash plugin=node node=node-1
   csisim fault csi-error method=NodeStageVolume code=Internal times=2
   csisim fault csi-lost-answer method=CreateVolume times=1 firstAttempt=true
+  csisim fault driver-crash-mid-call method=NodeStageVolume times=1 plugin=node node=node-1
+  csisim fault sidecar-restart component=external-provisioner
   csisim fault stale-volumeattachment node=node-1 claim=data
   csisim fault controller-manager-restart
 

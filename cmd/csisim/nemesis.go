@@ -29,6 +29,11 @@ type nemesisFlags struct {
 	// under the schedule in trialFile, write to verdictFile (nemesisTrial).
 	trialFile   string
 	verdictFile string
+	// failed is how the last run failed, for a sweep's --json-result
+	// (nil: it passed, or only liveness suffered).
+	failed *failure
+	// clusterTime is the virtual time the last run's steps took.
+	clusterTime time.Duration
 }
 
 func addNemesisFlags(fs *flag.FlagSet) *nemesisFlags {
@@ -84,6 +89,7 @@ func (n *nemesisFlags) run(ctx context.Context, fs *flag.FlagSet, sc *scenarios.
 	fmt.Fprintf(stdout, "scenario %s (%s), seed %d, nemesis\n", sc.Name, sc.File, cfg.Seed)
 	targets, baseline, err := h.Survey(ctx)
 	if err != nil {
+		n.failed = &failure{Kind: "error", Cause: "run", Summary: "surveying the scenario: " + firstLine(err.Error()), Detail: err.Error()}
 		return nemesisFailed(ctx, "surveying the scenario", err, stderr)
 	}
 	sched := nemesis.Generate(cfg.Seed, targets)
@@ -94,11 +100,13 @@ func (n *nemesisFlags) run(ctx context.Context, fs *flag.FlagSet, sc *scenarios.
 
 	verdict, fired, summary, err := n.runSchedule(ctx, h, fs, sched, traceFile, cfg.OnEntry != nil, stdout)
 	if err != nil {
+		n.failed = &failure{Kind: "error", Cause: "run", Summary: "running the scenario: " + firstLine(err.Error()), Detail: err.Error()}
 		return nemesisFailed(ctx, "running the scenario", err, stderr)
 	}
 	firedNote := fmt.Sprintf("%d of %d timed faults fired", fired, len(sched.Timed()))
 	switch {
 	case verdict.Failed(n.liveness):
+		n.failed = &failure{Kind: "failure", Cause: "nemesis", Summary: verdict.Signature() + " (" + firedNote + ")", Detail: verdict.Message}
 		fmt.Fprintf(stderr, "\nFAILED under nemesis seed %d (%s; %s):\n%s\nschedule:\n%s", cfg.Seed, verdict.Signature(), firedNote, verdict.Message, indent(sched.Lines()))
 	case verdict.Class == nemesis.Liveness:
 		fmt.Fprintf(stdout, "\nLIVENESS under nemesis seed %d (%s; %s; not a failure without --liveness):\n%s\n", cfg.Seed, verdict.Signature(), firedNote, verdict.Message)
@@ -140,6 +148,7 @@ func (n *nemesisFlags) runSchedule(ctx context.Context, h *nemesis.Harness, fs *
 	if err != nil {
 		return verdict, 0, "", err
 	}
+	n.clusterTime = r.Result.Duration
 	summary = fmt.Sprintf(": %d steps, %s of cluster time%s", len(r.Result.Steps), r.Result.Duration, invariantSummary(r.Result.Invariants))
 	return r.Verdict, len(r.Result.Fired), summary, nil
 }

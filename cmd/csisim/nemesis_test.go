@@ -29,24 +29,36 @@ var _ = Describe("csisim run --nemesis", func() {
 		Expect(string(traces[0])).To(ContainSubstring("FAULT timed"))
 	})
 
+	It("runs a sweep of seeds, each seed's verdict from its nemesis run", func() {
+		tmp := GinkgoT().TempDir()
+		s := start(tmp, "run", "--nemesis", "--seeds", "1..2", "--parallel", "2", "--mock-driver", "../../scenarios/library/basic-lifecycle.yaml")
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(0))
+		out := string(s.Out.Contents())
+		Expect(out).To(MatchRegexp(`(?m)^seed 1 +PASS +nemesis +\d+s of cluster time`))
+		Expect(out).NotTo(ContainSubstring("ended without a result"))
+		Expect(out).To(ContainSubstring("PASSED: 2 seeds"))
+	})
+
 	It("shrinks a failing schedule to the one fault the scenario cannot survive and writes a scenario that fails the same way", func() {
 		// node-stays-ready fails only when node-1 is lost for longer than
-		// the node monitor grace period. Seed 18 loses node-1 and node-2;
-		// only the first matters.
+		// the node monitor grace period. Seed 126 loses node-1 for 91 s,
+		// and has an api-conflict and a kubelet restart besides; only the
+		// loss matters.
 		out := filepath.Join(GinkgoT().TempDir(), "shrunk.yaml")
-		s := start(GinkgoT().TempDir(), "run", "--quiet", "--mock-driver", "--nemesis", "--liveness", "--seed", "18",
+		s := start(GinkgoT().TempDir(), "run", "--quiet", "--mock-driver", "--nemesis", "--liveness", "--seed", "126",
 			"--shrink", "--shrink-out", out, "../../scenarios/nemesis/testdata/node-stays-ready.yaml")
 		Eventually(s, 3*time.Minute).Should(gexec.Exit(1))
 		stderr := string(s.Err.Contents())
-		Expect(stderr).To(ContainSubstring("FAILED under nemesis seed 18 (liveness: step assert node/node-1"))
-		Expect(stderr).To(ContainSubstring("node-loss on node-2"), "the schedule has a second fault to shrink away")
+		Expect(stderr).To(ContainSubstring("FAILED under nemesis seed 126 (liveness: step assert node/node-1"))
+		Expect(stderr).To(ContainSubstring("api-conflict csi-snapshotter"), "the schedule has other faults to shrink away")
 		Expect(stderr).To(ContainSubstring("shrunk to 1 faults"))
 		Expect(stderr).To(ContainSubstring("the shrunk scenario fails the same way without --nemesis"))
 		shrunk, err := os.ReadFile(out)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(shrunk)).To(ContainSubstring("nodeLoss: {node: node-1}"))
 		Expect(string(shrunk)).To(ContainSubstring("nodeReturn: {node: node-1}"))
-		Expect(string(shrunk)).NotTo(ContainSubstring("node-2}"))
+		Expect(string(shrunk)).NotTo(ContainSubstring("apiConflict"))
+		Expect(string(shrunk)).NotTo(ContainSubstring("kubeletRestart"))
 
 		rerun := start(GinkgoT().TempDir(), "run", "--quiet", "--mock-driver", out)
 		Eventually(rerun, 2*time.Minute).Should(gexec.Exit(1))

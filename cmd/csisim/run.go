@@ -239,6 +239,7 @@ func (c *runCmd) runOnce(ctx context.Context, sc *scenarios.Scenario, cfg cluste
 // code.
 func (c *runCmd) report(ctx context.Context, sc *scenarios.Scenario, out runOutcome, title string, info io.Writer) int {
 	var code int
+	c.timeline.flush()
 	var notStarted *startError
 	if errors.As(out.startErr, &notStarted) {
 		code = startFailed(ctx, notStarted.what, notStarted.err, c.stderr)
@@ -391,7 +392,7 @@ func writeTrace(path string, entries []trace.Entry, root string) error {
 // timeline printed unless quiet and the drivers' output in --driver-log.
 func (c *runCmd) runNemesis(ctx context.Context, sc *scenarios.Scenario, cfg cluster.Config) int {
 	if !c.quiet {
-		cfg.OnEntry = func(e trace.Entry) { fmt.Fprintln(c.stdout, e.String()) }
+		cfg.OnEntry = newStartupPrinter(c.stdout, c.timeline.startup).entry
 	}
 	if c.driverLog != "" {
 		f, err := os.Create(c.driverLog)
@@ -402,5 +403,19 @@ func (c *runCmd) runNemesis(ctx context.Context, sc *scenarios.Scenario, cfg clu
 		defer f.Close()
 		cfg.DriverLog = f
 	}
-	return c.nem.run(ctx, c.fs, sc, cfg, c.traceFile, c.stdout, c.stderr)
+	start := time.Now()
+	code := c.nem.run(ctx, c.fs, sc, cfg, c.traceFile, c.stdout, c.stderr)
+	if c.jsonResult != "" {
+		// A sweep under --nemesis runs each seed with --json-result.
+		r := seedResult{Seed: c.seed, Steps: "nemesis", ClusterTime: c.nem.clusterTime, Wall: time.Since(start),
+			Interrupted: code == 130, Failure: c.nem.failed}
+		if code != 0 && code != 130 && r.Failure == nil {
+			r.Failure = &failure{Kind: "error", Cause: "exit", Summary: fmt.Sprintf("the nemesis run exited %d", code)}
+		}
+		if err := writeSeedResult(c.jsonResult, r); err != nil {
+			fmt.Fprintf(c.stderr, "csisim: %v\n", err)
+			return max(code, 1)
+		}
+	}
+	return code
 }

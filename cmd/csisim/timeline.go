@@ -16,8 +16,10 @@ import (
 // timelineFlags are `csisim run`'s --format and --html: the timeline in the
 // formats of package trace.
 type timelineFlags struct {
-	format string // text, json or mermaid: what stdout gets
-	html   string // if set, the file the HTML page is written to
+	format  string // text, json or mermaid: what stdout gets
+	html    string // if set, the file the HTML page is written to
+	startup bool   // print the cluster's start-up entry by entry
+	printer *startupPrinter
 }
 
 const formatUsage = "how the timeline is printed on stdout: text (as it happens), json (JSON Lines: the entries, then the\n" +
@@ -29,6 +31,8 @@ func addTimelineFlags(fs *flag.FlagSet) *timelineFlags {
 	fs.StringVar(&f.format, "format", "text", formatUsage)
 	fs.StringVar(&f.html, "html", "", "also write the timeline to this file as one self-contained HTML page: a swim-lane per component,\n"+
 		"a click on an entry shows its object or request, a filter shows one claim, pod or volume")
+	fs.BoolVar(&f.startup, "startup", false, "print the cluster's start-up in the text timeline entry by entry (the API server's own objects,\n"+
+		"the components' questions to the driver, the nodes registering) instead of one line that counts them")
 	return f
 }
 
@@ -64,9 +68,18 @@ func (f *timelineFlags) info(stdout, stderr io.Writer) io.Writer {
 // out, is known).
 func (f *timelineFlags) onEntry(stdout io.Writer) func(trace.Entry) {
 	if f.format == "text" {
-		return func(e trace.Entry) { fmt.Fprintln(stdout, e.String()) }
+		f.printer = newStartupPrinter(stdout, f.startup)
+		return f.printer.entry
 	}
 	return nil
+}
+
+// flush prints what the text timeline still holds back of the start-up:
+// the run ended before its first step.
+func (f *timelineFlags) flush() {
+	if f.printer != nil {
+		f.printer.flush()
+	}
 }
 
 // finish prints the JSON timeline or the Mermaid diagram and writes the

@@ -14,7 +14,7 @@ import (
 )
 
 // RuleFor is the rule that makes a CSI fault (csi-error, csi-delay,
-// csi-hang, csi-lost-answer) happen on a proxy, the one mapping from csisim's fault model to
+// csi-hang, csi-lost-answer, driver-crash-mid-call) happen on a proxy, the one mapping from csisim's fault model to
 // rules that every backend uses. The fault's Node becomes the rule's NodeID
 // (the node a controller call is about, or the node plugin's own node), its
 // Times the rule's Times (0: every matching call). Which proxies get the
@@ -32,6 +32,10 @@ func RuleFor(f fault.Fault) (Rule, error) {
 	case fault.CSILostAnswer:
 		// Forwarded, then no answer until the caller's own deadline.
 		r.Action = Action{Kind: ActionHang, AfterForward: true}
+		r.FirstPerVolume = f.CSI.FirstAttempt
+	case fault.DriverCrashMidCall:
+		// Forwarded, then the driver dies before the answer is passed on.
+		r.Action = Action{Kind: ActionCrash, AfterForward: true}
 		r.FirstPerVolume = f.CSI.FirstAttempt
 	default:
 		return Rule{}, fmt.Errorf("%s is not a fault a proxy rule makes", f.Kind)

@@ -24,6 +24,8 @@ func TestRuleFor(t *testing.T) {
 			want: "Node* times=2 delay=3s"},
 		{f: fault.Fault{Kind: fault.CSIHang, CSI: fault.CSI{Method: "ControllerPublishVolume"}}, want: "ControllerPublishVolume hang"},
 		{f: fault.Fault{Kind: fault.CSIHang, CSI: fault.CSI{Method: "CreateVolume", Delay: time.Minute}}, want: "CreateVolume hang=1m0s"},
+		{f: fault.Fault{Kind: fault.DriverCrashMidCall, Times: 1, Node: "node-1", CSI: fault.CSI{Method: "NodeStageVolume", FirstAttempt: true}},
+			want: "NodeStageVolume node=node-1 times=1 first-per-volume crash after"},
 		{f: fault.Fault{Kind: fault.CSIHeal}, wantErr: "csi-heal is not a fault a proxy rule makes"},
 		{f: fault.Fault{Kind: fault.NodeLoss, Node: "n"}, wantErr: "node-loss is not a fault a proxy rule makes"},
 		{f: fault.Fault{Kind: fault.CSIError, CSI: fault.CSI{Method: "NodeStage", Code: codes.Internal}}, wantErr: `method "NodeStage" is not a CSI method`},

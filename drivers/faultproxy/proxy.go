@@ -74,6 +74,11 @@ type Config struct {
 	// clock, and the caller's timeout is measured on it too. Other calls
 	// wait in wall time, with the caller's own deadline. See ParkFunc.
 	Park ParkFunc
+	// Crash, if set, kills the driver behind the proxy and starts it
+	// again, as its owner restarts a crashed driver; a crash rule
+	// (ActionCrash) calls it once the driver has answered, before the
+	// answer goes on. Without it, crash rules are refused.
+	Crash func() error
 }
 
 // ParkFunc lets d pass on a virtual clock (d <= 0: until interrupted):
@@ -88,6 +93,12 @@ type ParkFunc func(d time.Duration) (wait func() bool, interrupt func())
 // the driver's own answer by it in wall time, so that a driver that
 // really hangs costs at most that much. The proxy does not pass it on.
 const TimeoutHeader = "csisim-timeout"
+
+// CallerHeader is the gRPC metadata key in which a caller on a virtual
+// clock names itself (one run of a simulated component's process), so
+// that InterruptParkedOf can cut off its parked calls when it exits. The
+// proxy does not pass it on.
+const CallerHeader = "csisim-caller"
 
 // Proxy is a running proxy. Its methods are safe for concurrent use.
 type Proxy struct {
@@ -113,7 +124,7 @@ type Proxy struct {
 	// parks are the interrupts of calls parked on the virtual clock, so
 	// that Stop can end them as it ends wall-time waits.
 	parksMu  sync.Mutex
-	parks    map[int]func()
+	parks    map[int]parkedCall
 	nextPark int
 	stopped  bool
 }
@@ -224,8 +235,8 @@ func (p *Proxy) Stop() error {
 		close(p.stopping)
 		p.parksMu.Lock()
 		p.stopped = true
-		for _, interrupt := range p.parks {
-			interrupt()
+		for _, pc := range p.parks {
+			pc.interrupt()
 		}
 		p.parksMu.Unlock()
 		graceful := make(chan struct{})
@@ -264,12 +275,25 @@ func (p *Proxy) WaitConnected(ctx context.Context) error {
 // InterruptParked ends the delays and hangs parked on the virtual clock
 // (Config.Park) now: their callers get Unavailable, as callers of a driver
 // that has just died do. The proxy goes on serving.
-func (p *Proxy) InterruptParked() {
+func (p *Proxy) InterruptParked() { p.InterruptParkedOf("") }
+
+// InterruptParkedOf ends, as InterruptParked does, the parked calls of the
+// caller that named itself so in CallerHeader (every parked call for "").
+func (p *Proxy) InterruptParkedOf(caller string) {
 	p.parksMu.Lock()
 	defer p.parksMu.Unlock()
-	for _, interrupt := range p.parks {
-		interrupt()
+	for _, pc := range p.parks {
+		if caller == "" || pc.caller == caller {
+			pc.interrupt()
+		}
 	}
+}
+
+// parkedCall is a call parked on the virtual clock: how to end its wait,
+// and who made it (CallerHeader).
+type parkedCall struct {
+	interrupt func()
+	caller    string
 }
 
 // currentNodeID is the node of node service calls.
@@ -374,7 +398,7 @@ func outgoing(ctx context.Context) context.Context {
 	for k, v := range in {
 		switch {
 		case len(k) > 0 && k[0] == ':', k == "content-type", k == "user-agent", k == "te", len(k) > 5 && k[:5] == "grpc-",
-			k == TimeoutHeader:
+			k == TimeoutHeader, k == CallerHeader:
 			continue
 		}
 		out[k] = v
@@ -467,6 +491,9 @@ func (p *Proxy) execute(ctx context.Context, c *Call, info *methodInfo, act *Act
 			p.noteLostAnswer(c, info, resp, err)
 		}
 	}
+	if act.Kind == ActionCrash {
+		return nil, p.crash(c)
+	}
 	switch act.Kind {
 	case ActionError:
 		msg := act.Message
@@ -491,6 +518,27 @@ func (p *Proxy) execute(ctx context.Context, c *Call, info *methodInfo, act *Act
 		return okResponse(info, act.Response, c.Rule)
 	}
 	return nil, status.Errorf(codes.Internal, "faultproxy rule %s: unknown action %v", c.Rule, act.Kind)
+}
+
+// crash kills the driver behind the proxy (Config.Crash, which starts it
+// again) after it has answered c, and returns what the caller of a driver
+// that died mid-call gets.
+func (p *Proxy) crash(c *Call) error {
+	err := p.cfg.Crash()
+	if rec := p.cfg.Recorder; rec != nil {
+		rec.Add(trace.Entry{Kind: trace.Fault, Actor: p.cfg.Name, Verb: "driver-crashed", Object: "the driver behind it",
+			Detail: "killed after it answered " + c.Method + " (rule " + c.Rule + "), then started again", Err: errText(err)})
+	}
+	// What grpc-go's client says when the server's side of the
+	// connection goes.
+	return status.Error(codes.Unavailable, "error reading from server: EOF")
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // noteLostAnswer records in the timeline what the driver answered to a call
@@ -523,7 +571,7 @@ func (p *Proxy) noteLostAnswer(c *Call, info *methodInfo, resp []byte, err error
 // wait lets d pass, unless the caller gives up or the proxy stops first.
 func (p *Proxy) wait(ctx context.Context, d time.Duration, rule string) error {
 	if timeout, ok := callerTimeout(ctx); ok && p.cfg.Park != nil {
-		return p.park(d, timeout, false, rule)
+		return p.park(d, timeout, false, rule, callerOf(ctx))
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -541,7 +589,7 @@ func (p *Proxy) wait(ctx context.Context, d time.Duration, rule string) error {
 // or the proxy stops.
 func (p *Proxy) hang(ctx context.Context, limit time.Duration, rule string) error {
 	if timeout, ok := callerTimeout(ctx); ok && p.cfg.Park != nil {
-		return p.park(limit, timeout, true, rule)
+		return p.park(limit, timeout, true, rule, callerOf(ctx))
 	}
 	var expired <-chan time.Time
 	if limit > 0 {
@@ -566,7 +614,7 @@ func hungFor(rule string, limit time.Duration) error {
 // park is wait and hang on the caller's virtual clock: d passes (0: never,
 // for a hang without limit), unless the caller's timeout comes first, when
 // the caller gets what a gRPC client whose deadline passes gets.
-func (p *Proxy) park(d, timeout time.Duration, hang bool, rule string) error {
+func (p *Proxy) park(d, timeout time.Duration, hang bool, rule, caller string) error {
 	limit, callerFirst := d, false
 	if timeout > 0 && (limit <= 0 || timeout <= limit) {
 		limit, callerFirst = timeout, true
@@ -576,9 +624,9 @@ func (p *Proxy) park(d, timeout time.Duration, hang bool, rule string) error {
 	p.nextPark++
 	id := p.nextPark
 	if p.parks == nil {
-		p.parks = map[int]func(){}
+		p.parks = map[int]parkedCall{}
 	}
-	p.parks[id] = interrupt
+	p.parks[id] = parkedCall{interrupt: interrupt, caller: caller}
 	stopped := p.stopped
 	p.parksMu.Unlock()
 	if stopped {
@@ -601,6 +649,15 @@ func (p *Proxy) park(d, timeout time.Duration, hang bool, rule string) error {
 		return hungFor(rule, limit)
 	}
 	return nil
+}
+
+// callerOf reads the caller a call names in CallerHeader, "" if none.
+func callerOf(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(CallerHeader); len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // callerTimeout reads the timeout a caller on a virtual clock sent in
@@ -686,7 +743,7 @@ func (p *Proxy) SetRules(rules ...Rule) error {
 	// later rule asks for.
 	taken := map[string]bool{}
 	for i, r := range rules {
-		if err := r.validate(p.names); err != nil {
+		if err := p.check(r); err != nil {
 			return fmt.Errorf("rule %d (%s): %w", i+1, r, err)
 		}
 		if r.ID != "" && taken[r.ID] {
@@ -712,7 +769,7 @@ func (p *Proxy) SetRules(rules ...Rule) error {
 func (p *Proxy) AddRule(r Rule) (string, error) {
 	p.rulesMu.Lock()
 	defer p.rulesMu.Unlock()
-	if err := r.validate(p.names); err != nil {
+	if err := p.check(r); err != nil {
 		return "", fmt.Errorf("rule %s: %w", r, err)
 	}
 	taken := map[string]bool{}
@@ -726,6 +783,18 @@ func (p *Proxy) AddRule(r Rule) (string, error) {
 	}
 	p.rules = append(p.rules, newRuleState(r, p.cfg.Seed))
 	return r.ID, nil
+}
+
+// check says whether the rule is valid and this proxy can carry it out:
+// a crash rule needs Config.Crash.
+func (p *Proxy) check(r Rule) error {
+	if err := r.validate(p.names); err != nil {
+		return err
+	}
+	if r.Action.Kind == ActionCrash && p.cfg.Crash == nil {
+		return fmt.Errorf("proxy %s cannot kill the driver behind it (no Config.Crash)", p.cfg.Name)
+	}
+	return nil
 }
 
 // freeID returns the next "rule-N" ID not in taken, and the counter after it.

@@ -860,3 +860,54 @@ func TestStreamsAreForwarded(t *testing.T) {
 		t.Fatal("the proxy never finished the call")
 	}
 }
+
+// A crash rule forwards the call, lets the driver answer, then has the
+// proxy's owner kill (and restart) the driver: the caller hears
+// Unavailable, the driver did the work, and the next call is answered.
+func TestCrashAfterTheDriverAnswered(t *testing.T) {
+	rec := trace.New(clock.RealClock{})
+	crashes := 0
+	e := newEnv(t, Config{Name: "ctrl-proxy", Recorder: rec, Crash: func() error { crashes++; return nil },
+		Rules: []Rule{{ID: "die", Method: "CreateVolume", Times: 1, Action: Action{Kind: ActionCrash, AfterForward: true}}}}, mock.Config{})
+	ctx := ctxT(t)
+	req := &csi.CreateVolumeRequest{Name: "pvc-1", VolumeCapabilities: []*csi.VolumeCapability{rwo}}
+	_, err := e.ctrl.CreateVolume(ctx, req)
+	if st := status.Convert(err); st.Code() != codes.Unavailable || st.Message() != "error reading from server: EOF" {
+		t.Fatalf("first CreateVolume: %v; want Unavailable, the connection lost", err)
+	}
+	if crashes != 1 {
+		t.Fatalf("Crash called %d times, want 1", crashes)
+	}
+	if _, ok := e.backend.Volume("mock-pvc-1"); !ok {
+		t.Fatal("the driver did not make the volume before it crashed")
+	}
+	resp, err := e.ctrl.CreateVolume(ctx, req)
+	if err != nil || resp.GetVolume().GetVolumeId() != "mock-pvc-1" {
+		t.Fatalf("retry: %v, %v; want the same volume", resp, err)
+	}
+	var lost, crashed int
+	for _, f := range rec.Filter(trace.Fault) {
+		switch {
+		case f.Verb == "CreateVolume" && f.Call != nil && f.Call.Volume == "mock-pvc-1" && f.Call.Code == codes.OK:
+			lost++
+		case f.Verb == "driver-crashed" && strings.Contains(f.Detail, "after it answered CreateVolume (rule die)"):
+			crashed++
+		}
+	}
+	if lost != 1 || crashed != 1 {
+		t.Errorf("timeline: %d answers lost, %d crashes; want one of each: %v", lost, crashed, rec.Filter(trace.Fault))
+	}
+}
+
+func TestCrashRuleNeedsAnOwnerThatCanCrash(t *testing.T) {
+	e := newEnv(t, Config{}, mock.Config{})
+	if _, err := e.proxy.AddRule(Rule{Method: "CreateVolume", Action: Action{Kind: ActionCrash, AfterForward: true}}); err == nil ||
+		!strings.Contains(err.Error(), "cannot kill the driver behind it") {
+		t.Errorf("crash rule on a proxy without Crash: %v", err)
+	}
+	e = newEnv(t, Config{Crash: func() error { return nil }}, mock.Config{})
+	if _, err := e.proxy.AddRule(Rule{Method: "CreateVolume", Action: Action{Kind: ActionCrash}}); err == nil ||
+		!strings.Contains(err.Error(), "comes after forwarding") {
+		t.Errorf("crash rule before forwarding: %v", err)
+	}
+}

@@ -45,6 +45,12 @@ const (
 	// ActionOK answers OK with Action.Response, or an empty response if
 	// nil, without forwarding: the caller believes the driver did it.
 	ActionOK
+	// ActionCrash forwards the call and, once the driver has answered,
+	// kills the driver (Config.Crash, which also starts it again) before
+	// the answer is passed on: the caller gets Unavailable, as a client
+	// whose server died mid-call does, and the driver did the work. It
+	// always comes after forwarding (AfterForward).
+	ActionCrash
 )
 
 func (k ActionKind) String() string {
@@ -61,6 +67,8 @@ func (k ActionKind) String() string {
 		return "drop"
 	case ActionOK:
 		return "ok"
+	case ActionCrash:
+		return "crash"
 	}
 	return fmt.Sprintf("ActionKind(%d)", int(k))
 }
@@ -154,6 +162,10 @@ func (r *Rule) validate(methods map[string]bool) error {
 			return fmt.Errorf("hang limit must not be negative, got %s", a.Delay)
 		}
 	case ActionDrop:
+	case ActionCrash:
+		if !a.AfterForward {
+			return errors.New("a crash action kills the driver once it has done the call, so it comes after forwarding (after)")
+		}
 	case ActionOK:
 		if a.AfterForward {
 			return errors.New("an ok action answers instead of the driver, so it cannot come after forwarding")
@@ -285,6 +297,8 @@ func (r Rule) String() string {
 		parts = append(parts, "drop")
 	case ActionOK:
 		parts = append(parts, "ok")
+	case ActionCrash:
+		parts = append(parts, "crash")
 	}
 	if a.AfterForward {
 		parts = append(parts, "after")

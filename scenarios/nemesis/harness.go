@@ -225,6 +225,11 @@ func probe(ctx context.Context, c Cluster) (Targets, error) {
 	slices.Sort(t.Nodes)
 	can := func(f fault.Fault) bool { return c.CanInject(f) == nil }
 	t.ControllerManager = can(fault.Fault{Kind: fault.ControllerManagerRestart})
+	for _, sc := range fault.Sidecars {
+		if can(fault.Fault{Kind: fault.SidecarRestart, Component: sc}) {
+			t.Sidecars = append(t.Sidecars, sc)
+		}
+	}
 	components := slices.Clone(fault.Components)
 	for _, n := range t.Nodes {
 		components = append(components, fault.KubeletComponent(n))
@@ -257,6 +262,7 @@ func injectable(t Targets, can func(fault.Fault) bool) []fault.Kind {
 		fault.CSIDelay:                 {Kind: fault.CSIDelay, CSI: fault.CSI{Method: "CreateVolume", Delay: time.Second}, Times: 1},
 		fault.CSIHang:                  {Kind: fault.CSIHang, CSI: fault.CSI{Method: "CreateVolume"}},
 		fault.CSILostAnswer:            {Kind: fault.CSILostAnswer, CSI: fault.CSI{Method: "CreateVolume"}, Times: 1},
+		fault.DriverCrashMidCall:       {Kind: fault.DriverCrashMidCall, CSI: fault.CSI{Method: "CreateVolume"}, Times: 1},
 		fault.DriverCrash:              {Kind: fault.DriverCrash, Plugin: fault.Controller},
 	}
 	var out []fault.Kind

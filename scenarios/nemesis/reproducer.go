@@ -190,7 +190,7 @@ func faultFields(f fault.Fault) (*yaml.Node, error) {
 		add("node", f.Node)
 		add("claim", f.Claim)
 		add("namespace", f.Namespace)
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.CSIHeal:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.DriverCrashMidCall, fault.CSIHeal:
 		add("method", f.CSI.Method)
 		if f.Kind == fault.CSIError {
 			add("code", f.CSI.Code.String())
@@ -218,6 +218,8 @@ func faultFields(f fault.Fault) (*yaml.Node, error) {
 		if f.Kind == fault.DriverRestart {
 			add("state", map[bool]string{false: "keep", true: "lose"}[f.LoseState])
 		}
+	case fault.SidecarRestart:
+		add("component", f.Component)
 	case fault.APIConflict, fault.WatchDrop:
 		add("component", f.Component)
 		times()

@@ -25,7 +25,8 @@ import (
 var Kinds = []fault.Kind{
 	fault.NodeLoss, fault.KubeletRestart, fault.ControllerManagerRestart,
 	fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.DriverCrash,
-	fault.APIConflict, fault.WatchDrop, fault.CSILostAnswer,
+	fault.APIConflict, fault.WatchDrop, fault.CSILostAnswer, fault.DriverCrashMidCall,
+	fault.SidecarRestart,
 }
 
 // MaxFaults is the most faults (not counting recoveries) a seed schedules.
@@ -49,6 +50,8 @@ type Targets struct {
 	ControllerManager bool
 	// Conflicts are the components api-conflict can be aimed at.
 	Conflicts []string
+	// Sidecars are the components sidecar-restart can restart.
+	Sidecars []string
 	// Watches are the informers watch-drop can be aimed at.
 	Watches []Watch
 	// Reserved are the nodes and plugins the scenario's own fault steps
@@ -100,6 +103,7 @@ func Available(t Targets) []fault.Kind {
 			k == fault.DriverCrash && len(free) == 0 && slices.Contains(t.Reserved, holdsController),
 			k == fault.ControllerManagerRestart && !t.ControllerManager,
 			k == fault.APIConflict && len(t.Conflicts) == 0,
+			k == fault.SidecarRestart && len(t.Sidecars) == 0,
 			k == fault.WatchDrop && len(t.Watches) == 0:
 			continue
 		}
@@ -203,7 +207,7 @@ func (d drawer) draw(k fault.Kind) (Event, string) {
 	case fault.KubeletRestart:
 		f.Node = d.pick(d.free)
 		return ev, holdsNode(f.Node)
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.DriverCrashMidCall:
 		d.csiTarget(f)
 		switch k {
 		case fault.CSIError:
@@ -215,7 +219,7 @@ func (d drawer) draw(k fault.Kind) (Event, string) {
 		case fault.CSIHang:
 			ev.Recovery = &fault.Fault{Kind: fault.CSIHeal, Node: f.Node, CSI: fault.CSI{Method: f.CSI.Method}}
 			ev.RecoverAfter = d.between(5*time.Second, 90*time.Second)
-		case fault.CSILostAnswer:
+		case fault.CSILostAnswer, fault.DriverCrashMidCall:
 			f.Times = 1 + d.rng.IntN(2)
 			f.CSI.FirstAttempt = d.rng.IntN(2) == 0
 		}
@@ -230,6 +234,8 @@ func (d drawer) draw(k fault.Kind) (Event, string) {
 		ev.Recovery = &fault.Fault{Kind: fault.DriverRestart, Plugin: f.Plugin, Node: f.Node}
 		ev.RecoverAfter = d.between(2*time.Second, time.Minute)
 		return ev, key
+	case fault.SidecarRestart:
+		f.Component = d.pick(d.t.Sidecars)
 	case fault.APIConflict:
 		f.Component = d.pick(d.t.Conflicts)
 		f.Times = 1 + d.rng.IntN(5)

@@ -16,6 +16,7 @@ func testTargets() Targets {
 		Span:              5 * time.Minute,
 		ControllerManager: true,
 		Conflicts:         []string{"external-provisioner", "persistentvolume-binder"},
+		Sidecars:          []string{"external-provisioner", "csi-snapshotter"},
 		Watches:           []Watch{{"attachdetach-controller", "pods"}, {"external-attacher", "volumeattachments"}},
 		Injectable:        Kinds,
 	}
@@ -91,7 +92,11 @@ func checkEvent(t *testing.T, seed uint64, tg Targets, enabled []fault.Kind, ev 
 		if !slices.Contains(tg.Watches, Watch{f.Component, f.Resource}) || f.Times < 1 {
 			t.Errorf("seed %d: watch-drop on %q %q times %d", seed, f.Component, f.Resource, f.Times)
 		}
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang:
+	case fault.SidecarRestart:
+		if !slices.Contains(tg.Sidecars, f.Component) {
+			t.Errorf("seed %d: sidecar-restart of %q", seed, f.Component)
+		}
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.DriverCrashMidCall:
 		if !slices.Contains(controllerMethods, f.CSI.Method) && !slices.Contains(nodeMethods, f.CSI.Method) {
 			t.Errorf("seed %d: %s on method %q", seed, f.Kind, f.CSI.Method)
 		}

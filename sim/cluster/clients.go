@@ -36,6 +36,10 @@ type clients struct {
 	nodeCaches map[schema.GroupVersionResource]*loop.Informer
 	// conns are the CSI connections by endpoint and actor (dial).
 	conns map[[2]string]*csiclient.Conn
+	// processConns are the components' own connections (dialOf), and
+	// processes counts them, to name each.
+	processConns []*csiclient.Conn
+	processes    int
 }
 
 func newClients(api *fakekube.Server, l *loop.Loop, rec *trace.Recorder) *clients {
@@ -47,12 +51,6 @@ func newClients(api *fakekube.Server, l *loop.Loop, rec *trace.Recorder) *client
 // so its writes are attributed to it in the timeline.
 func (cl *clients) client(userAgent string) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(cl.api.RESTConfig(userAgent))
-}
-
-// snapshotClient returns a clientset of the snapshot kinds that names
-// itself userAgent to the API server.
-func (cl *clients) snapshotClient(userAgent string) snapclientset.Interface {
-	return snapclientset.NewForConfigOrDie(cl.api.RESTConfig(userAgent))
 }
 
 // dial connects actor to a driver's endpoint; its calls are recorded under
@@ -75,6 +73,9 @@ func (cl *clients) dial(endpoint, actor string) (*csiclient.Conn, error) {
 func (cl *clients) close() error {
 	var errs []error
 	for _, conn := range cl.conns {
+		errs = append(errs, conn.Close())
+	}
+	for _, conn := range cl.processConns {
 		errs = append(errs, conn.Close())
 	}
 	return errors.Join(errs...)

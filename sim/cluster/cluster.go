@@ -147,6 +147,7 @@ func (c *Cluster) startLoop() {
 		},
 	}
 	c.driver = &driver{cfg: &c.cfg, root: c.root, rec: c.rec, loop: c.loop}
+	c.driver.crashMidCall = c.crashMidCall
 	c.clients = newClients(c.api, c.loop, c.rec)
 	c.components = registry{loop: c.loop}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/csisim/csisim/sim/attachdetach"
@@ -109,9 +110,11 @@ func (c *Cluster) startControlPlane() error {
 	}
 	c.cfg.DriverName = name
 	checked := map[string]*controller.Driver{}
+	procs := map[string]*process{}
 	for _, name := range checkOrder {
 		if s := spec(name); !slices.Contains(c.cfg.Without, name) {
-			if checked[name], err = c.check(s); err != nil {
+			procs[name] = &process{name: name}
+			if checked[name], err = c.check(s, procs[name]); err != nil {
 				return err
 			}
 		}
@@ -122,12 +125,14 @@ func (c *Cluster) startControlPlane() error {
 			continue
 		}
 		drv, ok := checked[s.name]
+		p := procs[s.name]
 		if !ok {
-			if drv, err = c.check(s); err != nil {
+			p = &process{name: s.name}
+			if drv, err = c.check(s, p); err != nil {
 				return err
 			}
 		}
-		if err := c.startComponent(s, drv); err != nil {
+		if err := c.startComponent(s, p, drv); err != nil {
 			return err
 		}
 	}
@@ -137,8 +142,8 @@ func (c *Cluster) startControlPlane() error {
 // check runs the start-up check of s, if it has one, and returns its
 // driver (driverOf) as the check found it; nil if the component exits at
 // start, as a cluster whose sidecar exits at start goes on without it.
-func (c *Cluster) check(s *componentSpec) (*controller.Driver, error) {
-	drv, err := c.driverOf(s)
+func (c *Cluster) check(s *componentSpec, p *process) (*controller.Driver, error) {
+	drv, err := c.driverOf(s, p)
 	if err != nil || s.check == nil {
 		return drv, err
 	}
@@ -155,13 +160,14 @@ func (c *Cluster) check(s *componentSpec) (*controller.Driver, error) {
 	return drv, nil
 }
 
-// driverOf is the driver a sidecar serves, over a connection of its own to
-// the controller plugin; nil for a component that talks to no driver.
-func (c *Cluster) driverOf(s *componentSpec) (*controller.Driver, error) {
+// driverOf is the driver a sidecar serves, over a connection of its
+// process's own to the controller plugin; nil for a component that talks
+// to no driver.
+func (c *Cluster) driverOf(s *componentSpec, p *process) (*controller.Driver, error) {
 	if s.needs&driverConn == 0 {
 		return nil, nil
 	}
-	conn, err := c.clients.dial(c.ControllerEndpoint(), s.name)
+	conn, err := c.clients.dialOf(c.ControllerEndpoint(), p)
 	if err != nil {
 		return nil, err
 	}
@@ -175,34 +181,45 @@ func (c *Cluster) driverOf(s *componentSpec) (*controller.Driver, error) {
 // left out, for the cluster's sake.
 func (c *Cluster) askDriverName() (string, error) {
 	var name string
-	for _, actor := range []string{"external-provisioner", "external-attacher"} {
+	for _, actor := range namedByDriver {
 		conn, err := c.clients.dial(c.ControllerEndpoint(), actor)
 		if err != nil {
 			return "", err
 		}
-		ctx, cancel := csiclient.WithTimeout(context.Background(), c.cfg.StartTimeout)
-		info, err := conn.Identity.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
-		cancel()
-		if err != nil {
-			return "", fmt.Errorf("controller plugin: GetPluginInfo: %w", err)
+		if name, err = c.askName(conn); err != nil {
+			return "", err
 		}
-		if info.GetName() == "" {
-			return "", errors.New("controller plugin: GetPluginInfo answered an empty name")
-		}
-		name = info.GetName()
 	}
 	return name, nil
+}
+
+// namedByDriver are the sidecars that ask the driver its name as they
+// start.
+var namedByDriver = []string{"external-provisioner", "external-attacher"}
+
+// askName asks the controller plugin its name over conn.
+func (c *Cluster) askName(conn *csiclient.Conn) (string, error) {
+	ctx, cancel := csiclient.WithTimeout(context.Background(), c.cfg.StartTimeout)
+	defer cancel()
+	info, err := conn.Identity.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
+	if err != nil {
+		return "", fmt.Errorf("controller plugin: GetPluginInfo: %w", err)
+	}
+	if info.GetName() == "" {
+		return "", errors.New("controller plugin: GetPluginInfo answered an empty name")
+	}
+	return info.GetName(), nil
 }
 
 // startComponent starts one row of the table with the driver its check
 // returned (nil for a component that talks to no driver, or one that
 // exits at start: that one is left out): the clients and informers it
 // needs, under its name, then its Start; the loop then runs it.
-func (c *Cluster) startComponent(s *componentSpec, drv *controller.Driver) error {
+func (c *Cluster) startComponent(s *componentSpec, p *process, drv *controller.Driver) error {
 	if s.check != nil && drv == nil {
 		return nil
 	}
-	d, err := c.deps(s)
+	d, err := c.deps(s, p)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.name, err)
 	}
@@ -215,13 +232,15 @@ func (c *Cluster) startComponent(s *componentSpec, drv *controller.Driver) error
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.name, err)
 	}
-	c.components.run(s.name, s.process, comp)
+	c.components.run(s.name, s.process, p, comp)
 	return nil
 }
 
-// deps makes the clients and informers the row s says its component gets.
-func (c *Cluster) deps(s *componentSpec) (controller.Deps, error) {
-	d := controller.Deps{Client: c.clients.client(s.name), ClientFor: c.clients.client, Runtime: c.rt}
+// deps makes the clients and informers the row s says its component gets,
+// as process p's.
+func (c *Cluster) deps(s *componentSpec, p *process) (controller.Deps, error) {
+	clientFor := func(userAgent string) kubernetes.Interface { return c.clients.clientOf(userAgent, p) }
+	d := controller.Deps{Client: clientFor(s.name), ClientFor: clientFor, Runtime: c.rt}
 	kinds := [][]informerKind{coreKinds}
 	if s.needs&appsInformers != 0 {
 		kinds = append(kinds, appsKinds)
@@ -231,7 +250,7 @@ func (c *Cluster) deps(s *componentSpec) (controller.Deps, error) {
 		return d, err
 	}
 	if s.needs&(snapshotClient|snapshotInformers) != 0 {
-		d.Snapshots = c.clients.snapshotClient(s.name)
+		d.Snapshots = c.clients.snapshotClientOf(s.name, p)
 	}
 	if s.needs&snapshotInformers != 0 {
 		d.SnapshotInformers, err = c.clients.snapshotInformers(s.name, d.Snapshots)
@@ -248,12 +267,33 @@ func (c *Cluster) restartComponent(name string) error {
 	if s == nil || slices.Contains(c.cfg.Without, name) {
 		return fmt.Errorf("there is no simulated component %q to restart", name)
 	}
-	c.components.stop(name)
-	drv, err := c.check(s)
+	old := c.components.stop(name)
+	// What the old run waits for in the proxies ends with it: its sync
+	// resumes at the loop's next step, in a process that is gone.
+	for _, o := range old {
+		if o.id == "" {
+			continue
+		}
+		for _, pl := range c.driver.plugins {
+			pl.proxy.InterruptParkedOf(o.id)
+		}
+	}
+	p := &process{name: name}
+	if slices.Contains(namedByDriver, name) {
+		// It asks the driver's name again, which it goes by.
+		conn, err := c.clients.dialOf(c.ControllerEndpoint(), p)
+		if err != nil {
+			return err
+		}
+		if _, err := c.askName(conn); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	drv, err := c.check(s, p)
 	if err != nil {
 		return err
 	}
-	return c.startComponent(s, drv)
+	return c.startComponent(s, p, drv)
 }
 
 // registry keeps the components the loop runs, so that each can be
@@ -266,14 +306,15 @@ type registry struct {
 // runningComponent is a component the loop runs.
 type runningComponent struct {
 	name, process string
+	proc          *process // this run of it, which stop ends
 	comp          controller.Component
 	stops         []func() // of its periodic jobs
 }
 
 // run gives a started component to the loop: its periodic jobs and its
 // workers.
-func (r *registry) run(name, process string, comp controller.Component) {
-	rc := &runningComponent{name: name, process: process, comp: comp}
+func (r *registry) run(name, process string, proc *process, comp controller.Component) {
+	rc := &runningComponent{name: name, process: process, proc: proc, comp: comp}
 	for _, p := range comp.Periodic {
 		rc.stops = append(rc.stops, r.loop.Every(p.Every, p.Run))
 	}
@@ -281,9 +322,10 @@ func (r *registry) run(name, process string, comp controller.Component) {
 	r.running = append(r.running, rc)
 }
 
-// stop takes the component out of the loop: its periodic jobs, its
-// workers and its informers.
-func (r *registry) stop(name string) {
+// stop takes the component out of the loop — its periodic jobs, its
+// workers and its informers — and ends its process, which it returns.
+func (r *registry) stop(name string) []*process {
+	var ended []*process
 	r.running = slices.DeleteFunc(r.running, func(rc *runningComponent) bool {
 		if rc.name != name {
 			return false
@@ -291,10 +333,13 @@ func (r *registry) stop(name string) {
 		for _, stop := range rc.stops {
 			stop()
 		}
+		rc.proc.end()
+		ended = append(ended, rc.proc)
 		r.loop.RemoveWorkers(rc.comp.Workers...)
 		return true
 	})
 	r.loop.RemoveInformers(name)
+	return ended
 }
 
 // restartable are the running components of process that can restart in
@@ -307,4 +352,9 @@ func (r *registry) restartable(process string) []*runningComponent {
 		}
 	}
 	return out
+}
+
+// isRunning reports whether a component of that name runs.
+func (r *registry) isRunning(name string) bool {
+	return slices.ContainsFunc(r.running, func(rc *runningComponent) bool { return rc.name == name })
 }

@@ -33,6 +33,9 @@ type driver struct {
 	processes []*launch.Process // every driver process started, to stop them all
 	backend   *mock.Backend     // the mock plugins' shared storage
 	exits     exits             // processes that died unexpectedly (exits.go)
+	// crashMidCall kills a plugin's driver and starts it again, for its
+	// proxy's crash rules (driver-crash-mid-call).
+	crashMidCall func(*plugin) error
 }
 
 // start starts one driver plugin — csisim's driver, any driver from a
@@ -139,7 +142,8 @@ func (d *driver) startProxy(ctx context.Context, pl *plugin, listen string) erro
 		proxyName = "faultproxy:" + pl.node
 	}
 	proxy, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: proxyName, Listen: "unix://" + listen,
-		Target: pl.driverEndpoint, Seed: d.cfg.Seed, NodeID: pl.node, Recorder: d.rec, Park: d.loop.Park})
+		Target: pl.driverEndpoint, Seed: d.cfg.Seed, NodeID: pl.node, Recorder: d.rec, Park: d.loop.Park,
+		Crash: func() error { return d.crashMidCall(pl) }})
 	if err != nil {
 		return fmt.Errorf("%s: %w", pl.name, err)
 	}

@@ -42,10 +42,13 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 			return fault.Unsupported(f.Kind, backendName, fmt.Sprintf("kube-controller-manager's controllers are not simulated here (left out: %v)", c.cfg.Without))
 		}
 		return nil
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.CSIHeal, fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.DriverCrashMidCall, fault.CSIHeal,
+		fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
 		return c.canInjectCSI(f)
 	case fault.APIConflict, fault.WatchDrop:
 		return c.canInjectAPI(f)
+	case fault.SidecarRestart:
+		return c.canRestartSidecar(f.Component)
 	}
 	return fault.Unsupported(f.Kind, backendName, "it is not a fault the simulator knows")
 }
@@ -58,12 +61,14 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 		return c.staleVolumeAttachment(ctx, f)
 	case fault.ControllerManagerRestart:
 		return c.restartControllerManager()
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.CSIHeal:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.DriverCrashMidCall, fault.CSIHeal:
 		return c.injectCSIFault(ctx, f)
 	case fault.DriverCrash, fault.DriverRestart, fault.NodePluginMissing:
 		return c.injectDriverFault(ctx, f)
 	case fault.APIConflict, fault.WatchDrop:
 		return c.injectAPIFault(ctx, f)
+	case fault.SidecarRestart:
+		return c.restartSidecar(f.Component)
 	}
 	parts := c.nodes[f.Node]
 	if parts == nil {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -39,4 +40,30 @@ func (c *Cluster) restartControllerManager() error {
 		rc.comp.Restart()
 	}
 	return nil
+}
+
+// canRestartSidecar says whether sidecar-restart can restart the component:
+// one of fault.Sidecars that runs here (not left out, and not exited at
+// start for want of a driver capability).
+func (c *Cluster) canRestartSidecar(name string) error {
+	if !slices.Contains(fault.Sidecars, name) {
+		return fmt.Errorf("%s is not a sidecar sidecar-restart restarts (%v)", name, fault.Sidecars)
+	}
+	if !c.components.isRunning(name) {
+		return fault.Unsupported(fault.SidecarRestart, backendName, fmt.Sprintf("%s is not running here (left out: %v, or it exited at start: the driver lacks what it serves)", name, c.cfg.Without))
+	}
+	return nil
+}
+
+// restartSidecar restarts the component as a container restart does: the
+// run it was in ends (a sync of it still waiting for a CSI answer finishes
+// in a process that is gone, see process), and a new one starts from the
+// component's row with empty memory — claims in progress, caches,
+// backoffs, workqueue — asks the driver again, and lists everything anew.
+func (c *Cluster) restartSidecar(name string) error {
+	if err := c.canRestartSidecar(name); err != nil {
+		return err
+	}
+	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(fault.SidecarRestart), Object: name})
+	return c.restartComponent(name)
 }

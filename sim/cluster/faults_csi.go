@@ -33,7 +33,7 @@ func (c *Cluster) canInjectCSI(f fault.Fault) error {
 		return fmt.Errorf("%s: the controller plugin runs on no node; leave out node: or say plugin: node", f.Kind)
 	}
 	switch f.Kind {
-	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer:
+	case fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.CSILostAnswer, fault.DriverCrashMidCall:
 		_, err := faultproxy.RuleFor(f)
 		return err
 	case fault.CSIHeal:
@@ -55,7 +55,8 @@ func (c *Cluster) canInjectCSI(f fault.Fault) error {
 	return fault.Unsupported(f.Kind, backendName, "not a CSI or driver fault")
 }
 
-// injectCSIFault adds (csi-error, csi-delay, csi-hang) or removes
+// injectCSIFault adds (csi-error, csi-delay, csi-hang, csi-lost-answer,
+// driver-crash-mid-call) or removes
 // (csi-heal) fault rules in the proxies of the plugins the fault names.
 func (c *Cluster) injectCSIFault(_ context.Context, f fault.Fault) error {
 	if err := c.canInjectCSI(f); err != nil {
@@ -200,8 +201,32 @@ func (c *Cluster) crashPlugin(pl *plugin) error {
 // node plugin then registers with its kubelet again, as a restarted plugin
 // pod's node-driver-registrar does.
 func (c *Cluster) restartPlugin(ctx context.Context, pl *plugin, loseState bool) error {
+	if err := c.relaunch(ctx, pl, loseState); err != nil {
+		return err
+	}
 	if pl.host != nil {
-		if err := c.restartPlugin(ctx, pl.host, loseState); err != nil {
+		pl = pl.host
+	}
+	if pl.role != fault.Node {
+		return nil
+	}
+	parts := c.nodes[pl.node]
+	if parts.kubelet == nil || parts.lost {
+		return nil
+	}
+	// The plugin's registration socket appears again: the kubelet asks
+	// for its name and node info and records them (unchanged, usually).
+	regCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return parts.kubelet.RegisterDriver(regCtx, pl.identity)
+}
+
+// relaunch kills the plugin's driver if it runs and starts it again, with
+// its state directory or, with loseState, an empty one, and waits until
+// the proxies in front of it reach it.
+func (c *Cluster) relaunch(ctx context.Context, pl *plugin, loseState bool) error {
+	if pl.host != nil {
+		if err := c.relaunch(ctx, pl.host, loseState); err != nil {
 			return err
 		}
 		connCtx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
@@ -231,16 +256,44 @@ func (c *Cluster) restartPlugin(ctx context.Context, pl *plugin, loseState bool)
 	if err := pl.proxy.WaitConnected(connCtx); err != nil {
 		return fmt.Errorf("restarting %s: %w", pl.name, err)
 	}
-	if pl.role != fault.Node {
-		return nil
+	return nil
+}
+
+// crashMidCall is the Crash of pl's proxy, which a driver-crash-mid-call
+// rule calls once the driver has answered: the driver dies and is started
+// again with its state, as the kubelet restarts a crashed container — at
+// once after a first crash; its CrashLoopBackOff delays only the restarts
+// after that (kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go,
+// doBackOff). The plugin does not register again: node-driver-registrar, a
+// container of its own, kept the registration. It runs while the caller's
+// job waits for its call, so the virtual clock stands still meanwhile.
+func (c *Cluster) crashMidCall(pl *plugin) error {
+	driver := pl
+	if pl.host != nil {
+		driver = pl.host
 	}
-	parts := c.nodes[pl.node]
-	if parts.kubelet == nil || parts.lost {
-		return nil
+	if driver.crashed || (driver.role == fault.Node && c.nodes[driver.node] != nil && c.nodes[driver.node].lost) {
+		return fmt.Errorf("%s is not running: nothing to crash", driver.name)
 	}
-	// The plugin's registration socket appears again: the kubelet asks
-	// for its name and node info and records them (unchanged, usually).
-	regCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	// In the combined layout the controller plugin's proxy is in front
+	// of this driver too: its held calls are cut off as well, and it must
+	// reach the driver again before anyone calls.
+	var hosted []*plugin
+	for _, other := range c.driver.plugins {
+		if other.host == driver {
+			hosted = append(hosted, other)
+			other.proxy.InterruptParked()
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
 	defer cancel()
-	return parts.kubelet.RegisterDriver(regCtx, pl.identity)
+	if err := c.relaunch(ctx, driver, false); err != nil {
+		return err
+	}
+	for _, other := range hosted {
+		if err := other.proxy.WaitConnected(ctx); err != nil {
+			return fmt.Errorf("restarting %s: %w", other.name, err)
+		}
+	}
+	return nil
 }

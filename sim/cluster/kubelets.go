@@ -41,7 +41,7 @@ func (c *Cluster) startNode(ctx context.Context, node string) error {
 	if err := k.Register(ctx, conn.Identity); err != nil {
 		return err
 	}
-	c.components.run(agent, "kubelet", k.Component())
+	c.components.run(agent, "kubelet", &process{name: agent}, k.Component())
 	parts.kubelet = k
 	parts.identity = conn.Identity
 	return nil

@@ -19,6 +19,13 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// SimulatedHost is the host name the simulated control plane's components
+// run on, where a real component embeds its machine's (os.Hostname): in
+// the external-provisioner's event source, <driver>_<host>_<uuid>. A fixed
+// name, so that a seed gives the same bytes on every machine; csisim diff
+// reads it as a host name, as it reads the real machine's.
+const SimulatedHost = "csisim"
+
 // Runtime is what a controller takes from the world it runs in, so that the
 // same controller runs on goroutines against a real API server and inside
 // the deterministic loop of a simulation.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -37,9 +38,12 @@ func Dial(endpoint, actor string, rec *trace.Recorder, opts ...Option) (*Conn, e
 	for _, opt := range opts {
 		opt(&o)
 	}
-	interceptors := []grpc.UnaryClientInterceptor{recordCalls(actor, rec)}
+	interceptors := []grpc.UnaryClientInterceptor{recordCalls(actor, rec, o.exited)}
 	if o.virtual {
 		interceptors = append(interceptors, virtualDeadlines)
+	}
+	if o.caller != "" {
+		interceptors = append(interceptors, nameCaller(o.caller))
 	}
 	cc, err := grpc.NewClient(endpoint,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -66,11 +70,17 @@ type volumeIDer interface{ GetVolumeId() string }
 // (the virtual clock stands still during a call), with the call's
 // structured data, described as the fault proxy describes the calls it
 // sees, for the invariant checker.
-func recordCalls(actor string, rec *trace.Recorder) grpc.UnaryClientInterceptor {
+func recordCalls(actor string, rec *trace.Recorder, exited func() bool) grpc.UnaryClientInterceptor {
 	node, _ := fault.KubeletNode(actor) // "" for the sidecars
 	var mu sync.Mutex
 	nodeID := "" // the node plugin's answer to NodeGetInfo, once seen
+	if exited == nil {
+		exited = func() bool { return false }
+	}
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if exited() {
+			return status.Errorf(codes.Unavailable, "%s has exited", actor)
+		}
 		if rec == nil {
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}
@@ -94,6 +104,11 @@ func recordCalls(actor string, rec *trace.Recorder) grpc.UnaryClientInterceptor 
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: path.Base(method), Object: VolumeOf(req, reply),
 			Wall: time.Since(start).Round(time.Microsecond)}
+		if exited() {
+			// What the proxy in front of a real sidecar records when
+			// the sidecar dies during a call.
+			err = status.Error(codes.Canceled, "context canceled")
+		}
 		st, _ := status.FromError(err)
 		if err != nil {
 			e.Detail = st.Code().String()

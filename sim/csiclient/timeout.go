@@ -23,7 +23,28 @@ func WithTimeout(ctx context.Context, timeout time.Duration) (context.Context, c
 // Option changes how Dial connects.
 type Option func(*options)
 
-type options struct{ virtual bool }
+type options struct {
+	virtual bool
+	exited  func() bool
+	caller  string
+}
+
+// Exited says how to tell that the caller's process has exited (a
+// simulated sidecar restarted): from then on its calls are not sent, and a
+// call in flight when it exited is recorded as cut off, whatever the driver
+// answers, as the answer reaches no one.
+func Exited(exited func() bool) Option { return func(o *options) { o.exited = exited } }
+
+// Caller names the caller to the fault proxy (faultproxy.CallerHeader),
+// which can then cut off the calls it holds for it when it exits.
+func Caller(id string) Option { return func(o *options) { o.caller = id } }
+
+// nameCaller is the interceptor of Caller.
+func nameCaller(id string) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		return invoker(metadata.AppendToOutgoingContext(ctx, faultproxy.CallerHeader, id), method, req, reply, cc, opts...)
+	}
+}
 
 // Virtual says that the caller's time is virtual (a simulation's loop):
 // the timeout a call was made with is measured on the virtual clock by the

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
@@ -97,7 +99,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	events, stop := rt.NewEventRecorder(client, cfg.DriverName+"_csisim", "")
+	events, stop := rt.NewEventRecorder(client, eventSource(cfg.DriverName), "")
 	p := &Provisioner{
 		cfg: cfg, client: client, csi: ctrl, events: events, stopRecs: stop,
 		// The sidecar's identity: start time, a number and the driver name.
@@ -461,4 +463,14 @@ func capabilities(modes []corev1.PersistentVolumeAccessMode, volumeMode *corev1.
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// eventSource is the component the sidecar's events name, as
+// sig-storage-lib-external-provisioner makes it: the driver's name, the
+// host's and a UUID of the process, <driver>_<host>_<uuid>. The UUID is
+// made from the driver's name, not drawn, so that a seed gives the same
+// events.
+func eventSource(driver string) string {
+	id := uuid.NewSHA1(uuid.NameSpaceURL, []byte("csisim:external-provisioner:"+driver))
+	return fmt.Sprintf("%s_%s_%s", driver, controller.SimulatedHost, id)
 }

@@ -108,11 +108,16 @@ func (c *Controller) releaseVolumeProtection(ctx context.Context, pv *corev1.Per
 }
 
 // The claim condition a v1.37 control plane keeps (PersistentVolumeClaim
-// UnusedSinceTime, beta): whether a pod uses the claim.
+// UnusedSinceTime, beta): whether a pod uses the claim, with the words the
+// PVC protection controller writes (pkg/controller/volume/pvcprotection,
+// KEP-5541; the same a real v1.37.2 kube-controller-manager writes under
+// csisim diff).
 const (
-	conditionUnused      corev1.PersistentVolumeClaimConditionType = "Unused"
-	reasonPodUsingPVC    string                                    = "PodUsingPVC"
-	reasonNoPodsUsingPVC string                                    = "NoPodsUsingPVC"
+	conditionUnused       corev1.PersistentVolumeClaimConditionType = "Unused"
+	reasonPodUsingPVC     string                                    = "PodUsingPVC"
+	reasonNoPodsUsingPVC  string                                    = "NoPodsUsingPVC"
+	messagePodUsingPVC    string                                    = "A pod is currently referencing this PVC"
+	messageNoPodsUsingPVC string                                    = "No pods are currently referencing this PVC"
 )
 
 // syncUnusedCondition sets a Bound claim's Unused condition from the pods
@@ -126,9 +131,9 @@ func (c *Controller) syncUnusedCondition(ctx context.Context, claim *corev1.Pers
 	if err != nil {
 		return err
 	}
-	want := corev1.PersistentVolumeClaimCondition{Type: conditionUnused, Status: corev1.ConditionTrue, Reason: reasonNoPodsUsingPVC}
+	want := corev1.PersistentVolumeClaimCondition{Type: conditionUnused, Status: corev1.ConditionTrue, Reason: reasonNoPodsUsingPVC, Message: messageNoPodsUsingPVC}
 	if used {
-		want.Status, want.Reason = corev1.ConditionFalse, reasonPodUsingPVC
+		want.Status, want.Reason, want.Message = corev1.ConditionFalse, reasonPodUsingPVC, messagePodUsingPVC
 	}
 	for _, have := range claim.Status.Conditions {
 		if have.Type == conditionUnused && have.Status == want.Status && have.Reason == want.Reason {

@@ -103,7 +103,9 @@ type attempt struct {
 
 // New wires a scheduler to the factory's informers.
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, rt controller.Runtime) *Scheduler {
-	events, stop := rt.NewEventRecorder(client, Name, "")
+	// The real scheduler reports as its instance <name>-<host>
+	// (cmd/kube-scheduler's events recorder: reportingInstance).
+	events, stop := rt.NewEventRecorder(client, Name, Name+"-"+controller.SimulatedHost)
 	s := &Scheduler{client: client, events: events, stopRecs: stop, clock: rt.Clock, queue: rt.NewQueue("scheduler"),
 		attempts: map[string]attempt{}, binding: map[string]preBinding{}}
 	podInf := factory.Core().V1().Pods()
