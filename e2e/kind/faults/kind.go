@@ -146,6 +146,12 @@ func (k *Kind) Plan(f fault.Fault) ([]Action, error) {
 		return nil, fault.Unsupported(f.Kind, backendName, "CSI faults are injected by drivers/faultproxy between the callers and the driver; "+
 			"the kind deployment (deploy/kubernetes) connects the sidecars and the kubelet straight to the driver's socket, so there is nothing to inject them. "+
 			"Run the scenario on the simulator or on --backend realkube")
+	case fault.DriverCrashMidCall:
+		return nil, fault.Unsupported(f.Kind, backendName, "a call must reach the driver and complete before the driver dies, which needs drivers/faultproxy between "+
+			"the callers and the driver; the kind deployment connects them straight to the driver's socket. Run the scenario on the simulator or on --backend realkube")
+	case fault.SidecarRestart:
+		return nil, fault.Unsupported(f.Kind, backendName, "restarting one sidecar container of the controller pod is not planned yet "+
+			"(driver-restart with plugin: controller restarts the whole pod); run the scenario on the simulator or on --backend realkube")
 	case fault.DriverCrash:
 		return nil, fault.Unsupported(f.Kind, backendName, "the driver runs in pods, and the kubelet restarts a crashed container at once: "+
 			"a plugin that stays down until driver-restart cannot be made; driver-restart with state: keep is the crash kind can do")
