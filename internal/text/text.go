@@ -1,6 +1,11 @@
 // Package text holds the small text utilities csisim's packages share.
 package text
 
+import (
+	"fmt"
+	"strings"
+)
+
 // EditDistance counts the single-character insertions, deletions,
 // substitutions and swaps of neighbours that turn a into b (optimal string
 // alignment distance, in bytes: the names it compares are ASCII). Swaps
@@ -27,4 +32,17 @@ func EditDistance(a, b string) int {
 		}
 	}
 	return d[len(a)][len(b)]
+}
+
+// ReplaceSection replaces what doc holds between the line begin and the
+// line end with body (which should end in a newline): the generated part
+// of a document written partly by hand. It fails when either line is
+// missing.
+func ReplaceSection(doc, begin, end, body string) (string, error) {
+	before, rest, ok := strings.Cut(doc, begin+"\n")
+	_, after, ok2 := strings.Cut(rest, end)
+	if !ok || !ok2 {
+		return "", fmt.Errorf("no section between %q and %q", begin, end)
+	}
+	return before + begin + "\n" + body + end + after, nil
 }

@@ -27,3 +27,14 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+func TestReplaceSection(t *testing.T) {
+	doc := "head\n<!-- b -->\nold\n<!-- e -->\ntail\n"
+	got, err := ReplaceSection(doc, "<!-- b -->", "<!-- e -->", "new\n")
+	if want := "head\n<!-- b -->\nnew\n<!-- e -->\ntail\n"; err != nil || got != want {
+		t.Errorf("ReplaceSection = %q, %v; want %q", got, err, want)
+	}
+	if _, err := ReplaceSection("no markers\n", "<!-- b -->", "<!-- e -->", "x\n"); err == nil {
+		t.Error("a document without the markers was not refused")
+	}
+}

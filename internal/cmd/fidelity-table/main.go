@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/csisim/csisim/diff"
+	itext "github.com/csisim/csisim/internal/text"
 )
 
 // The measured table sits between these lines of the document.
@@ -63,10 +64,9 @@ func run(doc, measured string, files []string) error {
 	if err != nil {
 		return err
 	}
-	before, rest, ok := strings.Cut(string(text), begin+"\n")
-	_, after, ok2 := strings.Cut(rest, end)
-	if !ok || !ok2 {
-		return fmt.Errorf("%s has no table between %q and %q", doc, begin, end)
+	out, err := itext.ReplaceSection(string(text), begin, end, table.String())
+	if err != nil {
+		return fmt.Errorf("%s: %w", doc, err)
 	}
-	return os.WriteFile(doc, []byte(before+begin+"\n"+table.String()+end+after), 0o644)
+	return os.WriteFile(doc, []byte(out), 0o644)
 }
