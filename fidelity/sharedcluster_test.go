@@ -2,6 +2,7 @@ package fidelity
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,8 +103,11 @@ steps:
 	if _, err := cs.StorageV1().StorageClasses().Get(ctx, "csisim-sc", metav1.GetOptions{}); err != nil {
 		t.Errorf("the deployed StorageClass the run deleted was not made again: %v", err)
 	}
+	// The run's taint must be gone; the node lifecycle controller's own
+	// (node.kubernetes.io/not-ready: this Node has no kubelet) may come and
+	// go meanwhile, and is none of the run's doing.
 	n, err := cs.CoreV1().Nodes().Get(ctx, "kind-worker2", metav1.GetOptions{})
-	if err != nil || len(n.Spec.Taints) != 0 {
+	if err != nil || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "dedicated" }) {
 		t.Errorf("the worker's taint was not taken off: %+v, %v", n.Spec.Taints, err)
 	}
 }
