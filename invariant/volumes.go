@@ -19,7 +19,7 @@ import (
 // asks again (external-provisioner #131, #311).
 var noLeakedVolume = Invariant{
 	Name: "no-leaked-volume",
-	Doc:  "at the end every volume the driver answered CreateVolume for, heard by its caller or lost on the way, belongs to a PersistentVolume or was deleted",
+	Doc:  "at the end every volume (snapshot) the driver answered CreateVolume (CreateSnapshot) for, heard by its caller or lost on the way, belongs to a PersistentVolume (VolumeSnapshotContent) or was deleted",
 	Check: func(h *History) []Violation {
 		if !h.End.Observed {
 			return nil
@@ -39,8 +39,44 @@ var noLeakedVolume = Invariant{
 			found = append(found, Violation{Entries: []int{m.seq},
 				Message: fmt.Sprintf("volume %s (%s #%d) was never deleted, and no PersistentVolume is left for it", vol, how, m.seq)})
 		}
-		return found
+		return append(found, leakedSnapshots(h)...)
 	},
+}
+
+// leakedSnapshots: every snapshot the driver made and did not delete
+// belongs to a VolumeSnapshotContent (by its status.snapshotHandle, or
+// spec.source.snapshotHandle for a pre-provisioned one). A snapshot leaks
+// as a volume does: the answer lost, the VolumeSnapshot deleted while
+// CreateSnapshot was in flight (external-provisioner #1449 restores from
+// one).
+func leakedSnapshots(h *History) []Violation {
+	if !h.End.SnapshotsKnown {
+		return nil
+	}
+	kept := map[string]bool{}
+	for _, c := range h.End.VolumeSnapshotContents {
+		if c.Status != nil && c.Status.SnapshotHandle != nil {
+			kept[*c.Status.SnapshotHandle] = true
+		}
+		if c.Spec.Source.SnapshotHandle != nil {
+			kept[*c.Spec.Source.SnapshotHandle] = true
+		}
+	}
+	made := driverMade(h.Entries, "CreateSnapshot", "DeleteSnapshot", func(c *trace.CSICall) string { return c.Snapshot })
+	var found []Violation
+	for _, id := range slices.Sorted(maps.Keys(made)) {
+		if kept[id] {
+			continue
+		}
+		m := made[id]
+		how := "CreateSnapshot"
+		if m.lost {
+			how = "CreateSnapshot, its answer lost"
+		}
+		found = append(found, Violation{Entries: []int{m.seq},
+			Message: fmt.Sprintf("snapshot %s (%s #%d) was never deleted, and no VolumeSnapshotContent is left for it", id, how, m.seq)})
+	}
+	return found
 }
 
 // madeVolume is the entry that says the driver made a volume.
@@ -54,6 +90,12 @@ type madeVolume struct {
 // caller heard the answer (a CSI entry) or not (a FAULT entry carrying the
 // driver's answer).
 func driverVolumes(entries []trace.Entry) map[string]madeVolume {
+	return driverMade(entries, "CreateVolume", "DeleteVolume", func(c *trace.CSICall) string { return c.Volume })
+}
+
+// driverMade are the IDs (id of a call) that create calls answered OK and
+// delete calls did not remove since, heard by the caller or not.
+func driverMade(entries []trace.Entry, create, remove string, id func(*trace.CSICall) string) map[string]madeVolume {
 	made := map[string]madeVolume{}
 	for _, e := range entries {
 		c := e.Call
@@ -61,12 +103,12 @@ func driverVolumes(entries []trace.Entry) map[string]madeVolume {
 			continue
 		}
 		switch e.Verb {
-		case "CreateVolume":
-			if c.Volume != "" {
-				made[c.Volume] = madeVolume{seq: e.Seq, lost: e.Kind == trace.Fault}
+		case create:
+			if v := id(c); v != "" {
+				made[v] = madeVolume{seq: e.Seq, lost: e.Kind == trace.Fault}
 			}
-		case "DeleteVolume":
-			delete(made, c.Volume)
+		case remove:
+			delete(made, id(c))
 		}
 	}
 	return made
