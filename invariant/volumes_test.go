@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/codes"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
