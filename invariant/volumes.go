@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"google.golang.org/grpc/codes"
 
 	"github.com/csisim/csisim/trace"
@@ -45,15 +46,16 @@ var noLeakedVolume = Invariant{
 
 // leakedSnapshots: every snapshot the driver made and did not delete
 // belongs to a VolumeSnapshotContent (by its status.snapshotHandle, or
-// spec.source.snapshotHandle for a pre-provisioned one). A snapshot leaks
-// as a volume does: the answer lost, the VolumeSnapshot deleted while
-// CreateSnapshot was in flight (external-provisioner #1449 restores from
-// one).
+// spec.source.snapshotHandle for a pre-provisioned one), or to one whose
+// deletionPolicy was Retain: the storage keeps that snapshot by design
+// when the content is deleted. A snapshot leaks as a volume does: the
+// answer lost, the VolumeSnapshot deleted while CreateSnapshot was in
+// flight (external-provisioner #1449 restores from one).
 func leakedSnapshots(h *History) []Violation {
 	if !h.End.SnapshotsKnown {
 		return nil
 	}
-	kept := map[string]bool{}
+	kept := retainedSnapshots(h.Entries)
 	for _, c := range h.End.VolumeSnapshotContents {
 		if c.Status != nil && c.Status.SnapshotHandle != nil {
 			kept[*c.Status.SnapshotHandle] = true
@@ -112,4 +114,29 @@ func driverMade(entries []trace.Entry, create, remove string, id func(*trace.CSI
 		}
 	}
 	return made
+}
+
+// retainedSnapshots are the snapshot handles of VolumeSnapshotContents
+// whose deletionPolicy was Retain when last written.
+func retainedSnapshots(entries []trace.Entry) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range entries {
+		if e.Kind != trace.API || e.Write == nil {
+			continue
+		}
+		c, ok := e.Write.Object.(*snapv1.VolumeSnapshotContent)
+		if !ok {
+			continue
+		}
+		handle := ""
+		if c.Status != nil && c.Status.SnapshotHandle != nil {
+			handle = *c.Status.SnapshotHandle
+		} else if c.Spec.Source.SnapshotHandle != nil {
+			handle = *c.Spec.Source.SnapshotHandle
+		}
+		if handle != "" {
+			out[handle] = c.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentRetain
+		}
+	}
+	return out
 }

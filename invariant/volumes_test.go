@@ -79,6 +79,20 @@ func TestNoLeakedVolume(t *testing.T) {
 			h.add(trace.Entry{Kind: trace.Fault, Actor: "faultproxy:controller", Verb: "CreateSnapshot", Object: "snapshot-1",
 				Detail: "answer lost", Call: &trace.CSICall{Name: "snapshot-1", Snapshot: "s1", Code: codes.OK}})
 		}, "snapshot s1 (CreateSnapshot, its answer lost #1) was never deleted, and no VolumeSnapshotContent is left for it"},
+		{"snapshot of a Retain content deleted by hand: kept on the storage by design", func(h *hist) {
+			h.end.SnapshotsKnown = true
+			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s1"})
+			content := &snapv1.VolumeSnapshotContent{Spec: snapv1.VolumeSnapshotContentSpec{DeletionPolicy: snapv1.VolumeSnapshotContentRetain},
+				Status: &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To("s1")}}
+			h.add(trace.Entry{Kind: trace.API, Verb: "delete", Write: &trace.APIWrite{Kind: "VolumeSnapshotContent", Object: content, Removed: true}})
+		}, ""},
+		{"snapshot of a Delete content gone without DeleteSnapshot", func(h *hist) {
+			h.end.SnapshotsKnown = true
+			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s1"})
+			content := &snapv1.VolumeSnapshotContent{Spec: snapv1.VolumeSnapshotContentSpec{DeletionPolicy: snapv1.VolumeSnapshotContentDelete},
+				Status: &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To("s1")}}
+			h.add(trace.Entry{Kind: trace.API, Verb: "delete", Write: &trace.APIWrite{Kind: "VolumeSnapshotContent", Object: content, Removed: true}})
+		}, "snapshot s1 (CreateSnapshot #1) was never deleted"},
 		{"snapshots not known: not judged", func(h *hist) {
 			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s1"})
 		}, ""},
