@@ -25,21 +25,9 @@ var noLeakedVolume = Invariant{
 		if !h.End.Observed {
 			return nil
 		}
-		made := driverVolumes(h.Entries)
 		end := newEndIndex(&h.End)
-		var found []Violation
-		for _, vol := range slices.Sorted(maps.Keys(made)) {
-			if end.pvByHandle[vol] != nil {
-				continue
-			}
-			m := made[vol]
-			how := "CreateVolume"
-			if m.lost {
-				how = "CreateVolume, its answer lost"
-			}
-			found = append(found, Violation{Entries: []int{m.seq},
-				Message: fmt.Sprintf("volume %s (%s #%d) was never deleted, and no PersistentVolume is left for it", vol, how, m.seq)})
-		}
+		kept := func(vol string) bool { return end.pvByHandle[vol] != nil }
+		found := leaked(driverVolumes(h.Entries), kept, "volume", "CreateVolume", "PersistentVolume")
 		return append(found, leakedSnapshots(h)...)
 	},
 }
@@ -65,18 +53,24 @@ func leakedSnapshots(h *History) []Violation {
 		}
 	}
 	made := driverMade(h.Entries, "CreateSnapshot", "DeleteSnapshot", func(c *trace.CSICall) string { return c.Snapshot })
+	return leaked(made, func(id string) bool { return kept[id] }, "snapshot", "CreateSnapshot", "VolumeSnapshotContent")
+}
+
+// leaked is a violation for each of made that nothing keeps, by ID: what
+// the driver made with create, and no object of kind owner is left for.
+func leaked(made map[string]madeVolume, kept func(id string) bool, what, create, owner string) []Violation {
 	var found []Violation
 	for _, id := range slices.Sorted(maps.Keys(made)) {
-		if kept[id] {
+		if kept(id) {
 			continue
 		}
 		m := made[id]
-		how := "CreateSnapshot"
+		how := create
 		if m.lost {
-			how = "CreateSnapshot, its answer lost"
+			how += ", its answer lost"
 		}
 		found = append(found, Violation{Entries: []int{m.seq},
-			Message: fmt.Sprintf("snapshot %s (%s #%d) was never deleted, and no VolumeSnapshotContent is left for it", id, how, m.seq)})
+			Message: fmt.Sprintf("%s %s (%s #%d) was never deleted, and no %s is left for it", what, id, how, m.seq, owner)})
 	}
 	return found
 }
