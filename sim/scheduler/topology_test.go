@@ -1,10 +1,15 @@
 package scheduler
 
 import (
+	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // zonedNodes are three nodes, one per zone, with their hostname labels.
@@ -184,3 +189,90 @@ func inZones(p *corev1.Pod, zones ...string) *corev1.Pod {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestSnapshotCountsAssumedPods: a pod waiting in PreBind counts on the
+// node chosen for it, as the real cache assumes it there; one whose node is
+// gone does not.
+func TestSnapshotCountsAssumedPods(t *testing.T) {
+	nodes := zonedNodes("z1", "z2")
+	placed := labelled("placed", "default", nil)
+	placed.Spec.NodeName = "node-a"
+	waiting, lost := labelled("waiting", "default", nil), labelled("lost", "default", nil)
+	s := testScheduler(t, nodes, placed, waiting, lost)
+	s.pods = corelisters.NewPodLister(s.podIndex)
+	s.binding = map[string]preBinding{"default/waiting": {node: "node-b"}, "default/lost": {node: "node-z"}}
+	sn := s.snapshot()
+	if got := names(sn.pods["node-a"]); got != "placed" {
+		t.Errorf("node-a: %s", got)
+	}
+	if got := names(sn.pods["node-b"]); got != "waiting" || sn.pods["node-b"][0].Spec.NodeName != "node-b" {
+		t.Errorf("node-b: %s", got)
+	}
+	if waiting.Spec.NodeName != "" {
+		t.Error("the cached pod was changed")
+	}
+	if _, ok := sn.pods["node-z"]; ok {
+		t.Error("a pod assumed on a node that is gone was counted")
+	}
+}
+
+func names(pods []*corev1.Pod) string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return strings.Join(out, ",")
+}
+
+// TestDefaultSelector: the system default spread selects the pods of the
+// StatefulSet or ReplicaSet that controls the pod, and nothing for a pod
+// without one.
+func TestDefaultSelector(t *testing.T) {
+	ssIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	rsIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	_ = ssIdx.Add(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+		Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}})
+	_ = rsIdx.Add(&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default"},
+		Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "pod-template-hash": "1"}}}})
+	s := &Scheduler{statefulSets: appslisters.NewStatefulSetLister(ssIdx), replicaSets: appslisters.NewReplicaSetLister(rsIdx)}
+	owned := func(kind, name string) *corev1.Pod {
+		p := labelled("p", "default", nil)
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, Controller: ptrTo(true)}}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"a StatefulSet's pod", owned("StatefulSet", "db"), "app=db"},
+		{"a ReplicaSet's pod", owned("ReplicaSet", "web-1"), "app=web,pod-template-hash=1"},
+		{"an owner that is gone", owned("StatefulSet", "gone"), ""},
+		{"no owner", labelled("p", "default", nil), ""},
+	} {
+		if got := s.defaultSelector(tc.pod).String(); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPreemptionAcrossNodes: a pod kept off a node by its anti-affinity to
+// a pod of lower priority there may preempt it; to one of equal priority,
+// it may not.
+func TestPreemptionAcrossNodes(t *testing.T) {
+	nodes := zonedNodes("z1")
+	low, high := int32(0), int32(100)
+	old := labelled("old", "default", map[string]string{"app": "db"})
+	old.Spec.NodeName, old.Spec.Priority = "node-a", &low
+	pod := withAffinity(labelled("new", "default", nil), &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{appTerm(corev1.LabelHostname)}}})
+	s := testScheduler(t, nodes, old)
+	pod.Spec.Priority = &high
+	if victims, ok := s.victimsOn(pod, nodes[0], podVolumes{}); !ok || names(victims) != "old" {
+		t.Errorf("higher priority: victims %q, %v", names(victims), ok)
+	}
+	pod.Spec.Priority = &low
+	if victims, ok := s.victimsOn(pod, nodes[0], podVolumes{}); ok {
+		t.Errorf("equal priority: victims %q", names(victims))
+	}
+}
