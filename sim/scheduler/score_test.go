@@ -5,9 +5,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 func sized(n *corev1.Node, cpu, memory string) *corev1.Node {
@@ -133,5 +136,47 @@ func TestSelectNode(t *testing.T) {
 	}
 	if got := selectNode(pod, nodes[2:], scoreInput{}); got.Name != "node-c" {
 		t.Errorf("one feasible node: %s", got.Name)
+	}
+}
+
+// TestVolumeScorer: VolumeBinding's score of a node, from the capacity
+// published for it (the request against the first capacity that fits), or,
+// where a static volume would be bound, from that volume's size.
+func TestVolumeScorer(t *testing.T) {
+	yes := true
+	drivers := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	_ = drivers.Add(&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "csi.example"}, Spec: storagev1.CSIDriverSpec{StorageCapacity: &yes}})
+	capacities := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for name, c := range map[string]struct{ zone, size string }{"cap-1": {"z1", "2Gi"}, "cap-2": {"z2", "10Gi"}, "cap-0": {"z2", "512Mi"}} {
+		q := resource.MustParse(c.size)
+		_ = capacities.Add(&storagev1.CSIStorageCapacity{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"},
+			StorageClassName: "fast", Capacity: &q,
+			NodeTopology: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelTopologyZone: c.zone}}})
+	}
+	s := &Scheduler{drivers: storagelisters.NewCSIDriverLister(drivers), capacities: storagelisters.NewCSIStorageCapacityLister(capacities)}
+	fast := "fast"
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &fast, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	vols := podVolumes{delayed: []*corev1.PersistentVolumeClaim{claim},
+		classes: map[string]*storagev1.StorageClass{"fast": {ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: "csi.example"}}}
+	nodes := zonedNodes("z1", "z2", "z3")
+	score := s.volumeScorer(vols)
+	// z1: 1Gi of 2Gi; z2: 1Gi of 10Gi (the 512Mi one does not fit); z3: none published.
+	for i, want := range []int64{50, 90, 0} {
+		if got := score(nodes[i]); got != want {
+			t.Errorf("%s: %d, want %d", nodes[i].Name, got, want)
+		}
+	}
+	static := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-5g"}, Spec: corev1.PersistentVolumeSpec{
+		StorageClassName: "fast", AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")}},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeAvailable}}
+	vols.available = []*corev1.PersistentVolume{static}
+	if got := s.volumeScorer(vols)(nodes[2]); got != 80 {
+		t.Errorf("a static 5Gi volume for a 1Gi claim: %d, want 80", got)
+	}
+	if s.volumeScorer(podVolumes{}) != nil {
+		t.Error("a pod with no claim to bind is scored")
 	}
 }
