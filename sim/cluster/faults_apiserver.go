@@ -80,7 +80,13 @@ func (c *Cluster) injectAPIServerFault(_ context.Context, f fault.Fault) error {
 		entry.Detail = fmt.Sprintf("stopped for %s: every component's requests are refused (connection refused) and its watches end", f.API.Duration)
 		c.rec.Add(entry)
 		c.api.SetDown(true)
-		c.loop.APIDown(func(r loop.Relist) { c.rec.Add(describeRelist(r)) })
+		// A reflector whose list missed nothing and changed nothing told
+		// its handlers nothing: its entry would only be noise.
+		c.loop.APIDown(func(r loop.Relist) {
+			if r.Missed > 0 || len(r.Updated)+len(r.Added)+len(r.Deleted) > 0 {
+				c.rec.Add(describeRelist(r))
+			}
+		})
 		back := ended("the API server is back; the reflectors list again after their backoff")
 		c.loop.After(f.API.Duration, func() { c.api.SetDown(false); back() })
 	case fault.APISlowWrites:
