@@ -1,8 +1,8 @@
 package csisimtest
 
 import (
-	"os"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
