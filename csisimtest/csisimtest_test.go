@@ -1,6 +1,7 @@
 package csisimtest
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -346,4 +347,53 @@ func TestCSICallMatchersFitTheDriver(t *testing.T) {
 	if msg := wrong.FailureMessage(observed); !strings.Contains(msg, "(no NodeStageVolume: ") {
 		t.Errorf("the failure does not say NodeStageVolume was left out:\n%s", msg)
 	}
+}
+
+// While the API server is down nothing is provisioned; when it is back the
+// components' reflectors list again and the pod runs, with one volume.
+func TestAPIServerDown(t *testing.T) {
+	c := Start(t, Options{Seed: 5})
+	objs := c.Apply(claimAndPod)
+	c.InjectFault(fault.Fault{Kind: fault.APIServerDown, API: fault.API{Duration: 30 * time.Second}})
+	c.RunFor(25 * time.Second)
+	c.Refresh(objs[0])
+	created := func() int {
+		return len(slices.DeleteFunc(c.CSICalls(), func(e trace.Entry) bool { return e.Verb != "CreateVolume" }))
+	}
+	if pvc := objs[0].(*corev1.PersistentVolumeClaim); pvc.Status.Phase != corev1.ClaimPending || created() != 0 {
+		t.Fatalf("while the API server is down: claim %s, %d CreateVolume; want Pending and none", pvc.Status.Phase, created())
+	}
+	c.Eventually(objs[1]).Should(BeRunning())
+	if created() != 1 {
+		t.Errorf("%d CreateVolume, want 1", created())
+	}
+	var faults []string
+	for _, e := range c.Timeline() {
+		if e.Kind == trace.Fault && strings.HasPrefix(e.Verb, "api-server-down") {
+			faults = append(faults, fmt.Sprintf("%s at %s", e.Verb, e.At))
+		}
+	}
+	if want := []string{"api-server-down at 0s", "api-server-down ended at 30s"}; !slices.Equal(faults, want) {
+		t.Errorf("timeline: %q, want %q", faults, want)
+	}
+	c.Expect(c).To(HaveNoInvariantViolations())
+}
+
+// A throttled component's client-go waits Retry-After (virtual time) and
+// retries; the claim binds after the waits, with no error it had to see.
+func TestAPIThrottle(t *testing.T) {
+	c := Start(t, Options{Seed: 5})
+	c.InjectFault(fault.Fault{Kind: fault.APIThrottle, Component: "external-provisioner", Times: 4, API: fault.API{RetryAfter: 5 * time.Second}})
+	objs := c.Apply(claimAndPod)
+	c.Eventually(objs[1]).Should(BeRunning())
+	var provisioned time.Duration
+	for _, e := range c.Timeline() {
+		if e.Kind == trace.CSI && e.Verb == "CreateVolume" {
+			provisioned = e.At
+		}
+	}
+	if provisioned < 20*time.Second {
+		t.Errorf("CreateVolume at %s, want after the provisioner's four 5 s waits", provisioned)
+	}
+	c.Expect(c).To(HaveNoInvariantViolations())
 }

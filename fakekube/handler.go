@@ -28,6 +28,11 @@ type serverContextKey struct{}
 
 // ServeHTTP answers the Kubernetes REST protocol.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !isInProcess(r) && s.refusesConnection(actorOf(r.UserAgent())) {
+		// A stopped server has no connection to answer on: the client
+		// over HTTP sees it closed.
+		panic(http.ErrAbortHandler)
+	}
 	r = withWarnings(w, r.WithContext(context.WithValue(r.Context(), serverContextKey{}, s)))
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
@@ -72,6 +77,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.actor = actorOf(r.UserAgent())
+	if s.throttled(w, r, req) {
+		return
+	}
+	s.slowWrite(r, req)
 	s.serveResource(w, r, req)
 }
 

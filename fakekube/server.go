@@ -63,6 +63,15 @@ type Options struct {
 	// ContainerLogs, if set, is the kubelets' side of pods/log: what a
 	// pod's container has printed. Unset: every container's log is empty.
 	ContainerLogs ContainerLogs
+	// Wait, if set, lets d pass for the request being served, on the
+	// clock of whoever runs the clients: slow writes (SlowWrites) and a
+	// client's wait before it retries a 429 (Throttle) take it. Unset:
+	// they take no time.
+	Wait func(d time.Duration)
+	// Harness are the user agents of clients that observe the cluster
+	// from outside it — a scenario's own client — which the request
+	// faults (SetDown, SlowWrites, Throttle) leave alone.
+	Harness []string
 }
 
 // Server is one API server: a store and the REST protocol in front of it.
@@ -74,6 +83,11 @@ type Server struct {
 	containerLogs ContainerLogs
 	// openAPI builds the OpenAPI documents on first use (openapi.go).
 	openAPI func() (*openAPIServices, error)
+	// faults, wait and harnessActors are the request faults and what
+	// they need (outage.go).
+	faults        requestFaults
+	wait          func(time.Duration)
+	harnessActors []string
 }
 
 // New returns a server with the namespaces a fresh cluster has.
@@ -89,6 +103,7 @@ func New(opts Options) *Server {
 	}
 	reg := newRegistry(defaultResources())
 	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts), containerLogs: opts.ContainerLogs,
+		wait: opts.Wait, harnessActors: opts.Harness,
 		openAPI: sync.OnceValues(func() (*openAPIServices, error) { return newOpenAPIServices(reg) })}
 	nsRes := reg.byGVR[coreV1.WithResource("namespaces")]
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
@@ -116,7 +131,7 @@ func (s *Server) RESTConfig(userAgent string) *rest.Config {
 	return &rest.Config{
 		Host:      "http://fakekube.invalid",
 		UserAgent: userAgent,
-		Transport: &inProcessTransport{handler: s},
+		Transport: &inProcessTransport{handler: s, server: s, actor: actorOf(userAgent)},
 		QPS:       -1, // no client-side throttling: the server is in-process
 		Timeout:   0,
 	}

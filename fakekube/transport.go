@@ -12,9 +12,18 @@ import (
 // Responses stream through a pipe, so watches work as they do over a socket.
 type inProcessTransport struct {
 	handler http.Handler
+	// server refuses the connection while it is down, and takes a
+	// client's Retry-After wait on its clock (outage.go); actor is the
+	// client's name there.
+	server *Server
+	actor  string
 }
 
 func (t *inProcessTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.server.refusesConnection(t.actor) {
+		return nil, connectionRefused()
+	}
+	req = markInProcess(req)
 	if q := req.URL.Query().Get("watch"); q != "true" && q != "1" {
 		return t.roundTripBuffered(req)
 	}
@@ -38,7 +47,7 @@ func (t *inProcessTransport) RoundTrip(req *http.Request) (*http.Response, error
 		cancel()
 		return nil, ctx.Err()
 	}
-	return &http.Response{
+	resp := &http.Response{
 		Status:     http.StatusText(rw.status),
 		StatusCode: rw.status,
 		Proto:      "HTTP/1.1",
@@ -47,7 +56,9 @@ func (t *inProcessTransport) RoundTrip(req *http.Request) (*http.Response, error
 		Header:     rw.sent,
 		Body:       &cancelOnClose{ReadCloser: pr, cancel: cancel},
 		Request:    req,
-	}, nil
+	}
+	t.server.waitRetryAfter(resp)
+	return resp, nil
 }
 
 // cancelOnClose ends the handler's request context when the client closes
@@ -106,7 +117,7 @@ func (t *inProcessTransport) roundTripBuffered(req *http.Request) (*http.Respons
 	if rw.status == 0 {
 		rw.status = http.StatusOK
 	}
-	return &http.Response{
+	resp := &http.Response{
 		Status:        http.StatusText(rw.status),
 		StatusCode:    rw.status,
 		Proto:         "HTTP/1.1",
@@ -116,7 +127,9 @@ func (t *inProcessTransport) roundTripBuffered(req *http.Request) (*http.Respons
 		Body:          io.NopCloser(&rw.body),
 		ContentLength: int64(rw.body.Len()),
 		Request:       req,
-	}, nil
+	}
+	t.server.waitRetryAfter(resp)
+	return resp, nil
 }
 
 // bufferResponseWriter collects a whole response in memory.

@@ -3,6 +3,7 @@ package fakekube
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"sync"
@@ -34,10 +35,26 @@ type watcher struct {
 	queue   []watch.Event
 	wake    chan struct{}
 	stopped bool
+	// ended is closed when the server stops (Server.SetDown): the watch's
+	// connection is gone.
+	ended     chan struct{}
+	endedOnce sync.Once
 }
 
 func newWatcher(res *resource, sel selector) *watcher {
-	return &watcher{res: res, sel: sel, wake: make(chan struct{}, 1)}
+	return &watcher{res: res, sel: sel, wake: make(chan struct{}, 1), ended: make(chan struct{})}
+}
+
+// end ends the watch as its connection dropping does.
+func (w *watcher) end() { w.endedOnce.Do(func() { close(w.ended) }) }
+
+// endWatches ends every open watch (Server.SetDown).
+func (s *store) endWatches() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for w := range s.watchers {
+		w.end()
+	}
 }
 
 func (w *watcher) push(ev watch.Event) {
@@ -64,6 +81,8 @@ func (w *watcher) next(ctx context.Context) ([]watch.Event, error) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-w.ended:
+			return nil, io.EOF
 		case <-w.wake:
 		}
 	}

@@ -97,6 +97,20 @@ const (
 	// WatchDrop makes the component's informers of one resource miss
 	// events until they list again.
 	WatchDrop Kind = "watch-drop"
+	// APIServerDown stops the API server for API.Duration, as a stopped
+	// kube-apiserver: every component's requests are refused (connection
+	// refused) and its watches end; when it returns, the reflectors, which
+	// have kept trying with their backoff, list again.
+	APIServerDown Kind = "api-server-down"
+	// APISlowWrites makes the API server take API.Latency longer to answer
+	// each write (create, update, patch, delete), for API.Duration, as an
+	// overloaded etcd does.
+	APISlowWrites Kind = "api-slow-writes"
+	// APIThrottle answers requests with 429 TooManyRequests and a
+	// Retry-After of API.RetryAfter, as kube-apiserver's priority and
+	// fairness does when a priority level's queues are full: the next
+	// Times requests, or every request for API.Duration.
+	APIThrottle Kind = "api-throttle"
 )
 
 // Kinds lists every fault, in the order documentation and messages list
@@ -106,7 +120,7 @@ var Kinds = []Kind{NodeLoss, NodeReturn, OutOfService, MissingMountPropagation, 
 	CSIError, CSIDelay, CSIHang, CSILostAnswer, CSIHeal,
 	DriverCrash, DriverCrashMidCall, DriverRestart, NodePluginMissing,
 	SidecarRestart,
-	APIConflict, WatchDrop}
+	APIConflict, WatchDrop, APIServerDown, APISlowWrites, APIThrottle}
 
 // Sidecars are the components sidecar-restart restarts, by the user agent
 // they write as.
@@ -147,17 +161,33 @@ type Fault struct {
 	// LoseState makes driver-restart start the plugin with an empty state
 	// directory, as a driver whose state lived in its container.
 	LoseState bool
-	// Component is whose API traffic api-conflict and watch-drop disturb,
-	// or the sidecar sidecar-restart restarts: its user agent, e.g.
-	// external-provisioner or attachdetach-controller.
+	// Component is whose API traffic api-conflict and watch-drop disturb
+	// (and api-slow-writes and api-throttle, where empty means every
+	// component's), or the sidecar sidecar-restart restarts: its user
+	// agent, e.g. external-provisioner or attachdetach-controller.
 	Component string
 	// Resource is the resource watch-drop drops events of, as a plural
 	// lower-case name: pods, persistentvolumeclaims, volumeattachments...
 	Resource string
 	// Times is how often the fault strikes: the writes api-conflict
 	// refuses, the events watch-drop drops, the calls a CSI fault fires
-	// on. For CSI faults 0 means always, until csi-heal.
+	// on, the requests api-throttle answers 429. For CSI faults 0 means
+	// always, until csi-heal; for api-throttle, API.Duration rules then.
 	Times int
+	// API is what api-server-down, api-slow-writes and api-throttle do.
+	API API
+}
+
+// API says how long an API server fault lasts and what it does.
+type API struct {
+	// Duration is how long api-server-down and api-slow-writes last, and
+	// api-throttle when Times is 0.
+	Duration time.Duration
+	// Latency is what api-slow-writes adds to each write.
+	Latency time.Duration
+	// RetryAfter is the Retry-After api-throttle's 429s carry, in whole
+	// seconds.
+	RetryAfter time.Duration
 }
 
 // CSI selects CSI calls and says what a CSI fault does to them.
@@ -214,6 +244,8 @@ func (f Fault) Describe() string {
 		if f.Resource != "" {
 			parts = append(parts, f.Resource)
 		}
+	case APIServerDown, APISlowWrites, APIThrottle:
+		parts = append(parts, f.describeAPI()...)
 	}
 	switch {
 	case f.Claim != "":
@@ -222,6 +254,27 @@ func (f Fault) Describe() string {
 		parts = append(parts, "on "+f.Node)
 	}
 	return strings.Join(parts, " ")
+}
+
+// describeAPI is what an API server fault does, in words.
+func (f Fault) describeAPI() []string {
+	var parts []string
+	switch f.Kind {
+	case APISlowWrites:
+		parts = append(parts, "+"+f.API.Latency.String()+" per write")
+	case APIThrottle:
+		parts = append(parts, "429 Retry-After "+f.API.RetryAfter.String())
+		if f.Times > 0 {
+			parts = append(parts, fmt.Sprintf("next %d requests", f.Times))
+		}
+	}
+	if f.Component != "" {
+		parts = append(parts, "of "+f.Component)
+	}
+	if f.API.Duration > 0 {
+		parts = append(parts, "for "+f.API.Duration.String())
+	}
+	return parts
 }
 
 // Injector is a backend that can make faults happen.

@@ -20,6 +20,10 @@ func TestDescribe(t *testing.T) {
 		{Fault{Kind: CSIDelay, CSI: CSI{Method: "*", Delay: time.Second}}, "csi-delay * 1s"},
 		{Fault{Kind: DriverRestart, Plugin: Node, Node: "n", LoseState: true}, "driver-restart node without state on n"},
 		{Fault{Kind: WatchDrop, Component: "external-attacher", Resource: "pods"}, "watch-drop external-attacher pods"},
+		{Fault{Kind: APIServerDown, API: API{Duration: 30 * time.Second}}, "api-server-down for 30s"},
+		{Fault{Kind: APISlowWrites, API: API{Duration: time.Minute, Latency: 2 * time.Second}}, "api-slow-writes +2s per write for 1m0s"},
+		{Fault{Kind: APIThrottle, Times: 5, Component: "external-provisioner", API: API{RetryAfter: time.Second}},
+			"api-throttle 429 Retry-After 1s next 5 requests of external-provisioner"},
 	}
 	for _, tt := range tests {
 		if got := tt.f.Describe(); got != tt.want {

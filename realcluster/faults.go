@@ -58,6 +58,8 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 		return c.canRestartSidecar(f.Component)
 	case fault.APIConflict, fault.WatchDrop:
 		return fault.Unsupported(f.Kind, backendName, "the components are real processes talking to a real API server, which csisim cannot make answer 409 or drop watch events for one of them")
+	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
+		return fault.Unsupported(f.Kind, backendName, apiServerFaultsReason)
 	}
 	return fault.Unsupported(f.Kind, backendName, "it is not a fault csisim knows")
 }
@@ -187,3 +189,12 @@ func (c *Cluster) stopNodePlugin(node string, grace time.Duration) error {
 	}
 	return p.Stop(grace)
 }
+
+// apiServerFaultsReason says why the API server faults are refused here:
+// the components reach kube-apiserver directly. Injecting them needs a
+// reverse proxy of csisim's between the components and kube-apiserver
+// (refusing and closing its connections for api-server-down; terminating
+// TLS to delay writes and answer 429 for the other two), which is not
+// built yet.
+const apiServerFaultsReason = "the real components talk to kube-apiserver directly; the reverse proxy that would stand between them " +
+	"and inject API server faults is not built yet. Run the scenario on the simulator"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -46,6 +47,9 @@ func TestCanInject(t *testing.T) {
 		{"crash mid-call on two nodes", fault.Fault{Kind: fault.DriverCrashMidCall, Times: 1, CSI: fault.CSI{Method: "NodeStageVolume"}}, "times: 1 would count per proxy"},
 		{"api conflict", fault.Fault{Kind: fault.APIConflict, Component: "external-provisioner", Times: 1}, "answer 409"},
 		{"watch drop", fault.Fault{Kind: fault.WatchDrop, Component: "attachdetach-controller", Resource: "pods", Times: 1}, "drop watch events"},
+		{"api server down", fault.Fault{Kind: fault.APIServerDown, API: fault.API{Duration: 30 * time.Second}}, "talk to kube-apiserver directly"},
+		{"slow writes", fault.Fault{Kind: fault.APISlowWrites, API: fault.API{Duration: time.Minute, Latency: time.Second}}, "reverse proxy"},
+		{"throttle", fault.Fault{Kind: fault.APIThrottle, Times: 3, API: fault.API{RetryAfter: time.Second}}, "not built yet"},
 		{"unknown kind", fault.Fault{Kind: "meteor-strike"}, "not a fault csisim knows"},
 	}
 	c := &Cluster{cfg: Config{Nodes: []string{"node-1", "node-2"}}}

@@ -61,14 +61,14 @@ func TestParseErrors(t *testing.T) {
         {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
     wait: {object: pvc/a}
 `,
-			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, sidecarRestart, apiConflict, watchDrop; found apply and wait"},
+			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, sidecarRestart, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found apply and wait"},
 		},
 		{
 			name: "no action in a step",
 			src: `steps:
   - name: nothing
 `,
-			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, sidecarRestart, apiConflict, watchDrop; found none"},
+			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, sidecarRestart, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found none"},
 		},
 		{
 			name: "kubelet-restart without a node",

@@ -32,6 +32,8 @@ func (p *parser) faultStep(kind fault.Kind, n *yaml.Node) *fault.Fault {
 		return p.apiFault(kind, n)
 	case fault.SidecarRestart:
 		return p.sidecarRestart(n)
+	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
+		return p.apiServerFault(kind, n)
 	}
 	p.fail(n, "fault %s has no step format", kind)
 	return nil

@@ -46,6 +46,9 @@ scenarios (scenarios/README.md) with their fields as FIELD=VALUE, e.g.
   csisim fault sidecar-restart component=external-provisioner
   csisim fault stale-volumeattachment node=node-1 claim=data
   csisim fault controller-manager-restart
+  csisim fault api-server-down duration=30s
+  csisim fault api-slow-writes latency=2s duration=1m
+  csisim fault api-throttle times=20 retryAfter=2s component=external-attacher
 
 Faults: ` + strings.Join(kinds, ", "),
 		prefix:  "csisim fault",

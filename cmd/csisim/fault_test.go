@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -30,6 +31,12 @@ func TestFaultStepIsParsedAsInAScenario(t *testing.T) {
 			want: fault.Fault{Kind: fault.CSIError, Times: 2, CSI: fault.CSI{Method: "NodeStageVolume", Code: codes.Internal}}},
 		{args: []string{"driver-crash", "plugin=node", "node=node-a"}, want: fault.Fault{Kind: fault.DriverCrash, Plugin: fault.Node, Node: "node-a"}},
 		{args: []string{"missing-mount-propagation", "node=node-a"}, want: fault.Fault{Kind: fault.MissingMountPropagation, Node: "node-a"}},
+		{args: []string{"api-server-down", "duration=30s"}, want: fault.Fault{Kind: fault.APIServerDown, API: fault.API{Duration: 30 * time.Second}}},
+		{args: []string{"api-slow-writes", "latency=2s", "duration=1m"},
+			want: fault.Fault{Kind: fault.APISlowWrites, API: fault.API{Latency: 2 * time.Second, Duration: time.Minute}}},
+		{args: []string{"api-throttle", "times=20", "retryAfter=2s", "component=external-attacher"},
+			want: fault.Fault{Kind: fault.APIThrottle, Times: 20, Component: "external-attacher", API: fault.API{RetryAfter: 2 * time.Second}}},
+		{args: []string{"api-server-down", "duration=2h"}, wantErr: "duration must be at most 1h0m0s"},
 		{args: []string{"node-loss", "node=node-c"}, wantErr: `there is no node "node-c"`},
 		{args: []string{"node-loss"}, wantErr: "nodeLoss needs node:"},
 		{args: []string{"nodeLoss", "node=node-a"}, want: fault.Fault{Kind: fault.NodeLoss, Node: "node-a"}},
@@ -52,7 +59,7 @@ func TestFaultStepIsParsedAsInAScenario(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f.Describe() != tt.want.Describe() || f.Claim != tt.want.Claim || f.LoseState != tt.want.LoseState || f.Times != tt.want.Times {
+			if f.Describe() != tt.want.Describe() || f.Claim != tt.want.Claim || f.LoseState != tt.want.LoseState || f.Times != tt.want.Times || f.API != tt.want.API {
 				t.Errorf("fault = %+v, want %+v", f, tt.want)
 			}
 		})

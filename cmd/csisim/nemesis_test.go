@@ -41,16 +41,16 @@ var _ = Describe("csisim run --nemesis", func() {
 
 	It("shrinks a failing schedule to the one fault the scenario cannot survive and writes a scenario that fails the same way", func() {
 		// node-stays-ready fails only when node-1 is lost for longer than
-		// the node monitor grace period. Seed 126 loses node-1 for 91 s,
-		// and has an api-conflict and a kubelet restart besides; only the
+		// the node monitor grace period. Seed 648 loses node-1 for 108 s,
+		// and has an api-conflict and a sidecar restart besides; only the
 		// loss matters.
 		out := filepath.Join(GinkgoT().TempDir(), "shrunk.yaml")
-		s := start(GinkgoT().TempDir(), "run", "--quiet", "--mock-driver", "--nemesis", "--liveness", "--seed", "126",
+		s := start(GinkgoT().TempDir(), "run", "--quiet", "--mock-driver", "--nemesis", "--liveness", "--seed", "648",
 			"--shrink", "--shrink-out", out, "../../scenarios/nemesis/testdata/node-stays-ready.yaml")
 		Eventually(s, 3*time.Minute).Should(gexec.Exit(1))
 		stderr := string(s.Err.Contents())
-		Expect(stderr).To(ContainSubstring("FAILED under nemesis seed 126 (liveness: step assert node/node-1"))
-		Expect(stderr).To(ContainSubstring("api-conflict csi-snapshotter"), "the schedule has other faults to shrink away")
+		Expect(stderr).To(ContainSubstring("FAILED under nemesis seed 648 (liveness: step assert node/node-1"))
+		Expect(stderr).To(ContainSubstring("api-conflict ephemeral-volume-controller"), "the schedule has other faults to shrink away")
 		Expect(stderr).To(ContainSubstring("shrunk to 1 faults"))
 		Expect(stderr).To(ContainSubstring("the shrunk scenario fails the same way without --nemesis"))
 		shrunk, err := os.ReadFile(out)
@@ -58,7 +58,7 @@ var _ = Describe("csisim run --nemesis", func() {
 		Expect(string(shrunk)).To(ContainSubstring("nodeLoss: {node: node-1}"))
 		Expect(string(shrunk)).To(ContainSubstring("nodeReturn: {node: node-1}"))
 		Expect(string(shrunk)).NotTo(ContainSubstring("apiConflict"))
-		Expect(string(shrunk)).NotTo(ContainSubstring("kubeletRestart"))
+		Expect(string(shrunk)).NotTo(ContainSubstring("sidecarRestart"))
 
 		rerun := start(GinkgoT().TempDir(), "run", "--quiet", "--mock-driver", out)
 		Eventually(rerun, 2*time.Minute).Should(gexec.Exit(1))

@@ -264,6 +264,9 @@ func injectable(t Targets, can func(fault.Fault) bool) []fault.Kind {
 		fault.CSILostAnswer:            {Kind: fault.CSILostAnswer, CSI: fault.CSI{Method: "CreateVolume"}, Times: 1},
 		fault.DriverCrashMidCall:       {Kind: fault.DriverCrashMidCall, CSI: fault.CSI{Method: "CreateVolume"}, Times: 1},
 		fault.DriverCrash:              {Kind: fault.DriverCrash, Plugin: fault.Controller},
+		fault.APIServerDown:            {Kind: fault.APIServerDown, API: fault.API{Duration: 10 * time.Second}},
+		fault.APISlowWrites:            {Kind: fault.APISlowWrites, API: fault.API{Duration: 10 * time.Second, Latency: time.Second}},
+		fault.APIThrottle:              {Kind: fault.APIThrottle, Times: 1, API: fault.API{RetryAfter: time.Second}},
 	}
 	var out []fault.Kind
 	for _, k := range Kinds {

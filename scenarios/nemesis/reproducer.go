@@ -224,6 +224,9 @@ func faultFields(f fault.Fault) (*yaml.Node, error) {
 		add("component", f.Component)
 		times()
 		add("kind", f.Resource)
+	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
+		apiServerFields(f, add)
+		times()
 	default:
 		return nil, fmt.Errorf("fault %s has no step format", f.Kind)
 	}
@@ -265,4 +268,18 @@ func setMappingValue(m *yaml.Node, key string, v *yaml.Node) {
 		}
 	}
 	m.Content = append(m.Content, scalar(key), v)
+}
+
+// apiServerFields adds the fields of an API server fault but times.
+func apiServerFields(f fault.Fault, add func(key, value string)) {
+	if f.API.Latency > 0 {
+		add("latency", f.API.Latency.String())
+	}
+	if f.API.Duration > 0 {
+		add("duration", f.API.Duration.String())
+	}
+	if f.API.RetryAfter > 0 {
+		add("retryAfter", f.API.RetryAfter.String())
+	}
+	add("component", f.Component)
 }

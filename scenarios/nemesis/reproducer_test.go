@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	yaml "go.yaml.in/yaml/v3"
 	"google.golang.org/grpc/codes"
 
 	"github.com/csisim/csisim/fault"
@@ -83,5 +84,33 @@ func writeFile(t *testing.T, dir, name, text string) {
 	}
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The API server faults the nemesis fires are written as steps that load
+// back into the same faults.
+func TestReproducerAPIServerFaultsRoundTrip(t *testing.T) {
+	for _, f := range []fault.Fault{
+		{Kind: fault.APIServerDown, API: fault.API{Duration: 12300 * time.Millisecond}},
+		{Kind: fault.APISlowWrites, API: fault.API{Duration: time.Minute, Latency: 1500 * time.Millisecond}},
+		{Kind: fault.APIThrottle, Times: 7, API: fault.API{RetryAfter: 2 * time.Second}},
+		{Kind: fault.APIThrottle, Component: "external-attacher", API: fault.API{Duration: 20 * time.Second, RetryAfter: time.Second}},
+	} {
+		step, err := faultStep(scenarios.FiredFault{TimedFault: scenarios.TimedFault{Fault: f}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := mapping("steps", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{step}})
+		text, err := yaml.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := scenarios.Parse("x.yaml", text, t.TempDir())
+		if err != nil {
+			t.Fatalf("%s does not load: %v\n%s", f.Describe(), err, text)
+		}
+		if got := *sc.Steps[0].Fault; got != f {
+			t.Errorf("%s came back as %+v from\n%s", f.Describe(), got, text)
+		}
 	}
 }

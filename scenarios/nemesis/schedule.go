@@ -26,7 +26,7 @@ var Kinds = []fault.Kind{
 	fault.NodeLoss, fault.KubeletRestart, fault.ControllerManagerRestart,
 	fault.CSIError, fault.CSIDelay, fault.CSIHang, fault.DriverCrash,
 	fault.APIConflict, fault.WatchDrop, fault.CSILostAnswer, fault.DriverCrashMidCall,
-	fault.SidecarRestart,
+	fault.SidecarRestart, fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle,
 }
 
 // MaxFaults is the most faults (not counting recoveries) a seed schedules.
@@ -152,7 +152,7 @@ func Generate(seed uint64, t Targets) Schedule {
 		// drawn again: a lost node cannot also restart its kubelet.
 		for range 8 {
 			ev, key := d.draw(s.Enabled[rng.IntN(len(s.Enabled))])
-			iv := interval{ev.At, ev.At + ev.RecoverAfter}
+			iv := interval{ev.At, ev.At + ev.RecoverAfter + ev.Fault.API.Duration}
 			if key != "" && slices.ContainsFunc(busy[key], iv.overlaps) {
 				continue
 			}
@@ -243,8 +243,33 @@ func (d drawer) draw(k fault.Kind) (Event, string) {
 		w := d.t.Watches[d.rng.IntN(len(d.t.Watches))]
 		f.Component, f.Resource = w.Component, w.Resource
 		f.Times = 1 + d.rng.IntN(3)
+	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
+		return ev, d.apiServer(f)
 	}
 	return ev, ""
+}
+
+// apiServer draws an API server fault, short enough that a sweep stays
+// fast (an outage costs its scenario up to two minutes of relists), and
+// returns what it holds: one outage, one slowing and one throttle at a
+// time, as a second would end the first's early.
+func (d drawer) apiServer(f *fault.Fault) string {
+	switch f.Kind {
+	case fault.APIServerDown:
+		f.API.Duration = d.between(5*time.Second, 45*time.Second)
+		return holdsAPIServer
+	case fault.APISlowWrites:
+		f.API.Latency = d.between(100*time.Millisecond, 5*time.Second)
+		f.API.Duration = d.between(5*time.Second, time.Minute)
+		return "api/slow-writes"
+	}
+	f.API.RetryAfter = time.Duration(1+d.rng.IntN(3)) * time.Second
+	if d.rng.IntN(2) == 0 {
+		f.Times = 1 + d.rng.IntN(15)
+	} else {
+		f.API.Duration = d.between(2*time.Second, 20*time.Second)
+	}
+	return "api/throttle"
 }
 
 // csiTarget picks the method of a CSI fault, and for a node method
@@ -282,6 +307,8 @@ func Reserved(sc *scenarios.Scenario) []string {
 		switch f.Kind {
 		case fault.NodeLoss, fault.NodeReturn, fault.OutOfService, fault.MissingMountPropagation, fault.KubeletRestart, fault.NodePluginMissing:
 			out = append(out, holdsNode(f.Node))
+		case fault.APIServerDown:
+			out = append(out, holdsAPIServer)
 		case fault.DriverCrash, fault.DriverRestart:
 			if f.Plugin == fault.Controller {
 				out = append(out, holdsController)
@@ -295,8 +322,12 @@ func Reserved(sc *scenarios.Scenario) []string {
 }
 
 // What a fault holds while it lasts, so that two never overlap: a node
-// (its kubelet and node plugin) or the controller plugin.
-const holdsController = "plugin/controller"
+// (its kubelet and node plugin), the controller plugin, or the API server
+// (an outage).
+const (
+	holdsController = "plugin/controller"
+	holdsAPIServer  = "api/server"
+)
 
 func holdsNode(node string) string { return "node/" + node }
 

@@ -104,6 +104,28 @@ func checkEvent(t *testing.T, seed uint64, tg Targets, enabled []fault.Kind, ev 
 		if (f.Plugin == fault.Node) != (f.Node != "") {
 			t.Errorf("seed %d: driver-crash of plugin %q on node %q", seed, f.Plugin, f.Node)
 		}
+	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
+		checkAPIServerFault(t, seed, f)
+	}
+}
+
+// checkAPIServerFault: an API server fault is bounded so that a sweep
+// stays fast, and within what a scenario file may say.
+func checkAPIServerFault(t *testing.T, seed uint64, f fault.Fault) {
+	t.Helper()
+	a := f.API
+	var bad bool
+	switch f.Kind {
+	case fault.APIServerDown:
+		bad = a.Duration < 5*time.Second || a.Duration > 45*time.Second
+	case fault.APISlowWrites:
+		bad = a.Latency <= 0 || a.Latency > 5*time.Second || a.Duration <= 0 || a.Duration > time.Minute
+	case fault.APIThrottle:
+		bad = (f.Times > 0) == (a.Duration > 0) || f.Times > 15 || a.Duration > 20*time.Second ||
+			a.RetryAfter < time.Second || a.RetryAfter > 3*time.Second || a.RetryAfter%time.Second != 0
+	}
+	if bad {
+		t.Errorf("seed %d: %s times %d %+v is out of the nemesis's bounds", seed, f.Kind, f.Times, a)
 	}
 }
 
@@ -118,10 +140,12 @@ func checkNoOverlap(t *testing.T, seed uint64, s Schedule) {
 			key = holdsNode(ev.Fault.Node)
 		case ev.Fault.Kind == fault.DriverCrash:
 			key = holdsController
+		case ev.Fault.Kind == fault.APIServerDown:
+			key = holdsAPIServer
 		default:
 			continue
 		}
-		iv := interval{ev.At, ev.At + ev.RecoverAfter}
+		iv := interval{ev.At, ev.At + ev.RecoverAfter + ev.Fault.API.Duration}
 		if slices.ContainsFunc(held[key], iv.overlaps) {
 			t.Errorf("seed %d: two faults hold %s at once:\n%s", seed, key, s)
 		}

@@ -136,7 +136,14 @@ func (c *Cluster) startLoop() {
 			c.loop.Observe(w)
 		}
 	}, OnRefused: func(w fakekube.Write, err error) { c.rec.Add(describeRefused(w, err)) },
-		ContainerLogs: c.containerLogs})
+		ContainerLogs: c.containerLogs,
+		// Slow writes and a client's wait for Retry-After cost virtual
+		// time: the job that made the request parks on the loop's clock.
+		Wait: func(d time.Duration) {
+			wait, _ := c.loop.Park(d)
+			wait()
+		},
+		Harness: []string{harnessActor}})
 	c.loop = loop.New(c.api, c.clock, c.cfg.Seed)
 	c.rt = controller.Runtime{
 		Clock:               c.clock,
@@ -179,7 +186,13 @@ func (c *Cluster) RunFor(ctx context.Context, d time.Duration) error { return c.
 func (c *Cluster) Clock() *testingclock.FakeClock { return c.clock }
 
 // RESTConfig is how a scenario (or any client) reaches the API server.
-func (c *Cluster) RESTConfig() *rest.Config { return c.api.RESTConfig("scenario") }
+func (c *Cluster) RESTConfig() *rest.Config { return c.api.RESTConfig(harnessActor) }
+
+// harnessActor is the user agent of the scenario's own client, which
+// observes the cluster from outside: the API server faults leave it alone,
+// as on a real control plane, where it talks to kube-apiserver past the
+// proxy that injects them.
+const harnessActor = "scenario"
 
 // API is the cluster's API server, e.g. to serve it over HTTP.
 func (c *Cluster) API() *fakekube.Server { return c.api }

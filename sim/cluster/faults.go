@@ -47,6 +47,8 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 		return c.canInjectCSI(f)
 	case fault.APIConflict, fault.WatchDrop:
 		return c.canInjectAPI(f)
+	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
+		return c.canInjectAPIServer(f)
 	case fault.SidecarRestart:
 		return c.canRestartSidecar(f.Component)
 	}
@@ -67,6 +69,8 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 		return c.injectDriverFault(ctx, f)
 	case fault.APIConflict, fault.WatchDrop:
 		return c.injectAPIFault(ctx, f)
+	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
+		return c.injectAPIServerFault(ctx, f)
 	case fault.SidecarRestart:
 		return c.restartSidecar(f.Component)
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/sim/loop"
@@ -133,11 +135,14 @@ func describeRelist(r loop.Relist) trace.Entry {
 	return trace.Entry{Kind: trace.Fault, Actor: r.Component, Verb: "relist", Object: r.Resource, Detail: strings.Join(details, "; ")}
 }
 
-// describeRefused is the timeline entry of a write refused by api-conflict:
-// the write, with the error the component got.
+// describeRefused is the timeline entry of a write refused by api-conflict
+// or api-throttle: the write, with its status ("409 Conflict", "429
+// TooManyRequests") and the error the component got.
 func describeRefused(w fakekube.Write, err error) trace.Entry {
 	e := DescribeWrite(w)
-	e.Detail = "409 Conflict"
+	if st, ok := err.(apierrors.APIStatus); ok {
+		e.Detail = fmt.Sprintf("%d %s", st.Status().Code, st.Status().Reason)
+	}
 	e.Err = err.Error()
 	return e
 }

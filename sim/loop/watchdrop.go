@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -46,6 +47,8 @@ type watchDrop struct {
 	ended    bool // the watch has ended: nothing arrives until the list
 	missed   int
 	onRelist func(Relist)
+	// brokeAt is when an outage ended the watch (APIDown).
+	brokeAt time.Time
 }
 
 // reflectorBackoff is the reflector's delay function
@@ -156,6 +159,9 @@ func (i *Informer) relist(delay time.Duration) {
 	i.loop.deliver()
 	d := i.drop
 	items, rv, err := i.loop.api.List(i.gvr, "", labels.Everything(), i.fields)
+	if err == nil && i.loop.api.Down() {
+		err = errAPIDown
+	}
 	if err != nil {
 		// The reflector would try again after its backoff.
 		i.loop.afterInline(i.backoff.step(i.loop.clock.Now(), i.loop.rand.Float64()), func() { i.relist(delay) })
@@ -219,6 +225,9 @@ func (i *Informer) relist(delay time.Duration) {
 		d.onRelist(r)
 	}
 }
+
+// errAPIDown is the list of a reflector while the API server is down.
+var errAPIDown = errors.New("connection refused: the API server is down")
 
 // resourceVersion is an object's resourceVersion.
 func resourceVersion(obj any) string {

@@ -162,6 +162,9 @@ func (k *Kind) Plan(f fault.Fault) ([]Action, error) {
 			"deploy/kubernetes/"+deploy.NoMountPropagationVariant+" changes it for all of them")
 	case fault.APIConflict, fault.WatchDrop:
 		return nil, fault.Unsupported(f.Kind, backendName, "the components are real processes talking to a real API server, which csisim cannot make answer 409 or drop watch events for one of them")
+	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
+		return nil, fault.Unsupported(f.Kind, backendName, "kind's kube-apiserver is a static pod that every component, kubelets included, reaches directly "+
+			"(and stopping it stops the cluster kind itself is driven through); there is no proxy between them to inject API server faults. Run the scenario on the simulator")
 	}
 	return nil, fault.Unsupported(f.Kind, backendName, "it is not a fault csisim knows")
 }
