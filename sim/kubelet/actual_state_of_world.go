@@ -65,6 +65,19 @@ type mountedVolume struct {
 	// driver is an inline volume's driver (inline.go), whose unique name
 	// does not carry it; "" for a PV's.
 	driver string
+	// specName is the pod volume's name, which names its subpath
+	// directory (subpath.go); "" when reconstructed after a restart.
+	specName string
+}
+
+// innerName is the pod volume's name (InnerVolumeSpecName); a restarted
+// kubelet knows only the directory's, the PV's name, as the real one
+// reconstructs it.
+func (m *mountedVolume) innerName() string {
+	if m.specName != "" {
+		return m.specName
+	}
+	return m.pvName
 }
 
 // driverName is the volume's CSI driver.
