@@ -14,6 +14,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,9 @@ type podContainers struct {
 	waiting map[string]corev1.ContainerStateWaiting
 	// workloadRan: the built-in workload has checked the pod's volumes.
 	workloadRan bool
+	// retryAt: when the pod worker tries the waiting containers again;
+	// a sync before (the pod's own status update) starts nothing.
+	retryAt time.Time
 }
 
 // startContainers starts the pod's containers that have not started
@@ -47,6 +51,10 @@ func (k *Kubelet) startContainers(ctx context.Context, pod *corev1.Pod) error {
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	pc, again := k.podWorkers.containers.get(pod.UID)
+	now := k.clock.Now()
+	if again && now.Before(pc.retryAt) {
+		return controller.RequeueAfter(pc.retryAt.Sub(now))
+	}
 	if !again {
 		pc = &podContainers{started: metav1.NewTime(k.clock.Now()).Rfc3339Copy()}
 	}
@@ -83,6 +91,9 @@ func (k *Kubelet) startContainers(ctx context.Context, pod *corev1.Pod) error {
 	}
 	for _, t := range tried {
 		k.containerEvents(pod, t)
+	}
+	if len(pc.waiting) > 0 {
+		pc.retryAt = now.Add(podWorkerBackOff)
 	}
 	k.podWorkers.containers.set(pod.UID, pc)
 	if err := k.reportStarted(ctx, pod, &sandbox{ip: ip, started: pc.started, waiting: pc.waiting}); err != nil {
