@@ -9,7 +9,8 @@ package kubelet
 // CreateContainerConfigError) and SyncPod's order (init containers one
 // after the other, a failed one stopping the pod there; each regular
 // container on its own). The pod worker tries the containers that did
-// not start again after its backoff, until the pod is deleted.
+// not start again — once at PLEG's next relist, then after each backoff —
+// until the pod is deleted.
 
 import (
 	"context"
@@ -93,16 +94,27 @@ func (k *Kubelet) startContainers(ctx context.Context, pod *corev1.Pod) error {
 		k.containerEvents(pod, t)
 	}
 	if len(pc.waiting) > 0 {
-		pc.retryAt = now.Add(podWorkerBackOff)
+		pc.retryAt = now.Add(retryContainersAfter(again))
 	}
 	k.podWorkers.containers.set(pod.UID, pc)
 	if err := k.reportStarted(ctx, pod, &sandbox{ip: ip, started: pc.started, waiting: pc.waiting}); err != nil {
 		return err
 	}
 	if len(pc.waiting) > 0 {
-		return controller.RequeueAfter(podWorkerBackOff)
+		return controller.RequeueAfter(pc.retryAt.Sub(now))
 	}
 	return nil
+}
+
+// retryContainersAfter is when the pod worker syncs a pod whose containers
+// could not all start again: the first time at PLEG's next relist, which
+// sees the new sandbox and syncs the pod at once (an update ends the pod
+// worker's wait); after that only its backoff brings the next sync.
+func retryContainersAfter(again bool) time.Duration {
+	if again {
+		return podWorkerBackOff
+	}
+	return plegRelistPeriod
 }
 
 // containerStart is one container the kubelet tried to start.

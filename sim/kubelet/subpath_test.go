@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -207,8 +208,16 @@ func TestSubPathRefused(t *testing.T) {
 				}
 				e.clock.Step(d)
 			}
-			if d, ok := requeuedAfter(err); !ok || d != podWorkerBackOff {
-				t.Errorf("sync: %v, want it tried again after %v", err, podWorkerBackOff)
+			// Tried again at PLEG's next relist, then after the backoff.
+			if d, ok := requeuedAfter(err); !ok || d != plegRelistPeriod {
+				t.Fatalf("sync: %v, want it tried again after %v", err, plegRelistPeriod)
+			}
+			if d, ok := requeuedAfter(e.sync("default/app")); !ok || d != plegRelistPeriod {
+				t.Errorf("a sync before then: %v, %v; want it to wait", d, ok)
+			}
+			e.clock.Step(plegRelistPeriod)
+			if d, ok := requeuedAfter(e.sync("default/app")); !ok || d != podWorkerBackOff {
+				t.Errorf("second try: %v, want the next after %v", d, podWorkerBackOff)
 			}
 			st := e.apiPod().Status
 			if st.Phase != corev1.PodPending || len(st.ContainerStatuses) != 1 {
@@ -221,10 +230,10 @@ func TestSubPathRefused(t *testing.T) {
 			var failed []string
 			for _, ev := range e.events() {
 				if ev.Reason == "Failed" {
-					failed = append(failed, ev.Type+" "+ev.InvolvedObject.FieldPath+" "+ev.Message)
+					failed = append(failed, fmt.Sprintf("%s %s %s (%d)", ev.Type, ev.InvolvedObject.FieldPath, ev.Message, ev.Count))
 				}
 			}
-			if want := []string{"Warning spec.containers{app} Error: " + tc.want}; !slices.Equal(failed, want) {
+			if want := []string{"Warning spec.containers{app} Error: " + tc.want + " (2)"}; !slices.Equal(failed, want) {
 				t.Errorf("Failed events %q, want %q", failed, want)
 			}
 		})
