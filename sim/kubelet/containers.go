@@ -23,9 +23,9 @@ import (
 	"github.com/csisim/csisim/sim/controller"
 )
 
-// Waiting reasons of a container that did not start (kubernetes
-// pkg/kubelet/kuberuntime/kuberuntime_container.go ErrCreateContainerConfig;
-// pkg/kubelet/kubelet_pods.go PodInitializing).
+// The waiting reason of a container whose config could not be made
+// (ErrCreateContainerConfig, kubernetes
+// pkg/kubelet/kuberuntime/kuberuntime_container.go).
 const reasonCreateContainerConfigError = "CreateContainerConfigError"
 
 // podContainers is what the kubelet keeps of a pod whose sandbox is up:
@@ -43,9 +43,9 @@ type podContainers struct {
 
 // startContainers starts the pod's containers that have not started
 // (all of them the first time), posts the events of each and the pod's
-// status, and has the pod synced again after the pod worker's backoff
-// while some could not start. The workload runs once, before the events,
-// when the first regular containers start.
+// status, and has the pod synced again while some could not start
+// (retryContainersAfter). The workload runs once, before the events, when
+// the first regular containers start.
 func (k *Kubelet) startContainers(ctx context.Context, pod *corev1.Pod) error {
 	ip, err := k.sandboxIP(pod)
 	if err != nil {
