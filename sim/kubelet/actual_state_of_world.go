@@ -65,15 +65,16 @@ type mountedVolume struct {
 	// driver is an inline volume's driver (inline.go), whose unique name
 	// does not carry it; "" for a PV's.
 	driver string
-	// specName is the pod volume's name, which names its subpath
-	// directory (subpath.go); "" when reconstructed after a restart.
+	// specName is the pod volume's name (OuterVolumeSpecName), by which
+	// the containers' volumeMounts name it; "" when reconstructed after a
+	// restart. Its subpath directory is named after pvName, the inner
+	// volume spec name (subpath.go).
 	specName string
 }
 
-// innerName is the pod volume's name (InnerVolumeSpecName); a restarted
-// kubelet knows only the directory's, the PV's name, as the real one
-// reconstructs it.
-func (m *mountedVolume) innerName() string {
+// outerName is the pod volume's name; a restarted kubelet knows only the
+// directory's, the PV's name, as the real one reconstructs it.
+func (m *mountedVolume) outerName() string {
 	if m.specName != "" {
 		return m.specName
 	}

@@ -185,49 +185,49 @@ func (k *Kubelet) makeContainerMounts(ctx context.Context, pod *corev1.Pod, c *c
 		if err := checkSubPath(subPath); err != nil {
 			return err
 		}
-		volumePath, ok := k.volumeDir(pod, m.Name)
+		vol, ok := k.volumeDir(pod, m.Name)
 		if !ok {
 			continue
 		}
-		if _, err := prepareSubPath(k.cfg.Dir, pod.UID, subPathMount{volumePath: volumePath, subPath: subPath,
-			volume: m.Name, container: c.Name, index: i}); err != nil {
+		if _, err := prepareSubPath(k.cfg.Dir, pod.UID, subPathMount{volumePath: vol.target, subPath: subPath,
+			volume: vol.pvName, mount: m.Name, container: c.Name, index: i}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// volumeDir is the directory on the node of the pod's volume name: the
-// publish path of a filesystem CSI volume mounted for the pod.
-func (k *Kubelet) volumeDir(pod *corev1.Pod, name string) (string, bool) {
+// volumeDir is the pod's filesystem CSI volume of that name mounted for
+// it, whose publish path (target) is the volume's directory on the node.
+func (k *Kubelet) volumeDir(pod *corev1.Pod, name string) (mountedVolume, bool) {
 	if k.cfg.SkipMountCheck {
-		return "", false // the driver mounts nothing: no directory to bind
+		return mountedVolume{}, false // the driver mounts nothing: no directory to bind
 	}
 	for _, m := range k.actual.podVolumes(pod.UID) {
-		if m.innerName() == name && !m.block {
-			return m.target, true
+		if m.outerName() == name && !m.block {
+			return m, true
 		}
 	}
-	return "", false
+	return mountedVolume{}, false
 }
 
-// workloadDir is where the built-in workload checks a volume: inside the
-// subPath of the first container that mounts it with one, as the
-// container's process (csisim-workload on a real node) sees it; else the
-// volume's own directory.
-func workloadDir(kubeletDir string, pod *corev1.Pod, volume, target string) string {
+// workloadDir is where the built-in workload checks the pod volume
+// outer (mounted as m): inside the subPath of the first container that
+// mounts it, if it has one, as the container's process (csisim-workload on
+// a real node) sees it; else the volume's own directory.
+func workloadDir(kubeletDir string, pod *corev1.Pod, outer string, m mountedVolume) string {
 	for _, c := range pod.Spec.Containers {
-		for i, m := range c.VolumeMounts {
-			if m.Name != volume {
+		for i, vm := range c.VolumeMounts {
+			if vm.Name != outer {
 				continue
 			}
-			if m.SubPath == "" && m.SubPathExpr == "" {
-				return target
+			if vm.SubPath == "" && vm.SubPathExpr == "" {
+				return m.target
 			}
-			return SubPathTarget(kubeletDir, pod.UID, volume, c.Name, i)
+			return SubPathTarget(kubeletDir, pod.UID, m.pvName, c.Name, i)
 		}
 	}
-	return target
+	return m.target
 }
 
 // containerEvents posts what the kubelet posts when it starts a

@@ -360,10 +360,10 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 // are cleaned first (CleanSubPaths), then TearDown: NodeUnpublishVolume,
 // and the pod's volume directory goes if nothing is mounted there any more.
 func (k *Kubelet) unpublish(ctx context.Context, uid types.UID, m *mountedVolume) error {
-	if err := cleanSubPaths(k.cfg.Dir, uid, m.innerName()); err != nil {
+	if err := cleanSubPaths(k.cfg.Dir, uid, m.pvName); err != nil {
 		// The operation generator's words.
 		return fmt.Errorf("error cleaning subPath mounts for volume %q (UniqueName: %q) pod %q (UID: %q) : %w",
-			m.innerName(), m.unique, uid, uid, err)
+			m.outerName(), m.unique, uid, uid, err)
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	_, err := k.csi.NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target})

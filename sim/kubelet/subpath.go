@@ -36,7 +36,9 @@ func podDir(kubeletDir string, uid types.UID) string {
 
 // SubPathTarget is where the kubelet bind-mounts the subPath of the
 // container's volume mount number index for the container:
-// pods/<pod UID>/volume-subpaths/<pod volume name>/<container>/<index>.
+// pods/<pod UID>/volume-subpaths/<volume>/<container>/<index>, where the
+// volume is named by its inner volume spec name — a claim's PV, an inline
+// volume's own name (makeMounts passes InnerVolumeSpecName).
 func SubPathTarget(kubeletDir string, uid types.UID, volume, container string, index int) string {
 	return filepath.Join(podDir(kubeletDir, uid), subPathsDirName, volume, container, strconv.Itoa(index))
 }
@@ -62,7 +64,8 @@ func checkSubPath(subPath string) error {
 type subPathMount struct {
 	volumePath string // the volume's directory on the node (its publish path)
 	subPath    string // checked, relative to volumePath
-	volume     string // the pod volume's name
+	volume     string // its inner volume spec name: a claim's PV name
+	mount      string // the volumeMount's name: the pod volume's
 	container  string
 	index      int // of the mount in the container's volumeMounts
 }
@@ -84,11 +87,11 @@ func prepareSubPath(kubeletDir string, uid types.UID, m subPathMount) (string, e
 	}
 	defer root.Close()
 	if err := safeMakeDir(root, m.subPath, info.Mode().Perm()); err != nil {
-		return "", fmt.Errorf("failed to create subPath directory for volumeMount %q of container %q", m.volume, m.container)
+		return "", fmt.Errorf("failed to create subPath directory for volumeMount %q of container %q", m.mount, m.container)
 	}
 	target := SubPathTarget(kubeletDir, uid, m.volume, m.container, m.index)
 	if err := bindSubPath(root, m.subPath, target); err != nil {
-		return "", fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q", m.volume, m.container)
+		return "", fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q", m.mount, m.container)
 	}
 	return target, nil
 }

@@ -99,7 +99,8 @@ func TestSubPathBindMounts(t *testing.T) {
 	e.runningPod()
 
 	target := PublishPath(e.dir, e.pod.UID, testPV)
-	want := []string{SubPathTarget(e.dir, e.pod.UID, "data", "app", 0), SubPathTarget(e.dir, e.pod.UID, "data", "app", 1)}
+	// Named after the PV, the claim's inner volume spec name.
+	want := []string{SubPathTarget(e.dir, e.pod.UID, testPV, "app", 0), SubPathTarget(e.dir, e.pod.UID, testPV, "app", 1)}
 	if got := mountsUnder(t, e.dir); !slices.Equal(got, want) {
 		t.Fatalf("mounts %v, want %v", got, want)
 	}
@@ -149,7 +150,7 @@ func TestSubPathOutOfVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sub := range []string{"escape", "escape/new"} {
-		_, err := prepareSubPath(kubeletDir, "uid-1", subPathMount{volumePath: vol, subPath: sub, volume: "data", container: "app"})
+		_, err := prepareSubPath(kubeletDir, "uid-1", subPathMount{volumePath: vol, subPath: sub, volume: "pv-1", mount: "data", container: "app"})
 		if err == nil || !strings.Contains(err.Error(), `subPath directory for volumeMount "data" of container "app"`) &&
 			!strings.Contains(err.Error(), `failed to prepare subPath for volumeMount "data" of container "app"`) {
 			t.Errorf("subPath %s: %v, want it refused", sub, err)
@@ -165,14 +166,14 @@ func TestSubPathOutOfVolume(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(vol, "conf"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	target, err := prepareSubPath(kubeletDir, "uid-1", subPathMount{volumePath: vol, subPath: "conf", volume: "data", container: "app", index: 3})
+	target, err := prepareSubPath(kubeletDir, "uid-1", subPathMount{volumePath: vol, subPath: "conf", volume: "pv-1", mount: "data", container: "app", index: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(target); err != nil || string(b) != "x" {
 		t.Errorf("file subPath at %s: %q, %v", target, b, err)
 	}
-	if err := cleanSubPaths(kubeletDir, "uid-1", "data"); err != nil {
+	if err := cleanSubPaths(kubeletDir, "uid-1", "pv-1"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(kubeletDir, "pods", "uid-1", subPathsDirName)); !os.IsNotExist(err) {
