@@ -76,6 +76,19 @@ func TestNothingLeaked(t *testing.T) {
 		{"a CSI target left mounted, nothing staged or published", func(h *hist) {
 			h.end.Mounts, h.end.MountsKnown = []string{"/k/pods/uid-1/volumes/kubernetes.io~csi/pv1/mount"}, true
 		}, "is still mounted, but no volume is staged or published there"},
+		{"a subPath bind mount left after its pod is gone", func(h *hist) {
+			h.call("NodePublishVolume", publish)
+			h.call("NodeUnpublishVolume", publish)
+			h.end.Mounts, h.end.MountsKnown = []string{"/k/pods/a/volume-subpaths/pv1/app/0"}, true
+		}, "/k/pods/a/volume-subpaths/pv1/app/0 is still mounted, but no volume is staged or published there"},
+		{"a subPath bind mount of a pod still running", func(h *hist) {
+			h.call("NodeStageVolume", stage)
+			h.call("NodePublishVolume", publish)
+			h.end.Pods = append(h.end.Pods, *running)
+			h.end.PersistentVolumes = append(h.end.PersistentVolumes, *pv("pv1", "v1", corev1.ReadWriteOnce))
+			h.end.PersistentVolumeClaims = append(h.end.PersistentVolumeClaims, *pvc("data", "pv1"))
+			h.end.Mounts, h.end.MountsKnown = []string{"/k/pods/a/volume-subpaths/pv1/app/0"}, true
+		}, ""},
 		{"the mount of a volume still staged", func(h *hist) {
 			h.call("NodeStageVolume", stage)
 			h.call("NodePublishVolume", publish)

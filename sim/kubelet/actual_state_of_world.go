@@ -65,6 +65,20 @@ type mountedVolume struct {
 	// driver is an inline volume's driver (inline.go), whose unique name
 	// does not carry it; "" for a PV's.
 	driver string
+	// specName is the pod volume's name (OuterVolumeSpecName), by which
+	// the containers' volumeMounts name it; "" when reconstructed after a
+	// restart. Its subpath directory is named after pvName, the inner
+	// volume spec name (subpath.go).
+	specName string
+}
+
+// outerName is the pod volume's name; a restarted kubelet knows only the
+// directory's, the PV's name, as the real one reconstructs it.
+func (m *mountedVolume) outerName() string {
+	if m.specName != "" {
+		return m.specName
+	}
+	return m.pvName
 }
 
 // driverName is the volume's CSI driver.

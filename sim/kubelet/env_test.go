@@ -55,6 +55,8 @@ type fakeNode struct {
 	expandErrs []error
 	// unpubErr, if set, is what NodeUnpublishVolume answers.
 	unpubErr error
+	// onUnpublish, if set, runs when NodeUnpublishVolume is called.
+	onUnpublish func(*csi.NodeUnpublishVolumeRequest)
 }
 
 func (f *fakeNode) record(name string) {
@@ -117,8 +119,11 @@ func (f *fakeNode) NodeUnpublishVolume(_ context.Context, r *csi.NodeUnpublishVo
 	f.record("NodeUnpublishVolume")
 	f.mu.Lock()
 	f.unpub = append(f.unpub, r)
-	err := f.unpubErr
+	err, hook := f.unpubErr, f.onUnpublish
 	f.mu.Unlock()
+	if hook != nil {
+		hook(r)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +177,8 @@ type envOptions struct {
 	extra  []runtime.Object
 	// noCSIDriver leaves the CSIDriver object out.
 	noCSIDriver bool
+	// container, if set, is the pod's container instead of usesData's.
+	container *corev1.Container
 	// ephemeral makes the pod's volume "data" a generic ephemeral one,
 	// whose claim is app-data, owned by the pod unless foreignClaim.
 	ephemeral, foreignClaim bool
@@ -232,6 +239,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: attachdetach.AttachmentName(testHandle, o.pvDriver, testNode)},
 		Status: storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"devicePath": "/dev/loop9"}}}
 	drv := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: testDriver}, Spec: o.driver}
+	if o.container != nil {
+		pod.Spec.Containers = []corev1.Container{*o.container}
+	}
 	if o.inline != nil {
 		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{CSI: o.inline}}}
 	}

@@ -43,27 +43,13 @@ func containerRef(pod *corev1.Pod, field, name string) *corev1.ObjectReference {
 		APIVersion: "v1", ResourceVersion: pod.ResourceVersion, FieldPath: fmt.Sprintf("%s{%s}", field, name)}
 }
 
-// containersStarted posts what the kubelet posts when it starts a pod's
-// containers: the image is there (a simulated node has every image, so
-// nothing is pulled, whatever the pull policy), the container created and
-// started — init containers first.
-func (k *Kubelet) containersStarted(pod *corev1.Pod) {
-	each := func(field string, cs []corev1.Container) {
-		for _, c := range cs {
-			ref := containerRef(pod, field, c.Name)
-			k.events.Eventf(ref, corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine and can be accessed by the pod", c.Image)
-			k.events.Event(ref, corev1.EventTypeNormal, "Created", "Container created")
-			k.events.Event(ref, corev1.EventTypeNormal, "Started", "Container started")
-		}
-	}
-	each("spec.initContainers", pod.Spec.InitContainers)
-	each("spec.containers", pod.Spec.Containers)
-}
-
 // containersStopping posts the kubelet's Killing event for each running
 // container of a pod being deleted.
-func (k *Kubelet) containersStopping(pod *corev1.Pod) {
+func (k *Kubelet) containersStopping(pod *corev1.Pod, sb *sandbox) {
 	for _, c := range pod.Spec.Containers {
+		if _, notStarted := sb.waitingFor(c.Name); notStarted {
+			continue
+		}
 		k.events.Eventf(containerRef(pod, "spec.containers", c.Name), corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
 	}
 }

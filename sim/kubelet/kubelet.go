@@ -32,6 +32,11 @@
 //     grown volumes, offline as part of mounting and online for mounted
 //     ones (expand.go); secrets and service account tokens (secrets.go,
 //     tokens.go);
+//   - the containers' start (containers.go): each volume mount's subPath
+//     or subPathExpr checked, made inside the volume and bind-mounted
+//     under the pod's volume-subpaths directory, and cleaned before the
+//     volume is unpublished (subpath.go, subpath_env.go); a container
+//     whose mounts cannot be made waits with CreateContainerConfigError;
 //   - the periodic work: republishing for requiresRepublish drivers on the
 //     pod sync period and NodeGetVolumeStats on the stats period
 //     (periodic.go), heartbeats and node status (heartbeat.go), the plugin

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/attachdetach"
@@ -312,7 +313,7 @@ func (k *Kubelet) nothingMounted(target string) bool {
 // state; uncertain: maybe published.
 func (k *Kubelet) recordMounted(pod *corev1.Pod, v volumeToMount, target string, uncertain bool) {
 	k.actual.markMounted(pod.UID, v.pv.Name, &mountedVolume{unique: v.unique, pvName: v.pv.Name, handle: v.pv.Spec.CSI.VolumeHandle,
-		target: target, block: v.block, uncertain: uncertain})
+		target: target, block: v.block, uncertain: uncertain, specName: v.name})
 }
 
 // mountDevice stages a filesystem volume at its node-wide staging path,
@@ -355,9 +356,15 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	return nil
 }
 
-// unpublish is TearDown: NodeUnpublishVolume, then the pod's volume
-// directory goes if nothing is mounted there any more.
-func (k *Kubelet) unpublish(ctx context.Context, m *mountedVolume) error {
+// unpublish is the unmount operation: the volume's subpath bind mounts
+// are cleaned first (CleanSubPaths), then TearDown: NodeUnpublishVolume,
+// and the pod's volume directory goes if nothing is mounted there any more.
+func (k *Kubelet) unpublish(ctx context.Context, uid types.UID, m *mountedVolume) error {
+	if err := cleanSubPaths(k.cfg.Dir, uid, m.pvName); err != nil {
+		// The operation generator's words.
+		return fmt.Errorf("error cleaning subPath mounts for volume %q (UniqueName: %q) pod %q (UID: %q) : %w",
+			m.outerName(), m.unique, uid, uid, err)
+	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	_, err := k.csi.NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target})
 	cancel()

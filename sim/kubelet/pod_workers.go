@@ -82,6 +82,9 @@ type podWorkers struct {
 	// attempts: the pod worker's attempts for pods waiting for their
 	// volumes (sync_pending_pod.go).
 	attempts perPod[*podSync]
+	// containers: the pods whose sandbox is up, with their containers
+	// that could not start (containers.go).
+	containers perPod[*podContainers]
 }
 
 // reset forgets every pod, as a new kubelet process starts.
@@ -92,6 +95,7 @@ func (w *podWorkers) reset() {
 	w.syncDue = map[string]time.Time{}
 	w.termination = map[types.UID]terminationState{}
 	w.attempts.reset()
+	w.containers.reset()
 }
 
 // uidOf is the UID of the pod the kubelet knows by key.
@@ -242,13 +246,16 @@ func (k *Kubelet) syncLivePod(ctx context.Context, pod *corev1.Pod, key string) 
 	resync := k.podWorkers.takeSyncDue(key, now)
 	switch pod.Status.Phase {
 	case corev1.PodPending:
+		if k.containersWaiting(pod) {
+			// Its sandbox is up: the containers that could not start
+			// are tried again (containers.go).
+			return k.startContainers(ctx, pod)
+		}
 		// sync_pending_pod.go: status ContainerCreating, then the volumes.
 		if err := k.syncPendingPod(ctx, pod); err != nil {
 			return err
 		}
-		k.runWorkload(pod)
-		k.containersStarted(pod)
-		if err := k.reportRunning(ctx, pod); err != nil {
+		if err := k.startContainers(ctx, pod); err != nil {
 			return err
 		}
 		// The real kubelet syncs the pod again when PLEG sees its
@@ -327,12 +334,13 @@ func (k *Kubelet) syncTerminatingPod(ctx context.Context, pod *corev1.Pod, key s
 func (k *Kubelet) stopContainers(ctx context.Context, pod *corev1.Pod) error {
 	sb := k.runningSandbox(pod)
 	if sb != nil {
-		k.containersStopping(pod)
+		k.containersStopping(pod, sb)
 	}
 	if err := k.postPodStatus(ctx, pod, sb); err != nil {
 		return err
 	}
-	if sb == nil {
+	if sb == nil || sb.noneRunning(pod) {
+		// Nothing ran: its final status is TerminatePod's.
 		return nil
 	}
 	return k.postStatus(ctx, pod, func(old corev1.PodStatus) corev1.PodStatus { return k.stoppedStatus(pod, old) })
@@ -396,6 +404,7 @@ func (k *Kubelet) forgetGonePods() []*corev1.Pod {
 		}
 	}
 	k.podWorkers.attempts.forget(live)
+	k.podWorkers.containers.forget(here)
 	k.statuses.forget(here)
 	k.sandboxIPs.forget(live)
 	return pods

@@ -32,6 +32,7 @@ import (
 
 // volumeToMount is one CSI volume of a pod, resolved through its claim.
 type volumeToMount struct {
+	name   string // the pod volume's name (its inner volume spec name)
 	pv     *corev1.PersistentVolume
 	unique corev1.UniqueVolumeName
 	// readOnly is the pod's persistentVolumeClaim.readOnly: what the
@@ -76,7 +77,7 @@ func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
 		if pv.Spec.CSI == nil {
 			return nil, fmt.Errorf("volume %s of pod %s/%s is not a CSI volume", pv.Name, pod.Namespace, pod.Name)
 		}
-		out = append(out, volumeToMount{pv: pv, unique: attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle),
+		out = append(out, volumeToMount{name: v.Name, pv: pv, unique: attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle),
 			readOnly:  readOnly,
 			block:     pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock,
 			claimSize: claim.Status.Capacity.Storage().DeepCopy()})

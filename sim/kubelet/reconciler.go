@@ -113,7 +113,7 @@ func (k *Kubelet) unmountPodVolumes(ctx context.Context, uid types.UID) error {
 		if m.block {
 			err = k.unmapBlock(ctx, uid, m)
 		} else {
-			err = k.unpublish(ctx, m)
+			err = k.unpublish(ctx, uid, m)
 		}
 		if err != nil {
 			return fmt.Errorf("%w (%w)", err, controller.RequeueAfter(k.unmountBackoff.failed(op, k.clock.Now())))

@@ -221,7 +221,7 @@ func (k *Kubelet) cleanUpOrphans(ctx context.Context) error {
 		if live[f.uid] {
 			continue
 		}
-		if err := k.unpublish(ctx, f.mountedVolume); err != nil {
+		if err := k.unpublish(ctx, f.uid, f.mountedVolume); err != nil {
 			return err
 		}
 		if !k.actual.hasPod(f.uid) {

@@ -43,6 +43,9 @@ const (
 type sandbox struct {
 	ip      netip.Addr
 	started metav1.Time
+	// waiting: the containers that could not start (containers.go), by
+	// name, and why; the pod stays Pending while there are some.
+	waiting map[string]corev1.ContainerStateWaiting
 }
 
 // generatePodStatus is the status the real kubelet generates for a pod
@@ -62,7 +65,9 @@ func (k *Kubelet) generatePodStatus(pod *corev1.Pod, old corev1.PodStatus, sb *s
 		s.StartTime = &now
 	}
 	if sb != nil {
-		s.Phase = corev1.PodRunning
+		if len(sb.waiting) == 0 {
+			s.Phase = corev1.PodRunning
+		}
 		s.PodIP = sb.ip.String()
 		s.PodIPs = []corev1.PodIP{{IP: s.PodIP}}
 	}
@@ -99,6 +104,24 @@ func (k *Kubelet) generatePodStatus(pod *corev1.Pod, old corev1.PodStatus, sb *s
 		Limits: nonEmpty(resourcehelper.PodLimits(pod, opts))}
 	s.AllocatedResources = s.Resources.Requests
 	return s
+}
+
+// waitingFor is the waiting state of a container that could not start
+// in the sandbox.
+func (sb *sandbox) waitingFor(name string) (corev1.ContainerStateWaiting, bool) {
+	if sb == nil {
+		return corev1.ContainerStateWaiting{}, false
+	}
+	w, ok := sb.waiting[name]
+	return w, ok
+}
+
+// noneRunning: no regular container of the pod started in the sandbox.
+func (sb *sandbox) noneRunning(pod *corev1.Pod) bool {
+	return len(sb.waiting) > 0 && !slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool {
+		_, waiting := sb.waiting[c.Name]
+		return !waiting
+	})
 }
 
 func nonEmpty(l corev1.ResourceList) corev1.ResourceList {
@@ -221,7 +244,9 @@ func containerStatuses(pod *corev1.Pod, containers []corev1.Container, init, has
 			}
 			st.VolumeMounts = append(st.VolumeMounts, vm)
 		}
-		if sb != nil {
+		if w, ok := sb.waitingFor(c.Name); ok {
+			st.State = corev1.ContainerState{Waiting: &w}
+		} else if sb != nil {
 			image := normalizedImage(c.Image)
 			st.Image, st.ImageID, st.ContainerID = image, imageID(image), containerID(pod.UID, c.Name)
 			st.User = containerUser(pod, c)

@@ -18,15 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
-// reportRunning posts the pod Running: its sandbox has an address, its
-// containers have started, and its pod worker no longer waits.
-func (k *Kubelet) reportRunning(ctx context.Context, pod *corev1.Pod) error {
-	ip, err := k.sandboxIP(pod)
-	if err != nil {
-		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	if err := k.postPodStatus(ctx, pod, &sandbox{ip: ip, started: metav1.NewTime(k.clock.Now()).Rfc3339Copy()}); err != nil {
-		return fmt.Errorf("reporting pod %s/%s Running: %w", pod.Namespace, pod.Name, err)
+// reportStarted posts the pod's status once its sandbox has an address
+// and its containers have started (Running) or some could not (Pending);
+// its pod worker no longer waits for its volumes.
+func (k *Kubelet) reportStarted(ctx context.Context, pod *corev1.Pod, sb *sandbox) error {
+	if err := k.postPodStatus(ctx, pod, sb); err != nil {
+		return fmt.Errorf("reporting pod %s/%s started: %w", pod.Namespace, pod.Name, err)
 	}
 	k.podWorkers.attempts.delete(pod.UID)
 	return nil

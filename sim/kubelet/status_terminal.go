@@ -34,21 +34,27 @@ const (
 	exitCodeContainerNotLocated  = 137
 )
 
-// runningSandbox is the pod's sandbox if its containers run: its address
-// and when they started, from the status last posted; nil for a pod that
-// has not started.
+// runningSandbox is the pod's sandbox if its containers run (or some of
+// them could not start): its address and when they started, from the
+// status last posted; nil for a pod that has not started.
 func (k *Kubelet) runningSandbox(pod *corev1.Pod) *sandbox {
 	old := pod.Status
 	if cached, ok := k.statuses.get(pod.UID); ok {
 		old = cached
 	}
-	if old.Phase != corev1.PodRunning {
+	pc, _ := k.podWorkers.containers.get(pod.UID)
+	waiting := pc != nil && len(pc.waiting) > 0 // up, with containers that could not start (containers.go)
+	if old.Phase != corev1.PodRunning && !waiting {
 		return nil
 	}
 	sb := &sandbox{}
 	var err error
 	if sb.ip, err = netip.ParseAddr(old.PodIP); err != nil {
 		return nil
+	}
+	if waiting {
+		sb.started, sb.waiting = pc.started, pc.waiting
+		return sb
 	}
 	for _, c := range old.ContainerStatuses {
 		if r := c.State.Running; r != nil {

@@ -46,7 +46,7 @@ func (k *Kubelet) runWorkload(pod *corev1.Pod) {
 			d.Skipped = "the driver mounts nothing"
 		default:
 			wp := workload.Pod{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Claim: claim.Name}
-			rep, err := workload.Check(m.target, wp, v.PersistentVolumeClaim.ReadOnly)
+			rep, err := workload.Check(workloadDir(k.cfg.Dir, pod, v.Name, m), wp, v.PersistentVolumeClaim.ReadOnly)
 			d.Wrote, d.Found, d.Corrupt, d.Copied = rep.Wrote, rep.Found, rep.Corrupt, rep.Copied
 			if err != nil {
 				d.Err = err.Error()
