@@ -296,6 +296,12 @@ func TestPrinterCells(t *testing.T) {
 			want: []any{"node-1", int64(1), "5m"},
 		},
 		{
+			name: "VolumeAttributesClass",
+			obj: &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: "gold", CreationTimestamp: tableCreated},
+				DriverName: "d", Parameters: map[string]string{"iops": "3000"}},
+			want: []any{"gold", "d", "5m"},
+		},
+		{
 			name: "CSIStorageCapacity",
 			obj: &storagev1.CSIStorageCapacity{ObjectMeta: tblMeta("cap"), StorageClassName: "fast",
 				Capacity: ptr(tblQty("10Gi"))},
