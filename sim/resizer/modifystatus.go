@@ -16,15 +16,6 @@ import (
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
-// The PV annotations naming the secret of ControllerModifyVolume, which
-// the external-provisioner writes when the class names one
-// (external-resizer pkg/modifier/csi_modifier.go); without them the PV's
-// controller-expand secret is used.
-const (
-	AnnModifySecretName      = "volume.kubernetes.io/controller-modify-secret-name"
-	AnnModifySecretNamespace = "volume.kubernetes.io/controller-modify-secret-namespace"
-)
-
 // callModify is ControllerModifyVolume of the PV's volume with the class's
 // parameters, then, on success, the record of it on the PV and the claim.
 // Its errors are the driver's (a gRPC status) or, before or after the
@@ -38,7 +29,7 @@ func (m *Modifier) callModify(ctx context.Context, claim *corev1.PersistentVolum
 		return claim, errors.New("empty volume handle")
 	}
 	ref := src.ControllerExpandSecretRef
-	if name, ns := pv.Annotations[AnnModifySecretName], pv.Annotations[AnnModifySecretNamespace]; name != "" && ns != "" {
+	if name, ns := pv.Annotations[volumeutil.AnnModifySecretName], pv.Annotations[volumeutil.AnnModifySecretNamespace]; name != "" && ns != "" {
 		ref = &corev1.SecretReference{Name: name, Namespace: ns}
 	}
 	secrets, err := volumeutil.SecretData(ctx, m.client, ref)
