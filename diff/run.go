@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/realcluster"
 	"github.com/csisim/csisim/scenarios"
@@ -39,6 +41,28 @@ type Options struct {
 	Progress io.Writer
 	// ComponentLog, if set, receives the output of every process.
 	ComponentLog io.Writer
+	// Profile is the driver both sides run: csisim's own driver, as it is
+	// (nil: drivers/profiles/csisim.yaml) or as a profile starts it with
+	// flags of its own (profile.OwnDriverArgs), e.g. csisim-file.
+	Profile *profile.Profile
+}
+
+// driver is the driver both sides run: the profile, named as the
+// scenario's cluster names the driver (else as the profile does), and the
+// arguments csisim's driver is started with.
+func driver(sc *scenarios.Scenario, opts Options) (prof *profile.Profile, name string, args []string, err error) {
+	prof = profiles.MustDefault()
+	if opts.Profile != nil {
+		p := *opts.Profile
+		prof = &p
+	}
+	own, err := prof.OwnDriverArgs()
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("the driver of a diff, profile %s: %w", prof.Name, err)
+	}
+	name = cmp.Or(sc.Cluster.DriverName, prof.Name)
+	prof.Name = name
+	return prof, name, append(own, sc.Cluster.DriverFlags(prof)...), nil
 }
 
 // Run runs sc on the simulator, then on a real control plane, each as
@@ -106,7 +130,11 @@ func runSim(ctx context.Context, sc *scenarios.Scenario, opts Options) (RunResul
 
 // startSim starts the simulator for sc, as `csisim run` does.
 func startSim(ctx context.Context, sc *scenarios.Scenario, opts Options) (*cluster.Cluster, error) {
-	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName,
+	_, name, args, err := driver(sc, opts)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: args, DriverName: name,
 		Seed: opts.Seed, DriverBinary: opts.DriverBinary, DriverLog: opts.ComponentLog})
 	if err != nil {
 		return nil, fmt.Errorf("starting the simulator: %w", err)
@@ -132,7 +160,11 @@ func simSide(c *cluster.Cluster) side {
 
 func runReal(ctx context.Context, sc *scenarios.Scenario, opts Options) (RunResult, error) {
 	progress(opts, "running %s on the real control plane\n", sc.Name)
-	c, err := realcluster.Start(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName,
+	_, name, args, err := driver(sc, opts)
+	if err != nil {
+		return RunResult{}, err
+	}
+	c, err := realcluster.Start(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: args, DriverName: name,
 		DriverBinary: opts.DriverBinary, BinDir: opts.BinDir, Log: opts.ComponentLog, RealNodes: opts.RealNodes})
 	if err != nil {
 		return RunResult{}, fmt.Errorf("starting the real control plane: %w", err)
@@ -182,7 +214,11 @@ func (s side) run(ctx context.Context, sc *scenarios.Scenario, opts Options) (Ru
 	var marks []stepMark
 	var markErr error
 	// Both runs work in "default", so that their objects compare.
-	runner := &scenarios.Runner{Backend: s.b, Recorder: rec, Clock: s.clk, Namespace: "default",
+	prof, _, _, err := driver(sc, opts)
+	if err != nil {
+		return RunResult{}, err
+	}
+	runner := &scenarios.Runner{Backend: s.b, Recorder: rec, Clock: s.clk, Namespace: "default", Profile: prof,
 		AfterStep: func(ctx context.Context, st scenarios.StepResult) {
 			m, err := s.mark(ctx, cl)
 			if err != nil {

@@ -46,6 +46,24 @@ func TestIdempotentRetry(t *testing.T) {
 			create(h, "pvc-1", "v1")
 			create(h, "pvc-2", "v2")
 		}, ""},
+		{"lost snapshot answer, the retry makes another snapshot", func(h *hist) {
+			h.add(trace.Entry{Kind: trace.Fault, Actor: "faultproxy:controller", Verb: "CreateSnapshot", Object: "snapshot-1",
+				Detail: "answer lost", Call: &trace.CSICall{Name: "snapshot-1", Snapshot: "s1", Code: codes.OK}})
+			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s2"})
+		}, "CreateSnapshot #2 of name snapshot-1 was answered with snapshot s2, but CreateSnapshot #1 of that name had made snapshot s1"},
+		{"snapshot retried, same ID", func(h *hist) {
+			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s1"})
+			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s1"})
+		}, ""},
+		{"snapshot deleted, then made again under the same name", func(h *hist) {
+			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s1"})
+			h.call("DeleteSnapshot", trace.CSICall{Snapshot: "s1"})
+			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s2"})
+		}, ""},
+		{"a volume and a snapshot of one name are apart", func(h *hist) {
+			create(h, "x", "v1")
+			h.call("CreateSnapshot", trace.CSICall{Name: "x", Snapshot: "s1"})
+		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &hist{}

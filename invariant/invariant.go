@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
@@ -45,6 +46,11 @@ type EndState struct {
 	// directories; MountsKnown is false when the backend cannot tell.
 	Mounts      []string
 	MountsKnown bool
+	// VolumeSnapshotContents are the snapshot contents left;
+	// SnapshotsKnown is false when the cluster does not serve them (no
+	// snapshot CRDs), and snapshots are then not judged.
+	VolumeSnapshotContents []snapv1.VolumeSnapshotContent
+	SnapshotsKnown         bool
 }
 
 // Violation is one breach of an invariant.

@@ -4,8 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/csisim/csisim/trace"
 )
@@ -56,6 +58,43 @@ func TestNoLeakedVolume(t *testing.T) {
 		{"a lost delete answer still deleted it", func(h *hist) {
 			h.call("CreateVolume", trace.CSICall{Volume: "v1"})
 			lost(h, "DeleteVolume", codes.OK, "v1")
+		}, ""},
+		{"snapshot made, its content kept", func(h *hist) {
+			h.end.SnapshotsKnown = true
+			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s1"})
+			h.end.VolumeSnapshotContents = []snapv1.VolumeSnapshotContent{{Status: &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To("s1")}}}
+		}, ""},
+		{"pre-provisioned snapshot content", func(h *hist) {
+			h.end.SnapshotsKnown = true
+			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s1"})
+			h.end.VolumeSnapshotContents = []snapv1.VolumeSnapshotContent{{Spec: snapv1.VolumeSnapshotContentSpec{Source: snapv1.VolumeSnapshotContentSource{SnapshotHandle: ptr.To("s1")}}}}
+		}, ""},
+		{"snapshot made and deleted", func(h *hist) {
+			h.end.SnapshotsKnown = true
+			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s1"})
+			h.call("DeleteSnapshot", trace.CSICall{Snapshot: "s1"})
+		}, ""},
+		{"snapshot answer lost, no content", func(h *hist) {
+			h.end.SnapshotsKnown = true
+			h.add(trace.Entry{Kind: trace.Fault, Actor: "faultproxy:controller", Verb: "CreateSnapshot", Object: "snapshot-1",
+				Detail: "answer lost", Call: &trace.CSICall{Name: "snapshot-1", Snapshot: "s1", Code: codes.OK}})
+		}, "snapshot s1 (CreateSnapshot, its answer lost #1) was never deleted, and no VolumeSnapshotContent is left for it"},
+		{"snapshot of a Retain content deleted by hand: kept on the storage by design", func(h *hist) {
+			h.end.SnapshotsKnown = true
+			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s1"})
+			content := &snapv1.VolumeSnapshotContent{Spec: snapv1.VolumeSnapshotContentSpec{DeletionPolicy: snapv1.VolumeSnapshotContentRetain},
+				Status: &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To("s1")}}
+			h.add(trace.Entry{Kind: trace.API, Verb: "delete", Write: &trace.APIWrite{Kind: "VolumeSnapshotContent", Object: content, Removed: true}})
+		}, ""},
+		{"snapshot of a Delete content gone without DeleteSnapshot", func(h *hist) {
+			h.end.SnapshotsKnown = true
+			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s1"})
+			content := &snapv1.VolumeSnapshotContent{Spec: snapv1.VolumeSnapshotContentSpec{DeletionPolicy: snapv1.VolumeSnapshotContentDelete},
+				Status: &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To("s1")}}
+			h.add(trace.Entry{Kind: trace.API, Verb: "delete", Write: &trace.APIWrite{Kind: "VolumeSnapshotContent", Object: content, Removed: true}})
+		}, "snapshot s1 (CreateSnapshot #1) was never deleted"},
+		{"snapshots not known: not judged", func(h *hist) {
+			h.call("CreateSnapshot", trace.CSICall{Name: "snapshot-1", Snapshot: "s1"})
 		}, ""},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -181,5 +183,18 @@ func readEndState(ctx context.Context, cfg *rest.Config) (*invariant.EndState, e
 		return nil, fmt.Errorf("listing CSIDrivers: %w", err)
 	}
 	end.CSIDrivers = drivers.Items
+	snaps, err := snapclientset.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	contents, err := snaps.SnapshotV1().VolumeSnapshotContents().List(ctx, all)
+	switch {
+	case apierrors.IsNotFound(err):
+		// No snapshot CRDs: nothing to judge snapshots by.
+	case err != nil:
+		return nil, fmt.Errorf("listing VolumeSnapshotContents: %w", err)
+	default:
+		end.VolumeSnapshotContents, end.SnapshotsKnown = contents.Items, true
+	}
 	return end, nil
 }

@@ -20,6 +20,10 @@ type CSICall struct {
 	// Volume is the request's volume ID; for CreateVolume the ID returned
 	// (empty if it failed), and Name the name asked for.
 	Volume, Name string
+	// Snapshot is the request's snapshot ID (DeleteSnapshot); for
+	// CreateSnapshot the ID returned (empty if it failed), and Name the
+	// name asked for.
+	Snapshot string
 	// StagingPath and TargetPath are the request's paths, if it has them.
 	StagingPath, TargetPath string
 	// AccessMode is the request's CSI access mode, e.g.

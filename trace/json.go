@@ -46,6 +46,7 @@ type jsonCSICall struct {
 	NodeID        string   `json:"nodeID,omitempty"`
 	Volume        string   `json:"volume,omitempty"`
 	Name          string   `json:"name,omitempty"`
+	Snapshot      string   `json:"snapshot,omitempty"`
 	StagingPath   string   `json:"stagingPath,omitempty"`
 	TargetPath    string   `json:"targetPath,omitempty"`
 	AccessMode    string   `json:"accessMode,omitempty"`
@@ -138,7 +139,7 @@ func (tl Timeline) entryJSON(e Entry) ([]byte, error) {
 	l := jsonLine{Seq: e.Seq, At: int64(e.At), AtText: formatOffset(e.At), Kind: e.Kind, Actor: e.Actor, Verb: e.Verb,
 		Object: e.Object, Detail: e.Detail, Err: e.Err}
 	if c := e.Call; c != nil {
-		l.CSI = &jsonCSICall{Node: c.Node, NodeID: c.NodeID, Volume: c.Volume, Name: c.Name, StagingPath: c.StagingPath,
+		l.CSI = &jsonCSICall{Node: c.Node, NodeID: c.NodeID, Volume: c.Volume, Name: c.Name, Snapshot: c.Snapshot, StagingPath: c.StagingPath,
 			TargetPath: c.TargetPath, AccessMode: c.AccessMode, Block: c.Block, ReadOnly: c.ReadOnly, Ephemeral: c.Ephemeral,
 			Code: c.Code.String(), Capabilities: c.Capabilities, StartedAfter: c.StartedAfter, StartedAt: int64(c.Started),
 			StartedAtText: formatOffset(c.Started)}
@@ -255,7 +256,7 @@ func (tl *Timeline) addJSONLine(line []byte) error {
 		if err != nil {
 			return err
 		}
-		e.Call = &CSICall{Node: c.Node, NodeID: c.NodeID, Volume: c.Volume, Name: c.Name, StagingPath: c.StagingPath,
+		e.Call = &CSICall{Node: c.Node, NodeID: c.NodeID, Volume: c.Volume, Name: c.Name, Snapshot: c.Snapshot, StagingPath: c.StagingPath,
 			TargetPath: c.TargetPath, AccessMode: c.AccessMode, Block: c.Block, ReadOnly: c.ReadOnly, Ephemeral: c.Ephemeral,
 			Code: code, Capabilities: c.Capabilities, StartedAfter: c.StartedAfter, Started: time.Duration(c.StartedAt)}
 	}

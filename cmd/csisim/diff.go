@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 
 	"github.com/csisim/csisim/diff"
+	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/scenarios"
 )
 
@@ -40,6 +42,7 @@ type diffCmd struct {
 	strict    bool
 	logFile   string
 	realNodes realNodesFlag
+	driver    string
 }
 
 func (c *diffCmd) flags(fs *flag.FlagSet) {
@@ -48,6 +51,7 @@ func (c *diffCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.strict, "strict", false, "exit 1 also for differences only in timing")
 	fs.StringVar(&c.logFile, "log", "", "write every process's output (drivers, control plane, sidecars) to this file")
 	fs.Var(&c.realNodes, "real-nodes", realNodesUsage)
+	fs.StringVar(&c.driver, "driver", "", "the driver profile both sides run, by name or file: csisim's own driver as it is (default) or with flags of the profile's (csisim-file: no attach, no stage); other drivers cannot run on the real control plane")
 }
 
 func (c *diffCmd) Run(ctx context.Context) error {
@@ -56,6 +60,19 @@ func (c *diffCmd) Run(ctx context.Context) error {
 		return usageError(err)
 	}
 	opts := diff.Options{Seed: c.seed, Progress: c.stderr}
+	if c.driver != "" {
+		if opts.Profile, err = profiles.Load(c.driver); err != nil {
+			return usageError(err)
+		}
+		if _, err := opts.Profile.OwnDriverArgs(); err != nil {
+			return usagef("--driver %s: %v: the real control plane runs csisim's own driver", c.driver, err)
+		}
+		p := *opts.Profile
+		p.Name = cmp.Or(sc.Cluster.DriverName, p.Name)
+		if why := sc.SkipReason(&p); why != "" {
+			return usagef("--driver %s: %s is not diffed: %s", c.driver, sc.Name, why)
+		}
+	}
 	if opts.RealNodes, err = c.realNodes.resolve(sc.Cluster.Nodes); err != nil {
 		return usageError(err)
 	}

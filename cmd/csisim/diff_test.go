@@ -20,6 +20,15 @@ var _ = Describe("csisim diff", func() {
 		Expect(string(s.Err.Contents())).To(ContainSubstring("Usage: csisim diff"))
 	})
 
+	It("refuses a driver the real control plane cannot run, and a scenario the driver does not fit, before starting anything", func() {
+		s := start(GinkgoT().TempDir(), "diff", "--driver", "mock", "../../scenarios/library/basic-lifecycle.yaml")
+		Eventually(s, time.Minute).Should(gexec.Exit(2))
+		Expect(string(s.Err.Contents())).To(ContainSubstring("--driver mock: it does not run csisim's own driver"))
+		s = start(GinkgoT().TempDir(), "diff", "--driver", "csisim-file", "../../scenarios/library/kubelet-block-volume.yaml")
+		Eventually(s, time.Minute).Should(gexec.Exit(2))
+		Expect(string(s.Err.Contents())).To(ContainSubstring("kubelet-block-volume is not diffed: needs block"))
+	})
+
 	It("runs basic-lifecycle on the simulator and on a real control plane and reports how they differ", func() {
 		names := slices.Concat(realkube.ControlPlaneBinaries, []string{realkube.CSIProvisioner, realkube.CSIAttacher})
 		if err := realkube.Available(realkube.BinDir(), names...); err != nil {

@@ -26,6 +26,9 @@ type Call struct {
 	VolumeID string
 	// Name is the requested name of CreateVolume (and CreateSnapshot).
 	Name string
+	// SnapshotID is the request's snapshot ID (DeleteSnapshot); for
+	// CreateSnapshot, the ID the driver answered with, if it succeeded.
+	SnapshotID string
 	// NodeID is the request's node ID (ControllerPublishVolume,
 	// ControllerUnpublishVolume) or, for node service calls, the node
 	// the proxy fronts: Config.NodeID, or the last NodeGetInfo answer
@@ -102,7 +105,7 @@ type methodInfo struct {
 // method.
 func inspectsResponse(name string) bool {
 	switch name {
-	case "CreateVolume", "NodeGetInfo", "NodeGetCapabilities", "ControllerGetCapabilities", "GetPluginCapabilities":
+	case "CreateVolume", "CreateSnapshot", "NodeGetInfo", "NodeGetCapabilities", "ControllerGetCapabilities", "GetPluginCapabilities":
 		return true
 	}
 	return false
@@ -210,6 +213,10 @@ func describeMessage(c *Call, full string, msg proto.Message, nodeID string) {
 		c.VolumeID = r.GetVolumeId()
 		add("volume", c.VolumeID)
 	}
+	if r, ok := msg.(*csi.DeleteSnapshotRequest); ok {
+		// Kept out of Request, whose text every timeline shows.
+		c.SnapshotID = r.GetSnapshotId()
+	}
 	if r, ok := msg.(nodeIDer); ok {
 		c.NodeID = r.GetNodeId()
 	} else if strings.HasPrefix(full, "/csi.v1.Node/") {
@@ -272,6 +279,8 @@ func describeAnswer(c *Call, msg proto.Message) (nodeID string) {
 	switch r := msg.(type) {
 	case *csi.CreateVolumeResponse:
 		c.VolumeID = r.GetVolume().GetVolumeId()
+	case *csi.CreateSnapshotResponse:
+		c.SnapshotID = r.GetSnapshot().GetSnapshotId()
 	case *csi.NodeGetInfoResponse:
 		return r.GetNodeId()
 	case *csi.NodeGetCapabilitiesResponse:

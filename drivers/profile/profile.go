@@ -386,3 +386,47 @@ func Resolve(nameOrFile, dir string) (string, error) {
 	}
 	return file, nil
 }
+
+// ownDriverFlags are the flags of csisim's own driver that every start
+// command of it sets (launch.OurDriver), with a value each.
+var ownDriverFlags = map[string]bool{"--endpoint": true, "--node-id": true, "--root": true, "--state-dir": true, "--mode": true, "--driver-name": true}
+
+// OwnDriverArgs returns, for a profile that runs csisim's own driver
+// ({csisim} driver ...) in split layout, the arguments its commands add to
+// the ones every start of that driver has: what makes it this profile's
+// driver (csisim-file: --no-attach --no-stage). The backends that start
+// csisim's own driver themselves (the real control plane) take a profile
+// so. It is an error for any other profile, or one whose controller and
+// node commands add different arguments.
+func (p *Profile) OwnDriverArgs() ([]string, error) {
+	s := p.Start
+	if s.Mock || s.Layout != Split || s.Controller == nil || s.Node == nil {
+		return nil, errors.New("it does not run csisim's own driver in split layout")
+	}
+	extra := func(c *Command) ([]string, error) {
+		if c.Path != "{csisim}" || len(c.Args) == 0 || c.Args[0] != "driver" || len(c.Env) > 0 {
+			return nil, fmt.Errorf("it runs %s, not csisim's own driver ({csisim} driver ..., no env)", c.Path)
+		}
+		var out []string
+		for i := 1; i < len(c.Args); i++ {
+			if ownDriverFlags[c.Args[i]] {
+				i++ // and its value
+				continue
+			}
+			out = append(out, c.Args[i])
+		}
+		return out, nil
+	}
+	controller, err := extra(s.Controller)
+	if err != nil {
+		return nil, err
+	}
+	node, err := extra(s.Node)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(controller, node) {
+		return nil, fmt.Errorf("its controller adds %q and its node %q to csisim's driver; they must be the same", controller, node)
+	}
+	return node, nil
+}

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -173,5 +174,38 @@ fsGroupPolicy: File
 	drv, _ := p.Objects("", StorageClassName)
 	if !*drv.Spec.AttachRequired || !*drv.Spec.PodInfoOnMount || string(*drv.Spec.FSGroupPolicy) != "File" || len(drv.Spec.VolumeLifecycleModes) != 2 {
 		t.Fatalf("CSIDriver spec %+v", drv.Spec)
+	}
+}
+
+func TestOwnDriverArgs(t *testing.T) {
+	own := func(extraController, extraNode []string) *Profile {
+		return &Profile{Name: "x.csisim.io", Start: Start{Layout: Split,
+			Controller: &Command{Path: "{csisim}", Args: append([]string{"driver", "--endpoint", "{endpoint}", "--root", "{root}", "--mode", "controller", "--driver-name", "{driverName}"}, extraController...)},
+			Node:       &Command{Path: "{csisim}", Args: append([]string{"driver", "--endpoint", "{endpoint}", "--node-id", "{nodeID}", "--mode", "node"}, extraNode...)}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		p       *Profile
+		want    []string
+		wantErr string
+	}{
+		{"csisim's driver as it is", own(nil, nil), nil, ""},
+		{"with flags", own([]string{"--no-attach", "--no-stage"}, []string{"--no-attach", "--no-stage"}), []string{"--no-attach", "--no-stage"}, ""},
+		{"flags that differ", own([]string{"--no-attach"}, nil), nil, "must be the same"},
+		{"another binary", &Profile{Name: "nfs", Start: Start{Layout: Split, Controller: &Command{Path: "/bin/nfs"}, Node: &Command{Path: "/bin/nfs"}}}, nil, "not csisim's own driver"},
+		{"the mock", &Profile{Name: "mock", Start: Start{Mock: true}}, nil, "does not run csisim's own driver"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.p.OwnDriverArgs()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }

@@ -137,7 +137,19 @@ start_registry() {
 # directory, and in own mode what these machines need (own_cluster_config).
 cluster_config() {
 	sed "s|__CSISIM_STORAGE__|$storage|g" "$here/cluster.yaml" >"$workdir/cluster.yaml"
-	[ "$MODE" = own ] || return 0
+	# The kubelet of v1.35 and later refuses to start on cgroup v1 unless
+	# told not to (failCgroupV1); these VMs' hosts have hybrid v1 cgroups,
+	# and the nodes' kubelets see the host's.
+	local cgroup_v1_patch=
+	if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" != cgroup2fs ]; then
+		cgroup_v1_patch='  - |
+    kind: KubeletConfiguration
+    failCgroupV1: false'
+	fi
+	if [ "$MODE" != own ]; then
+		[ -z "$cgroup_v1_patch" ] || printf 'kubeadmConfigPatches:\n%s\n' "$cgroup_v1_patch" >>"$workdir/cluster.yaml"
+		return 0
+	fi
 	cat >>"$workdir/cluster.yaml" <<-EOF
 		# Added by run.sh for its own Docker daemon (e2e/kind/README.md):
 		networking:
@@ -151,6 +163,7 @@ cluster_config() {
 		    # No CoreDNS image can be had here, and no scenario needs cluster DNS.
 		    kind: InitConfiguration
 		    skipPhases: [preflight, addon/coredns]
+		$cgroup_v1_patch
 		containerdConfigPatches:
 		  - |-
 		    [plugins."io.containerd.grpc.v1.cri".registry.mirrors."docker.io"]

@@ -169,9 +169,13 @@ func mounts(h Host) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A simulator run's root (csisim run, or a test of another session on
+	// this machine) is never the kind run's: what it mounts there it
+	// unmounts itself, and its own leftover check judges it.
+	simRuns := filepath.Join(os.TempDir(), "csisim-run-")
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 {
+		if f := strings.Fields(line); len(f) > 4 && !strings.HasPrefix(f[4], simRuns) {
 			out = append(out, f[4])
 		}
 	}
@@ -197,11 +201,13 @@ func loops(h Host) []string {
 // and those naming an owned directory.
 func processes(h Host, owned []string) []string {
 	entries, _ := os.ReadDir(h.path("/proc"))
-	self := strconv.Itoa(os.Getpid())
+	// This process and those it runs under (`go run` names the owned
+	// directories in its arguments too) are the check, not the run.
+	self := ancestors(h, os.Getpid())
 	var out []string
 	for _, e := range entries {
 		pid := e.Name()
-		if _, err := strconv.Atoi(pid); err != nil || pid == self {
+		if _, err := strconv.Atoi(pid); err != nil || self[pid] {
 			continue
 		}
 		comm, err := os.ReadFile(h.path("/proc/" + pid + "/comm"))
@@ -217,6 +223,25 @@ func processes(h Host, owned []string) []string {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// ancestors is pid and its parents up to init, as /proc/PID/status says.
+func ancestors(h Host, pid int) map[string]bool {
+	out := map[string]bool{}
+	for p := strconv.Itoa(pid); p != "0" && p != "" && !out[p]; {
+		out[p] = true
+		status, err := os.ReadFile(h.path("/proc/" + p + "/status"))
+		if err != nil {
+			break
+		}
+		p = ""
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+				p = strings.TrimSpace(v)
+			}
+		}
+	}
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -73,7 +74,20 @@ func TestTakeAndDiff(t *testing.T) {
 	// device and processes, a big file in an owned directory.
 	write(t, filepath.Join(h.Root, "proc/sys/kernel/panic"), "10\n")
 	write(t, filepath.Join(h.Root, "proc/sys/kernel/ns_last_pid"), "500\n")
-	write(t, filepath.Join(h.Root, "proc/self/mountinfo"), "22 1 0:21 / / rw - ext4 /dev/vda rw\n40 22 0:50 / /var/lib/x/overlay rw - overlay overlay rw\n")
+	// A simulator run of another process mounts below its own root: not
+	// the kind run's.
+	simMount := filepath.Join(os.TempDir(), "csisim-run-123", "nodes/node-1/kubelet/globalmount")
+	write(t, filepath.Join(h.Root, "proc/self/mountinfo"), "22 1 0:21 / / rw - ext4 /dev/vda rw\n40 22 0:50 / /var/lib/x/overlay rw - overlay overlay rw\n"+
+		"41 22 0:51 / "+simMount+" rw - ext4 /dev/loop9 rw\n")
+	// The check itself runs under `go run`, whose arguments name the
+	// owned directories: it and its parents are not the run's.
+	self := strconv.Itoa(os.Getpid())
+	write(t, filepath.Join(h.Root, "proc", self, "status"), "Name:\tfootprint\nPPid:\t94\n")
+	write(t, filepath.Join(h.Root, "proc", self, "comm"), "footprint\n")
+	write(t, filepath.Join(h.Root, "proc", self, "cmdline"), "footprint\x00check\x00--owned\x00"+owned+"\x00")
+	write(t, filepath.Join(h.Root, "proc/94/status"), "Name:\tgo\nPPid:\t1\n")
+	write(t, filepath.Join(h.Root, "proc/94/comm"), "go\n")
+	write(t, filepath.Join(h.Root, "proc/94/cmdline"), "go\x00run\x00./e2e/kind/footprint\x00check\x00--owned\x00"+owned+"\x00")
 	write(t, filepath.Join(h.Root, "sys/class/net/br-1234/x"), "")
 	write(t, filepath.Join(h.Root, "sys/block/loop1/loop/backing_file"), "/var/lib/csisim/root/volumes/v.img\n")
 	for pid, p := range map[string][3]string{
