@@ -115,7 +115,7 @@ FIDELITY_SCENARIOS ?= basic-lifecycle multi-node static-binding wait-for-first-c
 	provisioning-secrets-and-clones provisioning-parameters csi-stage-error-retry csi-publish-hang \
 	expansion-refused-by-admission expansion-online snapshot-and-restore snapshot-pre-provisioned \
 	statefulset-claims-and-scaling deployment-rwo-recreate inline-ephemeral-allowed generic-ephemeral-conflict \
-	readwriteoncepod-conflict node-stage-secret-missing
+	readwriteoncepod-conflict node-stage-secret-missing zone-spread-statefulset
 # Each report is kept as JSON in bin/fidelity/, and their table is written
 # into docs/fidelity.md ("The last measured table") and printed.
 fidelity-report: realkube-bins build

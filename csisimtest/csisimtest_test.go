@@ -315,3 +315,35 @@ deletionPolicy: Delete
 	cc.Refresh(u)
 	wantAll(t, strings.Join(ft.fatal, "\n"), "csisimtest: Refresh: ConfigMap default/settings does not exist")
 }
+
+// The CSI call matchers expect what follows from the test on the driver
+// that runs: on a driver without attach and stage (csisim-file), a pod's
+// volume gets no ControllerPublishVolume and no NodeStageVolume, and the
+// lifecycle as a block driver has it still matches; a sequence that is
+// wrong for any driver still fails, saying which calls were left out.
+func TestCSICallMatchersFitTheDriver(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("csisim's driver mounts: needs root")
+	}
+	c := Start(t, Options{Driver: "csisim-file", Seed: 6})
+	objs := c.Apply(claimAndPod)
+	pvc, pod := objs[0], objs[1]
+	c.Eventually(pod).Should(BeRunning())
+	c.Delete(pod, pvc)
+	c.Eventually(pvc).Should(BeGone())
+	lifecycle := []string{"CreateVolume", "ControllerPublishVolume", "NodeStageVolume", "NodePublishVolume",
+		"NodeUnpublishVolume", "NodeUnstageVolume", "ControllerUnpublishVolume", "DeleteVolume"}
+	c.Eventually(pvc).Should(HaveCSICalls(lifecycle...))
+
+	observed, err := c.handOver(pvc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := HaveCSICalls("CreateVolume", "NodeStageVolume", "DeleteVolume", "DeleteVolume")
+	if ok, err := wrong.Match(observed); ok || err != nil {
+		t.Fatalf("a wrong sequence matched: %v, %v", ok, err)
+	}
+	if msg := wrong.FailureMessage(observed); !strings.Contains(msg, "(no NodeStageVolume: ") {
+		t.Errorf("the failure does not say NodeStageVolume was left out:\n%s", msg)
+	}
+}

@@ -331,6 +331,10 @@ func csiCallMatcher(check scenarios.CSICallCheck) types.GomegaMatcher {
 		default:
 			return false, "", fmt.Errorf("the CSI call matchers take the Cluster, or a claim or volume handed to c.Eventually or c.Expect; got %T", actual)
 		}
+		// What follows from the test depends on the driver: no
+		// ControllerPublishVolume without attach, no NodeStageVolume
+		// without stage (scenarios.CSICallCheck.FitTo).
+		check := check.FitTo(c.profile.Complete(c.sim.DriverInfo()))
 		calls := c.CSICalls()
 		if check.Volume != "" {
 			calls = callsOnVolume(calls, check.Volume)

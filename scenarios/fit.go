@@ -115,3 +115,15 @@ func (u unaskedCalls) fit(c *CSICallCheck) *CSICallCheck {
 	}
 	return &out
 }
+
+// FitTo returns the check expecting only the calls the driver of p is
+// asked for, as a scenario's csiCalls checks are fitted as a run starts
+// (the Go API's CSI call matchers use it): p should be completed with
+// what the running driver reported (Profile.Complete).
+func (c CSICallCheck) FitTo(p *profile.Profile) CSICallCheck {
+	u := unaskedCallsOf(p)
+	if len(u.methods) == 0 {
+		return c
+	}
+	return *u.fit(&c)
+}

@@ -69,7 +69,7 @@ const kubeControllerManager = "kube-controller-manager"
 var controlPlane = []componentSpec{
 	{name: "persistentvolume-binder", process: kubeControllerManager, start: pvcontroller.Start},
 	{name: "attachdetach-controller", process: kubeControllerManager, start: attachdetach.Start},
-	{name: "default-scheduler", start: scheduler.Start},
+	{name: "default-scheduler", needs: appsInformers, start: scheduler.Start},
 	{name: "external-provisioner", needs: driverConn | snapshotClient, check: provisioner.Check, start: provisioner.Start},
 	{name: "node-controller", process: kubeControllerManager, start: nodelifecycle.Start},
 	{name: "external-attacher", needs: driverConn, check: attacher.Check, start: attacher.Start},

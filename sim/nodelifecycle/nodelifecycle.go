@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -62,6 +64,7 @@ type Controller struct {
 	mu           sync.Mutex
 	registered   map[string]types.UID // nodes the controller has seen, with their UIDs
 	missingSince map[string]time.Time // pod GC: nodes of pods that have no Node, since when
+	planned      map[string]string    // taint eviction: pods (by key) whose eviction is planned, to their node
 }
 
 // Clients are the API clients of the three controllers this package
@@ -87,13 +90,14 @@ func New(clients Clients, factory informers.SharedInformerFactory, rt controller
 		evictions, stopEvictions := rt.NewEventRecorder(clients.TaintEviction, "taint-eviction-controller", "")
 		return events, evictions, func() { stop(); stopEvictions() }
 	}, clock: rt.Clock, queue: rt.NewQueue("node-lifecycle"),
-		registered: map[string]types.UID{}, missingSince: map[string]time.Time{},
+		registered: map[string]types.UID{}, missingSince: map[string]time.Time{}, planned: map[string]string{},
 		nodes: factory.Core().V1().Nodes().Lister(), pods: factory.Core().V1().Pods().Lister(),
 		leases: factory.Coordination().V1().Leases().Lister()}
 	c.events, c.evictions, c.stopRecs = c.newRecorders()
 	// Taints and pods change what eviction must do; heartbeats are looked
 	// at every MonitorPeriod, as the real controller does.
 	_, _ = factory.Core().V1().Nodes().Informer().AddEventHandler(controller.EnqueueHandler(c.queue))
+	_, _ = factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.podDeleted})
 	return c
 }
 
@@ -140,6 +144,10 @@ func (c *Controller) Monitor(context.Context) {
 }
 
 func (c *Controller) syncNode(ctx context.Context, name string) error {
+	if pod, ok := strings.CutPrefix(name, cancelKeyPrefix); ok {
+		c.cancel(pod)
+		return nil
+	}
 	node, err := c.nodes.Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -314,6 +322,7 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node) error {
 		}
 	}
 	if len(noExecute) == 0 {
+		c.cancel(c.plannedOn(node.Name)...)
 		return nil
 	}
 	pods, _ := c.pods.List(labels.Everything())
@@ -327,12 +336,15 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node) error {
 		if !ok {
 			continue // tolerated for ever
 		}
+		key := pod.Namespace + "/" + pod.Name
 		if due.After(now) {
+			c.plan(key, node.Name)
 			if w := due.Sub(now); wait == 0 || w < wait {
 				wait = w
 			}
 			continue
 		}
+		c.carriedOut(key)
 		// The real controller refers to the pod by name only, without its
 		// UID: the eviction of a later pod of the same name counts on the
 		// same event (as seen on the real control plane).

@@ -102,6 +102,31 @@ func fits(pod *corev1.Pod, node *corev1.Node, running []*corev1.Pod, vols podVol
 	return verdict{reasons: volumeBinding(node, vols), plugin: "VolumeBinding"}
 }
 
+// acrossNodes are the filters that look at pods on other nodes too, with
+// their PreFilter state for one pod: PodTopologySpread and
+// InterPodAffinity, in that order, after the volume filters (VolumeZone,
+// between them in the real order, is not modelled: CSI volumes carry
+// their topology as node affinity, which VolumeBinding checks).
+type acrossNodes struct {
+	spread   spread
+	affinity podAffinity
+}
+
+func newAcrossNodes(pod *corev1.Pod, sn snapshot) acrossNodes {
+	return acrossNodes{spread: newSpread(pod, sn), affinity: newPodAffinity(pod, sn)}
+}
+
+// fitsAll is fits and then the filters across nodes.
+func fitsAll(pod *corev1.Pod, node *corev1.Node, running []*corev1.Pod, vols podVolumes, overLimit func(*corev1.Node) bool, across acrossNodes) verdict {
+	if v := fits(pod, node, running, vols, overLimit); !v.fits() {
+		return v
+	}
+	if v := across.spread.filter(node); !v.fits() {
+		return v
+	}
+	return across.affinity.filter(node)
+}
+
 // volumeBinding is the VolumeBinding plugin's filter. Its reasons: a bound
 // volume the node cannot use; an unbound WaitForFirstConsumer claim whose
 // node was already chosen elsewhere, or that has no static volume there

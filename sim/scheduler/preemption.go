@@ -127,6 +127,7 @@ func (s *Scheduler) victimsOn(pod *corev1.Pod, node *corev1.Node, vols podVolume
 	for _, p := range lower {
 		gone[p] = true
 	}
+	sn := s.snapshot()
 	try := func() bool {
 		v := vols
 		v.readWriteOncePodUsers = nil
@@ -144,7 +145,7 @@ func (s *Scheduler) victimsOn(pod *corev1.Pod, node *corev1.Node, vols podVolume
 			}
 		}
 		// Volume limits are not given back by victims here.
-		return fits(pod, node, on, v, func(*corev1.Node) bool { return false }).fits()
+		return fitsAll(pod, node, on, v, func(*corev1.Node) bool { return false }, newAcrossNodes(pod, sn.without(gone))).fits()
 	}
 	if !try() {
 		return nil, false

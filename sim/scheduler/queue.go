@@ -64,6 +64,7 @@ func (s *Scheduler) enqueueFitting(obj any) {
 	if !ok {
 		return
 	}
+	var sn snapshot
 	for _, p := range s.unscheduled() {
 		if p.DeletionTimestamp != nil {
 			continue
@@ -72,24 +73,38 @@ func (s *Scheduler) enqueueFitting(obj any) {
 		if why != "" {
 			continue
 		}
+		if sn.pods == nil {
+			sn = s.snapshot()
+		}
 		wanted := s.podCSIVolumes(p)
-		if fits(p, node, s.runningOn(node.Name), vols, func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) }).fits() {
+		overLimit := func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) }
+		if fitsAll(p, node, s.runningOn(node.Name), vols, overLimit, newAcrossNodes(p, sn)).fits() {
 			s.requeue(p.Namespace + "/" + p.Name)
 		}
 	}
 }
 
 // assignedPodGone: a pod bound to a node that goes (or finishes) may leave
-// room on its node, or free a ReadWriteOncePod claim (VolumeRestrictions'
+// room on its node, free a ReadWriteOncePod claim (VolumeRestrictions'
 // hint: a pod of the namespace that used one of the waiting pod's
-// claims).
+// claims), or end an anti-affinity or a skew.
 func (s *Scheduler) assignedPodGone(p *corev1.Pod) {
 	if p.Spec.NodeName == "" {
 		return
 	}
 	s.requeueWhere(false, func(w *corev1.Pod, a attempt) bool {
 		return a.plugins["NodeVolumeLimits"] || a.plugins["NodeResourcesFit"] ||
-			a.plugins["VolumeRestrictions"] && w.Namespace == p.Namespace && sharesClaim(w, p)
+			a.plugins["VolumeRestrictions"] && w.Namespace == p.Namespace && sharesClaim(w, p) ||
+			a.plugins["InterPodAffinity"] || a.plugins["PodTopologySpread"]
+	})
+}
+
+// podAssigned: a pod bound to a node may be what a waiting pod's affinity
+// asks for, or even out a spread (the two plugins' hints on an assigned
+// pod's add).
+func (s *Scheduler) podAssigned() {
+	s.requeueWhere(false, func(_ *corev1.Pod, a attempt) bool {
+		return a.plugins["InterPodAffinity"] || a.plugins["PodTopologySpread"]
 	})
 }
 

@@ -4,9 +4,11 @@
 // NodeAffinity (selector and required affinity), NodeResourcesFit (the
 // pods' requests against the node's allocatable), NodeVolumeLimits (CSINode
 // allocatable counts against the CSI volumes the node's pods use and the
-// VolumeAttachments on it) and VolumeBinding (the node affinity of bound
+// VolumeAttachments on it), VolumeBinding (the node affinity of bound
 // volumes; for WaitForFirstConsumer claims a static volume on the node, or
-// provisioning there, with capacity). VolumeBinding's PreFilter rejects a
+// provisioning there, with capacity), PodTopologySpread (DoNotSchedule
+// constraints) and InterPodAffinity (required pod affinity and
+// anti-affinity, the placed pods' anti-affinity). VolumeBinding's PreFilter rejects a
 // pod whose claims are missing or unbound with immediate binding before
 // any node is looked at. For the chosen node it binds static volumes or
 // sets volume.kubernetes.io/selected-node, and then, as the plugin's
@@ -23,24 +25,25 @@
 // capacity that changes; a pod or an attachment that goes — and then for
 // the real backoff (1 s doubling to 10 s, ended at the backoff queue's
 // next 1 s window), or for 5 minutes at most. Of
-// the nodes that fit, the first by name is chosen: the real scheduler's
-// scoring is not modelled.
+// the nodes that fit, the one the default profile's score plugins rate
+// highest is chosen (score.go), the first by name among equals.
 package scheduler
 
 import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
@@ -79,6 +82,10 @@ type Scheduler struct {
 	csiNodes   storagelisters.CSINodeLister
 	drivers    storagelisters.CSIDriverLister
 	capacities storagelisters.CSIStorageCapacityLister
+	// replicaSets and statefulSets give the selectors of the system
+	// default spread constraints.
+	replicaSets  appslisters.ReplicaSetLister
+	statefulSets appslisters.StatefulSetLister
 	// podIndex and vaIndex are the informers' caches, with
 	// volumeutil.PodsByNode and volumeutil.AttachmentsByNode.
 	podIndex, vaIndex cache.Indexer
@@ -119,6 +126,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	capInf := factory.Storage().V1().CSIStorageCapacities()
 	s.drivers, s.capacities = factory.Storage().V1().CSIDrivers().Lister(), capInf.Lister()
 	vaInf := factory.Storage().V1().VolumeAttachments()
+	s.replicaSets, s.statefulSets = factory.Apps().V1().ReplicaSets().Lister(), factory.Apps().V1().StatefulSets().Lister()
 	_ = volumeutil.AddIndexes(podInf.Informer(), volumeutil.PodsByNode)
 	_ = volumeutil.AddIndexes(vaInf.Informer(), volumeutil.AttachmentsByNode)
 	s.podIndex, s.vaIndex = podInf.Informer().GetIndexer(), vaInf.Informer().GetIndexer()
@@ -134,6 +142,9 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 			}
 			if podChanged(old.(*corev1.Pod), p) {
 				s.requeue(p.Namespace + "/" + p.Name)
+			}
+			if old.(*corev1.Pod).Spec.NodeName == "" && p.Spec.NodeName != "" {
+				s.podAssigned()
 			}
 			// The real scheduler's informer lists no finished pod
 			// (status.phase!=Succeeded,status.phase!=Failed): a pod
@@ -257,35 +268,69 @@ func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string) erro
 	return nil
 }
 
-// pickNode returns the first node by name that fits, or the verdict of
-// every node, by name, when none does.
+// pickNode returns the node the pod goes to — of the nodes that fit, the
+// one that scores best (selectNode) — or the verdict of every node, by
+// name, when none fits.
 func (s *Scheduler) pickNode(pod *corev1.Pod, vols podVolumes) (*corev1.Node, map[string]verdict, error) {
-	nodes, err := s.nodes.List(labels.Everything())
-	if err != nil {
-		return nil, nil, err
-	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	sn := s.snapshot()
 	verdicts := map[string]verdict{}
 	wanted := s.podCSIVolumes(pod)
-	for _, node := range nodes {
-		running := s.runningOn(node.Name)
-		overLimit := func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) }
-		v := fits(pod, node, running, vols, overLimit)
+	overLimit := func(n *corev1.Node) bool { return s.overVolumeLimit(n, wanted) }
+	across := newAcrossNodes(pod, sn)
+	var feasible []*corev1.Node
+	for _, node := range sn.nodes {
+		running := sn.pods[node.Name]
+		v := fitsAll(pod, node, running, vols, overLimit, across)
 		if v.fits() {
 			// The real framework filters a node twice when pods of
 			// equal or higher priority are nominated to it (they wait
 			// there for victims of their preemption to go): with them
 			// as if they ran there, and without.
 			if on, with := s.withNominated(pod, node.Name, running, vols); len(on) > len(running) {
-				v = fits(pod, node, on, with, overLimit)
+				v = fitsAll(pod, node, on, with, overLimit, newAcrossNodes(pod, sn.with(node.Name, on)))
 			}
 		}
 		if v.fits() {
-			return node, nil, nil
+			feasible = append(feasible, node)
+			continue
 		}
 		verdicts[node.Name] = v
 	}
-	return nil, verdicts, nil
+	if len(feasible) == 0 {
+		return nil, verdicts, nil
+	}
+	in := scoreInput{snapshot: sn, defaultSelector: s.defaultSelector(pod), volumeScore: s.volumeScorer(vols)}
+	return selectNode(pod, feasible, in), nil, nil
+}
+
+// defaultSelector selects the pods of the pod's workload, for the system
+// default spread constraints (the real helper.DefaultSelector): the
+// selector of the ReplicaSet or StatefulSet that controls it. (The
+// selectors of Services and ReplicationControllers that the real one adds
+// are none here: csisim serves neither kind.)
+func (s *Scheduler) defaultSelector(pod *corev1.Pod) labels.Selector {
+	sel := labels.Set{}.AsSelector()
+	owner := metav1.GetControllerOfNoCopy(pod)
+	if owner == nil || owner.APIVersion != appsv1.SchemeGroupVersion.String() {
+		return sel
+	}
+	var ls *metav1.LabelSelector
+	switch owner.Kind {
+	case "ReplicaSet":
+		if rs, err := s.replicaSets.ReplicaSets(pod.Namespace).Get(owner.Name); err == nil {
+			ls = rs.Spec.Selector
+		}
+	case "StatefulSet":
+		if ss, err := s.statefulSets.StatefulSets(pod.Namespace).Get(owner.Name); err == nil {
+			ls = ss.Spec.Selector
+		}
+	}
+	if other, err := metav1.LabelSelectorAsSelector(ls); err == nil && ls != nil {
+		if reqs, ok := other.Requirements(); ok {
+			sel = sel.Add(reqs...)
+		}
+	}
+	return sel
 }
 
 // withNominated adds to a node's pods those nominated to it with a

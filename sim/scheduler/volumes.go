@@ -7,6 +7,7 @@ package scheduler
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 
@@ -108,12 +109,25 @@ func (s *Scheduler) claimUsers(pod *corev1.Pod, claim string) []*corev1.Pod {
 // class whose topology the node matches must fit the request (by its
 // maximumVolumeSize if set, else its capacity).
 func (s *Scheduler) hasCapacity(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, node *corev1.Node) bool {
+	_, ok := s.nodeCapacity(claim, class, node)
+	return ok
+}
+
+// nodeCapacity is the CSIStorageCapacity the volume binding plugin finds
+// for provisioning the claim for the node, and whether there is room: nil
+// and true when the class's CSIDriver does not publish capacity. Of
+// several that fit, the first by namespace and name (the real plugin takes
+// the first its informer lists).
+func (s *Scheduler) nodeCapacity(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, node *corev1.Node) (*storagev1.CSIStorageCapacity, bool) {
 	drv, err := s.drivers.Get(class.Provisioner)
 	if err != nil || drv.Spec.StorageCapacity == nil || !*drv.Spec.StorageCapacity {
-		return true
+		return nil, true
 	}
 	request := claim.Spec.Resources.Requests[corev1.ResourceStorage]
 	all, _ := s.capacities.List(labels.Everything())
+	sort.Slice(all, func(i, j int) bool {
+		return all[i].Namespace+"/"+all[i].Name < all[j].Namespace+"/"+all[j].Name
+	})
 	for _, c := range all {
 		if c.StorageClassName != class.Name || c.NodeTopology == nil {
 			continue
@@ -127,10 +141,63 @@ func (s *Scheduler) hasCapacity(claim *corev1.PersistentVolumeClaim, class *stor
 			size = c.MaximumVolumeSize
 		}
 		if size != nil && size.Cmp(request) >= 0 {
-			return true
+			return c, true
 		}
 	}
-	return false
+	return nil, false
+}
+
+// volumeScorer is the VolumeBinding plugin's score (StorageCapacityScoring,
+// on by default in v1.37), per storage class averaged: on a node where
+// static volumes would be bound, the claims' requests against those
+// volumes' capacities; else the requests of the claims to provision
+// against the capacity published for the node (claims whose driver
+// publishes none do not count). Nil when the pod has no claim to bind.
+func (s *Scheduler) volumeScorer(vols podVolumes) func(*corev1.Node) int64 {
+	if len(vols.delayed) == 0 {
+		return nil
+	}
+	type use struct{ requested, capacity int64 }
+	return func(node *corev1.Node) int64 {
+		classes := map[string]*use{}
+		at := func(class string) *use {
+			if classes[class] == nil {
+				classes[class] = &use{}
+			}
+			return classes[class]
+		}
+		static := staticMatches(vols.delayed, vols.available, node)
+		for claim, pv := range static {
+			u := at(pv.Spec.StorageClassName)
+			req, capacity := claim.Spec.Resources.Requests[corev1.ResourceStorage], pv.Spec.Capacity[corev1.ResourceStorage]
+			u.requested += req.Value()
+			u.capacity += capacity.Value()
+		}
+		for _, claim := range vols.delayed {
+			class := vols.classes[className(claim)]
+			if len(static) > 0 || class == nil {
+				continue
+			}
+			c, _ := s.nodeCapacity(claim, class, node)
+			if c == nil {
+				continue
+			}
+			u := at(class.Name)
+			if c.Capacity != nil {
+				u.capacity = c.Capacity.Value()
+			}
+			req := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+			u.requested += req.Value()
+		}
+		if len(classes) == 0 {
+			return 0
+		}
+		var sum int64
+		for _, u := range classes {
+			sum += volumeUtilizationScore(u.requested, u.capacity)
+		}
+		return int64(math.Round(float64(sum) / float64(len(classes))))
+	}
 }
 
 // overVolumeLimit: the pod's CSI volumes (wanted) do not fit under the
