@@ -33,6 +33,9 @@ func (w *walker) claim(c *corev1.PersistentVolumeClaim) {
 			w.add(f)
 			return
 		}
+		if w.modifyingClaim(c, f) {
+			return
+		}
 		// Bound; a pod that uses it may still be waiting for it.
 		var waiting []*corev1.Pod
 		for _, p := range ix.podList {

@@ -179,6 +179,23 @@ func TestExplain(t *testing.T) {
 			cause:  "VolumeAttachment csi-a",
 		},
 		{
+			name: "a claim whose new attributes class the driver refused",
+			snap: func() *Snapshot {
+				c := claim("data", "c", corev1.ClaimBound, "pv-1")
+				c.Spec.VolumeAttributesClassName = ptr.To("tiered")
+				c.Status.CurrentVolumeAttributesClassName = ptr.To("gold")
+				c.Status.ModifyVolumeStatus = &corev1.ModifyVolumeStatus{TargetVolumeAttributesClassName: "tiered",
+					Status: corev1.PersistentVolumeClaimModifyVolumeInfeasible}
+				return &Snapshot{Now: now, Claims: []corev1.PersistentVolumeClaim{c},
+					Volumes: []corev1.PersistentVolume{csiPV("pv-1", driver, "vol-1", "data")},
+					Events: []corev1.Event{ev("PersistentVolumeClaim", "data", "external-resizer "+driver, "VolumeModifyFailed",
+						"rpc error: code = InvalidArgument desc = mutable parameter \"tier\" is not supported", 10*time.Second, 1)}}
+			},
+			target: Ref{Kind: KindClaim, Namespace: "default", Name: "data"},
+			want:   []string{"modify Infeasible", "refused to modify the volume to the class tiered", "VolumeModifyFailed", "such as the old one (gold)"},
+			cause:  "PersistentVolumeClaim default/data",
+		},
+		{
 			name: "a stale attachment on a healthy node",
 			snap: func() *Snapshot {
 				return &Snapshot{Now: now,

@@ -81,6 +81,13 @@ func storagePrinters() map[schema.GroupKind]kindPrinter {
 			col("Modes", "string", csiDriverDoc["volumeLifecycleModes"]),
 			age,
 		}, printCSIDriver),
+		// kubernetes pkg/printers/internalversion/printers.go
+		// volumeAttributesClassColumnDefinitions.
+		{Group: storagev1.GroupName, Kind: "VolumeAttributesClass"}: printerFor([]metav1.TableColumnDefinition{
+			name, col("DriverName", "string", storagev1.VolumeAttributesClass{}.SwaggerDoc()["driverName"]), age,
+		}, func(pc *printContext, c *storagev1.VolumeAttributesClass) metav1.TableRow {
+			return cells(c.Name, c.DriverName, pc.age(c.CreationTimestamp))
+		}),
 		{Group: storagev1.GroupName, Kind: "CSIStorageCapacity"}: printerFor([]metav1.TableColumnDefinition{
 			name, col("StorageClassName", "string", capDoc["storageClassName"]), col("Capacity", "string", capDoc["capacity"]),
 		}, func(pc *printContext, c *storagev1.CSIStorageCapacity) metav1.TableRow {

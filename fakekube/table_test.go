@@ -296,6 +296,12 @@ func TestPrinterCells(t *testing.T) {
 			want: []any{"node-1", int64(1), "5m"},
 		},
 		{
+			name: "VolumeAttributesClass",
+			obj: &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: "gold", CreationTimestamp: tableCreated},
+				DriverName: "d", Parameters: map[string]string{"iops": "3000"}},
+			want: []any{"gold", "d", "5m"},
+		},
+		{
 			name: "CSIStorageCapacity",
 			obj: &storagev1.CSIStorageCapacity{ObjectMeta: tblMeta("cap"), StorageClassName: "fast",
 				Capacity: ptr(tblQty("10Gi"))},
@@ -451,6 +457,7 @@ func TestPrinterColumns(t *testing.T) {
 		{schema.GroupKind{Group: "storage.k8s.io", Kind: "CSINode"}, "Name Drivers Age"},
 		{schema.GroupKind{Group: "storage.k8s.io", Kind: "CSIDriver"}, "Name AttachRequired PodInfoOnMount StorageCapacity TokenRequests RequiresRepublish Modes Age"},
 		{schema.GroupKind{Group: "storage.k8s.io", Kind: "CSIStorageCapacity"}, "Name StorageClassName Capacity"},
+		{schema.GroupKind{Group: "storage.k8s.io", Kind: "VolumeAttributesClass"}, "Name DriverName Age"},
 		{schema.GroupKind{Group: "snapshot.storage.k8s.io", Kind: "VolumeSnapshot"},
 			"Name ReadyToUse SourcePVC SourceSnapshotContent RestoreSize SnapshotClass SnapshotContent CreationTime Age"},
 		{schema.GroupKind{Group: "snapshot.storage.k8s.io", Kind: "VolumeSnapshotContent"},
@@ -474,7 +481,7 @@ func TestPrinterColumns(t *testing.T) {
 			t.Errorf("%v columns\n got %s\nwant %s", tc.kind, g, tc.want)
 		}
 	}
-	if len(kindPrinters) != 23 {
+	if len(kindPrinters) != 24 {
 		t.Errorf("%d printers; a new one needs a line here", len(kindPrinters))
 	}
 }

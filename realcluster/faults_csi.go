@@ -16,12 +16,12 @@ import (
 // ControllerGetCapabilities that both make: the external-provisioner
 // provisions, deletes and (with --enable-capacity) asks for capacity; the
 // external-attacher attaches, detaches and lists published volumes; the
-// external-resizer expands; the csi-snapshotter takes, deletes and lists
-// snapshots.
+// external-resizer expands and modifies; the csi-snapshotter takes,
+// deletes and lists snapshots.
 var sidecarMethods = map[string][]string{
 	realkube.CSIProvisioner: {"CreateVolume", "DeleteVolume", "GetCapacity"},
 	realkube.CSIAttacher:    {"ControllerPublishVolume", "ControllerUnpublishVolume", "ListVolumes"},
-	realkube.CSIResizer:     {"ControllerExpandVolume"},
+	realkube.CSIResizer:     {"ControllerExpandVolume", "ControllerModifyVolume"},
 	realkube.CSISnapshotter: {"CreateSnapshot", "DeleteSnapshot", "ListSnapshots"},
 }
 

@@ -1,7 +1,8 @@
 // Package csiutil holds what csisim's CSI drivers, and the fault proxy in
 // front of them, read of a CSI request alike: whether a publish is of an
-// inline ephemeral volume, whether a volume fits a capacity range, and
-// which access modes allow one node only.
+// inline ephemeral volume, whether a volume fits a capacity range, which
+// access modes allow one node only, and which mutable parameters they
+// accept.
 package csiutil
 
 import "github.com/container-storage-interface/spec/lib/go/csi"

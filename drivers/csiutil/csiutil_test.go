@@ -73,3 +73,28 @@ func TestModeFromName(t *testing.T) {
 		t.Errorf("ModeFromName of an unknown name = %s, want UNKNOWN", got)
 	}
 }
+
+func TestCheckMutableParameters(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		params map[string]string
+		want   string
+	}{
+		{"none", nil, ""},
+		{"both", map[string]string{"iops": "3000", "throughput": "125"}, ""},
+		{"unknown key", map[string]string{"iops": "3000", "tier": "gold"}, `mutable parameter "tier" is not supported (supported: iops, throughput)`},
+		{"not a number", map[string]string{"iops": "fast"}, `mutable parameter iops="fast": want a positive integer`},
+		{"zero", map[string]string{"throughput": "0"}, `mutable parameter throughput="0": want a positive integer`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckMutableParameters(tc.params)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("CheckMutableParameters(%v) = %q, want %q", tc.params, got, tc.want)
+			}
+		})
+	}
+}

@@ -52,6 +52,7 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 		csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
 		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
 		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+		csi.ControllerServiceCapability_RPC_MODIFY_VOLUME,
 	} {
 		if t == csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME && s.d.cfg.NoAttach {
 			continue
@@ -108,7 +109,8 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	if err := d.createBacking(id, kind, capacity, copyFrom); err != nil {
 		return nil, status.Errorf(codes.Internal, "CreateVolume: %v", err)
 	}
-	v := &volumeRecord{ID: id, Name: req.GetName(), Kind: kind, CapacityBytes: capacity, Zone: zone, Source: src, Parameters: params}
+	v := &volumeRecord{ID: id, Name: req.GetName(), Kind: kind, CapacityBytes: capacity, Zone: zone, Source: src, Parameters: params,
+		MutableParameters: req.GetMutableParameters()}
 	d.state.Volumes[id] = v
 	if err := d.store.save(d.state); err != nil {
 		delete(d.state.Volumes, id)
@@ -138,6 +140,9 @@ func (d *Driver) checkCreateRequest(req *csi.CreateVolumeRequest) (volumeKind, m
 		if err := d.checkCapability(c, kind); err != nil {
 			return "", nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
 		}
+	}
+	if err := csiutil.CheckMutableParameters(req.GetMutableParameters()); err != nil {
+		return "", nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
 	}
 	return kind, params, nil
 }

@@ -56,6 +56,11 @@ type volumeRecord struct {
 	// Parameters are the CreateVolume parameters the driver does not know
 	// itself; they are passed on in the volume context.
 	Parameters map[string]string `json:"parameters,omitempty"`
+	// MutableParameters are the last mutable parameters the volume was
+	// created or modified with (csiutil.CheckMutableParameters). A
+	// repeated CreateVolume does not compare them: they may have changed
+	// since, by ControllerModifyVolume.
+	MutableParameters map[string]string `json:"mutableParameters,omitempty"`
 	// PublishedNodes maps node ID to a ControllerPublishVolume.
 	PublishedNodes map[string]*controllerPublishRecord `json:"publishedNodes,omitempty"`
 }

@@ -39,6 +39,9 @@ type volume struct {
 	block bool
 	// published is the controller-publish record per node ID.
 	published map[string]*controllerPub
+	// mutable are the mutable parameters it was created or last modified
+	// with.
+	mutable map[string]string
 }
 
 type controllerPub struct {

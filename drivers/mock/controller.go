@@ -43,6 +43,7 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 		csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES,
 		csi.ControllerServiceCapability_RPC_GET_VOLUME,
 		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
+		csi.ControllerServiceCapability_RPC_MODIFY_VOLUME,
 	}
 	if !s.d.cfg.NoAttach {
 		types = append(types, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME)
@@ -107,6 +108,9 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	if req.GetVolumeContentSource() != nil {
 		return nil, status.Error(codes.InvalidArgument, "CreateVolume: volume content sources (snapshots, clones) are not supported")
 	}
+	if err := csiutil.CheckMutableParameters(req.GetMutableParameters()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
+	}
 	size, err := sizeFor(req.GetCapacityRange())
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "CreateVolume: %v", err)
@@ -139,7 +143,8 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 			return nil, status.Errorf(codes.ResourceExhausted, "CreateVolume: %d bytes requested, %d of %d bytes free", size, b.capacity-b.used, b.capacity)
 		}
 	}
-	v := &volume{id: id, name: name, capacityBytes: size, block: block, published: map[string]*controllerPub{}}
+	v := &volume{id: id, name: name, capacityBytes: size, block: block, published: map[string]*controllerPub{},
+		mutable: maps.Clone(req.GetMutableParameters())}
 	b.volumes[id] = v
 	b.byName[name] = id
 	b.used += size
@@ -389,6 +394,31 @@ func (s *controllerServer) ControllerExpandVolume(_ context.Context, req *csi.Co
 		b.used += grow
 	}
 	return &csi.ControllerExpandVolumeResponse{CapacityBytes: v.capacityBytes, NodeExpansionRequired: !v.block}, nil
+}
+
+// ControllerModifyVolume applies a volume's new mutable parameters, which
+// csiutil.CheckMutableParameters checks: an unknown key is InvalidArgument,
+// the claim's Infeasible modify.
+func (s *controllerServer) ControllerModifyVolume(_ context.Context, req *csi.ControllerModifyVolumeRequest) (*csi.ControllerModifyVolumeResponse, error) {
+	id := req.GetVolumeId()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "ControllerModifyVolume: volume ID is required")
+	}
+	if err := csiutil.CheckMutableParameters(req.GetMutableParameters()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "ControllerModifyVolume: %v", err)
+	}
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v, ok := b.volumes[id]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "ControllerModifyVolume: volume %s does not exist", id)
+	}
+	if v.mutable == nil {
+		v.mutable = map[string]string{}
+	}
+	maps.Copy(v.mutable, req.GetMutableParameters())
+	return &csi.ControllerModifyVolumeResponse{}, nil
 }
 
 func (s *controllerServer) ControllerGetVolume(_ context.Context, req *csi.ControllerGetVolumeRequest) (*csi.ControllerGetVolumeResponse, error) {

@@ -156,17 +156,17 @@ func TestIdentityAndCapabilities(t *testing.T) {
 	}{
 		{
 			cfg: Config{Name: "a.example", NodeID: "n1", Capacity: 1 << 40}, wantController: true,
-			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME", "EXPAND_VOLUME", "PUBLISH_UNPUBLISH_VOLUME", "GET_CAPACITY"},
+			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME", "EXPAND_VOLUME", "MODIFY_VOLUME", "PUBLISH_UNPUBLISH_VOLUME", "GET_CAPACITY"},
 			wantNodeCaps: []string{"GET_VOLUME_STATS", "EXPAND_VOLUME", "STAGE_UNSTAGE_VOLUME"},
 		},
 		{
 			cfg: Config{Name: "b.example", NodeID: "n2", NoAttach: true, NoStageUnstage: true}, wantController: true,
-			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME", "EXPAND_VOLUME"},
+			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME", "EXPAND_VOLUME", "MODIFY_VOLUME"},
 			wantNodeCaps: []string{"GET_VOLUME_STATS", "EXPAND_VOLUME"},
 		},
 		{
 			cfg: Config{Name: "c.example", Mode: ModeController}, wantController: true,
-			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME", "EXPAND_VOLUME", "PUBLISH_UNPUBLISH_VOLUME"},
+			wantCtrlCaps: []string{"CREATE_DELETE_VOLUME", "LIST_VOLUMES", "LIST_VOLUMES_PUBLISHED_NODES", "GET_VOLUME", "EXPAND_VOLUME", "MODIFY_VOLUME", "PUBLISH_UNPUBLISH_VOLUME"},
 			wantNodeCode: codes.Unimplemented,
 		},
 		{

@@ -107,3 +107,39 @@ func TestNodePublishMakesTheTarget(t *testing.T) {
 		t.Errorf("the mock made the CO's parent directory: %v", err)
 	}
 }
+
+func TestControllerModifyVolume(t *testing.T) {
+	c := serve(t, socketDir(t), Config{Name: "x.example", NodeID: "n1"})
+	ctx := ctxT(t)
+	rwo := mountCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)
+	if _, err := c.ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "bad", VolumeCapabilities: []*csi.VolumeCapability{rwo},
+		MutableParameters: map[string]string{"tier": "gold"}}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("CreateVolume with an unknown mutable parameter: %v, want InvalidArgument", err)
+	}
+	vol, err := c.ctrl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "v", VolumeCapabilities: []*csi.VolumeCapability{rwo},
+		MutableParameters: map[string]string{"iops": "3000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := vol.GetVolume().GetVolumeId()
+	for _, tc := range []struct {
+		name   string
+		id     string
+		params map[string]string
+		want   codes.Code
+	}{
+		{"new iops", id, map[string]string{"iops": "6000"}, codes.OK},
+		{"nothing to change", id, nil, codes.OK},
+		{"unknown key", id, map[string]string{"tier": "gold"}, codes.InvalidArgument},
+		{"no volume ID", "", map[string]string{"iops": "1"}, codes.InvalidArgument},
+		{"unknown volume", "nope", map[string]string{"iops": "1"}, codes.NotFound},
+	} {
+		_, err := c.ctrl.ControllerModifyVolume(ctx, &csi.ControllerModifyVolumeRequest{VolumeId: tc.id, MutableParameters: tc.params})
+		if status.Code(err) != tc.want {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
+		}
+	}
+	if got := c.d.backend.volumes[id].mutable["iops"]; got != "6000" {
+		t.Errorf("the volume's iops are %q, want 6000", got)
+	}
+}

@@ -94,12 +94,16 @@ const (
 	// real sidecars copy it into events and VolumeAttachments, need it.
 	// Declared.
 	CSISimErrors Capability = "csisimErrors"
+	// ModifyVolume: MODIFY_VOLUME, ControllerModifyVolume of a claim's new
+	// VolumeAttributesClass, and mutable_parameters at CreateVolume. Asked,
+	// as the external-resizer and external-provisioner decide.
+	ModifyVolume Capability = "modifyVolume"
 )
 
 // Capabilities lists every capability in the order a report prints them.
 var Capabilities = []Capability{Attach, Block, Snapshots, Clones, ExpansionOnline, ExpansionOffline,
 	Topology, Zones, Capacity, VolumeLimits, Ephemeral, MultiNode, SingleNodeMultiWriter, FSGroup,
-	PodInfo, StageUnstage, RealMounts, SharedState, StateDir, SurvivesRestart, ControllerOnlyExpansion, CSISimErrors}
+	PodInfo, StageUnstage, RealMounts, SharedState, StateDir, SurvivesRestart, ControllerOnlyExpansion, CSISimErrors, ModifyVolume}
 
 // answer is how a running driver answers for an asked capability: whether
 // it has it, and in what words it says so, for messages.
@@ -128,6 +132,7 @@ var asked = map[Capability]answer{
 	Clones:                controllerAnswer(csi.ControllerServiceCapability_RPC_CLONE_VOLUME),
 	Capacity:              controllerAnswer(csi.ControllerServiceCapability_RPC_GET_CAPACITY),
 	SingleNodeMultiWriter: controllerAnswer(csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER),
+	ModifyVolume:          controllerAnswer(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME),
 	Topology: {func(i driverinfo.Info) bool {
 		return i.Plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS]
 	}, saying("VOLUME_ACCESSIBILITY_CONSTRAINTS (GetPluginCapabilities)")},

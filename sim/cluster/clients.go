@@ -110,6 +110,11 @@ var (
 		{&appsv1.ReplicaSet{}, appsv1.SchemeGroupVersion.WithResource("replicasets"), ""},
 		{&appsv1.Deployment{}, appsv1.SchemeGroupVersion.WithResource("deployments"), ""},
 	}
+	// attributesClassKinds the external-resizer's also serves, for its
+	// modify controller.
+	attributesClassKinds = []informerKind{
+		{&storagev1.VolumeAttributesClass{}, storagev1.SchemeGroupVersion.WithResource("volumeattributesclasses"), ""},
+	}
 	snapshotKinds = []informerKind{
 		{&snapv1.VolumeSnapshot{}, snapv1.SchemeGroupVersion.WithResource("volumesnapshots"), ""},
 		{&snapv1.VolumeSnapshotContent{}, snapv1.SchemeGroupVersion.WithResource("volumesnapshotcontents"), ""},

@@ -53,10 +53,11 @@ type componentSpec struct {
 type needs uint8
 
 const (
-	appsInformers     needs = 1 << iota // informers of the apps kinds too
-	snapshotClient                      // a clientset of the snapshot kinds
-	snapshotInformers                   // informers of the snapshot kinds too
-	driverConn                          // its own connection to the controller plugin
+	appsInformers            needs = 1 << iota // informers of the apps kinds too
+	snapshotClient                             // a clientset of the snapshot kinds
+	snapshotInformers                          // informers of the snapshot kinds too
+	driverConn                                 // its own connection to the controller plugin
+	attributesClassInformers                   // an informer of the VolumeAttributesClasses too
 )
 
 // kubeControllerManager is the process of the controllers it runs.
@@ -77,7 +78,7 @@ var controlPlane = []componentSpec{
 	{name: "statefulset-controller", process: kubeControllerManager, needs: appsInformers, start: statefulset.Start},
 	{name: "replicaset-controller", process: kubeControllerManager, needs: appsInformers, start: replicaset.Start},
 	{name: "deployment-controller", process: kubeControllerManager, needs: appsInformers, start: deployment.Start},
-	{name: "external-resizer", needs: driverConn, check: resizer.Check, start: resizer.Start},
+	{name: "external-resizer", needs: driverConn | attributesClassInformers, check: resizer.Check, start: resizer.Start},
 	{name: snapshotcontroller.Component, needs: snapshotClient | snapshotInformers, start: snapshotcontroller.Start},
 	{name: "csi-snapshotter", needs: driverConn | snapshotClient | snapshotInformers, check: snapshotter.Check, start: snapshotter.Start},
 }
@@ -244,6 +245,9 @@ func (c *Cluster) deps(s *componentSpec, p *process) (controller.Deps, error) {
 	kinds := [][]informerKind{coreKinds}
 	if s.needs&appsInformers != 0 {
 		kinds = append(kinds, appsKinds)
+	}
+	if s.needs&attributesClassInformers != 0 {
+		kinds = append(kinds, attributesClassKinds)
 	}
 	var err error
 	if d.Informers, err = c.clients.informers(s.name, d.Client, kinds...); err != nil {

@@ -13,7 +13,7 @@ var knownSidecarParameters = map[string]bool{csiParameterPrefix + "fstype": true
 
 func init() {
 	for _, kind := range []string{provisionerSecret, controllerPublishSecret, nodeStageSecret, nodePublishSecret,
-		controllerExpandSecret, nodeExpandSecret, "controller-modify"} {
+		controllerExpandSecret, nodeExpandSecret, controllerModifySecret} {
 		knownSidecarParameters[secretNameKey(kind)] = true
 		knownSidecarParameters[secretNamespaceKey(kind)] = true
 	}

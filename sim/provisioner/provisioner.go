@@ -271,6 +271,9 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 	if err := p.checkDriverCapabilities(ds); err != nil {
 		return nil, err
 	}
+	if err := p.checkModifyCapability(claim); err != nil {
+		return nil, err
+	}
 	if claim.Spec.Selector != nil {
 		return nil, errors.New("claim Selector is not supported")
 	}
@@ -325,6 +328,9 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 		return nil, err
 	}
 	if req.Parameters, err = driverParameters(class.Parameters); err != nil {
+		return nil, err
+	}
+	if req.MutableParameters, err = p.mutableParameters(ctx, claim); err != nil {
 		return nil, err
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, p.cfg.Timeout)
@@ -401,7 +407,8 @@ func (p *Provisioner) volumeFor(claim *corev1.PersistentVolumeClaim, reclaim *co
 				VolumeHandle:     vol.GetVolumeId(),
 				VolumeAttributes: attrs,
 			}},
-			NodeAffinity: nodeAffinityOf(vol.GetAccessibleTopology()),
+			NodeAffinity:              nodeAffinityOf(vol.GetAccessibleTopology()),
+			VolumeAttributesClassName: volumeAttributesClassName(claim),
 		},
 	}
 }

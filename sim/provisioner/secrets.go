@@ -21,6 +21,7 @@ const (
 	nodePublishSecret       = "node-publish"
 	controllerExpandSecret  = "controller-expand"
 	nodeExpandSecret        = "node-expand"
+	controllerModifySecret  = "controller-modify"
 )
 
 func secretNameKey(kind string) string      { return csiParameterPrefix + kind + "-secret-name" }
@@ -35,6 +36,7 @@ var secretNames = map[string]struct{ name, oldName, oldNamespace string }{
 	nodePublishSecret:       {"NodePublish", "csiNodePublishSecretName", "csiNodePublishSecretNamespace"},
 	controllerExpandSecret:  {name: "ControllerExpand"},
 	nodeExpandSecret:        {name: "NodeExpand"},
+	controllerModifySecret:  {name: "ControllerModify"},
 	defaultSecret:           {name: "Default"},
 }
 
@@ -108,7 +110,8 @@ func (p *Provisioner) secretData(ctx context.Context, ref *corev1.SecretReferenc
 }
 
 // applySecretRefs writes the secret references the class names into the PV,
-// and the provisioner secret into the deletion-secret annotations.
+// the provisioner secret into the deletion-secret annotations and the
+// controller-modify secret into the modify-secret annotations.
 func applySecretRefs(pv *corev1.PersistentVolume, params map[string]string, claim *corev1.PersistentVolumeClaim) error {
 	refs := map[string]**corev1.SecretReference{
 		controllerPublishSecret: &pv.Spec.CSI.ControllerPublishSecretRef,
@@ -131,6 +134,14 @@ func applySecretRefs(pv *corev1.PersistentVolume, params map[string]string, clai
 	if ref != nil {
 		pv.Annotations[AnnDeletionSecretName] = ref.Name
 		pv.Annotations[AnnDeletionSecretNamespace] = ref.Namespace
+	}
+	// The external-resizer's secret for ControllerModifyVolume.
+	if ref, err = secretRef(params, controllerModifySecret, claim, pv.Name); err != nil {
+		return err
+	}
+	if ref != nil {
+		pv.Annotations[volumeutil.AnnModifySecretName] = ref.Name
+		pv.Annotations[volumeutil.AnnModifySecretNamespace] = ref.Namespace
 	}
 	return nil
 }

@@ -56,3 +56,31 @@ func TestSecretRef(t *testing.T) {
 		})
 	}
 }
+
+// The controller-modify secret goes into the PV's annotations, for the
+// external-resizer; the default secret stands in for it.
+func TestApplySecretRefsModify(t *testing.T) {
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "team"}}
+	for _, tc := range []struct {
+		name       string
+		params     map[string]string
+		wantName   string
+		wantExists bool
+	}{
+		{"none", map[string]string{"kind": "block"}, "", false},
+		{"its own", map[string]string{secretNameKey(controllerModifySecret): "m", secretNamespaceKey(controllerModifySecret): "x"}, "m", true},
+		{"the default", map[string]string{"csi.storage.k8s.io/secret-name": "d", "csi.storage.k8s.io/secret-namespace": "x"}, "d", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pvc-1", Annotations: map[string]string{}},
+				Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{}}}}
+			if err := applySecretRefs(pv, tc.params, claim); err != nil {
+				t.Fatal(err)
+			}
+			name, exists := pv.Annotations["volume.kubernetes.io/controller-modify-secret-name"]
+			if name != tc.wantName || exists != tc.wantExists || (exists && pv.Annotations["volume.kubernetes.io/controller-modify-secret-namespace"] != "x") {
+				t.Errorf("annotations %v, want the modify secret %q", pv.Annotations, tc.wantName)
+			}
+		})
+	}
+}

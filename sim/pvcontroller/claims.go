@@ -223,15 +223,16 @@ func (c *Controller) bindClaim(ctx context.Context, claim *corev1.PersistentVolu
 }
 
 // updateClaimStatus sets the claim's phase; with a volume, its access
-// modes and (when the claim becomes Bound) its capacity from the volume,
-// without one it clears them.
+// modes and (when the claim becomes Bound) its capacity and current
+// VolumeAttributesClass from the volume, without one it clears them
+// (kubernetes pkg/controller/volume/persistentvolume/pv_controller.go).
 func (c *Controller) updateClaimStatus(ctx context.Context, claim *corev1.PersistentVolumeClaim, phase corev1.PersistentVolumeClaimPhase, pv *corev1.PersistentVolume) (*corev1.PersistentVolumeClaim, error) {
 	cl := claim.DeepCopy()
 	dirty := claim.Status.Phase != phase
 	cl.Status.Phase = phase
 	if pv == nil {
-		if claim.Status.AccessModes != nil || claim.Status.Capacity != nil {
-			cl.Status.AccessModes, cl.Status.Capacity = nil, nil
+		if claim.Status.AccessModes != nil || claim.Status.Capacity != nil || claim.Status.CurrentVolumeAttributesClassName != nil {
+			cl.Status.AccessModes, cl.Status.Capacity, cl.Status.CurrentVolumeAttributesClassName = nil, nil, nil
 			dirty = true
 		}
 	} else {
@@ -246,6 +247,13 @@ func (c *Controller) updateClaimStatus(ctx context.Context, claim *corev1.Persis
 				cl.Status.Capacity = pv.Spec.Capacity
 				dirty = true
 			}
+		}
+		// The class the volume has when the claim becomes Bound: only then,
+		// since afterwards the external-resizer owns the field.
+		if claim.Status.Phase == corev1.ClaimPending && phase == corev1.ClaimBound &&
+			!reflect.DeepEqual(claim.Status.CurrentVolumeAttributesClassName, pv.Spec.VolumeAttributesClassName) {
+			cl.Status.CurrentVolumeAttributesClassName = pv.Spec.VolumeAttributesClassName
+			dirty = true
 		}
 	}
 	if !dirty {

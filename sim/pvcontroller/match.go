@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
+	"k8s.io/utils/ptr"
 )
 
 // bestMatch picks the volume a claim without spec.volumeName binds to, as
@@ -69,7 +70,7 @@ func bestInGroup(claim *corev1.PersistentVolumeClaim, volumes []*corev1.Persiste
 			continue // someone else's
 		}
 		size := pv.Spec.Capacity[corev1.ResourceStorage]
-		if size.Cmp(request) < 0 || volumeModeMismatch(claim, pv) || pv.DeletionTimestamp != nil {
+		if size.Cmp(request) < 0 || volumeModeMismatch(claim, pv) || attributesClassMismatch(claim, pv) || pv.DeletionTimestamp != nil {
 			continue
 		}
 		if boundToClaim(pv, claim) {
@@ -120,6 +121,9 @@ func checkRequested(pv *corev1.PersistentVolume, claim *corev1.PersistentVolumeC
 	if pv.Spec.StorageClassName != storagehelpers.GetPersistentVolumeClaimClass(claim) {
 		return errors.New("storageClassName does not match")
 	}
+	if attributesClassMismatch(claim, pv) {
+		return errors.New("volumeAttributesClassName does not match")
+	}
 	if volumeModeMismatch(claim, pv) {
 		return errors.New("incompatible volumeMode")
 	}
@@ -127,6 +131,13 @@ func checkRequested(pv *corev1.PersistentVolume, claim *corev1.PersistentVolumeC
 		return errors.New("incompatible accessMode")
 	}
 	return nil
+}
+
+// attributesClassMismatch: the claim and the volume name different
+// VolumeAttributesClasses (none is ""); such a volume is never bound to
+// the claim (VolumeAttributesClass is GA, on in v1.37).
+func attributesClassMismatch(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) bool {
+	return ptr.Deref(claim.Spec.VolumeAttributesClassName, "") != ptr.Deref(pv.Spec.VolumeAttributesClassName, "")
 }
 
 // volumeModeMismatch: the API server defaults both modes to Filesystem.

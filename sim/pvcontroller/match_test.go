@@ -96,6 +96,11 @@ func TestCheckRequested(t *testing.T) {
 	blockPV.Spec.VolumeMode = &block
 	deleting := pvOf("deleting", "slow", "1Gi", rwo)
 	deleting.DeletionTimestamp = &metav1.Time{}
+	gold := "gold"
+	goldClaim := claimOf("slow", "1Gi", rwo)
+	goldClaim.Spec.VolumeAttributesClassName = &gold
+	goldPV := pvOf("gold", "slow", "1Gi", rwo)
+	goldPV.Spec.VolumeAttributesClassName = &gold
 	for _, tc := range []struct {
 		name  string
 		claim *corev1.PersistentVolumeClaim
@@ -106,6 +111,9 @@ func TestCheckRequested(t *testing.T) {
 		{"deleting first", claimOf("fast", "5Gi", rwo), deleting, `the volume is marked for deletion "deleting"`},
 		{"size before class", claimOf("fast", "5Gi", rwo), pvOf("small", "slow", "1Gi", rwo), "requested PV is too small"},
 		{"class", claimOf("fast", "1Gi", rwo), pvOf("slow", "slow", "1Gi", rwo), "storageClassName does not match"},
+		{"attributes class of the claim", goldClaim, pvOf("plain", "slow", "1Gi", rwo), "volumeAttributesClassName does not match"},
+		{"attributes class of the volume", claimOf("slow", "1Gi", rwo), goldPV, "volumeAttributesClassName does not match"},
+		{"same attributes class", goldClaim, goldPV, ""},
 		{"volume mode", claimOf("slow", "1Gi", rwo), blockPV, "incompatible volumeMode"},
 		{"access modes", claimOf("slow", "1Gi", rwx), pvOf("rwo", "slow", "1Gi", rwo), "incompatible accessMode"},
 	} {

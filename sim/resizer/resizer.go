@@ -6,7 +6,10 @@
 // grows the PersistentVolume, and hands the file system to the kubelet
 // when the driver says the node must expand too. A driver with node
 // expansion only gets the sidecar's "trivial resizer": no CSI call, the
-// volume is marked for node expansion at once.
+// volume is marked for node expansion at once. Beside it, for a driver
+// with MODIFY_VOLUME, runs the sidecar's modify controller (modify.go):
+// ControllerModifyVolume when a claim names another
+// VolumeAttributesClass.
 package resizer
 
 import (
@@ -66,8 +69,9 @@ const (
 )
 
 // ErrNotSupported is what a driver without controller service, or with
-// neither controller nor node expansion, gets: the real sidecar exits.
-var ErrNotSupported = errors.New("CSI driver neither supports controller resize nor node resize")
+// neither controller nor node expansion nor MODIFY_VOLUME, gets: the real
+// sidecar exits.
+var ErrNotSupported = errors.New("CSI driver does not support resize nor modify")
 
 // Config configures the resizer.
 type Config struct {
@@ -98,9 +102,9 @@ type Resizer struct {
 	// finalErrors are the claims whose last ControllerExpandVolume failed
 	// with a final error (not a timeout or a retryable code).
 	finalErrors map[string]bool
-	// slow are the claims whose expansion was infeasible, since when:
-	// they are tried again only after RetryIntervalMax.
-	slow map[string]time.Time
+	// slow are the claims whose expansion was infeasible: they are tried
+	// again only after RetryIntervalMax.
+	slow *slowSet
 	// inUseErrors are the claims (by UID) whose driver answered
 	// FailedPrecondition: it expands only offline.
 	inUseErrors map[string]bool
@@ -120,12 +124,30 @@ func Check(ctx context.Context, d *controller.Driver) error {
 }
 
 // Start starts the sidecar in a simulated cluster (controller.Start) for
-// d's driver, once Check has passed: its worker, and its resync every
-// ResyncPeriod.
+// d's driver, once Check has passed: the resize controller, if the driver
+// expands volumes, with its resync every ResyncPeriod, and the modify
+// controller (modify.go), if it reports MODIFY_VOLUME, with its own.
 func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
-	r := newResizer(Config{DriverName: d.Driver.Name}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
-	r.controllerExpand = d.Driver.Capabilities.Controller[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
-	return controller.Component{Workers: r.Workers(), Periodic: []controller.Periodic{{Every: ResyncPeriod, Run: r.Resync}}}, nil
+	var comp controller.Component
+	caps := d.Driver.Capabilities
+	if expands(caps) {
+		r := newResizer(Config{DriverName: d.Driver.Name}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
+		r.controllerExpand = caps.Controller[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
+		comp.Workers = r.Workers()
+		comp.Periodic = []controller.Periodic{{Every: ResyncPeriod, Run: r.Resync}}
+	}
+	if caps.Controller[csi.ControllerServiceCapability_RPC_MODIFY_VOLUME] {
+		m := newModifier(d.Driver.Name, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
+		comp.Workers = append(comp.Workers, m.Workers()...)
+		comp.Periodic = append(comp.Periodic, controller.Periodic{Every: ResyncPeriod, Run: m.Resync})
+	}
+	return comp, nil
+}
+
+// expands: the driver expands in the controller or on the node, as Check
+// asked it.
+func expands(caps driverinfo.Capabilities) bool {
+	return caps.Controller[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME] || caps.Node[csi.NodeServiceCapability_RPC_EXPAND_VOLUME]
 }
 
 // newResizer wires a resizer to the factory's informers; whether the
@@ -136,7 +158,7 @@ func newResizer(cfg Config, client kubernetes.Interface, factory informers.Share
 	}
 	r := &Resizer{cfg: cfg, client: client, csi: ctrl, clock: rt.Clock,
 		queue:       rt.NewQueueWithBackoff(cfg.DriverName+"-pvc", RetryIntervalStart, RetryIntervalMax),
-		finalErrors: map[string]bool{}, slow: map[string]time.Time{}, inUseErrors: map[string]bool{}}
+		finalErrors: map[string]bool{}, slow: newSlowSet(rt.Clock, RetryIntervalMax), inUseErrors: map[string]bool{}}
 	r.events, _ = rt.NewEventRecorder(client, "external-resizer "+cfg.DriverName, "")
 	pvcInf := factory.Core().V1().PersistentVolumeClaims().Informer()
 	pvInf := factory.Core().V1().PersistentVolumes().Informer()
@@ -176,6 +198,12 @@ func probe(ctx context.Context, d *controller.Driver) error {
 		return fmt.Errorf("failed to check if plugin supports node resize: %w", err)
 	}
 	if d.Capabilities.Node[csi.NodeServiceCapability_RPC_EXPAND_VOLUME] {
+		return nil
+	}
+	// No resizer: the modify controller alone, if the driver modifies.
+	// The real sidecar asks ControllerGetCapabilities once more for it;
+	// the answer is the one above.
+	if d.Capabilities.Controller[csi.ControllerServiceCapability_RPC_MODIFY_VOLUME] {
 		return nil
 	}
 	return ErrNotSupported
@@ -290,9 +318,9 @@ func (r *Resizer) expandAndRecover(ctx context.Context, key string, claim *corev
 	if q, ok := claim.Status.AllocatedResources[corev1.ResourceStorage]; ok {
 		allocated = &q
 	}
-	inSlowSet := r.inSlowSet(key)
+	inSlowSet := r.slow.contains(key)
 	if resizeStatus == corev1.PersistentVolumeClaimControllerResizeInfeasible {
-		r.markSlow(key)
+		r.slow.add(key)
 	}
 	newSize := request
 	if pvSize.Cmp(request) < 0 {
@@ -339,7 +367,7 @@ func (r *Resizer) expandAndRecover(ctx context.Context, key string, claim *corev
 	updateStatus := true
 	if allocated != nil && allocated.Cmp(newSize) == 0 {
 		if inSlowSet {
-			return controller.RequeueAfter(r.slowRemaining(key))
+			return controller.RequeueAfter(r.slow.remaining(key))
 		}
 		updateStatus = false
 	}
@@ -377,20 +405,20 @@ func (r *Resizer) resize(ctx context.Context, key string, claim *corev1.Persiste
 			if infeasible(err) {
 				claim, markErr = r.markControllerExpansionFailed(ctx, claim, err, true)
 			} else {
-				r.unmarkSlow(key)
+				r.slow.remove(key)
 				claim, markErr = r.markControllerExpansionFailed(ctx, claim, err, false)
 			}
 			if markErr != nil {
 				return claim, fmt.Errorf("resizing failed in controller with %v but failed to update PVC %s with: %v", err, key, markErr)
 			}
 		} else {
-			r.unmarkSlow(key)
+			r.slow.remove(key)
 			r.setFinalError(key, false)
 		}
 		return claim, fmt.Errorf("resize volume %q by resizer %q failed: %v", pv.Name, r.cfg.DriverName, err)
 	}
 	r.setFinalError(key, false)
-	r.unmarkSlow(key)
+	r.slow.remove(key)
 	if err := r.updateVolumeCapacity(ctx, pv, oldSize, size, nodeRequired); err != nil {
 		return claim, fmt.Errorf("error updating pv %q by resizer: %v", pv.Name, err)
 	}
@@ -468,40 +496,6 @@ func hasCondition(claim *corev1.PersistentVolumeClaim, t corev1.PersistentVolume
 		}
 	}
 	return false
-}
-
-func (r *Resizer) inSlowSet(key string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	since, ok := r.slow[key]
-	return ok && r.clock.Since(since) < RetryIntervalMax
-}
-
-func (r *Resizer) slowRemaining(key string) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if since, ok := r.slow[key]; ok {
-		return RetryIntervalMax - r.clock.Since(since)
-	}
-	return 0
-}
-
-// markSlow adds the claim to the slow set unless it is there: the time of
-// the first infeasible try counts. An entry older than RetryIntervalMax
-// has expired (the sidecar sweeps them every 100 ms).
-func (r *Resizer) markSlow(key string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if since, ok := r.slow[key]; ok && r.clock.Since(since) <= RetryIntervalMax {
-		return
-	}
-	r.slow[key] = r.clock.Now()
-}
-
-func (r *Resizer) unmarkSlow(key string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.slow, key)
 }
 
 func (r *Resizer) hasFinalError(key string) bool {

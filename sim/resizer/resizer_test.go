@@ -241,7 +241,7 @@ func TestSyncClaim(t *testing.T) {
 			s := newSetup(t, tt.claim(), tt.pv, tt.plugin)
 			s.r.controllerExpand = !tt.trivial
 			if tt.slow {
-				s.r.markSlow("default/data")
+				s.r.slow.add("default/data")
 				s.clock.Step(time.Second)
 			}
 			err := s.r.syncClaim(context.Background(), "default/data")

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/csisim/csisim/sim/volumeutil"
 )
@@ -138,9 +139,23 @@ func (r *Resizer) markExpansionFinished(ctx context.Context, claim *corev1.Persi
 }
 
 // patchClaim writes the difference between claim and next to the claim's
-// status subresource as a strategic merge patch, with claim's
-// resourceVersion if withVersion, and keeps the answer in the cache.
+// status subresource (patchClaimStatus) and keeps the answer in the cache.
 func (r *Resizer) patchClaim(ctx context.Context, claim, next *corev1.PersistentVolumeClaim, withVersion bool) (*corev1.PersistentVolumeClaim, error) {
+	updated, err := patchClaimStatus(ctx, r.client, claim, next, withVersion)
+	if err != nil {
+		return claim, err
+	}
+	if err := r.claims.Update(updated); err != nil {
+		return updated, fmt.Errorf("error updating PVC %s in local cache: %v", claim.Namespace+"/"+claim.Name, err)
+	}
+	return updated, nil
+}
+
+// patchClaimStatus writes the difference between claim and next to the
+// claim's status subresource as a strategic merge patch, with claim's
+// resourceVersion if withVersion (external-resizer pkg/util/util.go
+// PatchClaim).
+func patchClaimStatus(ctx context.Context, client kubernetes.Interface, claim, next *corev1.PersistentVolumeClaim, withVersion bool) (*corev1.PersistentVolumeClaim, error) {
 	patch, err := twoWayPatch(claim, next, corev1.PersistentVolumeClaim{})
 	if err != nil {
 		return claim, fmt.Errorf("can't patch status of PVC %s as generate path data failed: %v", claim.Namespace+"/"+claim.Name, err)
@@ -150,13 +165,10 @@ func (r *Resizer) patchClaim(ctx context.Context, claim, next *corev1.Persistent
 			return claim, err
 		}
 	}
-	updated, err := r.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name,
+	updated, err := client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name,
 		types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
 		return claim, fmt.Errorf("can't patch status of  PVC %s with %v", claim.Namespace+"/"+claim.Name, err)
-	}
-	if err := r.claims.Update(updated); err != nil {
-		return updated, fmt.Errorf("error updating PVC %s in local cache: %v", claim.Namespace+"/"+claim.Name, err)
 	}
 	return updated, nil
 }
@@ -176,17 +188,29 @@ func (r *Resizer) updateVolumeCapacity(ctx context.Context, pv *corev1.Persisten
 	return nil
 }
 
+// patchVolume patches the PV (patchVolume) and keeps the answer in the
+// cache.
 func (r *Resizer) patchVolume(ctx context.Context, pv, next *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
+	updated, err := patchVolume(ctx, r.client, pv, next)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.volumes.Update(updated); err != nil {
+		return nil, fmt.Errorf("error updating PV %s in local cache: %v", pv.Name, err)
+	}
+	return updated, nil
+}
+
+// patchVolume writes the difference between pv and next as a strategic
+// merge patch (external-resizer pkg/util/util.go PatchPersistentVolume).
+func patchVolume(ctx context.Context, client kubernetes.Interface, pv, next *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
 	patch, err := twoWayPatch(pv, next, corev1.PersistentVolume{})
 	if err != nil {
 		return nil, fmt.Errorf("can't update capacity of PV %s as generate path data failed: %v", pv.Name, err)
 	}
-	updated, err := r.client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	updated, err := client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("update capacity of PV %s failed: %v", pv.Name, err)
-	}
-	if err := r.volumes.Update(updated); err != nil {
-		return nil, fmt.Errorf("error updating PV %s in local cache: %v", pv.Name, err)
 	}
 	return updated, nil
 }

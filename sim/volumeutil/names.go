@@ -35,6 +35,15 @@ const (
 	// pkg/util/util.go; feature AnnotateFsResize, beta, on). The
 	// expand controller leaves claims alone while it is set.
 	AnnPreResizeCapacity = "volume.alpha.kubernetes.io/pre-resize-capacity"
+	// AnnModifySecretName and AnnModifySecretNamespace name on the PV the
+	// secret of ControllerModifyVolume, which the external-provisioner
+	// writes when the class names one (its controller-modify secret, or
+	// the default secret) and the external-resizer reads, else taking the
+	// PV's controller-expand secret (external-provisioner
+	// pkg/controller/controller.go, external-resizer
+	// pkg/modifier/csi_modifier.go).
+	AnnModifySecretName      = "volume.kubernetes.io/controller-modify-secret-name"
+	AnnModifySecretNamespace = "volume.kubernetes.io/controller-modify-secret-namespace"
 )
 
 // AttacherFinalizerPrefix begins the external-attacher's finalizer
