@@ -66,7 +66,7 @@ type Modifier struct {
 	// uncertain are the claims whose last ControllerModifyVolume ended
 	// without a final answer: their target must not change until it
 	// ends.
-	uncertain map[string]bool
+	uncertain keySet
 	// slow are the claims whose modify was infeasible.
 	slow *slowSet
 }
@@ -75,8 +75,8 @@ type Modifier struct {
 // claims, the volumes and the VolumeAttributesClasses.
 func newModifier(driver string, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Modifier {
 	m := &Modifier{driver: driver, client: client, csi: ctrl, timeout: DefaultModifyTimeout, clock: rt.Clock,
-		queue:     rt.NewQueueWithBackoff(driver+"-pvc-modify", RetryIntervalStart, RetryIntervalMax),
-		uncertain: map[string]bool{}, slow: newSlowSet(rt.Clock, RetryIntervalMax)}
+		queue: rt.NewQueueWithBackoff(driver+"-pvc-modify", RetryIntervalStart, RetryIntervalMax),
+		slow:  newSlowSet(rt.Clock, RetryIntervalMax)}
 	// Its own recorder, under the sidecar's name, as the real controller
 	// makes one.
 	m.events, _ = rt.NewEventRecorder(client, "external-resizer "+driver, "")
@@ -188,7 +188,7 @@ func (m *Modifier) start() {
 		claim := obj.(*corev1.PersistentVolumeClaim)
 		if s := claim.Status.ModifyVolumeStatus; s != nil && s.Status == corev1.PersistentVolumeClaimModifyVolumeInProgress {
 			if key, err := cache.MetaNamespaceKeyFunc(claim); err == nil {
-				m.uncertain[key] = true
+				m.uncertain.set(key, true)
 			}
 		}
 	}
@@ -211,7 +211,7 @@ func (m *Modifier) modify(ctx context.Context, key string, claim *corev1.Persist
 	if target == "" && !inProgress {
 		return m.rolledBack(ctx, claim)
 	}
-	if (inProgress && m.isUncertain(key)) || target == "" {
+	if (inProgress && m.uncertain.has(key)) || target == "" {
 		vac, err := m.targetClass(claim, st.TargetVolumeAttributesClassName)
 		if err != nil {
 			return err
@@ -263,13 +263,13 @@ func (m *Modifier) modifyTo(ctx context.Context, key string, claim *corev1.Persi
 	msg := err.Error()
 	outcome := corev1.PersistentVolumeClaimModifyVolumeInProgress
 	if !finalError(err) {
-		m.setUncertain(key, true)
+		m.uncertain.set(key, true)
 		msg += ". Still modifying to VAC " + vac.Name
 	} else {
 		if st.Code() == codes.InvalidArgument {
 			outcome = corev1.PersistentVolumeClaimModifyVolumeInfeasible
 		}
-		m.setUncertain(key, false)
+		m.uncertain.set(key, false)
 	}
 	claim, markErr := m.markStatus(ctx, claim, outcome, err)
 	if markErr != nil {
@@ -312,22 +312,6 @@ func (m *Modifier) delayIfRecentlyInfeasible(claim *corev1.PersistentVolumeClaim
 func (m *Modifier) markForSlowRetry(claim *corev1.PersistentVolumeClaim, key string) {
 	if s := claim.Status.ModifyVolumeStatus; s != nil && s.Status == corev1.PersistentVolumeClaimModifyVolumeInfeasible {
 		m.slow.add(key)
-	}
-}
-
-func (m *Modifier) isUncertain(key string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.uncertain[key]
-}
-
-func (m *Modifier) setUncertain(key string, on bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if on {
-		m.uncertain[key] = true
-	} else {
-		delete(m.uncertain, key)
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -98,16 +97,15 @@ type Resizer struct {
 	// sidecar's trivial resizer.
 	controllerExpand bool
 
-	mu sync.Mutex
 	// finalErrors are the claims whose last ControllerExpandVolume failed
 	// with a final error (not a timeout or a retryable code).
-	finalErrors map[string]bool
+	finalErrors keySet
 	// slow are the claims whose expansion was infeasible: they are tried
 	// again only after RetryIntervalMax.
 	slow *slowSet
 	// inUseErrors are the claims (by UID) whose driver answered
 	// FailedPrecondition: it expands only offline.
-	inUseErrors map[string]bool
+	inUseErrors keySet
 }
 
 // Check is the sidecar's start-up check (controller.Check), as its main
@@ -157,8 +155,8 @@ func newResizer(cfg Config, client kubernetes.Interface, factory informers.Share
 		cfg.Timeout = DefaultTimeout
 	}
 	r := &Resizer{cfg: cfg, client: client, csi: ctrl, clock: rt.Clock,
-		queue:       rt.NewQueueWithBackoff(cfg.DriverName+"-pvc", RetryIntervalStart, RetryIntervalMax),
-		finalErrors: map[string]bool{}, slow: newSlowSet(rt.Clock, RetryIntervalMax), inUseErrors: map[string]bool{}}
+		queue: rt.NewQueueWithBackoff(cfg.DriverName+"-pvc", RetryIntervalStart, RetryIntervalMax),
+		slow:  newSlowSet(rt.Clock, RetryIntervalMax)}
 	r.events, _ = rt.NewEventRecorder(client, "external-resizer "+cfg.DriverName, "")
 	pvcInf := factory.Core().V1().PersistentVolumeClaims().Informer()
 	pvInf := factory.Core().V1().PersistentVolumes().Informer()
@@ -340,7 +338,7 @@ func (r *Resizer) expandAndRecover(ctx context.Context, key string, claim *corev
 		case corev1.PersistentVolumeClaimControllerResizeInProgress:
 			// An operation that ended uncertain must end before another
 			// size is tried; one that ended for good need not.
-			if !r.hasFinalError(key) && allocated != nil {
+			if !r.finalErrors.has(key) && allocated != nil {
 				newSize = *allocated
 			}
 		}
@@ -375,13 +373,13 @@ func (r *Resizer) expandAndRecover(ctx context.Context, key string, claim *corev
 	if err != nil {
 		return fmt.Errorf("marking pvc %q as resizing failed: %w", key, err)
 	}
-	if r.hasInUseError(claim) && r.inUse(claim) {
+	if r.inUseErrors.has(string(claim.UID)) && r.inUse(claim) {
 		msg := fmt.Sprintf("Unable to expand %s because CSI driver %s only supports offline expansion and volume is currently in-use", key, r.cfg.DriverName)
 		r.events.Event(claim, corev1.EventTypeWarning, EventResizeFailed, msg)
 		return errors.New(msg)
 	}
 	r.events.Event(claim, corev1.EventTypeNormal, EventResizing, fmt.Sprintf("External resizer is resizing volume %s", pv.Name))
-	r.setInUseError(claim, false)
+	r.inUseErrors.set(string(claim.UID), false)
 	claim, err = r.resize(ctx, key, claim, pv, newSize, capacity)
 	if err != nil {
 		r.events.Event(claim, corev1.EventTypeWarning, EventResizeFailed, err.Error())
@@ -397,10 +395,10 @@ func (r *Resizer) resize(ctx context.Context, key string, claim *corev1.Persiste
 	size, nodeRequired, err := r.expand(ctx, pv, newSize)
 	if err != nil {
 		if status.Code(err) == codes.FailedPrecondition {
-			r.setInUseError(claim, true)
+			r.inUseErrors.set(string(claim.UID), true)
 		}
 		if finalError(err) {
-			r.setFinalError(key, true)
+			r.finalErrors.set(key, true)
 			var markErr error
 			if infeasible(err) {
 				claim, markErr = r.markControllerExpansionFailed(ctx, claim, err, true)
@@ -413,11 +411,11 @@ func (r *Resizer) resize(ctx context.Context, key string, claim *corev1.Persiste
 			}
 		} else {
 			r.slow.remove(key)
-			r.setFinalError(key, false)
+			r.finalErrors.set(key, false)
 		}
 		return claim, fmt.Errorf("resize volume %q by resizer %q failed: %v", pv.Name, r.cfg.DriverName, err)
 	}
-	r.setFinalError(key, false)
+	r.finalErrors.set(key, false)
 	r.slow.remove(key)
 	if err := r.updateVolumeCapacity(ctx, pv, oldSize, size, nodeRequired); err != nil {
 		return claim, fmt.Errorf("error updating pv %q by resizer: %v", pv.Name, err)
@@ -496,38 +494,6 @@ func hasCondition(claim *corev1.PersistentVolumeClaim, t corev1.PersistentVolume
 		}
 	}
 	return false
-}
-
-func (r *Resizer) hasFinalError(key string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.finalErrors[key]
-}
-
-func (r *Resizer) setFinalError(key string, final bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if final {
-		r.finalErrors[key] = true
-	} else {
-		delete(r.finalErrors, key)
-	}
-}
-
-func (r *Resizer) hasInUseError(claim *corev1.PersistentVolumeClaim) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.inUseErrors[string(claim.UID)]
-}
-
-func (r *Resizer) setInUseError(claim *corev1.PersistentVolumeClaim, on bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if on {
-		r.inUseErrors[string(claim.UID)] = true
-	} else {
-		delete(r.inUseErrors, string(claim.UID))
-	}
 }
 
 // inUse: a pod that has not terminated uses the claim.
