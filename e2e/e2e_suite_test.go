@@ -75,6 +75,12 @@ var _ = BeforeSuite(func() {
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	Expect(err).NotTo(HaveOccurred())
 	cfg.UserAgent = "csisim-e2e"
+	// A scenario's waits poll every object they watch; at client-go's
+	// default 5 requests a second they wait on the rate limiter instead
+	// (a kind run's waits timed out "client rate limiter Wait returned an
+	// error"). The real control plane's clients are unthrottled likewise
+	// (realcluster).
+	cfg.QPS, cfg.Burst = 1000, 2000
 	backend = clusterBackend{cfg: cfg}
 	if *kindCluster != "" {
 		client, err := kubernetes.NewForConfig(cfg)
