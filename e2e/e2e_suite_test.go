@@ -29,12 +29,14 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/csisim/csisim/e2e/kind/faults"
 	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/realnodes"
 	"github.com/csisim/csisim/scenarios"
 )
 
@@ -63,7 +65,19 @@ type kindBackend struct {
 	*faults.Kind
 }
 
+// AdaptManifest runs every pod's containers as csisim's workload image,
+// which run.sh loads into the kind nodes, as the real nodes of realcluster
+// do (realnodes.WorkloadPod): the scenarios' `image: busybox` without a
+// command exits at once on a real node (its entrypoint is sh), and its
+// containers would restart for ever, where the simulator's keep running
+// and check the volume's data.
+func (kindBackend) AdaptManifest(obj *unstructured.Unstructured) error {
+	return realnodes.WorkloadPod(obj)
+}
+
 var backend scenarios.Backend
+
+var _ scenarios.ManifestAdapter = kindBackend{}
 
 var _ fault.Injector = kindBackend{}
 

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csisim/csisim/deploy"
+	"github.com/csisim/csisim/realnodes"
 )
 
 // kindConfig is the part of kind's v1alpha4 Cluster config that
@@ -98,6 +99,7 @@ func TestRunShMatchesDeploy(t *testing.T) {
 		`"$root/deploy/Dockerfile"`,
 		`"$root"/deploy/` + deploy.ManifestDir + `/*.yaml`,
 		`$root/deploy/` + deploy.ManifestDir + `/variants/built-here/`,
+		"WORKLOAD_IMAGE=" + realnodes.WorkloadImage + "\n",
 	} {
 		if !bytes.Contains(script, []byte(want)) {
 			t.Errorf("run.sh does not contain %q", want)

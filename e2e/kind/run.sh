@@ -83,6 +83,8 @@ KIND_API_PORT=${KIND_API_PORT:-6445}
 GO=${GO:-go}
 # Must match deploy.Image and the manifests (deploy's tests check those).
 IMAGE=csisim:e2e
+# Must match realnodes.WorkloadImage (kind_test.go checks it).
+WORKLOAD_IMAGE=csisim.local/workload:v1
 NAMESPACE=csisim
 # The smoke run's library specs: ten that mount real volumes into real
 # containers, one with a node lost and a force detach.
@@ -132,6 +134,7 @@ if [ "$MODE" = own ]; then
 fi
 create_cluster
 load_driver_image
+load_workload_image
 install_snapshot_addon
 deploy_driver
 run_tests

@@ -237,6 +237,18 @@ load_driver_image() {
 	rm -f "$workdir/csisim-image.tar" "$workdir/csisim"
 }
 
+# load_workload_image makes csisim's workload image, which the suite runs
+# every scenario pod's containers as (realnodes.WorkloadPod: the image and
+# its path there), and loads it into the nodes; in both modes, offline.
+load_workload_image() {
+	log "building $WORKLOAD_IMAGE, the scenario pods' containers"
+	CGO_ENABLED=0 "$GO" -C "$root" build -trimpath -ldflags="-s -w" -o "$workdir/csisim-workload" ./cmd/csisim-workload
+	"$GO" -C "$root" run ./e2e/kind/imagegen --out "$workdir/workload-image.tar" --tag "$WORKLOAD_IMAGE" \
+		--file "/csisim-workload=$workdir/csisim-workload" --entrypoint "/csisim-workload run"
+	"$KIND" load image-archive "$workdir/workload-image.tar" --name "$CLUSTER"
+	rm -f "$workdir/workload-image.tar" "$workdir/csisim-workload"
+}
+
 # install_snapshot_addon: the snapshot CRDs (also the group snapshot ones,
 # which the snapshot-controller watches by default) and the
 # snapshot-controller, from the external-snapshotter module source of the
