@@ -42,8 +42,10 @@ const backendName = "the real control plane (--backend realkube)"
 // CanInject says whether the cluster can inject f, before the run starts.
 // The node faults act on the simulated nodes as in the simulator; the CSI
 // faults go to the fault proxies in front of the controller plugin, one
-// per sidecar, and in front of each node plugin (see proxiesFor); the
-// rest would need a real component changed, and are refused.
+// per sidecar, and in front of each node plugin (see proxiesFor); the API
+// server faults to the reverse proxy in front of kube-apiserver
+// (faults_apiserver.go); the rest would need a real component changed,
+// and are refused.
 func (c *Cluster) CanInject(f fault.Fault) error {
 	switch f.Kind {
 	case fault.NodeLoss, fault.NodeReturn, fault.OutOfService, fault.MissingMountPropagation, fault.KubeletRestart,
@@ -59,7 +61,7 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 	case fault.APIConflict, fault.WatchDrop:
 		return fault.Unsupported(f.Kind, backendName, "the components are real processes talking to a real API server, which csisim cannot make answer 409 or drop watch events for one of them")
 	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
-		return fault.Unsupported(f.Kind, backendName, apiServerFaultsReason)
+		return c.canInjectAPIServer(f)
 	}
 	return fault.Unsupported(f.Kind, backendName, "it is not a fault csisim knows")
 }
@@ -96,6 +98,8 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 	case fault.SidecarRestart:
 		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: f.Component})
 		return c.restartSidecar(ctx, f.Component)
+	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
+		return c.injectAPIServerFault(f)
 	}
 	n := c.nodes[f.Node]
 	if n == nil {
@@ -189,12 +193,3 @@ func (c *Cluster) stopNodePlugin(node string, grace time.Duration) error {
 	}
 	return p.Stop(grace)
 }
-
-// apiServerFaultsReason says why the API server faults are refused here:
-// the components reach kube-apiserver directly. Injecting them needs a
-// reverse proxy of csisim's between the components and kube-apiserver
-// (refusing and closing its connections for api-server-down; terminating
-// TLS to delay writes and answer 429 for the other two), which is not
-// built yet.
-const apiServerFaultsReason = "the real components talk to kube-apiserver directly; the reverse proxy that would stand between them " +
-	"and inject API server faults is not built yet. Run the scenario on the simulator"

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/realkube/apiproxy"
 )
 
 func TestCanInject(t *testing.T) {
@@ -47,9 +48,15 @@ func TestCanInject(t *testing.T) {
 		{"crash mid-call on two nodes", fault.Fault{Kind: fault.DriverCrashMidCall, Times: 1, CSI: fault.CSI{Method: "NodeStageVolume"}}, "times: 1 would count per proxy"},
 		{"api conflict", fault.Fault{Kind: fault.APIConflict, Component: "external-provisioner", Times: 1}, "answer 409"},
 		{"watch drop", fault.Fault{Kind: fault.WatchDrop, Component: "attachdetach-controller", Resource: "pods", Times: 1}, "drop watch events"},
-		{"api server down", fault.Fault{Kind: fault.APIServerDown, API: fault.API{Duration: 30 * time.Second}}, "talk to kube-apiserver directly"},
-		{"slow writes", fault.Fault{Kind: fault.APISlowWrites, API: fault.API{Duration: time.Minute, Latency: time.Second}}, "reverse proxy"},
-		{"throttle", fault.Fault{Kind: fault.APIThrottle, Times: 3, API: fault.API{RetryAfter: time.Second}}, "not built yet"},
+		{"api server down", fault.Fault{Kind: fault.APIServerDown, API: fault.API{Duration: 30 * time.Second}}, ""},
+		{"api server down for no time", fault.Fault{Kind: fault.APIServerDown}, "needs a duration"},
+		{"slow writes", fault.Fault{Kind: fault.APISlowWrites, API: fault.API{Duration: time.Minute, Latency: time.Second}}, ""},
+		{"slow writes of a kubelet", fault.Fault{Kind: fault.APISlowWrites, Component: "kubelet:node-2", API: fault.API{Duration: time.Minute, Latency: time.Second}}, ""},
+		{"slow writes of no node's kubelet", fault.Fault{Kind: fault.APISlowWrites, Component: "kubelet:node-9", API: fault.API{Duration: time.Minute, Latency: time.Second}}, `no node "node-9"`},
+		{"throttle", fault.Fault{Kind: fault.APIThrottle, Times: 3, API: fault.API{RetryAfter: time.Second}}, ""},
+		{"throttle of the binder", fault.Fault{Kind: fault.APIThrottle, Component: "persistentvolume-binder", API: fault.API{Duration: time.Minute, RetryAfter: time.Second}}, ""},
+		{"throttle of taint eviction", fault.Fault{Kind: fault.APIThrottle, Component: "taint-eviction-controller", Times: 1, API: fault.API{RetryAfter: time.Second}}, "node-controller's service account"},
+		{"throttle of nobody", fault.Fault{Kind: fault.APIThrottle, Component: "kube-proxy", Times: 1, API: fault.API{RetryAfter: time.Second}}, `no component "kube-proxy"`},
 		{"unknown kind", fault.Fault{Kind: "meteor-strike"}, "not a fault csisim knows"},
 	}
 	c := &Cluster{cfg: Config{Nodes: []string{"node-1", "node-2"}}}
@@ -96,6 +103,29 @@ func TestProxiesFor(t *testing.T) {
 		}
 		if strings.Join(got, " ") != tt.want {
 			t.Errorf("%s: proxies of %v, want %s", tt.f.Describe(), got, tt.want)
+		}
+	}
+}
+
+func TestAPIComponent(t *testing.T) {
+	const kcm = "kube-controller-manager/v1.37.2 (linux/amd64) kubernetes/abc"
+	tests := []struct {
+		client apiproxy.Client
+		want   string
+	}{
+		{apiproxy.Client{UserAgent: kcm + "/system:serviceaccount:kube-system:persistent-volume-binder"}, "persistentvolume-binder"},
+		{apiproxy.Client{UserAgent: kcm + "/system:serviceaccount:kube-system:attachdetach-controller"}, "attachdetach-controller"},
+		{apiproxy.Client{User: "system:kube-controller-manager", UserAgent: kcm + "/shared-informers"}, "kube-controller-manager"},
+		{apiproxy.Client{User: "system:kube-scheduler", UserAgent: "kube-scheduler/v1.37.2 (linux/amd64) kubernetes/abc/scheduler"}, "default-scheduler"},
+		{apiproxy.Client{User: "system:node:node-2", Groups: []string{"system:nodes"}, UserAgent: "kubelet/v1.37.2"}, "kubelet:node-2"},
+		{apiproxy.Client{User: "kubernetes-admin", UserAgent: "kubelet:node-1"}, "kubelet:node-1"},
+		{apiproxy.Client{User: "kubernetes-admin", UserAgent: "csi-provisioner/v6.4.0 (linux/amd64)"}, "external-provisioner"},
+		{apiproxy.Client{User: "kubernetes-admin", UserAgent: "csi-snapshotter/v8.7.0"}, "csi-snapshotter"},
+		{apiproxy.Client{User: "kubernetes-admin", UserAgent: "snapshot-controller/v8.7.0"}, "snapshot-controller"},
+	}
+	for _, tt := range tests {
+		if got := apiComponent(tt.client); got != tt.want {
+			t.Errorf("apiComponent(%+v) = %q, want %q", tt.client, got, tt.want)
 		}
 	}
 }

@@ -120,6 +120,8 @@ type Cluster struct {
 	logs     []*os.File
 
 	nodes map[string]*simNode // by name, for faults
+	// faultTimers end the API server faults in force; Close stops them.
+	faultTimers []*time.Timer
 
 	host     *realnodes.Host // what real nodes change on the machine, to restore
 	images   string          // the real nodes' image archive
@@ -180,7 +182,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return c, err
 	}
 	c.kube, err = realkube.Start(ctx, realkube.Config{BinDir: cfg.BinDir, RootDir: root.Path("control-plane"),
-		ControllersFlag: "*", Log: cfg.Log, StartTimeout: cfg.StartTimeout,
+		ControllersFlag: "*", Log: cfg.Log, StartTimeout: cfg.StartTimeout, APIComponent: apiComponent,
 		ExtraArgs: map[string][]string{realkube.KubeAPIServer: append(auditArgs, keepHistory)}})
 	if err != nil {
 		return c, fmt.Errorf("starting the real control plane: %w", err)
@@ -276,9 +278,21 @@ func (c *Cluster) startNode(ctx context.Context, i int, node string) error {
 
 // clientConfig is the admin configuration under a user agent of its own,
 // which names the client's writes in the timeline, without client-side
-// rate limits (a scenario's waits poll every 20 ms).
+// rate limits (a scenario's waits poll every 20 ms). It reaches
+// kube-apiserver directly, past the API server faults, as a harness
+// does.
 func (c *Cluster) clientConfig(userAgent string) *rest.Config {
-	cfg := c.kube.RESTConfig()
+	return withUserAgent(c.kube.RESTConfig(), userAgent)
+}
+
+// componentConfig is clientConfig through the API proxy, for a component
+// of the cluster (a simulated kubelet), which the API server faults
+// strike.
+func (c *Cluster) componentConfig(userAgent string) *rest.Config {
+	return withUserAgent(c.kube.ComponentRESTConfig(), userAgent)
+}
+
+func withUserAgent(cfg *rest.Config, userAgent string) *rest.Config {
 	cfg.UserAgent = userAgent
 	cfg.QPS, cfg.Burst = 1000, 2000
 	return cfg
@@ -379,7 +393,7 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 		return err
 	}
 	tmpl := launch.Template{Path: filepath.Join(c.cfg.BinDir, name), Args: []string{
-		"--kubeconfig=" + c.kube.KubeconfigPath(), "--leader-election=false", "-v=2"}}
+		"--kubeconfig=" + c.kube.ComponentKubeconfigPath(), "--leader-election=false", "-v=2"}}
 	if ctrlEndpoint != "" {
 		socket := c.root.Path("controller", name+".sock")
 		p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: name, Listen: "unix://" + socket,
@@ -458,7 +472,7 @@ func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint strin
 		return err
 	}
 	c.conns = append(c.conns, conn)
-	cs, err := kubernetes.NewForConfig(c.clientConfig(actor))
+	cs, err := kubernetes.NewForConfig(c.componentConfig(actor))
 	if err != nil {
 		return fmt.Errorf("client for %s: %w", actor, err)
 	}
@@ -568,6 +582,9 @@ func (c *Cluster) Close() error {
 		// From now on no proxy starts its driver again.
 		c.driverMu.Lock()
 		c.closing = true
+		for _, t := range c.faultTimers {
+			t.Stop()
+		}
 		c.driverMu.Unlock()
 		var errs []error
 		c.stopKubelets()

@@ -8,6 +8,13 @@
 // versioned cache, by default BinDir(). Available reports which are missing,
 // so tests can skip when they are not there.
 //
+// The components — kube-controller-manager, kube-scheduler, and whatever
+// the caller runs with ComponentKubeconfigPath or NodeKubeconfig (sidecars,
+// kubelets) — reach kube-apiserver through a reverse proxy of csisim's
+// (package apiproxy), which injects the API server faults; the admin
+// configuration (RESTConfig, KubeconfigPath), for a harness that observes
+// the cluster, goes to kube-apiserver directly, past the faults.
+//
 // Everything a cluster writes (certificates, etcd data, kubeconfigs, logs)
 // lies below Config.RootDir; Stop ends every process Start started, by PID.
 package realkube
@@ -32,6 +39,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/csisim/csisim/realkube/apiproxy"
 )
 
 // KubeVersion is the Kubernetes release the binaries are built from.
@@ -120,6 +129,10 @@ type Config struct {
 	ExtraArgs map[string][]string
 	// StartTimeout bounds the whole start-up; default 2 minutes.
 	StartTimeout time.Duration
+	// APIComponent names the component a request to the API proxy comes
+	// from, for the faults that strike one component; default
+	// apiproxy.FirstWord.
+	APIComponent func(apiproxy.Client) string
 }
 
 // Cluster is a running control plane.
@@ -128,8 +141,12 @@ type Cluster struct {
 	pki        *pki
 	kubeconfig string
 	restConfig *rest.Config
-	ports      ports
-	procs      []*process // in start order
+	// proxy stands between the components and kube-apiserver;
+	// componentKubeconfig is the admin's kubeconfig through it.
+	proxy               *apiproxy.Proxy
+	componentKubeconfig string
+	ports               ports
+	procs               []*process // in start order
 
 	stopOnce sync.Once
 	stopErr  error
@@ -235,6 +252,9 @@ func (c *Cluster) prepareAccess() error {
 		return fmt.Errorf("realkube: free ports: %w", err)
 	}
 	c.ports = ports{etcdClient: p[0], etcdPeer: p[1], apiserver: p[2], kcm: p[3], scheduler: p[4]}
+	if err := c.startAPIProxy(); err != nil {
+		return fmt.Errorf("realkube: the API proxy: %w", err)
+	}
 	if err := c.writeKubeconfigs(); err != nil {
 		return fmt.Errorf("realkube: kubeconfigs: %w", err)
 	}
@@ -348,8 +368,26 @@ func (c *Cluster) RestartControllerManager(ctx context.Context) error {
 // certificate with O=system:masters).
 func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
 
-// KubeconfigPath is the admin kubeconfig below RootDir.
+// KubeconfigPath is the admin kubeconfig below RootDir, to kube-apiserver
+// directly: what a harness observes the cluster with.
 func (c *Cluster) KubeconfigPath() string { return c.kubeconfig }
+
+// ComponentKubeconfigPath is the admin kubeconfig through the API proxy:
+// what a component the caller runs (a sidecar) reaches the API server
+// with, so that the API server faults strike it.
+func (c *Cluster) ComponentKubeconfigPath() string { return c.componentKubeconfig }
+
+// ComponentRESTConfig is RESTConfig through the API proxy, for a component
+// the caller runs in its own process (a simulated kubelet).
+func (c *Cluster) ComponentRESTConfig() *rest.Config {
+	cfg := c.RESTConfig()
+	cfg.Host = c.proxy.URL()
+	return cfg
+}
+
+// APIProxy is the proxy between the components and kube-apiserver, which
+// injects the API server faults.
+func (c *Cluster) APIProxy() *apiproxy.Proxy { return c.proxy }
 
 // RootDir is the directory everything of this cluster lies below.
 func (c *Cluster) RootDir() string { return c.cfg.RootDir }
@@ -393,7 +431,11 @@ func (c *Cluster) Stop() error {
 				front = append(front, p)
 			}
 		}
-		for _, group := range [][]*process{front, apiserver, etcd} {
+		for i, group := range [][]*process{front, apiserver, etcd} {
+			if i == 1 && c.proxy != nil {
+				// Nothing reaches the API server through the proxy now.
+				errs = append(errs, c.proxy.Close())
+			}
 			var wg sync.WaitGroup
 			var mu sync.Mutex
 			for _, p := range group {
@@ -512,21 +554,25 @@ func (c *Cluster) schedulerArgs() []string {
 	return append(c.controlPlaneArgs("kube-scheduler.kubeconfig", c.ports.scheduler), "--profiling=false")
 }
 
-// writeKubeconfigs writes admin.kubeconfig (KubeconfigPath) and one
-// kubeconfig each for the controller manager and the scheduler, and sets
-// up the admin rest.Config.
+// writeKubeconfigs writes admin.kubeconfig (KubeconfigPath), to
+// kube-apiserver, and, through the API proxy, components.kubeconfig
+// (ComponentKubeconfigPath) and one kubeconfig each for the controller
+// manager and the scheduler; and sets up the admin rest.Config.
 func (c *Cluster) writeKubeconfigs() error {
 	host := fmt.Sprintf("https://127.0.0.1:%d", c.ports.apiserver)
-	p := c.pki
+	p, proxied := c.pki, c.proxy.URL()
 	write := c.writeKubeconfig
 	var err error
-	if c.kubeconfig, err = write("admin.kubeconfig", "admin", p.adminCert, p.adminKey); err != nil {
+	if c.kubeconfig, err = write("admin.kubeconfig", host, "admin", p.adminCert, p.adminKey); err != nil {
 		return err
 	}
-	if _, err = write("kube-controller-manager.kubeconfig", "kube-controller-manager", p.kcmCert, p.kcmKey); err != nil {
+	if c.componentKubeconfig, err = write("components.kubeconfig", proxied, "admin", p.adminCert, p.adminKey); err != nil {
 		return err
 	}
-	if _, err = write("kube-scheduler.kubeconfig", "kube-scheduler", p.schedulerCert, p.schedulerKey); err != nil {
+	if _, err = write("kube-controller-manager.kubeconfig", proxied, "kube-controller-manager", p.kcmCert, p.kcmKey); err != nil {
+		return err
+	}
+	if _, err = write("kube-scheduler.kubeconfig", proxied, "kube-scheduler", p.schedulerCert, p.schedulerKey); err != nil {
 		return err
 	}
 	c.restConfig = &rest.Config{
@@ -543,10 +589,10 @@ func (c *Cluster) writeKubeconfigs() error {
 }
 
 // writeKubeconfig writes a kubeconfig for user with a client certificate
-// to file below RootDir and returns its path.
-func (c *Cluster) writeKubeconfig(file, user, cert, key string) (string, error) {
+// of server to file below RootDir and returns its path.
+func (c *Cluster) writeKubeconfig(file, server, user, cert, key string) (string, error) {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["realkube"] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d", c.ports.apiserver), CertificateAuthority: c.pki.caCert}
+	cfg.Clusters["realkube"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: c.pki.caCert}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificate: cert, ClientKey: key}
 	cfg.Contexts["realkube"] = &clientcmdapi.Context{Cluster: "realkube", AuthInfo: user}
 	cfg.CurrentContext = "realkube"
@@ -556,13 +602,14 @@ func (c *Cluster) writeKubeconfig(file, user, cert, key string) (string, error) 
 
 // NodeKubeconfig writes a kubeconfig for the kubelet of node — a client
 // certificate for system:node:<node> in group system:nodes, what TLS
-// bootstrapping gives a real kubelet — and returns its path.
+// bootstrapping gives a real kubelet — through the API proxy, and returns
+// its path.
 func (c *Cluster) NodeKubeconfig(node string) (string, error) {
 	cert, key, err := c.pki.nodeClient(node)
 	if err != nil {
 		return "", err
 	}
-	return c.writeKubeconfig("kubelet-"+node+".kubeconfig", "system:node:"+node, cert, key)
+	return c.writeKubeconfig("kubelet-"+node+".kubeconfig", c.proxy.URL(), "system:node:"+node, cert, key)
 }
 
 // adminHTTPClient is a plain HTTP client with the admin certificate that

@@ -8,17 +8,20 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -250,6 +253,7 @@ func TestControlPlane(t *testing.T) {
 		}
 	}
 	t.Logf("PV controller annotated the claim %s after creation", time.Since(created).Round(time.Millisecond))
+	checkAPIProxy(ctx, t, c)
 
 	// Stop: every process is gone, nothing runs from the root dir.
 	stopStart := time.Now()
@@ -362,4 +366,48 @@ func dumpLogsOnFailure(t *testing.T, c *Cluster) {
 			t.Logf("--- %s ---\n%s", n, strings.Join(lines, "\n"))
 		}
 	})
+}
+
+// checkAPIProxy checks that a kubelet reaches kube-apiserver through the
+// API proxy as itself, and that stopping the proxy refuses the components
+// and not the harness.
+func checkAPIProxy(ctx context.Context, t *testing.T, c *Cluster) {
+	t.Helper()
+	nodeKubeconfig, err := c.NodeKubeconfig("node-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := clientcmd.BuildConfigFromFlags("", nodeKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nc.Host != c.APIProxy().URL() {
+		t.Fatalf("the node's kubeconfig goes to %s, not to the API proxy at %s", nc.Host, c.APIProxy().URL())
+	}
+	node := kubernetes.NewForConfigOrDie(nc)
+	review, err := node.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("self-subject review through the API proxy: %v", err)
+	}
+	if u := review.Status.UserInfo; u.Username != "system:node:node-1" || !slices.Contains(u.Groups, "system:nodes") {
+		t.Errorf("through the API proxy the node is %q in %v, want system:node:node-1 in system:nodes", u.Username, u.Groups)
+	}
+
+	components := kubernetes.NewForConfigOrDie(c.ComponentRESTConfig())
+	harness := kubernetes.NewForConfigOrDie(c.RESTConfig())
+	if err := c.APIProxy().SetDown(true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := components.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); !utilnet.IsConnectionRefused(err) {
+		t.Errorf("a component's request while the API server is down: %v, want connection refused", err)
+	}
+	if _, err := harness.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("the harness's request while the API server is down for the components: %v", err)
+	}
+	if err := c.APIProxy().SetDown(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := components.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("a component's request once the API server is back: %v", err)
+	}
 }

@@ -24,10 +24,14 @@
 //     attach, port-forward) reach the client as they come.
 //
 // SetDown stops the proxy as a stopped kube-apiserver is: its port refuses
-// connections and every open connection, watches included, is closed.
+// connections and every open connection, watches included, is closed; when
+// it starts again, a watch from before is answered as a restarted
+// kube-apiserver's watch cache answers it, 410 Gone, so the reflectors list
+// again.
 package apiproxy
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -72,6 +76,11 @@ type Config struct {
 	// Log receives the proxy's errors (a backend that cannot be reached);
 	// default: discarded.
 	Log io.Writer
+	// ResourceVersion returns the cluster's current resourceVersion. The
+	// proxy asks it as it comes back from SetDown(true): a restarted
+	// kube-apiserver's watch cache begins there. Without it, watches
+	// resume after an outage as after a network partition.
+	ResourceVersion func(context.Context) (uint64, error)
 }
 
 // Proxy is a running reverse proxy.
@@ -196,6 +205,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if p.expiredWatch(w, r) {
+		return
+	}
 	if client.cert != nil {
 		p.byCert.ServeHTTP(w, r)
 		return
@@ -237,7 +249,8 @@ func (p *Proxy) SetDown(down bool) error {
 		}
 		return err
 	case !down && was:
-		return p.listenAgain()
+		err := p.restartWatchCache()
+		return errors.Join(err, p.listenAgain())
 	}
 	return nil
 }

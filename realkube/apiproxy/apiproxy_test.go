@@ -2,6 +2,7 @@ package apiproxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,6 +18,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -91,8 +93,10 @@ type rig struct {
 	ca, frontCA *authority
 	proxy       *Proxy
 	backend     *httptest.Server
-	// watchEnded is closed when the backend's watch request has ended.
+	// watchEnded is closed when the backend's first watch request has
+	// ended.
 	watchEnded chan struct{}
+	watchOnce  sync.Once
 	requests   atomic.Int64
 }
 
@@ -133,7 +137,7 @@ func (r *rig) echo(w http.ResponseWriter, req *http.Request) {
 
 // watch sends one event and holds the stream open until the client goes.
 func (r *rig) watch(w http.ResponseWriter, req *http.Request) {
-	defer close(r.watchEnded)
+	defer r.watchOnce.Do(func() { close(r.watchEnded) })
 	fmt.Fprintln(w, `{"type":"ADDED"}`)
 	w.(http.Flusher).Flush()
 	<-req.Context().Done()
@@ -398,4 +402,53 @@ func TestUpgradeStreams(t *testing.T) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func TestWatchFromBeforeTheOutageIsGone(t *testing.T) {
+	r := newRig(t, nil)
+	r.proxy.cfg.ResourceVersion = func(context.Context) (uint64, error) { return 100, nil }
+	c := r.client(nil)
+	watchFrom := func(query string) string {
+		t.Helper()
+		resp := do(t, c, http.MethodGet, r.proxy.URL()+"/api/v1/pods?watch=true&"+query, "watcher")
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("watch %s: HTTP %d", query, resp.StatusCode)
+		}
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if err != nil {
+			t.Fatalf("watch %s: %v", query, err)
+		}
+		return strings.TrimSpace(line)
+	}
+	const served = `{"type":"ADDED"}`
+	if got := watchFrom("resourceVersion=50"); got != served {
+		t.Fatalf("a watch before any outage: %s, want it served", got)
+	}
+	if err := r.proxy.SetDown(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.proxy.SetDown(false); err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		Type   string
+		Object struct {
+			Kind, Status, Message, Reason string
+			Code                          int
+		}
+	}
+	got := watchFrom("resourceVersion=50")
+	if err := json.Unmarshal([]byte(got), &ev); err != nil {
+		t.Fatalf("a watch from before the outage: %s: %v", got, err)
+	}
+	if ev.Type != "ERROR" || ev.Object.Kind != "Status" || ev.Object.Code != http.StatusGone || ev.Object.Reason != "Expired" ||
+		ev.Object.Message != "too old resource version: 50 (100)" {
+		t.Errorf("a watch from before the outage: %s, want an ERROR event, 410 Expired, too old resource version: 50 (100)", got)
+	}
+	for _, query := range []string{"resourceVersion=100", "resourceVersion=0", "resourceVersion=50&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", ""} {
+		if got := watchFrom(query); got != served {
+			t.Errorf("watch %q after the outage: %s, want it served", query, got)
+		}
+	}
 }

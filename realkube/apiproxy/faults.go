@@ -23,6 +23,9 @@ type faults struct {
 	down     bool
 	slow     map[string]time.Duration // by component; "" for every one
 	throttle map[string]*throttling   // by component; "" for every one
+	// cacheBegins is the resourceVersion the watch cache began at when
+	// the proxy came back from its last outage; 0 before any.
+	cacheBegins uint64
 }
 
 // throttling is a throttle in force: left requests still to refuse

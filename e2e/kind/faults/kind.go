@@ -164,7 +164,8 @@ func (k *Kind) Plan(f fault.Fault) ([]Action, error) {
 		return nil, fault.Unsupported(f.Kind, backendName, "the components are real processes talking to a real API server, which csisim cannot make answer 409 or drop watch events for one of them")
 	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
 		return nil, fault.Unsupported(f.Kind, backendName, "kind's kube-apiserver is a static pod that every component, kubelets included, reaches directly "+
-			"(and stopping it stops the cluster kind itself is driven through); there is no proxy between them to inject API server faults. Run the scenario on the simulator")
+			"(and stopping it stops the cluster kind itself is driven through); the reverse proxy that injects API server faults on --backend realkube "+
+			"(realkube/apiproxy) is not placed between them here. Run the scenario on the simulator or on --backend realkube")
 	}
 	return nil, fault.Unsupported(f.Kind, backendName, "it is not a fault csisim knows")
 }
