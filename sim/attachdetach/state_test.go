@@ -39,7 +39,7 @@ func newHarness(t *testing.T) *harness {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rt := controller.Runtime{Clock: clk, NewQueue: controller.NewQueue, NewQueueWithBackoff: controller.NewQueueWithBackoff,
 		NewEventRecorder: func(cs kubernetes.Interface, component, host string) (record.EventRecorder, func()) {
-			return controller.NewSyncEventRecorder(cs, component, host, clk), func() {}
+			return controller.NewSyncEventRecorder(cs, component, host, clk, nil, nil), func() {}
 		}}
 	return &harness{t: t, c: New(client, factory, rt), client: client, factory: factory, clock: clk}
 }

@@ -150,7 +150,7 @@ func (c *Cluster) startLoop() {
 		NewQueue:            c.loop.NewQueue,
 		NewQueueWithBackoff: c.loop.NewQueueWithBackoff,
 		NewEventRecorder: func(client kubernetes.Interface, component, host string) (record.EventRecorder, func()) {
-			return controller.NewSyncEventRecorder(client, component, host, c.clock), func() {}
+			return controller.NewSyncEventRecorder(client, component, host, c.clock, c.loop.After, c.loop.Jitter), func() {}
 		},
 	}
 	c.driver = &driver{cfg: &c.cfg, root: c.root, rec: c.rec, loop: c.loop}

@@ -262,7 +262,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rt := controller.Runtime{Clock: clk, NewQueue: controller.NewQueue, NewQueueWithBackoff: controller.NewQueueWithBackoff,
 		NewEventRecorder: func(c kubernetes.Interface, component, host string) (record.EventRecorder, func()) {
-			return controller.NewSyncEventRecorder(c, component, host, clk), func() {}
+			return controller.NewSyncEventRecorder(c, component, host, clk, nil, nil), func() {}
 		}}
 	fn := &fakeNode{caps: o.caps}
 	dir := t.TempDir()

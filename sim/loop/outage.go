@@ -52,3 +52,7 @@ func (i *Informer) rewatch() {
 // After runs fn on the loop's goroutine once d of virtual time has passed;
 // fn must be quick and make no calls (flip a switch, record an entry).
 func (l *Loop) After(d time.Duration, fn func()) { l.afterInline(d, fn) }
+
+// Jitter draws a number in [0, 1) from the simulation's seeded source, for
+// a component's randomized wait (the event recorder's first retry).
+func (l *Loop) Jitter() float64 { return l.rand.Float64() }

@@ -25,7 +25,7 @@ func newTestController() (*Controller, *fake.Clientset, informers.SharedInformer
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rt := controller.Runtime{Clock: clk, NewQueue: controller.NewQueue,
 		NewEventRecorder: func(cs kubernetes.Interface, component, host string) (record.EventRecorder, func()) {
-			return controller.NewSyncEventRecorder(cs, component, host, clk), func() {}
+			return controller.NewSyncEventRecorder(cs, component, host, clk, nil, nil), func() {}
 		}}
 	return New(Clients{NodeLifecycle: client}, factory, rt), client, factory, clk
 }

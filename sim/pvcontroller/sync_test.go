@@ -35,7 +35,7 @@ func newWorld(t *testing.T, objs ...runtime.Object) *world {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rt := controller.Runtime{Clock: clk, NewQueue: controller.NewQueue,
 		NewEventRecorder: func(c kubernetes.Interface, component, host string) (record.EventRecorder, func()) {
-			return controller.NewSyncEventRecorder(c, component, host, clk), func() {}
+			return controller.NewSyncEventRecorder(c, component, host, clk, nil, nil), func() {}
 		}}
 	c := New(client, factory, rt)
 	for _, obj := range objs {
