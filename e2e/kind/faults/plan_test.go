@@ -120,9 +120,9 @@ func TestPlanRefusesWhatKindCannotInject(t *testing.T) {
 		{fault.Fault{Kind: fault.MissingMountPropagation, Node: "csisim-e2e-worker"}, "the same on every node"},
 		{fault.Fault{Kind: fault.APIConflict, Component: "external-provisioner", Times: 1}, "answer 409"},
 		{fault.Fault{Kind: fault.WatchDrop, Component: "attachdetach-controller", Resource: "pods", Times: 1}, "drop watch events"},
-		{fault.Fault{Kind: fault.APIServerDown, API: fault.API{Duration: 30 * time.Second}}, "no proxy between them"},
+		{fault.Fault{Kind: fault.APIServerDown, API: fault.API{Duration: 30 * time.Second}}, "is not placed between them"},
 		{fault.Fault{Kind: fault.APISlowWrites, API: fault.API{Duration: time.Minute, Latency: time.Second}}, "static pod"},
-		{fault.Fault{Kind: fault.APIThrottle, Times: 3, API: fault.API{RetryAfter: time.Second}}, "inject API server faults"},
+		{fault.Fault{Kind: fault.APIThrottle, Times: 3, API: fault.API{RetryAfter: time.Second}}, "injects API server faults on --backend realkube"},
 		{fault.Fault{Kind: "disk-full"}, "not a fault csisim knows"},
 	}
 	for _, tt := range tests {
