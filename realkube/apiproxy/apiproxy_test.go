@@ -431,6 +431,7 @@ func TestWatchFromBeforeTheOutageIsGone(t *testing.T) {
 	if err := r.proxy.SetDown(false); err != nil {
 		t.Fatal(err)
 	}
+	c.CloseIdleConnections() // closed by the outage
 	var ev struct {
 		Type   string
 		Object struct {
