@@ -34,6 +34,9 @@ var capabilityCalls = []struct {
 }{
 	{profile.Attach, []string{"ControllerPublishVolume", "ControllerUnpublishVolume"}},
 	{profile.StageUnstage, []string{"NodeStageVolume", "NodeUnstageVolume"}},
+	// The csi-snapshotter asks about a pre-provisioned snapshot only a
+	// driver with LIST_SNAPSHOTS (pkg/snapshotter, GetSnapshotStatus).
+	{profile.ListSnapshots, []string{"ListSnapshots"}},
 }
 
 // fitted says whether the calls of capability c are left out of a

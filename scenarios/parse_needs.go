@@ -161,6 +161,7 @@ var methodNeeds = map[string]profile.Capability{
 	"NodeUnstageVolume":         profile.StageUnstage,
 	"CreateSnapshot":            profile.Snapshots,
 	"DeleteSnapshot":            profile.Snapshots,
+	"ListSnapshots":             profile.ListSnapshots,
 }
 
 // csiMethodsOf are the CSI methods a step names: in a csiCalls check, or

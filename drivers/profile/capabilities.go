@@ -28,6 +28,11 @@ const (
 	// Snapshots: CREATE_DELETE_SNAPSHOT, and restores from snapshots.
 	// Asked.
 	Snapshots Capability = "snapshots"
+	// ListSnapshots: LIST_SNAPSHOTS, with which the csi-snapshotter asks
+	// the driver about a pre-provisioned snapshot (its readiness and
+	// size); without it the sidecar takes such a snapshot as ready, with
+	// no size. Asked.
+	ListSnapshots Capability = "listSnapshots"
 	// Clones: CLONE_VOLUME, a claim with another claim as its
 	// dataSource. Asked.
 	Clones Capability = "clones"
@@ -101,7 +106,7 @@ const (
 )
 
 // Capabilities lists every capability in the order a report prints them.
-var Capabilities = []Capability{Attach, Block, Snapshots, Clones, ExpansionOnline, ExpansionOffline,
+var Capabilities = []Capability{Attach, Block, Snapshots, ListSnapshots, Clones, ExpansionOnline, ExpansionOffline,
 	Topology, Zones, Capacity, VolumeLimits, Ephemeral, MultiNode, SingleNodeMultiWriter, FSGroup,
 	PodInfo, StageUnstage, RealMounts, SharedState, StateDir, SurvivesRestart, ControllerOnlyExpansion, CSISimErrors, ModifyVolume}
 
@@ -129,6 +134,7 @@ var asked = map[Capability]answer{
 		return "PUBLISH_UNPUBLISH_VOLUME (ControllerGetCapabilities)"
 	}},
 	Snapshots:             controllerAnswer(csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT),
+	ListSnapshots:         controllerAnswer(csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS),
 	Clones:                controllerAnswer(csi.ControllerServiceCapability_RPC_CLONE_VOLUME),
 	Capacity:              controllerAnswer(csi.ControllerServiceCapability_RPC_GET_CAPACITY),
 	SingleNodeMultiWriter: controllerAnswer(csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER),
