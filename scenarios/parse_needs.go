@@ -107,10 +107,10 @@ func inferNeeds(s *Scenario) []profile.Capability {
 			needs = append(needs, c)
 		}
 	}
+	// cluster.zones alone labels the nodes, as a real cluster's are
+	// whatever its drivers: a scenario whose driver must know them says
+	// needs: [zones].
 	c := s.Cluster
-	if len(c.Zones) > 0 {
-		add(profile.Zones)
-	}
 	if c.Capacity != "" {
 		add(profile.Capacity)
 	}

@@ -46,7 +46,9 @@ const (
 	// Topology: VOLUME_ACCESSIBILITY_CONSTRAINTS. Asked.
 	Topology Capability = "topology"
 	// Zones: the driver can be told each node's zone (flags.zone) and
-	// reports it under its topology key. Declared.
+	// reports it under its topology key. Declared. A scenario's
+	// cluster.zones alone only labels the nodes; one whose volumes must
+	// follow the zones needs it.
 	Zones Capability = "zones"
 	// Capacity: GET_CAPACITY, for storage capacity tracking (flags.capacity
 	// sets the capacity). Asked.
