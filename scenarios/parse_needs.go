@@ -147,6 +147,8 @@ func inferNeeds(s *Scenario) []profile.Capability {
 			add(profile.StateDir)
 		case f.Kind == fault.DriverRestart, f.Kind == fault.DriverCrash, f.Kind == fault.DriverCrashMidCall:
 			add(profile.SurvivesRestart)
+		case f.Kind == fault.NodeVolumeLimit:
+			add(profile.ChangingVolumeLimits)
 		}
 	}
 	return needs

@@ -105,12 +105,18 @@ const (
 	// VolumeAttributesClass, and mutable_parameters at CreateVolume. Asked,
 	// as the external-resizer and external-provisioner decide.
 	ModifyVolume Capability = "modifyVolume"
+	// ChangingVolumeLimits: a node's volume limit can be changed in the
+	// driver's storage backend while it runs (the nodeVolumeLimit step),
+	// and NodeGetInfo then reports the new one. Declared: csisim changes it
+	// in its own driver's backend.
+	ChangingVolumeLimits Capability = "changingVolumeLimits"
 )
 
 // Capabilities lists every capability in the order a report prints them.
 var Capabilities = []Capability{Attach, Block, Snapshots, ListSnapshots, Clones, ExpansionOnline, ExpansionOffline,
 	Topology, Zones, Capacity, VolumeLimits, Ephemeral, MultiNode, SingleNodeMultiWriter, FSGroup,
-	PodInfo, StageUnstage, RealMounts, SharedState, StateDir, SurvivesRestart, ControllerOnlyExpansion, CSISimErrors, ModifyVolume}
+	PodInfo, StageUnstage, RealMounts, SharedState, StateDir, SurvivesRestart, ControllerOnlyExpansion, CSISimErrors, ModifyVolume,
+	ChangingVolumeLimits}
 
 // answer is how a running driver answers for an asked capability: whether
 // it has it, and in what words it says so, for messages.
