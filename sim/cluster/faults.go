@@ -51,6 +51,8 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 		return c.canInjectAPIServer(f)
 	case fault.SidecarRestart:
 		return c.canRestartSidecar(f.Component)
+	case fault.NodeVolumeLimit:
+		return c.canInjectBackend(f)
 	}
 	return fault.Unsupported(f.Kind, backendName, "it is not a fault the simulator knows")
 }
@@ -73,6 +75,8 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 		return c.injectAPIServerFault(ctx, f)
 	case fault.SidecarRestart:
 		return c.restartSidecar(f.Component)
+	case fault.NodeVolumeLimit:
+		return c.setNodeVolumeLimit(f)
 	}
 	parts := c.nodes[f.Node]
 	if parts == nil {

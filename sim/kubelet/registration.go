@@ -51,6 +51,7 @@ func (k *Kubelet) RegisterDriver(ctx context.Context, identity csi.IdentityClien
 	k.mu.Lock()
 	k.unregistered = false
 	k.mu.Unlock()
+	k.syncCSINodeUpdater(k.cfg.DriverName)
 	return nil
 }
 
@@ -65,6 +66,7 @@ func (k *Kubelet) UnregisterDriver(ctx context.Context) error {
 	k.mu.Lock()
 	k.unregistered = true
 	k.mu.Unlock()
+	k.syncCSINodeUpdater(k.cfg.DriverName)
 	name := k.cfg.DriverName
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cn, err := k.client.StorageV1().CSINodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
