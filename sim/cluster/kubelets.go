@@ -21,7 +21,7 @@ func (c *Cluster) startNode(ctx context.Context, node string) error {
 	parts := &nodeParts{plugin: pl}
 	c.nodes[node] = parts
 	agent := fault.KubeletComponent(node)
-	conn, err := c.clients.dial(pl.proxy.Endpoint(), agent)
+	conn, err := c.clients.dial(pl.proxy.Endpoint(), agent, c.traceName(c.driver))
 	if err != nil {
 		return err
 	}
@@ -41,8 +41,11 @@ func (c *Cluster) startNode(ctx context.Context, node string) error {
 	if err := k.Register(ctx, conn.Identity); err != nil {
 		return err
 	}
-	c.components.run(agent, "kubelet", &process{name: agent}, k.Component())
 	parts.kubelet = k
 	parts.identity = conn.Identity
+	if err := c.startExtraNodePlugins(ctx, node, parts); err != nil {
+		return err
+	}
+	c.components.run(agent, "kubelet", &process{name: agent}, k.Component())
 	return nil
 }

@@ -101,7 +101,9 @@ func (notReady) Unwrap() error { return controller.RequeueAfter(waitRetry) }
 
 // Config configures one kubelet.
 type Config struct {
-	NodeName   string
+	NodeName string
+	// DriverName is the driver of the node plugin New is given; AddDriver
+	// adds the plugins of others.
 	DriverName string
 	// Dir is the kubelet's root directory (the real one is /var/lib/kubelet).
 	Dir string
@@ -127,7 +129,6 @@ type Kubelet struct {
 	cfg      Config
 	clock    clock.PassiveClock
 	client   kubernetes.Interface
-	csi      csi.NodeClient
 	events   record.EventRecorder
 	stopRecs func()
 	// newEvents makes the event recorder of a (re)started kubelet process.
@@ -165,9 +166,9 @@ type Kubelet struct {
 
 	mu      sync.Mutex
 	stopped bool
-	// unregistered: the node plugin's registration went away
-	// (UnregisterDriver) and it has not registered again.
-	unregistered bool
+	// plugins are the node plugins of the node, one per CSI driver, in
+	// the order they were given (registration.go).
+	plugins []*nodePlugin
 	// lastStatusReport is when the kubelet last posted its node status.
 	lastStatusReport time.Time
 	// failedReconstruction: volume directories a restart found unmounted,
@@ -186,7 +187,7 @@ func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.
 	}
 	newEvents := func() (record.EventRecorder, func()) { return rt.NewEventRecorder(client, "kubelet", cfg.NodeName) }
 	events, stop := newEvents()
-	k := &Kubelet{cfg: cfg, client: client, csi: node, events: events, stopRecs: stop, newEvents: newEvents,
+	k := &Kubelet{cfg: cfg, client: client, plugins: []*nodePlugin{{driver: cfg.DriverName, csi: node}}, events: events, stopRecs: stop, newEvents: newEvents,
 		clock: rt.Clock, queue: rt.NewQueueWithBackoff("kubelet-"+cfg.NodeName, volumeRetryInitial, volumeRetryMax)}
 	k.desired.reset()
 	k.actual.reset()
@@ -205,15 +206,16 @@ func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.
 	return k
 }
 
-// Register creates the Node and its CSINode and registers the node plugin:
-// NodeGetInfo gives the driver's node ID, topology and volume limit.
+// Register creates the Node and its CSINode and registers the node plugin
+// of Config.DriverName: NodeGetInfo gives the driver's node ID, topology
+// and volume limit.
 func (k *Kubelet) Register(ctx context.Context, identity csi.IdentityClient) error {
 	registered, err := k.registerNode(ctx)
 	if err != nil {
 		return err
 	}
 	k.startEvents(registered)
-	if err := k.RegisterDriver(ctx, identity); err != nil {
+	if err := k.RegisterDriver(ctx, k.cfg.DriverName, identity); err != nil {
 		return err
 	}
 	return k.renewLease(ctx)
@@ -265,9 +267,10 @@ func nodeResources() corev1.ResourceList {
 }
 
 // registerDriver records the driver in the node's CSINode (owned by the
-// Node), its node ID in the csi.volume.kubernetes.io/nodeid annotation and
-// its topology as node labels.
-func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoResponse) error {
+// Node), its node ID in the csi.volume.kubernetes.io/nodeid annotation
+// (a JSON map of every registered driver's) and its topology as node
+// labels.
+func (k *Kubelet) registerDriver(ctx context.Context, name string, info *csi.NodeGetInfoResponse) error {
 	node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("node %s: %w", k.cfg.NodeName, err)
@@ -277,7 +280,7 @@ func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoRespo
 		topologyKeys = append(topologyKeys, key)
 	}
 	sort.Strings(topologyKeys)
-	drv := storagev1.CSINodeDriver{Name: k.cfg.DriverName, NodeID: info.GetNodeId(), TopologyKeys: topologyKeys}
+	drv := storagev1.CSINodeDriver{Name: name, NodeID: info.GetNodeId(), TopologyKeys: topologyKeys}
 	if n := info.GetMaxVolumesPerNode(); n > 0 {
 		count := int32(n)
 		drv.Allocatable = &storagev1.VolumeNodeResources{Count: &count}
@@ -296,9 +299,8 @@ func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoRespo
 		err = k.installInCSINode(ctx, drv)
 	}
 	if err != nil {
-		return fmt.Errorf("node %s: recording driver %s in CSINode: %w", k.cfg.NodeName, k.cfg.DriverName, err)
+		return fmt.Errorf("node %s: recording driver %s in CSINode: %w", k.cfg.NodeName, name, err)
 	}
-	ids, _ := json.Marshal(map[string]string{k.cfg.DriverName: info.GetNodeId()})
 	// In a real cluster the controller manager writes to a new Node too
 	// (its TTL annotation): read it again after a conflict, as the real
 	// kubelet does.
@@ -310,11 +312,17 @@ func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoRespo
 		if n.Labels == nil {
 			n.Labels = map[string]string{}
 		}
-		n.Annotations["csi.volume.kubernetes.io/nodeid"] = string(ids)
+		ids, err := nodeIDs(n)
+		if err != nil {
+			return err
+		}
+		ids[name] = info.GetNodeId()
+		value, _ := json.Marshal(ids)
+		n.Annotations[annNodeID] = string(value)
 		for key, v := range info.GetAccessibleTopology().GetSegments() {
 			n.Labels[key] = v
 		}
-		_, err := k.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		_, err = k.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
 			if fresh, gerr := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{}); gerr == nil {
 				node = fresh
@@ -323,7 +331,7 @@ func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoRespo
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("node %s: recording driver %s: %w", k.cfg.NodeName, k.cfg.DriverName, err)
+		return fmt.Errorf("node %s: recording driver %s: %w", k.cfg.NodeName, name, err)
 	}
 	return nil
 }
