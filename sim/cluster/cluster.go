@@ -31,13 +31,13 @@ import (
 // control plane from its table (components.go) and the nodes
 // (kubelets.go) — and runs them on its loop.
 type Cluster struct {
-	cfg        Config
-	root       *runroot.Root
-	api        *fakekube.Server
-	clock      *testingclock.FakeClock
-	loop       *loop.Loop
-	rt         controller.Runtime
-	rec        *trace.Recorder
+	cfg   Config
+	root  *runroot.Root
+	api   *fakekube.Server
+	clock *testingclock.FakeClock
+	loop  *loop.Loop
+	rt    controller.Runtime
+	rec   *trace.Recorder
 	// driver is the first driver, the one under test; drivers are all
 	// of them, the first first (drivers.go).
 	driver     *driver
