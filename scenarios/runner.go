@@ -123,6 +123,9 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		return r.skipped(s, why), nil
 	}
 	if err := checkDrivers(s, r.Backend); err != nil {
+		if r.SkipUnsupported {
+			return r.skipped(s, err.Error()), nil
+		}
 		return nil, fmt.Errorf("run scenario %s: %w", s.Name, err)
 	}
 	r.printf("scenario %s (%s): %d steps\n", s.Name, s.File, len(all))
