@@ -6,38 +6,49 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// WorkloadPod makes a Pod manifest runnable on a real node without a
-// registry: every container (and init container) runs csisim's workload
-// image instead of the image it names, which could not be pulled, and is
-// given the pod's identity and its claims' mount paths, so it does what a
-// simulated node's containers do: read the markers earlier pods of each
-// claim wrote, write its own, log both (kubectl logs shows them) and wait
-// to be stopped. Everything else in the manifest is left as written. Other
-// kinds are returned unchanged.
+// WorkloadPod makes a manifest that makes pods runnable on a real node
+// without a registry: every container (and init container) of a Pod, or of
+// the pod template of a workload (Deployment, ReplicaSet, StatefulSet,
+// DaemonSet, Job, CronJob), runs csisim's workload image instead of the
+// image it names, which could not be pulled, and is given the pod's
+// identity and its claims' mount paths, so it does what a simulated node's
+// containers do: read the markers earlier pods of each claim wrote, write
+// its own, log both (kubectl logs shows them) and wait to be stopped.
+// Everything else in the manifest is left as written; other kinds are
+// returned unchanged.
+//
+// A template's pods are named only when they are made, so a claim named
+// after its pod — a StatefulSet's volumeClaimTemplates (<template>-<pod>)
+// or a generic ephemeral volume (<pod>-<volume>) — is passed as
+// $(POD_NAME) in the container's arguments, which the kubelet expands from
+// the container's environment.
 func WorkloadPod(obj *unstructured.Unstructured) error {
-	if obj.GetKind() != "Pod" || obj.GroupVersionKind().Group != "" {
+	path, ok := podSpecPath(obj)
+	if !ok {
 		return nil
 	}
-	spec, ok := obj.Object["spec"].(map[string]any)
-	if !ok {
+	spec, ok, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
+	podSpec, isMap := spec.(map[string]any)
+	if !ok || !isMap {
 		return nil // the API server says what is wrong with it
 	}
-	claims := map[string]claimVolume{} // by volume name
-	if vols, ok := spec["volumes"].([]any); ok {
-		for _, v := range vols {
-			vol, _ := v.(map[string]any)
-			src, _ := vol["persistentVolumeClaim"].(map[string]any)
-			name, _ := vol["name"].(string)
-			if src == nil || name == "" {
-				continue
+	claims := podClaims(podSpec)
+	if obj.GetKind() == "StatefulSet" {
+		templates, _, _ := unstructured.NestedSlice(obj.Object, "spec", "volumeClaimTemplates")
+		for _, t := range templates {
+			tm, _ := t.(map[string]any)
+			name, _, _ := unstructured.NestedString(tm, "metadata", "name")
+			if name != "" {
+				// A pod volume of the same name wins, as in the
+				// StatefulSet controller.
+				if _, taken := claims[name]; !taken {
+					claims[name] = claimVolume{claim: name + "-$(POD_NAME)"}
+				}
 			}
-			claim, _ := src["claimName"].(string)
-			ro, _ := src["readOnly"].(bool)
-			claims[name] = claimVolume{claim: claim, readOnly: ro}
 		}
 	}
 	for _, field := range []string{"initContainers", "containers"} {
-		list, ok := spec[field].([]any)
+		list, ok := podSpec[field].([]any)
 		if !ok {
 			continue
 		}
@@ -50,6 +61,46 @@ func WorkloadPod(obj *unstructured.Unstructured) error {
 		}
 	}
 	return nil
+}
+
+// podSpecPath is where obj's pod spec is, by kind; false for a kind that
+// makes no pods. Only the built-in groups are known: a custom resource's
+// pods are its controller's business.
+func podSpecPath(obj *unstructured.Unstructured) ([]string, bool) {
+	gvk := obj.GroupVersionKind()
+	switch {
+	case gvk.Group == "" && gvk.Kind == "Pod":
+		return []string{"spec"}, true
+	case gvk.Group == "apps" && (gvk.Kind == "Deployment" || gvk.Kind == "ReplicaSet" || gvk.Kind == "StatefulSet" || gvk.Kind == "DaemonSet"),
+		gvk.Group == "batch" && gvk.Kind == "Job":
+		return []string{"spec", "template", "spec"}, true
+	case gvk.Group == "batch" && gvk.Kind == "CronJob":
+		return []string{"spec", "jobTemplate", "spec", "template", "spec"}, true
+	}
+	return nil, false
+}
+
+// podClaims are the claims of a pod spec's volumes, by volume name.
+func podClaims(spec map[string]any) map[string]claimVolume {
+	claims := map[string]claimVolume{}
+	vols, _ := spec["volumes"].([]any)
+	for _, v := range vols {
+		vol, _ := v.(map[string]any)
+		name, _ := vol["name"].(string)
+		if name == "" {
+			continue
+		}
+		if src, ok := vol["persistentVolumeClaim"].(map[string]any); ok {
+			claim, _ := src["claimName"].(string)
+			ro, _ := src["readOnly"].(bool)
+			claims[name] = claimVolume{claim: claim, readOnly: ro}
+		} else if _, ok := vol["ephemeral"].(map[string]any); ok {
+			// The ephemeral volume controller names the claim
+			// <pod>-<volume>.
+			claims[name] = claimVolume{claim: "$(POD_NAME)-" + name}
+		}
+	}
+	return claims
 }
 
 type claimVolume struct {

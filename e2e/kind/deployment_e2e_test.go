@@ -3,7 +3,7 @@
 package kind_test
 
 // On the cluster e2e/kind/run.sh made: the driver is registered on every
-// node, with the node's zone. Skipped on other clusters (make e2e).
+// node, with the node's zone (none: cluster.yaml says why). Skipped on other clusters (make e2e).
 
 import (
 	"context"
@@ -41,7 +41,6 @@ func TestDriverRegisteredOnEveryNode(t *testing.T) {
 	if len(nodes.Items) != 3 {
 		t.Errorf("%d nodes, want 3 (cluster.yaml: a control plane and two workers)", len(nodes.Items))
 	}
-	zones := map[string]bool{}
 	for _, n := range nodes.Items {
 		csiNode, err := client.StorageV1().CSINodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
@@ -66,11 +65,5 @@ func TestDriverRegisteredOnEveryNode(t *testing.T) {
 		if got := n.Labels[hostpath.TopologyKeyZone]; got != zone {
 			t.Errorf("node %s: %s=%q, want the node's zone %q", n.Name, hostpath.TopologyKeyZone, got, zone)
 		}
-		if zone != "" {
-			zones[zone] = true
-		}
-	}
-	if len(zones) != 2 {
-		t.Errorf("zones %v, want two (cluster.yaml labels the workers zone-a and zone-b)", zones)
 	}
 }

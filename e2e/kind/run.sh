@@ -25,8 +25,8 @@
 #         and loop devices are put back as they were and checked
 #         (e2e/kind/footprint).
 #
-# Then: the cluster (cluster.yaml: a control-plane node and two workers in
-# zones zone-a and zone-b sharing one storage directory of the host), the
+# Then: the cluster (cluster.yaml: a control-plane node and two workers,
+# in no zone, sharing one storage directory of the host), the
 # driver image loaded into it, the snapshot CRDs and snapshot-controller
 # from the external-snapshotter module source (Go module proxy), the
 # driver from deploy/kubernetes, the server-side dry run of deploy/, `go
