@@ -97,6 +97,15 @@ func (c *Cluster) DriverInfoOf(name string) (driverinfo.Info, bool) {
 	return c.drivers[i].info, true
 }
 
+// mountsNothing says whether a driver of the cluster mounts nothing (the
+// mock, or a driver profile without realMounts): the kubelets then take
+// every driver's word that a volume is mounted (kubelet.Config's
+// SkipMountCheck), as they look for no mount of that one's, and a
+// kubelet's checks are not per driver.
+func (c *Cluster) mountsNothing() bool {
+	return slices.ContainsFunc(c.drivers, func(d *driver) bool { return d.dc.Mock || d.dc.NoMounts })
+}
+
 // allPlugins are the plugins of every driver.
 func (c *Cluster) allPlugins() []*plugin {
 	var out []*plugin
