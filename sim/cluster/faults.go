@@ -40,7 +40,7 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 		return nil
 	case fault.MissingMountPropagation:
 		if f.Driver != "" {
-			return fmt.Errorf("%s: isolates the first driver's node plugin; leave out driver:", f.Kind)
+			return fmt.Errorf("%s isolates the first driver's node plugin, not one of driver %s", f.Kind, f.Driver)
 		}
 		if c.cfg.Mock {
 			return fault.Unsupported(f.Kind, backendName+" with the mock driver", "the mock driver mounts nothing, so a private mount namespace changes nothing")
