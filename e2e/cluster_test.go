@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/csisim/csisim/deploy"
 	"github.com/csisim/csisim/scenarios"
 )
 
@@ -69,7 +68,7 @@ func clusterSpecs(files, chosen []string) {
 			Expect(err).NotTo(HaveOccurred())
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			runner := &scenarios.Runner{Backend: backend, Profile: deploy.DeployedProfile(), Out: GinkgoWriter, SkipUnsupported: true, Restore: true}
+			runner := &scenarios.Runner{Backend: backend, Profile: deployed, Out: GinkgoWriter, SkipUnsupported: true, Restore: true}
 			res, err := runner.Run(ctx, sc)
 			report.add(name, outcomeOf(res, err))
 			Expect(err).NotTo(HaveOccurred())

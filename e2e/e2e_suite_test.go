@@ -21,19 +21,26 @@
 package e2e
 
 import (
+	"errors"
 	"flag"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/csisim/csisim/deploy"
+	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/e2e/kind/faults"
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/realnodes"
@@ -77,9 +84,48 @@ func (kindBackend) AdaptManifest(obj *unstructured.Unstructured) error {
 
 var backend scenarios.Backend
 
+// deployed is the driver the scenarios run with on a cluster it is
+// deployed to: deploy.DeployedProfile, and on a kind cluster of this
+// machine what this machine allows (kindLimits).
+var deployed *profile.Profile
+
+// kindLimits takes out of p what no container on this machine can do, a
+// kind node being one: without CAP_SYS_RESOURCE in this process's bounding
+// set (these VMs lack it; e2e/kind/runc-no-sys-resource.sh drops it from
+// every container), nothing here can grow a mounted ext4 file system
+// (EXT4_IOC_RESIZE_FS), so the online expansion of a mounted volume fails
+// on the driver's NodeExpandVolume whatever csisim does.
+func kindLimits(p *profile.Profile) error {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		hex, ok := strings.CutPrefix(line, "CapBnd:")
+		if !ok {
+			continue
+		}
+		bnd, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+		if err != nil {
+			return fmt.Errorf("/proc/self/status %q: %w", line, err)
+		}
+		if bnd&(1<<unix.CAP_SYS_RESOURCE) == 0 {
+			p.NotSupported = maps.Clone(p.NotSupported)
+			if p.NotSupported == nil {
+				p.NotSupported = map[string]string{}
+			}
+			p.NotSupported["expansion-online"] = "this machine lacks CAP_SYS_RESOURCE, which growing a mounted ext4 file system needs (EXT4_IOC_RESIZE_FS), so no kind node here can have it"
+		}
+		return nil
+	}
+	return errors.New("/proc/self/status has no CapBnd line")
+}
+
 var _ scenarios.ManifestAdapter = kindBackend{}
 
 var _ fault.Injector = kindBackend{}
+
+var _ scenarios.FaultUndoer = kindBackend{}
 
 var _ = BeforeSuite(func() {
 	if *here {
@@ -96,7 +142,9 @@ var _ = BeforeSuite(func() {
 	// (realcluster).
 	cfg.QPS, cfg.Burst = 1000, 2000
 	backend = clusterBackend{cfg: cfg}
+	deployed = deploy.DeployedProfile()
 	if *kindCluster != "" {
+		Expect(kindLimits(deployed)).To(Succeed())
 		client, err := kubernetes.NewForConfig(cfg)
 		Expect(err).NotTo(HaveOccurred())
 		k := faults.NewKind(faults.KindConfig{Cluster: *kindCluster}, client)

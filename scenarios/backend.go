@@ -51,6 +51,15 @@ type ManifestAdapter interface {
 	AdaptManifest(obj *unstructured.Unstructured) error
 }
 
+// FaultUndoer is implemented by backends on a shared cluster whose faults
+// outlast a run (a node lost on kind stays down, its out-of-service taint
+// stays on). With Runner.Restore, the runner has it put the cluster back at
+// the end of every run, before the run's namespace goes and what it
+// borrowed is given back.
+type FaultUndoer interface {
+	UndoFaults(ctx context.Context) error
+}
+
 // Simulated is implemented by backends whose time is virtual (the
 // simulator): a wait runs the simulation forward until its condition holds
 // or its timeout has passed in virtual time, and a sleep runs it for the

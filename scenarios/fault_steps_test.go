@@ -335,3 +335,37 @@ func TestRunInjectsFaultsTheBackendCan(t *testing.T) {
 		t.Errorf("injected %+v, want %+v", inj.injected, want)
 	}
 }
+
+// undoingInjector is a fake backend whose faults outlast the run.
+type undoingInjector struct {
+	fakeInjector
+	undone int
+}
+
+func (b *undoingInjector) UndoFaults(context.Context) error {
+	b.undone++
+	return nil
+}
+
+// TestRunUndoesFaultsOnASharedCluster: with Restore, the runner has a
+// FaultUndoer backend put back what the faults left, once, at the end;
+// without it, never.
+func TestRunUndoesFaultsOnASharedCluster(t *testing.T) {
+	for _, restore := range []bool{true, false} {
+		s := mustParse(t, `steps:
+  - nodeLoss: {node: node-1}
+`)
+		inj := &undoingInjector{fakeInjector: fakeInjector{can: []fault.Kind{fault.NodeLoss}}}
+		cluster := newFakeCluster(clock.RealClock{})
+		if _, err := (&Runner{Backend: inj, Restore: restore, Namespace: "default"}).run(context.Background(), s, cluster.objects); err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if restore {
+			want = 1
+		}
+		if inj.undone != want {
+			t.Errorf("Restore %v: UndoFaults called %d times, want %d", restore, inj.undone, want)
+		}
+	}
+}

@@ -178,12 +178,22 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 			finallyFailed = serr
 		}
 	}
-	cleanupErr := errors.Join(ns.close(ctx, ex), ex.giveBack(ctx))
+	cleanupErr := errors.Join(r.undoFaults(ctx), ns.close(ctx, ex), ex.giveBack(ctx))
 	res.Duration = clk.Since(started)
 	if err := runFailure(s, failed, finallyFailed, cleanupErr); err != nil {
 		return res, err
 	}
 	return res, r.checkInvariants(ctx, s, res)
+}
+
+// undoFaults has a FaultUndoer backend put back what the run's faults
+// left changed, on a shared cluster (Restore).
+func (r *Runner) undoFaults(ctx context.Context) error {
+	u, ok := r.Backend.(FaultUndoer)
+	if !r.Restore || !ok {
+		return nil
+	}
+	return u.UndoFaults(ctx)
 }
 
 // newResult is the result of a scenario none of whose steps has run yet.

@@ -333,17 +333,30 @@ sweep_job() {
 	grep -q "/seeded/$(basename "$scenario")" "$file" || die "could not point the seeded-failure Job at its scenario"
 }
 
-# collect_junit copies the JUnit report of each pod of job NAME from the
-# emptyDir on its node into DIR.
+# results_on_storage makes the Job in FILE, named NAME, keep its JUnit
+# reports past its pods' end: the results emptyDir, which the kubelet tears
+# down once a pod has finished, becomes a directory of the storage that
+# kind's nodes share with this machine (cluster.yaml), writable by the
+# pods' non-root user.
+results_on_storage() {
+	local file=$1 name=$2
+	mkdir -p "$storage/seed-sweep/$name"
+	chmod 0777 "$storage/seed-sweep/$name"
+	sed -i -z "s|        - name: results\n          emptyDir: {}\n|        - name: results\n          hostPath: {path: /var/lib/csisim/seed-sweep/$name, type: Directory}\n|" "$file"
+	grep -q "path: /var/lib/csisim/seed-sweep/$name" "$file" || die "could not put the results of Job $name on the shared storage"
+}
+
+# collect_junit copies the JUnit report of each pod of job NAME, which
+# results_on_storage kept, into DIR.
 collect_junit() {
-	local name=$1 dir=$2 pod node uid index
+	local name=$1 dir=$2 pod index
 	mkdir -p "$dir"
-	while read -r pod node uid index; do
+	while read -r pod index; do
 		[ -n "$pod" ] || continue
-		"$DOCKER" exec "$node" cat "/var/lib/kubelet/pods/$uid/volumes/kubernetes.io~empty-dir/results/junit-$index.xml" >"$dir/junit-$index.xml" ||
-			die "no JUnit report of pod $pod (shard $index) on node $node"
+		cp "$storage/seed-sweep/$name/junit-$index.xml" "$dir/junit-$index.xml" ||
+			die "no JUnit report of pod $pod (shard $index)"
 	done < <(k -n "$NAMESPACE" get pods -l "batch.kubernetes.io/job-name=$name" \
-		-o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName} {.metadata.uid} {.metadata.annotations.batch\.kubernetes\.io/job-completion-index}{"\n"}{end}')
+		-o jsonpath='{range .items[*]}{.metadata.name} {.metadata.annotations.batch\.kubernetes\.io/job-completion-index}{"\n"}{end}')
 }
 
 # run_seed_sweep runs the seed sweep as a real Indexed Job (4 completions;
@@ -357,6 +370,7 @@ run_seed_sweep() {
 	sweep_started=$SECONDS
 	log "seed sweep: Indexed Job of $n completions over seeds $seeds"
 	sweep_job "$workdir/sweep.yaml" csisim-seed-sweep "$n" "$seeds"
+	results_on_storage "$workdir/sweep.yaml" csisim-seed-sweep
 	k apply -f "$workdir/sweep.yaml"
 	k -n "$NAMESPACE" wait --for=condition=Complete --timeout=60m job/csisim-seed-sweep ||
 		die "the seed sweep Job did not complete: $(k -n "$NAMESPACE" get job csisim-seed-sweep -o jsonpath='{.status}')"
@@ -368,6 +382,7 @@ run_seed_sweep() {
 	log "seed sweep with a seeded failure (e2e/kind/testdata/seeded-failure.yaml fails under seed 7)"
 	local scenario=$root/e2e/kind/testdata/seeded-failure.yaml
 	sweep_job "$workdir/seeded.yaml" csisim-seeded-failure 2 1..10 "$scenario"
+	results_on_storage "$workdir/seeded.yaml" csisim-seeded-failure
 	k -n "$NAMESPACE" create configmap csisim-seeded-failure --from-file="$scenario"
 	k apply -f "$workdir/seeded.yaml"
 	k -n "$NAMESPACE" wait --for=condition=Failed --timeout=15m job/csisim-seeded-failure ||
@@ -414,7 +429,7 @@ release_storage() {
 				losetup --detach "$dev"
 			done
 		done
-		rm -rf /var/lib/csisim/root /var/lib/csisim/state
+		rm -rf /var/lib/csisim/root /var/lib/csisim/state /var/lib/csisim/seed-sweep
 	EOF
 }
 

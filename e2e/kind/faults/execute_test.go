@@ -214,3 +214,43 @@ func TestExecRunner(t *testing.T) {
 		t.Error("Run(nil) succeeded")
 	}
 }
+
+// TestUndoFaults: a node lost and not returned is started again and waited
+// for, an out-of-service taint taken off; a node returned by the scenario
+// is left alone, and a second UndoFaults does nothing.
+func TestUndoFaults(t *testing.T) {
+	oos := fault.OutOfServiceTaint(t0)
+	k, runner, client, _ := newKind(
+		node("csisim-e2e-worker", corev1.ConditionTrue, oos),
+		node("csisim-e2e-worker2", corev1.ConditionTrue),
+	)
+	ctx := context.Background()
+	for _, f := range []fault.Fault{
+		{Kind: fault.NodeLoss, Node: "csisim-e2e-worker"},
+		{Kind: fault.NodeLoss, Node: "csisim-e2e-worker2"},
+		{Kind: fault.NodeReturn, Node: "csisim-e2e-worker2"},
+		{Kind: fault.OutOfService, Node: "csisim-e2e-worker"},
+	} {
+		if err := k.InjectFault(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runner.ran = nil
+	if err := k.UndoFaults(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]string{{"docker", "start", "csisim-e2e-worker"}}; !reflect.DeepEqual(runner.ran, want) {
+		t.Errorf("ran %q, want %q", runner.ran, want)
+	}
+	n, err := client.CoreV1().Nodes().Get(ctx, "csisim-e2e-worker", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Spec.Taints) != 0 {
+		t.Errorf("taints after the undo: %v, want none", n.Spec.Taints)
+	}
+	runner.ran = nil
+	if err := k.UndoFaults(ctx); err != nil || len(runner.ran) != 0 {
+		t.Errorf("second undo: ran %q, err %v; want nothing", runner.ran, err)
+	}
+}

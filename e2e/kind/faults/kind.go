@@ -74,6 +74,9 @@ type Kind struct {
 	PollInterval time.Duration
 	// Now stamps NoExecute taints; time.Now if nil.
 	Now func() time.Time
+
+	// lasting is what the faults injected so far left changed (UndoFaults).
+	lasting lasting
 }
 
 // NewKind returns the executor for the kind cluster cfg, acting on the API

@@ -169,18 +169,32 @@ func mounts(h Host) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A simulator run's root (csisim run, or a test of another session on
-	// this machine) is never the kind run's: what it mounts there it
-	// unmounts itself, and its own leftover check judges it.
-	simRuns := filepath.Join(os.TempDir(), "csisim-run-")
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && !strings.HasPrefix(f[4], simRuns) {
+		if f := strings.Fields(line); len(f) > 4 && !inOtherRun(f[4]) {
 			out = append(out, f[4])
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// otherRuns are the temporary roots (package runroot) of csisim's other
+// runs — the simulator's (csisim run), csisim test's and sanity's, a real
+// control plane's (csisim diff, make e2e-here) — which another session on
+// this machine may have while the kind run goes on. They are never the kind
+// run's: what such a run mounts or attaches below its root it takes down
+// itself, and its own leftover check judges it.
+var otherRuns = []string{"csisim-run-", "csisim-test-", "csisim-sanity-", "csisim-real-"}
+
+// inOtherRun says whether p lies below another run's root.
+func inOtherRun(p string) bool {
+	for _, prefix := range otherRuns {
+		if strings.HasPrefix(p, filepath.Join(os.TempDir(), prefix)) {
+			return true
+		}
+	}
+	return false
 }
 
 func loops(h Host) []string {
@@ -191,7 +205,11 @@ func loops(h Host) []string {
 		if err != nil {
 			continue
 		}
-		out = append(out, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(m)))+" "+strings.TrimSpace(string(b)))
+		backing := strings.TrimSpace(string(b))
+		if inOtherRun(backing) {
+			continue
+		}
+		out = append(out, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(m)))+" "+backing)
 	}
 	slices.Sort(out)
 	return out

@@ -76,9 +76,12 @@ func TestTakeAndDiff(t *testing.T) {
 	write(t, filepath.Join(h.Root, "proc/sys/kernel/ns_last_pid"), "500\n")
 	// A simulator run of another process mounts below its own root: not
 	// the kind run's.
+	// So does a real control plane's (csisim diff --real-nodes).
 	simMount := filepath.Join(os.TempDir(), "csisim-run-123", "nodes/node-1/kubelet/globalmount")
+	realMount := filepath.Join(os.TempDir(), "csisim-real-456", "nodes/node-1/kubelet/pods/u/volumes/kubernetes.io~csi/pv/mount")
 	write(t, filepath.Join(h.Root, "proc/self/mountinfo"), "22 1 0:21 / / rw - ext4 /dev/vda rw\n40 22 0:50 / /var/lib/x/overlay rw - overlay overlay rw\n"+
-		"41 22 0:51 / "+simMount+" rw - ext4 /dev/loop9 rw\n")
+		"41 22 0:51 / "+simMount+" rw - ext4 /dev/loop9 rw\n42 22 0:52 / "+realMount+" rw - ext4 /dev/vda rw\n")
+	write(t, filepath.Join(h.Root, "sys/block/loop2/loop/backing_file"), filepath.Join(os.TempDir(), "csisim-real-456", "root/v.img")+"\n")
 	// The check itself runs under `go run`, whose arguments name the
 	// owned directories: it and its parents are not the run's.
 	self := strconv.Itoa(os.Getpid())
