@@ -85,6 +85,14 @@ const (
 	// its kubelet, as a DaemonSet that does not tolerate the node's taint:
 	// no socket, no CSINode entry, pods there cannot mount.
 	NodePluginMissing Kind = "node-plugin-missing"
+	// NodeVolumeLimit changes how many volumes a node can take in the
+	// driver's storage backend, as a cloud does when other devices take an
+	// instance's attach slots: the node plugin's NodeGetInfo reports Limit
+	// from then on, and ControllerPublishVolume refuses a volume over it
+	// with ResourceExhausted. The kubelet rewrites the CSINode's
+	// allocatable count where the CSIDriver asks it to
+	// (nodeAllocatableUpdatePeriodSeconds, KEP-4876).
+	NodeVolumeLimit Kind = "node-volume-limit"
 
 	// SidecarRestart restarts a CSI sidecar (or the snapshot-controller)
 	// as a container restart does: it loses what it kept in memory — claims
@@ -118,7 +126,7 @@ const (
 var Kinds = []Kind{NodeLoss, NodeReturn, OutOfService, MissingMountPropagation, KubeletRestart,
 	StaleVolumeAttachment, ControllerManagerRestart,
 	CSIError, CSIDelay, CSIHang, CSILostAnswer, CSIHeal,
-	DriverCrash, DriverCrashMidCall, DriverRestart, NodePluginMissing,
+	DriverCrash, DriverCrashMidCall, DriverRestart, NodePluginMissing, NodeVolumeLimit,
 	SidecarRestart,
 	APIConflict, WatchDrop, APIServerDown, APISlowWrites, APIThrottle}
 
@@ -162,6 +170,9 @@ type Fault struct {
 	// hits, by the name it registers under, in a cluster of several
 	// drivers; empty: the cluster's first driver, the one under test.
 	Driver string
+	// Limit is the node's new volume limit of node-volume-limit; 0 means
+	// unlimited.
+	Limit int64
 	// LoseState makes driver-restart start the plugin with an empty state
 	// directory, as a driver whose state lived in its container.
 	LoseState bool
@@ -243,6 +254,8 @@ func (f Fault) Describe() string {
 		if f.Kind == DriverRestart && f.LoseState {
 			parts = append(parts, "without state")
 		}
+	case NodeVolumeLimit:
+		parts = append(parts, fmt.Sprintf("%d", f.Limit))
 	case APIConflict, WatchDrop, SidecarRestart:
 		parts = append(parts, f.Component)
 		if f.Resource != "" {

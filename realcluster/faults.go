@@ -9,6 +9,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/realnodes"
 	"github.com/csisim/csisim/scenarios/apifaults"
@@ -59,6 +60,11 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 		return c.canInjectDriver(f)
 	case fault.SidecarRestart:
 		return c.canRestartSidecar(f.Component)
+	case fault.NodeVolumeLimit:
+		if !slices.Contains(c.cfg.Nodes, f.Node) {
+			return fmt.Errorf("there is no node %q (nodes: %v)", f.Node, c.cfg.Nodes)
+		}
+		return nil
 	case fault.APIConflict, fault.WatchDrop:
 		return fault.Unsupported(f.Kind, backendName, "the components are real processes talking to a real API server, which csisim cannot make answer 409 or drop watch events for one of them")
 	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
@@ -99,6 +105,12 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 	case fault.SidecarRestart:
 		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: f.Component})
 		return c.restartSidecar(ctx, f.Component)
+	case fault.NodeVolumeLimit:
+		// In the backend of csisim's driver, as on the simulator
+		// (sim/cluster/faults_backend.go).
+		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "Node " + f.Node,
+			Detail: fmt.Sprintf("volume limit %d", f.Limit)})
+		return hostpath.SetNodeVolumeLimit(c.root.Path("storage"), f.Node, f.Limit)
 	}
 	n := c.nodes[f.Node]
 	if n == nil {

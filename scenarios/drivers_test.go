@@ -99,7 +99,7 @@ func TestCSICallsOfADriver(t *testing.T) {
 	if v := block.evaluate(calls); !v.held {
 		t.Errorf("the block driver's calls: %+v", v)
 	}
-	u := unaskedCalls{methods: []string{"ControllerPublishVolume"}, why: "no attach"}
+	u := unaskedCalls{methods: []string{"ControllerPublishVolume"}, whys: map[string]string{"ControllerPublishVolume": "PUBLISH_UNPUBLISH_VOLUME"}, driver: "block.example.com"}
 	if got := u.fit(files); len(got.Unasked) != 0 {
 		t.Errorf("another driver's check was fitted to the driver under test: %+v", got)
 	}

@@ -19,11 +19,13 @@ import (
 // or [stageUnstage] instead, and is skipped for such a driver.
 
 // unaskedCalls are the CSI methods no component calls on the driver of
-// p, and why: the capabilities it does not have. A capability the driver
-// is still to be asked for leaves its calls expected.
+// p, and why: for each method, the capability it does not have, in the
+// driver's words. A capability the driver is still to be asked for leaves
+// its calls expected.
 type unaskedCalls struct {
 	methods []string
-	why     string
+	whys    map[string]string // method: what the driver does not report
+	driver  string
 }
 
 // capabilityCalls are the capabilities a driver may lack whose calls a
@@ -34,6 +36,9 @@ var capabilityCalls = []struct {
 }{
 	{profile.Attach, []string{"ControllerPublishVolume", "ControllerUnpublishVolume"}},
 	{profile.StageUnstage, []string{"NodeStageVolume", "NodeUnstageVolume"}},
+	// The csi-snapshotter asks about a pre-provisioned snapshot only a
+	// driver with LIST_SNAPSHOTS (pkg/snapshotter, GetSnapshotStatus).
+	{profile.ListSnapshots, []string{"ListSnapshots"}},
 }
 
 // fitted says whether the calls of capability c are left out of a
@@ -48,23 +53,33 @@ func fitted(c profile.Capability) bool {
 }
 
 func unaskedCallsOf(p *profile.Profile) unaskedCalls {
-	var u unaskedCalls
-	var whys []string
+	u := unaskedCalls{whys: map[string]string{}, driver: p.Name}
 	for _, cc := range capabilityCalls {
 		if has, known := p.Known(cc.capability); !known || has {
 			continue
 		}
-		u.methods = append(u.methods, cc.methods...)
 		what := p.Unreported(cc.capability)
 		if what == "" {
 			what = string(cc.capability) // declared false by the profile
 		}
-		whys = append(whys, what)
-	}
-	if len(whys) > 0 {
-		u.why = p.Name + " does not report " + strings.Join(whys, ", nor ")
+		u.methods = append(u.methods, cc.methods...)
+		for _, m := range cc.methods {
+			u.whys[m] = what
+		}
 	}
 	return u
+}
+
+// why says why the methods left out of a check are: what the driver does
+// not report, once each, in the order of capabilityCalls.
+func (u unaskedCalls) why(left []string) string {
+	var whys []string
+	for _, m := range u.methods {
+		if w := u.whys[m]; slices.Contains(left, m) && !slices.Contains(whys, w) {
+			whys = append(whys, w)
+		}
+	}
+	return u.driver + " does not report " + strings.Join(whys, ", nor ")
 }
 
 // fitToDriver returns st with its csiCalls check, if any, expecting only
@@ -115,7 +130,7 @@ func (u unaskedCalls) fit(c *CSICallCheck) *CSICallCheck {
 	}
 	out.Sequence, out.Contains = keep(c.Sequence), keep(c.Contains)
 	if len(out.Unasked) > 0 {
-		out.Why = u.why
+		out.Why = u.why(out.Unasked)
 	}
 	return &out
 }

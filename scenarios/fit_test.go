@@ -54,7 +54,11 @@ func TestFitToDriver(t *testing.T) {
 			wantExp:  "CSI calls to include, in order: ControllerPublishVolume (no NodeStageVolume: hostpath.csisim.io does not report STAGE_UNSTAGE_VOLUME (NodeGetCapabilities))"},
 		{name: "nothing left to include", p: noAttachNoStage,
 			check: CSICallCheck{Contains: []string{"NodeUnstageVolume"}, Volume: "v"}, calls: nil, wantHeld: true,
-			wantExp: "any CSI calls on volume v (no NodeUnstageVolume: hostpath.csisim.io does not report PUBLISH_UNPUBLISH_VOLUME (ControllerGetCapabilities), nor STAGE_UNSTAGE_VOLUME (NodeGetCapabilities))"},
+			wantExp: "any CSI calls on volume v (no NodeUnstageVolume: hostpath.csisim.io does not report STAGE_UNSTAGE_VOLUME (NodeGetCapabilities))"},
+		{name: "a pre-provisioned snapshot is not listed without LIST_SNAPSHOTS", p: noAttachNoStage,
+			check: CSICallCheck{Contains: []string{"CreateSnapshot", "ListSnapshots", "DeleteSnapshot"}}, calls: []string{"CreateSnapshot", "DeleteSnapshot"},
+			wantHeld: true,
+			wantExp:  "CSI calls to include, in order: CreateSnapshot, DeleteSnapshot (no ListSnapshots: hostpath.csisim.io does not report LIST_SNAPSHOTS (ControllerGetCapabilities))"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

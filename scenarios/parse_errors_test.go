@@ -61,14 +61,14 @@ func TestParseErrors(t *testing.T) {
         {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
     wait: {object: pvc/a}
 `,
-			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, sidecarRestart, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found apply and wait"},
+			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, nodeVolumeLimit, sidecarRestart, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found apply and wait"},
 		},
 		{
 			name: "no action in a step",
 			src: `steps:
   - name: nothing
 `,
-			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, sidecarRestart, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found none"},
+			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, nodeVolumeLimit, sidecarRestart, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found none"},
 		},
 		{
 			name: "kubelet-restart without a node",
@@ -84,6 +84,20 @@ func TestParseErrors(t *testing.T) {
   - kubeletRestart: {node: ""}
 `,
 			want: []string{"x.yaml:2:", "step 1 (kubeletRestart):"},
+		},
+		{
+			name: "nodeVolumeLimit without a limit",
+			src: `steps:
+  - nodeVolumeLimit: {node: node-1}
+`,
+			want: []string{"x.yaml:2:", "step 1 (nodeVolumeLimit): nodeVolumeLimit needs limit"},
+		},
+		{
+			name: "nodeVolumeLimit with a negative limit",
+			src: `steps:
+  - nodeVolumeLimit: {node: node-1, limit: -1}
+`,
+			want: []string{"x.yaml:2:", "step 1 (nodeVolumeLimit): limit must be a whole number, 0 or more, not"},
 		},
 		{
 			name: "misspelt action is reported once, as unknown",

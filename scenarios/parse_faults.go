@@ -29,6 +29,8 @@ func (p *parser) faultStep(kind fault.Kind, n *yaml.Node) *fault.Fault {
 		return p.csiFault(kind, n)
 	case fault.DriverCrash, fault.DriverRestart:
 		return p.driverFault(kind, n)
+	case fault.NodeVolumeLimit:
+		return p.nodeVolumeLimit(n)
 	case fault.APIConflict, fault.WatchDrop:
 		return p.apiFault(kind, n)
 	case fault.SidecarRestart:
@@ -116,6 +118,24 @@ func (p *parser) staleVolumeAttachment(n *yaml.Node) *fault.Fault {
 		}
 	}
 	return flt
+}
+
+// nodeVolumeLimit reads {node: NAME, limit: N}; limit 0 means none.
+func (p *parser) nodeVolumeLimit(n *yaml.Node) *fault.Fault {
+	f, ok := p.mapping(n, FaultStepKey(fault.NodeVolumeLimit), "node", "limit")
+	if !ok {
+		return nil
+	}
+	if missing := missingFields(f, []string{"node", "limit"}); len(missing) > 0 {
+		p.fail(n, "%s needs %s", FaultStepKey(fault.NodeVolumeLimit), listWords(missing, ""))
+		return nil
+	}
+	node, ok := p.node(f.vals["node"])
+	limit, ok2 := p.count(f.vals["limit"], "limit")
+	if !ok || !ok2 {
+		return nil
+	}
+	return &fault.Fault{Kind: fault.NodeVolumeLimit, Node: node, Limit: int64(limit)}
 }
 
 // controllerManagerRestart reads a step that takes no fields: {} or nothing.

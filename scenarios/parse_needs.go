@@ -107,10 +107,10 @@ func inferNeeds(s *Scenario) []profile.Capability {
 			needs = append(needs, c)
 		}
 	}
+	// cluster.zones alone labels the nodes, as a real cluster's are
+	// whatever its drivers: a scenario whose driver must know them says
+	// needs: [zones].
 	c := s.Cluster
-	if len(c.Zones) > 0 {
-		add(profile.Zones)
-	}
 	if c.Capacity != "" {
 		add(profile.Capacity)
 	}
@@ -147,6 +147,8 @@ func inferNeeds(s *Scenario) []profile.Capability {
 			add(profile.StateDir)
 		case f.Kind == fault.DriverRestart, f.Kind == fault.DriverCrash, f.Kind == fault.DriverCrashMidCall:
 			add(profile.SurvivesRestart)
+		case f.Kind == fault.NodeVolumeLimit:
+			add(profile.ChangingVolumeLimits)
 		}
 	}
 	return needs
@@ -161,6 +163,7 @@ var methodNeeds = map[string]profile.Capability{
 	"NodeUnstageVolume":         profile.StageUnstage,
 	"CreateSnapshot":            profile.Snapshots,
 	"DeleteSnapshot":            profile.Snapshots,
+	"ListSnapshots":             profile.ListSnapshots,
 }
 
 // csiMethodsOf are the CSI methods a step names: in a csiCalls check, or

@@ -52,9 +52,20 @@ func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabiliti
 	return &csi.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
 }
 
+// NodeGetInfo reports the node's volume limit as the backend has it now:
+// the plugin's --max-volumes-per-node unless it was changed since
+// (SetNodeVolumeLimit).
 func (s *nodeServer) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
 	n := nodeRecord{NodeID: s.d.cfg.NodeID, Zone: s.d.cfg.Zone}
-	resp := &csi.NodeGetInfoResponse{NodeId: s.d.cfg.NodeID, MaxVolumesPerNode: s.d.cfg.MaxVolumesPerNode}
+	limit := s.d.cfg.MaxVolumesPerNode
+	rec, ok, err := lookupNode(s.d.root, s.d.cfg.NodeID)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "NodeGetInfo: %v", err)
+	}
+	if ok {
+		limit = rec.MaxVolumesPerNode
+	}
+	resp := &csi.NodeGetInfoResponse{NodeId: s.d.cfg.NodeID, MaxVolumesPerNode: limit}
 	if !s.d.cfg.NoTopology {
 		resp.AccessibleTopology = &csi.Topology{Segments: n.segments()}
 	}

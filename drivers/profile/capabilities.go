@@ -28,6 +28,11 @@ const (
 	// Snapshots: CREATE_DELETE_SNAPSHOT, and restores from snapshots.
 	// Asked.
 	Snapshots Capability = "snapshots"
+	// ListSnapshots: LIST_SNAPSHOTS, with which the csi-snapshotter asks
+	// the driver about a pre-provisioned snapshot (its readiness and
+	// size); without it the sidecar takes such a snapshot as ready, with
+	// no size. Asked.
+	ListSnapshots Capability = "listSnapshots"
 	// Clones: CLONE_VOLUME, a claim with another claim as its
 	// dataSource. Asked.
 	Clones Capability = "clones"
@@ -41,7 +46,9 @@ const (
 	// Topology: VOLUME_ACCESSIBILITY_CONSTRAINTS. Asked.
 	Topology Capability = "topology"
 	// Zones: the driver can be told each node's zone (flags.zone) and
-	// reports it under its topology key. Declared.
+	// reports it under its topology key. Declared. A scenario's
+	// cluster.zones alone only labels the nodes; one whose volumes must
+	// follow the zones needs it.
 	Zones Capability = "zones"
 	// Capacity: GET_CAPACITY, for storage capacity tracking (flags.capacity
 	// sets the capacity). Asked.
@@ -98,12 +105,18 @@ const (
 	// VolumeAttributesClass, and mutable_parameters at CreateVolume. Asked,
 	// as the external-resizer and external-provisioner decide.
 	ModifyVolume Capability = "modifyVolume"
+	// ChangingVolumeLimits: a node's volume limit can be changed in the
+	// driver's storage backend while it runs (the nodeVolumeLimit step),
+	// and NodeGetInfo then reports the new one. Declared: csisim changes it
+	// in its own driver's backend.
+	ChangingVolumeLimits Capability = "changingVolumeLimits"
 )
 
 // Capabilities lists every capability in the order a report prints them.
-var Capabilities = []Capability{Attach, Block, Snapshots, Clones, ExpansionOnline, ExpansionOffline,
+var Capabilities = []Capability{Attach, Block, Snapshots, ListSnapshots, Clones, ExpansionOnline, ExpansionOffline,
 	Topology, Zones, Capacity, VolumeLimits, Ephemeral, MultiNode, SingleNodeMultiWriter, FSGroup,
-	PodInfo, StageUnstage, RealMounts, SharedState, StateDir, SurvivesRestart, ControllerOnlyExpansion, CSISimErrors, ModifyVolume}
+	PodInfo, StageUnstage, RealMounts, SharedState, StateDir, SurvivesRestart, ControllerOnlyExpansion, CSISimErrors, ModifyVolume,
+	ChangingVolumeLimits}
 
 // answer is how a running driver answers for an asked capability: whether
 // it has it, and in what words it says so, for messages.
@@ -129,6 +142,7 @@ var asked = map[Capability]answer{
 		return "PUBLISH_UNPUBLISH_VOLUME (ControllerGetCapabilities)"
 	}},
 	Snapshots:             controllerAnswer(csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT),
+	ListSnapshots:         controllerAnswer(csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS),
 	Clones:                controllerAnswer(csi.ControllerServiceCapability_RPC_CLONE_VOLUME),
 	Capacity:              controllerAnswer(csi.ControllerServiceCapability_RPC_GET_CAPACITY),
 	SingleNodeMultiWriter: controllerAnswer(csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER),

@@ -272,7 +272,29 @@ func Load(file string) (*Profile, error) {
 		return nil, fmt.Errorf("driver profile %s: %w", file, err)
 	}
 	p.File = file
+	if err := p.resolveRelativePaths(filepath.Dir(file)); err != nil {
+		return nil, fmt.Errorf("driver profile %s: %w", file, err)
+	}
 	return p, nil
+}
+
+// resolveRelativePaths makes a command path relative to the profile's
+// directory (./run.sh, helpers/start) absolute, so that a profile that
+// ships a script beside it runs it from any working directory. A name
+// without a slash stays a name looked up on PATH, and a path that starts
+// with a placeholder ({csisim}, {built}) is left to the placeholder.
+func (p *Profile) resolveRelativePaths(dir string) error {
+	for _, c := range []*Command{p.Start.Command, p.Start.Controller, p.Start.Node} {
+		if c == nil || !strings.ContainsRune(c.Path, '/') || filepath.IsAbs(c.Path) || strings.HasPrefix(c.Path, "{") {
+			continue
+		}
+		abs, err := filepath.Abs(filepath.Join(dir, c.Path))
+		if err != nil {
+			return fmt.Errorf("start: command path %s: %w", c.Path, err)
+		}
+		c.Path = abs
+	}
+	return nil
 }
 
 // Parse reads and checks a profile.

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -207,5 +208,38 @@ func TestOwnDriverArgs(t *testing.T) {
 				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestLoadResolvesPathsBesideTheProfile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.yaml")
+	src := "name: x\nstart:\n  layout: split\n  controller: {path: helpers/run}\n  node: {path: plugin}\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "helpers", "run"); p.Start.Controller.Path != want {
+		t.Errorf("a path with a slash: %q, want %q, the profile directory's", p.Start.Controller.Path, want)
+	}
+	if p.Start.Node.Path != "plugin" {
+		t.Errorf("a name without a slash: %q, want it left to PATH", p.Start.Node.Path)
+	}
+	for _, path := range []string{"{csisim}", "/usr/bin/plugin"} {
+		src := "name: x\nstart:\n  layout: combined\n  command: {path: '" + path + "'}\n"
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := Load(file)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		if p.Start.Command.Path != path {
+			t.Errorf("%s: path %q, want it kept", path, p.Start.Command.Path)
+		}
 	}
 }

@@ -14,7 +14,9 @@ type Request struct {
 	// Nodes are the node names; the first is the controller's in the
 	// combined layout.
 	Nodes []string
-	// Zones gives nodes a zone (flags.zone tells the node plugin).
+	// Zones gives nodes a zone: their topology.kubernetes.io/zone label,
+	// which flags.zone tells the node plugin if the profile has it (a
+	// driver without zones is not told, as on a real cluster).
 	Zones map[string]string
 	// Capacity is the storage capacity to report, e.g. "3Gi" (flags.capacity).
 	Capacity string
@@ -70,11 +72,6 @@ func (p *Profile) Check(r Request) error {
 	if len(r.DriverArgs) > 0 && !p.CSISimDriver() {
 		return unsupported("cluster.driverArgs %q are flags of csisim's own driver, which this profile does not run; "+
 			"its flags for scenario needs are %s", r.DriverArgs, p.flagSummary())
-	}
-	for _, node := range sortedKeys(r.Zones) {
-		if r.Zones[node] != "" && len(p.Flags.Zone) == 0 {
-			return unsupported("node %s has zone %s, but the profile has no flags.zone to tell the driver", node, r.Zones[node])
-		}
 	}
 	if r.Capacity != "" && len(p.Flags.Capacity) == 0 {
 		return unsupported("capacity %s asked for, but the profile has no flags.capacity", r.Capacity)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -260,7 +261,7 @@ func (a *Attacher) attach(ctx context.Context, va *storagev1.VolumeAttachment) e
 
 // attachFailed records the error in status.attachError and retries.
 func (a *Attacher) attachFailed(ctx context.Context, va *storagev1.VolumeAttachment, cause error) error {
-	if err := a.patchStatus(ctx, va.Name, map[string]any{"attachError": a.volumeError(cause)}); err != nil {
+	if err := a.patchStatus(ctx, va.Name, map[string]any{"attachError": a.attachError(cause)}); err != nil {
 		return err
 	}
 	return fmt.Errorf("attaching %s: %w", va.Name, cause)
@@ -353,6 +354,19 @@ func (a *Attacher) detachFailed(ctx context.Context, va *storagev1.VolumeAttachm
 
 func (a *Attacher) volumeError(err error) map[string]any {
 	return map[string]any{"time": metav1.NewTime(a.clock.Now()).Rfc3339Copy(), "message": err.Error()}
+}
+
+// attachError is status.attachError for err. With
+// MutableCSINodeAllocatableCount (GA, on in v1.37's sidecar) the sidecar
+// saves a gRPC error's code beside its message, for attach errors only
+// (external-attacher v4.13.0 pkg/controller/csi_handler.go
+// saveAttachError); the kubelet looks there for ResourceExhausted.
+func (a *Attacher) attachError(err error) map[string]any {
+	e := a.volumeError(err)
+	if st, ok := status.FromError(err); ok {
+		e["errorCode"] = int32(st.Code())
+	}
+	return e
 }
 
 func (a *Attacher) patchStatus(ctx context.Context, name string, status map[string]any) error {

@@ -60,6 +60,8 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 		return c.canInjectAPIServer(f)
 	case fault.SidecarRestart:
 		return c.canRestartSidecar(f)
+	case fault.NodeVolumeLimit:
+		return c.canInjectBackend(f)
 	}
 	return fault.Unsupported(f.Kind, backendName, "it is not a fault the simulator knows")
 }
@@ -82,6 +84,8 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 		return c.injectAPIServerFault(ctx, f)
 	case fault.SidecarRestart:
 		return c.restartSidecar(f)
+	case fault.NodeVolumeLimit:
+		return c.setNodeVolumeLimit(f)
 	}
 	parts := c.nodes[f.Node]
 	if parts == nil {

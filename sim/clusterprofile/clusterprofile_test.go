@@ -88,7 +88,16 @@ func TestConfig(t *testing.T) {
 		},
 		{name: "raw driver args for another driver", p: thirdParty, r: profile.Request{DriverArgs: []string{"--capacity=1Gi"}},
 			wantErr: `cluster.driverArgs ["--capacity=1Gi"] are flags of csisim's own driver, which this profile does not run; its flags for scenario needs are flags.volumeLimit`},
-		{name: "a zone without flags.zone", p: thirdParty, r: profile.Request{Zones: zones}, wantErr: "no flags.zone"},
+		{
+			name: "zones for a driver without flags.zone label the nodes only",
+			p:    thirdParty, r: profile.Request{Nodes: []string{"node-1"}, Zones: zones},
+			check: func(cfg cluster.Config) string {
+				if cfg.Zones["node-1"] != "z1" || len(cfg.ZoneArgs) > 0 || strings.Contains(strings.Join(cfg.Driver.Args, " "), "z1") {
+					return fmt.Sprintf("zones %v, zone args %q, driver args %q", cfg.Zones, cfg.ZoneArgs, cfg.Driver.Args)
+				}
+				return ""
+			},
+		},
 		{name: "capacity without flags.capacity", p: thirdParty, r: profile.Request{Capacity: "1Gi"}, wantErr: "no flags.capacity"},
 		{name: "an unknown flag set", p: thirdParty, r: profile.Request{Extra: []string{"noTopology"}}, wantErr: "no flags.extra.noTopology"},
 		{name: "flags for the mock", p: load(t, "mock"), r: profile.Request{DriverArgs: []string{"--capacity=1Gi"}}, wantErr: "not supported by driver profile"},
@@ -113,7 +122,7 @@ func TestConfig(t *testing.T) {
 }
 
 func TestUnsupportedIsTyped(t *testing.T) {
-	_, err := Config(context.Background(), load(t, "mock"), profile.Request{Zones: map[string]string{"n": "z"}}, Options{})
+	_, err := Config(context.Background(), load(t, "mock"), profile.Request{Capacity: "1Gi"}, Options{})
 	var u *profile.Unsupported
 	if !errors.As(err, &u) || u.Reason == "" {
 		t.Fatalf("Config: %v, want a *profile.Unsupported", err)

@@ -57,6 +57,8 @@ type fakeNode struct {
 	unpubErr error
 	// onUnpublish, if set, runs when NodeUnpublishVolume is called.
 	onUnpublish func(*csi.NodeUnpublishVolumeRequest)
+	// maxVolumes is what NodeGetInfo reports as max_volumes_per_node.
+	maxVolumes int64
 }
 
 func (f *fakeNode) record(name string) {
@@ -90,7 +92,9 @@ func (f *fakeNode) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilities
 
 func (f *fakeNode) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest, ...grpc.CallOption) (*csi.NodeGetInfoResponse, error) {
 	f.record("NodeGetInfo")
-	return &csi.NodeGetInfoResponse{NodeId: testNode}, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &csi.NodeGetInfoResponse{NodeId: testNode, MaxVolumesPerNode: f.maxVolumes}, nil
 }
 
 func (f *fakeNode) NodeStageVolume(_ context.Context, r *csi.NodeStageVolumeRequest, _ ...grpc.CallOption) (*csi.NodeStageVolumeResponse, error) {

@@ -47,6 +47,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/netip"
 	"sort"
 	"sync"
@@ -169,6 +170,9 @@ type Kubelet struct {
 	// plugins are the node plugins of the node, one per CSI driver, in
 	// the order they were given (registration.go).
 	plugins []*nodePlugin
+	// updater is the ticker of the CSINode's periodic update
+	// (csinode_updater.go).
+	updater csiNodeUpdater
 	// lastStatusReport is when the kubelet last posted its node status.
 	lastStatusReport time.Time
 	// failedReconstruction: volume directories a restart found unmounted,
@@ -201,6 +205,7 @@ func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.
 	nodeInf, drvInf, vaInf := factory.Core().V1().Nodes(), factory.Storage().V1().CSIDrivers(), factory.Storage().V1().VolumeAttachments()
 	k.claims, k.volumes, k.nodes, k.drivers, k.vas = pvcInf.Lister(), pvInf.Lister(), nodeInf.Lister(), drvInf.Lister(), vaInf.Lister()
 	k.addWakeHandlers(pvcInf.Informer(), pvInf.Informer(), nodeInf.Informer(), drvInf.Informer(), vaInf.Informer())
+	k.addCSINodeUpdaterHandlers(drvInf.Informer())
 	k.synced = []cache.InformerSynced{podInf.Informer().HasSynced, pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced,
 		nodeInf.Informer().HasSynced, drvInf.Informer().HasSynced, vaInf.Informer().HasSynced}
 	return k
@@ -266,6 +271,23 @@ func nodeResources() corev1.ResourceList {
 	}
 }
 
+// csiNodeDriver is the driver's CSINode entry for its NodeGetInfo answer
+// (nodeinfomanager's installDriverToCSINode): a limit over what an int32
+// holds is cut to that.
+func (k *Kubelet) csiNodeDriver(name string, info *csi.NodeGetInfoResponse) storagev1.CSINodeDriver {
+	var topologyKeys []string
+	for key := range info.GetAccessibleTopology().GetSegments() {
+		topologyKeys = append(topologyKeys, key)
+	}
+	sort.Strings(topologyKeys)
+	drv := storagev1.CSINodeDriver{Name: name, NodeID: info.GetNodeId(), TopologyKeys: topologyKeys}
+	if n := info.GetMaxVolumesPerNode(); n > 0 {
+		count := int32(min(n, math.MaxInt32))
+		drv.Allocatable = &storagev1.VolumeNodeResources{Count: &count}
+	}
+	return drv
+}
+
 // registerDriver records the driver in the node's CSINode (owned by the
 // Node), its node ID in the csi.volume.kubernetes.io/nodeid annotation
 // (a JSON map of every registered driver's) and its topology as node
@@ -275,16 +297,7 @@ func (k *Kubelet) registerDriver(ctx context.Context, name string, info *csi.Nod
 	if err != nil {
 		return fmt.Errorf("node %s: %w", k.cfg.NodeName, err)
 	}
-	var topologyKeys []string
-	for key := range info.GetAccessibleTopology().GetSegments() {
-		topologyKeys = append(topologyKeys, key)
-	}
-	sort.Strings(topologyKeys)
-	drv := storagev1.CSINodeDriver{Name: name, NodeID: info.GetNodeId(), TopologyKeys: topologyKeys}
-	if n := info.GetMaxVolumesPerNode(); n > 0 {
-		count := int32(n)
-		drv.Allocatable = &storagev1.VolumeNodeResources{Count: &count}
-	}
+	drv := k.csiNodeDriver(name, info)
 	csiNode := &storagev1.CSINode{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            k.cfg.NodeName,

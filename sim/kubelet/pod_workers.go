@@ -65,6 +65,12 @@ const (
 	// finished: its volumes are torn down from it and the status manager
 	// has deleted it from the API (SyncTerminatedPod done).
 	finished
+	// rejected: a pod the kubelet rejected (attach_limit.go), Failed but
+	// not deleted, whose volumes are still to be torn down.
+	rejected
+	// rejectedTornDown: a rejected pod whose volumes are torn down; it
+	// stays in the API until it is deleted.
+	rejectedTornDown
 )
 
 // podWorkers is what the pod workers keep of the node's pods. Lives in the
@@ -189,6 +195,8 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	switch {
 	case key == orphansKey:
 		return k.cleanUpOrphans(ctx)
+	case key == csiNodeUpdaterKey:
+		return k.tickCSINodeUpdater(ctx)
 	case strings.HasPrefix(key, deviceKeyPrefix):
 		return k.syncDevice(ctx, corev1.UniqueVolumeName(strings.TrimPrefix(key, deviceKeyPrefix)))
 	}
@@ -218,6 +226,12 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 	if pod.DeletionTimestamp != nil {
 		return k.syncTerminatingPod(ctx, pod, key)
 	}
+	switch k.podWorkers.terminationOf(pod.UID) {
+	case rejected:
+		return k.syncRejectedPod(ctx, pod, key)
+	case rejectedTornDown:
+		return nil
+	}
 	return k.syncLivePod(ctx, pod, key)
 }
 
@@ -225,7 +239,7 @@ func (k *Kubelet) syncPod(ctx context.Context, key string) error {
 // (all of it, for a pod force-deleted before its termination finished) is
 // torn down first.
 func (k *Kubelet) forgetPod(ctx context.Context, uid types.UID, key string) error {
-	if k.podWorkers.terminationOf(uid) != finished {
+	if st := k.podWorkers.terminationOf(uid); st != finished && st != rejectedTornDown {
 		if err := k.tearDown(ctx, uid, key); err != nil {
 			return err
 		}
@@ -252,7 +266,9 @@ func (k *Kubelet) syncLivePod(ctx context.Context, pod *corev1.Pod, key string) 
 			return k.startContainers(ctx, pod)
 		}
 		// sync_pending_pod.go: status ContainerCreating, then the volumes.
-		if err := k.syncPendingPod(ctx, pod); err != nil {
+		if err := k.syncPendingPod(ctx, pod); errors.Is(err, errPodRejected) {
+			return nil // queued again, for its volumes' tear-down
+		} else if err != nil {
 			return err
 		}
 		if err := k.startContainers(ctx, pod); err != nil {
@@ -319,8 +335,14 @@ func (k *Kubelet) syncTerminatingPod(ctx context.Context, pod *corev1.Pod, key s
 		// SyncTerminatedPod is the pod worker's next sync of the pod.
 		k.queue.Add(key)
 		return nil
-	case terminated:
+	case terminated, rejected:
 		return k.syncTerminatedPod(ctx, pod, key)
+	case rejectedTornDown:
+		// A rejected pod, torn down already: the status manager deletes it.
+		if err := k.deleteFinishedPod(ctx, pod); err != nil {
+			return err
+		}
+		k.podWorkers.setTermination(pod.UID, finished)
 	}
 	return nil // finished: its informer will say it is gone
 }

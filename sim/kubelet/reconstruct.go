@@ -102,6 +102,8 @@ func (k *Kubelet) Restart(ctx context.Context) error {
 		k.queue.Add(key)
 	}
 	k.queue.Add(orphansKey)
+	// The new process's plugin registration starts its CSINode updater.
+	k.syncCSINodeUpdater(k.cfg.DriverName)
 	return nil
 }
 

@@ -109,6 +109,7 @@ func (k *Kubelet) RegisterDriver(ctx context.Context, driver string, identity cs
 	k.mu.Lock()
 	p.unregistered = false
 	k.mu.Unlock()
+	k.syncCSINodeUpdater(driver)
 	return nil
 }
 
@@ -126,6 +127,7 @@ func (k *Kubelet) UnregisterDriver(ctx context.Context, driver string) error {
 		k.mu.Unlock()
 	}
 	name := driver
+	k.syncCSINodeUpdater(driver)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cn, err := k.client.StorageV1().CSINodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
 		if err != nil {

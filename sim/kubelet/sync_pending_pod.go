@@ -68,22 +68,23 @@ type podSync struct {
 }
 
 // roll brings the pod worker's attempts up to now: an attempt that has
-// outlived podAttachAndMountTimeout ended (silently), and one begins
-// where a backoff ends.
-func (s *podSync) roll(now time.Time) {
+// outlived podAttachAndMountTimeout ended (silently, unless the node's
+// attach limit is why: attach_limit.go), and one begins where a backoff
+// ends. It reports whether an attempt ended so.
+func (s *podSync) roll(now time.Time) (timedOut bool) {
 	for {
 		if !s.retryAt.IsZero() {
 			if now.Before(s.retryAt) {
-				return
+				return timedOut
 			}
 			*s = podSync{start: s.retryAt}
 			continue
 		}
 		deadline := s.start.Add(podAttachAndMountTimeout)
 		if now.Before(deadline) {
-			return
+			return timedOut
 		}
-		s.retryAt = deadline.Add(podWorkerBackOff)
+		s.retryAt, timedOut = deadline.Add(podWorkerBackOff), true
 	}
 }
 
@@ -94,19 +95,18 @@ func (s *podSync) failed(now time.Time, unprocessed bool) {
 }
 
 // attempt is the pod's current attempt, brought up to now; the first one
-// begins at now.
-func (w *podWorkers) attempt(uid types.UID, now time.Time) podSync {
-	var out podSync
+// begins at now. timedOut: an attempt timed out meanwhile.
+func (w *podWorkers) attempt(uid types.UID, now time.Time) (out podSync, timedOut bool) {
 	w.attempts.do(func(attempts map[types.UID]*podSync) {
 		s := attempts[uid]
 		if s == nil {
 			s = &podSync{start: now}
 			attempts[uid] = s
 		}
-		s.roll(now)
+		timedOut = s.roll(now)
 		out = *s
 	})
-	return out
+	return out, timedOut
 }
 
 // updateAttempt applies f to the pod's current attempt, if it has one.
@@ -125,7 +125,12 @@ func (w *podWorkers) updateAttempt(uid types.UID, f func(*podSync)) {
 func (k *Kubelet) syncPendingPod(ctx context.Context, pod *corev1.Pod) error {
 	now := k.clock.Now()
 	k.forgetGonePods()
-	s := k.podWorkers.attempt(pod.UID, now)
+	s, timedOut := k.podWorkers.attempt(pod.UID, now)
+	if timedOut {
+		if rejected, err := k.rejectForAttachLimit(ctx, pod); rejected || err != nil {
+			return errors.Join(err, errPodRejected)
+		}
+	}
 
 	if err := k.postPodStatus(ctx, pod, nil); err != nil {
 		return err

@@ -268,20 +268,21 @@ func TestPodSyncRoll(t *testing.T) {
 		now         time.Time
 		wantStart   time.Time
 		wantRetryAt time.Time
+		wantTimeout bool
 	}{
-		{"within the first attempt", podSync{start: t0}, t0.Add(time.Minute), t0, time.Time{}},
-		{"timed out: backing off", podSync{start: t0}, t0.Add(podAttachAndMountTimeout), t0, t0.Add(cycle)},
-		{"the second attempt", podSync{start: t0}, t0.Add(cycle), t0.Add(cycle), time.Time{}},
-		{"three attempts later", podSync{start: t0}, t0.Add(3*cycle + time.Second), t0.Add(3 * cycle), time.Time{}},
+		{"within the first attempt", podSync{start: t0}, t0.Add(time.Minute), t0, time.Time{}, false},
+		{"timed out: backing off", podSync{start: t0}, t0.Add(podAttachAndMountTimeout), t0, t0.Add(cycle), true},
+		{"the second attempt", podSync{start: t0}, t0.Add(cycle), t0.Add(cycle), time.Time{}, true},
+		{"three attempts later", podSync{start: t0}, t0.Add(3*cycle + time.Second), t0.Add(3 * cycle), time.Time{}, true},
 		{"after a failed attempt", podSync{start: t0, retryAt: t0.Add(time.Second)}, t0.Add(2 * time.Second),
-			t0.Add(time.Second), time.Time{}},
+			t0.Add(time.Second), time.Time{}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.s
-			s.roll(tc.now)
-			if !s.start.Equal(tc.wantStart) || !s.retryAt.Equal(tc.wantRetryAt) {
-				t.Errorf("got start %v retryAt %v, want %v and %v", s.start, s.retryAt, tc.wantStart, tc.wantRetryAt)
+			timedOut := s.roll(tc.now)
+			if !s.start.Equal(tc.wantStart) || !s.retryAt.Equal(tc.wantRetryAt) || timedOut != tc.wantTimeout {
+				t.Errorf("got start %v retryAt %v timed out %t, want %v, %v and %t", s.start, s.retryAt, timedOut, tc.wantStart, tc.wantRetryAt, tc.wantTimeout)
 			}
 		})
 	}

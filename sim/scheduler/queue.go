@@ -5,8 +5,10 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/cache"
 
@@ -166,4 +168,36 @@ func (s *Scheduler) forget(key string) {
 	delete(s.attempts, key)
 	delete(s.binding, key)
 	s.mu.Unlock()
+}
+
+// csiNodeWakes says which waiting pods a CSINode event moves back to the
+// queue, as the queueing hints of the plugins that registered for it do
+// (kubernetes pkg/scheduler/framework/plugins): a new CSINode (old nil)
+// every pod that VolumeBinding or NodeVolumeLimits rejected; an update
+// those of NodeVolumeLimits only if a driver's allocatable count grew
+// (isSchedulableAfterCSINodeUpdated, nodevolumelimits/csi.go: a driver
+// new to the CSINode grows from 0), those of VolumeBinding only if the
+// migrated-plugins annotation changed (isSchedulableAfterCSINodeChange,
+// volumebinding/volume_binding.go).
+func csiNodeWakes(old, cur *storagev1.CSINode) func(*corev1.Pod, attempt) bool {
+	if old == nil || cur == nil {
+		return func(_ *corev1.Pod, a attempt) bool {
+			return a.plugins["VolumeBinding"] || a.plugins["NodeVolumeLimits"]
+		}
+	}
+	count := func(d storagev1.CSINodeDriver) int32 {
+		if d.Allocatable == nil || d.Allocatable.Count == nil {
+			return 0
+		}
+		return *d.Allocatable.Count
+	}
+	before := map[string]int32{}
+	for _, d := range old.Spec.Drivers {
+		before[d.Name] = count(d)
+	}
+	grew := slices.ContainsFunc(cur.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return count(d) > before[d.Name] })
+	migrated := old.Annotations[corev1.MigratedPluginsAnnotationKey] != cur.Annotations[corev1.MigratedPluginsAnnotationKey]
+	return func(_ *corev1.Pod, a attempt) bool {
+		return grew && a.plugins["NodeVolumeLimits"] || migrated && a.plugins["VolumeBinding"]
+	}
 }

@@ -38,6 +38,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -183,11 +184,14 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	_, _ = pvInf.Informer().AddEventHandler(onChange(func(any) {
 		s.requeueWhere(true, func(_ *corev1.Pod, a attempt) bool { return a.plugins["VolumeBinding"] })
 	}))
-	_, _ = csiNodeInf.Informer().AddEventHandler(onChange(func(any) {
-		s.requeueWhere(false, func(_ *corev1.Pod, a attempt) bool {
-			return a.plugins["VolumeBinding"] || a.plugins["NodeVolumeLimits"]
-		})
-	}))
+	_, _ = csiNodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { s.requeueWhere(false, csiNodeWakes(nil, nil)) },
+		UpdateFunc: func(old, cur any) {
+			o, _ := old.(*storagev1.CSINode)
+			c, _ := cur.(*storagev1.CSINode)
+			s.requeueWhere(false, csiNodeWakes(o, c))
+		},
+	})
 	_, _ = capInf.Informer().AddEventHandler(onChange(func(any) {
 		s.requeueWhere(false, func(_ *corev1.Pod, a attempt) bool { return a.plugins["VolumeBinding"] })
 	}))
