@@ -59,6 +59,18 @@ type Options struct {
 	// Start otherwise creates from the profile, for a suite that applies
 	// its own.
 	NoDriverObjects bool
+	// ExtraDrivers are more CSI drivers to run beside Driver, as a real
+	// cluster runs a block driver beside a file driver: each a profile
+	// csisim ships started under a name of its own, with its own
+	// sidecars and a node plugin on every node, and (unless
+	// NoDriverObjects) its CSIDriver and a StorageClass named after it.
+	ExtraDrivers []ExtraDriver
+}
+
+// ExtraDriver is a driver to run beside the one under test: a profile
+// csisim ships ("csisim-file", "mock") and the name it runs under.
+type ExtraDriver struct {
+	Profile, Name string
 }
 
 // DefaultTimeout is how long Eventually waits in virtual time by default:
@@ -120,10 +132,8 @@ func start(t TB, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	if !opts.NoDriverObjects {
-		for _, obj := range driverObjects(p.Complete(sim.DriverInfo()), sim.DriverName()) {
-			if _, err := c.applyAny(obj); err != nil {
-				return nil, fmt.Errorf("installing the driver: %w", err)
-			}
+		if err := c.installDrivers(p, opts.ExtraDrivers); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/drivers/profiles"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/sim/clusterprofile"
 )
@@ -48,7 +49,18 @@ func clusterConfig(ctx context.Context, p *profile.Profile, opts Options, dir st
 		return cluster.Config{}, err
 	}
 	cfg.Seed, cfg.DriverLog = opts.Seed, opts.DriverLog
-	if p.CSISimDriver() {
+	extras := make([]scenarios.ExtraDriver, len(opts.ExtraDrivers))
+	ours := p.CSISimDriver()
+	for i, d := range opts.ExtraDrivers {
+		extras[i] = scenarios.ExtraDriver{Profile: d.Profile, Name: d.Name}
+		if ep, err := profiles.Get(d.Profile); err == nil && ep.CSISimDriver() {
+			ours = true
+		}
+	}
+	if err := clusterprofile.AddDrivers(ctx, &cfg, extras, r, clusterprofile.Options{BuildLog: opts.DriverLog}); err != nil {
+		return cluster.Config{}, err
+	}
+	if ours {
 		if cfg.DriverBinary, err = buildCSISim(ctx, dir); err != nil {
 			return cluster.Config{}, err
 		}
@@ -70,6 +82,28 @@ func buildCSISim(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("building csisim's driver (go build %s): %w\n%s", csisimCommand, err, out)
 	}
 	return bin, nil
+}
+
+// installDrivers creates what deploying the drivers puts in the cluster
+// (driverObjects): the one under test's, then each extra driver's, whose
+// StorageClass is named after it.
+func (c *Cluster) installDrivers(p *profile.Profile, extras []ExtraDriver) error {
+	objects := driverObjects(p.Complete(c.sim.DriverInfo()), c.sim.DriverName())
+	for _, d := range extras {
+		ep, err := profiles.Get(d.Profile)
+		if err != nil {
+			return err
+		}
+		info, _ := c.sim.DriverInfoOf(d.Name)
+		drv, sc := ep.Complete(info).Objects(d.Name, d.Name)
+		objects = append(objects, drv, sc)
+	}
+	for _, obj := range objects {
+		if _, err := c.applyAny(obj); err != nil {
+			return fmt.Errorf("installing the drivers: %w", err)
+		}
+	}
+	return nil
 }
 
 // driverObjects are what deploying the driver puts in the cluster, from

@@ -70,6 +70,12 @@ func driver(sc *scenarios.Scenario, opts Options) (prof *profile.Profile, name s
 // compared up to that step; an error is returned only when a cluster could
 // not be started.
 func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, error) {
+	if len(sc.Drivers) > 0 {
+		// Refused before either side starts: the simulator would run
+		// them, but there is nothing to compare its run with.
+		return nil, fmt.Errorf("%s runs CSI drivers beside the one under test (drivers:), which the real control plane of a diff cannot: "+
+			"realcluster deploys one driver, its sidecars and its node plugins; run it on the simulator (csisim run)", sc.File)
+	}
 	rep := &Report{Scenario: sc.Name, File: sc.File, Seed: opts.Seed}
 	var err error
 	if rep.Sim, err = runSim(ctx, sc, opts); err != nil {

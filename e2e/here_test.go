@@ -39,6 +39,9 @@ func hereSpecs(files, chosen []string) {
 		It("passes on a real cluster with real nodes: "+name, func() {
 			sc, err := scenarios.Load(file)
 			Expect(err).NotTo(HaveOccurred())
+			if len(sc.Drivers) > 0 {
+				Skip("it runs CSI drivers beside the one under test (drivers:): a real cluster here is deployed with one driver")
+			}
 			nodes := sc.Cluster.Nodes
 			if len(nodes) == 0 {
 				nodes = []string{"node-1"}

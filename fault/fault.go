@@ -166,6 +166,10 @@ type Fault struct {
 	// Plugin is the plugin of driver-crash and driver-restart (and of
 	// CSI faults: empty for every plugin).
 	Plugin Plugin
+	// Driver is the CSI driver a CSI or driver fault (or sidecar-restart)
+	// hits, by the name it registers under, in a cluster of several
+	// drivers; empty: the cluster's first driver, the one under test.
+	Driver string
 	// Limit is the node's new volume limit of node-volume-limit; 0 means
 	// unlimited.
 	Limit int64
@@ -259,6 +263,9 @@ func (f Fault) Describe() string {
 		}
 	case APIServerDown, APISlowWrites, APIThrottle:
 		parts = append(parts, f.describeAPI()...)
+	}
+	if f.Driver != "" {
+		parts = append(parts, "of driver "+f.Driver)
 	}
 	switch {
 	case f.Claim != "":

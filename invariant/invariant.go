@@ -29,6 +29,10 @@ type History struct {
 	// writes by watching), so that the order of a write and a call is not
 	// to be trusted.
 	LateWrites bool
+	// Driver is the CSI driver whose calls Entries holds, in a run of
+	// several (drivers.go): the pod volumes of others are not its
+	// business. Empty: a run of one driver.
+	Driver string
 }
 
 // EndState is the cluster as the run left it.
@@ -102,17 +106,23 @@ func Check(h *History) []Violation {
 	return out
 }
 
-// run checks one invariant: its violations named, each with its entries in
+// run checks one invariant, over each driver's history in a run of
+// several (drivers.go): its violations named, each with its entries in
 // order, in the order of their first entries.
 func run(inv Invariant, h *History) []Violation {
-	vs := inv.Check(h)
+	var vs []Violation
+	for _, part := range byDriver(h) {
+		vs = append(vs, inv.Check(part)...)
+	}
 	for i := range vs {
 		vs[i].Invariant = inv.Name
 		slices.Sort(vs[i].Entries)
 		vs[i].Entries = slices.Compact(vs[i].Entries)
 	}
 	slices.SortStableFunc(vs, func(a, b Violation) int { return cmp.Compare(first(a.Entries), first(b.Entries)) })
-	return vs
+	// Each driver's history holds the entries of no driver (API writes,
+	// data checks): a violation of those is found once per driver.
+	return slices.CompactFunc(vs, func(a, b Violation) bool { return a.Message == b.Message && slices.Equal(a.Entries, b.Entries) })
 }
 
 // seqList names entries: "#3, #7".

@@ -54,6 +54,9 @@ var podVolumesSetUp = Invariant{
 				if what == "" || !volumeutil.UsedByContainers(pod, v.Name) {
 					continue // a kubelet sets up only the volumes containers use
 				}
+				if d := volumeDriver(objs, pod, v); h.Driver != "" && d != "" && d != h.Driver {
+					continue // another driver's, judged in its own history
+				}
 				if setUpFor(published[string(pod.UID)], name) {
 					continue
 				}
@@ -106,6 +109,18 @@ func csiVolumeName(objs *objects, pod *corev1.Pod, v corev1.Volume) (name, what 
 		return "", "" // not a CSI volume: not this invariant's business
 	}
 	return c.Spec.VolumeName, what
+}
+
+// volumeDriver is the CSI driver of a pod volume, "" if not known yet.
+func volumeDriver(objs *objects, pod *corev1.Pod, v corev1.Volume) string {
+	if v.CSI != nil {
+		return v.CSI.Driver
+	}
+	name, _ := csiVolumeName(objs, pod, v)
+	if pv := objs.pvs[name]; name != "" && pv != nil && pv.Spec.CSI != nil {
+		return pv.Spec.CSI.Driver
+	}
+	return ""
 }
 
 // setUpFor: one of the targets is the volume's (a path element is its

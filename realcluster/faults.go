@@ -48,6 +48,9 @@ const backendName = "the real control plane (--backend realkube)"
 // (faults_apiserver.go); the rest would need a real component changed,
 // and are refused.
 func (c *Cluster) CanInject(f fault.Fault) error {
+	if f.Driver != "" && f.Driver != c.cfg.DriverName {
+		return fault.Unsupported(f.Kind, backendName, fmt.Sprintf("it runs one CSI driver, %s, and the fault names driver %s", c.cfg.DriverName, f.Driver))
+	}
 	switch f.Kind {
 	case fault.NodeLoss, fault.NodeReturn, fault.OutOfService, fault.MissingMountPropagation, fault.KubeletRestart,
 		fault.StaleVolumeAttachment, fault.ControllerManagerRestart:

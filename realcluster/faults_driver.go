@@ -85,7 +85,7 @@ func (c *Cluster) injectDriverFault(ctx context.Context, f fault.Fault) error {
 				errs = append(errs, c.stopRegistrar(p.node))
 			}
 			if n := c.nodes[p.node]; n != nil && n.kubelet != nil {
-				errs = append(errs, n.kubelet.UnregisterDriver(ctx))
+				errs = append(errs, n.kubelet.UnregisterDriver(ctx, c.cfg.DriverName))
 			}
 		}
 	}
@@ -121,7 +121,7 @@ func (c *Cluster) restartPlugin(ctx context.Context, p driverPlugin, loseState b
 	if p.mode != "node" || n == nil || n.lost || n.kubelet == nil {
 		return nil
 	}
-	return n.kubelet.RegisterDriver(ctx, n.identity)
+	return n.kubelet.RegisterDriver(ctx, c.cfg.DriverName, n.identity)
 }
 
 // relaunch kills the plugin's process if it runs and starts it again,

@@ -59,15 +59,18 @@ func csiMethodName(verb string) string {
 	return verb[strings.LastIndexByte(verb, '/')+1:]
 }
 
-// relevantCSICalls keeps the calls a check compares: not informational, and
-// on volume when it is set.
-func relevantCSICalls(calls []trace.Entry, volume string) []trace.Entry {
+// relevantCSICalls keeps the calls a check compares: not informational,
+// on volume when it is set, and to driver when it is set.
+func relevantCSICalls(calls []trace.Entry, volume, driver string) []trace.Entry {
 	var out []trace.Entry
 	for _, e := range calls {
 		if IsInformationalCSICall(csiMethodName(e.Verb)) {
 			continue
 		}
 		if volume != "" && e.Object != volume {
+			continue
+		}
+		if driver != "" && e.Driver != driver {
 			continue
 		}
 		out = append(out, e)
@@ -79,6 +82,9 @@ func (c *CSICallCheck) expectation() string {
 	on := ""
 	if c.Volume != "" {
 		on = " on volume " + c.Volume
+	}
+	if c.Driver != "" {
+		on += " to driver " + c.Driver
 	}
 	var want string
 	switch {
@@ -99,7 +105,7 @@ func (c *CSICallCheck) expectation() string {
 
 // evaluate compares the calls recorded so far with the check.
 func (c *CSICallCheck) evaluate(all []trace.Entry) verdict {
-	calls := relevantCSICalls(all, c.Volume)
+	calls := relevantCSICalls(all, c.Volume, c.Driver)
 	if c.Contains == nil {
 		calls = WithoutSidecarRepeats(calls)
 	}

@@ -132,7 +132,7 @@ func TestParseFaultStepErrors(t *testing.T) {
 		{"csiError: {method: NodeStageVolume, code: Internal, times: never}", `times must be a whole number above 0 or always, not "never"`},
 		{"csiError: {method: NodeStageVolume, code: Internal, plugin: sidecar}", `plugin must be controller or node, not "sidecar"`},
 		{"csiError: {method: NodeStageVolume, code: Internal, node: node-x}", `there is no node "node-x" in cluster.nodes`},
-		{"csiError: {method: NodeStageVolume, code: Internal, retries: 2}", `unknown field "retries"; csiError takes method, node, volume, plugin, code, message, times`},
+		{"csiError: {method: NodeStageVolume, code: Internal, retries: 2}", `unknown field "retries"; csiError takes method, node, volume, plugin, driver, code, message, times`},
 		{"csiDelay: {method: NodeStageVolume}", "csiDelay needs duration:"},
 		{"csiDelay: {method: NodeStageVolume, duration: 0s}", "duration must be positive, not 0s"},
 		{"csiDelay: {method: NodeStageVolume, duration: 5}", `invalid duration "5"`},

@@ -52,6 +52,8 @@ type parser struct {
 	vars map[string]string
 	// nodes are cluster.nodes, to check the nodes fault steps name.
 	nodes []string
+	// extraDrivers are drivers:, to check the drivers fault steps name.
+	extraDrivers []ExtraDriver
 	// driverVars are the driver variables the scenario uses, in order.
 	driverVars []string
 	// including are the files being included, outermost first, to refuse
@@ -80,7 +82,7 @@ func (p *parser) checkVars(line int, s string) bool {
 	return true
 }
 
-var scenarioFields = []string{"name", "description", "needs", "cluster", "expect", "steps", "finally"}
+var scenarioFields = []string{"name", "description", "needs", "cluster", "drivers", "expect", "steps", "finally"}
 
 func (p *parser) scenario() *Scenario {
 	dec := yaml.NewDecoder(bytes.NewReader(p.source))
@@ -121,6 +123,10 @@ func (p *parser) scenario() *Scenario {
 	if f.has("cluster") {
 		s.Cluster = p.cluster(f.vals["cluster"])
 		p.nodes = s.Cluster.Nodes
+	}
+	if f.has("drivers") {
+		s.Drivers = p.drivers(f.vals["drivers"])
+		p.extraDrivers = s.Drivers
 	}
 	if f.has("needs") {
 		s.Needs = p.needs(f.vals["needs"])

@@ -169,13 +169,16 @@ func (p *parser) save(n *yaml.Node) []SaveVar {
 }
 
 func (p *parser) csiCalls(n *yaml.Node) *CSICallCheck {
-	f, ok := p.mapping(n, "csiCalls", "sequence", "contains", "volume")
+	f, ok := p.mapping(n, "csiCalls", "sequence", "contains", "volume", "driver")
 	if !ok {
 		return nil
 	}
 	c := &CSICallCheck{}
 	if f.has("volume") {
 		c.Volume, _ = p.nonEmpty(f.vals["volume"], "volume")
+	}
+	if f.has("driver") {
+		c.Driver, c.OtherDriver = p.checkDriver(f.vals["driver"])
 	}
 	switch {
 	case f.has("sequence") && f.has("contains"):

@@ -17,9 +17,10 @@ import (
 // that a misspelt method or code fails the load, not the run.
 func (p *parser) faultStep(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	switch kind {
-	case fault.NodeLoss, fault.NodeReturn, fault.OutOfService, fault.MissingMountPropagation, fault.KubeletRestart,
-		fault.NodePluginMissing:
+	case fault.NodeLoss, fault.NodeReturn, fault.OutOfService, fault.MissingMountPropagation, fault.KubeletRestart:
 		return p.nodeFault(kind, n)
+	case fault.NodePluginMissing:
+		return p.nodePluginMissing(n)
 	case fault.StaleVolumeAttachment:
 		return p.staleVolumeAttachment(n)
 	case fault.ControllerManagerRestart:
@@ -56,6 +57,28 @@ func (p *parser) nodeFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 		return nil
 	}
 	return &fault.Fault{Kind: kind, Node: node}
+}
+
+// nodePluginMissing reads nodePluginMissing: {node, driver?}.
+func (p *parser) nodePluginMissing(n *yaml.Node) *fault.Fault {
+	key := FaultStepKey(fault.NodePluginMissing)
+	f, ok := p.mapping(n, key, "node", "driver")
+	if !ok {
+		return nil
+	}
+	if !f.has("node") {
+		p.fail(n, "%s needs node: (the node's name)", key)
+		return nil
+	}
+	flt := &fault.Fault{Kind: fault.NodePluginMissing}
+	flt.Node, ok = p.node(f.vals["node"])
+	if f.has("driver") {
+		flt.Driver, ok = p.driverAnd(ok, f.vals["driver"])
+	}
+	if !ok {
+		return nil
+	}
+	return flt
 }
 
 // node reads a node name, which must be one of cluster.nodes when the
@@ -136,7 +159,7 @@ func (p *parser) controllerManagerRestart(n *yaml.Node) *fault.Fault {
 //	driverCrashMidCall: {method, times, firstAttempt?, node?, volume?, plugin?}
 //	csiHeal:            {method?, node?, volume?, plugin?}
 func (p *parser) csiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
-	fields := []string{"method", "node", "volume", "plugin"}
+	fields := []string{"method", "node", "volume", "plugin", "driver"}
 	required := []string{"method"}
 	switch kind {
 	case fault.CSIError:
@@ -178,6 +201,9 @@ func (p *parser) csiFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	}
 	if f.has("plugin") {
 		flt.Plugin, ok = p.pluginAnd(ok, f.vals["plugin"])
+	}
+	if f.has("driver") {
+		flt.Driver, ok = p.driverAnd(ok, f.vals["driver"])
 	}
 	if f.has("code") {
 		flt.CSI.Code, ok = p.grpcCodeAnd(ok, f.vals["code"])
@@ -234,7 +260,7 @@ func (p *parser) csiFaultMethod(n *yaml.Node) (string, bool) {
 // {plugin, node?, state: keep|lose}. A node plugin is one per node, so
 // plugin: node needs node:; the controller plugin has no node.
 func (p *parser) driverFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
-	fields, required := []string{"plugin", "node"}, []string{"plugin"}
+	fields, required := []string{"plugin", "node", "driver"}, []string{"plugin"}
 	if kind == fault.DriverRestart {
 		fields, required = append(fields, "state"), append(required, "state")
 	}
@@ -250,6 +276,9 @@ func (p *parser) driverFault(kind fault.Kind, n *yaml.Node) *fault.Fault {
 	flt.Plugin, ok = p.pluginAnd(true, f.vals["plugin"])
 	if f.has("node") {
 		flt.Node, ok = p.nodeAnd(ok, f.vals["node"])
+	}
+	if f.has("driver") {
+		flt.Driver, ok = p.driverAnd(ok, f.vals["driver"])
 	}
 	if f.has("state") {
 		var state string
@@ -471,7 +500,7 @@ func watchedResources() []string {
 // fault.Sidecars.
 func (p *parser) sidecarRestart(n *yaml.Node) *fault.Fault {
 	key := FaultStepKey(fault.SidecarRestart)
-	f, ok := p.mapping(n, key, "component")
+	f, ok := p.mapping(n, key, "component", "driver")
 	if !ok {
 		return nil
 	}
@@ -487,5 +516,11 @@ func (p *parser) sidecarRestart(n *yaml.Node) *fault.Fault {
 		p.fail(f.vals["component"], "component %q is not a sidecar %s restarts%s; use one of %s", c, key, didYouMean(c, fault.Sidecars), strings.Join(fault.Sidecars, ", "))
 		return nil
 	}
-	return &fault.Fault{Kind: fault.SidecarRestart, Component: c}
+	flt := &fault.Fault{Kind: fault.SidecarRestart, Component: c}
+	if f.has("driver") {
+		if flt.Driver, ok = p.driverName(f.vals["driver"]); !ok {
+			return nil
+		}
+	}
+	return flt
 }

@@ -122,6 +122,12 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	if why != "" {
 		return r.skipped(s, why), nil
 	}
+	if err := checkDrivers(s, r.Backend); err != nil {
+		if r.SkipUnsupported {
+			return r.skipped(s, err.Error()), nil
+		}
+		return nil, fmt.Errorf("run scenario %s: %w", s.Name, err)
+	}
 	r.printf("scenario %s (%s): %d steps\n", s.Name, s.File, len(all))
 
 	skip, why, serr := r.unsupportedSteps(s, all, nodes)

@@ -16,6 +16,9 @@ type Scenario struct {
 	// File is the path the scenario was loaded from, as used in messages.
 	File    string
 	Cluster Cluster
+	// Drivers are CSI drivers to run beside the driver under test
+	// (drivers.go).
+	Drivers []ExtraDriver
 	// Needs are the driver capabilities the scenario needs: those of
 	// needs:, then those its cluster asks imply (zones, a capacity, a
 	// volume limit, multiNode) and ${driver.topologyKey} implies
@@ -260,6 +263,11 @@ type CSICallCheck struct {
 	Contains []string
 	// Volume, if set, keeps only the calls on that volume ID.
 	Volume string
+	// Driver, if set, keeps only the calls to that driver, one of the
+	// scenario's drivers: or ${driver.name}. OtherDriver says it is one
+	// of drivers:, whose calls are not fitted to the driver under test.
+	Driver      string
+	OtherDriver bool
 	// Unasked are the methods the run left out of Sequence and Contains
 	// because the driver under test lacks the capability without which
 	// no component calls them (fitToDriver), and Why says which; empty

@@ -205,6 +205,7 @@ func (x *expander) check(c Check) Check {
 	if c.CSICalls != nil {
 		cc := *c.CSICalls
 		cc.Volume = x.str(cc.Volume)
+		cc.Driver = x.str(cc.Driver)
 		out.CSICalls = &cc
 	}
 	return out

@@ -35,6 +35,7 @@ type jsonLine struct {
 	Object    string         `json:"object,omitempty"`
 	Detail    string         `json:"detail,omitempty"`
 	Err       string         `json:"err,omitempty"`
+	Driver    string         `json:"driver,omitempty"`
 	CSI       *jsonCSICall   `json:"csi,omitempty"`
 	Write     *jsonAPIWrite  `json:"write,omitempty"`
 	Data      *jsonDataCheck `json:"data,omitempty"`
@@ -137,7 +138,7 @@ func WriteJSON(w io.Writer, tl Timeline) error {
 // entryJSON is one entry as its JSON line, without the newline.
 func (tl Timeline) entryJSON(e Entry) ([]byte, error) {
 	l := jsonLine{Seq: e.Seq, At: int64(e.At), AtText: formatOffset(e.At), Kind: e.Kind, Actor: e.Actor, Verb: e.Verb,
-		Object: e.Object, Detail: e.Detail, Err: e.Err}
+		Object: e.Object, Detail: e.Detail, Err: e.Err, Driver: e.Driver}
 	if c := e.Call; c != nil {
 		l.CSI = &jsonCSICall{Node: c.Node, NodeID: c.NodeID, Volume: c.Volume, Name: c.Name, Snapshot: c.Snapshot, StagingPath: c.StagingPath,
 			TargetPath: c.TargetPath, AccessMode: c.AccessMode, Block: c.Block, ReadOnly: c.ReadOnly, Ephemeral: c.Ephemeral,
@@ -250,7 +251,7 @@ func (tl *Timeline) addJSONLine(line []byte) error {
 		return nil
 	}
 	e := Entry{Seq: l.Seq, At: time.Duration(l.At), Kind: l.Kind, Actor: l.Actor, Verb: l.Verb, Object: l.Object,
-		Detail: l.Detail, Err: l.Err}
+		Detail: l.Detail, Err: l.Err, Driver: l.Driver}
 	if c := l.CSI; c != nil {
 		code, err := parseCode(c.Code)
 		if err != nil {

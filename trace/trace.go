@@ -40,6 +40,10 @@ type Entry struct {
 	Object string // "PersistentVolumeClaim default/data"; CSI volume ID
 	Detail string // free text: phase, return code
 	Err    string // non-empty when the action failed
+	// Driver is the CSI driver a CSI entry's call went to, set only in a
+	// cluster of several drivers: a cluster of one writes the timeline it
+	// always wrote.
+	Driver string
 	// Wall is how long the action took in wall time, where that is known
 	// (CSI calls); it varies from run to run, so Canonical leaves it out.
 	Wall time.Duration
@@ -67,6 +71,10 @@ func (e Entry) String() string {
 func (e Entry) Canonical() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%9s  %-5s %-24s %-26s %s", formatOffset(e.At), e.Kind, e.Actor, e.Verb, e.Object)
+	if e.Driver != "" {
+		b.WriteString("  driver=")
+		b.WriteString(e.Driver)
+	}
 	if e.Detail != "" {
 		b.WriteString("  ")
 		b.WriteString(e.Detail)

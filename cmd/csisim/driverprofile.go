@@ -129,3 +129,36 @@ type skippedRun struct {
 	jsonResult, junitFile string
 	replay                func(uint64) string
 }
+
+// extraDriverUsage is the help of --extra-driver.
+const extraDriverUsage = "run another CSI driver beside the first, as a real cluster runs a block driver beside a file driver:\n" +
+	"PROFILE=NAME, a shipped profile started under NAME (csisim-file=shares.csisim.io), or PROFILE under its profile's name;\n" +
+	"repeatable. Each gets its own sidecars, a node plugin on every node, and its CSIDriver and a StorageClass named NAME"
+
+// extraDriversFlag is --extra-driver, given once per driver.
+type extraDriversFlag []scenarios.ExtraDriver
+
+func (f *extraDriversFlag) String() string {
+	var out []string
+	for _, d := range *f {
+		out = append(out, d.Profile+"="+d.Name)
+	}
+	return strings.Join(out, ",")
+}
+
+// Set reads PROFILE=NAME, or PROFILE alone for the profile's own name.
+func (f *extraDriversFlag) Set(v string) error {
+	name, driver, named := strings.Cut(v, "=")
+	p, err := profiles.Get(name)
+	if err != nil {
+		return err
+	}
+	if !named {
+		driver = p.Name
+	}
+	if driver == "" {
+		return fmt.Errorf("%q: the driver needs a name: PROFILE=NAME", v)
+	}
+	*f = append(*f, scenarios.ExtraDriver{Profile: name, Name: driver})
+	return nil
+}

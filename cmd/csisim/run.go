@@ -16,6 +16,7 @@ import (
 	"github.com/csisim/csisim/runroot"
 	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/sim/clusterprofile"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -186,6 +187,13 @@ func (c *runCmd) chooseDriver(ctx context.Context, sc *scenarios.Scenario) (clus
 			}
 			return cfg, prof, why, nil
 		}
+	}
+	if len(sc.Drivers) > 0 && c.backend != "sim" {
+		return cfg, prof, "", usagef("%s runs more CSI drivers beside the one under test (drivers:), which --backend %s cannot: "+
+			"its real control plane is deployed with one driver's sidecars and node plugins; run it on the simulator", sc.File, c.backend)
+	}
+	if err := clusterprofile.AddDrivers(ctx, &cfg, sc.Drivers, sc.Cluster.Request(), clusterprofile.Options{BuildLog: c.stderr}); err != nil {
+		return cfg, prof, "", usageError(err)
 	}
 	return cfg, prof, "", nil
 }

@@ -20,8 +20,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/csisim/csisim/drivers/profile"
+	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/sim/clusterprofile"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -49,6 +51,7 @@ type serveCmd struct {
 	eventTTL      time.Duration
 	bare          bool
 	driverProfile string
+	extraDrivers  extraDriversFlag
 	without       string
 	room          *classroomFlags
 }
@@ -62,6 +65,7 @@ func (c *serveCmd) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.eventTTL, "event-ttl", fakekube.DefaultEventTTL, "how long the API server keeps an Event after its last write, as kube-apiserver's --event-ttl")
 	fs.BoolVar(&c.bare, "bare", false, "do not create the driver's CSIDriver and default StorageClass "+profile.StorageClassName)
 	fs.StringVar(&c.driverProfile, "driver", "", driverUsage+";\nwith a profile, the CSIDriver and the default StorageClass "+profile.StorageClassName+" come from it")
+	fs.Var(&c.extraDrivers, "extra-driver", extraDriverUsage)
 	fs.StringVar(&c.without, "without", "", "comma-separated simulated components to leave out, for real ones to take their place\n"+
 		"(external-provisioner, external-attacher, persistentvolume-binder, attachdetach-controller, default-scheduler,\n"+
 		"snapshot-controller, csi-snapshotter);\n"+
@@ -69,8 +73,9 @@ func (c *serveCmd) flags(fs *flag.FlagSet) {
 	c.room = addClassroomFlags(fs)
 }
 
-// driverObjects makes the driver's CSIDriver and default StorageClass.
-type driverObjects func(*cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass)
+// driverObjects makes the drivers' CSIDrivers and StorageClasses: the
+// driver's and its default StorageClass, then each extra driver's.
+type driverObjects func(*cluster.Cluster) ([]*storagev1.CSIDriver, []*storagev1.StorageClass)
 
 func (c *serveCmd) Run(ctx context.Context) error {
 	cfg, objects, err := c.clusterConfig(ctx)
@@ -102,18 +107,33 @@ func (c *serveCmd) Run(ctx context.Context) error {
 // to create in it.
 func (c *serveCmd) clusterConfig(ctx context.Context) (cluster.Config, driverObjects, error) {
 	cfg := cluster.Config{Nodes: strings.Split(c.nodes, ",")}
-	objects := func(cl *cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass) {
+	first := func(cl *cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass) {
 		return cluster.DriverObjects(cl.DriverName())
 	}
 	var p *profile.Profile
+	r := profile.Request{Nodes: cfg.Nodes}
 	if c.driverProfile != "" {
 		var err error
-		if cfg, p, err = (driverChoice{profile: c.driverProfile}).clusterConfig(ctx, profile.Request{Nodes: cfg.Nodes}, "", c.stderr); err != nil {
+		if cfg, p, err = (driverChoice{profile: c.driverProfile}).clusterConfig(ctx, r, "", c.stderr); err != nil {
 			return cfg, nil, usageError(err)
 		}
-		objects = func(cl *cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass) {
+		first = func(cl *cluster.Cluster) (*storagev1.CSIDriver, *storagev1.StorageClass) {
 			return p.Complete(cl.DriverInfo()).Objects(cl.DriverName(), profile.StorageClassName)
 		}
+	}
+	if err := clusterprofile.AddDrivers(ctx, &cfg, c.extraDrivers, r, clusterprofile.Options{BuildLog: c.stderr}); err != nil {
+		return cfg, nil, usageError(err)
+	}
+	objects := func(cl *cluster.Cluster) ([]*storagev1.CSIDriver, []*storagev1.StorageClass) {
+		drv, sc := first(cl)
+		drivers, classes := []*storagev1.CSIDriver{drv}, []*storagev1.StorageClass{sc}
+		for _, d := range c.extraDrivers {
+			ep, _ := profiles.Get(d.Profile) // AddDrivers found it
+			info, _ := cl.DriverInfoOf(d.Name)
+			drv, sc := ep.Complete(info).Objects(d.Name, d.Name)
+			drivers, classes = append(drivers, drv), append(classes, sc)
+		}
+		return drivers, classes
 	}
 	cfg.Seed, cfg.Realtime, cfg.EventTTL = c.seed, true, c.eventTTL
 	if c.without != "" {
@@ -206,12 +226,16 @@ func createDriverObjects(ctx context.Context, c *cluster.Cluster, objects driver
 	if err != nil {
 		return err
 	}
-	drv, sc := objects(c)
-	if _, err := cs.StorageV1().CSIDrivers().Create(ctx, drv, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating CSIDriver %s: %w", drv.Name, err)
+	drivers, classes := objects(c)
+	for _, drv := range drivers {
+		if _, err := cs.StorageV1().CSIDrivers().Create(ctx, drv, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating CSIDriver %s: %w", drv.Name, err)
+		}
 	}
-	if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating StorageClass %s: %w", sc.Name, err)
+	for _, sc := range classes {
+		if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating StorageClass %s: %w", sc.Name, err)
+		}
 	}
 	return nil
 }

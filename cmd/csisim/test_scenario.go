@@ -69,6 +69,9 @@ func runWithProfile(ctx context.Context, p *profile.Profile, file string, seed u
 		return runOutcome{seed: seed, startErr: err}
 	}
 	cfg, err := clusterprofile.Config(ctx, p, sc.Cluster.Request(), clusterprofile.Options{DriverName: sc.Cluster.DriverName})
+	if err == nil {
+		err = clusterprofile.AddDrivers(ctx, &cfg, sc.Drivers, sc.Cluster.Request(), clusterprofile.Options{})
+	}
 	if err != nil {
 		return runOutcome{seed: seed, startErr: err}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/csisim/csisim/internal/testenv"
 	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/sim/clusterprofile"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -60,7 +61,9 @@ func lifecycleCalls(entries []trace.Entry) []string {
 func runOnSimulator(sc *scenarios.Scenario) (*scenarios.Result, *trace.Recorder, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName, DriverBinary: csisimBinary, Seed: 1, DriverLog: GinkgoWriter})
+	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName, DriverBinary: csisimBinary, Seed: 1, DriverLog: GinkgoWriter}
+	Expect(clusterprofile.AddDrivers(ctx, &cfg, sc.Drivers, sc.Cluster.Request(), clusterprofile.Options{})).To(Succeed())
+	c, err := cluster.Start(ctx, cfg)
 	Expect(err).NotTo(HaveOccurred())
 	root := c.Root()
 	res, runErr := (&scenarios.Runner{Backend: c, Recorder: c.Recorder(), Clock: c.Clock(), Out: GinkgoWriter}).Run(ctx, sc)

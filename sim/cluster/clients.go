@@ -54,14 +54,15 @@ func (cl *clients) client(userAgent string) kubernetes.Interface {
 }
 
 // dial connects actor to a driver's endpoint; its calls are recorded under
-// actor. An actor has one connection to an endpoint: dialling again
+// actor, and with driver as their driver if it is not "" (a cluster of
+// several). An actor has one connection to an endpoint: dialling again
 // returns it.
-func (cl *clients) dial(endpoint, actor string) (*csiclient.Conn, error) {
+func (cl *clients) dial(endpoint, actor, driver string) (*csiclient.Conn, error) {
 	key := [2]string{endpoint, actor}
 	if conn := cl.conns[key]; conn != nil {
 		return conn, nil
 	}
-	conn, err := csiclient.Dial(endpoint, actor, cl.rec, csiclient.Virtual())
+	conn, err := csiclient.Dial(endpoint, actor, cl.rec, csiclient.Virtual(), csiclient.Driver(driver))
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/runroot"
 	"github.com/csisim/csisim/sim/controller"
@@ -32,14 +31,17 @@ import (
 // control plane from its table (components.go) and the nodes
 // (kubelets.go) — and runs them on its loop.
 type Cluster struct {
-	cfg        Config
-	root       *runroot.Root
-	api        *fakekube.Server
-	clock      *testingclock.FakeClock
-	loop       *loop.Loop
-	rt         controller.Runtime
-	rec        *trace.Recorder
+	cfg   Config
+	root  *runroot.Root
+	api   *fakekube.Server
+	clock *testingclock.FakeClock
+	loop  *loop.Loop
+	rt    controller.Runtime
+	rec   *trace.Recorder
+	// driver is the first driver, the one under test; drivers are all
+	// of them, the first first (drivers.go).
 	driver     *driver
+	drivers    []*driver
 	clients    *clients
 	components registry
 	nodes      map[string]*nodeParts // what makes up each node, for faults
@@ -57,9 +59,6 @@ type Cluster struct {
 	// split layout's controller process reports as a node, if it does.
 	notes              []string
 	controllerTopology string
-	// driverInfo is what the driver said of itself at the start
-	// (driverinfo.go).
-	driverInfo driverinfo.Info
 }
 
 // Start brings the cluster up: API server, driver processes, controllers
@@ -81,18 +80,10 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		}
 	}()
 	c.startLoop()
-	// The node plugin the cluster asks (askNode) starts while the
-	// controller plugin does.
-	asked, err := c.driver.startAsked(cfg.Nodes[0])
-	if err != nil {
-		return c, err
-	}
-	if _, err := c.driver.startController(ctx); err != nil {
-		c.driver.stopAsked(asked)
-		return c, err
-	}
-	if err := c.askDriver(ctx, asked); err != nil {
-		return c, err
+	for _, d := range c.drivers {
+		if err := c.startDriver(ctx, d); err != nil {
+			return c, err
+		}
 	}
 	if err := c.startControlPlane(); err != nil {
 		return c, err
@@ -153,8 +144,7 @@ func (c *Cluster) startLoop() {
 			return controller.NewSyncEventRecorder(client, component, host, c.clock, c.loop.After, c.loop.Jitter), func() {}
 		},
 	}
-	c.driver = &driver{cfg: &c.cfg, root: c.root, rec: c.rec, loop: c.loop}
-	c.driver.crashMidCall = c.crashMidCall
+	c.newDrivers()
 	c.clients = newClients(c.api, c.loop, c.rec)
 	c.components = registry{loop: c.loop}
 }
@@ -205,11 +195,9 @@ func (c *Cluster) Recorder() *trace.Recorder { return c.rec }
 
 // ControllerEndpoint is the fault proxy in front of the controller plugin, for a real
 // sidecar that takes a simulated one's place.
-func (c *Cluster) ControllerEndpoint() string {
-	return "unix://" + c.root.Path("controller", "faultproxy.sock")
-}
+func (c *Cluster) ControllerEndpoint() string { return c.driver.controllerEndpoint() }
 
-// DriverName is the name of the cluster's CSI driver.
+// DriverName is the name of the cluster's (first) CSI driver.
 func (c *Cluster) DriverName() string { return c.cfg.DriverName }
 
 // Root is the run's temporary directory.
@@ -226,5 +214,9 @@ func (c *Cluster) Close() error {
 	c.wg.Wait()
 	// Parked calls are let go first, so nothing waits for the loop.
 	c.loop.Stop()
-	return errors.Join(c.clients.close(), c.driver.stop(), c.root.Close())
+	errs := []error{c.clients.close()}
+	for _, d := range c.drivers {
+		errs = append(errs, d.stop())
+	}
+	return errors.Join(append(errs, c.root.Close())...)
 }

@@ -99,52 +99,85 @@ func spec(name string) *componentSpec {
 	return nil
 }
 
-// startControlPlane asks the driver its name, as the sidecars do, and lets
-// the sidecars with a start-up check ask it what they need to know; then
-// it starts every component of the table that is not left out and has
-// passed its check, each with its own clients and informers as the real
-// processes have.
+// startControlPlane asks the first driver its name, as the sidecars do,
+// and lets the sidecars with a start-up check ask it what they need to
+// know; then it starts every component of the table that is not left out
+// and has passed its check, each with its own clients and informers as
+// the real processes have. Then each extra driver gets its own sidecars
+// (startSidecars).
 func (c *Cluster) startControlPlane() error {
-	name, err := c.askDriverName()
-	if err != nil {
+	if err := c.askDriverName(c.driver); err != nil {
 		return err
 	}
-	c.cfg.DriverName = name
-	checked := map[string]*controller.Driver{}
-	procs := map[string]*process{}
-	for _, name := range checkOrder {
-		if s := spec(name); !slices.Contains(c.cfg.Without, name) {
-			procs[name] = &process{name: name}
-			if checked[name], err = c.check(s, procs[name]); err != nil {
-				return err
-			}
-		}
+	c.cfg.DriverName = c.driver.name()
+	if err := c.startComponents(c.driver, func(s *componentSpec) bool { return !slices.Contains(c.cfg.Without, s.name) }); err != nil {
+		return err
 	}
-	for i := range controlPlane {
-		s := &controlPlane[i]
-		if slices.Contains(c.cfg.Without, s.name) {
-			continue
+	for _, d := range c.drivers[1:] {
+		if err := c.askDriverName(d); err != nil {
+			return err
 		}
-		drv, ok := checked[s.name]
-		p := procs[s.name]
-		if !ok {
-			p = &process{name: s.name}
-			if drv, err = c.check(s, p); err != nil {
-				return err
-			}
-		}
-		if err := c.startComponent(s, p, drv); err != nil {
+		if err := c.startComponents(d, func(s *componentSpec) bool { return s.needs&driverConn != 0 }); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// startComponents starts the rows of the table that run says run, with
+// the sidecars among them serving driver d: first the sidecars with a
+// start-up check check, in checkOrder, then each starts in the table's
+// order.
+func (c *Cluster) startComponents(d *driver, run func(*componentSpec) bool) error {
+	checked := map[string]*controller.Driver{}
+	procs := map[string]*process{}
+	var err error
+	for _, name := range checkOrder {
+		if s := spec(name); run(s) {
+			procs[name] = &process{name: name}
+			if checked[name], err = c.check(s, procs[name], d); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range controlPlane {
+		s := &controlPlane[i]
+		if !run(s) {
+			continue
+		}
+		drv, ok := checked[s.name]
+		p := procs[s.name]
+		if !ok {
+			p = &process{name: s.name}
+			if drv, err = c.check(s, p, d); err != nil {
+				return err
+			}
+		}
+		if err := c.startComponent(s, c.componentKey(s.name, d), p, drv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// componentKey names a running component in the registry and its
+// informers: its user agent, and for an extra driver's sidecar the
+// driver's name too ("external-provisioner/file.csisim.io"), which the
+// API faults and watch-drop do not name. Its writes and CSI calls are
+// its user agent's, as each driver's real sidecars write under the same
+// one.
+func (c *Cluster) componentKey(name string, d *driver) string {
+	if d == nil || !d.extra() {
+		return name
+	}
+	return name + "/" + d.name()
+}
+
 // check runs the start-up check of s, if it has one, and returns its
 // driver (driverOf) as the check found it; nil if the component exits at
 // start, as a cluster whose sidecar exits at start goes on without it.
-func (c *Cluster) check(s *componentSpec, p *process) (*controller.Driver, error) {
-	drv, err := c.driverOf(s, p)
+func (c *Cluster) check(s *componentSpec, p *process, d *driver) (*controller.Driver, error) {
+	drv, err := c.driverOf(s, p, d)
 	if err != nil || s.check == nil {
 		return drv, err
 	}
@@ -156,42 +189,43 @@ func (c *Cluster) check(s *componentSpec, p *process) (*controller.Driver, error
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.name, err)
+		return nil, fmt.Errorf("%s%s: %w", s.name, d.of(), err)
 	}
 	return drv, nil
 }
 
-// driverOf is the driver a sidecar serves, over a connection of its
-// process's own to the controller plugin; nil for a component that talks
+// driverOf is the driver d a sidecar serves, over a connection of its
+// process's own to d's controller plugin; nil for a component that talks
 // to no driver.
-func (c *Cluster) driverOf(s *componentSpec, p *process) (*controller.Driver, error) {
+func (c *Cluster) driverOf(s *componentSpec, p *process, d *driver) (*controller.Driver, error) {
 	if s.needs&driverConn == 0 {
 		return nil, nil
 	}
-	conn, err := c.clients.dialOf(c.ControllerEndpoint(), p)
+	conn, err := c.clients.dialOf(d.controllerEndpoint(), c.traceName(d), p)
 	if err != nil {
 		return nil, err
 	}
-	return &controller.Driver{Name: c.cfg.DriverName, Identity: conn.Identity, Controller: conn.Controller, Node: conn.Node}, nil
+	return &controller.Driver{Name: d.name(), Identity: conn.Identity, Controller: conn.Controller, Node: conn.Node}, nil
 }
 
-// askDriverName asks the controller plugin for its name as the sidecars
+// askDriverName asks d's controller plugin for its name as the sidecars
 // that go by it ask when they start, the external-provisioner and the
 // external-attacher: that name, not a flag, is the provisioner and
 // attacher name, and the kubelet's plugin directory. They ask also when
 // left out, for the cluster's sake.
-func (c *Cluster) askDriverName() (string, error) {
+func (c *Cluster) askDriverName(d *driver) error {
 	var name string
 	for _, actor := range namedByDriver {
-		conn, err := c.clients.dial(c.ControllerEndpoint(), actor)
+		conn, err := c.clients.dial(d.controllerEndpoint(), actor, c.traceName(d))
 		if err != nil {
-			return "", err
+			return err
 		}
 		if name, err = c.askName(conn); err != nil {
-			return "", err
+			return err
 		}
 	}
-	return name, nil
+	d.dc.DriverName = name
+	return nil
 }
 
 // namedByDriver are the sidecars that ask the driver its name as they
@@ -212,15 +246,16 @@ func (c *Cluster) askName(conn *csiclient.Conn) (string, error) {
 	return info.GetName(), nil
 }
 
-// startComponent starts one row of the table with the driver its check
-// returned (nil for a component that talks to no driver, or one that
-// exits at start: that one is left out): the clients and informers it
-// needs, under its name, then its Start; the loop then runs it.
-func (c *Cluster) startComponent(s *componentSpec, p *process, drv *controller.Driver) error {
+// startComponent starts one row of the table as key (componentKey) with
+// the driver its check returned (nil for a component that talks to no
+// driver, or one that exits at start: that one is left out): the clients
+// and informers it needs, under its name, then its Start; the loop then
+// runs it.
+func (c *Cluster) startComponent(s *componentSpec, key string, p *process, drv *controller.Driver) error {
 	if s.check != nil && drv == nil {
 		return nil
 	}
-	d, err := c.deps(s, p)
+	d, err := c.deps(s, key, p)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.name, err)
 	}
@@ -233,13 +268,13 @@ func (c *Cluster) startComponent(s *componentSpec, p *process, drv *controller.D
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.name, err)
 	}
-	c.components.run(s.name, s.process, p, comp)
+	c.components.run(key, s.process, p, comp)
 	return nil
 }
 
 // deps makes the clients and informers the row s says its component gets,
-// as process p's.
-func (c *Cluster) deps(s *componentSpec, p *process) (controller.Deps, error) {
+// as process p's; its informers belong to key.
+func (c *Cluster) deps(s *componentSpec, key string, p *process) (controller.Deps, error) {
 	clientFor := func(userAgent string) kubernetes.Interface { return c.clients.clientOf(userAgent, p) }
 	d := controller.Deps{Client: clientFor(s.name), ClientFor: clientFor, Runtime: c.rt}
 	kinds := [][]informerKind{coreKinds}
@@ -250,42 +285,44 @@ func (c *Cluster) deps(s *componentSpec, p *process) (controller.Deps, error) {
 		kinds = append(kinds, attributesClassKinds)
 	}
 	var err error
-	if d.Informers, err = c.clients.informers(s.name, d.Client, kinds...); err != nil {
+	if d.Informers, err = c.clients.informers(key, d.Client, kinds...); err != nil {
 		return d, err
 	}
 	if s.needs&(snapshotClient|snapshotInformers) != 0 {
 		d.Snapshots = c.clients.snapshotClientOf(s.name, p)
 	}
 	if s.needs&snapshotInformers != 0 {
-		d.SnapshotInformers, err = c.clients.snapshotInformers(s.name, d.Snapshots)
+		d.SnapshotInformers, err = c.clients.snapshotInformers(key, d.Snapshots)
 	}
 	return d, err
 }
 
-// restartComponent stops the component the table names name and starts
-// it again from its row, as a restarted container: it loses what it kept
-// in memory, its informers are made and filled anew, and a sidecar asks
-// its driver again; one that fails its check then stays stopped.
-func (c *Cluster) restartComponent(name string) error {
+// restartComponent stops the component the table names name (a sidecar
+// of driver d) and starts it again from its row, as a restarted
+// container: it loses what it kept in memory, its informers are made and
+// filled anew, and a sidecar asks its driver again; one that fails its
+// check then stays stopped.
+func (c *Cluster) restartComponent(name string, d *driver) error {
 	s := spec(name)
-	if s == nil || slices.Contains(c.cfg.Without, name) {
-		return fmt.Errorf("there is no simulated component %q to restart", name)
+	if s == nil || slices.Contains(c.cfg.Without, name) || d.extra() && s.needs&driverConn == 0 {
+		return fmt.Errorf("there is no simulated component %q%s to restart", name, d.of())
 	}
-	old := c.components.stop(name)
+	key := c.componentKey(name, d)
+	old := c.components.stop(key)
 	// What the old run waits for in the proxies ends with it: its sync
 	// resumes at the loop's next step, in a process that is gone.
 	for _, o := range old {
 		if o.id == "" {
 			continue
 		}
-		for _, pl := range c.driver.plugins {
+		for _, pl := range c.allPlugins() {
 			pl.proxy.InterruptParkedOf(o.id)
 		}
 	}
 	p := &process{name: name}
 	if slices.Contains(namedByDriver, name) {
 		// It asks the driver's name again, which it goes by.
-		conn, err := c.clients.dialOf(c.ControllerEndpoint(), p)
+		conn, err := c.clients.dialOf(d.controllerEndpoint(), c.traceName(d), p)
 		if err != nil {
 			return err
 		}
@@ -293,11 +330,11 @@ func (c *Cluster) restartComponent(name string) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	drv, err := c.check(s, p)
+	drv, err := c.check(s, p, d)
 	if err != nil {
 		return err
 	}
-	return c.startComponent(s, p, drv)
+	return c.startComponent(s, key, p, drv)
 }
 
 // registry keeps the components the loop runs, so that each can be

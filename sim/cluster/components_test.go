@@ -53,7 +53,7 @@ func TestRestartComponent(t *testing.T) {
 	}
 	before, informers := running(), len(c.loop.InformerResources("external-provisioner"))
 	for _, name := range []string{"persistentvolume-binder", "external-provisioner", "csi-snapshotter"} {
-		if err := c.restartComponent(name); err != nil {
+		if err := c.restartComponent(name, c.driver); err != nil {
 			t.Fatalf("restarting %s: %v", name, err)
 		}
 	}
@@ -75,7 +75,7 @@ func TestRestartComponent(t *testing.T) {
 	if err := provisionClaims(ctx, c, 2, time.Minute); err != nil {
 		t.Fatalf("claims not bound by the restarted components: %v", err)
 	}
-	if err := c.restartComponent("kubelet:node-1"); err == nil {
+	if err := c.restartComponent("kubelet:node-1", c.driver); err == nil {
 		t.Error("restarted a component that is no row of the table")
 	}
 }

@@ -89,6 +89,34 @@ type Config struct {
 	// stops the start, e.g. a driver profile that claims what the driver
 	// does not report (package clusterprofile).
 	VerifyDriver func(driverinfo.Info) error
+	// ExtraDrivers are more CSI drivers to run beside the first one (the
+	// one the fields above describe), as a real cluster runs a block
+	// driver beside a file driver: each with its controller plugin and
+	// its own sidecars, a node plugin on every node registered with the
+	// kubelet, and fault proxies of its own (drivers.go). Each needs a
+	// DriverName of its own.
+	ExtraDrivers []DriverConfig
+}
+
+// DriverConfig is how to start one CSI driver of the cluster: the fields
+// of Config that say so, which describe the first driver.
+type DriverConfig struct {
+	DriverArgs       []string
+	DriverName       string
+	Driver           launch.Template
+	ControllerDriver launch.Template
+	ZoneArgs         []string
+	Layout           Layout
+	Mock             bool
+	NoMounts         bool
+	VerifyDriver     func(driverinfo.Info) error
+}
+
+// FirstDriver is the first driver's configuration, from the fields of
+// cfg that describe it.
+func (cfg *Config) FirstDriver() DriverConfig {
+	return DriverConfig{DriverArgs: cfg.DriverArgs, DriverName: cfg.DriverName, Driver: cfg.Driver, ControllerDriver: cfg.ControllerDriver,
+		ZoneArgs: cfg.ZoneArgs, Layout: cfg.Layout, Mock: cfg.Mock, NoMounts: cfg.NoMounts, VerifyDriver: cfg.VerifyDriver}
 }
 
 // Components are the simulated control-plane components, by the user agent
@@ -119,5 +147,23 @@ func (cfg *Config) complete() error {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 30 * time.Second
 	}
-	return cfg.checkDriver()
+	if err := cfg.FirstDriver().check(); err != nil {
+		return err
+	}
+	names := []string{cfg.DriverName}
+	for i, dc := range cfg.ExtraDrivers {
+		switch {
+		case dc.DriverName == "":
+			return fmt.Errorf("extra driver %d: it needs a name of its own", i+1)
+		case slices.Contains(names, dc.DriverName):
+			return fmt.Errorf("extra driver %d: the cluster runs a driver named %s already; each driver needs a name of its own", i+1, dc.DriverName)
+		case len(cfg.Without) > 0:
+			return fmt.Errorf("extra driver %s: leaving out %v replaces the first driver's sidecars only; a real sidecar for each driver is not wired", dc.DriverName, cfg.Without)
+		}
+		if err := dc.check(); err != nil {
+			return fmt.Errorf("extra driver %s: %w", dc.DriverName, err)
+		}
+		names = append(names, dc.DriverName)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/drivers/faultproxy"
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/drivers/mock"
@@ -19,13 +20,22 @@ import (
 	"github.com/csisim/csisim/trace"
 )
 
-// driver is the cluster's CSI driver: its controller plugin and each
+// driver is one CSI driver of the cluster: its controller plugin and each
 // node's, the driver processes (or mock servers) that serve them, and the
 // fault proxies in front of them, through which every component reaches
 // them. It starts and stops them; the faults act on them (faults_csi.go).
+// A cluster runs one, or several (drivers.go).
 type driver struct {
-	cfg  *Config // the cluster's: the driver's command, layout and name
+	cfg *Config // the cluster's: nodes, zones, seed, timeouts, logs
+	// dc is the driver's command, layout and name; DriverName becomes
+	// the name the driver answers GetPluginInfo with once asked.
+	dc DriverConfig
+	// dir is where the driver's own files go under the run's root:
+	// nothing for the first driver, drivers/N for the Nth extra one.
+	dir  []string
 	root *runroot.Root
+	// info is what the driver said of itself at the start (driverinfo.go).
+	info driverinfo.Info
 	rec  *trace.Recorder
 	loop *loop.Loop // the proxies park held calls on its clock
 
@@ -42,18 +52,18 @@ type driver struct {
 // template, or the mock — with a fault proxy in front of it, and returns
 // it; the proxy's endpoint is where the components find the plugin.
 func (d *driver) start(ctx context.Context, role fault.Plugin, node string) (*plugin, error) {
-	pl := &plugin{role: role, node: node, name: "controller plugin"}
+	pl := &plugin{drv: d, role: role, node: node, name: "controller plugin" + d.of()}
 	// The proxy listens where the components look for the plugin: for a
 	// node plugin, where node-driver-registrar's driver socket lives on a
 	// real node. The driver listens on a socket of its own beside it, laid
 	// out as realcluster lays out its plugins, so that the paths in
 	// messages compare (csisim diff).
-	listen := d.root.Path("controller", "faultproxy.sock")
-	driverSocket := d.root.Path("controller", "csi.sock")
+	listen := d.path("controller", "faultproxy.sock")
+	driverSocket := d.path("controller", "csi.sock")
 	if role == fault.Node {
-		pl.name = "node plugin on " + node
-		listen = d.root.Path("nodes", node, "kubelet", "plugins", d.cfg.DriverName, "csi.sock")
-		driverSocket = d.root.Path("nodes", node, "driver", "csi.sock")
+		pl.name = "node plugin" + d.of() + " on " + node
+		listen = d.root.Path("nodes", node, "kubelet", "plugins", d.dc.DriverName, "csi.sock")
+		driverSocket = d.path("nodes", node, "driver", "csi.sock")
 	}
 	d.plugins = append(d.plugins, pl)
 	for _, socket := range []string{listen, driverSocket} {
@@ -61,7 +71,7 @@ func (d *driver) start(ctx context.Context, role fault.Plugin, node string) (*pl
 			return nil, err
 		}
 	}
-	for _, dir := range []string{filepath.Dir(listen), filepath.Dir(driverSocket), d.root.Path("storage")} {
+	for _, dir := range []string{filepath.Dir(listen), filepath.Dir(driverSocket), d.path("storage")} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("preparing %s: %w", dir, err)
 		}
@@ -79,20 +89,20 @@ func (d *driver) start(ctx context.Context, role fault.Plugin, node string) (*pl
 // fault proxy, and its output in the driver log. A process is not waited
 // for here: it starts while the controller plugin does (askNode waits).
 func (d *driver) startAsked(node string) (*plugin, error) {
-	pl := &plugin{role: fault.Node, node: node, name: "node plugin asked at start"}
-	socket := d.root.Path("asked", "csi.sock")
+	pl := &plugin{drv: d, role: fault.Node, node: node, name: "node plugin" + d.of() + " asked at start"}
+	socket := d.path("asked", "csi.sock")
 	if err := os.MkdirAll(filepath.Dir(socket), 0o750); err != nil {
 		return nil, fmt.Errorf("preparing %s: %w", filepath.Dir(socket), err)
 	}
 	pl.driverEndpoint = "unix://" + socket
-	if d.cfg.Mock {
-		pl.mock = &mock.Config{Name: d.cfg.DriverName, NodeID: node, Mode: mock.ModeNode, Backend: d.mockBackend()}
+	if d.dc.Mock {
+		pl.mock = &mock.Config{Name: d.dc.DriverName, NodeID: node, Mode: mock.ModeNode, Backend: d.mockBackend()}
 		return pl, d.startPlugin(context.Background(), pl) // a mock's server is ready once started
 	}
 	if err := d.prepareProcess(pl); err != nil {
 		return nil, err
 	}
-	pl.vars.StateDir = d.root.Path("asked", "state")
+	pl.vars.StateDir = d.path("asked", "state")
 	if err := os.MkdirAll(pl.vars.StateDir, 0o750); err != nil {
 		return nil, fmt.Errorf("preparing %s: %w", pl.vars.StateDir, err)
 	}
@@ -116,18 +126,18 @@ func (d *driver) stopAsked(pl *plugin) {
 func (d *driver) startServer(ctx context.Context, pl *plugin) error {
 	if host := d.controllerHost(pl.role); host != nil {
 		pl.host, pl.driverEndpoint = host, host.driverEndpoint
-		pl.name = "controller plugin (the node plugin on " + host.node + ")"
+		pl.name = "controller plugin" + d.of() + " (the node plugin on " + host.node + ")"
 		return nil
 	}
-	if d.cfg.Mock {
+	if d.dc.Mock {
 		m := mock.ModeController
 		if pl.role == fault.Node {
 			m = mock.ModeNode
 		}
-		if d.cfg.Layout == LayoutCombined && pl.node == d.cfg.Nodes[0] {
+		if d.dc.Layout == LayoutCombined && pl.node == d.cfg.Nodes[0] {
 			m = mock.ModeAll
 		}
-		pl.mock = &mock.Config{Name: d.cfg.DriverName, NodeID: pl.node, Mode: m, Backend: d.mockBackend()}
+		pl.mock = &mock.Config{Name: d.dc.DriverName, NodeID: pl.node, Mode: m, Backend: d.mockBackend()}
 	} else if err := d.prepareProcess(pl); err != nil {
 		return err
 	}
@@ -137,9 +147,9 @@ func (d *driver) startServer(ctx context.Context, pl *plugin) error {
 // startProxy starts the plugin's fault proxy on listen and waits until it
 // reaches the driver.
 func (d *driver) startProxy(ctx context.Context, pl *plugin, listen string) error {
-	proxyName := "faultproxy:controller"
+	proxyName := "faultproxy:" + d.proxyPrefix() + "controller"
 	if pl.role == fault.Node {
-		proxyName = "faultproxy:" + pl.node
+		proxyName = "faultproxy:" + d.proxyPrefix() + pl.node
 	}
 	proxy, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: proxyName, Listen: "unix://" + listen,
 		Target: pl.driverEndpoint, Seed: d.cfg.Seed, NodeID: pl.node, Recorder: d.rec, Park: d.loop.Park,
@@ -166,23 +176,23 @@ func (d *driver) prepareProcess(pl *plugin) error {
 	if err != nil {
 		return err
 	}
-	tmpl := d.cfg.Driver
+	tmpl := d.dc.Driver
 	if tmpl.Path == "" {
-		tmpl = launch.OurDriver(bin, string(pl.role), d.cfg.DriverName)
-		tmpl.Args = append(tmpl.Args, d.cfg.DriverArgs...)
-	} else if pl.role == fault.Controller && d.cfg.ControllerDriver.Path != "" {
-		tmpl = d.cfg.ControllerDriver
+		tmpl = launch.OurDriver(bin, string(pl.role), d.dc.DriverName)
+		tmpl.Args = append(tmpl.Args, d.dc.DriverArgs...)
+	} else if pl.role == fault.Controller && d.dc.ControllerDriver.Path != "" {
+		tmpl = d.dc.ControllerDriver
 	}
 	zone := d.cfg.Zones[pl.node]
 	if zone != "" && pl.role == fault.Node {
 		tmpl.Args = append(slices.Clip(tmpl.Args), d.zoneArgs()...)
 	}
-	stateDir := d.root.Path("controller", "state")
+	stateDir := d.path("controller", "state")
 	// A third-party driver usually serves every service in one process
 	// and insists on a node ID even as the controller plugin.
 	nodeID := controllerNodeID
 	if pl.role == fault.Node {
-		stateDir, nodeID = d.root.Path("nodes", pl.node, "driver-state"), pl.node
+		stateDir, nodeID = d.path("nodes", pl.node, "driver-state"), pl.node
 	}
 	// The driver's temporary files (mount-utils makes some as it starts)
 	// go in the run's root too, so that a driver killed at any moment
@@ -194,8 +204,8 @@ func (d *driver) prepareProcess(pl *plugin) error {
 		}
 	}
 	pl.template = tmpl
-	pl.vars = launch.Vars{Endpoint: pl.driverEndpoint, NodeID: nodeID, StateDir: stateDir, Root: d.root.Path("storage"),
-		DriverName: d.cfg.DriverName, CSISim: bin}
+	pl.vars = launch.Vars{Endpoint: pl.driverEndpoint, NodeID: nodeID, StateDir: stateDir, Root: d.path("storage"),
+		DriverName: d.dc.DriverName, CSISim: bin}
 	if pl.role == fault.Node {
 		pl.vars.Zone = zone
 	}
@@ -284,7 +294,7 @@ func (d *driver) mockBackend() *mock.Backend {
 // it starts the first node's plugin first, whose driver the controller
 // plugin is.
 func (d *driver) startController(ctx context.Context) (*plugin, error) {
-	if d.cfg.Layout == LayoutCombined {
+	if d.dc.Layout == LayoutCombined {
 		if _, err := d.start(ctx, fault.Node, d.cfg.Nodes[0]); err != nil {
 			return nil, err
 		}
@@ -304,7 +314,7 @@ func (d *driver) startNode(ctx context.Context, node string) (*plugin, error) {
 // controllerHost is, for the controller plugin of the combined layout,
 // the first node's plugin, whose driver it is; nil otherwise.
 func (d *driver) controllerHost(role fault.Plugin) *plugin {
-	if role != fault.Controller || d.cfg.Layout != LayoutCombined {
+	if role != fault.Controller || d.dc.Layout != LayoutCombined {
 		return nil
 	}
 	return d.nodePlugin(d.cfg.Nodes[0])
@@ -332,10 +342,10 @@ func (d *driver) nodePlugin(node string) *plugin {
 
 // zoneArgs are the arguments that tell a node plugin its zone.
 func (d *driver) zoneArgs() []string {
-	if d.cfg.Driver.Path == "" && len(d.cfg.ZoneArgs) == 0 {
+	if d.dc.Driver.Path == "" && len(d.dc.ZoneArgs) == 0 {
 		return []string{"--zone", "{zone}"}
 	}
-	return d.cfg.ZoneArgs
+	return d.dc.ZoneArgs
 }
 
 // csisimBinary is the csisim binary: Config.DriverBinary, else this
@@ -349,6 +359,43 @@ func (d *driver) csisimBinary() (string, error) {
 		return "", fmt.Errorf("finding the csisim binary for the driver: %w", err)
 	}
 	return exe, nil
+}
+
+// path is a path under the driver's own directory of the run's root.
+func (d *driver) path(elem ...string) string {
+	return d.root.Path(append(slices.Clip(d.dir), elem...)...)
+}
+
+// name is the driver's name: the one it answers GetPluginInfo with, once
+// asked.
+func (d *driver) name() string { return d.dc.DriverName }
+
+// extra says whether the driver is one of Config.ExtraDrivers.
+func (d *driver) extra() bool { return len(d.dir) > 0 }
+
+// of names an extra driver after a plugin's role in messages: " of
+// file.csisim.io"; nothing for the first driver, whose messages read as
+// in a cluster of one.
+func (d *driver) of() string {
+	if !d.extra() {
+		return ""
+	}
+	return " of " + d.name()
+}
+
+// proxyPrefix starts the names of an extra driver's fault proxies, the
+// actors of the faults they inject: "file.csisim.io:".
+func (d *driver) proxyPrefix() string {
+	if !d.extra() {
+		return ""
+	}
+	return d.name() + ":"
+}
+
+// controllerEndpoint is the fault proxy in front of the controller
+// plugin, where the sidecars reach it.
+func (d *driver) controllerEndpoint() string {
+	return "unix://" + d.path("controller", "faultproxy.sock")
 }
 
 // stop stops every proxy, mock server and driver process.

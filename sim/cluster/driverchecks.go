@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -114,7 +115,7 @@ func (c *Cluster) Hints(ctx context.Context) (hints []string) {
 		}
 		class := *pvc.Spec.StorageClassName
 		prov, ok := classes[class]
-		if !ok || prov == c.cfg.DriverName || !strings.Contains(prov, ".") {
+		if !ok || slices.Contains(c.DriverNames(), prov) || !strings.Contains(prov, ".") {
 			continue // no class (the claim's events say so), ours, or an in-tree name
 		}
 		hints = append(hints, fmt.Sprintf("claim %s/%s is Pending: its StorageClass %s names provisioner %s, but the driver in this run is %s, "+

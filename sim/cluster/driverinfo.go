@@ -10,20 +10,20 @@ import (
 	"github.com/csisim/csisim/sim/csiclient"
 )
 
-// askDriver asks the driver, once its controller plugin runs and before
+// askDriver asks driver d, once its controller plugin runs and before
 // any component starts, what it says of itself (driverinfo.Ask): the
 // controller plugin its name and capabilities, and a node plugin its
 // capabilities and NodeGetInfo. It asks as csisim, not as a component,
 // past the fault proxies, so the run's timeline does not show it; the
 // components ask what they ask themselves (their Check, the kubelet's
-// registration). The answers are the cluster's DriverInfo, from which a
-// run decides the scenarios that apply, and Config.VerifyDriver may
-// refuse them.
-func (c *Cluster) askDriver(ctx context.Context, asked *plugin) error {
-	defer c.driver.stopAsked(asked)
+// registration). The first driver's answers are the cluster's DriverInfo,
+// from which a run decides the scenarios that apply; the driver's
+// VerifyDriver may refuse them.
+func (c *Cluster) askDriver(ctx context.Context, d *driver, asked *plugin) error {
+	defer d.stopAsked(asked)
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()
-	ctrl, err := csiclient.Dial(c.driver.controllerPlugin().driverEndpoint, "csisim", nil)
+	ctrl, err := csiclient.Dial(d.controllerPlugin().driverEndpoint, "csisim", nil)
 	if err != nil {
 		return err
 	}
@@ -32,12 +32,12 @@ func (c *Cluster) askDriver(ctx context.Context, asked *plugin) error {
 	if err != nil {
 		return fmt.Errorf("asking the driver what it is: %w", err)
 	}
-	if info.Node, info.NodeInfo, err = c.askNode(ctx, asked); err != nil {
+	if info.Node, info.NodeInfo, err = c.askNode(ctx, d, asked); err != nil {
 		return err
 	}
-	c.driverInfo = info
-	if c.cfg.VerifyDriver != nil {
-		return c.cfg.VerifyDriver(info)
+	d.info = info
+	if d.dc.VerifyDriver != nil {
+		return d.dc.VerifyDriver(info)
 	}
 	return nil
 }
@@ -49,9 +49,9 @@ func (c *Cluster) askDriver(ctx context.Context, asked *plugin) error {
 // kubelet alone, and a driver whose answers depend on what it was asked
 // before (a faulty one) must answer the kubelet's first question as it
 // would on a real node.
-func (c *Cluster) askNode(ctx context.Context, pl *plugin) (map[csi.NodeServiceCapability_RPC_Type]bool, *driverinfo.NodeInfo, error) {
+func (c *Cluster) askNode(ctx context.Context, d *driver, pl *plugin) (map[csi.NodeServiceCapability_RPC_Type]bool, *driverinfo.NodeInfo, error) {
 	if pl.process != nil {
-		if err := c.driver.waitReady(ctx, pl); err != nil {
+		if err := d.waitReady(ctx, pl); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -71,6 +71,6 @@ func (c *Cluster) askNode(ctx context.Context, pl *plugin) (map[csi.NodeServiceC
 	return caps, info, nil
 }
 
-// DriverInfo is what the driver said of itself at the start: its name,
-// its capabilities and the first node's NodeGetInfo.
-func (c *Cluster) DriverInfo() driverinfo.Info { return c.driverInfo }
+// DriverInfo is what the first driver said of itself at the start: its
+// name, its capabilities and the first node's NodeGetInfo.
+func (c *Cluster) DriverInfo() driverinfo.Info { return c.driver.info }

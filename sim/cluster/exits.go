@@ -38,7 +38,11 @@ func (d *driver) watch(p *launch.Process, plugin string) error {
 // control so far, oldest first: driver plugins that exited unexpectedly
 // ("node plugin on node-1 exited with status 3 (pid 4242)").
 func (c *Cluster) Problems() []string {
-	return c.driver.exits.list()
+	var out []string
+	for _, d := range c.drivers {
+		out = append(out, d.exits.list()...)
+	}
+	return out
 }
 
 func (e *exits) add(problem string) {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,12 +16,17 @@ import (
 )
 
 // nodeParts is what makes up a simulated node: its kubelet and its CSI
-// node plugin (process or mock, with the fault proxy in front of it).
+// node plugin (process or mock, with the fault proxy in front of it), and
+// those of the extra drivers (drivers.go).
 type nodeParts struct {
 	*plugin
+	extra   []*plugin
 	kubelet *kubelet.Kubelet
 	lost    bool
 }
+
+// all are the node's plugins, the first driver's first.
+func (n *nodeParts) all() []*plugin { return append([]*plugin{n.plugin}, n.extra...) }
 
 // backendName names the simulator in the faults it refuses.
 const backendName = "the simulator"
@@ -33,6 +39,9 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 	case fault.NodeLoss, fault.NodeReturn, fault.OutOfService, fault.KubeletRestart, fault.StaleVolumeAttachment:
 		return nil
 	case fault.MissingMountPropagation:
+		if f.Driver != "" {
+			return fmt.Errorf("%s isolates the first driver's node plugin, not one of driver %s", f.Kind, f.Driver)
+		}
 		if c.cfg.Mock {
 			return fault.Unsupported(f.Kind, backendName+" with the mock driver", "the mock driver mounts nothing, so a private mount namespace changes nothing")
 		}
@@ -50,7 +59,7 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
 		return c.canInjectAPIServer(f)
 	case fault.SidecarRestart:
-		return c.canRestartSidecar(f.Component)
+		return c.canRestartSidecar(f)
 	case fault.NodeVolumeLimit:
 		return c.canInjectBackend(f)
 	}
@@ -74,7 +83,7 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
 		return c.injectAPIServerFault(ctx, f)
 	case fault.SidecarRestart:
-		return c.restartSidecar(f.Component)
+		return c.restartSidecar(f)
 	case fault.NodeVolumeLimit:
 		return c.setNodeVolumeLimit(f)
 	}
@@ -113,10 +122,13 @@ func (c *Cluster) loseNode(parts *nodeParts, node string) error {
 		parts.kubelet.Stop(true)
 	}
 	c.loop.Pause("kubelet-"+node, true)
-	if parts.process != nil {
-		return parts.process.Kill()
+	var errs []error
+	for _, pl := range parts.all() {
+		if pl.process != nil {
+			errs = append(errs, pl.process.Kill())
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // returnNode starts the node plugin again and lets the kubelet go on from
@@ -125,9 +137,11 @@ func (c *Cluster) returnNode(ctx context.Context, parts *nodeParts, node string)
 	if !parts.lost {
 		return fmt.Errorf("node %s is not lost", node)
 	}
-	if parts.process != nil {
-		if err := c.driver.launch(ctx, parts.plugin); err != nil {
-			return err
+	for _, pl := range parts.all() {
+		if pl.process != nil {
+			if err := pl.drv.launch(ctx, pl); err != nil {
+				return err
+			}
 		}
 	}
 	parts.lost = false
@@ -154,7 +168,7 @@ func (c *Cluster) isolateNodePlugin(ctx context.Context, parts *nodeParts, node 
 		Args: append([]string{"--mount", "--propagation", "private", parts.template.Path}, parts.template.Args...),
 		Env:  parts.template.Env}
 	parts.template = isolated
-	return c.driver.launch(ctx, parts.plugin)
+	return parts.drv.launch(ctx, parts.plugin)
 }
 
 // restartKubelet restarts the node's kubelet: it forgets what it had

@@ -42,14 +42,20 @@ func (c *Cluster) restartControllerManager() error {
 	return nil
 }
 
-// canRestartSidecar says whether sidecar-restart can restart the component:
-// one of fault.Sidecars that runs here (not left out, and not exited at
-// start for want of a driver capability).
-func (c *Cluster) canRestartSidecar(name string) error {
+// canRestartSidecar says whether sidecar-restart can restart the component
+// of the driver f names (the first one if none): one of fault.Sidecars
+// that runs here (not left out, and not exited at start for want of a
+// driver capability).
+func (c *Cluster) canRestartSidecar(f fault.Fault) error {
+	name := f.Component
 	if !slices.Contains(fault.Sidecars, name) {
 		return fmt.Errorf("%s is not a sidecar sidecar-restart restarts (%v)", name, fault.Sidecars)
 	}
-	if !c.components.isRunning(name) {
+	d, err := c.driverNamed(f.Driver)
+	if err != nil {
+		return err
+	}
+	if !c.components.isRunning(c.componentKey(name, d)) {
 		return fault.Unsupported(fault.SidecarRestart, backendName, fmt.Sprintf("%s is not running here (left out: %v, or it exited at start: the driver lacks what it serves)", name, c.cfg.Without))
 	}
 	return nil
@@ -60,10 +66,12 @@ func (c *Cluster) canRestartSidecar(name string) error {
 // in a process that is gone, see process), and a new one starts from the
 // component's row with empty memory — claims in progress, caches,
 // backoffs, workqueue — asks the driver again, and lists everything anew.
-func (c *Cluster) restartSidecar(name string) error {
-	if err := c.canRestartSidecar(name); err != nil {
+func (c *Cluster) restartSidecar(f fault.Fault) error {
+	if err := c.canRestartSidecar(f); err != nil {
 		return err
 	}
-	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(fault.SidecarRestart), Object: name})
-	return c.restartComponent(name)
+	d, _ := c.driverNamed(f.Driver)
+	key := c.componentKey(f.Component, d)
+	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(fault.SidecarRestart), Object: key})
+	return c.restartComponent(f.Component, d)
 }

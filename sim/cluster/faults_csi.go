@@ -26,6 +26,10 @@ import (
 // canInjectCSI says whether the simulator can inject a CSI or driver
 // fault, before the run.
 func (c *Cluster) canInjectCSI(f fault.Fault) error {
+	d, err := c.driverNamed(f.Driver)
+	if err != nil {
+		return err
+	}
 	if f.Node != "" && c.nodes[f.Node] == nil {
 		return fmt.Errorf("there is no node %q (nodes: %v)", f.Node, c.cfg.Nodes)
 	}
@@ -46,7 +50,7 @@ func (c *Cluster) canInjectCSI(f fault.Fault) error {
 	case fault.DriverCrash:
 		return nil
 	case fault.DriverRestart:
-		if f.LoseState && c.cfg.Mock {
+		if f.LoseState && d.dc.Mock {
 			return fault.Unsupported(f.Kind, backendName+" with the mock driver",
 				"the mock keeps its volumes in memory shared by all plugins; restarting one without its state needs a driver process (run without --mock-driver)")
 		}
@@ -96,12 +100,17 @@ func (c *Cluster) healCSI(f fault.Fault, plugins []*plugin) error {
 	return nil
 }
 
-// pluginsFor lists the plugins a CSI or driver fault acts on: the one its
-// plugin and node name, or, without either, every plugin (a CSI fault's
+// pluginsFor lists the plugins a CSI or driver fault acts on, of the
+// driver it names (the first one if none): the one its plugin and node
+// name, or, without either, every plugin of the driver (a CSI fault's
 // method decides which of them ever see a matching call).
 func (c *Cluster) pluginsFor(f fault.Fault) []*plugin {
+	d, err := c.driverNamed(f.Driver)
+	if err != nil {
+		return nil // canInjectCSI refused it first
+	}
 	var out []*plugin
-	for _, pl := range c.driver.plugins {
+	for _, pl := range d.plugins {
 		switch {
 		case f.Plugin != "" && pl.role != f.Plugin:
 		case f.Node != "" && pl.node != f.Node:
@@ -156,7 +165,7 @@ func (c *Cluster) injectDriverFault(ctx context.Context, f fault.Fault) error {
 		case fault.DriverRestart:
 			errs = append(errs, c.restartPlugin(ctx, pl, f.LoseState))
 		case fault.NodePluginMissing:
-			errs = append(errs, c.crashPlugin(pl), c.nodes[pl.node].kubelet.UnregisterDriver(ctx))
+			errs = append(errs, c.crashPlugin(pl), c.nodes[pl.node].kubelet.UnregisterDriver(ctx, pl.drv.name()))
 		}
 	}
 	return errors.Join(errs...)
@@ -218,7 +227,7 @@ func (c *Cluster) restartPlugin(ctx context.Context, pl *plugin, loseState bool)
 	// for its name and node info and records them (unchanged, usually).
 	regCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	return parts.kubelet.RegisterDriver(regCtx, pl.identity)
+	return parts.kubelet.RegisterDriver(regCtx, pl.drv.name(), pl.identity)
 }
 
 // relaunch kills the plugin's driver if it runs and starts it again, with
@@ -247,7 +256,7 @@ func (c *Cluster) relaunch(ctx context.Context, pl *plugin, loseState bool) erro
 			return fmt.Errorf("restarting %s without its state: %w", pl.name, err)
 		}
 	}
-	if err := c.driver.startPlugin(ctx, pl); err != nil {
+	if err := pl.drv.startPlugin(ctx, pl); err != nil {
 		return fmt.Errorf("restarting %s: %w", pl.name, err)
 	}
 	pl.crashed = false
@@ -279,7 +288,7 @@ func (c *Cluster) crashMidCall(pl *plugin) error {
 	// of this driver too: its held calls are cut off as well, and it must
 	// reach the driver again before anyone calls.
 	var hosted []*plugin
-	for _, other := range c.driver.plugins {
+	for _, other := range driver.drv.plugins {
 		if other.host == driver {
 			hosted = append(hosted, other)
 			other.proxy.InterruptParked()

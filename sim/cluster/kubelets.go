@@ -21,7 +21,7 @@ func (c *Cluster) startNode(ctx context.Context, node string) error {
 	parts := &nodeParts{plugin: pl}
 	c.nodes[node] = parts
 	agent := fault.KubeletComponent(node)
-	conn, err := c.clients.dial(pl.proxy.Endpoint(), agent)
+	conn, err := c.clients.dial(pl.proxy.Endpoint(), agent, c.traceName(c.driver))
 	if err != nil {
 		return err
 	}
@@ -36,13 +36,16 @@ func (c *Cluster) startNode(ctx context.Context, node string) error {
 	}
 	nodeIP, podSubnet := kubelet.NodeNetwork(slices.Index(c.cfg.Nodes, node))
 	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"),
-		SkipMountCheck: c.cfg.Mock || c.cfg.NoMounts, Labels: labels, Recorder: c.rec, NodeIP: nodeIP, PodSubnet: podSubnet},
+		SkipMountCheck: c.mountsNothing(), Labels: labels, Recorder: c.rec, NodeIP: nodeIP, PodSubnet: podSubnet},
 		cs, f, f, conn.Node, c.rt)
 	if err := k.Register(ctx, conn.Identity); err != nil {
 		return err
 	}
-	c.components.run(agent, "kubelet", &process{name: agent}, k.Component())
 	parts.kubelet = k
 	parts.identity = conn.Identity
+	if err := c.startExtraNodePlugins(ctx, node, parts); err != nil {
+		return err
+	}
+	c.components.run(agent, "kubelet", &process{name: agent}, k.Component())
 	return nil
 }

@@ -25,9 +25,9 @@ const (
 	LayoutCombined Layout = "combined"
 )
 
-// checkDriver refuses a driver configuration that would silently drop
+// check refuses a driver configuration that would silently drop
 // something the cluster was asked for.
-func (cfg *Config) checkDriver() error {
+func (cfg DriverConfig) check() error {
 	switch cfg.Layout {
 	case "", LayoutSplit, LayoutCombined:
 	default:

@@ -14,6 +14,7 @@ import (
 // component reaches it. The driver is a process (csisim's own or any
 // other, from a template) or, with Config.Mock, the in-process mock.
 type plugin struct {
+	drv  *driver // whose plugin it is
 	role fault.Plugin
 	node string // "" for the controller plugin
 	// name says which plugin it is in messages: "node plugin on node-1".

@@ -15,6 +15,8 @@ import (
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/drivers/profile"
+	"github.com/csisim/csisim/drivers/profiles"
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 )
 
@@ -142,4 +144,23 @@ func Ask(ctx context.Context, p *profile.Profile, opts Options) (driverinfo.Info
 	}
 	info := c.DriverInfo()
 	return info, c.Close()
+}
+
+// AddDrivers adds to cfg the drivers a scenario runs beside the one
+// under test (its drivers:), each a shipped profile started under its
+// name for request r, as Config starts the first.
+func AddDrivers(ctx context.Context, cfg *cluster.Config, drivers []scenarios.ExtraDriver, r profile.Request, opts Options) error {
+	for _, d := range drivers {
+		p, err := profiles.Get(d.Profile)
+		if err != nil {
+			return fmt.Errorf("driver %s: %w", d.Name, err)
+		}
+		opts.DriverName = d.Name
+		extra, err := Config(ctx, p, r, opts)
+		if err != nil {
+			return fmt.Errorf("driver %s: %w", d.Name, err)
+		}
+		cfg.ExtraDrivers = append(cfg.ExtraDrivers, extra.FirstDriver())
+	}
+	return nil
 }

@@ -38,7 +38,7 @@ func Dial(endpoint, actor string, rec *trace.Recorder, opts ...Option) (*Conn, e
 	for _, opt := range opts {
 		opt(&o)
 	}
-	interceptors := []grpc.UnaryClientInterceptor{recordCalls(actor, rec, o.exited)}
+	interceptors := []grpc.UnaryClientInterceptor{recordCalls(actor, o.driver, rec, o.exited)}
 	if o.virtual {
 		interceptors = append(interceptors, virtualDeadlines)
 	}
@@ -70,7 +70,7 @@ type volumeIDer interface{ GetVolumeId() string }
 // (the virtual clock stands still during a call), with the call's
 // structured data, described as the fault proxy describes the calls it
 // sees, for the invariant checker.
-func recordCalls(actor string, rec *trace.Recorder, exited func() bool) grpc.UnaryClientInterceptor {
+func recordCalls(actor, driver string, rec *trace.Recorder, exited func() bool) grpc.UnaryClientInterceptor {
 	node, _ := fault.KubeletNode(actor) // "" for the sidecars
 	var mu sync.Mutex
 	nodeID := "" // the node plugin's answer to NodeGetInfo, once seen
@@ -99,11 +99,11 @@ func recordCalls(actor string, rec *trace.Recorder, exited func() bool) grpc.Una
 		// In flight until it returns: a call that hangs shows from its
 		// start on a live page.
 		pending := rec.Begin(trace.Entry{Kind: trace.CSI, Actor: actor, Verb: path.Base(method), Object: VolumeOf(req, nil),
-			Detail: "in flight", Call: describe(nil)})
+			Detail: "in flight", Driver: driver, Call: describe(nil)})
 		start := time.Now()
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: path.Base(method), Object: VolumeOf(req, reply),
-			Wall: time.Since(start).Round(time.Microsecond)}
+			Driver: driver, Wall: time.Since(start).Round(time.Microsecond)}
 		if exited() {
 			// What the proxy in front of a real sidecar records when
 			// the sidecar dies during a call.

@@ -27,7 +27,13 @@ type options struct {
 	virtual bool
 	exited  func() bool
 	caller  string
+	driver  string
 }
+
+// Driver names the driver behind the endpoint in every entry the
+// connection records (trace.Entry's Driver): for a cluster of several
+// drivers, whose timeline says which one each call went to.
+func Driver(name string) Option { return func(o *options) { o.driver = name } }
 
 // Exited says how to tell that the caller's process has exited (a
 // simulated sidecar restarted): from then on its calls are not sent, and a

@@ -71,7 +71,7 @@ func (k *Kubelet) mapBlock(ctx context.Context, pod *corev1.Pod, v volumeToMount
 		return fmt.Errorf("creating block publish dir: %w", err)
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
-	_, err = k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
+	_, err = k.nodeClient(src.Driver).NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: publish,
 		VolumeCapability: capability, Readonly: v.readOnly, VolumeContext: src.VolumeAttributes, Secrets: secrets,
 	})
@@ -120,7 +120,7 @@ func (k *Kubelet) setUpDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
-	_, err = k.csi.NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
+	_, err = k.nodeClient(src.Driver).NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging,
 		VolumeCapability: capability, VolumeContext: src.VolumeAttributes, Secrets: secrets,
 	})
@@ -193,18 +193,19 @@ func (k *Kubelet) unmapBlock(ctx context.Context, uid types.UID, m *mountedVolum
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
-	if _, err := k.csi.NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target}); err != nil {
+	if _, err := k.nodeClient(m.driverName()).NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target}); err != nil {
 		return fmt.Errorf("NodeUnpublishVolume %s: %w", m.pvName, err)
 	}
 	return nil
 }
 
-// tearDownBlockDevice is TearDownDevice: NodeUnstageVolume when the
-// staging path is there, then the volume's directories go.
-func (k *Kubelet) tearDownBlockDevice(ctx context.Context, st *stagedVolume) error {
+// tearDownBlockDevice is TearDownDevice: NodeUnstageVolume on driver's
+// plugin when the staging path is there, then the volume's directories
+// go.
+func (k *Kubelet) tearDownBlockDevice(ctx context.Context, driver string, st *stagedVolume) error {
 	if _, err := os.Stat(st.path); err == nil {
 		callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
-		_, err := k.csi.NodeUnstageVolume(callCtx, &csi.NodeUnstageVolumeRequest{VolumeId: st.handle, StagingTargetPath: st.path})
+		_, err := k.nodeClient(driver).NodeUnstageVolume(callCtx, &csi.NodeUnstageVolumeRequest{VolumeId: st.handle, StagingTargetPath: st.path})
 		cancel()
 		if err != nil {
 			return fmt.Errorf("NodeUnstageVolume %s: %w", st.handle, err)

@@ -121,12 +121,12 @@ func (k *Kubelet) tickCSINodeUpdater(ctx context.Context) error {
 // the CSINode: the Node's annotation and labels are registration's).
 func (k *Kubelet) updateCSIDriver(ctx context.Context) error {
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
-	info, err := k.csi.NodeGetInfo(callCtx, &csi.NodeGetInfoRequest{})
+	info, err := k.nodeClient(k.cfg.DriverName).NodeGetInfo(callCtx, &csi.NodeGetInfoRequest{})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("failed to get NodeGetInfo from driver %q: %w", k.cfg.DriverName, err)
 	}
-	if err := k.installInCSINode(ctx, k.csiNodeDriver(info)); err != nil {
+	if err := k.installInCSINode(ctx, k.csiNodeDriver(k.cfg.DriverName, info)); err != nil {
 		return fmt.Errorf("failed to update driver %q: %w", k.cfg.DriverName, err)
 	}
 	return nil

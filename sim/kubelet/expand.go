@@ -476,7 +476,7 @@ func (k *Kubelet) nodeExpand(ctx context.Context, op expandOp) error {
 	if !k.driverRegistered(src.Driver) {
 		return &expandError{msg: fmt.Sprintf("driver name %s not found in the list of registered CSI drivers", src.Driver), transient: true}
 	}
-	caps, err := k.nodeCapabilities(ctx)
+	caps, err := k.nodeCapabilities(ctx, src.Driver)
 	if err != nil {
 		return fmt.Errorf("Expander.NodeExpand failed to check if node supports expansion : %v", err)
 	}
@@ -507,7 +507,7 @@ func (k *Kubelet) nodeExpand(ctx context.Context, op expandOp) error {
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
-	_, err = k.csi.NodeExpandVolume(callCtx, &csi.NodeExpandVolumeRequest{
+	_, err = k.nodeClient(src.Driver).NodeExpandVolume(callCtx, &csi.NodeExpandVolumeRequest{
 		VolumeId: src.VolumeHandle, VolumePath: op.volumePath, StagingTargetPath: op.staging,
 		CapacityRange: &csi.CapacityRange{RequiredBytes: op.newSize.Value()}, VolumeCapability: capability, Secrets: secrets,
 	})

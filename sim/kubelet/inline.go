@@ -143,7 +143,7 @@ func (k *Kubelet) mountInlineOnce(ctx context.Context, pod *corev1.Pod, iv inlin
 	if err != nil {
 		return k.setUpFailed(pod, iv, err)
 	}
-	caps, err := k.nodeCapabilities(ctx)
+	caps, err := k.nodeCapabilities(ctx, driver)
 	if err != nil {
 		return k.setUpFailed(pod, iv, err)
 	}
@@ -173,7 +173,7 @@ func (k *Kubelet) mountInlineOnce(ctx context.Context, pod *corev1.Pod, iv inlin
 		return k.setUpFailed(pod, iv, csiLog("mounter.SetUpAt failed to save volume info data: %v", err))
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
-	_, err = k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
+	_, err = k.nodeClient(driver).NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
 		VolumeId: iv.handle, TargetPath: target, VolumeCapability: capability, Readonly: readOnly,
 		VolumeContext: volumeContext, Secrets: secrets,
 	})

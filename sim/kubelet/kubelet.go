@@ -102,7 +102,9 @@ func (notReady) Unwrap() error { return controller.RequeueAfter(waitRetry) }
 
 // Config configures one kubelet.
 type Config struct {
-	NodeName   string
+	NodeName string
+	// DriverName is the driver of the node plugin New is given; AddDriver
+	// adds the plugins of others.
 	DriverName string
 	// Dir is the kubelet's root directory (the real one is /var/lib/kubelet).
 	Dir string
@@ -128,7 +130,6 @@ type Kubelet struct {
 	cfg      Config
 	clock    clock.PassiveClock
 	client   kubernetes.Interface
-	csi      csi.NodeClient
 	events   record.EventRecorder
 	stopRecs func()
 	// newEvents makes the event recorder of a (re)started kubelet process.
@@ -166,9 +167,9 @@ type Kubelet struct {
 
 	mu      sync.Mutex
 	stopped bool
-	// unregistered: the node plugin's registration went away
-	// (UnregisterDriver) and it has not registered again.
-	unregistered bool
+	// plugins are the node plugins of the node, one per CSI driver, in
+	// the order they were given (registration.go).
+	plugins []*nodePlugin
 	// updater is the ticker of the CSINode's periodic update
 	// (csinode_updater.go).
 	updater csiNodeUpdater
@@ -190,7 +191,7 @@ func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.
 	}
 	newEvents := func() (record.EventRecorder, func()) { return rt.NewEventRecorder(client, "kubelet", cfg.NodeName) }
 	events, stop := newEvents()
-	k := &Kubelet{cfg: cfg, client: client, csi: node, events: events, stopRecs: stop, newEvents: newEvents,
+	k := &Kubelet{cfg: cfg, client: client, plugins: []*nodePlugin{{driver: cfg.DriverName, csi: node}}, events: events, stopRecs: stop, newEvents: newEvents,
 		clock: rt.Clock, queue: rt.NewQueueWithBackoff("kubelet-"+cfg.NodeName, volumeRetryInitial, volumeRetryMax)}
 	k.desired.reset()
 	k.actual.reset()
@@ -210,15 +211,16 @@ func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.
 	return k
 }
 
-// Register creates the Node and its CSINode and registers the node plugin:
-// NodeGetInfo gives the driver's node ID, topology and volume limit.
+// Register creates the Node and its CSINode and registers the node plugin
+// of Config.DriverName: NodeGetInfo gives the driver's node ID, topology
+// and volume limit.
 func (k *Kubelet) Register(ctx context.Context, identity csi.IdentityClient) error {
 	registered, err := k.registerNode(ctx)
 	if err != nil {
 		return err
 	}
 	k.startEvents(registered)
-	if err := k.RegisterDriver(ctx, identity); err != nil {
+	if err := k.RegisterDriver(ctx, k.cfg.DriverName, identity); err != nil {
 		return err
 	}
 	return k.renewLease(ctx)
@@ -272,13 +274,13 @@ func nodeResources() corev1.ResourceList {
 // csiNodeDriver is the driver's CSINode entry for its NodeGetInfo answer
 // (nodeinfomanager's installDriverToCSINode): a limit over what an int32
 // holds is cut to that.
-func (k *Kubelet) csiNodeDriver(info *csi.NodeGetInfoResponse) storagev1.CSINodeDriver {
+func (k *Kubelet) csiNodeDriver(name string, info *csi.NodeGetInfoResponse) storagev1.CSINodeDriver {
 	var topologyKeys []string
 	for key := range info.GetAccessibleTopology().GetSegments() {
 		topologyKeys = append(topologyKeys, key)
 	}
 	sort.Strings(topologyKeys)
-	drv := storagev1.CSINodeDriver{Name: k.cfg.DriverName, NodeID: info.GetNodeId(), TopologyKeys: topologyKeys}
+	drv := storagev1.CSINodeDriver{Name: name, NodeID: info.GetNodeId(), TopologyKeys: topologyKeys}
 	if n := info.GetMaxVolumesPerNode(); n > 0 {
 		count := int32(min(n, math.MaxInt32))
 		drv.Allocatable = &storagev1.VolumeNodeResources{Count: &count}
@@ -287,14 +289,15 @@ func (k *Kubelet) csiNodeDriver(info *csi.NodeGetInfoResponse) storagev1.CSINode
 }
 
 // registerDriver records the driver in the node's CSINode (owned by the
-// Node), its node ID in the csi.volume.kubernetes.io/nodeid annotation and
-// its topology as node labels.
-func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoResponse) error {
+// Node), its node ID in the csi.volume.kubernetes.io/nodeid annotation
+// (a JSON map of every registered driver's) and its topology as node
+// labels.
+func (k *Kubelet) registerDriver(ctx context.Context, name string, info *csi.NodeGetInfoResponse) error {
 	node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("node %s: %w", k.cfg.NodeName, err)
 	}
-	drv := k.csiNodeDriver(info)
+	drv := k.csiNodeDriver(name, info)
 	csiNode := &storagev1.CSINode{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            k.cfg.NodeName,
@@ -309,9 +312,8 @@ func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoRespo
 		err = k.installInCSINode(ctx, drv)
 	}
 	if err != nil {
-		return fmt.Errorf("node %s: recording driver %s in CSINode: %w", k.cfg.NodeName, k.cfg.DriverName, err)
+		return fmt.Errorf("node %s: recording driver %s in CSINode: %w", k.cfg.NodeName, name, err)
 	}
-	ids, _ := json.Marshal(map[string]string{k.cfg.DriverName: info.GetNodeId()})
 	// In a real cluster the controller manager writes to a new Node too
 	// (its TTL annotation): read it again after a conflict, as the real
 	// kubelet does.
@@ -323,11 +325,17 @@ func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoRespo
 		if n.Labels == nil {
 			n.Labels = map[string]string{}
 		}
-		n.Annotations["csi.volume.kubernetes.io/nodeid"] = string(ids)
+		ids, err := nodeIDs(n)
+		if err != nil {
+			return err
+		}
+		ids[name] = info.GetNodeId()
+		value, _ := json.Marshal(ids)
+		n.Annotations[annNodeID] = string(value)
 		for key, v := range info.GetAccessibleTopology().GetSegments() {
 			n.Labels[key] = v
 		}
-		_, err := k.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		_, err = k.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
 			if fresh, gerr := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{}); gerr == nil {
 				node = fresh
@@ -336,7 +344,7 @@ func (k *Kubelet) registerDriver(ctx context.Context, info *csi.NodeGetInfoRespo
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("node %s: recording driver %s: %w", k.cfg.NodeName, k.cfg.DriverName, err)
+		return fmt.Errorf("node %s: recording driver %s: %w", k.cfg.NodeName, name, err)
 	}
 	return nil
 }

@@ -31,13 +31,13 @@ import (
 // nodeCaps are the node plugin's capabilities (NodeGetCapabilities).
 type nodeCaps map[csi.NodeServiceCapability_RPC_Type]bool
 
-// nodeCapabilities asks the node plugin what it can do, as the cluster
-// asked it at start (driverinfo.AskNode); the real kubelet asks before
-// each operation.
-func (k *Kubelet) nodeCapabilities(ctx context.Context) (nodeCaps, error) {
+// nodeCapabilities asks driver's node plugin what it can do, as the
+// cluster asked it at start (driverinfo.AskNode); the real kubelet asks
+// before each operation.
+func (k *Kubelet) nodeCapabilities(ctx context.Context, driver string) (nodeCaps, error) {
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
-	return driverinfo.AskNode(callCtx, k.csi)
+	return driverinfo.AskNode(callCtx, k.nodeClient(driver))
 }
 
 // accessMode is the CSI access mode the kubelet asks for: the PV's first
@@ -205,7 +205,7 @@ func (k *Kubelet) mountVolumeOnce(ctx context.Context, pod *corev1.Pod, v volume
 		}
 		return fmt.Errorf("volume %s of pod %s/%s: driver %s is not registered on node %s", v.pv.Name, pod.Namespace, pod.Name, driver, k.cfg.NodeName)
 	}
-	caps, err := k.nodeCapabilities(ctx)
+	caps, err := k.nodeCapabilities(ctx, v.pv.Spec.CSI.Driver)
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (k *Kubelet) mountFilesystem(ctx context.Context, pod *corev1.Pod, v volume
 		return fmt.Errorf("volume %s of pod %s: %w", v.pv.Name, pod.Name, err)
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
-	_, err = k.csi.NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
+	_, err = k.nodeClient(src.Driver).NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
 		VolumeCapability: volumeCapability(v.pv, caps, mountGroup), Readonly: v.readOnly,
 		VolumeContext: volumeContext, Secrets: secrets,
@@ -339,7 +339,7 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
 	defer cancel()
-	_, err = k.csi.NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
+	_, err = k.nodeClient(src.Driver).NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging,
 		VolumeCapability: volumeCapability(v.pv, caps, mountGroup), VolumeContext: src.VolumeAttributes, Secrets: secrets,
 	})
@@ -366,7 +366,7 @@ func (k *Kubelet) unpublish(ctx context.Context, uid types.UID, m *mountedVolume
 			m.outerName(), m.unique, uid, uid, err)
 	}
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
-	_, err := k.csi.NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target})
+	_, err := k.nodeClient(m.driverName()).NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("NodeUnpublishVolume %s: %w", m.pvName, err)
@@ -374,11 +374,11 @@ func (k *Kubelet) unpublish(ctx context.Context, uid types.UID, m *mountedVolume
 	return removeMountDir(m.target)
 }
 
-// unmountDevice is UnmountDevice: NodeUnstageVolume, then the staging
-// directory and its vol_data.json go.
-func (k *Kubelet) unmountDevice(ctx context.Context, st *stagedVolume) error {
+// unmountDevice is UnmountDevice: NodeUnstageVolume on driver's plugin,
+// then the staging directory and its vol_data.json go.
+func (k *Kubelet) unmountDevice(ctx context.Context, driver string, st *stagedVolume) error {
 	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
-	_, err := k.csi.NodeUnstageVolume(callCtx, &csi.NodeUnstageVolumeRequest{VolumeId: st.handle, StagingTargetPath: st.path})
+	_, err := k.nodeClient(driver).NodeUnstageVolume(callCtx, &csi.NodeUnstageVolumeRequest{VolumeId: st.handle, StagingTargetPath: st.path})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("NodeUnstageVolume %s: %w", st.handle, err)

@@ -78,10 +78,18 @@ func (k *Kubelet) CollectVolumeStats(ctx context.Context) {
 	if k.Stopped() {
 		return
 	}
+	for _, driver := range k.driverNames() {
+		k.collectVolumeStats(ctx, driver)
+	}
+}
+
+// collectVolumeStats is CollectVolumeStats for the volumes of one driver,
+// from its node plugin.
+func (k *Kubelet) collectVolumeStats(ctx context.Context, driver string) {
 	type target struct{ handle, path string }
 	var targets []target
 	for _, m := range k.actual.allMounted() {
-		if !m.uncertain && m.driverName() == k.cfg.DriverName {
+		if !m.uncertain && m.driverName() == driver {
 			targets = append(targets, target{m.handle, m.target})
 		}
 	}
@@ -97,13 +105,13 @@ func (k *Kubelet) CollectVolumeStats(ctx context.Context) {
 		}
 		return 0
 	})
-	caps, err := k.nodeCapabilities(ctx)
+	caps, err := k.nodeCapabilities(ctx, driver)
 	if err != nil || !caps[csi.NodeServiceCapability_RPC_GET_VOLUME_STATS] {
 		return
 	}
 	for _, t := range targets {
 		callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
-		_, _ = k.csi.NodeGetVolumeStats(callCtx, &csi.NodeGetVolumeStatsRequest{VolumeId: t.handle, VolumePath: t.path})
+		_, _ = k.nodeClient(driver).NodeGetVolumeStats(callCtx, &csi.NodeGetVolumeStatsRequest{VolumeId: t.handle, VolumePath: t.path})
 		cancel()
 	}
 }

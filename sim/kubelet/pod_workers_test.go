@@ -198,7 +198,7 @@ func TestNewPodWaitsForUnstaging(t *testing.T) {
 	e := newEnv(t, envOptions{caps: stageCaps()})
 	e.runningPod()
 	held := heldNode{fakeNode: e.node, started: make(chan struct{}), release: make(chan struct{})}
-	e.k.csi = held
+	e.k.plugins[0].csi = held
 	if err := e.client.CoreV1().Pods("default").Delete(context.Background(), "app", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

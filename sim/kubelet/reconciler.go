@@ -172,9 +172,9 @@ func (k *Kubelet) syncDevice(ctx context.Context, u corev1.UniqueVolumeName) err
 	}
 	var err error
 	if st.block {
-		err = k.tearDownBlockDevice(ctx, st)
+		err = k.tearDownBlockDevice(ctx, driverOf(u), st)
 	} else {
-		err = k.unmountDevice(ctx, st)
+		err = k.unmountDevice(ctx, driverOf(u), st)
 	}
 	k.pending.done(u)
 	if err != nil {

@@ -59,17 +59,22 @@ func (k *Kubelet) Restart(ctx context.Context) error {
 	k.events, k.stopRecs = k.newEvents()
 	k.startEvents(false)
 
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
-	_, err := k.csi.NodeGetInfo(callCtx, &csi.NodeGetInfoRequest{})
-	cancel()
-	if err != nil {
-		return fmt.Errorf("node %s: registering the CSI plugin again: NodeGetInfo: %w", k.cfg.NodeName, err)
+	// Each node plugin registers again, and says whether it stages.
+	stages := map[string]bool{}
+	for _, driver := range k.driverNames() {
+		callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+		_, err := k.nodeClient(driver).NodeGetInfo(callCtx, &csi.NodeGetInfoRequest{})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("node %s: registering the CSI plugin %s again: NodeGetInfo: %w", k.cfg.NodeName, driver, err)
+		}
+		caps, err := k.nodeCapabilities(ctx, driver)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", k.cfg.NodeName, err)
+		}
+		stages[driver] = caps[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME]
 	}
-	caps, err := k.nodeCapabilities(ctx)
-	if err != nil {
-		return fmt.Errorf("node %s: %w", k.cfg.NodeName, err)
-	}
-	found, err := k.reconstruct(caps[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME])
+	found, err := k.reconstruct(stages)
 	if err != nil {
 		return fmt.Errorf("node %s: reconstructing volumes: %w", k.cfg.NodeName, err)
 	}
@@ -117,11 +122,12 @@ type failedVolume struct {
 	*mountedVolume
 }
 
-// reconstruct scans the pods directory. A volume directory that has no
+// reconstruct scans the pods directory; stages says, by driver, whether
+// its node plugin stages volumes. A volume directory that has no
 // readable vol_data.json, or whose device link is gone, is not
 // reconstructed; one whose mount is gone is not either, but is remembered
 // for clean-up (the real kubelet's volumesFailedReconstruction).
-func (k *Kubelet) reconstruct(stages bool) (reconstructed, error) {
+func (k *Kubelet) reconstruct(stages map[string]bool) (reconstructed, error) {
 	out := reconstructed{mounted: map[types.UID]map[string]*mountedVolume{}, staged: map[corev1.UniqueVolumeName]*stagedVolume{}}
 	podDirs, err := os.ReadDir(filepath.Join(k.cfg.Dir, "pods"))
 	if os.IsNotExist(err) {
@@ -135,7 +141,7 @@ func (k *Kubelet) reconstruct(stages bool) (reconstructed, error) {
 			out.mounted[uid] = map[string]*mountedVolume{}
 		}
 		out.mounted[uid][m.pvName] = m
-		if stages && staging != "" {
+		if stages[driverOf(m.unique)] && staging != "" {
 			out.staged[m.unique] = &stagedVolume{path: staging, handle: m.handle, pvName: m.pvName, block: m.block, uncertain: true}
 		}
 	}
