@@ -324,6 +324,22 @@ func Unsupported(k Kind, backend, reason string) error {
 	return &UnsupportedError{Kind: k, Backend: backend, Reason: reason}
 }
 
+// CheckAPIServerBounds refuses, for backend, an API server fault that does
+// not say how far it goes: api-server-down and api-slow-writes need a
+// duration (and a latency), api-throttle a number of requests or a
+// duration. Any other fault passes.
+func CheckAPIServerBounds(f Fault, backend string) error {
+	switch {
+	case f.Kind == APIServerDown && f.API.Duration <= 0:
+		return Unsupported(f.Kind, backend, "it needs a duration above 0")
+	case f.Kind == APISlowWrites && (f.API.Duration <= 0 || f.API.Latency <= 0):
+		return Unsupported(f.Kind, backend, "it needs a latency and a duration above 0")
+	case f.Kind == APIThrottle && f.Times <= 0 && f.API.Duration <= 0:
+		return Unsupported(f.Kind, backend, "it needs times or a duration above 0")
+	}
+	return nil
+}
+
 // OutOfServiceTaint is the taint an administrator puts on a node shut down
 // for good, as with
 //

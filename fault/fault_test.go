@@ -2,6 +2,7 @@ package fault
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +69,28 @@ func TestUnsupported(t *testing.T) {
 	var uerr *UnsupportedError
 	if !errors.As(err, &uerr) || uerr.Kind != CSIHang || err.Error() != "csi-hang cannot be injected on kind: no proxy" {
 		t.Errorf("Unsupported = %v", err)
+	}
+}
+
+func TestCheckAPIServerBounds(t *testing.T) {
+	for _, tt := range []struct {
+		f    Fault
+		want string // "" for accepted
+	}{
+		{Fault{Kind: APIServerDown}, "it needs a duration above 0"},
+		{Fault{Kind: APIServerDown, API: API{Duration: time.Second}}, ""},
+		{Fault{Kind: APISlowWrites, API: API{Duration: time.Second}}, "it needs a latency and a duration above 0"},
+		{Fault{Kind: APISlowWrites, API: API{Duration: time.Second, Latency: time.Millisecond}}, ""},
+		{Fault{Kind: APIThrottle}, "it needs times or a duration above 0"},
+		{Fault{Kind: APIThrottle, Times: 3}, ""},
+		{Fault{Kind: NodeLoss}, ""},
+	} {
+		err := CheckAPIServerBounds(tt.f, "the test backend")
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v, want it accepted", tt.f.Kind, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: %v, want an error saying %q", tt.f.Kind, err, tt.want)
+		}
 	}
 }

@@ -19,13 +19,8 @@ const apiServerActor = "kube-apiserver"
 // it lasts (or, for api-throttle, how many requests), and a component it
 // names must be one the simulator runs.
 func (c *Cluster) canInjectAPIServer(f fault.Fault) error {
-	switch {
-	case f.Kind == fault.APIServerDown && f.API.Duration <= 0:
-		return fault.Unsupported(f.Kind, backendName, "it needs a duration above 0")
-	case f.Kind == fault.APISlowWrites && (f.API.Duration <= 0 || f.API.Latency <= 0):
-		return fault.Unsupported(f.Kind, backendName, "it needs a latency and a duration above 0")
-	case f.Kind == fault.APIThrottle && f.Times <= 0 && f.API.Duration <= 0:
-		return fault.Unsupported(f.Kind, backendName, "it needs times or a duration above 0")
+	if err := fault.CheckAPIServerBounds(f, backendName); err != nil {
+		return err
 	}
 	if f.Component == "" {
 		return nil
