@@ -340,6 +340,31 @@ func CheckAPIServerBounds(f Fault, backend string) error {
 	return nil
 }
 
+// APIServerStory is what a timeline says of API server fault f, in the same
+// words on every backend that injects it: the line as it begins and the one
+// as it ends ("" for an api-throttle of a number of requests, which ends by
+// itself). throttled is how many requests api-throttle refuses, -1 for all
+// of them until it ends.
+func APIServerStory(f Fault) (begins, ends string, throttled int) {
+	who := "every component's"
+	if f.Component != "" {
+		who = f.Component + "'s"
+	}
+	switch f.Kind {
+	case APIServerDown:
+		return fmt.Sprintf("stopped for %s: every component's requests are refused (connection refused) and its watches end", f.API.Duration),
+			"the API server is back; the reflectors list again after their backoff", 0
+	case APISlowWrites:
+		return fmt.Sprintf("%s writes take %s longer, for %s", who, f.API.Latency, f.API.Duration), "writes are answered at once again", 0
+	case APIThrottle:
+		if f.Times > 0 {
+			return fmt.Sprintf("%s next %d requests get 429 TooManyRequests, Retry-After %s", who, f.Times, f.API.RetryAfter), "", f.Times
+		}
+		return fmt.Sprintf("%s requests for %s get 429 TooManyRequests, Retry-After %s", who, f.API.Duration, f.API.RetryAfter), "requests are served again", -1
+	}
+	return "", "", 0
+}
+
 // OutOfServiceTaint is the taint an administrator puts on a node shut down
 // for good, as with
 //

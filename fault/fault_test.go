@@ -94,3 +94,26 @@ func TestCheckAPIServerBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestAPIServerStory(t *testing.T) {
+	for _, tt := range []struct {
+		f                 Fault
+		begins, ends      string
+		throttledRequests int
+	}{
+		{Fault{Kind: APIServerDown, API: API{Duration: 30 * time.Second}},
+			"stopped for 30s: every component's requests are refused (connection refused) and its watches end",
+			"the API server is back; the reflectors list again after their backoff", 0},
+		{Fault{Kind: APISlowWrites, Component: "external-provisioner", API: API{Duration: time.Minute, Latency: 2 * time.Second}},
+			"external-provisioner's writes take 2s longer, for 1m0s", "writes are answered at once again", 0},
+		{Fault{Kind: APIThrottle, Times: 3, API: API{RetryAfter: time.Second}},
+			"every component's next 3 requests get 429 TooManyRequests, Retry-After 1s", "", 3},
+		{Fault{Kind: APIThrottle, API: API{Duration: 10 * time.Second, RetryAfter: time.Second}},
+			"every component's requests for 10s get 429 TooManyRequests, Retry-After 1s", "requests are served again", -1},
+	} {
+		begins, ends, n := APIServerStory(tt.f)
+		if begins != tt.begins || ends != tt.ends || n != tt.throttledRequests {
+			t.Errorf("%s: (%q, %q, %d), want (%q, %q, %d)", tt.f.Kind, begins, ends, n, tt.begins, tt.ends, tt.throttledRequests)
+		}
+	}
+}

@@ -107,41 +107,30 @@ func (c *Cluster) injectAPIServerFault(f fault.Fault) error {
 		return err
 	}
 	proxy := c.kube.APIProxy()
-	who := "every component's"
-	if f.Component != "" {
-		who = f.Component + "'s"
-	}
-	entry := trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "kube-apiserver"}
+	begins, ended, throttled := fault.APIServerStory(f)
+	entry := trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "kube-apiserver", Detail: begins}
 	var end func() error
-	var ended string
 	switch f.Kind {
 	case fault.APIServerDown:
 		if proxy.Down() {
 			return fmt.Errorf("the API server is already down")
 		}
-		entry.Detail = fmt.Sprintf("stopped for %s: every component's requests are refused (connection refused) and its watches end", f.API.Duration)
 		c.rec.Add(entry)
 		if err := proxy.SetDown(true); err != nil {
 			return err
 		}
-		end, ended = func() error { return proxy.SetDown(false) }, "the API server is back; the reflectors list again after their backoff"
+		end = func() error { return proxy.SetDown(false) }
 	case fault.APISlowWrites:
-		entry.Detail = fmt.Sprintf("%s writes take %s longer, for %s", who, f.API.Latency, f.API.Duration)
 		c.rec.Add(entry)
 		proxy.SlowWrites(f.Component, f.API.Latency)
-		end, ended = func() error { proxy.SlowWrites(f.Component, 0); return nil }, "writes are answered at once again"
+		end = func() error { proxy.SlowWrites(f.Component, 0); return nil }
 	case fault.APIThrottle:
-		n, what := f.Times, fmt.Sprintf("%s next %d requests", who, f.Times)
-		if n == 0 {
-			n, what = -1, fmt.Sprintf("%s requests for %s", who, f.API.Duration)
-		}
-		entry.Detail = fmt.Sprintf("%s get 429 TooManyRequests, Retry-After %s", what, f.API.RetryAfter)
 		c.rec.Add(entry)
-		proxy.Throttle(f.Component, n, f.API.RetryAfter)
-		if f.Times > 0 {
+		proxy.Throttle(f.Component, throttled, f.API.RetryAfter)
+		if ended == "" {
 			return nil
 		}
-		end, ended = func() error { proxy.Throttle(f.Component, 0, 0); return nil }, "requests are served again"
+		end = func() error { proxy.Throttle(f.Component, 0, 0); return nil }
 	}
 	c.endAfter(f.API.Duration, func() {
 		e := trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind) + " ended", Object: "kube-apiserver", Detail: ended}

@@ -57,22 +57,16 @@ func (c *Cluster) injectAPIServerFault(_ context.Context, f fault.Fault) error {
 	if err := c.canInjectAPIServer(f); err != nil {
 		return err
 	}
-	who := "every component's"
-	if f.Component != "" {
-		who = f.Component + "'s"
-	}
-	entry := trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(f.Kind), Object: apiServerActor}
-	ended := func(what string) func() {
-		return func() {
-			c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(f.Kind) + " ended", Object: apiServerActor, Detail: what})
-		}
+	begins, ends, throttled := fault.APIServerStory(f)
+	entry := trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(f.Kind), Object: apiServerActor, Detail: begins}
+	ended := func() {
+		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(f.Kind) + " ended", Object: apiServerActor, Detail: ends})
 	}
 	switch f.Kind {
 	case fault.APIServerDown:
 		if c.api.Down() {
 			return fmt.Errorf("the API server is already down")
 		}
-		entry.Detail = fmt.Sprintf("stopped for %s: every component's requests are refused (connection refused) and its watches end", f.API.Duration)
 		c.rec.Add(entry)
 		c.api.SetDown(true)
 		// A reflector whose list missed nothing and changed nothing told
@@ -82,25 +76,16 @@ func (c *Cluster) injectAPIServerFault(_ context.Context, f fault.Fault) error {
 				c.rec.Add(describeRelist(r))
 			}
 		})
-		back := ended("the API server is back; the reflectors list again after their backoff")
-		c.loop.After(f.API.Duration, func() { c.api.SetDown(false); back() })
+		c.loop.After(f.API.Duration, func() { c.api.SetDown(false); ended() })
 	case fault.APISlowWrites:
-		entry.Detail = fmt.Sprintf("%s writes take %s longer, for %s", who, f.API.Latency, f.API.Duration)
 		c.rec.Add(entry)
 		c.api.SlowWrites(f.Component, f.API.Latency)
-		done := ended("writes are answered at once again")
-		c.loop.After(f.API.Duration, func() { c.api.SlowWrites(f.Component, 0); done() })
+		c.loop.After(f.API.Duration, func() { c.api.SlowWrites(f.Component, 0); ended() })
 	case fault.APIThrottle:
-		n, what := f.Times, fmt.Sprintf("%s next %d requests", who, f.Times)
-		if n == 0 {
-			n, what = -1, fmt.Sprintf("%s requests for %s", who, f.API.Duration)
-		}
-		entry.Detail = fmt.Sprintf("%s get 429 TooManyRequests, Retry-After %s", what, f.API.RetryAfter)
 		c.rec.Add(entry)
-		c.api.Throttle(f.Component, n, f.API.RetryAfter)
-		if f.Times == 0 {
-			done := ended("requests are served again")
-			c.loop.After(f.API.Duration, func() { c.api.Throttle(f.Component, 0, 0); done() })
+		c.api.Throttle(f.Component, throttled, f.API.RetryAfter)
+		if ends != "" {
+			c.loop.After(f.API.Duration, func() { c.api.Throttle(f.Component, 0, 0); ended() })
 		}
 	default:
 		return fault.Unsupported(f.Kind, backendName, "it is not an API server fault")
