@@ -198,7 +198,9 @@ func (c *Cluster) CSICalls() []trace.Entry { return c.rec.Filter(trace.CSI) }
 // RefuseManifest is what the simulated cluster would refuse of an object
 // a scenario applies (package unmodelled), for the scenario to refuse
 // before it runs (scenarios.ManifestRefuser).
-func (c *Cluster) RefuseManifest(obj map[string]any) field.ErrorList { return unmodelled.Errors(obj, nil) }
+func (c *Cluster) RefuseManifest(obj map[string]any) field.ErrorList {
+	return unmodelled.Errors(obj, nil)
+}
 
 // Recorder is the cluster's timeline.
 func (c *Cluster) Recorder() *trace.Recorder { return c.rec }

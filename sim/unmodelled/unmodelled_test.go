@@ -35,7 +35,7 @@ const container = `  containers:
 // refusedCases: each refused field, and the path it is refused at.
 var refusedCases = []struct {
 	name, manifest, path string
-	needs            Backend
+	needs                Backend
 }{
 	{"preStop hook", pod(container + "      lifecycle: {preStop: {exec: {command: [sleep, '5']}}}\n"), "spec.containers[0].lifecycle", RealNodes},
 	{"init container postStart", pod(container + "  initContainers:\n    - name: init\n      lifecycle: {postStart: {exec: {command: [true]}}}\n"),
@@ -210,7 +210,7 @@ spec:
   template: {spec: {containers: [{name: web, image: nginx}]}}
   volumeClaimTemplates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce]}}]
 `,
-		"a Deployment with Recreate": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {strategy: {type: Recreate}, progressDeadlineSeconds: 60, paused: false, revisionHistoryLimit: 1}\n",
+		"a Deployment with Recreate":    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {strategy: {type: Recreate}, progressDeadlineSeconds: 60, paused: false, revisionHistoryLimit: 1}\n",
 		"a static NFS volume, Retain":   "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\nspec: {nfs: {server: s, path: /}, persistentVolumeReclaimPolicy: Retain}\n",
 		"a host path volume, Delete":    "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\nspec: {hostPath: {path: /tmp/x}, persistentVolumeReclaimPolicy: Delete}\n",
 		"a CSIDriver with seLinuxMount": "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: d}\nspec: {seLinuxMount: true, attachRequired: false}\n",
