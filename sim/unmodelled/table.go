@@ -1,9 +1,6 @@
 package unmodelled
 
-import (
-	"slices"
-	"strings"
-)
+import "strings"
 
 // Row is one field csisim does not model.
 type Row struct {
@@ -42,27 +39,6 @@ type Kind struct {
 	Group, Version, Kind string
 	Changes, Why         string
 	Needs                Backend
-}
-
-// prefixes are where the row's path starts in an object of that kind:
-// none when the kind does not hold the field.
-func (r *Row) prefixes(group, kind string) []string {
-	if r.PodSpec {
-		for _, p := range podSpecs {
-			if p.group == group && p.kind == kind {
-				return []string{p.prefix}
-			}
-		}
-		return nil
-	}
-	gk := kind
-	if group != "" {
-		gk = group + "/" + kind
-	}
-	if slices.Contains(r.Kinds, gk) {
-		return []string{""}
-	}
-	return nil
 }
 
 func (r *Row) isRefused(v any, container map[string]any) bool {

@@ -17,13 +17,17 @@ func CheckObject(gvk schema.GroupVersionKind, obj, old runtime.Object) field.Err
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
-	var o map[string]any
+	var before func() map[string]any
 	if old != nil {
-		if o, err = toMap(gvk, old); err != nil {
-			return field.ErrorList{field.InternalError(nil, err)}
+		before = func() map[string]any {
+			o, err := toMap(gvk, old)
+			if err != nil {
+				return nil // judged as new: nothing is taken as unchanged
+			}
+			return o
 		}
 	}
-	return Errors(u, o)
+	return errorList(check(u, before))
 }
 
 func toMap(gvk schema.GroupVersionKind, obj runtime.Object) (map[string]any, error) {
@@ -37,13 +41,8 @@ func toMap(gvk schema.GroupVersionKind, obj runtime.Object) (map[string]any, err
 
 // covered: the table has a row for objects of the kind.
 func covered(group, kind string) bool {
-	for _, p := range podSpecs {
-		if p.group == group && p.kind == kind {
-			return true
-		}
-	}
-	for i := range Fields {
-		if len(Fields[i].prefixes(group, kind)) > 0 {
+	for _, p := range patterns {
+		if _, ok := p[group+"/"+kind]; ok {
 			return true
 		}
 	}

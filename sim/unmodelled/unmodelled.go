@@ -72,6 +72,16 @@ type Refusal struct {
 // order. old is the object before an update (nil on create): a field the
 // update leaves as it was is not refused again.
 func Check(obj, old map[string]any) []Refusal {
+	var before func() map[string]any
+	if old != nil {
+		before = func() map[string]any { return old }
+	}
+	return check(obj, before)
+}
+
+// check is Check with the object before an update made only when it is
+// needed (most updates change no refused field): before is nil on create.
+func check(obj map[string]any, before func() map[string]any) []Refusal {
 	group, kind := groupKind(obj)
 	var out []Refusal
 	for _, k := range Kinds {
@@ -80,38 +90,74 @@ func Check(obj, old map[string]any) []Refusal {
 				Message: message("kind "+kind, k.Changes, k.Needs)})
 		}
 	}
+	var old map[string]any
 	for i := range Fields {
 		r := &Fields[i]
-		if r.update != nil && (old == nil || !r.update(obj, old)) {
+		pattern, ok := patterns[i][group+"/"+kind]
+		if !ok {
 			continue
 		}
-		for _, prefix := range r.prefixes(group, kind) {
-			for _, f := range find(obj, parsePath(joinPath(prefix, r.Path)), r.isRefused) {
-				if old != nil && r.update == nil && unchanged(old, f) {
+		if r.update != nil {
+			if before == nil {
+				continue
+			}
+			if old == nil {
+				old = before()
+			}
+			if !r.update(obj, old) {
+				continue
+			}
+		}
+		for _, f := range find(obj, pattern, r.isRefused) {
+			if before != nil && r.update == nil {
+				if old == nil {
+					old = before()
+				}
+				if unchanged(old, f) {
 					continue
 				}
-				out = append(out, f.refusal(r))
 			}
+			out = append(out, f.refusal(r))
 		}
 	}
 	return out
 }
 
+// patterns are the rows' paths, parsed, by row and by the group/kind of
+// the objects that hold them.
+var patterns = func() []map[string][]segment {
+	out := make([]map[string][]segment, len(Fields))
+	for i := range Fields {
+		r := &Fields[i]
+		out[i] = map[string][]segment{}
+		if r.PodSpec {
+			for _, p := range podSpecs {
+				out[i][p.group+"/"+p.kind] = parsePath(p.prefix + "." + r.Path)
+			}
+			continue
+		}
+		for _, gk := range r.Kinds {
+			if !strings.Contains(gk, "/") {
+				gk = "/" + gk // the core group
+			}
+			out[i][gk] = parsePath(r.Path)
+		}
+	}
+	return out
+}()
+
 // Errors is Check as a field.ErrorList (Forbidden, Detail the message),
 // as the API server and the scenario loader take it.
 func Errors(obj, old map[string]any) field.ErrorList {
+	return errorList(Check(obj, old))
+}
+
+func errorList(refusals []Refusal) field.ErrorList {
 	var errs field.ErrorList
-	for _, r := range Check(obj, old) {
+	for _, r := range refusals {
 		errs = append(errs, &field.Error{Type: field.ErrorTypeForbidden, Field: r.Path, BadValue: field.OmitValueType{}, Detail: r.Message})
 	}
 	return errs
-}
-
-func joinPath(prefix, path string) string {
-	if prefix == "" {
-		return path
-	}
-	return prefix + "." + path
 }
 
 func message(path, changes string, needs Backend) string {
