@@ -65,7 +65,10 @@ type Refusal struct {
 	// Message is "csisim does not model <path> (it would change
 	// <what>); use <backend>".
 	Message string
-	keys    []any // Path as map keys (string) and list indexes (int)
+	// Needs is what acts on the field: a real kubelet (RealNodes), or
+	// the real control plane (RealControlPlane).
+	Needs Backend
+	keys  []any // Path as map keys (string) and list indexes (int)
 }
 
 // Check returns the fields of obj that csisim does not model, in table
@@ -86,7 +89,7 @@ func check(obj map[string]any, before func() map[string]any) []Refusal {
 	var out []Refusal
 	for _, k := range Kinds {
 		if k.Group == group && k.Kind == kind {
-			out = append(out, Refusal{Path: "kind", keys: []any{"kind"},
+			out = append(out, Refusal{Path: "kind", keys: []any{"kind"}, Needs: k.Needs,
 				Message: message("kind "+kind, k.Changes, k.Needs)})
 		}
 	}
@@ -152,6 +155,19 @@ func Errors(obj, old map[string]any) field.ErrorList {
 	return errorList(Check(obj, old))
 }
 
+// NodeErrors is Errors for a cluster whose control plane is real and
+// whose kubelets (some of them) are csisim's: only the fields a real
+// kubelet acts on (RealNodes).
+func NodeErrors(obj map[string]any) field.ErrorList {
+	var onNodes []Refusal
+	for _, r := range Check(obj, nil) {
+		if r.Needs == RealNodes {
+			onNodes = append(onNodes, r)
+		}
+	}
+	return errorList(onNodes)
+}
+
 func errorList(refusals []Refusal) field.ErrorList {
 	var errs field.ErrorList
 	for _, r := range refusals {
@@ -198,7 +214,7 @@ func (f found) path() string {
 
 func (f found) refusal(r *Row) Refusal {
 	p := f.path()
-	return Refusal{Path: p, keys: f.keys, Message: message(p, r.Changes, r.Needs)}
+	return Refusal{Path: p, keys: f.keys, Needs: r.Needs, Message: message(p, r.Changes, r.Needs)}
 }
 
 // segment is one step of a path pattern: a field (or one of several,

@@ -305,3 +305,16 @@ func BenchmarkCheckObject(b *testing.B) {
 		}
 	}
 }
+
+// TestNodeErrors: with the real control plane and csisim's kubelets, only
+// what a real kubelet acts on is refused.
+func TestNodeErrors(t *testing.T) {
+	obj := object(t, pod(container+"      lifecycle: {preStop: {exec: {command: [sleep, '5']}}}\n  schedulingGates: [{name: g}]\n"))
+	if got := Check(obj, nil); len(got) != 2 {
+		t.Fatalf("Check: %+v, want the hook and the gate", got)
+	}
+	errs := NodeErrors(obj)
+	if len(errs) != 1 || errs[0].Field != "spec.containers[0].lifecycle" {
+		t.Errorf("NodeErrors: %v, want the hook only", errs)
+	}
+}
