@@ -46,8 +46,8 @@ type Controller struct {
 	// claimVersions and volumeVersions are the newest versions the binder
 	// knows of each claim and volume (versions.go).
 	claimVersions, volumeVersions newest
-	claimQ                controller.Queue
-	volumeQ               controller.Queue
+	claimQ                        controller.Queue
+	volumeQ                       controller.Queue
 	// The protection controllers' queues.
 	claimProtQ  controller.Queue
 	volumeProtQ controller.Queue
