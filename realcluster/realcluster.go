@@ -44,9 +44,9 @@ import (
 	"github.com/csisim/csisim/realnodes"
 	"github.com/csisim/csisim/runroot"
 	"github.com/csisim/csisim/sim/controller"
-	"github.com/csisim/csisim/sim/unmodelled"
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/kubelet"
+	"github.com/csisim/csisim/sim/unmodelled"
 	"github.com/csisim/csisim/trace"
 )
 
