@@ -55,6 +55,9 @@ type Cluster struct {
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 	closed     bool
+	// refusals is the API server's admission step of what the cluster
+	// does not act on (refuse.go).
+	refusals *refusals
 
 	// notes are suspicions about the driver's set-up found at the start,
 	// for Hints (driverchecks.go); controllerTopology is the topology a
@@ -76,7 +79,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	c = &Cluster{cfg: cfg, root: root, cancel: cancel, nodes: map[string]*nodeParts{}}
+	c = &Cluster{cfg: cfg, root: root, cancel: cancel, nodes: map[string]*nodeParts{}, refusals: &refusals{daemonSets: cfg.DaemonSets}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Close())
@@ -101,7 +104,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return c, err
 	}
 	if cfg.Deploy != nil {
-		if err := c.applyDeploy(ctx); err != nil {
+		if err := c.refusals.applying(func() error { return c.applyDeploy(ctx) }); err != nil {
 			return c, err
 		}
 		if err := c.startPluginWatcher(); err != nil {
@@ -148,8 +151,8 @@ func (c *Cluster) startLoop() {
 		},
 		Harness: []string{harnessActor},
 		// What the simulated components do not act on is refused, not
-		// ignored (package unmodelled).
-		Refuse: unmodelled.CheckObject})
+		// ignored (package unmodelled; refuse.go).
+		Refuse: c.refusals.check})
 	c.loop = loop.New(c.api, c.clock, c.cfg.Seed)
 	c.rt = controller.Runtime{
 		Clock:               c.clock,
@@ -209,7 +212,7 @@ func (c *Cluster) CSICalls() []trace.Entry { return c.rec.Filter(trace.CSI) }
 // a scenario applies (package unmodelled), for the scenario to refuse
 // before it runs (scenarios.ManifestRefuser).
 func (c *Cluster) RefuseManifest(obj map[string]any) field.ErrorList {
-	return unmodelled.Errors(obj, nil)
+	return c.refusals.dropKind(obj, unmodelled.Errors(obj, nil))
 }
 
 // Recorder is the cluster's timeline.

@@ -161,7 +161,7 @@ var inTreeVolumes = []string{"hostPath", "nfs", "iscsi", "fc", "rbd", "cephfs", 
 // those a storage story meets.
 var Kinds = []Kind{
 	{Group: "apps", Version: "v1", Kind: "DaemonSet", Needs: RealControlPlane,
-		Changes: "the pods: the DaemonSet controller makes one on every node that fits", Why: "csisim has no DaemonSet controller"},
+		Changes: "the pods: the DaemonSet controller makes one on every node that fits", Why: "csisim runs its DaemonSet controller only for a driver's deployment (--deploy, cluster.deploy) and in serve"},
 	{Group: "batch", Version: "v1", Kind: "Job", Needs: RealNodes,
 		Changes: "the pods: the Job controller makes them until enough have succeeded", Why: "csisim has no Job controller, and its containers never exit"},
 	{Group: "batch", Version: "v1", Kind: "CronJob", Needs: RealNodes,
