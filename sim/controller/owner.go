@@ -1,6 +1,7 @@
 package controller
 
 import (
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,4 +40,32 @@ func EnqueueControllerHandler(q Queue, kind schema.GroupVersionKind, uid OwnerUI
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
 	}
+}
+
+// Getter gets a namespaced object from a lister by namespace and name, as
+// a workload controller's lister does (ReplicaSets(ns).Get(name)).
+type Getter[T metav1.Object] func(ns, name string) (T, error)
+
+// UID is the OwnerUID of the getter's kind, for EnqueueControllerHandler.
+func (get Getter[T]) UID(ns, name string) (types.UID, error) {
+	obj, err := get(ns, name)
+	if err != nil {
+		return "", err
+	}
+	return obj.GetUID(), nil
+}
+
+// Lookup is the start of a sync, as in k8s.io/sample-controller: the
+// queue key's object from the lister; ok is false, with no error, when
+// it is gone — there is nothing left to do for it.
+func (get Getter[T]) Lookup(key string) (obj T, ok bool, err error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return obj, false, err
+	}
+	obj, err = get(ns, name)
+	if apierrors.IsNotFound(err) {
+		return obj, false, nil
+	}
+	return obj, err == nil, err
 }

@@ -27,7 +27,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -97,8 +96,8 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
 	c.sets, c.revisions, c.pods, c.nodes = sets.Lister(), revisions.Lister(), pods.Lister(), nodes.Lister()
 	_, _ = sets.Informer().AddEventHandler(controller.EnqueueHandler(c.queue))
-	_, _ = revisions.Informer().AddEventHandler(controller.EnqueueControllerHandler(c.queue, dsKind, c.setUID))
-	_, _ = pods.Informer().AddEventHandler(controller.EnqueueControllerHandler(c.queue, dsKind, c.setUID))
+	_, _ = revisions.Informer().AddEventHandler(controller.EnqueueControllerHandler(c.queue, dsKind, controller.Getter[*appsv1.DaemonSet](c.get).UID))
+	_, _ = pods.Informer().AddEventHandler(controller.EnqueueControllerHandler(c.queue, dsKind, controller.Getter[*appsv1.DaemonSet](c.get).UID))
 	_, _ = nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.nodeChanged(nil, obj) },
 		UpdateFunc: c.nodeChanged,
@@ -106,13 +105,9 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	return c
 }
 
-// setUID is the UID of the DaemonSet ns/name, for the pod handler.
-func (c *Controller) setUID(ns, name string) (types.UID, error) {
-	ds, err := c.sets.DaemonSets(ns).Get(name)
-	if err != nil {
-		return "", err
-	}
-	return ds.UID, nil
+// get is the DaemonSet ns/name from the lister (controller.Getter).
+func (c *Controller) get(ns, name string) (*appsv1.DaemonSet, error) {
+	return c.sets.DaemonSets(ns).Get(name)
 }
 
 // nodeChanged queues the DaemonSets whose placement the node's change
@@ -158,15 +153,8 @@ func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
 // sync is syncDaemonSet: the revision of the template, the pods each node
 // should have, the rolling update, then the status.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return err
-	}
-	cached, err := c.sets.DaemonSets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	cached, ok, err := controller.Getter[*appsv1.DaemonSet](c.get).Lookup(key)
+	if !ok {
 		return err
 	}
 	ds := cached.DeepCopy()

@@ -27,7 +27,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -95,19 +94,15 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	d, rs, pods := factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods()
 	c.deployments, c.sets, c.pods = d.Lister(), rs.Lister(), pods.Lister()
 	_, _ = d.Informer().AddEventHandler(controller.EnqueueHandler(c.queue))
-	_, _ = rs.Informer().AddEventHandler(controller.EnqueueControllerHandler(c.queue, deploymentKind, c.deploymentUID))
+	_, _ = rs.Informer().AddEventHandler(controller.EnqueueControllerHandler(c.queue, deploymentKind, controller.Getter[*appsv1.Deployment](c.get).UID))
 	// A Recreate deployment waits for its old pods to be gone.
 	_, _ = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.podDeleted})
 	return c
 }
 
-// deploymentUID is the UID of the deployment ns/name, for the handlers.
-func (c *Controller) deploymentUID(ns, name string) (types.UID, error) {
-	d, err := c.deployments.Deployments(ns).Get(name)
-	if err != nil {
-		return "", err
-	}
-	return d.UID, nil
+// get is the Deployment ns/name from the lister (controller.Getter).
+func (c *Controller) get(ns, name string) (*appsv1.Deployment, error) {
+	return c.deployments.Deployments(ns).Get(name)
 }
 
 // podDeleted queues a Recreate deployment whose pod went.
@@ -129,7 +124,7 @@ func (c *Controller) podDeleted(obj any) {
 		return
 	}
 	if d, err := c.deployments.Deployments(pod.Namespace).Get(dref.Name); err == nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		controller.EnqueueController(c.queue, pod.Namespace, dref, deploymentKind, c.deploymentUID)
+		controller.EnqueueController(c.queue, pod.Namespace, dref, deploymentKind, controller.Getter[*appsv1.Deployment](c.get).UID)
 	}
 }
 
@@ -145,15 +140,8 @@ func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return err
-	}
-	cached, err := c.deployments.Deployments(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	cached, ok, err := controller.Getter[*appsv1.Deployment](c.get).Lookup(key)
+	if !ok {
 		return err
 	}
 	d := cached.DeepCopy()

@@ -23,12 +23,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/csisim/csisim/sim/controller"
@@ -64,17 +62,13 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	sets, pods := factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods()
 	c.sets, c.pods = sets.Lister(), pods.Lister()
 	_, _ = sets.Informer().AddEventHandler(controller.EnqueueHandler(c.queue))
-	_, _ = pods.Informer().AddEventHandler(controller.EnqueueControllerHandler(c.queue, rsKind, c.setUID))
+	_, _ = pods.Informer().AddEventHandler(controller.EnqueueControllerHandler(c.queue, rsKind, controller.Getter[*appsv1.ReplicaSet](c.get).UID))
 	return c
 }
 
-// setUID is the UID of the ReplicaSet ns/name, for the pod handler.
-func (c *Controller) setUID(ns, name string) (types.UID, error) {
-	rs, err := c.sets.ReplicaSets(ns).Get(name)
-	if err != nil {
-		return "", err
-	}
-	return rs.UID, nil
+// get is the ReplicaSet ns/name from the lister (controller.Getter).
+func (c *Controller) get(ns, name string) (*appsv1.ReplicaSet, error) {
+	return c.sets.ReplicaSets(ns).Get(name)
 }
 
 // Workers is the controller's queue and sync function.
@@ -89,19 +83,12 @@ func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return err
-	}
-	cached, err := c.sets.ReplicaSets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	cached, ok, err := controller.Getter[*appsv1.ReplicaSet](c.get).Lookup(key)
+	if !ok {
 		return err
 	}
 	rs := cached.DeepCopy()
-	all, err := c.pods.Pods(ns).List(labels.Everything())
+	all, err := c.pods.Pods(rs.Namespace).List(labels.Everything())
 	if err != nil {
 		return err
 	}

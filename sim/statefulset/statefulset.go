@@ -25,12 +25,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/csisim/csisim/sim/controller"
@@ -61,17 +59,13 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	c.claims = factory.Core().V1().PersistentVolumeClaims().Lister()
 	c.revisions = factory.Apps().V1().ControllerRevisions().Lister()
 	_, _ = sets.Informer().AddEventHandler(controller.EnqueueHandler(c.queue))
-	_, _ = pods.Informer().AddEventHandler(controller.EnqueueControllerHandler(c.queue, setKind, c.setUID))
+	_, _ = pods.Informer().AddEventHandler(controller.EnqueueControllerHandler(c.queue, setKind, controller.Getter[*appsv1.StatefulSet](c.get).UID))
 	return c
 }
 
-// setUID is the UID of the set ns/name, for the pod handler.
-func (c *Controller) setUID(ns, name string) (types.UID, error) {
-	set, err := c.sets.StatefulSets(ns).Get(name)
-	if err != nil {
-		return "", err
-	}
-	return set.UID, nil
+// get is the StatefulSet ns/name from the lister (controller.Getter).
+func (c *Controller) get(ns, name string) (*appsv1.StatefulSet, error) {
+	return c.sets.StatefulSets(ns).Get(name)
 }
 
 // Workers is the controller's queue and sync function.
@@ -86,15 +80,8 @@ func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return err
-	}
-	cached, err := c.sets.StatefulSets(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	cached, ok, err := controller.Getter[*appsv1.StatefulSet](c.get).Lookup(key)
+	if !ok {
 		return err
 	}
 	set := cached.DeepCopy()
