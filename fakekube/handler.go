@@ -170,10 +170,8 @@ func isNamespaceSubresource(gv schema.GroupVersion, sub string) bool {
 // without its "system:serviceaccount:kube-system:"), else its first word
 // ("kubectl/v1.32.4 (linux/amd64) …": kubectl; "scenario").
 func actorOf(userAgent string) string {
-	if _, tail, ok := strings.Cut(userAgent, ") kubernetes/"); ok {
-		if _, appended, ok := strings.Cut(tail, "/"); ok && appended != "" {
-			return strings.TrimPrefix(appended, "system:serviceaccount:kube-system:")
-		}
+	if name := AppendedName(userAgent); name != "" {
+		return name
 	}
 	if i := strings.IndexAny(userAgent, "/ "); i > 0 {
 		return userAgent[:i]
@@ -182,6 +180,18 @@ func actorOf(userAgent string) string {
 		return "unknown"
 	}
 	return userAgent
+}
+
+// AppendedName is the name client-go's AddUserAgent appended to a user
+// agent of client-go's form, without a service account's
+// "system:serviceaccount:kube-system:"; "" if there is none.
+func AppendedName(userAgent string) string {
+	_, tail, ok := strings.Cut(userAgent, ") kubernetes/")
+	if !ok {
+		return ""
+	}
+	_, appended, _ := strings.Cut(tail, "/")
+	return strings.TrimPrefix(appended, "system:serviceaccount:kube-system:")
 }
 
 // UserAgent is the user agent of a client of the binary named binary
