@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -35,22 +34,13 @@ func entries(m metav1.Object) []string {
 	return out
 }
 
-func clientAs(t *testing.T, srv *Server, userAgent string) kubernetes.Interface {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(srv.RESTConfig(userAgent))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
-
 func TestManagedFieldsOfWrites(t *testing.T) {
 	ctx := context.Background()
 	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(start)
 	srv := New(Options{Seed: 1, Clock: clk})
-	user := clientAs(t, srv, "scenario")
-	kcm := clientAs(t, srv, kcmAgent).CoreV1().PersistentVolumeClaims("default")
+	user := client(t, srv, "scenario")
+	kcm := client(t, srv, kcmAgent).CoreV1().PersistentVolumeClaims("default")
 
 	pvc, err := user.CoreV1().PersistentVolumeClaims("default").Create(ctx, testPVC("data"), metav1.CreateOptions{})
 	if err != nil {
@@ -60,7 +50,7 @@ func TestManagedFieldsOfWrites(t *testing.T) {
 	if got := entries(pvc); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("after create: %q, want %q", got, want)
 	}
-	if fields := string(pvc.ManagedFields[0].FieldsV1.Raw); !strings.Contains(fields, `"f:spec":{"f:accessModes":{}`) {
+	if fields := pvc.ManagedFields[0].FieldsV1.GetRawString(); !strings.Contains(fields, `"f:spec":{"f:accessModes":{}`) {
 		t.Errorf("the creator's fields: %s, want spec.accessModes among them", fields)
 	}
 
@@ -101,7 +91,7 @@ func TestManagedFieldsOfWrites(t *testing.T) {
 	}
 
 	// A merge patch from a user agent of the kubelet's form.
-	kubelet := clientAs(t, srv, "kubelet/v1.37.2 (linux/amd64) kubernetes/abcdef0")
+	kubelet := client(t, srv, "kubelet/v1.37.2 (linux/amd64) kubernetes/abcdef0")
 	clk.Step(time.Second)
 	pvc, err = kubelet.CoreV1().PersistentVolumeClaims("default").Patch(ctx, "data", types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"a":"b"}}}`), metav1.PatchOptions{})
@@ -115,7 +105,7 @@ func TestManagedFieldsOfWrites(t *testing.T) {
 
 func TestWriteParamsRefused(t *testing.T) {
 	ctx := context.Background()
-	srv, cs := newClient(t)
+	_, cs := newClient(t)
 	pvcs := cs.CoreV1().PersistentVolumeClaims("default")
 	_, err := pvcs.Create(ctx, testPVC("data"), metav1.CreateOptions{FieldManager: strings.Repeat("x", 129)})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "CreateOptions.meta.k8s.io") ||
@@ -135,7 +125,6 @@ func TestWriteParamsRefused(t *testing.T) {
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "fieldManager: Required value: is required for apply patch") {
 		t.Fatalf("an apply without fieldManager: %v, want 422", err)
 	}
-	_ = srv
 }
 
 const appliedConfigMap = `apiVersion: v1
@@ -150,7 +139,7 @@ func TestServerSideApply(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	srv := New(Options{Seed: 1, Clock: clk})
-	cms := clientAs(t, srv, "scenario").CoreV1().ConfigMaps("default")
+	cms := client(t, srv, "scenario").CoreV1().ConfigMaps("default")
 	apply := func(manager, mode string, force bool) (*corev1.ConfigMap, error) {
 		return cms.Patch(ctx, "settings", types.ApplyYAMLPatchType, []byte(strings.ReplaceAll(appliedConfigMap, "%s", mode)),
 			metav1.PatchOptions{FieldManager: manager, Force: &force})
@@ -222,7 +211,7 @@ func TestManagedFieldsDeterministic(t *testing.T) {
 	run := func() string {
 		clk := clocktesting.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 		srv := New(Options{Seed: 1, Clock: clk})
-		pvcs := clientAs(t, srv, kcmAgent).CoreV1().PersistentVolumeClaims("default")
+		pvcs := client(t, srv, kcmAgent).CoreV1().PersistentVolumeClaims("default")
 		pvc, err := pvcs.Create(context.Background(), testPVC("data"), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
