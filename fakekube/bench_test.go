@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -244,5 +245,21 @@ func BenchmarkWatchDelivery(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTypeConverter is what a process pays once, at its first write,
+// for the field manager's type converter: the OpenAPI schemas of every
+// served kind, made into structured-merge-diff types.
+func BenchmarkTypeConverter(b *testing.B) {
+	reg := newRegistry(defaultResources())
+	for b.Loop() {
+		schemas, err := openAPIModelSchemas(reg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := managedfields.NewTypeConverter(schemas, false); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
