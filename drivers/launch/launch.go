@@ -374,7 +374,7 @@ func (p *Process) Stop(grace time.Duration) error {
 	defer timer.Stop()
 	select {
 	case <-p.exited:
-		return nil
+		return p.endGroup()
 	case <-timer.C:
 	}
 	p.out.note(fmt.Sprintf("still running %s after SIGTERM; sending SIGKILL", grace))
@@ -400,9 +400,33 @@ func (p *Process) Kill() error {
 	}
 	select {
 	case <-p.exited:
-		return nil
+		return p.endGroup()
 	case <-time.After(killWait):
 		return fmt.Errorf("kill driver %s (pid %d): not reaped %s after SIGKILL", p.name, p.PID(), killWait)
+	}
+}
+
+// endGroup, once the driver is reaped, kills what is left of its process
+// group — a mount or mkfs it had forked, say, which outlives it by a few
+// milliseconds after a SIGKILL or goes on after the driver left on
+// SIGTERM — and waits until the group is empty, as a container runtime
+// ends every process of a stopped container: a run that is over leaves
+// no process of its driver behind, not even one about to die. (The
+// group keeps its ID while it has members, so the ID names no stranger.)
+func (p *Process) endGroup() error {
+	deadline := time.Now().Add(killWait)
+	for {
+		err := unix.Kill(-p.PID(), unix.SIGKILL)
+		if errors.Is(err, unix.ESRCH) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("kill what driver %s left (process group %d): %w", p.name, p.PID(), err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("driver %s: its process group %d still has processes %s after SIGKILL", p.name, p.PID(), killWait)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

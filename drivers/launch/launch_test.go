@@ -296,6 +296,41 @@ func TestStopEscalatesToKill(t *testing.T) {
 	}
 }
 
+// TestStopAndKillEndTheWholeGroup: what the driver forked goes with it,
+// and is gone when Stop or Kill returns — a helper left running when the
+// driver leaves on SIGTERM as well as one that dies a moment after the
+// driver on SIGKILL.
+func TestStopAndKillEndTheWholeGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// The driver forks a child that outlives it unless killed.
+		script string
+		end    func(*Process) error
+	}{
+		{"Stop, the driver leaving on SIGTERM", `sleep 30 & trap "exit 0" TERM; echo up; while :; do sleep 0.05; done`,
+			func(p *Process) error { return p.Stop(5 * time.Second) }},
+		{"Kill", `sleep 30 & echo up; exec sleep 30`, (*Process).Kill},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRoot(t)
+			var log syncBuffer
+			p, err := Start(context.Background(), "forker", Template{Path: "/bin/sh", Args: []string{"-c", tc.script}}, varsIn(r, "n"), &log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for !strings.Contains(log.String(), "up") {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := tc.end(p); err != nil {
+				t.Fatal(err)
+			}
+			if groupAlive(t, p.PID()) {
+				t.Errorf("process group %d still has processes when %s returned", p.PID(), tc.name)
+			}
+		})
+	}
+}
+
 func TestKillAndContextEnd(t *testing.T) {
 	r := newRoot(t)
 	sleeper := Template{Path: "/bin/sleep", Args: []string{"30"}}

@@ -316,8 +316,8 @@ func (c *Cluster) deps(s *componentSpec, key string, p *process) (controller.Dep
 // restartComponent stops the component the table names name (a sidecar
 // of driver d) and starts it again from its row, as a restarted
 // container: it loses what it kept in memory, its informers are made and
-// filled anew, and a sidecar asks its driver again; one that fails its
-// check then stays stopped.
+// filled anew, and a sidecar asks its driver again — once the driver is
+// up; one that fails its check then stays stopped.
 func (c *Cluster) restartComponent(name string, d *driver) error {
 	s := spec(name)
 	if s == nil || slices.Contains(c.cfg.Without, name) || d.extra() && s.needs&driverConn == 0 {
@@ -334,6 +334,17 @@ func (c *Cluster) restartComponent(name string, d *driver) error {
 		for _, pl := range c.allPlugins() {
 			pl.proxy.InterruptParkedOf(o.id)
 		}
+	}
+	if s.needs&driverConn != 0 && d.controllerDown() {
+		// A real sidecar starts by connecting to the driver's socket and
+		// waits there as long as it takes (csi-lib-utils'
+		// connection.Connect retries, logging "Still connecting"; the
+		// sidecars then probe until the driver is ready): this one starts
+		// when the plugin is back (startConnecting).
+		if !slices.Contains(d.connecting, name) {
+			d.connecting = append(d.connecting, name)
+		}
+		return nil
 	}
 	p := &process{name: name}
 	if slices.Contains(namedByDriver, name) {

@@ -80,6 +80,57 @@ func TestRestartComponent(t *testing.T) {
 	}
 }
 
+// TestSidecarRestartedWhileDriverIsDownWaits restarts the
+// external-provisioner while the controller plugin is dead: as a real sidecar waits to connect
+// to the driver's socket, it does not start (and fails no check) until the
+// plugin is back, and then asks the driver as at any start. Nemesis seed 57
+// of basic-lifecycle failed on this before.
+func TestSidecarRestartedWhileDriverIsDownWaits(t *testing.T) {
+	ctx := context.Background()
+	c, err := Start(ctx, Config{Mock: true, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const name = "external-provisioner"
+	key := c.componentKey(name, c.driver)
+	asked := func() int {
+		n := 0
+		for _, e := range c.CSICalls() {
+			if e.Actor == name && e.Verb == "GetPluginInfo" && e.Err == "" {
+				n++
+			}
+		}
+		return n
+	}
+	before := asked()
+	pl := c.driver.controllerPlugin()
+	if err := c.crashPlugin(pl); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.restartComponent(name, c.driver); err != nil {
+		t.Fatalf("restarting %s while the driver is down: %v", name, err)
+	}
+	if c.components.isRunning(key) {
+		t.Errorf("%s runs while the driver it connects to is down", name)
+	}
+	if !slices.Equal(c.driver.connecting, []string{name}) {
+		t.Errorf("waiting to connect: %v, want [%s]", c.driver.connecting, name)
+	}
+	if err := c.canRestartSidecar(fault.Fault{Kind: fault.SidecarRestart, Component: name}); err != nil {
+		t.Errorf("a sidecar waiting to connect cannot be restarted again: %v", err)
+	}
+	if err := c.restartPlugin(ctx, pl, false); err != nil {
+		t.Fatal(err)
+	}
+	if !c.components.isRunning(key) || len(c.driver.connecting) != 0 {
+		t.Errorf("%s did not start once the driver was back (waiting: %v)", name, c.driver.connecting)
+	}
+	if got := asked(); got != before+1 {
+		t.Errorf("the %s asked the driver's name %d times, want %d: at start and once the driver was back", name, got, before+1)
+	}
+}
+
 // TestWithoutLeavesRowsOut starts a cluster without two sidecars, as
 // csisim serve --without does for real ones to take their place: their
 // rows do not start and their checks do not ask the driver, while the

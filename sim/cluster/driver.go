@@ -46,6 +46,10 @@ type driver struct {
 	// crashMidCall kills a plugin's driver and starts it again, for its
 	// proxy's crash rules (driver-crash-mid-call).
 	crashMidCall func(*plugin) error
+	// connecting are the sidecars restarted while the controller plugin
+	// was down, in the order they restarted: each waits to connect, and
+	// starts once the plugin is back (faults_controlplane.go).
+	connecting []string
 }
 
 // start starts one driver plugin — csisim's driver, any driver from a
@@ -328,6 +332,14 @@ func (d *driver) controllerPlugin() *plugin {
 		}
 	}
 	return nil
+}
+
+// controllerDown says whether the controller plugin's driver is dead
+// (driver-crash, or node-plugin-missing of the node plugin hosting it)
+// and nothing started it again.
+func (d *driver) controllerDown() bool {
+	pl := d.controllerPlugin()
+	return pl != nil && (pl.crashed || pl.host != nil && pl.host.crashed)
 }
 
 // nodePlugin is the node's plugin, if it was started.

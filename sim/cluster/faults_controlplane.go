@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -55,7 +56,7 @@ func (c *Cluster) canRestartSidecar(f fault.Fault) error {
 	if err != nil {
 		return err
 	}
-	if !c.components.isRunning(c.componentKey(name, d)) {
+	if !c.components.isRunning(c.componentKey(name, d)) && !slices.Contains(d.connecting, name) {
 		return fault.Unsupported(fault.SidecarRestart, backendName, fmt.Sprintf("%s is not running here (left out: %v, or it exited at start: the driver lacks what it serves)", name, c.cfg.Without))
 	}
 	return nil
@@ -74,4 +75,17 @@ func (c *Cluster) restartSidecar(f fault.Fault) error {
 	key := c.componentKey(f.Component, d)
 	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(fault.SidecarRestart), Object: key})
 	return c.restartComponent(f.Component, d)
+}
+
+// startConnecting starts the sidecars of d that were restarted while its
+// controller plugin was down, now that it is back, in the order they
+// restarted.
+func (c *Cluster) startConnecting(d *driver) error {
+	waiting := d.connecting
+	d.connecting = nil
+	var errs []error
+	for _, name := range waiting {
+		errs = append(errs, c.restartComponent(name, d))
+	}
+	return errors.Join(errs...)
 }

@@ -213,6 +213,11 @@ func (c *Cluster) restartPlugin(ctx context.Context, pl *plugin, loseState bool)
 	if err := c.relaunch(ctx, pl, loseState); err != nil {
 		return err
 	}
+	if d := pl.drv; len(d.connecting) > 0 && !d.controllerDown() {
+		if err := c.startConnecting(d); err != nil {
+			return err
+		}
+	}
 	if pl.host != nil {
 		pl = pl.host
 	}

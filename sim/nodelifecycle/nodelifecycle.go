@@ -31,6 +31,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"k8s.io/kubernetes/pkg/controller/util/consistency"
+
 	"github.com/csisim/csisim/sim/controller"
 )
 
@@ -60,6 +62,11 @@ type Controller struct {
 	// newRecorders makes the event recorders a restarted controller starts
 	// with, which have not seen the events of the ones before.
 	newRecorders func() (events, evictions record.EventRecorder, stop func())
+
+	// leaseStore is the Lease informer's store; leaseVersions the lease
+	// circuit breaker's consistency store over it (leasecheck.go).
+	leaseStore    cache.Store
+	leaseVersions consistency.ConsistencyStore
 
 	mu           sync.Mutex
 	registered   map[string]types.UID // nodes the controller has seen, with their UIDs
@@ -92,8 +99,9 @@ func New(clients Clients, factory informers.SharedInformerFactory, rt controller
 	}, clock: rt.Clock, queue: rt.NewQueue("node-lifecycle"),
 		registered: map[string]types.UID{}, missingSince: map[string]time.Time{}, planned: map[string]string{},
 		nodes: factory.Core().V1().Nodes().Lister(), pods: factory.Core().V1().Pods().Lister(),
-		leases: factory.Coordination().V1().Leases().Lister()}
+		leases: factory.Coordination().V1().Leases().Lister(), leaseStore: factory.Coordination().V1().Leases().Informer().GetStore()}
 	c.events, c.evictions, c.stopRecs = c.newRecorders()
+	c.leaseVersions = c.newLeaseVersions()
 	// Taints and pods change what eviction must do; heartbeats are looked
 	// at every MonitorPeriod, as the real controller does.
 	_, _ = factory.Core().V1().Nodes().Informer().AddEventHandler(controller.EnqueueHandler(c.queue))
@@ -172,8 +180,14 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 	if updated, err := c.taintUnschedulable(ctx, node); err != nil || updated {
 		return err // the update brings the node back
 	}
+	if !c.leasesReady(node) {
+		return nil // judged again at the next monitor period
+	}
 	now := c.clock.Now()
 	if c.lastHeartbeat(node).Add(GracePeriod).Before(now) {
+		if !c.heartbeatReallyLost(ctx, node) {
+			return nil
+		}
 		if err := c.markUnknown(ctx, node); err != nil {
 			return err
 		}
@@ -440,6 +454,7 @@ func (c *Controller) Restart() {
 	defer c.mu.Unlock()
 	c.registered = map[string]types.UID{}
 	c.missingSince = map[string]time.Time{}
+	c.leaseVersions = c.newLeaseVersions()
 	c.stopRecs()
 	c.events, c.evictions, c.stopRecs = c.newRecorders()
 }

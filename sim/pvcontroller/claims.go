@@ -31,10 +31,14 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	}
 	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		c.claimVersions.forget(key)
 		return nil // its volume learns of it through its own sync
 	}
 	if err != nil {
 		return err
+	}
+	if !c.claimVersions.fresh(key, claim.ResourceVersion) {
+		return nil // the informer is behind the binder's own writes
 	}
 	if _, done := claim.Annotations[storagehelpers.AnnBindCompleted]; done {
 		return c.syncBoundClaim(ctx, claim)
@@ -192,6 +196,7 @@ func (c *Controller) bindVolume(ctx context.Context, pv *corev1.PersistentVolume
 	if err != nil {
 		return nil, fmt.Errorf("binding volume %s to claim %s/%s: %w", pv.Name, claim.Namespace, claim.Name, err)
 	}
+	c.volumeVersions.wrote(updated.Name, updated.ResourceVersion)
 	return updated, nil
 }
 
@@ -219,6 +224,7 @@ func (c *Controller) bindClaim(ctx context.Context, claim *corev1.PersistentVolu
 	if err != nil {
 		return nil, fmt.Errorf("binding claim %s/%s to volume %s: %w", claim.Namespace, claim.Name, pv.Name, err)
 	}
+	c.wroteClaim(updated)
 	return updated, nil
 }
 
@@ -263,6 +269,7 @@ func (c *Controller) updateClaimStatus(ctx context.Context, claim *corev1.Persis
 	if err != nil {
 		return nil, fmt.Errorf("setting claim %s/%s phase %s: %w", claim.Namespace, claim.Name, phase, err)
 	}
+	c.wroteClaim(updated)
 	return updated, nil
 }
 
@@ -348,9 +355,11 @@ func (c *Controller) assignDefaultClass(ctx context.Context, claim *corev1.Persi
 	}
 	cl := claim.DeepCopy()
 	cl.Spec.StorageClassName = &def.Name
-	if _, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, cl, metav1.UpdateOptions{}); err != nil {
+	updated, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, cl, metav1.UpdateOptions{})
+	if err != nil {
 		return false, fmt.Errorf("assigning default class %s to claim %s/%s: %w", def.Name, claim.Namespace, claim.Name, err)
 	}
+	c.wroteClaim(updated)
 	return true, nil
 }
 
@@ -381,6 +390,7 @@ func (c *Controller) provision(ctx context.Context, claim *corev1.PersistentVolu
 			c.events.Event(claim, corev1.EventTypeWarning, "ProvisioningFailed", fmt.Sprintf("Error saving claim: %v", err))
 			return fmt.Errorf("handing claim %s/%s to provisioner %s: %w", claim.Namespace, claim.Name, class.Provisioner, err)
 		}
+		c.wroteClaim(updated)
 		claim = updated
 	}
 	c.events.Event(claim, corev1.EventTypeNormal, "ExternalProvisioning", fmt.Sprintf(
@@ -412,4 +422,10 @@ func usesClaim(pod *corev1.Pod, claim *corev1.PersistentVolumeClaim) bool {
 		}
 	}
 	return false
+}
+
+// wroteClaim remembers the version of the claim a write of the binder
+// returned.
+func (c *Controller) wroteClaim(claim *corev1.PersistentVolumeClaim) {
+	c.claimVersions.wrote(claim.Namespace+"/"+claim.Name, claim.ResourceVersion)
 }

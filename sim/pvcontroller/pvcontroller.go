@@ -43,8 +43,11 @@ type Controller struct {
 	// volumeIndex and podIndex are the informers' caches with
 	// volumeutil.VolumesByClaim and volumeutil.PodsByClaim.
 	volumeIndex, podIndex cache.Indexer
-	claimQ                controller.Queue
-	volumeQ               controller.Queue
+	// claimVersions and volumeVersions are the newest versions the binder
+	// knows of each claim and volume (versions.go).
+	claimVersions, volumeVersions newest
+	claimQ                        controller.Queue
+	volumeQ                       controller.Queue
 	// The protection controllers' queues.
 	claimProtQ  controller.Queue
 	volumeProtQ controller.Queue

@@ -20,10 +20,14 @@ import (
 func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	pv, err := c.volumes.Get(name)
 	if apierrors.IsNotFound(err) {
+		c.volumeVersions.forget(name)
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if !c.volumeVersions.fresh(name, pv.ResourceVersion) {
+		return nil // the informer is behind the binder's own writes
 	}
 	ref := pv.Spec.ClaimRef
 	if ref == nil || ref.UID == "" {
@@ -95,6 +99,7 @@ func (c *Controller) unbindVolume(ctx context.Context, pv *corev1.PersistentVolu
 	if err != nil {
 		return fmt.Errorf("unbinding volume %s: %w", pv.Name, err)
 	}
+	c.volumeVersions.wrote(updated.Name, updated.ResourceVersion)
 	_, err = c.setVolumePhase(ctx, updated, corev1.VolumeAvailable, "")
 	return err
 }
@@ -157,6 +162,7 @@ func (c *Controller) setVolumePhase(ctx context.Context, pv *corev1.PersistentVo
 	if err != nil {
 		return nil, fmt.Errorf("setting volume %s phase %s: %w", pv.Name, phase, err)
 	}
+	c.volumeVersions.wrote(updated.Name, updated.ResourceVersion)
 	return updated, nil
 }
 
