@@ -3,10 +3,12 @@ package fakekube
 import (
 	"errors"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -141,11 +143,45 @@ func (s *store) defaultStorageClassLocked() string {
 }
 
 // validateAdmissionLocked runs the validating admission plugins of a
-// default API server that judge updates: PersistentVolumeClaimResize lets
-// a claim's storage request grow only when the claim is bound and its
-// class allows expansion
-// (kubernetes plugin/pkg/admission/storage/persistentvolume/resize/admission.go).
+// default API server that judge updates, then csisim's own
+// (ownAdmissionLocked).
 func (s *store) validateAdmissionLocked(res *resource, name string, obj, old runtime.Object) error {
+	if err := s.validateResizeLocked(res, name, obj, old); err != nil {
+		return err
+	}
+	return s.ownAdmissionLocked(res, obj, old)
+}
+
+// ownAdmissionLocked is csisim's own validating admission step
+// (Options.Refuse): what the simulated cluster would not carry out is
+// refused with 403 Forbidden, the status of an admission plugin's
+// refusal — the object is valid (so not 422 Invalid), the cluster will
+// not act on it. Each field's message says why; they are joined as
+// kube-apiserver joins a plugin's reasons. old is nil on create.
+func (s *store) ownAdmissionLocked(res *resource, obj, old runtime.Object) error {
+	if s.refuse == nil {
+		return nil
+	}
+	errs := s.refuse(res.gvk(), obj, old)
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Detail
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	return apierrors.NewForbidden(res.groupResource(), admissionName(m), errors.New(strings.Join(msgs, "; ")))
+}
+
+// validateResizeLocked is PersistentVolumeClaimResize: it lets a claim's
+// storage request grow only when the claim is bound and its class allows
+// expansion
+// (kubernetes plugin/pkg/admission/storage/persistentvolume/resize/admission.go).
+func (s *store) validateResizeLocked(res *resource, name string, obj, old runtime.Object) error {
 	claim, ok := obj.(*corev1.PersistentVolumeClaim)
 	if !ok {
 		return nil

@@ -16,7 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -72,7 +74,19 @@ type Options struct {
 	// from outside it — a scenario's own client — which the request
 	// faults (SetDown, SlowWrites, Throttle) leave alone.
 	Harness []string
+	// Refuse, if set, is a validating admission step of csisim's own,
+	// after the default plugins', on every create and every update of an
+	// object (not of its status): the fields it returns refuse the write
+	// with 403 Forbidden, as an admission plugin refuses a request the
+	// API accepts but the cluster will not carry out (PodSecurity,
+	// ResourceQuota). old is nil on create. sim/cluster sets it to
+	// unmodelled.CheckObject.
+	Refuse RefuseFunc
 }
+
+// RefuseFunc judges an object being created (old nil) or updated: the
+// fields it returns refuse the write (Options.Refuse).
+type RefuseFunc func(gvk schema.GroupVersionKind, obj, old runtime.Object) field.ErrorList
 
 // Server is one API server: a store and the REST protocol in front of it.
 type Server struct {

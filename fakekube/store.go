@@ -53,6 +53,8 @@ type store struct {
 	onWrite func(Write)
 	// onRefused hears of writes refused by RefuseConflicting.
 	onRefused func(Write, error)
+	// refuse is Options.Refuse (admission.go, ownAdmissionLocked).
+	refuse RefuseFunc
 
 	mu        sync.Mutex
 	rv        uint64
@@ -75,6 +77,7 @@ func newStore(reg *registry, opts Options) *store {
 		rand:      rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 		onWrite:   opts.OnWrite,
 		onRefused: opts.OnRefused,
+		refuse:    opts.Refuse,
 		refusals:  map[string]int{},
 		objects:   map[*resource]map[string]runtime.Object{},
 		history:   history{limit: opts.HistoryLimit},
@@ -244,6 +247,9 @@ func (s *store) createLocked(ctx context.Context, actor, manager string, res *re
 	// asked: an invalid object is Invalid even when its name is taken.
 	obj, err = prepareCreate(ctx, res, namespace, obj, s.now())
 	if err != nil {
+		return nil, err
+	}
+	if err := s.ownAdmissionLocked(res, obj, nil); err != nil {
 		return nil, err
 	}
 	if m, err = meta.Accessor(obj); err != nil {

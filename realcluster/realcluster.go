@@ -30,6 +30,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -46,6 +47,7 @@ import (
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/kubelet"
+	"github.com/csisim/csisim/sim/unmodelled"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -223,6 +225,17 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		}
 	}
 	return c, c.askDriver(ctx, ctrlEndpoint)
+}
+
+// RefuseManifest is what this cluster would not carry out of an object a
+// scenario applies (scenarios.ManifestRefuser): while a node runs csisim's
+// simulated kubelet, the fields only a real kubelet acts on (package
+// unmodelled); the real control plane acts on the rest.
+func (c *Cluster) RefuseManifest(obj map[string]any) field.ErrorList {
+	if len(c.cfg.RealNodes) == len(c.cfg.Nodes) {
+		return nil
+	}
+	return unmodelled.NodeErrors(obj)
 }
 
 // complete fills in the defaults of what is not set, and checks that the

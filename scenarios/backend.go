@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 
 	"github.com/csisim/csisim/drivers/driverinfo"
@@ -72,6 +73,41 @@ type Simulated interface {
 	RunUntil(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error
 	// RunFor runs the simulation for d.
 	RunFor(ctx context.Context, d time.Duration) error
+}
+
+// ManifestRefuser is implemented by backends that do not carry out every
+// field the real cluster acts on (the simulator, package sim/unmodelled):
+// the fields of obj they refuse, each with the message that says why
+// (Detail). The runner asks before a scenario runs, for every object its
+// apply steps hold, and refuses the scenario with each field's file and
+// line, as a load error.
+type ManifestRefuser interface {
+	RefuseManifest(obj map[string]any) field.ErrorList
+}
+
+// refusedManifests is every field of the scenario's manifests that b
+// refuses, as load errors at the field's line; nil when there is none.
+func refusedManifests(all []Step, b Backend) error {
+	r, ok := b.(ManifestRefuser)
+	if !ok {
+		return nil
+	}
+	var errs ParseErrors
+	for _, st := range all {
+		if st.Apply == nil {
+			continue
+		}
+		for _, m := range st.Apply.Objects {
+			for _, e := range r.RefuseManifest(m.Object) {
+				errs = append(errs, &ParseError{File: m.File, Line: m.FieldLine(e.Field), Step: st.Index, Action: "apply",
+					Msg: m.Describe() + ": " + e.Detail})
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
 }
 
 // unsupported returns why backend b cannot run step, or nil when it can.

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	yaml3 "go.yaml.in/yaml/v3"
@@ -57,7 +58,7 @@ func readManifests(text string, file string, firstLine int) ([]Manifest, []*Pars
 			fail(line, "%s", msg)
 			continue
 		}
-		objects = append(objects, Manifest{File: file, Line: line, Object: obj})
+		objects = append(objects, Manifest{File: file, Line: line, Object: obj, node: &syntax, lineBase: firstLine + doc.start - 1})
 	}
 	if len(objects) == 0 && len(errs) == 0 {
 		errs = append(errs, &ParseError{File: file, Line: firstLine, Msg: "manifest holds no objects"})
@@ -126,4 +127,47 @@ func isDocumentSeparator(line string) bool {
 	}
 	rest = strings.TrimSpace(rest)
 	return rest == "" || strings.HasPrefix(rest, "#")
+}
+
+// FieldLine is the line in m.File of the field at path (as
+// spec.containers[0].lifecycle) — its key's line — or of the deepest part
+// of it the document holds; m.Line when m was not read from YAML.
+func (m Manifest) FieldLine(path string) int {
+	if m.node == nil || len(m.node.Content) == 0 {
+		return m.Line
+	}
+	n := m.node.Content[0]
+	line := n.Line
+	for _, part := range strings.Split(path, ".") {
+		name, rest, _ := strings.Cut(part, "[")
+		key, value := mappingEntry(n, name)
+		if key == nil {
+			break
+		}
+		n, line = value, key.Line
+		for rest != "" {
+			idx, after, _ := strings.Cut(rest, "]")
+			rest = strings.TrimPrefix(after, "[")
+			i, err := strconv.Atoi(idx)
+			if n.Kind != yaml3.SequenceNode || err != nil || i >= len(n.Content) {
+				return m.lineBase + line
+			}
+			n = n.Content[i]
+			line = n.Line
+		}
+	}
+	return m.lineBase + line
+}
+
+// mappingEntry is the key and value nodes of key in mapping n, or nils.
+func mappingEntry(n *yaml3.Node, key string) (*yaml3.Node, *yaml3.Node) {
+	if n.Kind != yaml3.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i], n.Content[i+1]
+		}
+	}
+	return nil, nil
 }

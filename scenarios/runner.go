@@ -128,6 +128,9 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		}
 		return nil, fmt.Errorf("run scenario %s: %w", s.Name, err)
 	}
+	if err := refusedManifests(all, r.Backend); err != nil {
+		return nil, fmt.Errorf("run scenario %s: %w", s.Name, err)
+	}
 	r.printf("scenario %s (%s): %d steps\n", s.Name, s.File, len(all))
 
 	skip, why, serr := r.unsupportedSteps(s, all, nodes)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	yaml3 "go.yaml.in/yaml/v3"
+
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/fault"
 )
@@ -191,6 +193,10 @@ type Manifest struct {
 	File   string // the scenario file for inline manifests, else the manifest file
 	Line   int    // first line of the object's YAML document in File
 	Object map[string]any
+	// node is the document as read, and lineBase the line in File
+	// before its first: they give a field's line (FieldLine).
+	node     *yaml3.Node
+	lineBase int
 }
 
 // Describe names the object the way messages and step names do: Kind/name.

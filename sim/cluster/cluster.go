@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -23,6 +24,7 @@ import (
 	"github.com/csisim/csisim/runroot"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/loop"
+	"github.com/csisim/csisim/sim/unmodelled"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -134,7 +136,10 @@ func (c *Cluster) startLoop() {
 			wait, _ := c.loop.Park(d)
 			wait()
 		},
-		Harness: []string{harnessActor}})
+		Harness: []string{harnessActor},
+		// What the simulated components do not act on is refused, not
+		// ignored (package unmodelled).
+		Refuse: unmodelled.CheckObject})
 	c.loop = loop.New(c.api, c.clock, c.cfg.Seed)
 	c.rt = controller.Runtime{
 		Clock:               c.clock,
@@ -189,6 +194,13 @@ func (c *Cluster) API() *fakekube.Server { return c.api }
 
 // CSICalls are the CSI calls made so far, in order.
 func (c *Cluster) CSICalls() []trace.Entry { return c.rec.Filter(trace.CSI) }
+
+// RefuseManifest is what the simulated cluster would refuse of an object
+// a scenario applies (package unmodelled), for the scenario to refuse
+// before it runs (scenarios.ManifestRefuser).
+func (c *Cluster) RefuseManifest(obj map[string]any) field.ErrorList {
+	return unmodelled.Errors(obj, nil)
+}
 
 // Recorder is the cluster's timeline.
 func (c *Cluster) Recorder() *trace.Recorder { return c.rec }
