@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -45,6 +46,21 @@ func appsPrinters() map[schema.GroupKind]kindPrinter {
 			wide(col("Images", "string", "Images referenced by each container in the template.")),
 			wide(col("Selector", "string", appsv1.ReplicaSetSpec{}.SwaggerDoc()["selector"])),
 		}, printReplicaSet),
+		// kubernetes pkg/printers/internalversion/printers.go:
+		// daemonSetColumnDefinitions.
+		{Group: appsv1.GroupName, Kind: "DaemonSet"}: printerFor([]metav1.TableColumnDefinition{
+			name,
+			col("Desired", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["desiredNumberScheduled"]),
+			col("Current", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["currentNumberScheduled"]),
+			col("Ready", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["numberReady"]),
+			col("Up-to-date", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["updatedNumberScheduled"]),
+			col("Available", "integer", appsv1.DaemonSetStatus{}.SwaggerDoc()["numberAvailable"]),
+			col("Node Selector", "string", corev1.PodSpec{}.SwaggerDoc()["nodeSelector"]),
+			age,
+			wide(col("Containers", "string", "Names of each container in the template.")),
+			wide(col("Images", "string", "Images referenced by each container in the template.")),
+			wide(col("Selector", "string", appsv1.DaemonSetSpec{}.SwaggerDoc()["selector"])),
+		}, printDaemonSet),
 		{Group: appsv1.GroupName, Kind: "ControllerRevision"}: printerFor([]metav1.TableColumnDefinition{
 			name,
 			col("Controller", "string", "Controller of the object"),
@@ -94,6 +110,14 @@ func printReplicaSet(pc *printContext, rs *appsv1.ReplicaSet) metav1.TableRow {
 	names, images := templateContainers(rs.Spec.Template)
 	return cells(rs.Name, int64(derefOr(rs.Spec.Replicas, 1)), int64(rs.Status.Replicas), int64(rs.Status.ReadyReplicas),
 		pc.age(rs.CreationTimestamp), names, images, selectorString(rs.Spec.Selector))
+}
+
+func printDaemonSet(pc *printContext, ds *appsv1.DaemonSet) metav1.TableRow {
+	names, images := templateContainers(ds.Spec.Template)
+	st := ds.Status
+	return cells(ds.Name, int64(st.DesiredNumberScheduled), int64(st.CurrentNumberScheduled), int64(st.NumberReady),
+		int64(st.UpdatedNumberScheduled), int64(st.NumberAvailable), labels.FormatLabels(ds.Spec.Template.Spec.NodeSelector),
+		pc.age(ds.CreationTimestamp), names, images, selectorString(ds.Spec.Selector))
 }
 
 // printControllerRevision names the controller as kind.group/name.

@@ -149,6 +149,8 @@ func defaultResources() []*resource {
 			categories: allCategory, hasStatus: true},
 		{gvr: appsV1.WithResource("replicasets"), kind: "ReplicaSet", namespaced: true, shortNames: []string{"rs"},
 			categories: allCategory, hasStatus: true},
+		{gvr: appsV1.WithResource("daemonsets"), kind: "DaemonSet", namespaced: true, shortNames: []string{"ds"},
+			categories: allCategory, hasStatus: true},
 		{gvr: appsV1.WithResource("controllerrevisions"), kind: "ControllerRevision", namespaced: true},
 		{gvr: coordV1.WithResource("leases"), kind: "Lease", namespaced: true},
 		{gvr: eventsV1.WithResource("events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, fields: eventsV1Fields,

@@ -3,6 +3,7 @@ package fakekube
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/kubernetes/pkg/capabilities"
 
 	// The API groups' internal types, v1 defaults and conversions, in
 	// legacyscheme.Scheme, as kube-apiserver installs them.
@@ -14,6 +15,7 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/storage/install"
 
 	"k8s.io/kubernetes/pkg/registry/apps/controllerrevision"
+	"k8s.io/kubernetes/pkg/registry/apps/daemonset"
 	"k8s.io/kubernetes/pkg/registry/apps/deployment"
 	"k8s.io/kubernetes/pkg/registry/apps/replicaset"
 	"k8s.io/kubernetes/pkg/registry/apps/statefulset"
@@ -35,6 +37,13 @@ import (
 	"k8s.io/kubernetes/pkg/registry/storage/volumeattachment"
 	"k8s.io/kubernetes/pkg/registry/storage/volumeattributesclass"
 )
+
+// The pod validation of the strategies reads the process's capabilities:
+// kube-apiserver sets them from --allow-privileged in its main
+// (cmd/kube-apiserver/app/server.go capabilities.Setup), and every
+// cluster a CSI driver is deployed on runs it with true (kubeadm, kind,
+// and realkube's kube-apiserver), or no node plugin could be privileged.
+func init() { capabilities.Setup(true, 0) }
 
 // strategy is what kube-apiserver's registry does with a kind on a write:
 // its create/update strategy for the main resource and, for a kind with a
@@ -74,6 +83,7 @@ var builtinStrategies = map[schema.GroupVersionResource]strategy{
 	appsV1.WithResource("statefulsets"):               {main: statefulset.Strategy, status: statefulset.StatusStrategy},
 	appsV1.WithResource("deployments"):                {main: deployment.Strategy, status: deployment.StatusStrategy},
 	appsV1.WithResource("replicasets"):                {main: replicaset.Strategy, status: replicaset.StatusStrategy},
+	appsV1.WithResource("daemonsets"):                 {main: daemonset.Strategy, status: daemonset.StatusStrategy},
 	appsV1.WithResource("controllerrevisions"):        {main: controllerrevision.Strategy},
 	coordV1.WithResource("leases"):                    {main: lease.Strategy},
 }

@@ -450,6 +450,7 @@ func TestPrinterColumns(t *testing.T) {
 		{schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, "Name Ready Age *Containers *Images"},
 		{schema.GroupKind{Group: "apps", Kind: "Deployment"}, "Name Ready Up-to-date Available Age *Containers *Images *Selector"},
 		{schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}, "Name Desired Current Ready Age *Containers *Images *Selector"},
+		{schema.GroupKind{Group: "apps", Kind: "DaemonSet"}, "Name Desired Current Ready Up-to-date Available Node Selector Age *Containers *Images *Selector"},
 		{schema.GroupKind{Group: "apps", Kind: "ControllerRevision"}, "Name Controller Revision Age"},
 		{schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}, "Name Holder Age"},
 		{schema.GroupKind{Group: "storage.k8s.io", Kind: "StorageClass"}, "Name Provisioner ReclaimPolicy VolumeBindingMode AllowVolumeExpansion Age"},
@@ -481,7 +482,7 @@ func TestPrinterColumns(t *testing.T) {
 			t.Errorf("%v columns\n got %s\nwant %s", tc.kind, g, tc.want)
 		}
 	}
-	if len(kindPrinters) != 24 {
+	if len(kindPrinters) != 25 {
 		t.Errorf("%d printers; a new one needs a line here", len(kindPrinters))
 	}
 }

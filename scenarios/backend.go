@@ -35,6 +35,16 @@ type DriverReporter interface {
 	DriverInfo() driverinfo.Info
 }
 
+// Deployer is implemented by backends that can be started with the
+// driver's own deployment manifests (the simulator, cluster.Config.Deploy):
+// DeployedFrom is the file or directory they were started with, "" for
+// none. A scenario with cluster.deploy runs only on a backend started
+// with the same manifests; the runner refuses it elsewhere, before any
+// step.
+type Deployer interface {
+	DeployedFrom() string
+}
+
 // CSICallSource is implemented by backends that can see CSI calls (the
 // simulator). csiCalls checks need it.
 type CSICallSource interface {

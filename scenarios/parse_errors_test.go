@@ -36,6 +36,15 @@ func TestParseErrors(t *testing.T) {
 		wantCount int
 	}{
 		{
+			name: "cluster.deploy names a path that is not there",
+			src: `cluster:
+  deploy: no-such-dir
+steps:
+  - sleep: 1s
+`,
+			want: []string{"x.yaml:2:", `deploy "no-such-dir": no such file or directory next to the scenario`},
+		},
+		{
 			name: "unknown field with suggestion",
 			src: `steps:
   - wait:

@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -59,6 +61,9 @@ func (p *parser) stepNeeds(n *yaml.Node, st Step) []profile.Capability {
 // clusterAsks reads what the scenario asks of any driver: capacity,
 // volumeLimit, multiNode and flags (named flag sets of the profile).
 func (p *parser) clusterAsks(f fields, c *Cluster) {
+	if f.has("deploy") {
+		c.Deploy = p.deployPath(f.vals["deploy"])
+	}
 	if f.has("capacity") {
 		if s, ok := p.text(f.vals["capacity"], "capacity"); ok {
 			if q, err := resource.ParseQuantity(s); err != nil || q.Sign() <= 0 {
@@ -177,4 +182,19 @@ func csiMethodsOf(st Step) []string {
 		return nil
 	}
 	return append(slices.Clone(c.CSICalls.Sequence), c.CSICalls.Contains...)
+}
+
+// deployPath reads cluster.deploy: the driver's deployment manifests, a
+// file or directory relative to the scenario's, which must exist.
+func (p *parser) deployPath(n *yaml.Node) string {
+	s, ok := p.nonEmpty(n, "deploy")
+	if !ok {
+		return ""
+	}
+	path := filepath.Join(p.baseDir, s)
+	if _, err := os.Stat(path); err != nil {
+		p.fail(n, "deploy %q: no such file or directory next to the scenario (%s)", s, path)
+		return ""
+	}
+	return path
 }

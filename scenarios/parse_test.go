@@ -1,12 +1,15 @@
 package scenarios
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 func TestParseFullScenario(t *testing.T) {
@@ -300,5 +303,32 @@ func TestParseClusterDriverName(t *testing.T) {
 		if s.Cluster.DriverName != tc.want {
 			t.Errorf("%q: driver name %q, want %q", tc.src, s.Cluster.DriverName, tc.want)
 		}
+	}
+}
+
+func TestParseClusterDeploy(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "manifests-dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse("x.yaml", []byte("cluster:\n  deploy: manifests-dir\nsteps:\n  - sleep: 1s\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "manifests-dir"); s.Cluster.Deploy != want {
+		t.Errorf("Deploy %q, want %q (resolved against the scenario's directory)", s.Cluster.Deploy, want)
+	}
+}
+
+// noDeployBackend is a backend started without the driver's manifests.
+type noDeployBackend struct{}
+
+func (noDeployBackend) RESTConfig() *rest.Config { return nil }
+
+func TestRunnerRefusesDeployElsewhere(t *testing.T) {
+	sc := &Scenario{Name: "s", Cluster: Cluster{Deploy: "lib/deploy-x"}, Steps: []Step{{}}}
+	_, err := (&Runner{Backend: noDeployBackend{}}).Run(context.Background(), sc)
+	if err == nil || !strings.Contains(err.Error(), "its cluster is deployed from lib/deploy-x (cluster.deploy), and this backend was not started with those manifests") {
+		t.Errorf("Run: %v", err)
 	}
 }

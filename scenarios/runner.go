@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -77,6 +78,13 @@ func (r *Runner) Run(ctx context.Context, s *Scenario) (*Result, error) {
 	}
 	if r.Backend == nil {
 		return nil, errors.New("run scenario: Runner.Backend is nil")
+	}
+	if s.Cluster.Deploy != "" {
+		d, ok := r.Backend.(Deployer)
+		if !ok || filepath.Clean(d.DeployedFrom()) != filepath.Clean(s.Cluster.Deploy) {
+			return nil, fmt.Errorf("run scenario %s: its cluster is deployed from %s (cluster.deploy), and this backend was not started "+
+				"with those manifests: run it on the simulator (csisim run), which applies them", s.Name, s.Cluster.Deploy)
+		}
 	}
 	cfg := r.Backend.RESTConfig()
 	if cfg == nil {

@@ -69,6 +69,11 @@ type Cluster struct {
 	// Flags name flag sets of the profile's flags.extra, e.g.
 	// strictParameters.
 	Flags []string
+	// Deploy is the driver's own deployment manifests the cluster is
+	// started with (a file or directory, resolved against the scenario's
+	// directory): csisim run --deploy. Only the simulator runs it; the
+	// runner refuses a backend that was not started with it.
+	Deploy string
 }
 
 // Step is one thing a scenario does. Exactly one of the action pointers is

@@ -231,3 +231,42 @@ steps:
   - wait: {object: pod/app, jsonPath: '{.status.phase}', equals: Running, timeout: 60s}
   - sleep: 10m
 `
+
+var _ = Describe("csisim run --deploy", func() {
+	It("runs the basic lifecycle on csisim's own deployment, saying what it does not honour", func() {
+		tmp := GinkgoT().TempDir()
+		s := start(tmp, "run", "--quiet", "--deploy", "../../deploy/kubernetes", "../../scenarios/library/basic-lifecycle.yaml")
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(0))
+		out := string(s.Out.Contents())
+		Expect(out).To(And(
+			ContainSubstring("node DaemonSet csisim/csisim-node (../../deploy/kubernetes/31-node.yaml#1), driver container csisim-plugin"),
+			ContainSubstring("honoured: container csisim-plugin (image csisim:e2e): the node plugin, run as {csisim}"),
+			ContainSubstring("not honoured: container node-driver-registrar of DaemonSet csisim/csisim-node: its flags"),
+			ContainSubstring("not honoured: ClusterRole csisim-provisioner (../../deploy/kubernetes/20-rbac-controller.yaml#2): not applied"),
+			ContainSubstring("PASSED")))
+		expectNothingLeftIn(tmp)
+	})
+
+	It("gives a DaemonSet that selects no node the real statuses, and no node the driver", func() {
+		tmp := GinkgoT().TempDir()
+		s := start(tmp, "run", "--quiet", "testdata/deploy-selects-no-node.yaml")
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(0))
+		Expect(string(s.Out.Contents())).To(ContainSubstring("PASSED: 4 steps"))
+		expectNothingLeftIn(tmp)
+	})
+
+	It("refuses a node plugin image the driver profile does not map, naming both", func() {
+		tmp := GinkgoT().TempDir()
+		dir := GinkgoT().TempDir()
+		text, err := os.ReadFile("testdata/deploy-selects-no-node/node.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(filepath.Join(dir, "node.yaml"), []byte(strings.Replace(string(text), "image: csisim:e2e", "image: example.com/driver:v1", 1)), 0o644)).To(Succeed())
+		s := start(tmp, "run", "--deploy", dir, "../../scenarios/library/basic-lifecycle.yaml")
+		Eventually(s, time.Minute).Should(gexec.Exit(2))
+		Expect(string(s.Err.Contents())).To(And(
+			ContainSubstring("the node plugin's image example.com/driver:v1 (container plugin of DaemonSet csi/node)"),
+			ContainSubstring("is not in the images: of driver profile drivers/profiles/csisim.yaml (it maps csisim)"),
+			ContainSubstring(`add `+"`"+`images: {"example.com/driver": <local command>}`+"`")))
+		expectNothingLeftIn(tmp)
+	})
+})

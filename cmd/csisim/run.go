@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -55,6 +56,7 @@ type runCmd struct {
 	jsonResult    string
 	junitFile     string
 	realNodes     realNodesFlag
+	deploy        string
 	nem           *nemesisFlags
 	explainAt     explainFlag
 	timeline      *timelineFlags
@@ -88,6 +90,7 @@ func (c *runCmd) flags(fs *flag.FlagSet) {
 	fs.Var(&c.realNodes, "real-nodes", realNodesUsage)
 	c.nem = addNemesisFlags(fs)
 	fs.StringVar(&c.explainAt.target, "explain", "", explainUsage)
+	fs.StringVar(&c.deploy, "deploy", "", deployUsage+" (the scenario's cluster.deploy, if it has one, is the default)")
 	c.timeline = addTimelineFlags(fs)
 }
 
@@ -113,6 +116,14 @@ func (c *runCmd) Run(ctx context.Context) error {
 			return c.reportSkipped(sc, skip)
 		}
 		return err
+	}
+	if deploy := cmp.Or(c.deploy, sc.Cluster.Deploy); deploy != "" {
+		if c.backend != "sim" {
+			return usagef("--deploy (or cluster.deploy) applies the driver's manifests on the simulator only; --backend %s is started from csisim's own", c.backend)
+		}
+		if err := withDeploy(&cfg, prof, deploy, c.timeline.info(c.stdout, c.stderr)); err != nil {
+			return usageError(err)
+		}
 	}
 	if err := checkRoot(prof != nil && prof.Has(profile.RealMounts), euid()); err != nil {
 		return err
@@ -221,7 +232,8 @@ func (c *runCmd) runSweep(ctx context.Context, sc *scenarios.Scenario, seeds []u
 // runOnce is a single run, on the simulator or the real control plane,
 // with the timeline printed as the flags say.
 func (c *runCmd) runOnce(ctx context.Context, sc *scenarios.Scenario, cfg cluster.Config, prof *profile.Profile, realNodeNames []string) error {
-	sim := simRun{file: c.file(), cluster: cfg, traceFile: c.traceFile, driverLog: c.driverLog, profile: prof}
+	sim := simRun{file: c.file(), cluster: cfg, traceFile: c.traceFile, driverLog: c.driverLog, profile: prof,
+		notices: c.timeline.info(c.stdout, c.stderr)}
 	if !c.quiet {
 		sim.cluster.OnEntry = c.timeline.onEntry(c.stdout)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -37,6 +38,7 @@ type simRun struct {
 	traceFile string           // if set, where to write the timeline; may contain {seed}
 	driverLog string           // if set, where the drivers' output goes; may contain {seed}
 	profile   *profile.Profile // the driver under test; nil for csisim's own
+	notices   io.Writer        // if set, hears what of a deployment (cluster.Deploy) the cluster did not apply
 }
 
 // runSeed runs the scenario on a cluster of its own with the given seed,
@@ -65,6 +67,9 @@ func (r simRun) runSeed(ctx context.Context, seed uint64) runOutcome {
 	if err != nil {
 		return runOutcome{seed: seed, startErr: &startError{what: "the simulated cluster", err: err}, wall: time.Since(starting),
 			interrupted: ctx.Err() != nil}
+	}
+	if r.notices != nil {
+		reportNotApplied(c, r.notices)
 	}
 	out := runOn(ctx, c, c.Clock(), sc, r.profile, withSeed(r.traceFile, seed))
 	out.seed = seed

@@ -53,6 +53,7 @@ type serveCmd struct {
 	driverProfile string
 	extraDrivers  extraDriversFlag
 	without       string
+	deploy        string
 	room          *classroomFlags
 }
 
@@ -70,6 +71,7 @@ func (c *serveCmd) flags(fs *flag.FlagSet) {
 		"(external-provisioner, external-attacher, persistentvolume-binder, attachdetach-controller, default-scheduler,\n"+
 		"snapshot-controller, csi-snapshotter);\n"+
 		"the controller plugin's socket is printed for sidecars")
+	fs.StringVar(&c.deploy, "deploy", "", deployUsage+"; its CSIDriver and StorageClasses replace the driver's default ones")
 	c.room = addClassroomFlags(fs)
 }
 
@@ -93,6 +95,7 @@ func (c *serveCmd) Run(ctx context.Context) error {
 	if c.bare {
 		objects = nil
 	}
+	reportNotApplied(cl, c.stdout)
 	s := server{cluster: cl, port: c.port, kubeconfig: c.kubeconfig}
 	code := s.serve(ctx, objects, c.stdout, c.stderr)
 	if err := cl.Close(); err != nil {
@@ -136,6 +139,21 @@ func (c *serveCmd) clusterConfig(ctx context.Context) (cluster.Config, driverObj
 		return drivers, classes
 	}
 	cfg.Seed, cfg.Realtime, cfg.EventTTL = c.seed, true, c.eventTTL
+	// People apply DaemonSets to a served cluster: its controller runs.
+	cfg.DaemonSets = true
+	if c.deploy != "" {
+		if p == nil {
+			var err error
+			if p, err = (driverChoice{}).resolve(); err != nil {
+				return cfg, nil, usageError(err)
+			}
+		}
+		if err := withDeploy(&cfg, p, c.deploy, c.stdout); err != nil {
+			return cfg, nil, usageError(err)
+		}
+		// The CSIDriver and the StorageClasses are the manifests'.
+		objects = nil
+	}
 	if c.without != "" {
 		cfg.Without = strings.Split(c.without, ",")
 	}

@@ -187,4 +187,26 @@ var _ = Describe("kubectl against csisim serve", Ordered, func() {
 			Expect(quiet("get", kind)).To(MatchRegexp(header), "kubectl get %s", kind)
 		}
 	})
+
+	It("runs a DaemonSet's pods, one per node, with its status and the real server's columns", func() {
+		quiet("apply", "-f", manifest("ds.yaml", daemonSet))
+		quiet("wait", "--for=jsonpath={.status.numberReady}=1", "daemonset/agent", "--timeout=60s")
+		Expect(quiet("get", "ds")).To(MatchRegexp(`^NAME +DESIRED +CURRENT +READY +UP-TO-DATE +AVAILABLE +NODE SELECTOR +AGE\nagent +1 +1 +1 +1 +1 +<none> `))
+		Expect(quiet("get", "pods", "-l", "app=agent", "-o",
+			"jsonpath={.items[0].metadata.ownerReferences[0].kind} {.items[0].spec.nodeName} {.items[0].metadata.labels.pod-template-generation}")).
+			To(Equal("DaemonSet node-1 1"))
+		Expect(quiet("get", "events", "--field-selector", "involvedObject.kind=DaemonSet", "-o", "jsonpath={.items[0].reason}")).
+			To(Equal("SuccessfulCreate"))
+	})
 })
+
+const daemonSet = `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: agent, image: busybox, command: [sleep, "3600"]}]
+`

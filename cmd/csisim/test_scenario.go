@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/csisim/csisim/drivers/profile"
@@ -72,6 +73,9 @@ func runWithProfile(ctx context.Context, p *profile.Profile, file string, seed u
 	if err == nil {
 		err = clusterprofile.AddDrivers(ctx, &cfg, sc.Drivers, sc.Cluster.Request(), clusterprofile.Options{})
 	}
+	if err == nil && sc.Cluster.Deploy != "" {
+		err = withDeploy(&cfg, p, sc.Cluster.Deploy, io.Discard)
+	}
 	if err != nil {
 		return runOutcome{seed: seed, startErr: err}
 	}
@@ -106,6 +110,12 @@ func skipReason(p *profile.Profile, sc *scenarios.Scenario) string {
 	var unsupported *profile.Unsupported
 	if err := p.Check(sc.Cluster.Request()); errors.As(err, &unsupported) {
 		return unsupported.Reason
+	}
+	if sc.Cluster.Deploy != "" {
+		// A driver whose profile cannot run the scenario's manifests.
+		if err := withDeploy(&cluster.Config{}, p, sc.Cluster.Deploy, io.Discard); err != nil {
+			return err.Error()
+		}
 	}
 	return ""
 }

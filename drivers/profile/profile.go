@@ -127,6 +127,11 @@ type Profile struct {
 	CSIDriver    CSIDriver    `json:"csiDriver,omitempty"`
 	StorageClass StorageClass `json:"storageClass,omitempty"`
 	Flags        Flags        `json:"flags,omitempty"`
+	// Images maps a container image of the driver's deployment manifests
+	// (csisim run --deploy) — its full reference, or its repository
+	// without tag or digest — to the local command that runs it; the node
+	// plugin's command must be that command.
+	Images map[string]string `json:"images,omitempty"`
 	// MaxNodes, if not 0, is how many nodes the driver can serve at once: a
 	// driver whose node plugins all answer NodeGetInfo with one node ID, or
 	// keep the volumes in one process, serves one. A scenario with more

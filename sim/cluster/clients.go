@@ -111,6 +111,10 @@ var (
 		{&appsv1.ReplicaSet{}, appsv1.SchemeGroupVersion.WithResource("replicasets"), ""},
 		{&appsv1.Deployment{}, appsv1.SchemeGroupVersion.WithResource("deployments"), ""},
 	}
+	// daemonSetKinds the DaemonSet controller's also serves.
+	daemonSetKinds = []informerKind{
+		{&appsv1.DaemonSet{}, appsv1.SchemeGroupVersion.WithResource("daemonsets"), ""},
+	}
 	// attributesClassKinds the external-resizer's also serves, for its
 	// modify controller.
 	attributesClassKinds = []informerKind{

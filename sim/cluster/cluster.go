@@ -61,6 +61,8 @@ type Cluster struct {
 	// split layout's controller process reports as a node, if it does.
 	notes              []string
 	controllerTopology string
+	// deployNotApplied are the objects of Config.Deploy left out, and why.
+	deployNotApplied []string
 }
 
 // Start brings the cluster up: API server, driver processes, controllers
@@ -97,6 +99,14 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	if err := c.checkDriverLayout(ctx); err != nil {
 		return c, err
+	}
+	if cfg.Deploy != nil {
+		if err := c.applyDeploy(ctx); err != nil {
+			return c, err
+		}
+		if err := c.startPluginWatcher(); err != nil {
+			return c, err
+		}
 	}
 	if cfg.Realtime {
 		c.wg.Add(1)

@@ -15,6 +15,7 @@ import (
 	"github.com/csisim/csisim/sim/attacher"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/daemonset"
 	"github.com/csisim/csisim/sim/deployment"
 	"github.com/csisim/csisim/sim/ephemeral"
 	"github.com/csisim/csisim/sim/expand"
@@ -51,6 +52,8 @@ type componentSpec struct {
 	// passed.
 	check controller.Check
 	start controller.Start
+	// optIn, if set, says whether a cluster runs the component at all.
+	optIn func(Config) bool
 }
 
 // binaryName is the binary of the real process the component is, or is
@@ -72,6 +75,7 @@ const (
 	snapshotInformers                          // informers of the snapshot kinds too
 	driverConn                                 // its own connection to the controller plugin
 	attributesClassInformers                   // an informer of the VolumeAttributesClasses too
+	daemonSetInformers                         // an informer of the DaemonSets too
 )
 
 // kubeControllerManager is the process of the controllers it runs.
@@ -92,6 +96,8 @@ var controlPlane = []componentSpec{
 	{name: "statefulset-controller", process: kubeControllerManager, needs: appsInformers, start: statefulset.Start},
 	{name: "replicaset-controller", process: kubeControllerManager, needs: appsInformers, start: replicaset.Start},
 	{name: "deployment-controller", process: kubeControllerManager, needs: appsInformers, start: deployment.Start},
+	{name: "daemonset-controller", process: kubeControllerManager, needs: appsInformers | daemonSetInformers, start: daemonset.Start,
+		optIn: func(cfg Config) bool { return cfg.DaemonSets }},
 	{name: "external-resizer", binary: "csi-resizer", needs: driverConn | attributesClassInformers, check: resizer.Check, start: resizer.Start},
 	{name: snapshotcontroller.Component, binary: "snapshot-controller", needs: snapshotClient | snapshotInformers, start: snapshotcontroller.Start},
 	{name: "csi-snapshotter", binary: "csi-snapshotter", needs: driverConn | snapshotClient | snapshotInformers, check: snapshotter.Check, start: snapshotter.Start},
@@ -124,7 +130,9 @@ func (c *Cluster) startControlPlane() error {
 		return err
 	}
 	c.cfg.DriverName = c.driver.name()
-	if err := c.startComponents(c.driver, func(s *componentSpec) bool { return !slices.Contains(c.cfg.Without, s.name) }); err != nil {
+	if err := c.startComponents(c.driver, func(s *componentSpec) bool {
+		return !slices.Contains(c.cfg.Without, s.name) && (s.optIn == nil || s.optIn(c.cfg))
+	}); err != nil {
 		return err
 	}
 	for _, d := range c.drivers[1:] {
@@ -300,6 +308,9 @@ func (c *Cluster) deps(s *componentSpec, key string, p *process) (controller.Dep
 	if s.needs&attributesClassInformers != 0 {
 		kinds = append(kinds, attributesClassKinds)
 	}
+	if s.needs&daemonSetInformers != 0 {
+		kinds = append(kinds, daemonSetKinds)
+	}
 	var err error
 	if d.Informers, err = c.clients.informers(key, d.Client, kinds...); err != nil {
 		return d, err
@@ -320,7 +331,7 @@ func (c *Cluster) deps(s *componentSpec, key string, p *process) (controller.Dep
 // up; one that fails its check then stays stopped.
 func (c *Cluster) restartComponent(name string, d *driver) error {
 	s := spec(name)
-	if s == nil || slices.Contains(c.cfg.Without, name) || d.extra() && s.needs&driverConn == 0 {
+	if s == nil || slices.Contains(c.cfg.Without, name) || s.optIn != nil && !s.optIn(c.cfg) || d.extra() && s.needs&driverConn == 0 {
 		return fmt.Errorf("there is no simulated component %q%s to restart", name, d.of())
 	}
 	key := c.componentKey(name, d)

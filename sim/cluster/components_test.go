@@ -138,7 +138,7 @@ func TestSidecarRestartedWhileDriverIsDownWaits(t *testing.T) {
 func TestWithoutLeavesRowsOut(t *testing.T) {
 	ctx := context.Background()
 	without := []string{"csi-snapshotter", "external-provisioner"}
-	c, err := Start(ctx, Config{Mock: true, Seed: 1, Realtime: true, Without: without})
+	c, err := Start(ctx, Config{Mock: true, Seed: 1, Realtime: true, Without: without, DaemonSets: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,5 +161,24 @@ func TestWithoutLeavesRowsOut(t *testing.T) {
 	}
 	if !slices.Contains(calls, "external-provisioner GetPluginInfo") || slices.Contains(calls, "csi-snapshotter ControllerGetCapabilities") {
 		t.Errorf("CSI calls at start %v: want the driver's name asked, and no check of the left-out csi-snapshotter", calls)
+	}
+}
+
+// TestDaemonSetControllerIsOptIn: a cluster runs the DaemonSet controller
+// only when asked (Config.DaemonSets, or a deployment), so that a run
+// without DaemonSets has the informers, and the seeded draws, it had
+// before.
+func TestDaemonSetControllerIsOptIn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		c, err := Start(context.Background(), Config{Mock: true, Seed: 1, DaemonSets: on})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.components.isRunning("daemonset-controller"); got != on {
+			t.Errorf("DaemonSets %v: daemonset-controller running %v", on, got)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/drivers/launch"
+	"github.com/csisim/csisim/drivers/manifests"
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/trace"
 )
@@ -73,9 +74,20 @@ type Config struct {
 	// persistentvolume-binder, attachdetach-controller, expand-controller,
 	// ephemeral-volume-controller,
 	// default-scheduler, snapshot-controller, csi-snapshotter, statefulset-controller,
-	// replicaset-controller, deployment-controller.
+	// replicaset-controller, deployment-controller, daemonset-controller.
 	// It needs Realtime: a real process works on wall time.
 	Without []string
+	// DaemonSets runs the DaemonSet controller (daemonset-controller).
+	// It is off unless asked for — by Deploy, by csisim serve — so that a
+	// run that has no DaemonSet keeps the informers, and so the seeded
+	// draws, it had before the controller existed.
+	DaemonSets bool
+	// Deploy, if set, is the driver's own deployment (csisim run
+	// --deploy): its objects are applied once the nodes are up, and the
+	// first driver's node plugin is registered with a node's kubelet only
+	// while the node DaemonSet's pod there is Running (deploy.go). It
+	// turns DaemonSets on.
+	Deploy *manifests.Set
 	// DriverLog receives the driver processes' output; default: discarded.
 	DriverLog io.Writer
 	// StartTimeout bounds how long a driver may take to become ready.
@@ -132,6 +144,9 @@ func (cfg *Config) complete() error {
 	}
 	if cfg.DriverName == "" {
 		cfg.DriverName = hostpath.DefaultDriverName
+	}
+	if cfg.Deploy != nil {
+		cfg.DaemonSets = true
 	}
 	for _, w := range cfg.Without {
 		if !slices.Contains(Components, w) {

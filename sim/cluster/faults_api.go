@@ -72,7 +72,7 @@ func (c *Cluster) canInjectAPI(f fault.Fault) error {
 func (c *Cluster) apiComponents(writers bool) []string {
 	var out []string
 	for _, name := range Components {
-		if !slices.Contains(c.cfg.Without, name) {
+		if s := spec(name); !slices.Contains(c.cfg.Without, name) && (s == nil || s.optIn == nil || s.optIn(c.cfg)) {
 			out = append(out, name)
 		}
 	}

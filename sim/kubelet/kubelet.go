@@ -123,6 +123,11 @@ type Config struct {
 	// from (see NodeNetwork); without them the Node reports no IP and pods
 	// get addresses from 10.88.0.0/16.
 	NodeIP, PodSubnet string
+	// PluginFromPod: the node plugin of DriverName is not registered at
+	// start but when its pod runs (RegisterDriver), as a plugin deployed
+	// by a DaemonSet registers when its node-driver-registrar starts;
+	// until then the CSINode lists no driver.
+	PluginFromPod bool
 }
 
 // Kubelet is one simulated node agent.
@@ -220,10 +225,44 @@ func (k *Kubelet) Register(ctx context.Context, identity csi.IdentityClient) err
 		return err
 	}
 	k.startEvents(registered)
+	if k.cfg.PluginFromPod {
+		k.plugins[0].unregistered = true
+		if err := k.initCSINode(ctx); err != nil {
+			return err
+		}
+		return k.renewLease(ctx)
+	}
 	if err := k.RegisterDriver(ctx, k.cfg.DriverName, identity); err != nil {
 		return err
 	}
 	return k.renewLease(ctx)
+}
+
+// initCSINode creates the node's CSINode without drivers, as the real
+// kubelet's node info manager does at start
+// (nodeinfomanager.InitializeCSINodeWithAnnotation).
+func (k *Kubelet) initCSINode(ctx context.Context) error {
+	node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("node %s: %w", k.cfg.NodeName, err)
+	}
+	_, err = k.client.StorageV1().CSINodes().Create(ctx, newCSINode(node, nil), metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("node %s: creating its CSINode: %w", k.cfg.NodeName, err)
+	}
+	return nil
+}
+
+// newCSINode is the node's CSINode with drivers, owned by the Node.
+func newCSINode(node *corev1.Node, drivers []storagev1.CSINodeDriver) *storagev1.CSINode {
+	return &storagev1.CSINode{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            node.Name,
+			Annotations:     map[string]string{annMigratedPlugins: migratedPlugins},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}},
+		},
+		Spec: storagev1.CSINodeSpec{Drivers: drivers},
+	}
 }
 
 // registerNode creates the Node; it reports whether it did (false: the
@@ -298,15 +337,7 @@ func (k *Kubelet) registerDriver(ctx context.Context, name string, info *csi.Nod
 		return fmt.Errorf("node %s: %w", k.cfg.NodeName, err)
 	}
 	drv := k.csiNodeDriver(name, info)
-	csiNode := &storagev1.CSINode{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            k.cfg.NodeName,
-			Annotations:     map[string]string{annMigratedPlugins: migratedPlugins},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}},
-		},
-		Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{drv}},
-	}
-	_, err = k.client.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{})
+	_, err = k.client.StorageV1().CSINodes().Create(ctx, newCSINode(node, []storagev1.CSINodeDriver{drv}), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		// Registered before (the plugin came back): update its entry.
 		err = k.installInCSINode(ctx, drv)

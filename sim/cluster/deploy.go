@@ -1,0 +1,156 @@
+package cluster
+
+// The driver's own deployment (Config.Deploy, csisim run --deploy): its
+// manifests are applied as `kubectl apply -f` would on a fresh cluster, and
+// the node plugin follows the node DaemonSet: on each node the driver is
+// registered with the kubelet only while the DaemonSet's pod there is
+// Running, as node-driver-registrar in that pod registers it through the
+// kubelet's plugin watcher and its registration goes when the pod does.
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/csisim/csisim/sim/controller"
+)
+
+// pluginWatcherComponent is the component that keeps each node's
+// registration of the first driver in step with the node DaemonSet's pods.
+const pluginWatcherComponent = "plugin-watcher"
+
+// applyDeploy creates the deployment's objects in order. An object of a
+// kind the API server does not serve (RBAC, for one) is left out and named
+// in NotApplied; one that exists already is left as it is.
+func (c *Cluster) applyDeploy(ctx context.Context) error {
+	cfg := c.api.RESTConfig(harnessActor)
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	for _, o := range c.cfg.Deploy.Objects {
+		gvk := o.Obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			c.deployNotApplied = append(c.deployNotApplied, fmt.Sprintf("%s %s (%s): not applied, csisim's API server does not serve %s",
+				o.Obj.GetKind(), o.Obj.GetName(), o.Source, gvk.GroupVersion().WithKind(gvk.Kind)))
+			continue
+		}
+		var r dynamic.ResourceInterface = client.Resource(m.Resource)
+		if m.Scope.Name() == "namespace" {
+			ns := o.Obj.GetNamespace()
+			if ns == "" {
+				ns = metav1.NamespaceDefault
+			}
+			r = client.Resource(m.Resource).Namespace(ns)
+		}
+		if _, err := r.Create(ctx, o.Obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("deploy %s: creating %s %s: %w", o.Source, o.Obj.GetKind(), o.Obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// DeployNotApplied names the objects of the deployment the cluster did not
+// apply, and why.
+func (c *Cluster) DeployNotApplied() []string { return c.deployNotApplied }
+
+// pluginWatcher registers the first driver on a node while the node
+// DaemonSet's pod there is Running, and unregisters it when it no longer
+// is.
+type pluginWatcher struct {
+	c          *Cluster
+	namespace  string
+	daemonSet  string
+	pods       corelisters.PodLister
+	queue      controller.Queue
+	registered map[string]bool
+}
+
+// startPluginWatcher runs the plugin watcher in the loop, keyed by node.
+func (c *Cluster) startPluginWatcher() error {
+	ds := c.cfg.Deploy.Node.DaemonSet
+	w := &pluginWatcher{c: c, namespace: ds.Namespace, daemonSet: ds.Name, registered: map[string]bool{},
+		queue: c.rt.NewQueue(pluginWatcherComponent)}
+	client := c.clients.client(pluginWatcherComponent)
+	f, err := c.clients.informers(pluginWatcherComponent, client, []informerKind{
+		{&corev1.Pod{}, corev1.SchemeGroupVersion.WithResource("pods"), ""}})
+	if err != nil {
+		return err
+	}
+	pods := f.Core().V1().Pods()
+	w.pods = pods.Lister()
+	enqueue := func(obj any) {
+		if p, ok := controller.Unwrap(obj).(*corev1.Pod); ok && w.ours(p) && p.Spec.NodeName != "" {
+			w.queue.Add(p.Spec.NodeName)
+		}
+	}
+	_, _ = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue})
+	c.components.run(pluginWatcherComponent, "kubelet", &process{name: pluginWatcherComponent},
+		controller.Component{Workers: []controller.Worker{{Name: pluginWatcherComponent, Queue: w.queue, Sync: w.sync}}})
+	return nil
+}
+
+// ours: the pod is the node DaemonSet's.
+func (w *pluginWatcher) ours(p *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(p)
+	return p.Namespace == w.namespace && ref != nil && ref.Kind == "DaemonSet" && ref.Name == w.daemonSet
+}
+
+// sync registers or unregisters the driver on node as its DaemonSet pod
+// runs or not.
+func (w *pluginWatcher) sync(ctx context.Context, node string) error {
+	parts := w.c.nodes[node]
+	if parts == nil || parts.kubelet == nil {
+		return nil
+	}
+	pods, err := w.pods.Pods(w.namespace).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	running := false
+	for _, p := range pods {
+		if w.ours(p) && p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			running = true
+		}
+	}
+	if running == w.registered[node] {
+		return nil
+	}
+	driver := w.c.driver.name()
+	if running {
+		if err := parts.kubelet.RegisterDriver(ctx, driver, parts.identity); err != nil {
+			return err
+		}
+	} else if err := parts.kubelet.UnregisterDriver(ctx, driver); err != nil {
+		return err
+	}
+	w.registered[node] = running
+	return nil
+}
+
+// DeployedFrom is the file or directory of the driver's manifests the
+// cluster was started with (Config.Deploy), "" for none
+// (scenarios.Deployer).
+func (c *Cluster) DeployedFrom() string {
+	if c.cfg.Deploy == nil {
+		return ""
+	}
+	return c.cfg.Deploy.Path
+}
