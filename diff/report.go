@@ -105,9 +105,9 @@ func (r *Report) WriteText(w io.Writer) error {
 }
 
 // lines are the differences as a report prints them. Where one run has
-// no managedFields at all (csisim's API server writes none yet), its
-// differences in managers say that one thing, on one line in place of
-// the first of them; the JSON report keeps each.
+// no managedFields at all (a simulator from before fakekube kept them, a
+// report read back), its differences in managers say that one thing, on
+// one line in place of the first of them; the JSON report keeps each.
 func (r *Report) lines(diffs []Difference) []string {
 	var without string
 	switch {

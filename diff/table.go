@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// Bookkeeping says whether d is one of the differences every judged
-// scenario shows because the simulator's API server does not yet keep
-// managedFields as kube-apiserver does (issue 30, point 2). The table counts
+// Bookkeeping says whether d is a difference in who wrote an object: the
+// managers of its managedFields (manager, operation, subresource), which
+// both API servers keep with the same field manager. The table counts
 // them apart so that what is left is what the scenario's story is about.
 func Bookkeeping(d Difference) bool { return d.Field == "managers" }
 

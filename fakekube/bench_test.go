@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -28,7 +29,7 @@ func BenchmarkStoreCreate(b *testing.B) {
 	res := srv.reg.byGVR[coreV1.WithResource("configmaps")]
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if _, err := srv.store.create(context.Background(), "bench", res, "default", configMap(i)); err != nil {
+		if _, err := srv.store.create(context.Background(), "bench", "bench", res, "default", configMap(i)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -38,14 +39,14 @@ func BenchmarkStoreCreate(b *testing.B) {
 func BenchmarkStoreUpdate(b *testing.B) {
 	srv := New(Options{})
 	res := srv.reg.byGVR[coreV1.WithResource("configmaps")]
-	if _, err := srv.store.create(context.Background(), "bench", res, "default", configMap(0)); err != nil {
+	if _, err := srv.store.create(context.Background(), "bench", "bench", res, "default", configMap(0)); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		cm := configMap(0)
 		cm.Data["k"] = fmt.Sprint(i)
-		if _, err := srv.store.update(context.Background(), "bench", "update", res, "default", "cm-0", "", cm, nil, true); err != nil {
+		if _, err := srv.store.update(context.Background(), "bench", "bench", "update", res, "default", "cm-0", "", cm, nil, true); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -65,17 +66,17 @@ func filledServer(b *testing.B, n int) *Server {
 	for i := 0; i < n; i++ {
 		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ev-%d", i), Namespace: "default"},
 			InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Name: fmt.Sprintf("cm-%d", i)}}
-		if _, err := srv.store.create(context.Background(), "bench", cms, "default", configMap(i)); err != nil {
+		if _, err := srv.store.create(context.Background(), "bench", "bench", cms, "default", configMap(i)); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := srv.store.create(context.Background(), "bench", events, "default", ev); err != nil {
+		if _, err := srv.store.create(context.Background(), "bench", "bench", events, "default", ev); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for i := 0; i < 10000; i++ { // the default history limit: the history is full
 		cm := configMap(0)
 		cm.Data["k"] = fmt.Sprint(i)
-		if _, err := srv.store.update(context.Background(), "bench", "update", cms, "default", "cm-0", "", cm, nil, false); err != nil {
+		if _, err := srv.store.update(context.Background(), "bench", "bench", "update", cms, "default", "cm-0", "", cm, nil, false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -89,7 +90,7 @@ func BenchmarkStoreUpdateScale(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			cm := configMap(1)
 			cm.Data["k"] = fmt.Sprint(i)
-			if _, err := srv.store.update(context.Background(), "bench", "update", res, "default", "cm-1", "", cm, nil, false); err != nil {
+			if _, err := srv.store.update(context.Background(), "bench", "bench", "update", res, "default", "cm-1", "", cm, nil, false); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -113,14 +114,14 @@ func atEachStoreSize(b *testing.B, bench func(b *testing.B, srv *Server, res *re
 func BenchmarkStoreDeleteScale(b *testing.B) {
 	atEachStoreSize(b, func(b *testing.B, srv *Server, res *resource, n int) {
 		for i := 0; b.Loop(); i++ {
-			owner, err := srv.store.create(context.Background(), "bench", res, "default", configMap(n+2*i))
+			owner, err := srv.store.create(context.Background(), "bench", "bench", res, "default", configMap(n+2*i))
 			if err != nil {
 				b.Fatal(err)
 			}
 			dep := configMap(n + 2*i + 1)
 			m := owner.(*corev1.ConfigMap)
 			dep.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: m.Name, UID: m.UID}}
-			if _, err := srv.store.create(context.Background(), "bench", res, "default", dep); err != nil {
+			if _, err := srv.store.create(context.Background(), "bench", "bench", res, "default", dep); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := srv.store.delete("bench", res, "default", m.Name, metav1.DeleteOptions{}); err != nil {
@@ -244,5 +245,21 @@ func BenchmarkWatchDelivery(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTypeConverter is what a process pays once, at its first write,
+// for the field manager's type converter: the OpenAPI schemas of every
+// served kind, made into structured-merge-diff types.
+func BenchmarkTypeConverter(b *testing.B) {
+	reg := newRegistry(defaultResources())
+	for b.Loop() {
+		schemas, err := openAPIModelSchemas(reg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := managedfields.NewTypeConverter(schemas, false); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

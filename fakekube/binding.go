@@ -64,7 +64,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, req reques
 	}
 	// A binding changes spec.nodeName and the PodScheduled condition in one
 	// write, as the real server's binding storage does.
-	_, err = s.store.update(r.Context(), req.actor, "bind", req.res, req.namespace, req.name, "binding", nil, mutate, false)
+	_, err = s.store.update(r.Context(), req.actor, "", "bind", req.res, req.namespace, req.name, "binding", nil, mutate, false)
 	if err != nil {
 		writeError(w, err)
 		return

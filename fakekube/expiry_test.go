@@ -100,9 +100,9 @@ func writeExpiring(t *testing.T, srv *Server, res *resource, n int) {
 	}
 	var err error
 	if n == 0 {
-		_, err = srv.store.create(context.Background(), "test", res, "default", obj)
+		_, err = srv.store.create(context.Background(), "test", "test", res, "default", obj)
 	} else {
-		_, err = srv.store.update(context.Background(), "test", "update", res, "default", "ev", "", obj, nil, false)
+		_, err = srv.store.update(context.Background(), "test", "test", "update", res, "default", "ev", "", obj, nil, false)
 	}
 	if err != nil {
 		t.Fatalf("write %d: %v", n, err)

@@ -185,15 +185,31 @@ func (s *store) dropOwnerLocked(d stored, owner types.UID) {
 	next := d.obj.DeepCopyObject()
 	m, _ := meta.Accessor(next)
 	m.SetOwnerReferences(slices.DeleteFunc(m.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == owner }))
-	s.commitLocked(garbageCollectorActor, "patch", "", d.ref.res, d.obj, next)
+	s.commitLocked(garbageCollectorActor, "patch", "", d.ref.res, d.obj, s.controllerManagerWriteLocked(d, next))
 }
 
 func (s *store) removeFinalizerLocked(actor string, o stored, finalizer string) {
 	next := o.obj.DeepCopyObject()
 	m, _ := meta.Accessor(next)
 	m.SetFinalizers(slices.DeleteFunc(m.GetFinalizers(), func(f string) bool { return f == finalizer }))
+	next = s.controllerManagerWriteLocked(o, next)
 	s.commitLocked(actor, "patch", "", o.ref.res, o.obj, next)
 	s.finishDeletionLocked(actor, o.ref.res, next)
 }
+
+// controllerManagerWriteLocked is next, o changed by the garbage
+// collector or the namespace controller, with its managedFields as the
+// field manager leaves them for their process's writes.
+func (s *store) controllerManagerWriteLocked(o stored, next runtime.Object) runtime.Object {
+	if out, err := s.recordUpdateLocked(o.ref.res, "", o.obj, next, controllerManagerFieldManager); err == nil {
+		return out
+	}
+	return next
+}
+
+// controllerManagerFieldManager is the field manager of the garbage
+// collector's and the namespace controller's writes: kube-controller-manager's
+// user agent names the process first.
+const controllerManagerFieldManager = "kube-controller-manager"
 
 func ptrTo[T any](v T) *T { return &v }

@@ -3,8 +3,10 @@ package fakekube
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	goruntime "runtime"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -160,9 +162,17 @@ func isNamespaceSubresource(gv schema.GroupVersion, sub string) bool {
 	return gv.Group == "" && (sub == "status" || sub == "finalize")
 }
 
-// actorOf turns a user agent ("external-provisioner", "kubectl/v1.32.4 (linux/amd64) …")
-// into the component name shown in the timeline.
+// actorOf turns a user agent into the component name shown in the
+// timeline: what client-go's AddUserAgent appended to the binary's own
+// agent ("kube-controller-manager/v1.37.2 (linux/amd64)
+// kubernetes/abcdef0/persistentvolume-binder": persistentvolume-binder; a
+// service account's, as kube-controller-manager's controllers send it,
+// without its "system:serviceaccount:kube-system:"), else its first word
+// ("kubectl/v1.32.4 (linux/amd64) …": kubectl; "scenario").
 func actorOf(userAgent string) string {
+	if name := AppendedName(userAgent); name != "" {
+		return name
+	}
 	if i := strings.IndexAny(userAgent, "/ "); i > 0 {
 		return userAgent[:i]
 	}
@@ -170,6 +180,28 @@ func actorOf(userAgent string) string {
 		return "unknown"
 	}
 	return userAgent
+}
+
+// AppendedName is the name client-go's AddUserAgent appended to a user
+// agent of client-go's form, without a service account's
+// "system:serviceaccount:kube-system:"; "" if there is none.
+func AppendedName(userAgent string) string {
+	_, tail, ok := strings.Cut(userAgent, ") kubernetes/")
+	if !ok {
+		return ""
+	}
+	_, appended, _ := strings.Cut(tail, "/")
+	return strings.TrimPrefix(appended, "system:serviceaccount:kube-system:")
+}
+
+// UserAgent is the user agent of a client of the binary named binary
+// (kube-controller-manager, csi-provisioner, kubelet) that names itself
+// actor, of client-go's form (k8s.io/client-go rest/config.go,
+// DefaultKubernetesUserAgent, with AddUserAgent's appended name): the API
+// server takes the binary for the field manager of its writes, fakekube
+// the actor for the timeline's.
+func UserAgent(binary, actor string) string {
+	return fmt.Sprintf("%s/%s (%s/%s) kubernetes/unknown/%s", binary, KubernetesVersion, goruntime.GOOS, goruntime.GOARCH, actor)
 }
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req request) {

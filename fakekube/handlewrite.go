@@ -20,16 +20,26 @@ import (
 )
 
 func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req request) {
+	params, err := writeParamsOf(r, "create", "")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	obj, err := s.decodeBody(r, req.res)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	created, err := s.store.create(r.Context(), req.actor, req.res, req.namespace, obj)
+	created, err := s.store.create(r.Context(), req.actor, params.manager(r.UserAgent()), req.res, req.namespace, obj)
 	respond(w, r, http.StatusCreated, created, err)
 }
 
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req request) {
+	params, err := writeParamsOf(r, "update", "")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	obj, err := s.decodeBody(r, req.res)
 	if err != nil {
 		writeError(w, err)
@@ -39,7 +49,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req request
 	if m, err := meta.Accessor(obj); err == nil {
 		conditional = m.GetResourceVersion() != ""
 	}
-	updated, err := s.store.update(r.Context(), req.actor, "update", req.res, req.namespace, req.name, req.subresource, obj, nil, conditional)
+	updated, err := s.store.update(r.Context(), req.actor, params.manager(r.UserAgent()), "update", req.res, req.namespace, req.name, req.subresource, obj, nil, conditional)
 	respond(w, r, http.StatusOK, updated, err)
 }
 
@@ -53,6 +63,15 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req request)
 	apply, err := patchFunc(patchType, patch, req.res)
 	if err != nil {
 		writeError(w, err)
+		return
+	}
+	params, err := writeParamsOf(r, "patch", patchType)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if patchType == types.ApplyYAMLPatchType {
+		s.serveApply(w, r, req, patch, params)
 		return
 	}
 	mutate := func(cur runtime.Object) (runtime.Object, error) {
@@ -70,12 +89,13 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req request)
 		}
 		return obj, nil
 	}
-	updated, err := s.store.update(r.Context(), req.actor, "patch", req.res, req.namespace, req.name, req.subresource, nil, mutate,
+	updated, err := s.store.update(r.Context(), req.actor, params.manager(r.UserAgent()), "patch", req.res, req.namespace, req.name, req.subresource, nil, mutate,
 		patchSetsResourceVersion(patchType, patch))
 	respond(w, r, http.StatusOK, updated, err)
 }
 
-// patchFunc returns the function that applies a patch of the given type.
+// patchFunc returns the function that applies a patch of the given type;
+// server-side apply (serveApply) has none.
 func patchFunc(pt types.PatchType, patch []byte, res *resource) (func([]byte) ([]byte, error), error) {
 	switch pt {
 	case types.JSONPatchType:
@@ -94,13 +114,14 @@ func patchFunc(pt types.PatchType, patch []byte, res *resource) (func([]byte) ([
 		return func(cur []byte) ([]byte, error) {
 			return strategicpatch.StrategicMergePatch(cur, patch, schemaObj)
 		}, nil
-	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
-		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.groupResource(), "",
-			"server-side apply is not supported by csisim's API server; use client-side apply (kubectl apply without --server-side)", 0, false)
+	case types.ApplyYAMLPatchType:
+		return nil, nil
 	default:
+		// CBOR apply (application/apply-patch+cbor) is served only with
+		// the CBORServingAndStorage feature gate, off in v1.37.
 		return nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", res.groupResource(), "",
-			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s",
-				types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType), 0, false)
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s, %s",
+				types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType), 0, false)
 	}
 }
 

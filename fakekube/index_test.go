@@ -65,7 +65,7 @@ func (w *randomWriter) step() string {
 		if w.rand.IntN(3) == 0 {
 			cm.Finalizers = []string{"example.com/hold"}
 		}
-		if obj, err := w.s.create(context.Background(), "test", cms, ns, cm); err == nil {
+		if obj, err := w.s.create(context.Background(), "test", "test", cms, ns, cm); err == nil {
 			w.uids = append(w.uids, obj.(*corev1.ConfigMap).UID)
 		} else if w.createNamespace(ns) {
 			return "create namespace " + ns
@@ -80,7 +80,7 @@ func (w *randomWriter) step() string {
 		_, _ = w.s.delete("test", cms, ns, name, opts)
 		return "delete " + policy + " " + ns + "/" + name
 	case op < 9:
-		_, _ = w.s.update(context.Background(), "test", "patch", cms, ns, name, "", nil, func(cur runtime.Object) (runtime.Object, error) {
+		_, _ = w.s.update(context.Background(), "test", "test", "patch", cms, ns, name, "", nil, func(cur runtime.Object) (runtime.Object, error) {
 			cm := cur.(*corev1.ConfigMap)
 			if w.rand.IntN(2) == 0 {
 				cm.Finalizers = nil
@@ -101,7 +101,7 @@ func (w *randomWriter) step() string {
 
 // createNamespace creates ns if it is not there (or has gone).
 func (w *randomWriter) createNamespace(ns string) bool {
-	_, err := w.s.create(context.Background(), "test", w.res("namespaces"), "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	_, err := w.s.create(context.Background(), "test", "test", w.res("namespaces"), "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	return err == nil
 }
 

@@ -55,15 +55,11 @@ type openAPIServices struct {
 // newOpenAPIServices builds the documents of the resources reg serves.
 func newOpenAPIServices(reg *registry) (*openAPIServices, error) {
 	namer := newDefinitionNamer(scheme)
-	info := &spec.Info{InfoProps: spec.InfoProps{Title: "Kubernetes", Version: KubernetesVersion}}
+	info := openAPIInfo
 	v3 := handler3.NewOpenAPIService()
-	crdKinds, err := crdschemas.Kinds()
+	crds, err := crdKindsByGVK()
 	if err != nil {
 		return nil, err
-	}
-	crds := map[schema.GroupVersionKind]crdschemas.Kind{}
-	for _, k := range crdKinds {
-		crds[k.GVK] = k
 	}
 	var allModels []string
 	for _, gv := range reg.groupVersions() {
@@ -95,9 +91,7 @@ func newOpenAPIServices(reg *registry) (*openAPIServices, error) {
 		if len(models) > 0 {
 			// What every group version's operations take and answer besides its kinds.
 			models = append(models, modelName(&metav1.DeleteOptions{}), modelName(&metav1.Status{}), modelName(&metav1.WatchEvent{}))
-			schemas, err := builder3.BuildOpenAPIDefinitionsForResources(&common.OpenAPIV3Config{
-				Info: info, GetDefinitions: openapidefs.GetOpenAPIDefinitions, GetDefinitionName: namer.name,
-			}, models...)
+			schemas, err := buildModelSchemas(models)
 			if err != nil {
 				return nil, fmt.Errorf("building the OpenAPI v3 schemas of %s: %w", gv, err)
 			}
@@ -116,6 +110,17 @@ func newOpenAPIServices(reg *registry) (*openAPIServices, error) {
 	}
 	swagger.Paths = &spec.Paths{Paths: map[string]spec.PathItem{}}
 	return &openAPIServices{v2: handler.NewOpenAPIService(swagger), v3: v3}, nil
+}
+
+// openAPIInfo is what the server's OpenAPI documents say of themselves.
+var openAPIInfo = &spec.Info{InfoProps: spec.InfoProps{Title: "Kubernetes", Version: KubernetesVersion}}
+
+// buildModelSchemas are the OpenAPI v3 schemas of the named models and of
+// every model they refer to, by model name.
+func buildModelSchemas(models []string) (map[string]*spec.Schema, error) {
+	return builder3.BuildOpenAPIDefinitionsForResources(&common.OpenAPIV3Config{
+		Info: openAPIInfo, GetDefinitions: openapidefs.GetOpenAPIDefinitions, GetDefinitionName: newDefinitionNamer(scheme).name,
+	}, models...)
 }
 
 // serveOpenAPI answers /openapi/v2, /openapi/v3 (the index) and

@@ -8,8 +8,11 @@ import (
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -150,3 +153,60 @@ func checkContinue(c string) error {
 	}
 	return apierrors.NewResourceExpired(continueTooOld)
 }
+
+// writeParams are what the query of a create, update or patch says of
+// its field management: who writes (fieldManager) and, for server-side
+// apply, whether to take fields other managers hold (force).
+type writeParams struct {
+	fieldManager string
+	force        bool
+}
+
+// writeParamsOf reads and checks a write's query parameters as the real
+// handlers do (k8s.io/apiserver pkg/endpoints/handlers create.go,
+// update.go, patch.go): decoded into its CreateOptions, UpdateOptions or
+// PatchOptions (400 if they do not decode), then validated (422 on that
+// options kind: a fieldManager too long or unprintable, an apply patch
+// without one, force on any other patch). patchType is "" for a create
+// or an update, which verb tells apart.
+func writeParamsOf(r *http.Request, verb string, patchType types.PatchType) (writeParams, error) {
+	q := r.URL.Query()
+	var kind string
+	var errs field.ErrorList
+	var p writeParams
+	var err error
+	switch {
+	case patchType != "":
+		kind = "PatchOptions"
+		opts := metav1.PatchOptions{}
+		if err = metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err == nil {
+			errs = metav1validation.ValidatePatchOptions(&opts, patchType)
+			p = writeParams{fieldManager: opts.FieldManager, force: opts.Force != nil && *opts.Force}
+		}
+	case verb == "create":
+		kind = "CreateOptions"
+		opts := metav1.CreateOptions{}
+		if err = metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err == nil {
+			errs = metav1validation.ValidateCreateOptions(&opts)
+			p = writeParams{fieldManager: opts.FieldManager}
+		}
+	default:
+		kind = "UpdateOptions"
+		opts := metav1.UpdateOptions{}
+		if err = metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err == nil {
+			errs = metav1validation.ValidateUpdateOptions(&opts)
+			p = writeParams{fieldManager: opts.FieldManager}
+		}
+	}
+	if err != nil {
+		return p, apierrors.NewBadRequest(err.Error())
+	}
+	if len(errs) > 0 {
+		return p, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
+	}
+	return p, nil
+}
+
+// manager is the field manager of a write with these parameters from a
+// client with this user agent.
+func (p writeParams) manager(userAgent string) string { return managerOf(p.fieldManager, userAgent) }

@@ -122,13 +122,13 @@ func New(opts Options) *Server {
 	nsRes := reg.byGVR[coreV1.WithResource("namespaces")]
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if _, err := s.store.create(context.Background(), "kube-apiserver", nsRes, "", ns); err != nil {
+		if _, err := s.store.create(context.Background(), "kube-apiserver", "kube-apiserver", nsRes, "", ns); err != nil {
 			panic(err) // cannot happen on an empty store
 		}
 	}
 	pcRes := reg.byGVR[schedulingV1.WithResource("priorityclasses")]
 	for _, pc := range systemPriorityClasses() {
-		if _, err := s.store.create(context.Background(), "kube-apiserver", pcRes, "", pc); err != nil {
+		if _, err := s.store.create(context.Background(), "kube-apiserver", "kube-apiserver", pcRes, "", pc); err != nil {
 			panic(err) // cannot happen on an empty store
 		}
 	}

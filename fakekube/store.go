@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 )
@@ -65,6 +66,8 @@ type store struct {
 	refusals  map[string]int // writes with a resourceVersion to refuse, by actor
 	eventTTL  time.Duration  // how long an Event lives after its last write; 0: for ever
 	expiries  expiries
+	// fieldManagers keep the objects' managedFields (managedfields.go).
+	fieldManagers map[fieldManagerKey]*managedfields.FieldManager
 }
 
 func newStore(reg *registry, opts Options) *store {
@@ -81,6 +84,8 @@ func newStore(reg *registry, opts Options) *store {
 		watchers:  map[*watcher]struct{}{},
 		gc:        newGCIndex(reg),
 		eventTTL:  max(opts.EventTTL, 0),
+
+		fieldManagers: map[fieldManagerKey]*managedfields.FieldManager{},
 	}
 	for _, r := range reg.all {
 		s.objects[r] = map[string]runtime.Object{}
@@ -201,10 +206,16 @@ func (s *store) listLocked(res *resource, sel selector) []runtime.Object {
 }
 
 // create stores a new object after defaulting, admission and validation.
-// ctx carries the request's warning recorder, if any.
-func (s *store) create(ctx context.Context, actor string, res *resource, namespace string, obj runtime.Object) (runtime.Object, error) {
+// ctx carries the request's warning recorder, if any. manager is the field
+// manager its fields are recorded for, "" when the caller has recorded
+// them (server-side apply).
+func (s *store) create(ctx context.Context, actor, manager string, res *resource, namespace string, obj runtime.Object) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.createLocked(ctx, actor, manager, res, namespace, obj)
+}
+
+func (s *store) createLocked(ctx context.Context, actor, manager string, res *resource, namespace string, obj runtime.Object) (runtime.Object, error) {
 	s.expireLocked()
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -214,6 +225,16 @@ func (s *store) create(ctx context.Context, actor string, res *resource, namespa
 		return nil, err
 	}
 	defaultObject(res, obj)
+	// As kube-apiserver's create handler, the field manager sees the
+	// object as decoded, before admission and the strategy.
+	if manager != "" {
+		if obj, err = s.recordUpdateLocked(res, "", nil, obj, manager); err != nil {
+			return nil, err
+		}
+		if m, err = meta.Accessor(obj); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+	}
 	if err := s.admitCreateLocked(res, obj); err != nil {
 		return nil, err
 	}
@@ -249,7 +270,6 @@ func (s *store) create(ctx context.Context, actor string, res *resource, namespa
 	m.SetCreationTimestamp(s.now())
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
-	m.SetManagedFields(nil)
 	s.commitLocked(actor, "create", "", res, nil, obj)
 	return obj.DeepCopyObject(), nil
 }
@@ -283,8 +303,9 @@ func (s *store) checkNamespaceLocked(res *resource, namespace string, m metav1.O
 // mutate, when set, computes the new object from a copy of the stored one
 // under the store's lock; that is how patches apply without races.
 // conditional says the write carries a resourceVersion (an update's
-// object, a patch that sets it), so that it can meet a conflict.
-func (s *store) update(ctx context.Context, actor, verb string, res *resource, namespace, name, subresource string,
+// object, a patch that sets it), so that it can meet a conflict. manager
+// is as create's.
+func (s *store) update(ctx context.Context, actor, manager, verb string, res *resource, namespace, name, subresource string,
 	newObj runtime.Object, mutate func(current runtime.Object) (runtime.Object, error), conditional bool) (runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -333,7 +354,14 @@ func (s *store) update(ctx context.Context, actor, verb string, res *resource, n
 	newMeta.SetNamespace(oldMeta.GetNamespace())
 	newMeta.SetName(oldMeta.GetName())
 	newMeta.SetResourceVersion(oldMeta.GetResourceVersion())
-	newMeta.SetManagedFields(oldMeta.GetManagedFields())
+	// As kube-apiserver's update and patch handlers, the field manager
+	// sees the object as the client wrote it, before admission and the
+	// strategy.
+	if manager != "" {
+		if newObj, err = s.recordUpdateLocked(res, subresource, old, newObj, manager); err != nil {
+			return nil, err
+		}
+	}
 	next := newObj
 	switch subresource {
 	case "binding":

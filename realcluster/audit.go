@@ -17,6 +17,9 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/csisim/csisim/fakekube"
+	"github.com/csisim/csisim/fault"
 )
 
 // Who made an API write. The real kube-apiserver calls no hook on a write,
@@ -153,10 +156,20 @@ func actorName(username, userAgent string) string {
 		// its kubelets the same way.
 		return "kubelet:" + strings.TrimPrefix(username, "system:node:")
 	}
+	if name := fakekube.AppendedName(userAgent); isKubelet(name) {
+		// A simulated kubelet, by the name its user agent appends.
+		return name
+	}
 	if ua := managerOf(userAgent); ua != "" {
 		return ua
 	}
 	return username
+}
+
+// isKubelet says whether name is a kubelet's (fault.KubeletComponent).
+func isKubelet(name string) bool {
+	_, ok := fault.KubeletNode(name)
+	return ok
 }
 
 // managerOf is the field manager the API server derives from a user agent:

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/realkube/apiproxy"
 	"github.com/csisim/csisim/trace"
@@ -34,7 +35,7 @@ var simulatedName = map[string]string{"persistent-volume-binder": "persistentvol
 // service account (in their user agent; the proxy does not see the
 // token's user), kube-scheduler and a real kubelet by their certificate's
 // user, the sidecars by the binary their user agent names, a simulated
-// kubelet by its user agent (kubelet:<node>).
+// kubelet by the name its user agent appends (kubelet:<node>).
 func apiComponent(cl apiproxy.Client) string {
 	switch {
 	case strings.HasPrefix(cl.User, "system:node:"):
@@ -48,6 +49,9 @@ func apiComponent(cl apiproxy.Client) string {
 			return name
 		}
 		return sa
+	}
+	if name := fakekube.AppendedName(cl.UserAgent); isKubelet(name) {
+		return name
 	}
 	first := apiproxy.FirstWord(cl)
 	for component, binary := range realSidecars {

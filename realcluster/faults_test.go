@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/realkube/apiproxy"
 )
@@ -119,6 +120,7 @@ func TestAPIComponent(t *testing.T) {
 		{apiproxy.Client{User: "system:kube-scheduler", UserAgent: "kube-scheduler/v1.37.2 (linux/amd64) kubernetes/abc/scheduler"}, "default-scheduler"},
 		{apiproxy.Client{User: "system:node:node-2", Groups: []string{"system:nodes"}, UserAgent: "kubelet/v1.37.2"}, "kubelet:node-2"},
 		{apiproxy.Client{User: "kubernetes-admin", UserAgent: "kubelet:node-1"}, "kubelet:node-1"},
+		{apiproxy.Client{User: "kubernetes-admin", UserAgent: fakekube.UserAgent("kubelet", "kubelet:node-3")}, "kubelet:node-3"},
 		{apiproxy.Client{User: "kubernetes-admin", UserAgent: "csi-provisioner/v6.4.0 (linux/amd64)"}, "external-provisioner"},
 		{apiproxy.Client{User: "kubernetes-admin", UserAgent: "csi-snapshotter/v8.7.0"}, "csi-snapshotter"},
 		{apiproxy.Client{User: "kubernetes-admin", UserAgent: "snapshot-controller/v8.7.0"}, "snapshot-controller"},

@@ -40,6 +40,7 @@ import (
 	"github.com/csisim/csisim/drivers/faultproxy"
 	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/drivers/launch"
+	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/realkube"
 	"github.com/csisim/csisim/realnodes"
 	"github.com/csisim/csisim/runroot"
@@ -485,7 +486,9 @@ func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint strin
 		return err
 	}
 	c.conns = append(c.conns, conn)
-	cs, err := kubernetes.NewForConfig(c.componentConfig(actor))
+	// Named kubelet first, as a real kubelet's client is: the API server's
+	// field manager of its writes.
+	cs, err := kubernetes.NewForConfig(c.componentConfig(fakekube.UserAgent("kubelet", actor)))
 	if err != nil {
 		return fmt.Errorf("client for %s: %w", actor, err)
 	}

@@ -23,6 +23,7 @@ func TestActorName(t *testing.T) {
 		{"system:apiserver", "kube-apiserver/v1.37.2", "kube-apiserver"},
 		{"kubernetes-admin", "csi-provisioner/v0.0.0 (linux/amd64) kubernetes/$Format", "csi-provisioner"},
 		{"kubernetes-admin", "kubelet:node-1", "kubelet:node-1"},
+		{"kubernetes-admin", "kubelet/v1.37.2 (linux/amd64) kubernetes/unknown/kubelet:node-2", "kubelet:node-2"},
 		{"kubernetes-admin", "scenario", "scenario"},
 		{"kubernetes-admin", "", "kubernetes-admin"},
 	}

@@ -12,6 +12,7 @@ import (
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"google.golang.org/grpc/codes"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -189,7 +190,12 @@ func (tl Timeline) violationJSON(v Violation) ([]byte, error) {
 }
 
 // encodeObject is obj as JSON with its apiVersion and kind set, and its
-// group/version. obj itself is not changed: others read it.
+// group/version. obj itself is not changed: others read it. Its
+// managedFields are left out, as kubectl get -o yaml leaves them out
+// unless asked (--show-managed-fields, false by default since v1.21): they
+// are the API server's bookkeeping of who wrote which field, not the
+// object's story, and would make every line several times longer; csisim
+// diff compares their managers.
 func encodeObject(obj runtime.Object, kind string) (json.RawMessage, string, error) {
 	gvks, _, err := objectScheme.ObjectKinds(obj)
 	if err != nil {
@@ -204,6 +210,9 @@ func encodeObject(obj runtime.Object, kind string) (json.RawMessage, string, err
 	}
 	obj = obj.DeepCopyObject()
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, "", fmt.Errorf("the %s written as JSON: %w", kind, err)

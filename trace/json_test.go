@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/grpc/codes"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestJSONRoundTrip(t *testing.T) {
@@ -194,5 +196,27 @@ func TestFormatsWriteTheRunsDirectoryAsRoot(t *testing.T) {
 	}
 	if got := back.Entries[11].Call.StagingPath; got != "{root}/kubelet/x" {
 		t.Errorf("read back, the staging path is %q", got)
+	}
+}
+
+// The JSON timeline leaves the objects' managedFields out, as kubectl get
+// does by default, and the recorded objects keep theirs.
+func TestJSONLeavesManagedFieldsOut(t *testing.T) {
+	tl := sampleTimeline()
+	obj := tl.Entries[1].Write.Object
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate}})
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, tl); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "managedFields") || strings.Contains(buf.String(), "kube-controller-manager") {
+		t.Errorf("the JSON timeline shows managedFields:\n%s", buf.String())
+	}
+	if len(m.GetManagedFields()) != 1 {
+		t.Errorf("writing the timeline took the recorded object's managedFields: %v", m.GetManagedFields())
 	}
 }

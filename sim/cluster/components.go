@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/attacher"
 	"github.com/csisim/csisim/sim/controller"
@@ -42,13 +43,26 @@ type componentSpec struct {
 	// (kube-controller-manager): a restart of the process restarts them
 	// together.
 	process string
-	needs   needs
+	// binary, for a component that is a process of its own, is the real
+	// one's binary, which its clients name first in their user agent: the
+	// API server's field manager of its writes.
+	binary string
+	needs  needs
 	// check is a sidecar's start-up check; its Start runs only if it
 	// passed.
 	check controller.Check
 	start controller.Start
 	// optIn, if set, says whether a cluster runs the component at all.
 	optIn func(Config) bool
+}
+
+// binaryName is the binary of the real process the component is, or is
+// part of.
+func (s *componentSpec) binaryName() string {
+	if s.process != "" {
+		return s.process
+	}
+	return s.binary
 }
 
 // needs says what a component gets besides a client and informers of the
@@ -73,10 +87,10 @@ const kubeControllerManager = "kube-controller-manager"
 var controlPlane = []componentSpec{
 	{name: "persistentvolume-binder", process: kubeControllerManager, start: pvcontroller.Start},
 	{name: "attachdetach-controller", process: kubeControllerManager, start: attachdetach.Start},
-	{name: "default-scheduler", needs: appsInformers, start: scheduler.Start},
-	{name: "external-provisioner", needs: driverConn | snapshotClient, check: provisioner.Check, start: provisioner.Start},
+	{name: "default-scheduler", binary: "kube-scheduler", needs: appsInformers, start: scheduler.Start},
+	{name: "external-provisioner", binary: "csi-provisioner", needs: driverConn | snapshotClient, check: provisioner.Check, start: provisioner.Start},
 	{name: "node-controller", process: kubeControllerManager, start: nodelifecycle.Start},
-	{name: "external-attacher", needs: driverConn, check: attacher.Check, start: attacher.Start},
+	{name: "external-attacher", binary: "csi-attacher", needs: driverConn, check: attacher.Check, start: attacher.Start},
 	{name: "expand-controller", process: kubeControllerManager, start: expand.Start},
 	{name: ephemeral.Component, process: kubeControllerManager, start: ephemeral.Start},
 	{name: "statefulset-controller", process: kubeControllerManager, needs: appsInformers, start: statefulset.Start},
@@ -84,9 +98,9 @@ var controlPlane = []componentSpec{
 	{name: "deployment-controller", process: kubeControllerManager, needs: appsInformers, start: deployment.Start},
 	{name: "daemonset-controller", process: kubeControllerManager, needs: appsInformers | daemonSetInformers, start: daemonset.Start,
 		optIn: func(cfg Config) bool { return cfg.DaemonSets }},
-	{name: "external-resizer", needs: driverConn | attributesClassInformers, check: resizer.Check, start: resizer.Start},
-	{name: snapshotcontroller.Component, needs: snapshotClient | snapshotInformers, start: snapshotcontroller.Start},
-	{name: "csi-snapshotter", needs: driverConn | snapshotClient | snapshotInformers, check: snapshotter.Check, start: snapshotter.Start},
+	{name: "external-resizer", binary: "csi-resizer", needs: driverConn | attributesClassInformers, check: resizer.Check, start: resizer.Start},
+	{name: snapshotcontroller.Component, binary: "snapshot-controller", needs: snapshotClient | snapshotInformers, start: snapshotcontroller.Start},
+	{name: "csi-snapshotter", binary: "csi-snapshotter", needs: driverConn | snapshotClient | snapshotInformers, check: snapshotter.Check, start: snapshotter.Start},
 }
 
 // checkOrder is the order in which the sidecars with a start-up check ask
@@ -283,7 +297,9 @@ func (c *Cluster) startComponent(s *componentSpec, key string, p *process, drv *
 // deps makes the clients and informers the row s says its component gets,
 // as process p's; its informers belong to key.
 func (c *Cluster) deps(s *componentSpec, key string, p *process) (controller.Deps, error) {
-	clientFor := func(userAgent string) kubernetes.Interface { return c.clients.clientOf(userAgent, p) }
+	clientFor := func(actor string) kubernetes.Interface {
+		return c.clients.clientOf(fakekube.UserAgent(s.binaryName(), actor), p)
+	}
 	d := controller.Deps{Client: clientFor(s.name), ClientFor: clientFor, Runtime: c.rt}
 	kinds := [][]informerKind{coreKinds}
 	if s.needs&appsInformers != 0 {
@@ -300,7 +316,7 @@ func (c *Cluster) deps(s *componentSpec, key string, p *process) (controller.Dep
 		return d, err
 	}
 	if s.needs&(snapshotClient|snapshotInformers) != 0 {
-		d.Snapshots = c.clients.snapshotClientOf(s.name, p)
+		d.Snapshots = c.clients.snapshotClientOf(fakekube.UserAgent(s.binaryName(), s.name), p)
 	}
 	if s.needs&snapshotInformers != 0 {
 		d.SnapshotInformers, err = c.clients.snapshotInformers(key, d.Snapshots)

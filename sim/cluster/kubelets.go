@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/sim/kubelet"
 )
@@ -25,7 +26,7 @@ func (c *Cluster) startNode(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
-	cs := c.clients.client(agent)
+	cs := c.clients.client(fakekube.UserAgent("kubelet", agent))
 	f, err := c.clients.kubeletInformers(node, cs)
 	if err != nil {
 		return err
