@@ -11,6 +11,8 @@ import (
 
 	"github.com/csisim/csisim/drivers/endpoint"
 	"github.com/csisim/csisim/drivers/faultproxy"
+	"k8s.io/klog/v2"
+
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/trace"
 )
@@ -232,7 +234,41 @@ func (c *Cluster) restartPlugin(ctx context.Context, pl *plugin, loseState bool)
 	// for its name and node info and records them (unchanged, usually).
 	regCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	return parts.kubelet.RegisterDriver(regCtx, pl.drv.name(), pl.identity)
+	if err := parts.kubelet.RegisterDriver(regCtx, pl.drv.name(), pl.identity); err != nil {
+		// The kubelet could not record the plugin (the API server is
+		// down, say): node-driver-registrar exits ("Registration process
+		// failed with error: ..., restarting registration container") and
+		// its container, restarted by the kubelet, registers again.
+		klog.Background().V(2).Info("plugin registration failed; the registrar restarts", "plugin", pl.name, "err", err)
+		c.registerAgain(pl)
+	}
+	return nil
+}
+
+// registrarRestartDelay is when a node-driver-registrar that exited is
+// running again: the kubelet's first container restart back-off, 10 s
+// (kubernetes pkg/kubelet/kubelet.go, backOffPeriod). The real back-off
+// doubles on each further exit; here each retry waits the first one.
+const registrarRestartDelay = 10 * time.Second
+
+// registerAgain registers the node plugin pl with its kubelet every
+// registrarRestartDelay until that succeeds, as a restarted
+// node-driver-registrar does, unless the plugin or its node is gone
+// meanwhile.
+func (c *Cluster) registerAgain(pl *plugin) {
+	var stop func()
+	stop = c.loop.Every(registrarRestartDelay, func(ctx context.Context) {
+		parts := c.nodes[pl.node]
+		if pl.crashed || parts == nil || parts.kubelet == nil || parts.lost {
+			stop()
+			return
+		}
+		regCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := parts.kubelet.RegisterDriver(regCtx, pl.drv.name(), pl.identity); err == nil {
+			stop()
+		}
+	})
 }
 
 // relaunch kills the plugin's driver if it runs and starts it again, with

@@ -89,6 +89,7 @@ func (b *reflectorBackoff) step(now time.Time, jitter float64) time.Duration {
 //
 // Until times events have come the informer stays deaf: a real watch
 // would also end at its timeout (5 to 10 minutes), which is not modelled.
+// A watch already broken is left as it is (at most it loses more events).
 // onRelist, if set, is called after each relist.
 func (l *Loop) DropWatchEvents(component, resource string, times int, onRelist func(Relist)) error {
 	if times < 1 {
@@ -106,8 +107,14 @@ func (l *Loop) DropWatchEvents(component, resource string, times int, onRelist f
 	// Writes made so far reach the informers before the watch breaks.
 	l.deliver()
 	for _, inf := range found {
-		if inf.drop != nil {
-			return fmt.Errorf("the watch of %s on %s is already broken", component, resource)
+		if d := inf.drop; d != nil {
+			// Already broken (an earlier drop, or an API server outage):
+			// there is no watch to break again. Events still to be lost
+			// are at least this drop's; the one relist to come serves both.
+			if !d.ended && times > d.left {
+				d.left = times
+			}
+			continue
 		}
 		inf.drop = &watchDrop{left: times, onRelist: onRelist}
 	}
