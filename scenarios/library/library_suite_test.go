@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/csisim/csisim/drivers/manifests"
 	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/internal/testenv"
 	"github.com/csisim/csisim/scenarios"
@@ -63,6 +64,12 @@ func runOnSimulator(sc *scenarios.Scenario) (*scenarios.Result, *trace.Recorder,
 	defer cancel()
 	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName, DriverBinary: csisimBinary, Seed: 1, DriverLog: GinkgoWriter}
 	Expect(clusterprofile.AddDrivers(ctx, &cfg, sc.Drivers, sc.Cluster.Request(), clusterprofile.Options{})).To(Succeed())
+	if sc.Cluster.Deploy != "" {
+		// The driver's own deployment, as csisim run applies it.
+		set, err := manifests.Load(sc.Cluster.Deploy)
+		Expect(err).NotTo(HaveOccurred())
+		cfg.Deploy = set
+	}
 	c, err := cluster.Start(ctx, cfg)
 	Expect(err).NotTo(HaveOccurred())
 	root := c.Root()
