@@ -7,7 +7,6 @@ package daemonset
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,22 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/deployment"
 )
 
 // revisionPatch is what a revision stores: the template as a strategic
 // merge patch that replaces it (getPatch).
 func revisionPatch(ds *appsv1.DaemonSet) ([]byte, error) {
-	data, err := json.Marshal(ds.Spec.Template)
-	if err != nil {
-		return nil, err
-	}
-	var template map[string]any
-	if err := json.Unmarshal(data, &template); err != nil {
-		return nil, err
-	}
-	template["$patch"] = "replace"
-	return json.Marshal(map[string]any{"spec": map[string]any{"template": template}})
+	return controller.TemplateRevisionPatch(ds.Spec.Template)
 }
 
 // currentRevision finds the revision of ds's template among those ds

@@ -1,12 +1,12 @@
 package statefulset
 
 import (
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"regexp"
 	"strconv"
 
+	"github.com/csisim/csisim/sim/controller"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -296,16 +296,7 @@ func setClaimOwners(claim *corev1.PersistentVolumeClaim, set *appsv1.StatefulSet
 // template as a strategic merge patch that replaces it
 // (stateful_set_utils.go getPatch).
 func revisionPatch(set *appsv1.StatefulSet) ([]byte, error) {
-	data, err := json.Marshal(set.Spec.Template)
-	if err != nil {
-		return nil, err
-	}
-	var template map[string]any
-	if err := json.Unmarshal(data, &template); err != nil {
-		return nil, err
-	}
-	template["$patch"] = "replace"
-	return json.Marshal(map[string]any{"spec": map[string]any{"template": template}})
+	return controller.TemplateRevisionPatch(set.Spec.Template)
 }
 
 // hashRevision is the hash that names a ControllerRevision: FNV-1 32 of
