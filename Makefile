@@ -65,7 +65,7 @@ fmt-check:
 # and docs/ the same way without a cluster, in a directory the repository is
 # linked into (their sh ci blocks must be stages of .ci/run), and the driver
 # profile walk-through. Root (real mounts), kubectl.
-CHECKED_DOCS ?= README.md docs/guide.md docs/drivers.md docs/hacking.md docs/profiles/walkthrough.md
+CHECKED_DOCS ?= README.md docs/guide.md docs/drivers.md docs/hacking.md docs/go-api.md docs/profiles/walkthrough.md
 labs-check: build
 	$(GO) run ./internal/cmd/labs-check -csisim $(BIN) docs/labs/[0-9]*.md $(CHECKED_DOCS)
 

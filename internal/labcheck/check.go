@@ -109,7 +109,11 @@ func runSteps(ctx context.Context, lab *Lab, dir string, env []string, srv *serv
 			if !marked && srv != nil {
 				from, marked = strings.Count(srv.out.String(), "\n"), true
 			}
-			if err := runStep(ctx, dir, env, st, cfg.CommandTimeout); err != nil {
+			timeout := cfg.CommandTimeout
+			if st.Run.Timeout > 0 {
+				timeout = st.Run.Timeout
+			}
+			if err := runStep(ctx, dir, env, st, timeout); err != nil {
 				return fmt.Errorf("%s:%d: %w", lab.File, line, err)
 			}
 		}

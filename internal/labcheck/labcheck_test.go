@@ -33,6 +33,9 @@ func TestParse(t *testing.T) {
 		{name: "a bad within", text: serve + "```sh\ntrue\n```\n```text expected within=soon\n```\n", wantErr: "lab.md:7: within=soon"},
 		{name: "an unknown word", text: serve + "```sh quickly\ntrue\n```\n", wantErr: `lab.md:4: a sh block takes no "quickly"`},
 		{name: "an open block", text: serve + "```sh\ntrue\n", wantErr: "lab.md: a fenced block is not closed"},
+		{name: "a timeout", text: "```sh timeout=10m\ngo test ./x\n```\n", steps: 1},
+		{name: "a bad timeout", text: "```sh timeout=long\ntrue\n```\n", wantErr: "lab.md:1: timeout=long"},
+		{name: "a timeout on a ci block", text: "```sh ci timeout=1m\nmake demo\n```\n", wantErr: `lab.md:1: a sh block takes no "timeout=1m"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,6 +63,9 @@ func TestParse(t *testing.T) {
 	}
 	if tl := lab.Steps[1].Timeline; tl.Within != DefaultTimelineWithin || tl.Line != 15 {
 		t.Errorf("timeline step = %+v", tl)
+	}
+	if lab, err := Parse("lab.md", "```sh timeout=10m\ngo test ./x\n```\n"); err != nil || lab.Steps[0].Run.Timeout != 10*time.Minute {
+		t.Errorf("a block with timeout=10m: %v, %+v", err, lab)
 	}
 }
 

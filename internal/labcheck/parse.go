@@ -9,8 +9,9 @@
 //	```sh serve                 the csisim serve command line (one per lab, first);
 //	                            it must write --kubeconfig FILE, a relative path;
 //	                            a document without one has its commands run alone
-//	```sh                       commands, run with bash -e -o pipefail in one
-//	                            directory with KUBECONFIG set; they must succeed
+//	```sh [timeout=D]           commands, run with bash -e -o pipefail in one
+//	                            directory with KUBECONFIG set; they must succeed,
+//	                            within D (default Config.CommandTimeout)
 //	```sh ci                    commands CI runs itself, each a stage of its
 //	                            script (.ci/run): checked to be there, not run
 //	```text expected [within=D] what the sh block just before prints; with within,
@@ -61,6 +62,9 @@ type Block struct {
 	// Within is how long an expected output or timeline may take to come
 	// true; 0 means at once (for timelines: the default).
 	Within time.Duration
+	// Timeout bounds one run of a command block that takes longer than
+	// most (one that compiles a Go module); 0: Config.CommandTimeout.
+	Timeout time.Duration
 }
 
 // Step is a command block with the output the lab says it prints (if it
@@ -134,6 +138,15 @@ func Parse(file, text string) (*Lab, error) {
 	return lab, lab.steps(blocks)
 }
 
+// cutOne returns the value of words' only word, if it is prefix followed
+// by a value.
+func cutOne(words []string, prefix string) (string, bool) {
+	if len(words) != 1 {
+		return "", false
+	}
+	return strings.CutPrefix(words[0], prefix)
+}
+
 // openBlock reads a fence's info string: whether the checker reads the
 // block, and as what.
 func openBlock(info []string) (Block, bool, error) {
@@ -146,6 +159,13 @@ func openBlock(info []string) (Block, bool, error) {
 		b.Kind = Run
 		if len(words) > 0 && (words[0] == "serve" || words[0] == string(CI)) {
 			b.Kind, words = Kind(words[0]), words[1:]
+		}
+		if d, ok := cutOne(words, "timeout="); ok && b.Kind == Run {
+			var err error
+			if b.Timeout, err = time.ParseDuration(d); err != nil {
+				return b, false, fmt.Errorf("timeout=%s: %w", d, err)
+			}
+			words = nil
 		}
 		if len(words) > 0 {
 			return b, false, fmt.Errorf("a %s block takes no %q", lang, strings.Join(words, " "))
