@@ -46,3 +46,70 @@ var _ = Describe("csisim serve --driver", func() {
 		ok("delete", "pvc", "data", "--timeout=60s")
 	})
 })
+
+var _ = Describe("csisim serve --extra-driver", func() {
+	It("runs a file-storage driver beside csisim's: CSINode lists both, and a pod mounts a volume of each", func() {
+		kubectl := kubectlPath()
+		tmp := GinkgoT().TempDir()
+		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+		server := start(tmp, "serve", "--quiet", "--extra-driver", "csisim-file=shares.csisim.io", "--nodes", "n1", "--kubeconfig", kubeconfig)
+		Eventually(server.Out, 2*time.Minute).Should(gbytes.Say("kubeconfig " + kubeconfig))
+		DeferCleanup(func() {
+			server.Interrupt()
+			Eventually(server, time.Minute).Should(gexec.Exit(0))
+			expectNothingLeftIn(tmp)
+		})
+		ok := func(args ...string) string {
+			out, err := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), "kubectl %v: %s", args, out)
+			return string(out)
+		}
+		Eventually(func() string {
+			out, _ := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "csinode", "n1", "-o", "jsonpath={.spec.drivers[*].name}").Output()
+			return string(out)
+		}, time.Minute).Should(SatisfyAll(ContainSubstring("hostpath.csisim.io"), ContainSubstring("shares.csisim.io")))
+		// The extra driver reports no PUBLISH_UNPUBLISH_VOLUME: its CSIDriver says so.
+		Expect(ok("get", "csidriver", "shares.csisim.io", "-o", "jsonpath={.spec.attachRequired}")).To(Equal("false"))
+		Expect(ok("get", "storageclass", "shares.csisim.io", "-o", "jsonpath={.provisioner}")).To(Equal("shares.csisim.io"))
+		manifest := filepath.Join(GinkgoT().TempDir(), "app.yaml")
+		Expect(os.WriteFile(manifest, []byte(twoDriversPod), 0o644)).To(Succeed())
+		ok("apply", "-f", manifest)
+		ok("wait", "--for=jsonpath={.status.phase}=Running", "pod/app", "--timeout=60s")
+		Expect(ok("get", "pv", "-o", "jsonpath={.items[*].spec.csi.driver}")).To(SatisfyAll(
+			ContainSubstring("hostpath.csisim.io"), ContainSubstring("shares.csisim.io")))
+		ok("delete", "pod", "app", "--timeout=60s")
+		ok("delete", "pvc", "block", "files", "--timeout=60s")
+	})
+})
+
+// twoDriversPod is a pod with a claim of csisim's default class and one of
+// the extra driver's.
+const twoDriversPod = `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: block}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: files}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: shares.csisim.io
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: app}
+spec:
+  containers:
+  - name: app
+    image: busybox
+    volumeMounts:
+    - {name: block, mountPath: /block}
+    - {name: files, mountPath: /files}
+  volumes:
+  - {name: block, persistentVolumeClaim: {claimName: block}}
+  - {name: files, persistentVolumeClaim: {claimName: files}}
+`

@@ -306,7 +306,7 @@ func (p *Profile) resolveRelativePaths(dir string) error {
 func Parse(data []byte) (*Profile, error) {
 	var p Profile
 	if err := yaml.UnmarshalStrict(bytes.TrimSpace(data), &p); err != nil {
-		return nil, err
+		return nil, decodeError(data, err)
 	}
 	if err := p.check(); err != nil {
 		return nil, err

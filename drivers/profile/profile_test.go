@@ -37,7 +37,7 @@ func TestParseRefuses(t *testing.T) {
 		{"split without node", "name: x\nstart: {layout: split, controller: {path: /bin/d}}", "needs controller and node"},
 		{"combined with node", "name: x\nstart: {layout: combined, command: {path: /bin/d}, node: {path: /bin/d}}", "only for layout split"},
 		{"unknown capability", "name: x\nstart: {layout: split, mock: true}\ncapabilities: {snapshot: true}", "capabilities.snapshot: unknown capability"},
-		{"unknown key", "name: x\nstart: {layout: split, mock: true}\ncapabilites: {}", "unknown field"},
+		{"unknown key", "name: x\nstart: {layout: split, mock: true}\ncapabilites: {}", "line 3: capabilites: unknown key (docs/profiles/README.md lists every key)"},
 		{"two fsGroupPolicies", "name: x\nstart: {layout: split, mock: true}\nfsGroupPolicy: File\ncsiDriver: {fsGroupPolicy: None}", "say it once, in csiDriver"},
 		{"bad fsGroupPolicy", "name: x\nstart: {layout: split, mock: true}\ncsiDriver: {fsGroupPolicy: file}", `csiDriver.fsGroupPolicy "file"`},
 		{"bad lifecycle mode", "name: x\nstart: {layout: split, mock: true}\ncsiDriver: {volumeLifecycleModes: [Inline]}", `"Inline": want Persistent or Ephemeral`},
@@ -45,7 +45,7 @@ func TestParseRefuses(t *testing.T) {
 		{"token without audience", "name: x\nstart: {layout: split, mock: true}\ncsiDriver: {tokenRequests: [{expirationSeconds: 600}]}", "tokenRequests[0].audience: required"},
 		{"sanity skip not a regexp", "name: x\nstart: {layout: split, mock: true}\nsanity: {skip: {'NodeStage(': known bug}}", `sanity.skip "NodeStage("`},
 		{"sanity skip without reason", "name: x\nstart: {layout: split, mock: true}\nsanity: {skip: {'NodeStage': ''}}", "say why"},
-		{"unknown csiDriver field", "name: x\nstart: {layout: split, mock: true}\ncsiDriver: {attachRequierd: false}", "unknown field"},
+		{"unknown csiDriver field", "name: x\nstart: {layout: split, mock: true}\ncsiDriver:\n  podInfoOnMount: true\n  attachRequierd: false", "line 5: csiDriver.attachRequierd: unknown key"},
 		{"built without build", "name: x\nstart: {layout: combined, command: {path: '{built}'}}", "start.build does not say what to build"},
 		{"zones without flag", "name: x\nstart: {layout: split, mock: true}\ncapabilities: {zones: true}", "flags.zone: required"},
 	} {

@@ -98,3 +98,57 @@ func TestBadDriversRefusedAtStart(t *testing.T) {
 		})
 	}
 }
+
+// TestBlockOverClaimRefused: CSI has no capability for raw block volumes,
+// so a profile that declares them is tried with one CreateVolume of a
+// block volume (and its DeleteVolume) before anything runs. csisim's
+// driver started with --no-attach refuses block volumes (their loop
+// devices need attaching): the profile is refused naming
+// capabilities.block and the driver's answer; without --no-attach the
+// same profile is accepted. Either way nothing is left behind.
+func TestBlockOverClaimRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{name: "a driver that makes block volumes"},
+		{name: "a driver that refuses them", args: []string{"--no-attach"}, want: []string{
+			"driver profile hostpath.csisim.io does not say what its driver says of itself:",
+			"capabilities.block: the profile says true, but hostpath.csisim.io does not make raw block volumes: " +
+				"CreateVolume of a raw block volume (csisim-block-check, SINGLE_NODE_WRITER, 67108864 bytes) answered: rpc error: code = InvalidArgument",
+			"(--no-attach)",
+			"(the driver reports: hostpath.csisim.io",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp, err := os.MkdirTemp("", "cp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(tmp)
+			t.Setenv("TMPDIR", tmp)
+			p := driverProfile(t, "hostpath.csisim.io", "block: true", "", tc.args...)
+			p.StorageClass.BlockParameters = map[string]string{"kind": "block", "csi.storage.k8s.io/fstype": "ext4"}
+			_, err = Ask(context.Background(), p, Options{})
+			switch {
+			case len(tc.want) == 0 && err != nil:
+				t.Fatalf("refused: %v", err)
+			case len(tc.want) > 0 && err == nil:
+				t.Fatal("the profile was not refused")
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q\nwant it to contain %q", err, want)
+				}
+			}
+			entries, _ := os.ReadDir(tmp)
+			if len(entries) > 0 {
+				t.Errorf("left behind in %s: %v", tmp, entries)
+			}
+			if out, _ := exec.Command("pgrep", "-f", tmp).Output(); len(out) > 0 {
+				t.Errorf("left a process behind: %s", out)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ package clusterprofile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -131,7 +132,8 @@ func label(p *profile.Profile) string {
 // Ask starts the profile's driver as a run of one node would, with what
 // it needs to start (building it first if the profile says how), asks it
 // what it says of itself, refuses it if that contradicts the profile (the
-// cluster's VerifyDriver), and tears it all down: for a command that
+// cluster's VerifyDriver) or if it declares raw block volumes the driver
+// does not make (checkBlock), and tears it all down: for a command that
 // checks a driver once before running anything with it (csisim test).
 func Ask(ctx context.Context, p *profile.Profile, opts Options) (driverinfo.Info, error) {
 	cfg, err := Config(ctx, p, profile.Request{Nodes: []string{"node-1"}}, opts)
@@ -143,7 +145,8 @@ func Ask(ctx context.Context, p *profile.Profile, opts Options) (driverinfo.Info
 		return driverinfo.Info{}, fmt.Errorf("starting the driver of %s: %w", label(p), err)
 	}
 	info := c.DriverInfo()
-	return info, c.Close()
+	err = checkBlock(ctx, c, p, info)
+	return info, errors.Join(err, c.Close())
 }
 
 // AddDrivers adds to cfg the drivers a scenario runs beside the one
