@@ -175,6 +175,21 @@ esac`,
     exit "${FAKE_KIND_CREATE_RC:-0}";;
 esac`,
 	"kubectl": `:`,
+	// What an own-daemon run looks at before it touches anything
+	// (check_prerequisites, check_free), and what it would touch.
+	"id":       `[ "$1" = -u ] && echo "${FAKE_UID:-0}"`,
+	"dockerd":  `:`,
+	"iptables": `[ "$1" = -C ] && exit 1`, // no rule is there
+	"pgrep":    `exit "${FAKE_PGREP_RC:-1}"`,
+	"ip": `case "$*" in
+  "-4 -o addr show") echo "1: lo    inet 127.0.0.1/8 scope host lo"
+    [ -z "${FAKE_ADDR:-}" ] || echo "2: eth1    inet $FAKE_ADDR scope global eth1";;
+  "-4 route show default") echo "default via 192.168.1.1 dev eth0";;
+  "-4 route get "*) echo "$4 via 192.168.1.1 dev ${FAKE_ROUTE_DEV:-eth0} src 192.168.1.2";;
+esac`,
+	"ss": `for p in ${FAKE_PORTS_IN_USE:-}; do
+  [ "$2" = "sport = :$p" ] && echo "LISTEN 0 4096 127.0.0.1:$p 0.0.0.0:*"
+done`,
 	// go mod download answers with the fake module of runScript.
 	"go": `case " $* " in
   *" -tags e2e "*) exit "${FAKE_GO_E2E_RC:-0}";;
@@ -308,7 +323,8 @@ func TestRunShMissingTools(t *testing.T) {
 		{"no daemon", nil, []string{"FAKE_DOCKER_INFO_RC=1", "E2E_KIND_MODE=user"}, []string{"no Docker daemon reachable", "E2E_KIND_MODE=own"}},
 		// No daemon answers, so a daemon of the run's own: it needs root
 		// and dockerd, which this PATH does not have.
-		{"no daemon, no dockerd", nil, []string{"FAKE_DOCKER_INFO_RC=1"}, []string{"no Docker daemon answers"}},
+		{"no daemon, no dockerd", []string{"dockerd"}, []string{"FAKE_DOCKER_INFO_RC=1"}, []string{"no Docker daemon answers and dockerd is not installed", "make e2e-kind-prepare"}},
+		{"no daemon, not root", nil, []string{"FAKE_DOCKER_INFO_RC=1", "FAKE_UID=1000"}, []string{"a daemon of the run's own needs root"}},
 		{"unknown mode", nil, []string{"E2E_KIND_MODE=podman"}, []string{"E2E_KIND_MODE=podman: want auto, user or own"}},
 	}
 	for _, tt := range tests {

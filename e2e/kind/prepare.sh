@@ -327,9 +327,11 @@ load_node_image() {
 
 main() {
 	local start=$SECONDS
+	# First, before the cache is touched: what cannot be had stops the
+	# run with nothing changed.
+	install_packages
 	mkdir -p "$KIND_CACHE"
 	rm -f "$KIND_CACHE/READY"
-	install_packages
 	build_binaries
 	rootfs node "$NODE_PACKAGES"
 	rootfs base "$BASE_PACKAGES"
