@@ -251,42 +251,14 @@ func (k *Kind) Execute(ctx context.Context, actions []Action) error {
 
 func (k *Kind) execute(ctx context.Context, a Action) error {
 	if c, ok := a.(Command); ok {
-		runner := k.Runner
-		if runner == nil {
-			runner = ExecRunner{}
-		}
-		out, err := runner.Run(ctx, c.Argv)
-		if err != nil {
-			if s := strings.TrimSpace(string(out)); s != "" {
-				return fmt.Errorf("%w: %s", err, s)
-			}
-			return err
-		}
-		return nil
+		return k.command(ctx, c)
 	}
 	if k.Client == nil {
 		return errors.New("no Kubernetes client (Kind.Client) for a client-go action")
 	}
 	switch a := a.(type) {
 	case TaintNode:
-		return k.updateNode(ctx, a.Node, func(n *corev1.Node) bool {
-			t := a.Taint
-			if t.Effect == corev1.TaintEffectNoExecute && t.TimeAdded == nil {
-				now := k.now()
-				t.TimeAdded = &metav1.Time{Time: now}
-			}
-			for i, old := range n.Spec.Taints {
-				if old.Key == t.Key && old.Effect == t.Effect {
-					if old.Value == t.Value {
-						return false
-					}
-					n.Spec.Taints[i] = t
-					return true
-				}
-			}
-			n.Spec.Taints = append(n.Spec.Taints, t)
-			return true
-		})
+		return k.updateNode(ctx, a.Node, func(n *corev1.Node) bool { return k.taint(n, a.Taint) })
 	case UntaintNode:
 		return k.updateNode(ctx, a.Node, func(n *corev1.Node) bool {
 			kept := slices.DeleteFunc(slices.Clone(n.Spec.Taints), func(t corev1.Taint) bool { return t.Key == a.Key && t.Effect == a.Effect })
@@ -297,58 +269,106 @@ func (k *Kind) execute(ctx context.Context, a Action) error {
 			return true
 		})
 	case DeletePods:
-		opts := metav1.ListOptions{LabelSelector: a.LabelSelector}
-		if a.Node != "" {
-			opts.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", a.Node).String()
-		}
-		pods, err := k.Client.CoreV1().Pods(a.Namespace).List(ctx, opts)
-		if err != nil {
-			return err
-		}
-		deleted := 0
-		for _, pod := range pods.Items {
-			if a.Node != "" && pod.Spec.NodeName != a.Node {
-				continue // field selectors are the server's business; be sure
-			}
-			err := k.Client.CoreV1().Pods(a.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: a.GracePeriodSeconds})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return err
-			}
-			deleted++
-		}
-		if deleted == 0 {
-			return fmt.Errorf("no pod matches %s", a)
-		}
-		return nil
+		return k.deletePods(ctx, a)
 	case StaleVolumeAttachment:
 		return apifaults.StaleVolumeAttachment(ctx, k.Client, a.Namespace, a.Claim, a.Node, nil)
 	case WaitNodeReady:
-		interval := k.PollInterval
-		if interval == 0 {
-			interval = 2 * time.Second
-		}
-		last := "not seen yet"
-		err := wait.PollUntilContextTimeout(ctx, interval, a.Timeout, true, func(ctx context.Context) (bool, error) {
-			n, err := k.Client.CoreV1().Nodes().Get(ctx, a.Node, metav1.GetOptions{})
-			if err != nil {
-				last = err.Error()
-				return false, nil
-			}
-			last = "no Ready condition"
-			for _, c := range n.Status.Conditions {
-				if c.Type == corev1.NodeReady {
-					last = fmt.Sprintf("Ready=%s (%s)", c.Status, c.Reason)
-					return c.Status == a.Status, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("%w; last seen: %s", err, last)
-		}
-		return nil
+		return k.waitNodeReady(ctx, a)
 	}
 	return fmt.Errorf("unknown action type %T", a)
+}
+
+// command runs a command action with the Runner, its output in the error
+// when it fails.
+func (k *Kind) command(ctx context.Context, c Command) error {
+	runner := k.Runner
+	if runner == nil {
+		runner = ExecRunner{}
+	}
+	out, err := runner.Run(ctx, c.Argv)
+	if err != nil {
+		if s := strings.TrimSpace(string(out)); s != "" {
+			return fmt.Errorf("%w: %s", err, s)
+		}
+		return err
+	}
+	return nil
+}
+
+// taint puts t on n, replacing a taint of the same key and effect, with
+// the time a NoExecute taint was added as the node lifecycle controller
+// stamps it; it reports whether n changed.
+func (k *Kind) taint(n *corev1.Node, t corev1.Taint) bool {
+	if t.Effect == corev1.TaintEffectNoExecute && t.TimeAdded == nil {
+		t.TimeAdded = &metav1.Time{Time: k.now()}
+	}
+	for i, old := range n.Spec.Taints {
+		if old.Key == t.Key && old.Effect == t.Effect {
+			if old.Value == t.Value {
+				return false
+			}
+			n.Spec.Taints[i] = t
+			return true
+		}
+	}
+	n.Spec.Taints = append(n.Spec.Taints, t)
+	return true
+}
+
+// deletePods deletes the pods a names; it fails if none matches.
+func (k *Kind) deletePods(ctx context.Context, a DeletePods) error {
+	opts := metav1.ListOptions{LabelSelector: a.LabelSelector}
+	if a.Node != "" {
+		opts.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", a.Node).String()
+	}
+	pods, err := k.Client.CoreV1().Pods(a.Namespace).List(ctx, opts)
+	if err != nil {
+		return err
+	}
+	deleted := 0
+	for _, pod := range pods.Items {
+		if a.Node != "" && pod.Spec.NodeName != a.Node {
+			continue // field selectors are the server's business; be sure
+		}
+		err := k.Client.CoreV1().Pods(a.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: a.GracePeriodSeconds})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		deleted++
+	}
+	if deleted == 0 {
+		return fmt.Errorf("no pod matches %s", a)
+	}
+	return nil
+}
+
+// waitNodeReady polls the node until its Ready condition has a.Status, or
+// a.Timeout passes; the error says what was seen last.
+func (k *Kind) waitNodeReady(ctx context.Context, a WaitNodeReady) error {
+	interval := k.PollInterval
+	if interval == 0 {
+		interval = 2 * time.Second
+	}
+	last := "not seen yet"
+	err := wait.PollUntilContextTimeout(ctx, interval, a.Timeout, true, func(ctx context.Context) (bool, error) {
+		n, err := k.Client.CoreV1().Nodes().Get(ctx, a.Node, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = "no Ready condition"
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				last = fmt.Sprintf("Ready=%s (%s)", c.Status, c.Reason)
+				return c.Status == a.Status, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w; last seen: %s", err, last)
+	}
+	return nil
 }
 
 // updateNode applies change to the node and writes it back if change
