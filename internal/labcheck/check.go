@@ -178,6 +178,13 @@ func runBlock(ctx context.Context, dir string, env []string, script string, time
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
 	cmd.Dir, cmd.Env = dir, env
+	// The block's commands run in a process group of their own, and a
+	// block that runs out of time is ended whole: killing bash alone would
+	// leave what it started (a go test, a csisim run) running, holding the
+	// output pipes open.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

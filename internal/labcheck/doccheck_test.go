@@ -3,10 +3,13 @@ package labcheck
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOutputMatches(t *testing.T) {
@@ -60,5 +63,34 @@ func TestCheckDocument(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(repo, "new.txt")); err == nil {
 		t.Error("a document's command wrote into the repository")
+	}
+}
+
+// A block that runs out of time is ended with everything it started, not
+// only its shell: nothing it started lives on.
+func TestTimedOutBlockEndsWhatItStarted(t *testing.T) {
+	dir := t.TempDir()
+	script := "sleep 600 &\necho $! > child.pid\nwait\n"
+	if _, err := runBlock(context.Background(), dir, os.Environ(), script, time.Second); err == nil {
+		t.Fatal("a block that outlived its timeout succeeded")
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Killed, it may stay a zombie until init reaps it; a live sleep
+	// would be in state S.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the block's sleep (pid %d) still runs: %s", pid, stat)
+		}
 	}
 }
