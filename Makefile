@@ -4,7 +4,7 @@ BIN     := bin/csisim
 WORKLOAD_BIN := bin/csisim-workload
 SCENARIO ?= scenarios/library/basic-lifecycle.yaml
 
-.PHONY: all build demo test vet test-drivers fmt-check examples labs-check e2e e2e-here e2e-here-ci realnodes-deps fidelity fidelity-report bench bench-realnodes clean
+.PHONY: all build demo test vet test-drivers fmt-check examples labs-check e2e e2e-here e2e-here-ci realnodes-deps fidelity fidelity-report bench bench-realnodes leaks-all clean
 
 include realkube/realkube.mk
 include e2e/kind/kind.mk
@@ -95,6 +95,13 @@ E2E_HERE_CI ?= basic-lifecycle attach-not-required kubelet-block-volume kubelet-
 e2e-here: realkube-bins build realnodes-deps
 	CSISIM_REALKUBE=required $(GO) test -count=1 -timeout 80m -tags e2e ./e2e/ -args -here \
 		-scenarios="$(E2E_HERE_SCENARIOS)" -csisim="$(CURDIR)/$(BIN)"
+
+# leaks-all: make test's SIGTERM spec, which interrupts a seeded sample of
+# the library's scenarios and checks that nothing is left behind, over every
+# scenario of the library (a few minutes). Not in CI (its budget): run it
+# when you change how a run ends or cleans up.
+leaks-all: build
+	CSISIM_LEAK_SCENARIOS=all $(GO) test -count=1 -timeout 30m ./cmd/csisim/ -ginkgo.focus='SIGTERM'
 
 # e2e-here-ci: e2e-here with CI's list.
 e2e-here-ci:

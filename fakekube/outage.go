@@ -6,9 +6,10 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/csisim/csisim/internal/apifault"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -20,27 +21,6 @@ import (
 // harness on a real cluster talks to kube-apiserver past the proxy that
 // injects the same faults there.
 
-// requestFaults is what the request path does wrong now.
-type requestFaults struct {
-	mu       sync.Mutex
-	down     bool
-	slow     map[string]time.Duration // by actor; "" for every actor
-	throttle map[string]*throttling   // by actor; "" for every actor
-}
-
-// throttling is an api-throttle in force: left requests still to refuse
-// (negative: until ended), each answered with Retry-After seconds.
-type throttling struct {
-	left       int
-	retryAfter int
-}
-
-// tooManyRequestsMessage is what kube-apiserver answers a request it
-// throttles with, as plain text (k8s.io/apiserver
-// pkg/server/filters/maxinflight.go tooManyRequests, which priority and
-// fairness uses too).
-const tooManyRequestsMessage = "Too many requests, please try again later."
-
 // SetDown stops (true) or starts (false) the server as a process is: while
 // it is down, every client's connection is refused (the in-process
 // transport's RoundTrip fails as a dial does, with ECONNREFUSED; a client
@@ -48,37 +28,20 @@ const tooManyRequestsMessage = "Too many requests, please try again later."
 // stream closed without an ERROR event, as the connection drops. What the
 // store holds stays, as etcd keeps it.
 func (s *Server) SetDown(down bool) {
-	s.faults.mu.Lock()
-	s.faults.down = down
-	s.faults.mu.Unlock()
+	s.faults.SetDown(down)
 	if down {
 		s.store.endWatches()
 	}
 }
 
 // Down reports whether the server is stopped (SetDown).
-func (s *Server) Down() bool {
-	s.faults.mu.Lock()
-	defer s.faults.mu.Unlock()
-	return s.faults.down
-}
+func (s *Server) Down() bool { return s.faults.Down() }
 
 // SlowWrites makes the server take latency longer to answer each write
 // (create, update, patch, delete) of actor, or of every actor when actor
 // is "": the write is applied when the latency has passed, on
 // Options.Wait's clock. 0 ends it. Events are left alone (see throttled).
-func (s *Server) SlowWrites(actor string, latency time.Duration) {
-	s.faults.mu.Lock()
-	defer s.faults.mu.Unlock()
-	if s.faults.slow == nil {
-		s.faults.slow = map[string]time.Duration{}
-	}
-	if latency <= 0 {
-		delete(s.faults.slow, actor)
-		return
-	}
-	s.faults.slow[actor] = latency
-}
+func (s *Server) SlowWrites(actor string, latency time.Duration) { s.faults.SlowWrites(actor, latency) }
 
 // Throttle answers the next n requests of actor (every actor when actor
 // is "") with 429 TooManyRequests and Retry-After: retryAfter (whole
@@ -86,28 +49,12 @@ func (s *Server) SlowWrites(actor string, latency time.Duration) {
 // rejects them; n < 0 throttles until Throttle is called again with 0,
 // which ends it. Options.OnRefused hears of each refused write.
 func (s *Server) Throttle(actor string, n int, retryAfter time.Duration) {
-	s.faults.mu.Lock()
-	defer s.faults.mu.Unlock()
-	if s.faults.throttle == nil {
-		s.faults.throttle = map[string]*throttling{}
-	}
-	if n == 0 {
-		delete(s.faults.throttle, actor)
-		return
-	}
-	s.faults.throttle[actor] = &throttling{left: n, retryAfter: max(1, int(retryAfter/time.Second))}
+	s.faults.Throttle(actor, n, retryAfter)
 }
 
 // PendingThrottled is how many more requests of actor Throttle will
 // refuse (negative: until ended).
-func (s *Server) PendingThrottled(actor string) int {
-	s.faults.mu.Lock()
-	defer s.faults.mu.Unlock()
-	if t := s.faults.throttle[actor]; t != nil {
-		return t.left
-	}
-	return 0
-}
+func (s *Server) PendingThrottled(actor string) int { return s.faults.PendingThrottled(actor) }
 
 // connectionRefused is the error a client's dial gets from a host where
 // nothing listens, as client-go sees it when kube-apiserver is stopped
@@ -142,35 +89,18 @@ func (s *Server) throttled(w http.ResponseWriter, r *http.Request, req request) 
 	if s.harness(req.actor) || req.res.gvr.Resource == "events" {
 		return false
 	}
-	s.faults.mu.Lock()
-	t := s.faults.throttle[req.actor]
-	if t == nil {
-		t = s.faults.throttle[""]
-	}
-	if t == nil {
-		s.faults.mu.Unlock()
+	retryAfter, refused := s.faults.TakeThrottled(req.actor)
+	if !refused {
 		return false
 	}
-	if t.left > 0 {
-		t.left--
-		if t.left == 0 {
-			for actor, u := range s.faults.throttle {
-				if u == t {
-					delete(s.faults.throttle, actor)
-				}
-			}
-		}
-	}
-	retryAfter := t.retryAfter
-	s.faults.mu.Unlock()
 	if wr, ok := writeOf(r, req); ok && s.store.onRefused != nil {
-		err := apierrors.NewTooManyRequests(tooManyRequestsMessage, retryAfter)
+		err := apierrors.NewTooManyRequests(apifault.TooManyRequestsMessage, retryAfter)
 		s.store.mu.Lock()
 		s.store.onRefused(wr, err)
 		s.store.mu.Unlock()
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
-	http.Error(w, tooManyRequestsMessage, http.StatusTooManyRequests)
+	http.Error(w, apifault.TooManyRequestsMessage, http.StatusTooManyRequests)
 	return true
 }
 
@@ -183,13 +113,7 @@ func (s *Server) slowWrite(r *http.Request, req request) {
 	if _, ok := writeOf(r, req); !ok {
 		return
 	}
-	s.faults.mu.Lock()
-	latency, ok := s.faults.slow[req.actor]
-	if !ok {
-		latency = s.faults.slow[""]
-	}
-	s.faults.mu.Unlock()
-	if latency > 0 {
+	if latency := s.faults.WriteLatency(req.actor); latency > 0 {
 		s.wait(latency)
 	}
 }

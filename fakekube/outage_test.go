@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csisim/csisim/internal/apifault"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,7 +128,7 @@ func TestThrottleAnswersAsKubeAPIServer(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, "/api/v1/namespaces/default/persistentvolumeclaims", nil)
 	req.Header.Set("User-Agent", "kubectl/v1.32.4")
 	s.ServeHTTP(rw, req)
-	if rw.status != http.StatusTooManyRequests || rw.header.Get("Retry-After") != "2" || rw.body.String() != tooManyRequestsMessage+"\n" {
+	if rw.status != http.StatusTooManyRequests || rw.header.Get("Retry-After") != "2" || rw.body.String() != apifault.TooManyRequestsMessage+"\n" {
 		t.Errorf("got %d, Retry-After %q, body %q", rw.status, rw.header.Get("Retry-After"), rw.body.String())
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/csisim/csisim/internal/apifault"
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -99,7 +100,7 @@ type Server struct {
 	openAPI func() (*openAPIServices, error)
 	// faults, wait and harnessActors are the request faults and what
 	// they need (outage.go).
-	faults        requestFaults
+	faults        apifault.State
 	wait          func(time.Duration)
 	harnessActors []string
 }

@@ -21,8 +21,6 @@ package realkube
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -31,14 +29,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/csisim/csisim/realkube/apiproxy"
 )
@@ -464,184 +459,6 @@ func (c *Cluster) start(name string, args []string) (*process, error) {
 	}
 	c.procs = append(c.procs, p)
 	return p, nil
-}
-
-func (c *Cluster) etcdArgs() []string {
-	client := fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcdClient)
-	peer := fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcdPeer)
-	return []string{
-		"--name=realkube",
-		"--data-dir=" + filepath.Join(c.cfg.RootDir, "etcd"),
-		"--listen-client-urls=" + client,
-		"--advertise-client-urls=" + client,
-		"--listen-peer-urls=" + peer,
-		"--initial-advertise-peer-urls=" + peer,
-		"--initial-cluster=realkube=" + peer,
-		"--initial-cluster-state=new",
-		// A test cluster's data dies with the test; skip the fsyncs.
-		"--unsafe-no-fsync=true",
-		"--log-level=warn",
-	}
-}
-
-func (c *Cluster) apiserverArgs() []string {
-	p := c.pki
-	return []string{
-		"--etcd-servers=" + fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcdClient),
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(c.ports.apiserver),
-		// The default reconciler refuses to advertise 127.0.0.1.
-		"--endpoint-reconciler-type=none",
-		"--cert-dir=" + filepath.Join(c.cfg.RootDir, "apiserver"),
-		"--tls-cert-file=" + p.servingCert,
-		"--tls-private-key-file=" + p.servingKey,
-		"--client-ca-file=" + p.caCert,
-		"--authorization-mode=Node,RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + p.saPub,
-		"--service-account-signing-key-file=" + p.saKey,
-		"--service-cluster-ip-range=" + serviceCIDR,
-		// Request-header authentication (front proxy), as kubeadm does.
-		"--requestheader-client-ca-file=" + p.frontProxyCA,
-		"--requestheader-allowed-names=" + frontProxyClientName,
-		"--requestheader-username-headers=X-Remote-User",
-		"--requestheader-group-headers=X-Remote-Group",
-		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file=" + p.proxyClientCert,
-		"--proxy-client-key-file=" + p.proxyClientKey,
-		"--allow-privileged=true",
-		"--profiling=false",
-	}
-}
-
-// controlPlaneArgs are the flags kube-controller-manager and
-// kube-scheduler share: their kubeconfig (below RootDir) for the API and
-// for delegated authentication and authorization, HTTPS on port with the
-// serving certificate, no leader election.
-func (c *Cluster) controlPlaneArgs(kubeconfig string, port int) []string {
-	p := c.pki
-	kc := filepath.Join(c.cfg.RootDir, kubeconfig)
-	return []string{
-		"--kubeconfig=" + kc,
-		"--authentication-kubeconfig=" + kc,
-		"--authorization-kubeconfig=" + kc,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
-		"--tls-cert-file=" + p.servingCert,
-		"--tls-private-key-file=" + p.servingKey,
-		"--client-ca-file=" + p.caCert,
-		"--leader-elect=false",
-	}
-}
-
-func (c *Cluster) kcmArgs() []string {
-	p := c.pki
-	return append(c.controlPlaneArgs("kube-controller-manager.kubeconfig", c.ports.kcm),
-		"--controllers="+c.cfg.ControllersFlag,
-		// Each controller runs as its own service account, as with kubeadm.
-		"--use-service-account-credentials=true",
-		"--service-account-private-key-file="+p.saKey,
-		"--root-ca-file="+p.caCert,
-		"--cluster-signing-cert-file="+p.caCert,
-		"--cluster-signing-key-file="+p.caKey,
-		"--cluster-name=csisim-realkube",
-		"--profiling=false",
-	)
-}
-
-func (c *Cluster) schedulerArgs() []string {
-	return append(c.controlPlaneArgs("kube-scheduler.kubeconfig", c.ports.scheduler), "--profiling=false")
-}
-
-// writeKubeconfigs writes admin.kubeconfig (KubeconfigPath), to
-// kube-apiserver, and, through the API proxy, components.kubeconfig
-// (ComponentKubeconfigPath) and one kubeconfig each for the controller
-// manager and the scheduler; and sets up the admin rest.Config.
-func (c *Cluster) writeKubeconfigs() error {
-	host := fmt.Sprintf("https://127.0.0.1:%d", c.ports.apiserver)
-	p, proxied := c.pki, c.proxy.URL()
-	write := c.writeKubeconfig
-	var err error
-	if c.kubeconfig, err = write("admin.kubeconfig", host, "admin", p.adminCert, p.adminKey); err != nil {
-		return err
-	}
-	if c.componentKubeconfig, err = write("components.kubeconfig", proxied, "admin", p.adminCert, p.adminKey); err != nil {
-		return err
-	}
-	if _, err = write("kube-controller-manager.kubeconfig", proxied, "kube-controller-manager", p.kcmCert, p.kcmKey); err != nil {
-		return err
-	}
-	if _, err = write("kube-scheduler.kubeconfig", proxied, "kube-scheduler", p.schedulerCert, p.schedulerKey); err != nil {
-		return err
-	}
-	c.restConfig = &rest.Config{
-		Host: host,
-		TLSClientConfig: rest.TLSClientConfig{
-			CAData:   p.caPEM,
-			CertData: p.adminCertPEM,
-			KeyData:  p.adminKeyPEM,
-		},
-		QPS:   50,
-		Burst: 100,
-	}
-	return nil
-}
-
-// writeKubeconfig writes a kubeconfig for user with a client certificate
-// of server to file below RootDir and returns its path.
-func (c *Cluster) writeKubeconfig(file, server, user, cert, key string) (string, error) {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["realkube"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: c.pki.caCert}
-	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificate: cert, ClientKey: key}
-	cfg.Contexts["realkube"] = &clientcmdapi.Context{Cluster: "realkube", AuthInfo: user}
-	cfg.CurrentContext = "realkube"
-	path := filepath.Join(c.cfg.RootDir, file)
-	return path, clientcmd.WriteToFile(*cfg, path)
-}
-
-// NodeKubeconfig writes a kubeconfig for the kubelet of node — a client
-// certificate for system:node:<node> in group system:nodes, what TLS
-// bootstrapping gives a real kubelet — through the API proxy, and returns
-// its path.
-func (c *Cluster) NodeKubeconfig(node string) (string, error) {
-	cert, key, err := c.pki.nodeClient(node)
-	if err != nil {
-		return "", err
-	}
-	return c.writeKubeconfig("kubelet-"+node+".kubeconfig", c.proxy.URL(), "system:node:"+node, cert, key)
-}
-
-// adminHTTPClient is a plain HTTP client with the admin certificate that
-// trusts the cluster CA (which also signed the kcm and scheduler serving
-// certificate).
-func (c *Cluster) adminHTTPClient() (*http.Client, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(c.pki.caPEM) {
-		return nil, errors.New("realkube: bad CA certificate")
-	}
-	cert, err := tls.X509KeyPair(c.pki.adminCertPEM, c.pki.adminKeyPEM)
-	if err != nil {
-		return nil, err
-	}
-	return &http.Client{
-		Timeout: 5 * time.Second,
-		Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, ServerName: "127.0.0.1"},
-		},
-	}, nil
-}
-
-// enablesControllers says whether a --controllers value turns on any
-// controller ("*", "foo", "*,-bar" do; "-*" or "-foo,-bar" do not).
-func enablesControllers(flag string) bool {
-	for _, item := range strings.Split(flag, ",") {
-		item = strings.TrimSpace(item)
-		if item != "" && !strings.HasPrefix(item, "-") {
-			return true
-		}
-	}
-	return false
 }
 
 func okBody(b string) bool { return strings.TrimSpace(b) == "ok" }

@@ -223,9 +223,7 @@ func (p *Proxy) isEvent(r *http.Request) bool {
 
 // Down reports whether the proxy is stopped (SetDown).
 func (p *Proxy) Down() bool {
-	p.faults.mu.Lock()
-	defer p.faults.mu.Unlock()
-	return p.faults.down
+	return p.faults.Down()
 }
 
 // SetDown stops (true) or starts (false) the proxy as kube-apiserver's
@@ -234,10 +232,7 @@ func (p *Proxy) Down() bool {
 // open when it stopped is closed — a watch ends as its stream breaks, with
 // no ERROR event. When it starts again it listens on the same address.
 func (p *Proxy) SetDown(down bool) error {
-	p.faults.mu.Lock()
-	was := p.faults.down
-	p.faults.down = down
-	p.faults.mu.Unlock()
+	was := p.faults.SetDown(down)
 	switch {
 	case down && !was:
 		p.mu.Lock()

@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/csisim/csisim/internal/apifault"
 )
 
 // authority is a test certificate authority.
@@ -289,8 +291,8 @@ func TestThrottleAnswers429WithRetryAfter(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "3" ||
-			strings.TrimSpace(string(body)) != tooManyRequestsMessage {
-			t.Fatalf("request %d: HTTP %d, Retry-After %q, body %q; want 429, 3, %q", i+1, resp.StatusCode, resp.Header.Get("Retry-After"), body, tooManyRequestsMessage)
+			strings.TrimSpace(string(body)) != apifault.TooManyRequestsMessage {
+			t.Fatalf("request %d: HTTP %d, Retry-After %q, body %q; want 429, 3, %q", i+1, resp.StatusCode, resp.Header.Get("Retry-After"), body, apifault.TooManyRequestsMessage)
 		}
 	}
 	if n := r.requests.Load(); n != 0 {
