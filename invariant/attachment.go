@@ -28,7 +28,10 @@ var attachMatches = Invariant{
 		vas := map[string]int{} // VolumeAttachment name -> its first write
 		ids := map[string][]string{}
 		for _, e := range h.Entries {
-			if e.Write != nil && e.Write.Kind == "VolumeAttachment" && !e.Write.Removed && vas[e.Write.Name] == 0 {
+			// A write the API server refused (a conflict, a 429) has no
+			// object, and a refused create not even a name: only
+			// stored writes count.
+			if e.Write != nil && e.Write.Object != nil && e.Write.Kind == "VolumeAttachment" && !e.Write.Removed && vas[e.Write.Name] == 0 {
 				vas[e.Write.Name] = e.Seq
 			}
 			if c := e.Call; e.Verb == "NodeGetInfo" && c != nil && c.Code == 0 && c.Node != "" && c.NodeID != "" && !slices.Contains(ids[c.Node], c.NodeID) {

@@ -42,6 +42,11 @@ func TestAttachMatches(t *testing.T) {
 			h.write(va("va2", "pv2", "node-1"), false)
 			return h.call("ControllerPublishVolume", trace.CSICall{Volume: "v1", NodeID: "node-1"})
 		}, 1},
+		{"beside a VolumeAttachment create the API server refused", func(h *hist) int {
+			h.refused("create", "VolumeAttachment", "") // a refused create has no name
+			h.write(va("va1", "pv1", "node-1"), false)
+			return h.call("ControllerPublishVolume", trace.CSICall{Volume: "v1", NodeID: "node-1"})
+		}, 0},
 		{"its VolumeAttachment recorded after the call", func(h *hist) int {
 			publish := h.call("ControllerPublishVolume", trace.CSICall{Volume: "v1", NodeID: "node-1"})
 			h.write(va("va1", "pv1", "node-1"), false)

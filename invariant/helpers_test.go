@@ -55,6 +55,13 @@ func (h *hist) write(obj runtime.Object, removed bool) int {
 		Write: &trace.APIWrite{Verb: "update", Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj, Removed: removed}})
 }
 
+// refused adds a write the API server refused (a 409 or a 429), as the
+// simulator records it: no object, and for a create no name.
+func (h *hist) refused(verb, kind, name string) int {
+	return h.add(trace.Entry{Kind: trace.API, Actor: "test", Verb: verb, Object: kind + " " + name, Err: "429 TooManyRequests",
+		Write: &trace.APIWrite{Verb: verb, Kind: kind, Name: name}})
+}
+
 func (h *hist) data(d trace.DataCheck) int {
 	return h.add(trace.Entry{Kind: trace.Data, Actor: "workload", Verb: "check data", Check: &d})
 }

@@ -98,8 +98,8 @@ func nodesDown(entries []trace.Entry) func(node string, seq int) bool {
 	history := map[string][]change{}
 	for _, e := range entries {
 		w := e.Write
-		if w == nil || w.Kind != "Node" {
-			continue
+		if w == nil || w.Kind != "Node" || w.Object == nil {
+			continue // not a Node write, or one the API server refused
 		}
 		ready := false
 		if n, ok := w.Object.(*corev1.Node); ok && !w.Removed {

@@ -553,3 +553,15 @@ func TestAttachNotRequired(t *testing.T) {
 		}
 	}
 }
+
+// A Node write the API server refused (a 429 during throttling) changes
+// nothing: the node stays as its last stored write says.
+func TestNodesDownIgnoresRefusedWrites(t *testing.T) {
+	var h hist
+	h.write(node("node-1", true), false)
+	h.refused("update", "Node", "node-1")
+	call := h.call("NodeStageVolume", trace.CSICall{Node: "node-1", Volume: "v1"})
+	if nodesDown(h.entries)("node-1", call) {
+		t.Error("node-1 is taken as down after a refused write of its status; it was Ready")
+	}
+}

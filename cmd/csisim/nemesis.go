@@ -44,7 +44,8 @@ func addNemesisFlags(fs *flag.FlagSet) *nemesisFlags {
 	fs.BoolVar(&n.liveness, "liveness", false, "with --nemesis: a step that does not pass fails the run too")
 	fs.BoolVar(&n.shrink, "shrink", false, "with --nemesis, when the run fails: reduce its faults to a minimal set that fails the same way\n"+
 		"and print it as a scenario with fault steps (the runs are child processes, so that a crash can be shrunk)")
-	fs.StringVar(&n.shrinkOut, "shrink-out", "", "with --shrink: write the shrunk scenario to this file instead of stdout")
+	fs.StringVar(&n.shrinkOut, "shrink-out", "", "with --shrink: write the shrunk scenario to this file instead of stdout; {seed} in the name stands for the seed\n"+
+		"(with --seeds, the name needs it: each failing seed writes its own file)")
 	fs.StringVar(&n.trialFile, "nemesis-trial", "", "internal, for --shrink: run under the schedule in this file")
 	fs.StringVar(&n.verdictFile, "nemesis-verdict", "", "internal, for --shrink: write where faults fired and the verdict to this file")
 	return n
@@ -206,21 +207,22 @@ func (n *nemesisFlags) shrinkAndWrite(ctx context.Context, fs *flag.FlagSet, h *
 	}
 
 	in.ToDir = "."
-	if n.shrinkOut != "" {
-		in.ToDir = filepath.Dir(n.shrinkOut)
+	out := withSeed(n.shrinkOut, sched.Seed)
+	if out != "" {
+		in.ToDir = filepath.Dir(out)
 	}
 	text, err := nemesis.Reproducer(in)
 	if err != nil {
 		return err
 	}
-	if n.shrinkOut == "" {
+	if out == "" {
 		_, err = stdout.Write(text)
 		return err
 	}
-	if err := os.WriteFile(n.shrinkOut, text, 0o644); err != nil {
+	if err := os.WriteFile(out, text, 0o644); err != nil {
 		return fmt.Errorf("writing the shrunk scenario: %w", err)
 	}
-	fmt.Fprintf(stderr, "wrote %s\n", n.shrinkOut)
+	fmt.Fprintf(stderr, "wrote %s\n", out)
 	return nil
 }
 
@@ -308,8 +310,8 @@ func childTrial(fs *flag.FlagSet, scenarioFile string, o childOptions) func(cont
 		// Interrupted, the child tears its cluster down as any run does.
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 		cmd.WaitDelay = time.Minute
-		var errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = io.Discard, &errOut
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
 		if o.verbose {
 			cmd.Stdout = o.stdout
 		}
@@ -325,7 +327,9 @@ func childTrial(fs *flag.FlagSet, scenarioFile string, o childOptions) func(cont
 		}
 		crash := crashSignature(errOut.String())
 		if crash == "" {
-			return t, fmt.Errorf("trial run (%v): %s", runErr, strings.TrimSpace(errOut.String()))
+			// No verdict and no crash: the run did not happen (a
+			// scenario skipped says why on stdout).
+			return t, fmt.Errorf("trial run (%v) gave no verdict: %s", runErr, strings.TrimSpace(out.String()+errOut.String()))
 		}
 		t.Verdict = nemesis.Verdict{Class: nemesis.Error, Crash: crash, Message: firstLines(errOut.String(), 12)}
 		return t, nil
@@ -363,7 +367,10 @@ func readTrial(path string) (nemesis.Trial, bool, error) {
 // cluster: those set, without the nemesis's own and the outputs.
 func clusterFlags(fs *flag.FlagSet) []string {
 	skip := map[string]bool{"nemesis": true, "liveness": true, "shrink": true, "shrink-out": true, "nemesis-trial": true,
-		"nemesis-verdict": true, "trace": true, "quiet": true, "cpuprofile": true, "driver-log": true}
+		"nemesis-verdict": true, "trace": true, "quiet": true, "cpuprofile": true, "driver-log": true,
+		// A seed of a sweep has --json-result: the result is its run's,
+		// which a trial must not write over.
+		"json-result": true}
 	var out []string
 	fs.Visit(func(f *flag.Flag) {
 		if !skip[f.Name] {

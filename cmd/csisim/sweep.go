@@ -314,7 +314,11 @@ func sweepFlags(fs *flag.FlagSet, seeds, shardSpec, backend, traceFile, driverLo
 	case parallel < 1:
 		return nil, shard{}, fmt.Errorf("--parallel %d: at least one seed must run at a time", parallel)
 	}
-	for _, f := range []struct{ name, file string }{{"trace", traceFile}, {"driver-log", driverLog}} {
+	shrinkOut := ""
+	if f := fs.Lookup("shrink-out"); f != nil {
+		shrinkOut = f.Value.String()
+	}
+	for _, f := range []struct{ name, file string }{{"trace", traceFile}, {"driver-log", driverLog}, {"shrink-out", shrinkOut}} {
 		if f.file != "" && !strings.Contains(f.file, seedPlaceholder) {
 			return nil, shard{}, fmt.Errorf("--%s %s: with --seeds, put %s in the file name (e.g. %s-%s.txt), so that each seed writes a file of its own",
 				f.name, f.file, seedPlaceholder, f.name, seedPlaceholder)

@@ -84,10 +84,14 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 
 	id := volumeIDFor(req.GetName())
 	if v, ok := d.state.Volumes[id]; ok {
-		if err := v.matchesCreate(req, id, kind, src, params); err != nil {
-			return nil, err
+		if d.cfg.BugNonIdempotentCreate {
+			id = d.anotherVolumeID(req.GetName())
+		} else {
+			if err := v.matchesCreate(req, id, kind, src, params); err != nil {
+				return nil, err
+			}
+			return &csi.CreateVolumeResponse{Volume: v.csiVolume()}, nil
 		}
-		return &csi.CreateVolumeResponse{Volume: v.csiVolume()}, nil
 	}
 	copyFrom, capacity, err := d.contentSourceCopy(src, kind, capacity, req.GetCapacityRange())
 	if err != nil {
@@ -117,6 +121,19 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 		return nil, status.Errorf(codes.Internal, "CreateVolume: %v", err)
 	}
 	return &csi.CreateVolumeResponse{Volume: v.csiVolume()}, nil
+}
+
+// anotherVolumeID is the deliberate bug of Config.BugNonIdempotentCreate:
+// the ID of a new volume for a name that has one already, derived from the
+// name and how many volumes have it (so that a run gives the same IDs every
+// time), in the shape of volumeIDFor's. The caller holds d.mu.
+func (d *Driver) anotherVolumeID(name string) string {
+	for n := 2; ; n++ {
+		id := volumeIDFor(fmt.Sprintf("%s#%d", name, n))
+		if _, taken := d.state.Volumes[id]; !taken {
+			return id
+		}
+	}
 }
 
 // checkCreateRequest checks a CreateVolume request's name, parameters and

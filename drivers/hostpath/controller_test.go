@@ -122,6 +122,40 @@ func TestCreateVolumeIdempotent(t *testing.T) {
 	}
 }
 
+// The deliberate bug of --bug-non-idempotent-create: every repeated
+// CreateVolume makes a volume of its own, with an ID of the driver's
+// shape (ListVolumes pages by it) that is the same in every run.
+func TestCreateVolumeBugNonIdempotent(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.start(t, Config{Mode: ModeController, BugNonIdempotentCreate: true})
+	ctx := context.Background()
+
+	ids := map[string]bool{}
+	for range 3 {
+		resp, err := r.ctrl.CreateVolume(ctx, createReq("pvc-a", 10*mib, 10*mib))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := resp.GetVolume().GetVolumeId()
+		if ids[id] || !isVolumeIDWeMake(id) {
+			t.Fatalf("CreateVolume gave %q (IDs so far %v): want a new ID of the driver's shape", id, ids)
+		}
+		ids[id] = true
+	}
+	for _, want := range []string{volumeIDFor("pvc-a"), volumeIDFor("pvc-a#2"), volumeIDFor("pvc-a#3")} {
+		if !ids[want] {
+			t.Errorf("no volume %s among %v", want, ids)
+		}
+	}
+	list, err := r.ctrl.ListVolumes(ctx, &csi.ListVolumesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.GetEntries()) != 3 {
+		t.Errorf("ListVolumes has %d volumes, want the 3 made", len(list.GetEntries()))
+	}
+}
+
 func TestDeleteVolumeIdempotent(t *testing.T) {
 	env := newTestEnv(t)
 	r := env.start(t, Config{Mode: ModeController})

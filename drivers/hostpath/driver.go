@@ -130,6 +130,13 @@ type Config struct {
 	// NoStage: the node service has no STAGE_UNSTAGE_VOLUME:
 	// NodePublishVolume stages the volume itself (nostage.go).
 	NoStage bool
+	// BugNonIdempotentCreate is a deliberate bug, for teaching and for
+	// testing the idempotent-retry and no-leaked-volume invariants: a
+	// CreateVolume repeated with the name of a volume the driver has makes
+	// another volume with a new ID instead of answering with the one it
+	// has, as a driver that keys its volumes by a fresh UUID does. The
+	// first volume is then leaked when the caller never heard of it.
+	BugNonIdempotentCreate bool
 	// Log receives one line per CSI call; os.Stderr if nil.
 	Log io.Writer
 }

@@ -45,6 +45,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.NoTopology, "no-topology", false, "declare no VOLUME_ACCESSIBILITY_CONSTRAINTS: nodes report no topology and volumes none, as a network storage driver reachable from every node; a StorageClass's allowedTopologies then does not reach the driver (excludes --zone)")
 	fs.BoolVar(&cfg.NoAttach, "no-attach", false, "declare no PUBLISH_UNPUBLISH_VOLUME, as a file share or local volume driver: ControllerPublishVolume is Unimplemented, and volumes of kind block (whose loop device it attaches) are refused")
 	fs.BoolVar(&cfg.NoStage, "no-stage", false, "declare no STAGE_UNSTAGE_VOLUME: NodeStageVolume is Unimplemented, and NodePublishVolume stages the volume itself below the state directory, unstaging it after its last NodeUnpublishVolume on the node")
+	fs.BoolVar(&cfg.BugNonIdempotentCreate, "bug-non-idempotent-create", false, "a deliberate bug, for teaching and for testing invariants: a CreateVolume repeated with the name of a volume the driver has makes another volume with a new ID instead of answering with the one it has (not idempotent); when the caller never heard of the first, it is leaked. csisim's idempotent-retry and no-leaked-volume invariants catch it")
 	fs.Func("capacity", "storage pool size of each zone, e.g. 10Gi: CreateVolume fails with ResourceExhausted when no pool has room, GetCapacity reports what is left (default: unlimited, GetCapacity reports the root's free space)", func(s string) error {
 		q, err := resource.ParseQuantity(s)
 		if err != nil {
