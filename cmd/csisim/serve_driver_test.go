@@ -14,24 +14,10 @@ import (
 
 var _ = Describe("csisim serve --driver", func() {
 	It("runs a third-party driver from its profile, with the CSIDriver and default StorageClass the profile describes", func() {
-		kubectl := kubectlPath()
-		tmp := GinkgoT().TempDir()
-		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
 		// A short node name: the driver's name is in the plugin's socket
-		// path, under the test's long temporary directory.
-		server := start(tmp, "serve", "--quiet", "--driver", "csi-test-mock", "--nodes", "n1", "--kubeconfig", kubeconfig)
-		// The first run builds the driver through the module proxy.
-		Eventually(server.Out, 10*time.Minute).Should(gbytes.Say("kubeconfig " + kubeconfig))
-		DeferCleanup(func() {
-			server.Interrupt()
-			Eventually(server, time.Minute).Should(gexec.Exit(0))
-			expectNothingLeftIn(tmp)
-		})
-		ok := func(args ...string) string {
-			out, err := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
-			Expect(err).NotTo(HaveOccurred(), "kubectl %v: %s", args, out)
-			return string(out)
-		}
+		// path, under the test's long temporary directory. The first run
+		// builds the driver through the module proxy.
+		ok, _ := serveForKubectl(10*time.Minute, "--driver", "csi-test-mock", "--nodes", "n1")
 		// csi-test's mock needs no attach only when told; its profile
 		// says attach, no pod info, and persistent volumes only.
 		Expect(ok("get", "csidriver", "io.kubernetes.storage.mock", "-o",
@@ -49,23 +35,9 @@ var _ = Describe("csisim serve --driver", func() {
 
 var _ = Describe("csisim serve --extra-driver", func() {
 	It("runs a file-storage driver beside csisim's: CSINode lists both, and a pod mounts a volume of each", func() {
-		kubectl := kubectlPath()
-		tmp := GinkgoT().TempDir()
-		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-		server := start(tmp, "serve", "--quiet", "--extra-driver", "csisim-file=shares.csisim.io", "--nodes", "n1", "--kubeconfig", kubeconfig)
-		Eventually(server.Out, 2*time.Minute).Should(gbytes.Say("kubeconfig " + kubeconfig))
-		DeferCleanup(func() {
-			server.Interrupt()
-			Eventually(server, time.Minute).Should(gexec.Exit(0))
-			expectNothingLeftIn(tmp)
-		})
-		ok := func(args ...string) string {
-			out, err := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
-			Expect(err).NotTo(HaveOccurred(), "kubectl %v: %s", args, out)
-			return string(out)
-		}
+		ok, kubeconfig := serveForKubectl(2*time.Minute, "--extra-driver", "csisim-file=shares.csisim.io", "--nodes", "n1")
 		Eventually(func() string {
-			out, _ := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "csinode", "n1", "-o", "jsonpath={.spec.drivers[*].name}").Output()
+			out, _ := exec.Command(kubectlPath(), "--kubeconfig", kubeconfig, "get", "csinode", "n1", "-o", "jsonpath={.spec.drivers[*].name}").Output()
 			return string(out)
 		}, time.Minute).Should(SatisfyAll(ContainSubstring("hostpath.csisim.io"), ContainSubstring("shares.csisim.io")))
 		// The extra driver reports no PUBLISH_UNPUBLISH_VOLUME: its CSIDriver says so.
@@ -113,3 +85,25 @@ spec:
   - {name: block, persistentVolumeClaim: {claimName: block}}
   - {name: files, persistentVolumeClaim: {claimName: files}}
 `
+
+// serveForKubectl starts csisim serve with args, waits up to startWithin
+// for its kubeconfig, and stops it when the spec ends, checking that it
+// left nothing behind. It returns a kubectl against it, which fails the
+// spec on an error and returns what kubectl printed, and the kubeconfig.
+func serveForKubectl(startWithin time.Duration, args ...string) (ok func(args ...string) string, kubeconfig string) {
+	kubectl := kubectlPath()
+	tmp := GinkgoT().TempDir()
+	kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	server := start(tmp, append(append([]string{"serve", "--quiet"}, args...), "--kubeconfig", kubeconfig)...)
+	Eventually(server.Out, startWithin).Should(gbytes.Say("kubeconfig " + kubeconfig))
+	DeferCleanup(func() {
+		server.Interrupt()
+		Eventually(server, time.Minute).Should(gexec.Exit(0))
+		expectNothingLeftIn(tmp)
+	})
+	return func(args ...string) string {
+		out, err := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "kubectl %v: %s", args, out)
+		return string(out)
+	}, kubeconfig
+}
