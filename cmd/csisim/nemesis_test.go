@@ -85,8 +85,10 @@ var _ = Describe("csisim run --nemesis", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(s, 4*time.Minute).Should(gexec.Exit(1))
 		out := string(s.Out.Contents())
-		Expect(out).To(MatchRegexp(`(?m)^seed 5 +PASS +nemesis`))
-		Expect(out).To(MatchRegexp(`(?m)^seed 6 +FAIL +nemesis`))
+		// Each seed's line gives the virtual time its run took, also when
+		// --shrink ran it in a child.
+		Expect(out).To(MatchRegexp(`(?m)^seed 5 +PASS +nemesis +[1-9][0-9.hm]*s of cluster time`))
+		Expect(out).To(MatchRegexp(`(?m)^seed 6 +FAIL +nemesis +[1-9][0-9.hm]*s of cluster time`))
 		Expect(out).To(ContainSubstring("safety: idempotent-retry, no-leaked-volume"))
 		Expect(out).To(ContainSubstring("FAILED: 1 of 2 seeds (seed 6)"))
 		Expect(filepath.Join(dir, "shrunk-5.yaml")).NotTo(BeAnExistingFile(), "seed 5 passed: nothing to shrink")
