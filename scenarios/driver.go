@@ -190,7 +190,7 @@ func (s *Scenario) SkipReason(p *profile.Profile) string {
 		return fmt.Sprintf("cluster.multiNode: driver profile %s has no flags.multiNode", label)
 	}
 	for _, name := range c.Flags {
-		if _, ok := p.Flags.Extra[name]; !ok {
+		if !p.HasFlagSet(name) {
 			return fmt.Sprintf("cluster.flags %s: driver profile %s has no flags.extra.%s", name, label, name)
 		}
 	}

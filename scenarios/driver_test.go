@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -26,6 +27,15 @@ var mockAnswers = driverinfo.Info{Name: "hostpath.csisim.io", Capabilities: driv
 	Controller: map[csi.ControllerServiceCapability_RPC_Type]bool{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME: true,
 		csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME: true},
 	Node: map[csi.NodeServiceCapability_RPC_Type]bool{csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME: true},
+}, NodeInfo: &driverinfo.NodeInfo{ID: "node-1"}}
+
+// nodeExpandingAnswers is what a driver whose node grows volumes says of
+// itself: the mock's answers and node EXPAND_VOLUME.
+var nodeExpandingAnswers = driverinfo.Info{Name: "hostpath.csisim.io", Capabilities: driverinfo.Capabilities{
+	Plugin:     mockAnswers.Plugin,
+	Controller: mockAnswers.Controller,
+	Node: map[csi.NodeServiceCapability_RPC_Type]bool{csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME: true,
+		csi.NodeServiceCapability_RPC_EXPAND_VOLUME: true},
 }, NodeInfo: &driverinfo.NodeInfo{ID: "node-1"}}
 
 func TestSkipReason(t *testing.T) {
@@ -64,24 +74,67 @@ func TestSkipReason(t *testing.T) {
 		{"a crash implies survivesRestart", "cluster: {nodes: [node-1]}\nsteps:\n  - driverCrash: {plugin: node, node: node-1}\n", "mock", ""},
 		{"more nodes than the driver serves", "cluster: {nodes: [a, b]}\nsteps:\n  - sleep: 1s\n", "csi-test-mock", "the cluster has 2 nodes: driver profile csi-test-mock serves at most 1 (maxNodes)"},
 		{"as many nodes as the driver serves", "cluster: {nodes: [a]}\nsteps:\n  - sleep: 1s\n", "csi-test-mock", ""},
+		// Node expansion is a capability: a skip names it, not the flag
+		// set that turns it on (which implies it).
+		{"node expansion the profile says its class lacks", "needs: [nodeExpansion]\ncluster: {flags: [nodeExpansion]}\nsteps:\n  - sleep: 1s\n", "csisim-file",
+			"needs nodeExpansion: driver profile csisim-file lacks it"},
+		{"the nodeExpansion flag set implies the need", "cluster: {flags: [nodeExpansion]}\nsteps:\n  - sleep: 1s\n", "csisim-file node-expanding",
+			"needs nodeExpansion: driver profile csisim-file lacks it"},
+		{"node expansion the driver does not report", "needs: [nodeExpansion]\ncluster: {flags: [nodeExpansion]}\nsteps:\n  - sleep: 1s\n", "mock asked",
+			"needs nodeExpansion: hostpath.csisim.io does not report EXPAND_VOLUME (NodeGetCapabilities)"},
+		{"node expansion without a flag set, before the driver is asked", "needs: [nodeExpansion]\ncluster: {flags: [nodeExpansion]}\nsteps:\n  - sleep: 1s\n", "csisim", ""},
+		{"node expansion the driver reports", "needs: [nodeExpansion]\ncluster: {flags: [nodeExpansion]}\nsteps:\n  - sleep: 1s\n", "csisim node-expanding", ""},
+		{"node expansion turned on by a flag set", "needs: [nodeExpansion]\ncluster: {flags: [nodeExpansion]}\nsteps:\n  - sleep: 1s\n", "csi-test-mock", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := mustParse(t, tt.src)
 			name, asked := strings.CutSuffix(tt.profile, " asked")
 			name, file := strings.CutSuffix(name, " file")
+			name, expanding := strings.CutSuffix(name, " node-expanding")
 			p := shippedProfile(t, name)
 			switch {
 			case asked:
 				p = p.Complete(mockAnswers)
 			case file:
 				p = p.Complete(fileAnswers)
+			case expanding:
+				p = p.Complete(nodeExpandingAnswers)
 			}
 			got := s.SkipReason(p)
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Errorf("SkipReason = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestNodeExpansionScenarios: the library's scenarios that grow a volume
+// on the node skip a driver whose class's volumes do not, naming the
+// capability; a driver that does, or turns it on with its flag set, runs
+// them.
+func TestNodeExpansionScenarios(t *testing.T) {
+	for _, name := range []string{"expansion-node-pending", "expansion-offline", "expansion-online", "modify-during-expansion"} {
+		s, err := Load(filepath.Join("library", name+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.SkipReason(shippedProfile(t, "csisim-file")); got != "needs nodeExpansion: driver profile csisim-file lacks it" {
+			t.Errorf("%s with csisim-file: SkipReason = %q", name, got)
+		}
+		if got := s.SkipReason(shippedProfile(t, "mock").Complete(mockAnswers)); !strings.Contains(got, "nodeExpansion: hostpath.csisim.io does not report") ||
+			!strings.Contains(got, "EXPAND_VOLUME (NodeGetCapabilities)") {
+			t.Errorf("%s with a driver whose node reports no EXPAND_VOLUME: SkipReason = %q", name, got)
+		}
+		for _, p := range []*profile.Profile{shippedProfile(t, "csisim").Complete(nodeExpandingAnswers), shippedProfile(t, "csi-test-mock")} {
+			if got := s.SkipReason(p); strings.Contains(got, "nodeExpansion") {
+				t.Errorf("%s with %s: SkipReason = %q", name, p.File, got)
+			}
+		}
+	}
+	args := shippedProfile(t, "csi-test-mock").Args(profile.Request{Extra: []string{"nodeExpansion"}}, true)
+	if !reflect.DeepEqual(args, []string{"--node-expand-required"}) {
+		t.Errorf("csi-test-mock's nodeExpansion flag set: %q", args)
 	}
 }
 

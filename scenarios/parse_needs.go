@@ -125,6 +125,11 @@ func inferNeeds(s *Scenario) []profile.Capability {
 	if c.MultiNode {
 		add(profile.MultiNode)
 	}
+	for _, name := range c.Flags {
+		if need, ok := profile.FlagSetCapability(name); ok {
+			add(need) // nodeExpansion: the set only turns it on
+		}
+	}
 	if slices.Contains(s.DriverVars, driverPrefix+"topologyKey") {
 		add(profile.Topology)
 	}

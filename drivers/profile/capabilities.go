@@ -43,6 +43,16 @@ const (
 	// ExpansionOffline: expansion while no pod uses the volume. Declared;
 	// refused if the driver reports no EXPAND_VOLUME.
 	ExpansionOffline Capability = "expansionOffline"
+	// NodeExpansion: the driver grows the library's expandable class's
+	// volumes (its blockParameters' where it has them) on the node:
+	// ControllerExpandVolume answers node_expansion_required true and the
+	// kubelet calls NodeExpandVolume. Asked: a node that reports no
+	// EXPAND_VOLUME (NodeGetCapabilities) never gets NodeExpandVolume. A
+	// profile may declare it false: a node that reports EXPAND_VOLUME for
+	// other volumes, whose class's volumes grow in ControllerExpandVolume
+	// alone (csisim-file's directories). A driver that needs a flag to
+	// grow volumes on the node has it in flags.extra.nodeExpansion.
+	NodeExpansion Capability = "nodeExpansion"
 	// Topology: VOLUME_ACCESSIBILITY_CONSTRAINTS. Asked.
 	Topology Capability = "topology"
 	// Zones: the driver can be told each node's zone (flags.zone) and
@@ -114,7 +124,7 @@ const (
 
 // Capabilities lists every capability in the order a report prints them.
 var Capabilities = []Capability{Attach, Block, Snapshots, ListSnapshots, Clones, ExpansionOnline, ExpansionOffline,
-	Topology, Zones, Capacity, VolumeLimits, Ephemeral, MultiNode, SingleNodeMultiWriter, FSGroup,
+	NodeExpansion, Topology, Zones, Capacity, VolumeLimits, Ephemeral, MultiNode, SingleNodeMultiWriter, FSGroup,
 	PodInfo, StageUnstage, RealMounts, SharedState, StateDir, SurvivesRestart, ControllerOnlyExpansion, CSISimErrors, ModifyVolume,
 	ChangingVolumeLimits}
 
@@ -154,17 +164,31 @@ var asked = map[Capability]answer{
 		saying("STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)")},
 }
 
+// nodeExpands is how a running driver answers for NodeExpansion, unless
+// its profile declares it false (Profile.nodeExpansionAsked).
+var nodeExpands = answer{func(i driverinfo.Info) bool { return i.Node[csi.NodeServiceCapability_RPC_EXPAND_VOLUME] },
+	saying("EXPAND_VOLUME (NodeGetCapabilities)")}
+
+// nodeExpansionAsked says whether the running driver's answer decides
+// NodeExpansion: unless the profile declares it false, which no answer
+// contradicts (a node that grows other volumes than the class's).
+func (p *Profile) nodeExpansionAsked() bool {
+	declared, ok := p.Capabilities[NodeExpansion]
+	return !ok || declared
+}
+
 func controllerAnswer(rpc csi.ControllerServiceCapability_RPC_Type) answer {
 	return answer{func(i driverinfo.Info) bool { return i.Controller[rpc] }, saying(rpc.String() + " (ControllerGetCapabilities)")}
 }
 
 // Asked lists the capabilities a profile need not declare: csisim asks the
 // running driver (GetPluginCapabilities, ControllerGetCapabilities,
-// NodeGetCapabilities), as the sidecars and the kubelet do.
+// NodeGetCapabilities), as the sidecars and the kubelet do. NodeExpansion
+// is among them, though a profile may declare it false.
 func Asked() []Capability {
 	var out []Capability
 	for _, c := range Capabilities {
-		if _, ok := asked[c]; ok {
+		if _, ok := asked[c]; ok || c == NodeExpansion {
 			out = append(out, c)
 		}
 	}
@@ -192,6 +216,12 @@ func (p *Profile) Known(c Capability) (has, known bool) {
 		return p.Capabilities[c] || p.CSIDriver.PodInfoOnMount, true
 	case Ephemeral:
 		return p.Capabilities[c] || slices.Contains(p.CSIDriver.VolumeLifecycleModes, "Ephemeral"), true
+	case NodeExpansion:
+		if p.Reported != nil && p.nodeExpansionAsked() {
+			return nodeExpands.has(*p.Reported), true
+		}
+		declared, ok := p.Capabilities[c]
+		return declared, ok
 	case FSGroup:
 		if p.fsGroupPolicy() == "File" || p.Capabilities[c] {
 			return true, true
@@ -226,6 +256,9 @@ func (p *Profile) Missing(needs []Capability) []Capability {
 // (a capability csisim does not ask, or a driver not asked yet).
 func (p *Profile) Unreported(c Capability) string {
 	a, ok := asked[c]
+	if c == NodeExpansion && p.nodeExpansionAsked() {
+		a, ok = nodeExpands, true
+	}
 	if !ok || p.Reported == nil || a.has(*p.Reported) {
 		return ""
 	}
@@ -250,7 +283,8 @@ func (p *Profile) Complete(info driverinfo.Info) *Profile {
 // Contradictions are what the profile declares that its running driver's
 // answers contradict, each naming the profile's field and both values: an
 // asked capability declared otherwise than the driver reports, expansion
-// declared for a driver that reports no EXPAND_VOLUME, fsGroup for one
+// declared for a driver that reports no EXPAND_VOLUME, nodeExpansion for
+// one whose node reports none, fsGroup for one
 // with neither VOLUME_MOUNT_GROUP nor fsGroupPolicy File. Block cannot be
 // asked (CSI has no capability for it) and is not checked.
 func (p *Profile) Contradictions(info driverinfo.Info) []string {
@@ -271,6 +305,9 @@ func (p *Profile) Contradictions(info driverinfo.Info) []string {
 		if p.Capabilities[c] && !expands {
 			out = append(out, contradiction(c, true, false, info.Name, "EXPAND_VOLUME (ControllerGetCapabilities or NodeGetCapabilities)"))
 		}
+	}
+	if p.Capabilities[NodeExpansion] && !nodeExpands.has(info) {
+		out = append(out, contradiction(NodeExpansion, true, false, info.Name, nodeExpands.says(info)))
 	}
 	if p.Capabilities[ExpansionOnline] && info.Expansion == csi.PluginCapability_VolumeExpansion_OFFLINE {
 		out = append(out, fmt.Sprintf("capabilities.%s: the profile says true, but %s reports VolumeExpansion OFFLINE (GetPluginCapabilities): "+

@@ -88,6 +88,39 @@ func TestMissing(t *testing.T) {
 	}
 }
 
+// TestNodeExpansion: the node's EXPAND_VOLUME decides, once asked, unless
+// the profile says its class's volumes never grow on the node.
+func TestNodeExpansion(t *testing.T) {
+	expanding := reported
+	expanding.Node = map[csi.NodeServiceCapability_RPC_Type]bool{csi.NodeServiceCapability_RPC_EXPAND_VOLUME: true}
+	undeclared := &Profile{Name: "x"}
+	declaredFalse := &Profile{Name: "x", Capabilities: map[Capability]bool{NodeExpansion: false}}
+	for _, tt := range []struct {
+		name             string
+		p                *Profile
+		has, known       bool
+		unreported, want string
+	}{
+		{"not asked, not declared", undeclared, false, false, "", ""},
+		{"asked: no node EXPAND_VOLUME", undeclared.Complete(reported), false, true, "EXPAND_VOLUME (NodeGetCapabilities)", "nodeExpansion"},
+		{"asked: node EXPAND_VOLUME", undeclared.Complete(expanding), true, true, "", ""},
+		{"declared false", declaredFalse, false, true, "", "nodeExpansion"},
+		{"declared false, node EXPAND_VOLUME", declaredFalse.Complete(expanding), false, true, "", "nodeExpansion"},
+	} {
+		has, known := tt.p.Known(NodeExpansion)
+		missing := strings.Join(capNames(tt.p.Missing([]Capability{NodeExpansion})), " ")
+		if has != tt.has || known != tt.known || tt.p.Unreported(NodeExpansion) != tt.unreported || missing != tt.want {
+			t.Errorf("%s: Known = %v, %v; Unreported %q; Missing %q; want %v, %v; %q; %q", tt.name, has, known,
+				tt.p.Unreported(NodeExpansion), missing, tt.has, tt.known, tt.unreported, tt.want)
+		}
+	}
+	// Declared false is no contradiction of a node that grows other
+	// volumes.
+	if got := declaredFalse.Contradictions(expanding); len(got) > 0 {
+		t.Errorf("Contradictions of nodeExpansion false: %q", got)
+	}
+}
+
 func capNames(cs []Capability) []string {
 	var out []string
 	for _, c := range cs {
@@ -99,7 +132,7 @@ func capNames(cs []Capability) []string {
 func TestContradictions(t *testing.T) {
 	p, err := Parse([]byte(`name: nfs.example.com
 start: {layout: split, mock: true}
-capabilities: {attach: false, stageUnstage: true, topology: true, block: true, expansionOnline: true, fsGroup: true}
+capabilities: {attach: false, stageUnstage: true, topology: true, block: true, expansionOnline: true, nodeExpansion: true, fsGroup: true}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +142,7 @@ capabilities: {attach: false, stageUnstage: true, topology: true, block: true, e
 		"capabilities.topology: the profile says true, but nfs.example.com does not report VOLUME_ACCESSIBILITY_CONSTRAINTS (GetPluginCapabilities)",
 		"capabilities.stageUnstage: the profile says true, but nfs.example.com does not report STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)",
 		"capabilities.expansionOnline: the profile says true, but nfs.example.com does not report EXPAND_VOLUME (ControllerGetCapabilities or NodeGetCapabilities)",
+		"capabilities.nodeExpansion: the profile says true, but nfs.example.com does not report EXPAND_VOLUME (NodeGetCapabilities)",
 		"capabilities.fsGroup: the profile says true, but nfs.example.com does not report VOLUME_MOUNT_GROUP (NodeGetCapabilities) and csiDriver.fsGroupPolicy is ReadWriteOnceWithFSType, not File",
 	}
 	if got := p.Contradictions(reported); strings.Join(got, "\n") != strings.Join(want, "\n") {

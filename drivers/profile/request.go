@@ -83,11 +83,35 @@ func (p *Profile) Check(r Request) error {
 		return unsupported("multi-node access modes asked for, but the profile has no flags.multiNode and no capabilities.multiNode")
 	}
 	for _, name := range r.Extra {
-		if _, ok := p.Flags.Extra[name]; !ok {
+		if !p.HasFlagSet(name) {
 			return unsupported("flag set %q asked for, but the profile has no flags.extra.%s", name, name)
 		}
 	}
 	return nil
+}
+
+// capabilityFlagSets are the named flag sets that turn a capability on,
+// for a driver that has it only when told (csi-test's mock:
+// --node-expand-required). A driver that has it anyway needs no such set.
+var capabilityFlagSets = map[string]Capability{"nodeExpansion": NodeExpansion}
+
+// FlagSetCapability is the capability the named flag set turns on, if it
+// is one of those (a scenario that asks for the set needs it).
+func FlagSetCapability(name string) (Capability, bool) {
+	c, ok := capabilityFlagSets[name]
+	return c, ok
+}
+
+// HasFlagSet says whether the profile can start its driver with the named
+// flag set: it has flags.extra.<name>, or the set turns on a capability,
+// and then without the set the driver starts as it is and the capability
+// (asked of it, or declared) decides whether a scenario runs.
+func (p *Profile) HasFlagSet(name string) bool {
+	if _, ok := p.Flags.Extra[name]; ok {
+		return true
+	}
+	_, ok := capabilityFlagSets[name]
+	return ok
 }
 
 // flagSummary lists the flags a profile has for scenario needs.
