@@ -386,13 +386,29 @@ func (ck *checker) checkDetach(e *trace.Entry) {
 }
 
 // checkDelete judges a DeleteVolume against the volume's use on every node.
+//
+// One DeleteVolume while the volume is controller-published is not a
+// breach: one the driver refused with FAILED_PRECONDITION, the CSI spec's
+// answer for a volume in use, after which the caller retries with backoff.
+// external-provisioner checks the volume's VolumeAttachment before it
+// deletes, in its informer's cache; after an API server outage that
+// informer may relist after the PV's, and the real provisioner then sends
+// a DeleteVolume for a volume still attached, as csisim's does. A driver
+// that refuses it has kept the volume; one that deleted it has not, and
+// that is reported. In use on a node (staged or published) stays a
+// breach either way: the pod using it was gone, or the claim was not
+// deleted.
 func (ck *checker) checkDelete(e *trace.Entry) {
 	vol := e.Call.Volume
 	var held []string
 	var seqs []int
 	nodes := ck.vols[vol]
+	refusedInUse := e.Call.Code == codes.FailedPrecondition
 	for _, n := range slices.Sorted(maps.Keys(nodes)) {
 		u := nodes[n]
+		if refusedInUse && !u.inUseOnNode() {
+			continue
+		}
 		if u.controllerPublished != 0 {
 			held = append(held, fmt.Sprintf("controller-published to %s (call #%d)", nodeName(n), u.controllerPublished))
 			seqs = append(seqs, u.controllerPublished)

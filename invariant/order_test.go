@@ -69,6 +69,19 @@ func TestCallOrder(t *testing.T) {
 			h.call("ControllerPublishVolume", attach)
 			h.call("DeleteVolume", trace.CSICall{Volume: "v1"})
 		}, "DeleteVolumeWhileInUse"},
+		{"delete while controller-published, refused as in use", func(h *hist) {
+			h.call("ControllerPublishVolume", attach)
+			h.callCode("DeleteVolume", codes.FailedPrecondition, trace.CSICall{Volume: "v1"})
+		}, ""},
+		{"delete while staged, refused as in use", func(h *hist) {
+			h.call("ControllerPublishVolume", attach)
+			h.call("NodeStageVolume", stage)
+			h.callCode("DeleteVolume", codes.FailedPrecondition, trace.CSICall{Volume: "v1"})
+		}, "DeleteVolumeWhileInUse"},
+		{"delete while controller-published, refused otherwise", func(h *hist) {
+			h.call("ControllerPublishVolume", attach)
+			h.callCode("DeleteVolume", codes.Internal, trace.CSICall{Volume: "v1"})
+		}, "DeleteVolumeWhileInUse"},
 		{"a publish sent before the stage had answered", func(h *hist) {
 			h.call("ControllerPublishVolume", attach)
 			// Both sent after the attach; the stage's answer comes first.
@@ -298,11 +311,13 @@ func TestCheckOrder(t *testing.T) {
 			want: []orderKind{deleteInUse},
 		},
 		{
+			// (FAILED_PRECONDITION of a volume only controller-published
+			// is the spec's in-use answer, which is not reported.)
 			name: "a failed call is still judged",
 			build: func(h *hist) {
 				attachCaps(h)
 				h.call("ControllerPublishVolume", cp)
-				h.callCode("DeleteVolume", codes.FailedPrecondition, del)
+				h.callCode("DeleteVolume", codes.Unavailable, del)
 			},
 			want: []orderKind{deleteInUse},
 		},

@@ -189,7 +189,8 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 			finallyFailed = serr
 		}
 	}
-	cleanupErr := errors.Join(r.undoFaults(ctx), ns.close(ctx, ex), ex.giveBack(ctx))
+	outlastErr := ex.outlastTimed(ctx)
+	cleanupErr := errors.Join(outlastErr, r.undoFaults(ctx), ns.close(ctx, ex), ex.giveBack(ctx))
 	res.Duration = clk.Since(started)
 	if err := runFailure(s, failed, finallyFailed, cleanupErr); err != nil {
 		return res, err

@@ -54,6 +54,9 @@ type timedFaults struct {
 	step      int
 	stepStart time.Time
 	fired     []FiredFault
+	// inForceUntil is when the last fired fault that lasts a while stops
+	// acting (zero: none does).
+	inForceUntil time.Time
 }
 
 func newTimedFaults(faults []TimedFault) *timedFaults {
@@ -104,6 +107,9 @@ func (ex *executor) fireDue(ctx context.Context) error {
 		tf.pending = tf.pending[1:]
 		fired := FiredFault{TimedFault: next, Step: tf.step, Offset: now.Sub(tf.stepStart)}
 		tf.fired = append(tf.fired, fired)
+		if end := now.Add(lasting(next.Fault)); end.After(tf.inForceUntil) {
+			tf.inForceUntil = end
+		}
 		ex.runner.recordTimed(next, tf.step)
 		if ex.runner.OnFired != nil {
 			ex.runner.OnFired(fired)
@@ -141,4 +147,43 @@ func (r *Runner) recordTimed(tf TimedFault, step int) {
 	}
 	r.Recorder.Add(trace.Entry{Kind: trace.Fault, Actor: "timed", Verb: string(tf.Fault.Kind), Object: tf.Fault.Describe(),
 		Detail: fmt.Sprintf("timed fault due at %s, during step %d", formatDuration(tf.At), step)})
+}
+
+// lasting is how long f goes on acting once it fires: an API server
+// outage, slowing or throttling ends Duration after it fired, and a write
+// slowed just before then lands Latency later. Other faults act at once
+// (or until a step heals them), so 0.
+func lasting(f fault.Fault) time.Duration {
+	if f.API.Duration <= 0 {
+		return 0
+	}
+	return f.API.Duration + f.API.Latency
+}
+
+// outlastTimed runs the simulation, after the last step, until the timed
+// faults still acting have ended: a fault schedule (csisim run --nemesis)
+// draws its faults over the scenario's span, so one may still hold the API
+// server down or its writes back when the steps are done, and the run's
+// cleanup and the end state the invariants judge would then see a cluster
+// caught mid-write (a VolumeAttachment whose delete is still queued),
+// which no real cluster would leave so. The faults due after the last step
+// never fire.
+func (ex *executor) outlastTimed(ctx context.Context) error {
+	tf := ex.timed
+	if tf == nil || !tf.inForceUntil.After(ex.clock.Now()) {
+		return nil
+	}
+	sim, ok := ex.runner.Backend.(Simulated)
+	if !ok {
+		return nil // checkTimed refused timed faults elsewhere
+	}
+	d := tf.inForceUntil.Sub(ex.clock.Now())
+	if ex.runner.Recorder != nil {
+		ex.runner.Recorder.Add(trace.Entry{Kind: trace.Fault, Actor: "timed", Verb: "wait for the timed faults to end",
+			Detail: fmt.Sprintf("the steps are done; the timed faults still acting end in %s, and the run waits for them before it cleans up and judges the end", formatDuration(d))})
+	}
+	if err := sim.RunFor(ctx, d); err != nil {
+		return fmt.Errorf("waiting %s for the timed faults still acting to end: %w", formatDuration(d), err)
+	}
+	return nil
 }

@@ -116,3 +116,31 @@ func TestTimedFaultsAreRefusedUpFront(t *testing.T) {
 		}
 	}
 }
+
+// A timed fault that lasts past the last step (an API server slowed for a
+// minute, fired 5s before the end) is outlasted before the run cleans up
+// and judges the end state; one that acts at once adds nothing.
+func TestTimedFaultStillActingIsOutlasted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    fault.Fault
+		want time.Duration // the run's virtual time, steps included
+	}{
+		{"slow writes", fault.Fault{Kind: fault.APISlowWrites, API: fault.API{Duration: time.Minute, Latency: 2 * time.Second}}, 5*time.Second + time.Minute + 2*time.Second},
+		{"api server down", fault.Fault{Kind: fault.APIServerDown, API: fault.API{Duration: 30 * time.Second}}, 5*time.Second + 30*time.Second},
+		{"a fault that acts at once", fault.Fault{Kind: fault.KubeletRestart, Node: "node-1"}, 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustParse(t, "steps:\n  - sleep: 10s\n")
+			clk := testingclock.NewFakeClock(time.Date(2025, 1, 1, 10, 0, 0, 0, time.UTC))
+			b := &virtualInjector{fakeInjector: fakeInjector{can: []fault.Kind{tc.f.Kind}}, clock: clk, start: clk.Now()}
+			timed := []TimedFault{{At: 5 * time.Second, Fault: tc.f}}
+			if _, err := (&Runner{Backend: b, Clock: clk, Timed: timed}).run(context.Background(), s, newFakeCluster(clk).objects); err != nil {
+				t.Fatal(err)
+			}
+			if got := clk.Since(b.start); got != tc.want {
+				t.Errorf("the run took %s of virtual time, want %s", got, tc.want)
+			}
+		})
+	}
+}

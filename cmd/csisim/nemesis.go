@@ -140,6 +140,7 @@ func (n *nemesisFlags) runSchedule(ctx context.Context, h *nemesis.Harness, fs *
 		h.RunTrial = childTrial(fs, sc.File, childOptions{})
 		main := childTrial(fs, sc.File, childOptions{stdout: stdout, trace: traceFile, verbose: verbose})
 		t, err := main(ctx, sched)
+		n.clusterTime = t.ClusterTime
 		return t.Verdict, len(t.Fired), "", err
 	}
 	r, err := h.Run(ctx, sched, false)
@@ -232,6 +233,8 @@ func (n *nemesisFlags) shrinkAndWrite(ctx context.Context, fs *flag.FlagSet, h *
 type trialLine struct {
 	Fired   *scenarios.FiredFault `json:",omitempty"`
 	Verdict *nemesis.Verdict      `json:",omitempty"`
+	// ClusterTime goes with the verdict: the virtual time the run took.
+	ClusterTime time.Duration `json:",omitempty"`
 }
 
 // trial is the child side of childTrial: run under the schedule in
@@ -260,7 +263,7 @@ func (n *nemesisFlags) trial(ctx context.Context, h *nemesis.Harness, traceFile 
 	if err != nil {
 		return nemesisFailed(ctx, "running the scenario", err, stderr)
 	}
-	if err := enc.Encode(trialLine{Verdict: &r.Verdict}); err != nil {
+	if err := enc.Encode(trialLine{Verdict: &r.Verdict, ClusterTime: r.Result.Duration}); err != nil {
 		return nemesisFailed(ctx, "writing the verdict", err, stderr)
 	}
 	return 0
@@ -357,7 +360,7 @@ func readTrial(path string) (nemesis.Trial, bool, error) {
 			t.Fired = append(t.Fired, *l.Fired)
 		}
 		if l.Verdict != nil {
-			t.Verdict = *l.Verdict
+			t.Verdict, t.ClusterTime = *l.Verdict, l.ClusterTime
 			return t, true, nil
 		}
 	}

@@ -3,6 +3,7 @@ package main_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -37,6 +38,18 @@ var _ = Describe("csisim run --nemesis", func() {
 		Expect(out).To(MatchRegexp(`(?m)^seed 1 +PASS +nemesis +\d+s of cluster time`))
 		Expect(out).NotTo(ContainSubstring("ended without a result"))
 		Expect(out).To(ContainSubstring("PASSED: 2 seeds"))
+
+		// With --shrink each seed runs in a child trial, which reports
+		// its verdict and the virtual time its run took; a seed that
+		// passed has nothing to shrink.
+		shrunk := filepath.Join(GinkgoT().TempDir(), "shrunk-{seed}.yaml")
+		s = start(tmp, "run", "--nemesis", "--seeds", "1..2", "--parallel", "2", "--shrink", "--shrink-out", shrunk, "--mock-driver",
+			"../../scenarios/library/basic-lifecycle.yaml")
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(0))
+		out = string(s.Out.Contents())
+		Expect(out).To(MatchRegexp(`(?m)^seed 1 +PASS +nemesis +[1-9][0-9.hm]*s of cluster time`))
+		Expect(out).To(MatchRegexp(`(?m)^seed 2 +PASS +nemesis +[1-9][0-9.hm]*s of cluster time`))
+		Expect(strings.Replace(shrunk, "{seed}", "1", 1)).NotTo(BeAnExistingFile(), "seed 1 passed: nothing to shrink")
 	})
 
 	It("survives the schedules that broke the harness rather than the cluster", func() {

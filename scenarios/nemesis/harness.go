@@ -62,6 +62,8 @@ type Harness struct {
 type Trial struct {
 	Verdict Verdict
 	Fired   []scenarios.FiredFault
+	// ClusterTime is the virtual time the run took (0 if it crashed).
+	ClusterTime time.Duration
 }
 
 // Trial runs the scenario quietly under s, with RunTrial if set.
@@ -73,7 +75,7 @@ func (h *Harness) Trial(ctx context.Context, s Schedule) (Trial, error) {
 	if err != nil {
 		return Trial{}, err
 	}
-	return Trial{Verdict: r.Verdict, Fired: r.Result.Fired}, nil
+	return Trial{Verdict: r.Verdict, Fired: r.Result.Fired, ClusterTime: r.Result.Duration}, nil
 }
 
 // Run is one run's outcome.
