@@ -96,12 +96,14 @@ e2e-here: realkube-bins build realnodes-deps
 	CSISIM_REALKUBE=required $(GO) test -count=1 -timeout 80m -tags e2e ./e2e/ -args -here \
 		-scenarios="$(E2E_HERE_SCENARIOS)" -csisim="$(CURDIR)/$(BIN)"
 
-# leaks-all: make test's SIGTERM spec, which interrupts a seeded sample of
-# the library's scenarios and checks that nothing is left behind, over every
-# scenario of the library (a few minutes). Not in CI (its budget): run it
-# when you change how a run ends or cleans up.
+# leaks-all: make test's interrupted-run specs at length: the SIGTERM spec,
+# which interrupts a seeded sample of 10 of the library's scenarios, over
+# every scenario of the library, and the SIGINT spec's raw-block run
+# interrupted at 40 random moments rather than 8 (a few minutes). Not in CI
+# (its budget): run it when you change how a run ends or cleans up.
 leaks-all: build
-	CSISIM_LEAK_SCENARIOS=all $(GO) test -count=1 -timeout 30m ./cmd/csisim/ -ginkgo.focus='SIGTERM'
+	CSISIM_LEAK_SCENARIOS=all CSISIM_INTERRUPTED_RUNS=40 $(GO) test -count=1 -timeout 30m ./cmd/csisim/ \
+		-ginkgo.focus='SIGTERM|interrupted at random moments'
 
 # e2e-here-ci: e2e-here with CI's list.
 e2e-here-ci:

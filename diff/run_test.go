@@ -2,14 +2,11 @@ package diff
 
 import (
 	"context"
-	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/csisim/csisim/internal/testenv"
-	"github.com/csisim/csisim/realkube"
 	"github.com/csisim/csisim/scenarios"
 )
 
@@ -73,54 +70,9 @@ func TestSimulatorRunsScenariosAsWritten(t *testing.T) {
 	}
 }
 
-// realComponents skips the test unless the real components are built
-// (CSISIM_REALKUBE=required makes their absence a failure).
-func realComponents(t *testing.T) {
-	t.Helper()
-	names := slices.Concat(realkube.ControlPlaneBinaries, []string{realkube.CSIProvisioner, realkube.CSIAttacher, realkube.CSIResizer,
-		realkube.CSISnapshotter, realkube.SnapshotController})
-	if err := realkube.Available(realkube.BinDir(), names...); err != nil {
-		if os.Getenv("CSISIM_REALKUBE") == "required" {
-			t.Fatalf("CSISIM_REALKUBE=required: %v", err)
-		}
-		t.Skip(err)
-	}
-}
-
-// The real cluster is not stopped to be looked at: each step's end is
-// marked, and the cluster read back as it was then after the run. The
-// snapshot at the step that waited for the second FailedMount shows the
-// count 2 and the pod Pending, though the pod ran later; the apply of the
-// claim's snapshot does not yet show it running.
-func TestRealClusterReadBackAtEachStep(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a scenario on a real control plane")
-	}
-	realComponents(t)
-	sc, err := scenarios.Load("../scenarios/library/kubelet-claim-not-found.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	run, err := runReal(ctx, sc, Options{DriverBinary: testenv.CsisimBinary(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !run.Passed || len(run.Snapshots) != run.Total {
-		t.Fatalf("passed %t, %d of %d steps, %d snapshots: %s", run.Passed, run.Steps, run.Total, len(run.Snapshots), run.Error)
-	}
-	at := func(step int) Object { return run.Snapshots[step-1].Objects["Pod default/app"] }
-	if got := at(10).Events["FailedMount"].Count; got != 2 || at(10).Phase != "Pending" {
-		t.Errorf("after step 10: FailedMount counted %d times, pod %s; want 2, Pending", got, at(10).Phase)
-	}
-	if at(12).Phase != "Pending" || at(13).Phase != "Running" {
-		t.Errorf("pod %s after the claim's apply (step 12), %s after the wait for Running (13)", at(12).Phase, at(13).Phase)
-	}
-	if len(run.History) == 0 {
-		t.Error("no history")
-	}
-}
+// The real side (a scenario on a real control plane, read back at each
+// step's end) is judged in cmd/csisim's csisim diff spec, which runs
+// kubelet-claim-not-found on both: one real control plane for both tests.
 
 // Looking at the simulator at the end of each step changes nothing it
 // does: its timeline is the one a plain run of the scenario with the same

@@ -1,8 +1,9 @@
 // Package testenv is what tests share to set up what they run: the csisim
 // binary, whose `driver` subcommand a simulated cluster starts as
-// processes of their own, built once per test process.
+// processes of their own, built once per checkout and linked into each
+// test process's own directory.
 //
-// A package whose tests use it removes the binary when they end:
+// A package whose tests use it removes its link when they end:
 //
 //	func TestMain(m *testing.M) { testenv.Main(m) }
 //
@@ -10,11 +11,15 @@
 package testenv
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -33,25 +38,80 @@ var build struct {
 
 // BuildCsisim builds cmd/csisim, the first time it is called in the test
 // process (again after Cleanup), and returns the binary's path.
+//
+// Linking csisim costs 10-15 s of CPU, and a dozen packages of `make test`
+// want it: they share one build, kept in sharedDir, which go build relinks
+// only when the sources changed (it skips an up-to-date -o target), under
+// a lock so that packages tested at once do not write it together. Each
+// test process gets a hard link of its own: a later relink replaces the
+// shared file, not the one its tests run.
 func BuildCsisim() (string, error) {
 	build.mu.Lock()
 	defer build.mu.Unlock()
 	if build.path != "" || build.err != nil {
 		return build.path, build.err
 	}
-	dir, err := os.MkdirTemp("", "csisim-test-bin-")
+	dir, path, err := linkShared()
 	if err != nil {
 		build.err = fmt.Errorf("building csisim: %w", err)
 		return "", build.err
 	}
-	path := filepath.Join(dir, "csisim")
-	if out, err := exec.Command("go", "build", "-o", path, csisimPackage).CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		build.err = fmt.Errorf("building csisim: %v\n%s", err, out)
-		return "", build.err
-	}
 	build.dir, build.path = dir, path
 	return path, nil
+}
+
+// sharedDir is where the shared build of this checkout is kept:
+// ${CSISIM_CACHE:-$HOME/.cache/csisim}/test-bin/<hash of the module's
+// directory>, so that two checkouts on one machine keep a build each.
+func sharedDir() (string, error) {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	base := os.Getenv("CSISIM_CACHE")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil || home == "" {
+			home = os.TempDir()
+		}
+		base = filepath.Join(home, ".cache", "csisim")
+	}
+	sum := sha256.Sum256(bytes.TrimSpace(gomod))
+	return filepath.Join(base, "test-bin", hex.EncodeToString(sum[:8])), nil
+}
+
+// linkShared brings the shared build up to date and links it into a
+// directory of this process's own, returning the directory and the path.
+func linkShared() (string, string, error) {
+	shared, err := sharedDir()
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		return "", "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(shared, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", "", err
+	}
+	defer lock.Close() // which also releases the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", "", fmt.Errorf("locking %s: %w", lock.Name(), err)
+	}
+	binary := filepath.Join(shared, "csisim")
+	if out, err := exec.Command("go", "build", "-o", binary, csisimPackage).CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("%v\n%s", err, out)
+	}
+	dir, err := os.MkdirTemp(shared, "process-")
+	if err != nil {
+		return "", "", err
+	}
+	path := filepath.Join(dir, "csisim")
+	if err := os.Link(binary, path); err != nil {
+		os.RemoveAll(dir)
+		return "", "", err
+	}
+	return dir, path, nil
 }
 
 // CsisimBinary is BuildCsisim for a test or benchmark, which fails if the
@@ -65,7 +125,8 @@ func CsisimBinary(tb testing.TB) string {
 	return path
 }
 
-// Cleanup removes the binary, if one was built.
+// Cleanup removes this process's link of the binary, if it made one;
+// the shared build stays for the next.
 func Cleanup() {
 	build.mu.Lock()
 	defer build.mu.Unlock()
