@@ -387,28 +387,26 @@ func (ck *checker) checkDetach(e *trace.Entry) {
 
 // checkDelete judges a DeleteVolume against the volume's use on every node.
 //
-// One DeleteVolume while the volume is controller-published is not a
-// breach: one the driver refused with FAILED_PRECONDITION, the CSI spec's
-// answer for a volume in use, after which the caller retries with backoff.
-// external-provisioner checks the volume's VolumeAttachment before it
-// deletes, in its informer's cache; after an API server outage that
-// informer may relist after the PV's, and the real provisioner then sends
-// a DeleteVolume for a volume still attached, as csisim's does. A driver
-// that refuses it has kept the volume; one that deleted it has not, and
-// that is reported. In use on a node (staged or published) stays a
-// breach either way: the pod using it was gone, or the claim was not
-// deleted.
+// Unlike the other calls, a DeleteVolume is judged by what it did: only one
+// that succeeded is a breach. One the driver refused (FAILED_PRECONDITION is
+// the CSI spec's answer for a volume in use, after which the caller
+// retries), or that never reached it, deleted nothing. external-provisioner's
+// only guard against deleting a volume still in use is the volume's
+// VolumeAttachment, looked up in its informer's cache; after an API server
+// outage that informer may relist late, and the real provisioner then sends
+// DeleteVolume for a volume still attached, or still staged on a node whose
+// unstage is failing, as csisim's does. A driver that refuses it keeps the
+// volume; one that deletes it is reported.
 func (ck *checker) checkDelete(e *trace.Entry) {
+	if e.Call.Code != codes.OK {
+		return
+	}
 	vol := e.Call.Volume
 	var held []string
 	var seqs []int
 	nodes := ck.vols[vol]
-	refusedInUse := e.Call.Code == codes.FailedPrecondition
 	for _, n := range slices.Sorted(maps.Keys(nodes)) {
 		u := nodes[n]
-		if refusedInUse && !u.inUseOnNode() {
-			continue
-		}
 		if u.controllerPublished != 0 {
 			held = append(held, fmt.Sprintf("controller-published to %s (call #%d)", nodeName(n), u.controllerPublished))
 			seqs = append(seqs, u.controllerPublished)

@@ -77,10 +77,15 @@ func TestCallOrder(t *testing.T) {
 			h.call("ControllerPublishVolume", attach)
 			h.call("NodeStageVolume", stage)
 			h.callCode("DeleteVolume", codes.FailedPrecondition, trace.CSICall{Volume: "v1"})
-		}, "DeleteVolumeWhileInUse"},
-		{"delete while controller-published, refused otherwise", func(h *hist) {
+		}, ""},
+		{"delete while controller-published, never reaching the driver", func(h *hist) {
 			h.call("ControllerPublishVolume", attach)
-			h.callCode("DeleteVolume", codes.Internal, trace.CSICall{Volume: "v1"})
+			h.callCode("DeleteVolume", codes.Unavailable, trace.CSICall{Volume: "v1"})
+		}, ""},
+		{"delete while staged, done by the driver", func(h *hist) {
+			h.call("ControllerPublishVolume", attach)
+			h.call("NodeStageVolume", stage)
+			h.call("DeleteVolume", trace.CSICall{Volume: "v1"})
 		}, "DeleteVolumeWhileInUse"},
 		{"a publish sent before the stage had answered", func(h *hist) {
 			h.call("ControllerPublishVolume", attach)
@@ -311,15 +316,29 @@ func TestCheckOrder(t *testing.T) {
 			want: []orderKind{deleteInUse},
 		},
 		{
-			// (FAILED_PRECONDITION of a volume only controller-published
-			// is the spec's in-use answer, which is not reported.)
-			name: "a failed call is still judged",
+			name: "a delete the driver did while the volume is in use",
 			build: func(h *hist) {
+				stageCaps(h)
 				attachCaps(h)
 				h.call("ControllerPublishVolume", cp)
-				h.callCode("DeleteVolume", codes.Unavailable, del)
+				h.call("NodeStageVolume", st)
+				h.call("NodePublishVolume", pb)
+				h.call("DeleteVolume", del)
 			},
 			want: []orderKind{deleteInUse},
+			msg:  "call #6 DeleteVolume of volume v came while the volume is still in use: controller-published to n1 (call #3); staged on n1 at /s (call #4); published on n1 at /t (call #5)",
+		},
+		{
+			// (but a DeleteVolume, judged by what it did: checkDelete)
+			name: "a failed call is still judged",
+			build: func(h *hist) {
+				stageCaps(h)
+				attachCaps(h)
+				h.call("ControllerPublishVolume", cp)
+				h.call("NodeStageVolume", st)
+				h.callCode("ControllerUnpublishVolume", codes.Unavailable, cp)
+			},
+			want: []orderKind{detachInUse},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -432,10 +451,10 @@ func TestCheckOrderOfRecordedCalls(t *testing.T) {
 				message: "call #5 NodeStageVolume of volume mock-pvc-1 on node n1 came before ControllerPublishVolume to that node: the volume is not controller-published there (never published), and the driver has PUBLISH_UNPUBLISH_VOLUME and needs attaching"}},
 		},
 		{
-			name: "delete while in use",
+			// The mock refuses it (FAILED_PRECONDITION) and keeps the
+			// volume: not a breach (checkDelete).
+			name: "delete while in use, refused by the driver",
 			ops:  []op{create, attach, stage, publish, del},
-			want: []orderViolation{{kind: deleteInUse, call: 8, related: []int{5, 6, 7},
-				message: "call #8 DeleteVolume of volume mock-pvc-1 came while the volume is still in use: controller-published to n1 (call #5); staged on n1 at /s (call #6); published on n1 at /t (call #7)"}},
 		},
 		{
 			name: "controller unpublish before the node let go",
