@@ -95,7 +95,7 @@ func (c *Cluster) installDrivers(p *profile.Profile, extras []ExtraDriver) error
 			return err
 		}
 		info, _ := c.sim.DriverInfoOf(d.Name)
-		drv, sc := ep.Complete(info).Objects(d.Name, d.Name)
+		drv, sc := ep.Complete(info).ExtraObjects(d.Name)
 		objects = append(objects, drv, sc)
 	}
 	for _, obj := range objects {

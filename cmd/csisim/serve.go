@@ -133,7 +133,7 @@ func (c *serveCmd) clusterConfig(ctx context.Context) (cluster.Config, driverObj
 		for _, d := range c.extraDrivers {
 			ep, _ := profiles.Get(d.Profile) // AddDrivers found it
 			info, _ := cl.DriverInfoOf(d.Name)
-			drv, sc := ep.Complete(info).Objects(d.Name, d.Name)
+			drv, sc := ep.Complete(info).ExtraObjects(d.Name)
 			drivers, classes = append(drivers, drv), append(classes, sc)
 		}
 		return drivers, classes

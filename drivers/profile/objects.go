@@ -62,3 +62,15 @@ func (p *Profile) Objects(driverName, className string) (*storagev1.CSIDriver, *
 	}
 	return drv, sc
 }
+
+// ExtraObjects are Objects for a driver started beside the first one under
+// driverName (serve --extra-driver, a scenario's drivers:): its
+// StorageClass, named driverName, is not marked default. Two default
+// classes would make the API server's admission give a claim without a
+// class the newest of them, so which driver provisions it would depend on
+// the second the classes were created in.
+func (p *Profile) ExtraObjects(driverName string) (*storagev1.CSIDriver, *storagev1.StorageClass) {
+	drv, sc := p.Objects(driverName, driverName)
+	delete(sc.Annotations, "storageclass.kubernetes.io/is-default-class")
+	return drv, sc
+}

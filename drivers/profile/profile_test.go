@@ -277,3 +277,20 @@ func TestLoadResolvesPathsBesideTheProfile(t *testing.T) {
 		}
 	}
 }
+
+// A driver started beside the first gets a class of its own that is not
+// the default: the first driver's stays the only one.
+func TestExtraObjectsClassIsNotDefault(t *testing.T) {
+	p := &Profile{Name: "csisim-file"}
+	_, first := p.Objects("hostpath.csisim.io", StorageClassName)
+	drv, extra := p.ExtraObjects("shares.csisim.io")
+	if first.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" {
+		t.Errorf("the first driver's class %s is not the default", first.Name)
+	}
+	if extra.Name != "shares.csisim.io" || extra.Provisioner != "shares.csisim.io" || drv.Name != "shares.csisim.io" {
+		t.Errorf("extra objects: CSIDriver %s, StorageClass %s provisioned by %s; want all shares.csisim.io", drv.Name, extra.Name, extra.Provisioner)
+	}
+	if v, ok := extra.Annotations["storageclass.kubernetes.io/is-default-class"]; ok {
+		t.Errorf("the extra driver's class is marked default (%q)", v)
+	}
+}
