@@ -35,6 +35,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/csisim/csisim/internal/cachedir"
 	"github.com/csisim/csisim/realkube/apiproxy"
 )
 
@@ -62,17 +63,7 @@ var SidecarBinaries = []string{CSIProvisioner, CSIAttacher, CSIResizer, Snapshot
 
 // CacheDir is the versioned cache the build writes to:
 // ${CSISIM_CACHE:-$HOME/.cache/csisim}/realkube/v1.37.2.
-func CacheDir() string {
-	base := os.Getenv("CSISIM_CACHE")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil || home == "" {
-			home = os.TempDir()
-		}
-		base = filepath.Join(home, ".cache", "csisim")
-	}
-	return filepath.Join(base, "realkube", KubeVersion)
-}
+func CacheDir() string { return filepath.Join(cachedir.Root(), "realkube", KubeVersion) }
 
 // BinDir is the default binary directory, CacheDir()/bin.
 func BinDir() string { return filepath.Join(CacheDir(), "bin") }

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/csisim/csisim/internal/cachedir"
 )
 
 // csisimPackage is the command the binary is built from; go build finds
@@ -68,16 +70,8 @@ func sharedDir() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
-	base := os.Getenv("CSISIM_CACHE")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil || home == "" {
-			home = os.TempDir()
-		}
-		base = filepath.Join(home, ".cache", "csisim")
-	}
 	sum := sha256.Sum256(bytes.TrimSpace(gomod))
-	return filepath.Join(base, "test-bin", hex.EncodeToString(sum[:8])), nil
+	return filepath.Join(cachedir.Root(), "test-bin", hex.EncodeToString(sum[:8])), nil
 }
 
 // linkShared brings the shared build up to date and links it into a

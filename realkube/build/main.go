@@ -40,6 +40,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/csisim/csisim/internal/cachedir"
 )
 
 // KubeVersion is the Kubernetes release the cache is named after.
@@ -106,17 +108,7 @@ const kindSet = "kind"
 // controlPlane are the binaries needed to run a control plane without sidecars.
 var controlPlane = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
-func defaultCache() string {
-	base := os.Getenv("CSISIM_CACHE")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil || home == "" {
-			home = os.TempDir()
-		}
-		base = filepath.Join(home, ".cache", "csisim")
-	}
-	return filepath.Join(base, "realkube", KubeVersion)
-}
+func defaultCache() string { return filepath.Join(cachedir.Root(), "realkube", KubeVersion) }
 
 func main() {
 	cache := flag.String("cache", defaultCache(), "versioned cache directory; binaries go to DIR/bin, scratch modules to DIR/src")
