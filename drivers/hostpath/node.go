@@ -41,6 +41,7 @@ func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabiliti
 		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
 		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
 		csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH,
 	} {
 		if t == csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME && s.d.cfg.NoStage {
 			continue
