@@ -93,6 +93,13 @@ const (
 	// allocatable count where the CSIDriver asks it to
 	// (nodeAllocatableUpdatePeriodSeconds, KEP-4876).
 	NodeVolumeLimit Kind = "node-volume-limit"
+	// VolumeHealth changes what the driver's storage backend knows is
+	// wrong with a claim's volume, as an array that loses a disk or a
+	// replica: the driver's health calls (ControllerGetVolumeHealth,
+	// ControllerListVolumeHealth, NodeGetVolumeHealth of CSI v1.13) report
+	// Health from then on, or nothing when Health.Status is Healthy. The
+	// data stays readable: only what the driver reports changes.
+	VolumeHealth Kind = "volume-health"
 
 	// SidecarRestart restarts a CSI sidecar (or the snapshot-controller)
 	// as a container restart does: it loses what it kept in memory — claims
@@ -126,7 +133,7 @@ const (
 var Kinds = []Kind{NodeLoss, NodeReturn, OutOfService, MissingMountPropagation, KubeletRestart,
 	StaleVolumeAttachment, ControllerManagerRestart,
 	CSIError, CSIDelay, CSIHang, CSILostAnswer, CSIHeal,
-	DriverCrash, DriverCrashMidCall, DriverRestart, NodePluginMissing, NodeVolumeLimit,
+	DriverCrash, DriverCrashMidCall, DriverRestart, NodePluginMissing, NodeVolumeLimit, VolumeHealth,
 	SidecarRestart,
 	APIConflict, WatchDrop, APIServerDown, APISlowWrites, APIThrottle}
 
@@ -156,8 +163,8 @@ type Fault struct {
 	// it limits them to that node's plugin; empty means every plugin the
 	// fault can apply to.
 	Node string
-	// Claim and Namespace name the claim of a stale-volumeattachment;
-	// Namespace defaults to "default".
+	// Claim and Namespace name the claim of a stale-volumeattachment and
+	// of volume-health; Namespace defaults to "default".
 	Claim     string
 	Namespace string
 	// CSI is what csi-error, csi-delay, csi-hang, csi-lost-answer,
@@ -173,6 +180,8 @@ type Fault struct {
 	// Limit is the node's new volume limit of node-volume-limit; 0 means
 	// unlimited.
 	Limit int64
+	// Health is the condition volume-health gives the claim's volume.
+	Health Health
 	// LoseState makes driver-restart start the plugin with an empty state
 	// directory, as a driver whose state lived in its container.
 	LoseState bool
@@ -191,6 +200,23 @@ type Fault struct {
 	Times int
 	// API is what api-server-down, api-slow-writes and api-throttle do.
 	API API
+}
+
+// Healthy is the Health.Status of a volume-health that clears what an
+// earlier one set.
+const Healthy = "Healthy"
+
+// HealthStatuses are the adverse Health.Status values: CSI v1.13's
+// VolumeHealthErrorType names.
+var HealthStatuses = []string{"DEGRADED", "INACCESSIBLE", "DATA_LOSS"}
+
+// Health is what volume-health makes the backend report for a volume:
+// Status (one of HealthStatuses, or Healthy), a CamelCase Reason (none
+// with Healthy) and a Message for people.
+type Health struct {
+	Status  string
+	Reason  string
+	Message string
 }
 
 // API says how long an API server fault lasts and what it does.
@@ -256,6 +282,11 @@ func (f Fault) Describe() string {
 		}
 	case NodeVolumeLimit:
 		parts = append(parts, fmt.Sprintf("%d", f.Limit))
+	case VolumeHealth:
+		parts = append(parts, f.Health.Status)
+		if f.Health.Reason != "" {
+			parts = append(parts, f.Health.Reason)
+		}
 	case APIConflict, WatchDrop, SidecarRestart:
 		parts = append(parts, f.Component)
 		if f.Resource != "" {
@@ -268,6 +299,8 @@ func (f Fault) Describe() string {
 		parts = append(parts, "of driver "+f.Driver)
 	}
 	switch {
+	case f.Kind == VolumeHealth:
+		parts = append(parts, "of claim "+f.Claim)
 	case f.Claim != "":
 		parts = append(parts, f.Claim, "on", f.Node)
 	case f.Node != "":

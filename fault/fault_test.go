@@ -21,6 +21,8 @@ func TestDescribe(t *testing.T) {
 		{Fault{Kind: CSIDelay, CSI: CSI{Method: "*", Delay: time.Second}}, "csi-delay * 1s"},
 		{Fault{Kind: DriverRestart, Plugin: Node, Node: "n", LoseState: true}, "driver-restart node without state on n"},
 		{Fault{Kind: NodeVolumeLimit, Node: "node-1", Limit: 1}, "node-volume-limit 1 on node-1"},
+		{Fault{Kind: VolumeHealth, Claim: "data", Health: Health{Status: "DEGRADED", Reason: "ReplicaLost"}}, "volume-health DEGRADED ReplicaLost of claim data"},
+		{Fault{Kind: VolumeHealth, Claim: "data", Health: Health{Status: Healthy}}, "volume-health Healthy of claim data"},
 		{Fault{Kind: WatchDrop, Component: "external-attacher", Resource: "pods"}, "watch-drop external-attacher pods"},
 		{Fault{Kind: APIServerDown, API: API{Duration: 30 * time.Second}}, "api-server-down for 30s"},
 		{Fault{Kind: APISlowWrites, API: API{Duration: time.Minute, Latency: 2 * time.Second}}, "api-slow-writes +2s per write for 1m0s"},

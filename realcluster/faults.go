@@ -13,6 +13,7 @@ import (
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/realnodes"
 	"github.com/csisim/csisim/scenarios/apifaults"
+	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/sim/kubelet"
 	"github.com/csisim/csisim/trace"
 )
@@ -67,6 +68,8 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 			return fmt.Errorf("there is no node %q (nodes: %v)", f.Node, c.cfg.Nodes)
 		}
 		return nil
+	case fault.VolumeHealth:
+		return nil
 	case fault.APIConflict, fault.WatchDrop:
 		return fault.Unsupported(f.Kind, backendName, "the components are real processes talking to a real API server, which csisim cannot make answer 409 or drop watch events for one of them")
 	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
@@ -115,6 +118,8 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 		c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "Node " + f.Node,
 			Detail: fmt.Sprintf("volume limit %d", f.Limit)})
 		return hostpath.SetNodeVolumeLimit(c.root.Path("storage"), f.Node, f.Limit)
+	case fault.VolumeHealth:
+		return c.setVolumeHealth(ctx, f)
 	}
 	n := c.nodes[f.Node]
 	if n == nil {
@@ -207,4 +212,20 @@ func (c *Cluster) stopNodePlugin(node string, grace time.Duration) error {
 		return p.Kill()
 	}
 	return p.Stop(grace)
+}
+
+// setVolumeHealth is volume-health in the backend of csisim's driver, as
+// on the simulator (sim/cluster/faults_backend.go).
+func (c *Cluster) setVolumeHealth(ctx context.Context, f fault.Fault) error {
+	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return err
+	}
+	pv, err := apifaults.ClaimVolume(ctx, cs, f.Namespace, f.Claim)
+	if err != nil {
+		return err
+	}
+	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "PersistentVolume " + pv.Name,
+		Detail: cluster.HealthDetail(f.Health)})
+	return hostpath.SetVolumeHealth(c.root.Path("storage"), pv.Spec.CSI.VolumeHandle, cluster.HealthCondition(f.Health))
 }

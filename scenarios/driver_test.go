@@ -3,6 +3,7 @@ package scenarios
 import (
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/drivers/profiles"
+	"github.com/csisim/csisim/fault"
 )
 
 func shippedProfile(t *testing.T, name string) *profile.Profile {
@@ -239,6 +241,30 @@ func TestParseNeedsAndClusterAsks(t *testing.T) {
 		_, err := Parse("x.yaml", []byte(tt.src), t.TempDir())
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: error %v, want %q", tt.src, err, tt.want)
+		}
+	}
+}
+
+// A volumeHealth step is read whole, and needs a driver that reports
+// volume health and whose backend csisim can change it in.
+func TestVolumeHealthStep(t *testing.T) {
+	src := "steps:\n  - volumeHealth: {claim: data, namespace: apps, status: INACCESSIBLE, reason: DiskFailed, message: the disk failed}\n" +
+		"  - volumeHealth: {claim: data, namespace: apps, status: Healthy}\n"
+	s, err := Parse("x.yaml", []byte(src), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fault.Fault{Kind: fault.VolumeHealth, Claim: "data", Namespace: "apps",
+		Health: fault.Health{Status: "INACCESSIBLE", Reason: "DiskFailed", Message: "the disk failed"}}
+	if got := s.Steps[0].Fault; got == nil || *got != want {
+		t.Errorf("first step's fault %+v, want %+v", got, want)
+	}
+	if got := s.Steps[1].Fault; got == nil || got.Health != (fault.Health{Status: fault.Healthy}) {
+		t.Errorf("second step's fault %+v, want Healthy", got)
+	}
+	for _, c := range []profile.Capability{profile.VolumeHealth, profile.ChangingVolumeHealth} {
+		if !slices.Contains(s.Needs, c) {
+			t.Errorf("needs %v, want %s among them", s.Needs, c)
 		}
 	}
 }

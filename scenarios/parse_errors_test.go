@@ -70,14 +70,14 @@ steps:
         {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
     wait: {object: pvc/a}
 `,
-			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, nodeVolumeLimit, sidecarRestart, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found apply and wait"},
+			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, nodeVolumeLimit, volumeHealth, sidecarRestart, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found apply and wait"},
 		},
 		{
 			name: "no action in a step",
 			src: `steps:
   - name: nothing
 `,
-			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, nodeVolumeLimit, sidecarRestart, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found none"},
+			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, nodeVolumeLimit, volumeHealth, sidecarRestart, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found none"},
 		},
 		{
 			name: "kubelet-restart without a node",
@@ -100,6 +100,34 @@ steps:
   - nodeVolumeLimit: {node: node-1}
 `,
 			want: []string{"x.yaml:2:", "step 1 (nodeVolumeLimit): nodeVolumeLimit needs limit"},
+		},
+		{
+			name: "volumeHealth without a status",
+			src: `steps:
+  - volumeHealth: {claim: data}
+`,
+			want: []string{"x.yaml:2:", "step 1 (volumeHealth): volumeHealth needs status"},
+		},
+		{
+			name: "volumeHealth with an unknown status",
+			src: `steps:
+  - volumeHealth: {claim: data, status: Sick, reason: Flu}
+`,
+			want: []string{"x.yaml:2:", `volumeHealth: status "Sick" is none of DEGRADED, INACCESSIBLE, DATA_LOSS, Healthy`},
+		},
+		{
+			name: "volumeHealth adverse without a reason",
+			src: `steps:
+  - volumeHealth: {claim: data, status: DEGRADED}
+`,
+			want: []string{"x.yaml:2:", "volumeHealth: status DEGRADED needs a reason"},
+		},
+		{
+			name: "volumeHealth Healthy with a reason",
+			src: `steps:
+  - volumeHealth: {claim: data, status: Healthy, reason: Fine}
+`,
+			want: []string{"x.yaml:2:", "volumeHealth: status Healthy takes no reason or message"},
 		},
 		{
 			name: "nodeVolumeLimit with a negative limit",

@@ -31,6 +31,8 @@ func (p *parser) faultStep(kind fault.Kind, n *yaml.Node) *fault.Fault {
 		return p.driverFault(kind, n)
 	case fault.NodeVolumeLimit:
 		return p.nodeVolumeLimit(n)
+	case fault.VolumeHealth:
+		return p.volumeHealth(n)
 	case fault.APIConflict, fault.WatchDrop:
 		return p.apiFault(kind, n)
 	case fault.SidecarRestart:
@@ -136,6 +138,49 @@ func (p *parser) nodeVolumeLimit(n *yaml.Node) *fault.Fault {
 		return nil
 	}
 	return &fault.Fault{Kind: fault.NodeVolumeLimit, Node: node, Limit: int64(limit)}
+}
+
+// volumeHealth reads {claim, namespace?, status, reason?, message?}:
+// status one of fault.HealthStatuses with a reason, or Healthy without.
+func (p *parser) volumeHealth(n *yaml.Node) *fault.Fault {
+	key := FaultStepKey(fault.VolumeHealth)
+	f, ok := p.mapping(n, key, "claim", "namespace", "status", "reason", "message")
+	if !ok {
+		return nil
+	}
+	if missing := missingFields(f, []string{"claim", "status"}); len(missing) > 0 {
+		p.fail(n, "%s needs %s", key, listWords(missing, ""))
+		return nil
+	}
+	flt := &fault.Fault{Kind: fault.VolumeHealth}
+	flt.Claim, ok = p.nonEmpty(f.vals["claim"], "claim")
+	if f.has("namespace") {
+		flt.Namespace, ok = p.nonEmptyAnd(ok, f.vals["namespace"], "namespace")
+	}
+	flt.Health.Status, ok = p.nonEmptyAnd(ok, f.vals["status"], "status")
+	if f.has("reason") {
+		flt.Health.Reason, ok = p.nonEmptyAnd(ok, f.vals["reason"], "reason")
+	}
+	if f.has("message") {
+		flt.Health.Message, ok = p.nonEmptyAnd(ok, f.vals["message"], "message")
+	}
+	if !ok {
+		return nil
+	}
+	switch h := flt.Health; {
+	case h.Status == fault.Healthy:
+		if h.Reason != "" || h.Message != "" {
+			p.fail(n, "%s: status %s takes no reason or message: it clears the volume's condition", key, fault.Healthy)
+			return nil
+		}
+	case !slices.Contains(fault.HealthStatuses, h.Status):
+		p.fail(n, "%s: status %q is none of %s, %s", key, h.Status, strings.Join(fault.HealthStatuses, ", "), fault.Healthy)
+		return nil
+	case h.Reason == "":
+		p.fail(n, "%s: status %s needs a reason (a CamelCase word, e.g. ReplicaLost)", key, h.Status)
+		return nil
+	}
+	return flt
 }
 
 // controllerManagerRestart reads a step that takes no fields: {} or nothing.

@@ -159,6 +159,9 @@ func inferNeeds(s *Scenario) []profile.Capability {
 			add(profile.SurvivesRestart)
 		case f.Kind == fault.NodeVolumeLimit:
 			add(profile.ChangingVolumeLimits)
+		case f.Kind == fault.VolumeHealth:
+			add(profile.VolumeHealth)
+			add(profile.ChangingVolumeHealth)
 		}
 	}
 	return needs

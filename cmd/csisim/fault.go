@@ -45,6 +45,7 @@ scenarios (scenarios/README.md) with their fields as FIELD=VALUE, e.g.
   csisim fault driver-crash-mid-call method=NodeStageVolume times=1 plugin=node node=node-1
   csisim fault sidecar-restart component=external-provisioner
   csisim fault stale-volumeattachment node=node-1 claim=data
+  csisim fault volume-health claim=data status=DEGRADED reason=ReplicaLost
   csisim fault controller-manager-restart
   csisim fault api-server-down duration=30s
   csisim fault api-slow-writes latency=2s duration=1m

@@ -120,13 +120,22 @@ const (
 	// and NodeGetInfo then reports the new one. Declared: csisim changes it
 	// in its own driver's backend.
 	ChangingVolumeLimits Capability = "changingVolumeLimits"
+	// VolumeHealth: GET_VOLUME_HEALTH, ControllerGetVolumeHealth (CSI
+	// v1.13), with which the external-health-monitor asks the driver how
+	// its volumes are. Asked, as the sidecar decides at start.
+	VolumeHealth Capability = "volumeHealth"
+	// ChangingVolumeHealth: a volume's health can be changed in the
+	// driver's storage backend while it runs (the volumeHealth step), and
+	// the driver's health calls then report it. Declared: csisim changes
+	// it in its own driver's backend.
+	ChangingVolumeHealth Capability = "changingVolumeHealth"
 )
 
 // Capabilities lists every capability in the order a report prints them.
 var Capabilities = []Capability{Attach, Block, Snapshots, ListSnapshots, Clones, ExpansionOnline, ExpansionOffline,
 	NodeExpansion, Topology, Zones, Capacity, VolumeLimits, Ephemeral, MultiNode, SingleNodeMultiWriter, FSGroup,
 	PodInfo, StageUnstage, RealMounts, SharedState, StateDir, SurvivesRestart, ControllerOnlyExpansion, CSISimErrors, ModifyVolume,
-	ChangingVolumeLimits}
+	ChangingVolumeLimits, VolumeHealth, ChangingVolumeHealth}
 
 // answer is how a running driver answers for an asked capability: whether
 // it has it, and in what words it says so, for messages.
@@ -157,6 +166,7 @@ var asked = map[Capability]answer{
 	Capacity:              controllerAnswer(csi.ControllerServiceCapability_RPC_GET_CAPACITY),
 	SingleNodeMultiWriter: controllerAnswer(csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER),
 	ModifyVolume:          controllerAnswer(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME),
+	VolumeHealth:          controllerAnswer(csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH),
 	Topology: {func(i driverinfo.Info) bool {
 		return i.Plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS]
 	}, saying("VOLUME_ACCESSIBILITY_CONSTRAINTS (GetPluginCapabilities)")},

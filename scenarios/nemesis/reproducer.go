@@ -220,6 +220,12 @@ func faultFields(f fault.Fault) (*yaml.Node, error) {
 		}
 	case fault.SidecarRestart:
 		add("component", f.Component)
+	case fault.VolumeHealth:
+		add("claim", f.Claim)
+		add("namespace", f.Namespace)
+		add("status", f.Health.Status)
+		add("reason", f.Health.Reason)
+		add("message", f.Health.Message)
 	case fault.APIConflict, fault.WatchDrop:
 		add("component", f.Component)
 		times()

@@ -62,6 +62,8 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 		return c.canRestartSidecar(f)
 	case fault.NodeVolumeLimit:
 		return c.canInjectBackend(f)
+	case fault.VolumeHealth:
+		return c.canSetVolumeHealth(f)
 	}
 	return fault.Unsupported(f.Kind, backendName, "it is not a fault the simulator knows")
 }
@@ -86,6 +88,8 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 		return c.restartSidecar(f)
 	case fault.NodeVolumeLimit:
 		return c.setNodeVolumeLimit(f)
+	case fault.VolumeHealth:
+		return c.setVolumeHealth(ctx, f)
 	}
 	parts := c.nodes[f.Node]
 	if parts == nil {

@@ -1,10 +1,14 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
+
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/scenarios/apifaults"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -12,7 +16,8 @@ import (
 // driver while it runs, as a cloud's limits change under a real one. They
 // act on the backend below the run's root, which the driver's processes
 // share (drivers/hostpath/backend.go), and need a driver whose backend
-// that is: the scenario's needs (changingVolumeLimits) skip other drivers.
+// that is: the scenario's needs (changingVolumeLimits, changingVolumeHealth)
+// skip other drivers.
 
 // canInjectBackend says whether the simulator can inject a backend fault.
 func (c *Cluster) canInjectBackend(f fault.Fault) error {
@@ -34,4 +39,54 @@ func (c *Cluster) setNodeVolumeLimit(f fault.Fault) error {
 	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(f.Kind), Object: "Node " + f.Node,
 		Detail: fmt.Sprintf("volume limit %d", f.Limit)})
 	return hostpath.SetNodeVolumeLimit(c.driver.root.Path("storage"), f.Node, f.Limit)
+}
+
+// canSetVolumeHealth says whether the simulator can inject volume-health:
+// not into the mock, which keeps no backend below the run's root.
+func (c *Cluster) canSetVolumeHealth(f fault.Fault) error {
+	if c.cfg.Mock {
+		return fault.Unsupported(f.Kind, backendName+" with the mock driver", "the mock keeps no storage backend below the run's root; run csisim's driver")
+	}
+	return nil
+}
+
+// setVolumeHealth is volume-health: the condition of the claim's volume in
+// the backend of the driver the volume is of, which the driver's health
+// calls report from now on.
+func (c *Cluster) setVolumeHealth(ctx context.Context, f fault.Fault) error {
+	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return err
+	}
+	pv, err := apifaults.ClaimVolume(ctx, cs, f.Namespace, f.Claim)
+	if err != nil {
+		return err
+	}
+	d, err := c.driverNamed(pv.Spec.CSI.Driver)
+	if err != nil {
+		return err
+	}
+	if d.dc.Mock {
+		return fault.Unsupported(f.Kind, backendName+" with the mock driver", "the mock keeps no storage backend below the run's root")
+	}
+	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(f.Kind), Object: "PersistentVolume " + pv.Name,
+		Detail: HealthDetail(f.Health)})
+	return hostpath.SetVolumeHealth(d.path("storage"), pv.Spec.CSI.VolumeHandle, HealthCondition(f.Health))
+}
+
+// HealthCondition is what the backend of csisim's driver is told for a
+// volume-health fault: nil for Healthy.
+func HealthCondition(h fault.Health) *hostpath.HealthCondition {
+	if h.Status == fault.Healthy {
+		return nil
+	}
+	return &hostpath.HealthCondition{Status: h.Status, Reason: h.Reason, Message: h.Message}
+}
+
+// HealthDetail is a volume-health fault's timeline detail.
+func HealthDetail(h fault.Health) string {
+	if h.Message == "" {
+		return fmt.Sprintf("%s %s", h.Status, h.Reason)
+	}
+	return fmt.Sprintf("%s %s: %s", h.Status, h.Reason, h.Message)
 }

@@ -25,6 +25,9 @@ func TestCanInjectNodeAndControlPlaneFaults(t *testing.T) {
 			"the mock driver mounts nothing"},
 		{"controller-manager restart without its controllers", Config{Without: []string{"attachdetach-controller", "node-controller"}},
 			fault.Fault{Kind: fault.ControllerManagerRestart}, "kube-controller-manager's controllers are not simulated here"},
+		{"volume health", Config{}, fault.Fault{Kind: fault.VolumeHealth, Claim: "data", Health: fault.Health{Status: fault.Healthy}}, ""},
+		{"volume health with the mock", Config{Mock: true}, fault.Fault{Kind: fault.VolumeHealth, Claim: "data", Health: fault.Health{Status: fault.Healthy}},
+			"the mock keeps no storage backend"},
 		{"unknown kind", Config{}, fault.Fault{Kind: "meteor-strike"}, "not a fault the simulator knows"},
 	}
 	for _, tt := range tests {

@@ -160,7 +160,7 @@ func (k *Kind) Plan(f fault.Fault) ([]Action, error) {
 			"a plugin that stays down until driver-restart cannot be made; driver-restart with state: keep is the crash kind can do")
 	case fault.NodePluginMissing:
 		return nil, fault.Unsupported(f.Kind, backendName, "the node plugin DaemonSet of deploy/kubernetes runs on every node; keeping it off one node means changing the deployment")
-	case fault.NodeVolumeLimit:
+	case fault.NodeVolumeLimit, fault.VolumeHealth:
 		return nil, fault.Unsupported(f.Kind, backendName, "the driver's storage backend lives in the plugin pods' host paths, which csisim does not reach into on kind")
 	case fault.MissingMountPropagation:
 		return nil, fault.Unsupported(f.Kind, backendName, "the mount propagation of the node plugin is the DaemonSet's, the same on every node; "+
