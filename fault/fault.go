@@ -415,7 +415,7 @@ func OutOfServiceTaint(added time.Time) corev1.Taint {
 var Components = []string{"persistentvolume-binder", "attachdetach-controller", "default-scheduler",
 	"node-controller", "external-provisioner", "external-attacher", "expand-controller", "external-resizer",
 	"snapshot-controller", "csi-snapshotter", "ephemeral-volume-controller", "statefulset-controller",
-	"replicaset-controller", "deployment-controller", "daemonset-controller"}
+	"replicaset-controller", "deployment-controller", "daemonset-controller", "external-health-monitor"}
 
 // kubeletPrefix starts a kubelet's user agent: kubelet:NODE.
 const kubeletPrefix = "kubelet:"

@@ -45,6 +45,13 @@ type Deployer interface {
 	DeployedFrom() string
 }
 
+// HealthMonitored is implemented by backends that can run the
+// external-health-monitor sidecar; RunsHealthMonitor says whether this one
+// was started with it (a scenario's cluster.healthMonitor needs it).
+type HealthMonitored interface {
+	RunsHealthMonitor() bool
+}
+
 // CSICallSource is implemented by backends that can see CSI calls (the
 // simulator). csiCalls checks need it.
 type CSICallSource interface {

@@ -247,7 +247,7 @@ func capabilityNames(cs []profile.Capability) []string {
 // multi-node access and named flag sets the driver is started for.
 func (c Cluster) Request() profile.Request {
 	return profile.Request{Nodes: c.Nodes, Zones: c.Zones, Capacity: c.Capacity, VolumeLimit: c.VolumeLimit,
-		MultiNode: c.MultiNode, Extra: c.Flags, DriverArgs: c.DriverArgs}
+		MultiNode: c.MultiNode, Extra: c.Flags, DriverArgs: c.DriverArgs, HealthMonitor: c.HealthMonitor}
 }
 
 // DriverFlags are the extra flags a node plugin of profile p's driver is

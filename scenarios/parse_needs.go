@@ -59,7 +59,8 @@ func (p *parser) stepNeeds(n *yaml.Node, st Step) []profile.Capability {
 }
 
 // clusterAsks reads what the scenario asks of any driver: capacity,
-// volumeLimit, multiNode and flags (named flag sets of the profile).
+// volumeLimit, multiNode and flags (named flag sets of the profile), and
+// of the cluster: its deployment, the health monitor sidecar.
 func (p *parser) clusterAsks(f fields, c *Cluster) {
 	if f.has("deploy") {
 		c.Deploy = p.deployPath(f.vals["deploy"])
@@ -99,6 +100,9 @@ func (p *parser) clusterAsks(f fields, c *Cluster) {
 			seen[name] = true
 			return true
 		})
+	}
+	if f.has("healthMonitor") {
+		c.HealthMonitor, _ = p.boolean(f.vals["healthMonitor"], "healthMonitor")
 	}
 }
 

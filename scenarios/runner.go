@@ -86,6 +86,10 @@ func (r *Runner) Run(ctx context.Context, s *Scenario) (*Result, error) {
 				"with those manifests: run it on the simulator (csisim run), which applies them", s.Name, s.Cluster.Deploy)
 		}
 	}
+	if h, ok := r.Backend.(HealthMonitored); s.Cluster.HealthMonitor && (!ok || !h.RunsHealthMonitor()) {
+		return nil, fmt.Errorf("run scenario %s: it asks for the external-health-monitor sidecar (cluster.healthMonitor), "+
+			"which this backend was not started with: run it on the simulator (csisim run)", s.Name)
+	}
 	cfg := r.Backend.RESTConfig()
 	if cfg == nil {
 		return nil, errors.New("run scenario: backend has no REST config")

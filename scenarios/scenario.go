@@ -74,6 +74,10 @@ type Cluster struct {
 	// directory): csisim run --deploy. Only the simulator runs it; the
 	// runner refuses a backend that was not started with it.
 	Deploy string
+	// HealthMonitor runs the external-health-monitor sidecar beside the
+	// controller plugin (cluster.healthMonitor: true), as a deployment
+	// that adds it does; a run without it has none.
+	HealthMonitor bool
 }
 
 // Step is one thing a scenario does. Exactly one of the action pointers is

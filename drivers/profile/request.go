@@ -30,6 +30,9 @@ type Request struct {
 	// cluster.driverArgs); only a profile that runs csisim's driver
 	// (CSISimDriver) takes them.
 	DriverArgs []string
+	// HealthMonitor asks for the external-health-monitor sidecar beside
+	// the controller plugin; it asks nothing of the driver's flags.
+	HealthMonitor bool
 }
 
 // Unsupported is a Request a profile cannot carry out; a library runner

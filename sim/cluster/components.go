@@ -19,6 +19,7 @@ import (
 	"github.com/csisim/csisim/sim/deployment"
 	"github.com/csisim/csisim/sim/ephemeral"
 	"github.com/csisim/csisim/sim/expand"
+	"github.com/csisim/csisim/sim/healthmonitor"
 	"github.com/csisim/csisim/sim/loop"
 	"github.com/csisim/csisim/sim/nodelifecycle"
 	"github.com/csisim/csisim/sim/provisioner"
@@ -101,13 +102,15 @@ var controlPlane = []componentSpec{
 	{name: "external-resizer", binary: "csi-resizer", needs: driverConn | attributesClassInformers, check: resizer.Check, start: resizer.Start},
 	{name: snapshotcontroller.Component, binary: "snapshot-controller", needs: snapshotClient | snapshotInformers, start: snapshotcontroller.Start},
 	{name: "csi-snapshotter", binary: "csi-snapshotter", needs: driverConn | snapshotClient | snapshotInformers, check: snapshotter.Check, start: snapshotter.Start},
+	{name: "external-health-monitor", binary: "csi-external-health-monitor-controller", needs: driverConn, check: healthmonitor.Check, start: healthmonitor.Start,
+		optIn: func(cfg Config) bool { return cfg.HealthMonitor }},
 }
 
 // checkOrder is the order in which the sidecars with a start-up check ask
 // the driver, all before any component starts, as the sidecar containers
 // start beside their driver before the control plane acts on it. A fixed
 // order keeps the calls of a start the same from run to run.
-var checkOrder = []string{"csi-snapshotter", "external-resizer", "external-provisioner", "external-attacher"}
+var checkOrder = []string{"csi-snapshotter", "external-resizer", "external-provisioner", "external-attacher", "external-health-monitor"}
 
 // spec is the table's row of the component named name, or nil.
 func spec(name string) *componentSpec {
@@ -139,7 +142,7 @@ func (c *Cluster) startControlPlane() error {
 		if err := c.askDriverName(d); err != nil {
 			return err
 		}
-		if err := c.startComponents(d, func(s *componentSpec) bool { return s.needs&driverConn != 0 }); err != nil {
+		if err := c.startComponents(d, func(s *componentSpec) bool { return s.needs&driverConn != 0 && (s.optIn == nil || s.optIn(c.cfg)) }); err != nil {
 			return err
 		}
 	}

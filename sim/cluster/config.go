@@ -82,6 +82,13 @@ type Config struct {
 	// run that has no DaemonSet keeps the informers, and so the seeded
 	// draws, it had before the controller existed.
 	DaemonSets bool
+	// HealthMonitor runs the external-health-monitor sidecar beside each
+	// driver's controller plugin (it exits at start if the driver reports
+	// no volume health). It is off unless asked for (a scenario's
+	// cluster.healthMonitor), as a deployment adds the sidecar or not, and
+	// so that a run without it keeps the seeded draws it had before the
+	// sidecar existed.
+	HealthMonitor bool
 	// Deploy, if set, is the driver's own deployment (csisim run
 	// --deploy): its objects are applied once the nodes are up, and the
 	// first driver's node plugin is registered with a node's kubelet only

@@ -43,7 +43,7 @@ func Config(ctx context.Context, p *profile.Profile, r profile.Request, opts Opt
 		return cluster.Config{}, err
 	}
 	cfg := cluster.Config{Nodes: r.Nodes, Zones: r.Zones, DriverName: p.Name, Mock: p.Start.Mock,
-		NoMounts: !p.Start.Mock && !p.Has(profile.RealMounts)}
+		NoMounts: !p.Start.Mock && !p.Has(profile.RealMounts), HealthMonitor: r.HealthMonitor}
 	if opts.DriverName != "" && opts.DriverName != p.Name {
 		if !p.Start.Mock && !usesPlaceholder(p, "{driverName}") {
 			return cluster.Config{}, fmt.Errorf("driver profile %s: the driver's name is %s and its commands take no {driverName}, "+
