@@ -17,10 +17,11 @@ var csiMethods = []string{
 	"CreateVolume", "DeleteVolume", "ControllerPublishVolume", "ControllerUnpublishVolume",
 	"ValidateVolumeCapabilities", "ListVolumes", "GetCapacity", "ControllerGetCapabilities",
 	"CreateSnapshot", "DeleteSnapshot", "ListSnapshots", "ControllerExpandVolume",
-	"ControllerGetVolume", "ControllerModifyVolume",
+	"ControllerGetVolume", "ControllerModifyVolume", "ControllerListVolumeHealth", "ControllerGetVolumeHealth",
 	// Node
 	"NodeStageVolume", "NodeUnstageVolume", "NodePublishVolume", "NodeUnpublishVolume",
 	"NodeGetVolumeStats", "NodeExpandVolume", "NodeGetCapabilities", "NodeGetInfo",
+	"NodeGetVolumeHealth", "NodeGetStorageHealth",
 	// GroupController
 	"GroupControllerGetCapabilities", "CreateVolumeGroupSnapshot", "DeleteVolumeGroupSnapshot",
 	"GetVolumeGroupSnapshot",
@@ -29,12 +30,13 @@ var csiMethods = []string{
 }
 
 // informationalCSICalls are calls that sidecars and kubelet make whenever
-// they like (discovery, health checks, capacity and stats polling); counting
-// them would make every sequence depend on timing.
+// they like (discovery, health checks, capacity, stats and volume health
+// polling); counting them would make every sequence depend on timing.
 var informationalCSICalls = []string{
 	"GetPluginInfo", "GetPluginCapabilities", "Probe",
 	"ControllerGetCapabilities", "NodeGetCapabilities", "NodeGetInfo",
 	"GetCapacity", "NodeGetVolumeStats", "ListVolumes",
+	"ControllerListVolumeHealth", "ControllerGetVolumeHealth", "NodeGetVolumeHealth", "NodeGetStorageHealth",
 }
 
 // controllerCSICalls are the calls the sidecars make for an object they

@@ -389,6 +389,15 @@ steps:
 			want: []string{"x.yaml:6:", `unknown CSI method "NodeStageVolumes" (did you mean "NodeStageVolume"?)`},
 		},
 		{
+			name: "volume health polling is informational",
+			src: `steps:
+  - assert:
+      csiCalls:
+        contains: [ControllerListVolumeHealth]
+`,
+			want: []string{"x.yaml:4:", "ControllerListVolumeHealth is informational and left out of the comparison"},
+		},
+		{
 			name: "informational CSI method",
 			src: `steps:
   - assert:

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -85,8 +86,9 @@ func HealthCondition(h fault.Health) *hostpath.HealthCondition {
 
 // HealthDetail is a volume-health fault's timeline detail.
 func HealthDetail(h fault.Health) string {
-	if h.Message == "" {
-		return fmt.Sprintf("%s %s", h.Status, h.Reason)
+	s := strings.TrimSpace(h.Status + " " + h.Reason)
+	if h.Message != "" {
+		s += ": " + h.Message
 	}
-	return fmt.Sprintf("%s %s: %s", h.Status, h.Reason, h.Message)
+	return s
 }
