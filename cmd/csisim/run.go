@@ -121,7 +121,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		if c.backend != "sim" {
 			return usagef("--deploy (or cluster.deploy) applies the driver's manifests on the simulator only; --backend %s is started from csisim's own", c.backend)
 		}
-		if err := withDeploy(&cfg, prof, deploy, c.timeline.info(c.stdout, c.stderr)); err != nil {
+		if err := clusterprofile.Deploy(&cfg, prof, deploy, c.timeline.info(c.stdout, c.stderr)); err != nil {
 			return usageError(err)
 		}
 	}
