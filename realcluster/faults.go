@@ -217,15 +217,5 @@ func (c *Cluster) stopNodePlugin(node string, grace time.Duration) error {
 // setVolumeHealth is volume-health in the backend of csisim's driver, as
 // on the simulator (sim/cluster/faults_backend.go).
 func (c *Cluster) setVolumeHealth(ctx context.Context, f fault.Fault) error {
-	cs, err := kubernetes.NewForConfig(c.RESTConfig())
-	if err != nil {
-		return err
-	}
-	pv, err := apifaults.ClaimVolume(ctx, cs, f.Namespace, f.Claim)
-	if err != nil {
-		return err
-	}
-	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "PersistentVolume " + pv.Name,
-		Detail: cluster.HealthDetail(f.Health)})
-	return hostpath.SetVolumeHealth(c.root.Path("storage"), pv.Spec.CSI.VolumeHandle, cluster.HealthCondition(f.Health))
+	return cluster.InjectVolumeHealth(ctx, c.RESTConfig(), f, func(string) (string, error) { return c.root.Path("storage"), nil }, c.rec.Add)
 }

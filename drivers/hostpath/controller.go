@@ -407,13 +407,7 @@ func (s *controllerServer) ListVolumes(_ context.Context, req *csi.ListVolumesRe
 	d.mu.Lock()
 	defer d.mu.Unlock()
 
-	ids := make([]string, 0, len(d.state.Volumes))
-	for id := range d.state.Volumes {
-		if id > after {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
+	ids := d.volumeIDsAfter(after)
 	resp := &csi.ListVolumesResponse{}
 	if max := int(req.GetMaxEntries()); max > 0 && len(ids) > max {
 		ids = ids[:max]
@@ -427,6 +421,20 @@ func (s *controllerServer) ListVolumes(_ context.Context, req *csi.ListVolumesRe
 		})
 	}
 	return resp, nil
+}
+
+// volumeIDsAfter are the IDs of the volumes the controller knows that sort
+// after a page token (all of them for ""), in order: the pages of
+// ListVolumes and ControllerListVolumeHealth. The caller holds d.mu.
+func (d *Driver) volumeIDsAfter(after string) []string {
+	ids := make([]string, 0, len(d.state.Volumes))
+	for id := range d.state.Volumes {
+		if id > after {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // GetCapacity reports what is left in the storage pool of the requested

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -155,15 +154,8 @@ func (s *controllerServer) ControllerListVolumeHealth(_ context.Context, req *cs
 	d := s.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ids := make([]string, 0, len(d.state.Volumes))
-	for id := range d.state.Volumes {
-		if id > after {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
 	resp := &csi.ControllerListVolumeHealthResponse{}
-	for _, id := range ids {
+	for _, id := range d.volumeIDsAfter(after) {
 		entries, err := d.volumeHealth(id, d.state.Volumes[id].kind())
 		if err != nil {
 			return nil, status.Errorf(codes.Internal, "%s: %v", method, err)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/csisim/csisim/drivers/hostpath"
 	"github.com/csisim/csisim/fault"
@@ -55,7 +56,24 @@ func (c *Cluster) canSetVolumeHealth(f fault.Fault) error {
 // the backend of the driver the volume is of, which the driver's health
 // calls report from now on.
 func (c *Cluster) setVolumeHealth(ctx context.Context, f fault.Fault) error {
-	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	return InjectVolumeHealth(ctx, c.RESTConfig(), f, func(name string) (string, error) {
+		d, err := c.driverNamed(name)
+		if err != nil {
+			return "", err
+		}
+		if d.dc.Mock {
+			return "", fault.Unsupported(f.Kind, backendName+" with the mock driver", "the mock keeps no storage backend below the run's root")
+		}
+		return d.path("storage"), nil
+	}, func(e trace.Entry) { e.Actor = c.faultActor(); c.rec.Add(e) })
+}
+
+// InjectVolumeHealth is volume-health on any backend that runs csisim's
+// driver: it finds the claim's volume, records the fault (add) and sets
+// the volume's condition in the backend storage(driver) names, the
+// storage root of the volume's driver.
+func InjectVolumeHealth(ctx context.Context, cfg *rest.Config, f fault.Fault, storage func(driver string) (string, error), add func(trace.Entry)) error {
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -63,29 +81,25 @@ func (c *Cluster) setVolumeHealth(ctx context.Context, f fault.Fault) error {
 	if err != nil {
 		return err
 	}
-	d, err := c.driverNamed(pv.Spec.CSI.Driver)
+	root, err := storage(pv.Spec.CSI.Driver)
 	if err != nil {
 		return err
 	}
-	if d.dc.Mock {
-		return fault.Unsupported(f.Kind, backendName+" with the mock driver", "the mock keeps no storage backend below the run's root")
-	}
-	c.rec.Add(trace.Entry{Kind: trace.Fault, Actor: c.faultActor(), Verb: string(f.Kind), Object: "PersistentVolume " + pv.Name,
-		Detail: HealthDetail(f.Health)})
-	return hostpath.SetVolumeHealth(d.path("storage"), pv.Spec.CSI.VolumeHandle, HealthCondition(f.Health))
+	add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: string(f.Kind), Object: "PersistentVolume " + pv.Name, Detail: healthDetail(f.Health)})
+	return hostpath.SetVolumeHealth(root, pv.Spec.CSI.VolumeHandle, healthCondition(f.Health))
 }
 
-// HealthCondition is what the backend of csisim's driver is told for a
+// healthCondition is what the backend of csisim's driver is told for a
 // volume-health fault: nil for Healthy.
-func HealthCondition(h fault.Health) *hostpath.HealthCondition {
+func healthCondition(h fault.Health) *hostpath.HealthCondition {
 	if h.Status == fault.Healthy {
 		return nil
 	}
 	return &hostpath.HealthCondition{Status: h.Status, Reason: h.Reason, Message: h.Message}
 }
 
-// HealthDetail is a volume-health fault's timeline detail.
-func HealthDetail(h fault.Health) string {
+// healthDetail is a volume-health fault's timeline detail.
+func healthDetail(h fault.Health) string {
 	s := strings.TrimSpace(h.Status + " " + h.Reason)
 	if h.Message != "" {
 		s += ": " + h.Message
