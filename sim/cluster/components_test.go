@@ -147,7 +147,8 @@ func TestWithoutLeavesRowsOut(t *testing.T) {
 	for _, rc := range c.components.running {
 		running = append(running, rc.name)
 	}
-	if want := len(controlPlane) - len(without) + 1; len(running) != want { // and the kubelet
+	// The kubelet runs too; the health monitor, not asked for, does not.
+	if want := len(controlPlane) - len(without) - 1 + 1; len(running) != want {
 		t.Errorf("running %v, want %d components", running, want)
 	}
 	for _, name := range without {
@@ -176,6 +177,33 @@ func TestDaemonSetControllerIsOptIn(t *testing.T) {
 		}
 		if got := c.components.isRunning("daemonset-controller"); got != on {
 			t.Errorf("DaemonSets %v: daemonset-controller running %v", on, got)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestHealthMonitorOptIn: asked for, the health monitor asks the driver at
+// start and, beside the mock (no volume health), exits; not asked for, it
+// asks nothing.
+func TestHealthMonitorOptIn(t *testing.T) {
+	for _, asked := range []bool{false, true} {
+		c, err := Start(context.Background(), Config{Mock: true, Seed: 1, Realtime: true, HealthMonitor: asked})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var calls []string
+		for _, e := range c.CSICalls() {
+			if e.Actor == "external-health-monitor" {
+				calls = append(calls, e.Verb)
+			}
+		}
+		if want := []string{"GetPluginCapabilities", "ControllerGetCapabilities"}; asked != slices.Equal(calls, want) || !asked && len(calls) > 0 {
+			t.Errorf("asked %v: the monitor's calls %v (want %v only when asked)", asked, calls, want)
+		}
+		if c.components.isRunning("external-health-monitor") {
+			t.Errorf("asked %v: the monitor runs beside a driver without volume health", asked)
 		}
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
