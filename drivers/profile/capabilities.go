@@ -120,13 +120,17 @@ const (
 	// and NodeGetInfo then reports the new one. Declared: csisim changes it
 	// in its own driver's backend.
 	ChangingVolumeLimits Capability = "changingVolumeLimits"
+	// GroupSnapshots: volume group snapshots, GROUP_CONTROLLER_SERVICE
+	// and CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT. Asked, as the
+	// csi-snapshotter does at start (GroupControllerGetCapabilities).
+	GroupSnapshots Capability = "groupSnapshots"
 )
 
 // Capabilities lists every capability in the order a report prints them.
 var Capabilities = []Capability{Attach, Block, Snapshots, ListSnapshots, Clones, ExpansionOnline, ExpansionOffline,
 	NodeExpansion, Topology, Zones, Capacity, VolumeLimits, Ephemeral, MultiNode, SingleNodeMultiWriter, FSGroup,
 	PodInfo, StageUnstage, RealMounts, SharedState, StateDir, SurvivesRestart, ControllerOnlyExpansion, CSISimErrors, ModifyVolume,
-	ChangingVolumeLimits}
+	ChangingVolumeLimits, GroupSnapshots}
 
 // answer is how a running driver answers for an asked capability: whether
 // it has it, and in what words it says so, for messages.
@@ -157,6 +161,14 @@ var asked = map[Capability]answer{
 	Capacity:              controllerAnswer(csi.ControllerServiceCapability_RPC_GET_CAPACITY),
 	SingleNodeMultiWriter: controllerAnswer(csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER),
 	ModifyVolume:          controllerAnswer(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME),
+	GroupSnapshots: {func(i driverinfo.Info) bool {
+		return i.Group[csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT]
+	}, func(i driverinfo.Info) string {
+		if !i.Plugin[csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE] {
+			return "GROUP_CONTROLLER_SERVICE (GetPluginCapabilities)"
+		}
+		return "CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT (GroupControllerGetCapabilities)"
+	}},
 	Topology: {func(i driverinfo.Info) bool {
 		return i.Plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS]
 	}, saying("VOLUME_ACCESSIBILITY_CONSTRAINTS (GetPluginCapabilities)")},
