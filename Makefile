@@ -4,7 +4,7 @@ BIN     := bin/csisim
 WORKLOAD_BIN := bin/csisim-workload
 SCENARIO ?= scenarios/library/basic-lifecycle.yaml
 
-.PHONY: all build demo test vet test-drivers fmt-check examples labs-check e2e e2e-here e2e-here-ci realnodes-deps fidelity fidelity-report bench bench-realnodes leaks-all clean
+.PHONY: all build demo test vet test-drivers fmt-check examples labs-check e2e e2e-here e2e-here-ci realnodes-deps fidelity fidelity-report bench bench-realnodes leaks-all sweep-library clean
 
 include realkube/realkube.mk
 include e2e/kind/kind.mk
@@ -104,6 +104,15 @@ e2e-here: realkube-bins build realnodes-deps
 leaks-all: build
 	CSISIM_LEAK_SCENARIOS=all CSISIM_INTERRUPTED_RUNS=40 $(GO) test -count=1 -timeout 30m ./cmd/csisim/ \
 		-ginkgo.focus='SIGTERM|interrupted at random moments'
+
+# sweep-library: the nemesis seed sweep over the whole library
+# (scripts/sweep-library.sh), SWEEP_SEEDS of each scenario with csisim's
+# driver, or the mock with SWEEP_DRIVER=--mock-driver. Hours at 1..200: not
+# in CI (its budget); run it in a session and report the figures.
+SWEEP_SEEDS ?= 1..200
+SWEEP_DRIVER ?=
+sweep-library: build
+	scripts/sweep-library.sh $(SWEEP_DRIVER) $(SWEEP_SEEDS)
 
 # e2e-here-ci: e2e-here with CI's list.
 e2e-here-ci:

@@ -22,6 +22,7 @@ import (
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/sim/clusterprofile"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -65,6 +66,15 @@ type Options struct {
 	// sidecars and a node plugin on every node, and (unless
 	// NoDriverObjects) its CSIDriver and a StorageClass named after it.
 	ExtraDrivers []ExtraDriver
+	// Deploy is the driver's own deployment manifests (a file, or a
+	// directory's .yaml/.yml/.json files in name order), as csisim run
+	// --deploy takes them: applied in order when the cluster starts, its
+	// node DaemonSet placing the node plugin (the driver registers on a
+	// node only while the DaemonSet's pod there runs), its CSIDriver and
+	// StorageClasses replacing the ones Start would make from the profile.
+	// The profile (Driver) must map the node plugin's image (images:).
+	// What csisim does not honour of the manifests is logged.
+	Deploy string
 }
 
 // ExtraDriver is a driver to run beside the one under test: a profile
@@ -118,9 +128,19 @@ func start(t TB, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	var deployLog strings.Builder
+	if opts.Deploy != "" {
+		if err := clusterprofile.Deploy(&cfg, p, opts.Deploy, &deployLog); err != nil {
+			return nil, err
+		}
+	}
 	sim, err := cluster.Start(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("starting a cluster with driver profile %s: %w", p.File, err)
+	}
+	if opts.Deploy != "" {
+		clusterprofile.ReportNotApplied(sim, &deployLog)
+		t.Logf("%s", strings.TrimSuffix(deployLog.String(), "\n"))
 	}
 	c := &Cluster{t: t, ctx: ctx, sim: sim, profile: p, client: kubernetes.NewForConfigOrDie(sim.RESTConfig()),
 		nodes: cfg.Nodes, timeout: opts.Timeout}
@@ -132,7 +152,7 @@ func start(t TB, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	if !opts.NoDriverObjects {
-		if err := c.installDrivers(p, opts.ExtraDrivers); err != nil {
+		if err := c.installDrivers(p, opts.Deploy == "", opts.ExtraDrivers); err != nil {
 			return nil, err
 		}
 	}

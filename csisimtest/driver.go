@@ -85,10 +85,14 @@ func buildCSISim(ctx context.Context, dir string) (string, error) {
 }
 
 // installDrivers creates what deploying the drivers puts in the cluster
-// (driverObjects): the one under test's, then each extra driver's, whose
-// StorageClass is named after it.
-func (c *Cluster) installDrivers(p *profile.Profile, extras []ExtraDriver) error {
-	objects := driverObjects(p.Complete(c.sim.DriverInfo()), c.sim.DriverName())
+// (driverObjects): the one under test's, unless its own manifests did
+// (Options.Deploy), then each extra driver's, whose StorageClass is named
+// after it.
+func (c *Cluster) installDrivers(p *profile.Profile, main bool, extras []ExtraDriver) error {
+	var objects []runtime.Object
+	if main {
+		objects = driverObjects(p.Complete(c.sim.DriverInfo()), c.sim.DriverName())
+	}
 	for _, d := range extras {
 		ep, err := profiles.Get(d.Profile)
 		if err != nil {

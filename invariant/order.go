@@ -25,7 +25,7 @@ var callOrder = Invariant{
 		var found []Violation
 		down := nodesDown(h.Entries)
 		for _, v := range checkOrder(h.Entries, attachNotRequired(h)) {
-			if forced(v, h.Entries, down) {
+			if forced(v, h.Entries, down) || forgotten(v, h.Entries) {
 				continue
 			}
 			found = append(found, Violation{Message: string(v.kind) + ": " + v.message, Entries: append([]int{v.call}, v.related...)})
@@ -86,6 +86,60 @@ func forced(v orderViolation, entries []trace.Entry, down func(node string, seq 
 		}
 	}
 	return len(v.related) > 0
+}
+
+// forgotten: a detach the order forbids only because the node's kubelet
+// restarted while the volume was still staged for pods already gone (its
+// NodeUnstageVolume slow or failing): the real kubelet rebuilds its actual
+// state from the pods' volume directories it finds on disk
+// (pkg/kubelet/volumemanager/reconciler/reconstruct.go), so the restarted
+// one no longer counts the volume in the node's status.volumesInUse
+// (volume_manager.go GetVolumesInUse: the desired volumes and the attached
+// ones it knows), and the attach/detach controller, seeing it not in use,
+// detaches it. Kubernetes breaks the order itself here; a detach of a
+// volume the node still reported in use is judged as any other.
+func forgotten(v orderViolation, entries []trace.Entry) bool {
+	if v.kind != detachInUse {
+		return false
+	}
+	for _, seq := range v.related {
+		c := entries[seq-1].Call
+		if c == nil || c.Node == "" || !kubeletRestarted(entries, c.Node, seq, v.call) || reportedInUse(entries, c.Node, c.Volume, v.call) {
+			return false
+		}
+	}
+	return len(v.related) > 0
+}
+
+// kubeletRestarted says whether node's kubelet restarted (a kubelet-restart
+// fault) between timeline entries after and before.
+func kubeletRestarted(entries []trace.Entry, node string, after, before int) bool {
+	for _, e := range entries[after:min(before-1, len(entries))] {
+		if e.Kind == trace.Fault && e.Verb == "kubelet-restart" && e.Object == "Node "+node {
+			return true
+		}
+	}
+	return false
+}
+
+// reportedInUse says whether the last write of node before timeline entry
+// before listed the volume (by its handle) in status.volumesInUse, where
+// the kubelet tells the attach/detach controller not to detach it.
+func reportedInUse(entries []trace.Entry, node, handle string, before int) bool {
+	for i := min(before-1, len(entries)) - 1; i >= 0; i-- {
+		w := entries[i].Write
+		if w == nil || w.Kind != "Node" || w.Name != node || w.Object == nil {
+			continue
+		}
+		n, ok := w.Object.(*corev1.Node)
+		if !ok || w.Removed {
+			return false
+		}
+		return slices.ContainsFunc(n.Status.VolumesInUse, func(v corev1.UniqueVolumeName) bool {
+			return strings.HasSuffix(string(v), "^"+handle)
+		})
+	}
+	return false
 }
 
 // nodesDown returns a function that says whether a node was down (not

@@ -65,6 +65,31 @@ func TestCallOrder(t *testing.T) {
 			h.write(node("node-1", false), false)
 			h.call("ControllerUnpublishVolume", attach)
 		}, ""},
+		{"detach of a volume a restarted kubelet forgot", func(h *hist) {
+			h.write(node("node-1", true), false)
+			h.call("ControllerPublishVolume", attach)
+			h.call("NodeStageVolume", stage)
+			h.write(nodeUsing("node-1", "v1"), false)
+			h.add(trace.Entry{Kind: trace.Fault, Actor: "timed", Verb: "kubelet-restart", Object: "Node node-1"})
+			h.write(node("node-1", true), false) // the restarted kubelet reports nothing in use
+			h.call("ControllerUnpublishVolume", attach)
+		}, ""},
+		{"detach after a kubelet restart of a volume still reported in use", func(h *hist) {
+			h.write(node("node-1", true), false)
+			h.call("ControllerPublishVolume", attach)
+			h.call("NodeStageVolume", stage)
+			h.add(trace.Entry{Kind: trace.Fault, Actor: "timed", Verb: "kubelet-restart", Object: "Node node-1"})
+			h.write(nodeUsing("node-1", "v1"), false)
+			h.call("ControllerUnpublishVolume", attach)
+		}, "ControllerUnpublishBeforeNodeCleanup"},
+		{"detach, not reported in use, of a volume staged after the restart", func(h *hist) {
+			h.write(node("node-1", true), false)
+			h.call("ControllerPublishVolume", attach)
+			h.add(trace.Entry{Kind: trace.Fault, Actor: "timed", Verb: "kubelet-restart", Object: "Node node-1"})
+			h.call("NodeStageVolume", stage)
+			h.write(node("node-1", true), false)
+			h.call("ControllerUnpublishVolume", attach)
+		}, "ControllerUnpublishBeforeNodeCleanup"},
 		{"delete while published", func(h *hist) {
 			h.call("ControllerPublishVolume", attach)
 			h.call("DeleteVolume", trace.CSICall{Volume: "v1"})
@@ -598,4 +623,14 @@ func TestNodesDownIgnoresRefusedWrites(t *testing.T) {
 	if nodesDown(h.entries)("node-1", call) {
 		t.Error("node-1 is taken as down after a refused write of its status; it was Ready")
 	}
+}
+
+// nodeUsing is a Ready node whose kubelet reports the volumes (handles of
+// hostpath.csisim.io) in use.
+func nodeUsing(name string, handles ...string) *corev1.Node {
+	n := node(name, true)
+	for _, h := range handles {
+		n.Status.VolumesInUse = append(n.Status.VolumesInUse, corev1.UniqueVolumeName("kubernetes.io/csi/hostpath.csisim.io^"+h))
+	}
+	return n
 }

@@ -85,6 +85,15 @@ type Simulated interface {
 	RunFor(ctx context.Context, d time.Duration) error
 }
 
+// Relister is implemented by simulated backends whose components'
+// informers an API fault can leave blind: an outage or a dropped watch
+// ends their watches, and each reflector lists again only after its
+// backoff (client-go's, up to a minute after the server is back).
+// Relisting names those that have not listed yet.
+type Relister interface {
+	Relisting() []string
+}
+
 // ManifestRefuser is implemented by backends that do not carry out every
 // field the real cluster acts on (the simulator, package sim/unmodelled):
 // the fields of obj they refuse, each with the message that says why

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/csisim/csisim/fault"
@@ -160,30 +161,82 @@ func lasting(f fault.Fault) time.Duration {
 	return f.API.Duration + f.API.Latency
 }
 
+// relistBound is how long outlastTimed waits, at most, for the informers
+// a timed fault left blind to list again. client-go's reflector retries
+// every 30 s at most, jittered by up to 100 %, and lists after one more
+// backoff once the watch is answered: two minutes and a little; longer
+// means a reflector that never lists, which is the simulator's fault.
+const relistBound = 5 * time.Minute
+
 // outlastTimed runs the simulation, after the last step, until the timed
-// faults still acting have ended: a fault schedule (csisim run --nemesis)
-// draws its faults over the scenario's span, so one may still hold the API
-// server down or its writes back when the steps are done, and the run's
-// cleanup and the end state the invariants judge would then see a cluster
-// caught mid-write (a VolumeAttachment whose delete is still queued),
-// which no real cluster would leave so. The faults due after the last step
-// never fire.
+// faults still acting have ended and every watch they broke is listed
+// again: a fault schedule (csisim run --nemesis) draws its faults over the
+// scenario's span, so one may still hold the API server down or its writes
+// back when the steps are done, or have left a component's informer blind
+// until its reflector lists again, and the run's cleanup and the end state
+// the invariants judge would then see a cluster caught mid-write or
+// mid-catch-up (a VolumeAttachment whose delete is still queued, or one
+// whose pod the attach/detach controller has not yet seen go), which no
+// real cluster would leave so. The faults due after the last step never
+// fire.
 func (ex *executor) outlastTimed(ctx context.Context) error {
 	tf := ex.timed
-	if tf == nil || !tf.inForceUntil.After(ex.clock.Now()) {
+	if tf == nil || len(tf.fired) == 0 {
 		return nil
 	}
 	sim, ok := ex.runner.Backend.(Simulated)
 	if !ok {
 		return nil // checkTimed refused timed faults elsewhere
 	}
-	d := tf.inForceUntil.Sub(ex.clock.Now())
+	if tf.inForceUntil.After(ex.clock.Now()) {
+		d := tf.inForceUntil.Sub(ex.clock.Now())
+		ex.recordOutlast("wait for the timed faults to end",
+			fmt.Sprintf("the steps are done; the timed faults still acting end in %s, and the run waits for them before it cleans up and judges the end", formatDuration(d)))
+		if err := sim.RunFor(ctx, d); err != nil {
+			return fmt.Errorf("waiting %s for the timed faults still acting to end: %w", formatDuration(d), err)
+		}
+	}
+	return ex.outlastRelists(ctx, sim)
+}
+
+// outlastRelists runs the simulation until no informer is waiting for its
+// reflector's list (see outlastTimed), for at most relistBound.
+func (ex *executor) outlastRelists(ctx context.Context, sim Simulated) error {
+	rl, ok := ex.runner.Backend.(Relister)
+	if !ok {
+		return nil
+	}
+	blind := rl.Relisting()
+	if len(blind) == 0 {
+		return nil
+	}
+	ex.recordOutlast("wait for the broken watches to be listed again",
+		fmt.Sprintf("the steps are done; the timed faults ended the watches of %s, and the run waits for their reflectors to list again before it cleans up and judges the end", describeBlind(blind)))
+	err := sim.RunUntil(ctx, relistBound, func() (bool, error) { return len(rl.Relisting()) == 0, nil })
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s after the last step, these informers have still not listed again: %s", formatDuration(relistBound), strings.Join(rl.Relisting(), ", "))
+	}
+	return err
+}
+
+// describeBlind says which informers are blind: all of them when they are
+// few, else how many and whose ("component resource" each).
+func describeBlind(blind []string) string {
+	if len(blind) <= 3 {
+		return strings.Join(blind, ", ")
+	}
+	var whose []string
+	for _, b := range blind {
+		c, _, _ := strings.Cut(b, " ")
+		if !slices.Contains(whose, c) {
+			whose = append(whose, c)
+		}
+	}
+	return fmt.Sprintf("%d informers (of %s)", len(blind), strings.Join(whose, ", "))
+}
+
+func (ex *executor) recordOutlast(verb, detail string) {
 	if ex.runner.Recorder != nil {
-		ex.runner.Recorder.Add(trace.Entry{Kind: trace.Fault, Actor: "timed", Verb: "wait for the timed faults to end",
-			Detail: fmt.Sprintf("the steps are done; the timed faults still acting end in %s, and the run waits for them before it cleans up and judges the end", formatDuration(d))})
+		ex.runner.Recorder.Add(trace.Entry{Kind: trace.Fault, Actor: "timed", Verb: verb, Detail: detail})
 	}
-	if err := sim.RunFor(ctx, d); err != nil {
-		return fmt.Errorf("waiting %s for the timed faults still acting to end: %w", formatDuration(d), err)
-	}
-	return nil
 }

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,5 +143,81 @@ func TestTimedFaultStillActingIsOutlasted(t *testing.T) {
 				t.Errorf("the run took %s of virtual time, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// relistingInjector is a virtualInjector whose components' informers are
+// blind (their watch ended, the list not made) until listedAt; its
+// RunUntil runs second by second, as a loop's would reach the list.
+type relistingInjector struct {
+	virtualInjector
+	listedAt time.Time // zero: never
+}
+
+func (b *relistingInjector) Relisting() []string {
+	if !b.listedAt.IsZero() && !b.clock.Now().Before(b.listedAt) {
+		return nil
+	}
+	return []string{"attachdetach-controller pods"}
+}
+
+func (b *relistingInjector) RunUntil(_ context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	for end := b.clock.Now().Add(timeout); b.clock.Now().Before(end); b.clock.Step(time.Second) {
+		if done, err := cond(); done || err != nil {
+			return err
+		}
+	}
+	return context.DeadlineExceeded
+}
+
+// After the last step the run also waits for the informers a timed fault
+// left blind to list again (a reflector backs off up to a minute past the
+// outage), so the end is not judged while a controller still acts on a
+// stale cache; no wait when no timed fault fired, and a list that never
+// comes fails the run by name.
+func TestBrokenWatchesAreListedBeforeTheEnd(t *testing.T) {
+	outage := fault.Fault{Kind: fault.APIServerDown, API: fault.API{Duration: 30 * time.Second}}
+	for _, tc := range []struct {
+		name     string
+		at       time.Duration // when the timed fault is due
+		listedAt time.Duration // when the informers have listed again (0: never)
+		want     time.Duration // the run's virtual time
+		wantErr  string
+	}{
+		{"listed 40 s after the outage", 5 * time.Second, 75 * time.Second, 75 * time.Second, ""},
+		{"listed before the last step", 1 * time.Second, 9 * time.Second, 31 * time.Second, ""},
+		{"no timed fault fired", 20 * time.Second, 0, 10 * time.Second, ""},
+		{"never listed", 5 * time.Second, 0, 35*time.Second + relistBound, "have still not listed again: attachdetach-controller pods"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustParse(t, "steps:\n  - sleep: 10s\n")
+			clk := testingclock.NewFakeClock(time.Date(2025, 1, 1, 10, 0, 0, 0, time.UTC))
+			b := &relistingInjector{virtualInjector: virtualInjector{fakeInjector: fakeInjector{can: []fault.Kind{outage.Kind}}, clock: clk, start: clk.Now()}}
+			if tc.listedAt > 0 {
+				b.listedAt = clk.Now().Add(tc.listedAt)
+			}
+			timed := []TimedFault{{At: tc.at, Fault: outage}}
+			_, err := (&Runner{Backend: b, Clock: clk, Timed: timed}).run(context.Background(), s, newFakeCluster(clk).objects)
+			if tc.wantErr == "" && err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+			}
+			if got := clk.Since(b.start); got != tc.want {
+				t.Errorf("the run took %s of virtual time, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDescribeBlind(t *testing.T) {
+	few := []string{"a pods", "b nodes"}
+	if got := describeBlind(few); got != "a pods, b nodes" {
+		t.Errorf("describeBlind(%v) = %q", few, got)
+	}
+	many := []string{"a nodes", "a pods", "b leases", "b pods"}
+	if got, want := describeBlind(many), "4 informers (of a, b)"; got != want {
+		t.Errorf("describeBlind(%v) = %q, want %q", many, got, want)
 	}
 }

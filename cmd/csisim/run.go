@@ -121,7 +121,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		if c.backend != "sim" {
 			return usagef("--deploy (or cluster.deploy) applies the driver's manifests on the simulator only; --backend %s is started from csisim's own", c.backend)
 		}
-		if err := withDeploy(&cfg, prof, deploy, c.timeline.info(c.stdout, c.stderr)); err != nil {
+		if err := clusterprofile.Deploy(&cfg, prof, deploy, c.timeline.info(c.stdout, c.stderr)); err != nil {
 			return usageError(err)
 		}
 	}
@@ -160,7 +160,7 @@ func (c *runCmd) checkFlags() ([]uint64, shard, error) {
 	case c.backend == "realkube" && (c.mockDriver || c.driverCommand != "" || c.driverProfile != ""):
 		return nil, shard{}, usagef("--backend realkube runs csisim's own driver; --driver, --mock-driver and --driver-command are for the simulator")
 	}
-	sweepSeeds, sweepShard, err := sweepFlags(c.fs, c.seeds, c.shardSpec, c.backend, c.traceFile, c.driverLog, c.parallel)
+	sweepSeeds, sweepShard, err := sweepFlags(c.fs, c.seeds, c.shardSpec, c.backend, c.parallel)
 	if err != nil {
 		return nil, shard{}, usageError(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
+	"github.com/csisim/csisim/sim/clusterprofile"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -69,7 +70,7 @@ func (r simRun) runSeed(ctx context.Context, seed uint64) runOutcome {
 			interrupted: ctx.Err() != nil}
 	}
 	if r.notices != nil {
-		reportNotApplied(c, r.notices)
+		clusterprofile.ReportNotApplied(c, r.notices)
 	}
 	out := runOn(ctx, c, c.Clock(), sc, r.profile, withSeed(r.traceFile, seed))
 	out.seed = seed

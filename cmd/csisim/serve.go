@@ -95,7 +95,7 @@ func (c *serveCmd) Run(ctx context.Context) error {
 	if c.bare {
 		objects = nil
 	}
-	reportNotApplied(cl, c.stdout)
+	clusterprofile.ReportNotApplied(cl, c.stdout)
 	s := server{cluster: cl, port: c.port, kubeconfig: c.kubeconfig}
 	code := s.serve(ctx, objects, c.stdout, c.stderr)
 	if err := cl.Close(); err != nil {
@@ -148,7 +148,7 @@ func (c *serveCmd) clusterConfig(ctx context.Context) (cluster.Config, driverObj
 				return cfg, nil, usageError(err)
 			}
 		}
-		if err := withDeploy(&cfg, p, c.deploy, c.stdout); err != nil {
+		if err := clusterprofile.Deploy(&cfg, p, c.deploy, c.stdout); err != nil {
 			return cfg, nil, usageError(err)
 		}
 		// The CSIDriver and the StorageClasses are the manifests'.

@@ -293,9 +293,13 @@ func needsQuoting(r rune) bool {
 	return !strings.ContainsRune("-_./=:,@%+", r)
 }
 
+// perSeedFileFlags are the flags that name a file each seed of a sweep
+// writes for itself, so their names must hold the seed's placeholder.
+var perSeedFileFlags = []string{"trace", "driver-log", "shrink-out"}
+
 // sweepFlags checks the flags of a sweep against each other and returns
 // the seeds of --seeds (nil without it) and the shard to run.
-func sweepFlags(fs *flag.FlagSet, seeds, shardSpec, backend, traceFile, driverLog string, parallel int) ([]uint64, shard, error) {
+func sweepFlags(fs *flag.FlagSet, seeds, shardSpec, backend string, parallel int) ([]uint64, shard, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if !set["seeds"] {
@@ -314,14 +318,14 @@ func sweepFlags(fs *flag.FlagSet, seeds, shardSpec, backend, traceFile, driverLo
 	case parallel < 1:
 		return nil, shard{}, fmt.Errorf("--parallel %d: at least one seed must run at a time", parallel)
 	}
-	shrinkOut := ""
-	if f := fs.Lookup("shrink-out"); f != nil {
-		shrinkOut = f.Value.String()
-	}
-	for _, f := range []struct{ name, file string }{{"trace", traceFile}, {"driver-log", driverLog}, {"shrink-out", shrinkOut}} {
-		if f.file != "" && !strings.Contains(f.file, seedPlaceholder) {
+	for _, name := range perSeedFileFlags {
+		f := fs.Lookup(name)
+		if f == nil {
+			continue // not a flag of this command
+		}
+		if file := f.Value.String(); file != "" && !strings.Contains(file, seedPlaceholder) {
 			return nil, shard{}, fmt.Errorf("--%s %s: with --seeds, put %s in the file name (e.g. %s-%s.txt), so that each seed writes a file of its own",
-				f.name, f.file, seedPlaceholder, f.name, seedPlaceholder)
+				name, file, seedPlaceholder, name, seedPlaceholder)
 		}
 	}
 	list, err := parseSeeds(seeds)

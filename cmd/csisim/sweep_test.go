@@ -183,6 +183,7 @@ var _ = Describe("csisim run --seeds", func() {
 		Entry("a shard without seeds", "--shard is for a sweep of seeds: add --seeds", "--shard", "0/2"),
 		Entry("--seed with --seeds", "--seed and --seeds", "--seed", "3", "--seeds", "1..3"),
 		Entry("one trace file for many seeds", "--trace t.txt: with --seeds, put {seed} in the file name", "--seeds", "1..3", "--trace", "t.txt"),
+		Entry("one driver log for many seeds", "--driver-log d.txt: with --seeds, put {seed} in the file name", "--seeds", "1..3", "--driver-log", "d.txt"),
 		Entry("no parallelism", "--parallel 0: at least one seed", "--seeds", "1..3", "--parallel", "0"),
 		Entry("the real control plane", "--seeds is for the simulator", "--seeds", "1..3", "--backend", "realkube"),
 	)

@@ -74,7 +74,7 @@ func runWithProfile(ctx context.Context, p *profile.Profile, file string, seed u
 		err = clusterprofile.AddDrivers(ctx, &cfg, sc.Drivers, sc.Cluster.Request(), clusterprofile.Options{})
 	}
 	if err == nil && sc.Cluster.Deploy != "" {
-		err = withDeploy(&cfg, p, sc.Cluster.Deploy, io.Discard)
+		err = clusterprofile.Deploy(&cfg, p, sc.Cluster.Deploy, io.Discard)
 	}
 	if err != nil {
 		return runOutcome{seed: seed, startErr: err}
@@ -113,7 +113,7 @@ func skipReason(p *profile.Profile, sc *scenarios.Scenario) string {
 	}
 	if sc.Cluster.Deploy != "" {
 		// A driver whose profile cannot run the scenario's manifests.
-		if err := withDeploy(&cluster.Config{}, p, sc.Cluster.Deploy, io.Discard); err != nil {
+		if err := clusterprofile.Deploy(&cluster.Config{}, p, sc.Cluster.Deploy, io.Discard); err != nil {
 			return err.Error()
 		}
 	}

@@ -14,10 +14,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -96,7 +99,8 @@ func linkShared() (string, string, error) {
 	if out, err := exec.Command("go", "build", "-o", binary, csisimPackage).CombinedOutput(); err != nil {
 		return "", "", fmt.Errorf("%v\n%s", err, out)
 	}
-	dir, err := os.MkdirTemp(shared, "process-")
+	removeStale(shared)
+	dir, err := os.MkdirTemp(shared, fmt.Sprintf("process-%d-", os.Getpid()))
 	if err != nil {
 		return "", "", err
 	}
@@ -106,6 +110,30 @@ func linkShared() (string, string, error) {
 		return "", "", err
 	}
 	return dir, path, nil
+}
+
+// removeStale removes the directories of test processes that are gone
+// (named process-<pid>-…): one killed by go test's timeout or a signal
+// never ran its Cleanup. A directory whose pid runs is left, even if the
+// pid now belongs to another process: it goes once that one has ended.
+func removeStale(shared string) {
+	dirs, _ := filepath.Glob(filepath.Join(shared, "process-*"))
+	for _, dir := range dirs {
+		rest, _ := strings.CutPrefix(filepath.Base(dir), "process-")
+		field, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(field)
+		if !ok || err != nil || pid <= 0 || processRuns(pid) {
+			continue
+		}
+		os.RemoveAll(dir)
+	}
+}
+
+// processRuns reports whether a process with this pid exists (signal 0
+// checks without sending; EPERM means it exists under another user).
+func processRuns(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // CsisimBinary is BuildCsisim for a test or benchmark, which fails if the

@@ -1,8 +1,10 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,5 +36,29 @@ func TestCsisimBinary(t *testing.T) {
 	Cleanup()
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("after Cleanup, stat %s: %v, want not exist", path, err)
+	}
+}
+
+// A test process killed before its Cleanup leaves its directory behind;
+// the next one removes it, and leaves those of processes that still run.
+func TestRemoveStale(t *testing.T) {
+	shared := t.TempDir()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(shared, fmt.Sprintf("process-%d-123", gone.Process.Pid))
+	live := filepath.Join(shared, fmt.Sprintf("process-%d-456", os.Getpid()))
+	other := filepath.Join(shared, "process-notapid")
+	for _, d := range []string{dead, live, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeStale(shared)
+	for d, want := range map[string]bool{dead: false, live: true, other: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", filepath.Base(d), err == nil, want)
+		}
 	}
 }

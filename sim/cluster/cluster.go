@@ -190,6 +190,10 @@ func (c *Cluster) RunUntil(ctx context.Context, timeout time.Duration, cond func
 // RunFor runs the simulation for d of virtual time.
 func (c *Cluster) RunFor(ctx context.Context, d time.Duration) error { return c.loop.RunFor(ctx, d) }
 
+// Relisting names the components' informers whose watch an API fault
+// ended and that have not listed again yet (scenarios.Relister).
+func (c *Cluster) Relisting() []string { return c.loop.Relisting() }
+
 // Clock is the cluster's virtual clock.
 func (c *Cluster) Clock() *testingclock.FakeClock { return c.clock }
 

@@ -1,6 +1,9 @@
 package loop
 
-import "time"
+import (
+	"sort"
+	"time"
+)
 
 // APIDown ends the watches of every informer, as a stopped API server
 // does (fakekube.Server.SetDown): from now on they hear of no write. Each
@@ -56,3 +59,19 @@ func (l *Loop) After(d time.Duration, fn func()) { l.afterInline(d, fn) }
 // Jitter draws a number in [0, 1) from the simulation's seeded source, for
 // a component's randomized wait (the event recorder's first retry).
 func (l *Loop) Jitter() float64 { return l.rand.Float64() }
+
+// Relisting names the informers whose watch has ended (an API server
+// outage, or a watch-drop that has lost its events) and whose reflector
+// has not listed again yet, as "component resource", sorted. Until each
+// has listed, its controller acts on a cache that misses what changed
+// while it was blind: an end judged then sees a cluster still catching up.
+func (l *Loop) Relisting() []string {
+	var out []string
+	for _, inf := range l.informers {
+		if inf.drop != nil && inf.drop.ended {
+			out = append(out, inf.component+" "+inf.gvr.Resource)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

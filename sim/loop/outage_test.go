@@ -42,6 +42,9 @@ func TestAPIDownThenRelist(t *testing.T) {
 	var relists []Relist
 	api.SetDown(true)
 	l.APIDown(func(r Relist) { relists = append(relists, r) })
+	if got, want := l.Relisting(), []string{"attachdetach-controller configmaps"}; !slices.Equal(got, want) {
+		t.Errorf("Relisting() = %v once the watches ended, want %v", got, want)
+	}
 	// The harness writes past the outage; the informer hears nothing.
 	if _, err := cms.Create(ctx, configMap("z"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -59,6 +62,9 @@ func TestAPIDownThenRelist(t *testing.T) {
 	back := clk.Now()
 	if err := l.RunFor(ctx, 2*time.Minute); err != nil {
 		t.Fatal(err)
+	}
+	if got := l.Relisting(); len(got) != 0 {
+		t.Errorf("Relisting() = %v after the list, want none", got)
 	}
 	if got, want := h.take(), []string{"tombstone default/x last seen as x", "add z"}; !slices.Equal(got, want) {
 		t.Errorf("after the outage the handler heard %v, want %v", got, want)
