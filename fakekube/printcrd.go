@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// snapshotPrinters prints the snapshot kinds, which are
+// snapshotPrinters prints the snapshot and group snapshot kinds, which are
 // CustomResourceDefinitions on a real cluster: from the
 // additionalPrinterColumns of kubernetes-csi/external-snapshotter's CRDs
 // (client/config/crd).
@@ -43,10 +43,31 @@ func snapshotPrinters() map[schema.GroupKind]kindPrinter {
 			crdColumn{"Driver", "string", "", ".driver"},
 			crdColumn{"DeletionPolicy", "string", "Determines whether a VolumeSnapshotContent created through the VolumeSnapshotClass should be deleted when its bound VolumeSnapshot is deleted.", ".deletionPolicy"},
 			crdColumn{"Age", "date", "", ".metadata.creationTimestamp"}),
+		{Group: groupSnapshotGroup, Kind: "VolumeGroupSnapshot"}: crdPrinter(name,
+			crdColumn{"ReadyToUse", "boolean", "Indicates if all the individual snapshots in the group are ready to be used to restore a group of volumes.", ".status.readyToUse"},
+			crdColumn{"VolumeGroupSnapshotClass", "string", "The name of the VolumeGroupSnapshotClass requested by the VolumeGroupSnapshot.", ".spec.volumeGroupSnapshotClassName"},
+			crdColumn{"VolumeGroupSnapshotContent", "string", "Name of the VolumeGroupSnapshotContent object to which the VolumeGroupSnapshot object intends to bind to. Please note that verification of binding actually requires checking both VolumeGroupSnapshot and VolumeGroupSnapshotContent to ensure both are pointing at each other. Binding MUST be verified prior to usage of this object.", ".status.boundVolumeGroupSnapshotContentName"},
+			crdColumn{"CreationTime", "date", "Timestamp when the point-in-time group snapshot was taken by the underlying storage system.", ".status.creationTime"},
+			crdColumn{"Age", "date", "", ".metadata.creationTimestamp"}),
+		{Group: groupSnapshotGroup, Kind: "VolumeGroupSnapshotContent"}: crdPrinter(name,
+			crdColumn{"ReadyToUse", "boolean", "Indicates if all the individual snapshots in the group are ready to be used to restore a group of volumes.", ".status.readyToUse"},
+			crdColumn{"DeletionPolicy", "string", "Determines whether this VolumeGroupSnapshotContent and its physical group snapshot on the underlying storage system should be deleted when its bound VolumeGroupSnapshot is deleted.", ".spec.deletionPolicy"},
+			crdColumn{"Driver", "string", "Name of the CSI driver used to create the physical group snapshot on the underlying storage system.", ".spec.driver"},
+			crdColumn{"VolumeGroupSnapshotClass", "string", "Name of the VolumeGroupSnapshotClass from which this group snapshot was (or will be) created.", ".spec.volumeGroupSnapshotClassName"},
+			crdColumn{"VolumeGroupSnapshotNamespace", "string", "Namespace of the VolumeGroupSnapshot object to which this VolumeGroupSnapshotContent object is bound.", ".spec.volumeGroupSnapshotRef.namespace"},
+			crdColumn{"VolumeGroupSnapshot", "string", "Name of the VolumeGroupSnapshot object to which this VolumeGroupSnapshotContent object is bound.", ".spec.volumeGroupSnapshotRef.name"},
+			crdColumn{"Age", "date", "", ".metadata.creationTimestamp"}),
+		{Group: groupSnapshotGroup, Kind: "VolumeGroupSnapshotClass"}: crdPrinter(name,
+			crdColumn{"Driver", "string", "", ".driver"},
+			crdColumn{"DeletionPolicy", "string", "Determines whether a VolumeGroupSnapshotContent created through the VolumeGroupSnapshotClass should be deleted when its bound VolumeGroupSnapshot is deleted.", ".deletionPolicy"},
+			crdColumn{"Age", "date", "", ".metadata.creationTimestamp"}),
 	}
 }
 
-const snapshotGroup = "snapshot.storage.k8s.io"
+const (
+	snapshotGroup      = "snapshot.storage.k8s.io"
+	groupSnapshotGroup = "groupsnapshot.storage.k8s.io"
+)
 
 // crdColumn is one additionalPrinterColumn of a CustomResourceDefinition.
 type crdColumn struct {

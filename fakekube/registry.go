@@ -11,6 +11,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -106,6 +107,7 @@ var (
 	coordV1     = coordinationv1.SchemeGroupVersion
 	eventsV1    = eventsv1.SchemeGroupVersion
 	snapshotV1  = snapshotv1.SchemeGroupVersion
+	groupSnapV1 = groupsnapshotv1.SchemeGroupVersion
 	allCategory = []string{"all"}
 )
 
@@ -162,6 +164,16 @@ func defaultResources() []*resource {
 			shortNames: []string{"vsc", "vscs"}, hasStatus: true, crd: true},
 		{gvr: snapshotV1.WithResource("volumesnapshotclasses"), kind: "VolumeSnapshotClass",
 			shortNames: []string{"vsclass", "vsclasses"}, crd: true},
+		// The group snapshot CRDs of the same release, at v1: the
+		// version its snapshot-controller and csi-snapshotter use. The
+		// real CRDs also serve the deprecated v1beta1 and v1beta2 (the
+		// storage version), which csisim does not.
+		{gvr: groupSnapV1.WithResource("volumegroupsnapshots"), kind: "VolumeGroupSnapshot", namespaced: true,
+			shortNames: []string{"vgs"}, hasStatus: true, crd: true},
+		{gvr: groupSnapV1.WithResource("volumegroupsnapshotcontents"), kind: "VolumeGroupSnapshotContent",
+			shortNames: []string{"vgsc", "vgscs"}, hasStatus: true, crd: true},
+		{gvr: groupSnapV1.WithResource("volumegroupsnapshotclasses"), kind: "VolumeGroupSnapshotClass",
+			shortNames: []string{"vgsclass", "vgsclasses"}, crd: true},
 	}
 }
 

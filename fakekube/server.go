@@ -22,6 +22,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/csisim/csisim/internal/apifault"
+	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -30,7 +31,7 @@ import (
 // scheme knows every type the server serves; it is built once and only read.
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, snapshotv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, snapshotv1.AddToScheme, groupsnapshotv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}

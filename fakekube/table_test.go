@@ -464,6 +464,11 @@ func TestPrinterColumns(t *testing.T) {
 		{schema.GroupKind{Group: "snapshot.storage.k8s.io", Kind: "VolumeSnapshotContent"},
 			"Name ReadyToUse RestoreSize DeletionPolicy Driver VolumeSnapshotClass VolumeSnapshot VolumeSnapshotNamespace Age"},
 		{schema.GroupKind{Group: "snapshot.storage.k8s.io", Kind: "VolumeSnapshotClass"}, "Name Driver DeletionPolicy Age"},
+		{schema.GroupKind{Group: "groupsnapshot.storage.k8s.io", Kind: "VolumeGroupSnapshot"},
+			"Name ReadyToUse VolumeGroupSnapshotClass VolumeGroupSnapshotContent CreationTime Age"},
+		{schema.GroupKind{Group: "groupsnapshot.storage.k8s.io", Kind: "VolumeGroupSnapshotContent"},
+			"Name ReadyToUse DeletionPolicy Driver VolumeGroupSnapshotClass VolumeGroupSnapshotNamespace VolumeGroupSnapshot Age"},
+		{schema.GroupKind{Group: "groupsnapshot.storage.k8s.io", Kind: "VolumeGroupSnapshotClass"}, "Name Driver DeletionPolicy Age"},
 	} {
 		p, ok := kindPrinters[tc.kind]
 		if !ok {
@@ -482,7 +487,7 @@ func TestPrinterColumns(t *testing.T) {
 			t.Errorf("%v columns\n got %s\nwant %s", tc.kind, g, tc.want)
 		}
 	}
-	if len(kindPrinters) != 25 {
+	if len(kindPrinters) != 28 {
 		t.Errorf("%d printers; a new one needs a line here", len(kindPrinters))
 	}
 }

@@ -24,7 +24,7 @@ func (c *Cluster) askDriver(ctx context.Context, controllerEndpoint string) erro
 			return err
 		}
 		defer conn.Close()
-		plugins = append(plugins, driverinfo.Plugin{Identity: conn.Identity, Controller: conn.Controller, Node: conn.Node})
+		plugins = append(plugins, driverinfo.Plugin{Identity: conn.Identity, Controller: conn.Controller, GroupController: conn.GroupController, Node: conn.Node})
 	}
 	info, err := driverinfo.Ask(ctx, plugins[0], &plugins[1])
 	if err != nil {

@@ -181,6 +181,8 @@ var methodNeeds = map[string]profile.Capability{
 	"CreateSnapshot":            profile.Snapshots,
 	"DeleteSnapshot":            profile.Snapshots,
 	"ListSnapshots":             profile.ListSnapshots,
+	"CreateVolumeGroupSnapshot": profile.GroupSnapshots,
+	"DeleteVolumeGroupSnapshot": profile.GroupSnapshots,
 }
 
 // csiMethodsOf are the CSI methods a step names: in a csiCalls check, or

@@ -39,8 +39,8 @@ for f in "${files[@]}"; do
   "$work/csisim" run --nemesis --seeds "$seeds" --parallel 2 "${driver[@]}" "$f" >"$out" 2>&1
   code=$?
   set -e
-  pass=$(grep -c '^seed [0-9]*  PASS' "$out" || true)
-  fail=$(grep -c '^seed [0-9]*  FAIL' "$out" || true)
+  pass=$(grep -c '^seed [0-9]* *PASS' "$out" || true)
+  fail=$(grep -c '^seed [0-9]* *FAIL' "$out" || true)
   total_pass=$((total_pass + pass)) total_fail=$((total_fail + fail))
   if grep -q '^SKIPPED:' "$out"; then
     printf '%-48s skipped  %s\n' "$n" "$(grep -m1 '^SKIPPED:' "$out" | sed 's/^SKIPPED: //')"
@@ -49,7 +49,7 @@ for f in "${files[@]}"; do
   else
     printf '%-48s %4d passed %4d failed\n' "$n" "$pass" "$fail"
     if [ "$fail" != 0 ] || [ $code != 0 ]; then
-      grep -A2 '^seed [0-9]*  FAIL' "$out" | sed 's/^/    /'
+      grep -A2 '^seed [0-9]* *FAIL' "$out" | sed 's/^/    /'
       rc=1
     fi
   fi

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	groupsnapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"google.golang.org/grpc/codes"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -100,7 +101,7 @@ type jsonViolation struct {
 // built once and only read.
 var objectScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, snapshotv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, snapshotv1.AddToScheme, groupsnapshotv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}

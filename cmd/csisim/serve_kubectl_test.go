@@ -130,6 +130,10 @@ var _ = Describe("kubectl against csisim serve", Ordered, func() {
 		Expect(quiet("explain", "volumesnapshots.spec.source")).To(And(
 			ContainSubstring("GROUP:      snapshot.storage.k8s.io"),
 			ContainSubstring("persistentVolumeClaimName\t<string>")))
+		// And the group snapshot CRDs'.
+		Expect(quiet("explain", "volumegroupsnapshots.spec.source")).To(And(
+			ContainSubstring("GROUP:      groupsnapshot.storage.k8s.io"),
+			ContainSubstring("selector\t<Object>")))
 	})
 
 	It("applies an existing object again without a warning", func() {

@@ -28,6 +28,9 @@ type Capabilities struct {
 	// Controller are ControllerGetCapabilities' RPCs; nil when they were
 	// not asked (a driver without CONTROLLER_SERVICE is not asked).
 	Controller map[csi.ControllerServiceCapability_RPC_Type]bool
+	// Group are GroupControllerGetCapabilities' RPCs; nil when they were
+	// not asked (a driver without GROUP_CONTROLLER_SERVICE is not asked).
+	Group map[csi.GroupControllerServiceCapability_RPC_Type]bool
 	// Node are NodeGetCapabilities' RPCs; nil when they were not asked.
 	Node map[csi.NodeServiceCapability_RPC_Type]bool
 }
@@ -103,6 +106,23 @@ func AskController(ctx context.Context, c csi.ControllerClient) (map[csi.Control
 	return caps, nil
 }
 
+// AskGroupController asks GroupControllerGetCapabilities, as the
+// csi-snapshotter does at start (cmd/csi-snapshotter/main.go,
+// supportsGroupControllerCreateVolumeGroupSnapshot).
+func AskGroupController(ctx context.Context, c csi.GroupControllerClient) (map[csi.GroupControllerServiceCapability_RPC_Type]bool, error) {
+	resp, err := c.GroupControllerGetCapabilities(ctx, &csi.GroupControllerGetCapabilitiesRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("GroupControllerGetCapabilities: %w", err)
+	}
+	caps := map[csi.GroupControllerServiceCapability_RPC_Type]bool{}
+	for _, c := range resp.GetCapabilities() {
+		if rpc := c.GetRpc(); rpc != nil {
+			caps[rpc.GetType()] = true
+		}
+	}
+	return caps, nil
+}
+
 // AskNode asks NodeGetCapabilities.
 func AskNode(ctx context.Context, n csi.NodeClient) (map[csi.NodeServiceCapability_RPC_Type]bool, error) {
 	resp, err := n.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
@@ -135,14 +155,18 @@ func AskNodeInfo(ctx context.Context, n csi.NodeClient) (*NodeInfo, error) {
 type Plugin struct {
 	Identity   csi.IdentityClient
 	Controller csi.ControllerClient
-	Node       csi.NodeClient
+	// GroupController is asked only if the plugin reports
+	// GROUP_CONTROLLER_SERVICE; it may be nil otherwise.
+	GroupController csi.GroupControllerClient
+	Node            csi.NodeClient
 }
 
 // Ask asks the controller plugin its name and capabilities and, if node
 // is not nil, a node plugin its capabilities and NodeGetInfo, in the order
 // the components ask them: GetPluginInfo, GetPluginCapabilities,
 // ControllerGetCapabilities (only with CONTROLLER_SERVICE, as the
-// external-attacher asks), NodeGetCapabilities, NodeGetInfo.
+// external-attacher asks), GroupControllerGetCapabilities (only with
+// GROUP_CONTROLLER_SERVICE), NodeGetCapabilities, NodeGetInfo.
 func Ask(ctx context.Context, controller Plugin, node *Plugin) (Info, error) {
 	var info Info
 	resp, err := controller.Identity.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
@@ -158,6 +182,11 @@ func Ask(ctx context.Context, controller Plugin, node *Plugin) (Info, error) {
 	}
 	if info.HasControllerService() {
 		if info.Controller, err = AskController(ctx, controller.Controller); err != nil {
+			return info, fmt.Errorf("controller plugin: %w", err)
+		}
+	}
+	if info.Plugin[csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE] && controller.GroupController != nil {
+		if info.Group, err = AskGroupController(ctx, controller.GroupController); err != nil {
 			return info, fmt.Errorf("controller plugin: %w", err)
 		}
 	}
@@ -187,6 +216,9 @@ func (i Info) String() string {
 	}
 	if i.Controller != nil {
 		fmt.Fprintf(&b, "; controller: %s", names(i.Controller))
+	}
+	if i.Group != nil {
+		fmt.Fprintf(&b, "; group controller: %s", names(i.Group))
 	}
 	if i.Node != nil {
 		fmt.Fprintf(&b, "; node: %s", names(i.Node))

@@ -16,7 +16,10 @@ type fakePlugin struct {
 	csi.IdentityClient
 	csi.ControllerClient
 	csi.NodeClient
+	csi.GroupControllerClient
 	services   []csi.PluginCapability_Service_Type
+	group      []csi.GroupControllerServiceCapability_RPC_Type
+	askedGroup bool
 	controller []csi.ControllerServiceCapability_RPC_Type
 	node       []csi.NodeServiceCapability_RPC_Type
 	askedCtrl  bool
@@ -45,6 +48,16 @@ func (f *fakePlugin) ControllerGetCapabilities(context.Context, *csi.ControllerG
 	for _, t := range f.controller {
 		resp.Capabilities = append(resp.Capabilities, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{
 			Rpc: &csi.ControllerServiceCapability_RPC{Type: t}}})
+	}
+	return resp, nil
+}
+
+func (f *fakePlugin) GroupControllerGetCapabilities(context.Context, *csi.GroupControllerGetCapabilitiesRequest, ...grpc.CallOption) (*csi.GroupControllerGetCapabilitiesResponse, error) {
+	f.askedGroup = true
+	resp := &csi.GroupControllerGetCapabilitiesResponse{}
+	for _, t := range f.group {
+		resp.Capabilities = append(resp.Capabilities, &csi.GroupControllerServiceCapability{Type: &csi.GroupControllerServiceCapability_Rpc{
+			Rpc: &csi.GroupControllerServiceCapability_RPC{Type: t}}})
 	}
 	return resp, nil
 }
@@ -94,5 +107,26 @@ func TestAskWithoutControllerService(t *testing.T) {
 	}
 	if (Info{}).Asked() {
 		t.Fatal("the zero Info says it was asked")
+	}
+}
+
+// The group controller is asked only of a plugin that reports
+// GROUP_CONTROLLER_SERVICE.
+func TestAskGroupController(t *testing.T) {
+	group := []csi.GroupControllerServiceCapability_RPC_Type{csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT}
+	f := &fakePlugin{services: []csi.PluginCapability_Service_Type{csi.PluginCapability_Service_CONTROLLER_SERVICE, csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE},
+		controller: []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT}, group: group}
+	info, err := Ask(context.Background(), Plugin{Identity: f, Controller: f, GroupController: f}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "nfs.example.com v4; plugin: CONTROLLER_SERVICE, GROUP_CONTROLLER_SERVICE, VolumeExpansion OFFLINE; controller: CREATE_DELETE_SNAPSHOT; group controller: CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT"
+	if got := info.String(); got != want {
+		t.Fatalf("Ask =\n%s\nwant\n%s", got, want)
+	}
+	without := &fakePlugin{services: []csi.PluginCapability_Service_Type{csi.PluginCapability_Service_CONTROLLER_SERVICE}, controller: f.controller, group: group}
+	info, err = Ask(context.Background(), Plugin{Identity: without, Controller: without, GroupController: without}, nil)
+	if err != nil || without.askedGroup || info.Group != nil {
+		t.Fatalf("a plugin without GROUP_CONTROLLER_SERVICE: asked %v, info %s, %v", without.askedGroup, info, err)
 	}
 }

@@ -287,6 +287,7 @@ func (d *Driver) Run(ctx context.Context) error {
 	srv := grpc.NewServer(grpc.UnaryInterceptor(d.intercept))
 	csi.RegisterIdentityServer(srv, &identityServer{d: d})
 	csi.RegisterControllerServer(srv, &controllerServer{d: d})
+	csi.RegisterGroupControllerServer(srv, &groupControllerServer{d: d})
 	csi.RegisterNodeServer(srv, &nodeServer{d: d})
 
 	serveDone := make(chan struct{})
@@ -337,7 +338,7 @@ func (d *Driver) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	var resp any
 	var err error
 	switch {
-	case strings.HasPrefix(info.FullMethod, "/csi.v1.Controller/") && !d.cfg.Mode.servesController():
+	case (strings.HasPrefix(info.FullMethod, "/csi.v1.Controller/") || strings.HasPrefix(info.FullMethod, "/csi.v1.GroupController/")) && !d.cfg.Mode.servesController():
 		err = status.Errorf(codes.Unimplemented, "controller service is not served in %s mode", d.cfg.Mode)
 	case strings.HasPrefix(info.FullMethod, "/csi.v1.Node/") && !d.cfg.Mode.servesNode():
 		err = status.Errorf(codes.Unimplemented, "node service is not served in %s mode", d.cfg.Mode)

@@ -78,6 +78,7 @@ type running struct {
 	socket string
 	id     csi.IdentityClient
 	ctrl   csi.ControllerClient
+	group  csi.GroupControllerClient
 	node   csi.NodeClient
 	stop   func()
 }
@@ -125,6 +126,7 @@ func (env *testEnv) start(t testing.TB, cfg Config) *running {
 		socket: d.socket,
 		id:     csi.NewIdentityClient(conn),
 		ctrl:   csi.NewControllerClient(conn),
+		group:  csi.NewGroupControllerClient(conn),
 		node:   csi.NewNodeClient(conn),
 	}
 	r.stop = func() {

@@ -29,7 +29,11 @@ func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCa
 	}
 	resp := &csi.GetPluginCapabilitiesResponse{}
 	if s.d.cfg.Mode.servesController() {
-		resp.Capabilities = append(resp.Capabilities, service(csi.PluginCapability_Service_CONTROLLER_SERVICE))
+		resp.Capabilities = append(resp.Capabilities, service(csi.PluginCapability_Service_CONTROLLER_SERVICE),
+			// Where the controller is, so is the group controller
+			// (groupcontroller.go): csi-snapshotter and csi-sanity ask
+			// this before GroupControllerGetCapabilities.
+			service(csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE))
 	}
 	if !s.d.cfg.NoTopology {
 		resp.Capabilities = append(resp.Capabilities, service(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS))

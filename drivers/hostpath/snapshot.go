@@ -112,6 +112,11 @@ func (s *controllerServer) DeleteSnapshot(_ context.Context, req *csi.DeleteSnap
 	d.mu.Lock()
 	defer d.mu.Unlock()
 
+	// The spec: a snapshot with a group_snapshot_id cannot be deleted
+	// stand alone (INVALID_ARGUMENT); its group is deleted whole.
+	if snap, ok := d.state.Snapshots[id]; ok && snap.GroupSnapshotID != "" {
+		return nil, status.Errorf(codes.InvalidArgument, "DeleteSnapshot: snapshot %s is part of group snapshot %s and can only be deleted with it (DeleteVolumeGroupSnapshot)", id, snap.GroupSnapshotID)
+	}
 	// Files first, record second, as in DeleteVolume. Volumes restored
 	// from the snapshot are copies and do not mind.
 	for _, kind := range []volumeKind{kindDirectory, kindBlock} {
@@ -188,6 +193,8 @@ func (s *snapshotRecord) csiSnapshot() *csi.Snapshot {
 		SnapshotId:     s.ID,
 		SourceVolumeId: s.SourceVolumeID,
 		CreationTime:   timestamppb.New(s.CreatedAt),
+		// The spec asks a member's group_snapshot_id to be its group's.
+		GroupSnapshotId: s.GroupSnapshotID,
 		// Copies are complete before CreateSnapshot returns.
 		ReadyToUse: true,
 	}

@@ -24,8 +24,12 @@ const stateFileName = "state.json"
 type state struct {
 	// Volumes maps volume ID to what CreateVolume made.
 	Volumes map[string]*volumeRecord `json:"volumes,omitempty"`
-	// Snapshots maps snapshot ID to what CreateSnapshot made.
+	// Snapshots maps snapshot ID to what CreateSnapshot made, and the
+	// members of group snapshots.
 	Snapshots map[string]*snapshotRecord `json:"snapshots,omitempty"`
+	// GroupSnapshots maps group snapshot ID to what
+	// CreateVolumeGroupSnapshot made (groupcontroller.go).
+	GroupSnapshots map[string]*groupSnapshotRecord `json:"groupSnapshots,omitempty"`
 	// Staged maps volume ID to where NodeStageVolume mounted it.
 	Staged map[string]*stageRecord `json:"staged,omitempty"`
 	// Published maps volume ID and target path to a NodePublishVolume mount.
@@ -89,6 +93,10 @@ type snapshotRecord struct {
 	// taken: the least a volume restored from it can hold.
 	SizeBytes int64     `json:"sizeBytes"`
 	CreatedAt time.Time `json:"createdAt"`
+	// GroupSnapshotID is the group the snapshot is a member of, empty
+	// for a snapshot of CreateSnapshot. A member is deleted with its
+	// group only.
+	GroupSnapshotID string `json:"groupSnapshotID,omitempty"`
 }
 
 // controllerPublishRecord is what a ControllerPublishVolume asked for; a
@@ -140,10 +148,11 @@ func (p *publishRecord) same(o *publishRecord) bool {
 
 func newState() *state {
 	return &state{
-		Volumes:   map[string]*volumeRecord{},
-		Snapshots: map[string]*snapshotRecord{},
-		Staged:    map[string]*stageRecord{},
-		Published: map[string]map[string]*publishRecord{},
+		Volumes:        map[string]*volumeRecord{},
+		Snapshots:      map[string]*snapshotRecord{},
+		GroupSnapshots: map[string]*groupSnapshotRecord{},
+		Staged:         map[string]*stageRecord{},
+		Published:      map[string]map[string]*publishRecord{},
 	}
 }
 
@@ -171,6 +180,9 @@ func (s *stateStore) load() (*state, error) {
 	}
 	if st.Snapshots == nil {
 		st.Snapshots = map[string]*snapshotRecord{}
+	}
+	if st.GroupSnapshots == nil {
+		st.GroupSnapshots = map[string]*groupSnapshotRecord{}
 	}
 	if st.Staged == nil {
 		st.Staged = map[string]*stageRecord{}

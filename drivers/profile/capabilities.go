@@ -120,6 +120,10 @@ const (
 	// and NodeGetInfo then reports the new one. Declared: csisim changes it
 	// in its own driver's backend.
 	ChangingVolumeLimits Capability = "changingVolumeLimits"
+	// GroupSnapshots: volume group snapshots, GROUP_CONTROLLER_SERVICE
+	// and CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT. Asked, as the
+	// csi-snapshotter does at start (GroupControllerGetCapabilities).
+	GroupSnapshots Capability = "groupSnapshots"
 	// VolumeHealth: GET_VOLUME_HEALTH, ControllerGetVolumeHealth (CSI
 	// v1.13), with which the external-health-monitor asks the driver how
 	// its volumes are. Asked, as the sidecar decides at start.
@@ -135,7 +139,7 @@ const (
 var Capabilities = []Capability{Attach, Block, Snapshots, ListSnapshots, Clones, ExpansionOnline, ExpansionOffline,
 	NodeExpansion, Topology, Zones, Capacity, VolumeLimits, Ephemeral, MultiNode, SingleNodeMultiWriter, FSGroup,
 	PodInfo, StageUnstage, RealMounts, SharedState, StateDir, SurvivesRestart, ControllerOnlyExpansion, CSISimErrors, ModifyVolume,
-	ChangingVolumeLimits, VolumeHealth, ChangingVolumeHealth}
+	ChangingVolumeLimits, GroupSnapshots, VolumeHealth, ChangingVolumeHealth}
 
 // answer is how a running driver answers for an asked capability: whether
 // it has it, and in what words it says so, for messages.
@@ -166,7 +170,15 @@ var asked = map[Capability]answer{
 	Capacity:              controllerAnswer(csi.ControllerServiceCapability_RPC_GET_CAPACITY),
 	SingleNodeMultiWriter: controllerAnswer(csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER),
 	ModifyVolume:          controllerAnswer(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME),
-	VolumeHealth:          controllerAnswer(csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH),
+	GroupSnapshots: {func(i driverinfo.Info) bool {
+		return i.Group[csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT]
+	}, func(i driverinfo.Info) string {
+		if !i.Plugin[csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE] {
+			return "GROUP_CONTROLLER_SERVICE (GetPluginCapabilities)"
+		}
+		return "CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT (GroupControllerGetCapabilities)"
+	}},
+	VolumeHealth: controllerAnswer(csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH),
 	Topology: {func(i driverinfo.Info) bool {
 		return i.Plugin[csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS]
 	}, saying("VOLUME_ACCESSIBILITY_CONSTRAINTS (GetPluginCapabilities)")},

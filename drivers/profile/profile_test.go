@@ -88,6 +88,29 @@ func TestMissing(t *testing.T) {
 	}
 }
 
+// TestGroupSnapshots: asked of the group controller; a driver without the
+// service (the mocks) lacks it, and says which of the two it did not
+// report.
+func TestGroupSnapshots(t *testing.T) {
+	p := &Profile{Name: "x"}
+	if got := p.Complete(reported).Missing([]Capability{GroupSnapshots}); len(got) != 1 {
+		t.Fatalf("Missing without a group controller = %v", got)
+	}
+	if why := p.Complete(reported).Unreported(GroupSnapshots); why != "GROUP_CONTROLLER_SERVICE (GetPluginCapabilities)" {
+		t.Fatalf("Unreported(groupSnapshots) = %q", why)
+	}
+	with := reported
+	with.Plugin = map[csi.PluginCapability_Service_Type]bool{csi.PluginCapability_Service_CONTROLLER_SERVICE: true, csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE: true}
+	with.Group = map[csi.GroupControllerServiceCapability_RPC_Type]bool{}
+	if why := p.Complete(with).Unreported(GroupSnapshots); why != "CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT (GroupControllerGetCapabilities)" {
+		t.Fatalf("Unreported(groupSnapshots) with the service = %q", why)
+	}
+	with.Group = map[csi.GroupControllerServiceCapability_RPC_Type]bool{csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT: true}
+	if !p.Complete(with).Has(GroupSnapshots) {
+		t.Fatal("a driver that reports CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT lacks groupSnapshots")
+	}
+}
+
 // TestNodeExpansion: the node's EXPAND_VOLUME decides, once asked, unless
 // the profile says its class's volumes never grow on the node.
 func TestNodeExpansion(t *testing.T) {

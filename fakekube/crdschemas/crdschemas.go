@@ -10,7 +10,7 @@
 // github.com/kubernetes-csi/external-snapshotter/client in go.mod.
 package crdschemas
 
-//go:generate sh -c "go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0 crd paths=github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1 output:crd:dir=. && rm -f kustomization.yaml"
+//go:generate sh -c "go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0 crd paths=github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1 paths=github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1 output:crd:dir=. && rm -f kustomization.yaml"
 
 import (
 	"embed"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	groupsnapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
@@ -125,6 +126,16 @@ var (
 		{&snapv1.VolumeSnapshotContent{}, snapv1.SchemeGroupVersion.WithResource("volumesnapshotcontents"), ""},
 		{&snapv1.VolumeSnapshotClass{}, snapv1.SchemeGroupVersion.WithResource("volumesnapshotclasses"), ""},
 	}
+	// groupSnapshotKinds are the group snapshot kinds the csi-snapshotter
+	// of v8.7.0 watches (the feature is GA there: cmd/csi-snapshotter);
+	// the snapshot-controller watches VolumeGroupSnapshots too.
+	groupSnapshotKinds = []informerKind{
+		{&groupsnapv1.VolumeGroupSnapshotContent{}, groupsnapv1.SchemeGroupVersion.WithResource("volumegroupsnapshotcontents"), ""},
+		{&groupsnapv1.VolumeGroupSnapshotClass{}, groupsnapv1.SchemeGroupVersion.WithResource("volumegroupsnapshotclasses"), ""},
+	}
+	groupSnapshotControllerKinds = append([]informerKind{
+		{&groupsnapv1.VolumeGroupSnapshot{}, groupsnapv1.SchemeGroupVersion.WithResource("volumegroupsnapshots"), ""},
+	}, groupSnapshotKinds...)
 )
 
 // loopInformers makes the loop's informers of kinds for component, in
@@ -161,11 +172,15 @@ func (cl *clients) informers(component string, cs kubernetes.Interface, kinds ..
 // snapshotInformers returns the informer factory of the snapshot kinds
 // for one component, whose informers the loop feeds, as informers does
 // for the core kinds.
-func (cl *clients) snapshotInformers(component string, cs snapclientset.Interface) (snapinformers.SharedInformerFactory, error) {
+func (cl *clients) snapshotInformers(component string, cs snapclientset.Interface, groupKinds []informerKind) (snapinformers.SharedInformerFactory, error) {
 	f := snapinformers.NewSharedInformerFactory(cs, 0)
-	return f, cl.loopInformers(component, snapshotKinds, func(obj runtime.Object, inf *loop.Informer) {
+	register := func(obj runtime.Object, inf *loop.Informer) {
 		f.InformerFor(obj, func(snapclientset.Interface, time.Duration) cache.SharedIndexInformer { return inf })
-	})
+	}
+	if err := cl.loopInformers(component, snapshotKinds, register); err != nil {
+		return f, err
+	}
+	return f, cl.loopInformers(component, groupKinds, register)
 }
 
 // kubeletInformers returns a kubelet's informer factory. A real kubelet

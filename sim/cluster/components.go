@@ -230,7 +230,7 @@ func (c *Cluster) driverOf(s *componentSpec, p *process, d *driver) (*controller
 	if err != nil {
 		return nil, err
 	}
-	return &controller.Driver{Name: d.name(), Identity: conn.Identity, Controller: conn.Controller, Node: conn.Node}, nil
+	return &controller.Driver{Name: d.name(), Identity: conn.Identity, Controller: conn.Controller, GroupController: conn.GroupController, Node: conn.Node}, nil
 }
 
 // askDriverName asks d's controller plugin for its name as the sidecars
@@ -322,7 +322,11 @@ func (c *Cluster) deps(s *componentSpec, key string, p *process) (controller.Dep
 		d.Snapshots = c.clients.snapshotClientOf(fakekube.UserAgent(s.binaryName(), s.name), p)
 	}
 	if s.needs&snapshotInformers != 0 {
-		d.SnapshotInformers, err = c.clients.snapshotInformers(key, d.Snapshots)
+		groupKinds := groupSnapshotKinds
+		if s.name == snapshotcontroller.Component {
+			groupKinds = groupSnapshotControllerKinds
+		}
+		d.SnapshotInformers, err = c.clients.snapshotInformers(key, d.Snapshots, groupKinds)
 	}
 	return d, err
 }

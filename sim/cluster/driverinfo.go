@@ -28,7 +28,7 @@ func (c *Cluster) askDriver(ctx context.Context, d *driver, asked *plugin) error
 		return err
 	}
 	defer ctrl.Close()
-	info, err := driverinfo.Ask(ctx, driverinfo.Plugin{Identity: ctrl.Identity, Controller: ctrl.Controller}, nil)
+	info, err := driverinfo.Ask(ctx, driverinfo.Plugin{Identity: ctrl.Identity, Controller: ctrl.Controller, GroupController: ctrl.GroupController}, nil)
 	if err != nil {
 		return fmt.Errorf("asking the driver what it is: %w", err)
 	}

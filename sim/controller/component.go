@@ -114,7 +114,10 @@ type Driver struct {
 	Name       string
 	Identity   csi.IdentityClient
 	Controller csi.ControllerClient
-	Node       csi.NodeClient
+	// GroupController is the controller plugin's GroupController
+	// service, on the same connection.
+	GroupController csi.GroupControllerClient
+	Node            csi.NodeClient
 	// Capabilities are what the sidecar's Check asked the driver at start,
 	// as the real sidecar's main asks before it starts anything; what it
 	// does not ask is nil. Start decides from them (the external-attacher's

@@ -23,12 +23,13 @@ import (
 )
 
 // Conn is a connection to one CSI driver endpoint with typed clients for
-// its three services.
+// its services.
 type Conn struct {
-	conn       *grpc.ClientConn
-	Identity   csi.IdentityClient
-	Controller csi.ControllerClient
-	Node       csi.NodeClient
+	conn            *grpc.ClientConn
+	Identity        csi.IdentityClient
+	Controller      csi.ControllerClient
+	GroupController csi.GroupControllerClient
+	Node            csi.NodeClient
 }
 
 // Dial connects to endpoint ("unix:///path/csi.sock") as actor; every call
@@ -52,10 +53,11 @@ func Dial(endpoint, actor string, rec *trace.Recorder, opts ...Option) (*Conn, e
 		return nil, fmt.Errorf("connecting to CSI driver at %s: %w", endpoint, err)
 	}
 	return &Conn{
-		conn:       cc,
-		Identity:   csi.NewIdentityClient(cc),
-		Controller: csi.NewControllerClient(cc),
-		Node:       csi.NewNodeClient(cc),
+		conn:            cc,
+		Identity:        csi.NewIdentityClient(cc),
+		Controller:      csi.NewControllerClient(cc),
+		GroupController: csi.NewGroupControllerClient(cc),
+		Node:            csi.NewNodeClient(cc),
 	}, nil
 }
 

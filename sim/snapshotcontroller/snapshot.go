@@ -2,7 +2,6 @@ package snapshotcontroller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/csisim/csisim/sim/volumeutil"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -30,6 +28,9 @@ const (
 // default class of its claim's driver when it names none. On error it
 // returns the snapshot as it was.
 func (c *Controller) checkAndUpdateSnapshotClass(ctx context.Context, s *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshot, error) {
+	if groupOwner(s) != "" {
+		return s, nil // a group's member has no class of its own
+	}
 	if name := s.Spec.VolumeSnapshotClassName; name != nil {
 		if _, err := c.classes.Get(*name); err != nil {
 			c.updateErrorStatus(ctx, s, false, corev1.EventTypeWarning, "GetSnapshotClassFailed",
@@ -154,6 +155,9 @@ func (c *Controller) syncReadySnapshot(ctx context.Context, s *snapv1.VolumeSnap
 // the content's status.
 func (c *Controller) syncUnreadySnapshot(ctx context.Context, s *snapv1.VolumeSnapshot) error {
 	key := snapshotKey(s)
+	if groupOwner(s) != "" {
+		return c.syncUnreadyMember(ctx, s)
+	}
 	if name := s.Spec.Source.VolumeSnapshotContentName; name != nil {
 		content, err := c.preprovisionedContent(ctx, s)
 		if err != nil {
@@ -400,6 +404,9 @@ func (c *Controller) updateSnapshotStatus(ctx context.Context, s *snapv1.VolumeS
 	if status.CreationTime == nil && created != nil {
 		status.CreationTime = created
 	}
+	if g := c.groupSnapshotNameOf(content); g != "" && status.VolumeGroupSnapshotName == nil {
+		status.VolumeGroupSnapshotName = &g
+	}
 	if status.ReadyToUse == nil || *status.ReadyToUse != ready {
 		status.ReadyToUse = &ready
 		if ready {
@@ -535,6 +542,10 @@ func (c *Controller) processSnapshotWithDeletionTimestamp(ctx context.Context, s
 		c.events.Event(volumeutil.WithKind(s), corev1.EventTypeWarning, "SnapshotDeletePending", "Snapshot is being used to restore a PVC")
 		return fmt.Errorf("snapshot %s is in use (being used to restore a PVC), will retry deletion", snapshotKey(s))
 	}
+	removeGroup, err := c.checkMemberDeletion(s)
+	if err != nil {
+		return err
+	}
 	if content != nil {
 		if content, err = c.setAnnBeingDeleted(ctx, content); err != nil {
 			return err
@@ -547,7 +558,7 @@ func (c *Controller) processSnapshotWithDeletionTimestamp(ctx context.Context, s
 			return fmt.Errorf("failed to delete VolumeSnapshotContent %s from API server: %q", content.Name, err)
 		}
 	}
-	return c.removeSnapshotFinalizers(ctx, s, !(content != nil && deleteContent))
+	return c.removeSnapshotFinalizers(ctx, s, !(content != nil && deleteContent), removeGroup)
 }
 
 // isVolumeBeingCreatedFromSnapshot: a Pending claim restores from the
@@ -570,14 +581,15 @@ func (c *Controller) isVolumeBeingCreatedFromSnapshot(s *snapv1.VolumeSnapshot) 
 // removeSnapshotFinalizers drops the as-source finalizer, and the bound
 // one if asked, after the source claim's finalizer if no other snapshot
 // in progress needs it.
-func (c *Controller) removeSnapshotFinalizers(ctx context.Context, s *snapv1.VolumeSnapshot, removeBound bool) error {
+func (c *Controller) removeSnapshotFinalizers(ctx context.Context, s *snapv1.VolumeSnapshot, removeBound, removeGroup bool) error {
 	if err := c.checkAndRemovePVCFinalizer(ctx, s, true); err != nil {
 		c.events.Event(volumeutil.WithKind(s), corev1.EventTypeWarning, "ErrorPVCFinalizer", "Error check and remove PVC Finalizer for VolumeSnapshot")
 		return updateError(s.Name, err)
 	}
 	next := s.DeepCopy()
 	next.Finalizers = slices.DeleteFunc(next.Finalizers, func(f string) bool {
-		return f == volumeutil.VolumeSnapshotAsSourceFinalizer || (removeBound && f == volumeutil.VolumeSnapshotBoundFinalizer)
+		return f == volumeutil.VolumeSnapshotAsSourceFinalizer || (removeBound && f == volumeutil.VolumeSnapshotBoundFinalizer) ||
+			(removeGroup && f == VolumeSnapshotInGroupFinalizer)
 	})
 	if len(next.Finalizers) == 0 {
 		next.Finalizers = nil
@@ -660,28 +672,4 @@ func (c *Controller) isPVCBeingUsed(claim *corev1.PersistentVolumeClaim, s *snap
 		}
 	}
 	return false
-}
-
-// patchOp is one operation of a JSON patch, the way the real controllers
-// write (pkg/utils/patch.go).
-type patchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
-}
-
-func (c *Controller) patchSnapshot(ctx context.Context, s *snapv1.VolumeSnapshot, ops []patchOp) (*snapv1.VolumeSnapshot, error) {
-	data, err := json.Marshal(ops)
-	if err != nil {
-		return s, err
-	}
-	return c.snaps.SnapshotV1().VolumeSnapshots(s.Namespace).Patch(ctx, s.Name, types.JSONPatchType, data, metav1.PatchOptions{})
-}
-
-func (c *Controller) patchContent(ctx context.Context, content *snapv1.VolumeSnapshotContent, ops []patchOp) (*snapv1.VolumeSnapshotContent, error) {
-	data, err := json.Marshal(ops)
-	if err != nil {
-		return content, err
-	}
-	return c.snaps.SnapshotV1().VolumeSnapshotContents().Patch(ctx, content.Name, types.JSONPatchType, data, metav1.PatchOptions{})
 }

@@ -6,7 +6,8 @@
 // sidecar, package snapshotter) into the snapshot's, and keeps the
 // finalizers that protect the source claim, the snapshot and the content
 // until deletion may go on, deleting the content with its snapshot when
-// its deletionPolicy is Delete.
+// its deletionPolicy is Delete. Its group path (group.go) does the same
+// for VolumeGroupSnapshots and their members.
 package snapshotcontroller
 
 import (
@@ -15,9 +16,11 @@ import (
 	"fmt"
 	"time"
 
+	groupsnapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	grouplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumegroupsnapshot/v1"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,6 +58,13 @@ type Controller struct {
 	claims    corelisters.PersistentVolumeClaimLister
 	snapshotQ controller.Queue
 	contentQ  controller.Queue
+	// The group path's (group.go).
+	groups        grouplisters.VolumeGroupSnapshotLister
+	groupContents grouplisters.VolumeGroupSnapshotContentLister
+	groupClasses  grouplisters.VolumeGroupSnapshotClassLister
+	volumes       corelisters.PersistentVolumeLister
+	groupQ        controller.Queue
+	groupContentQ controller.Queue
 }
 
 // New wires a snapshot-controller to its informers: the snapshot kinds'
@@ -99,7 +109,44 @@ func New(client kubernetes.Interface, snaps snapclientset.Interface, factory inf
 			c.snapshotQ.Add(ref.Namespace + "/" + ref.Name)
 		},
 	})
+	c.watchGroups(factory, snapFactory, rt)
 	return c
+}
+
+// watchGroups wires the group path to the group kinds' informers, as
+// the real controller does with the VolumeGroupSnapshot feature on (GA in
+// v8.7.0): a group's content is synced when the group is deleted, the
+// group when its content is.
+func (c *Controller) watchGroups(factory informers.SharedInformerFactory, snapFactory snapinformers.SharedInformerFactory, rt controller.Runtime) {
+	c.groupQ = rt.NewQueueWithBackoff("snapshot-controller-groupsnapshot", RetryIntervalStart, RetryIntervalMax)
+	c.groupContentQ = rt.NewQueueWithBackoff("snapshot-controller-groupsnapshotcontent", RetryIntervalStart, RetryIntervalMax)
+	groupInf := snapFactory.Groupsnapshot().V1().VolumeGroupSnapshots()
+	contentInf := snapFactory.Groupsnapshot().V1().VolumeGroupSnapshotContents()
+	c.groups, c.groupContents = groupInf.Lister(), contentInf.Lister()
+	c.groupClasses = snapFactory.Groupsnapshot().V1().VolumeGroupSnapshotClasses().Lister()
+	c.volumes = factory.Core().V1().PersistentVolumes().Lister()
+	_, _ = groupInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueGroup,
+		UpdateFunc: func(_, obj any) { c.enqueueGroup(obj) },
+		DeleteFunc: func(obj any) {
+			if g, ok := unwrapGroup(obj); ok && groupBoundContent(g) != "" {
+				c.groupContentQ.Add(groupBoundContent(g))
+			}
+		},
+	})
+	_, _ = contentInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueGroupContent,
+		UpdateFunc: func(_, obj any) { c.enqueueGroupContent(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if content, ok := obj.(*groupsnapv1.VolumeGroupSnapshotContent); ok {
+				ref := content.Spec.VolumeGroupSnapshotRef
+				c.groupQ.Add(ref.Namespace + "/" + ref.Name)
+			}
+		},
+	})
 }
 
 func (c *Controller) enqueueSnapshot(obj any) {
@@ -129,6 +176,14 @@ func (c *Controller) Resync(context.Context) {
 	for _, content := range contents {
 		c.enqueueContent(content)
 	}
+	groups, _ := c.groups.List(labels.Everything())
+	for _, g := range groups {
+		c.enqueueGroup(g)
+	}
+	groupContents, _ := c.groupContents.List(labels.Everything())
+	for _, content := range groupContents {
+		c.enqueueGroupContent(content)
+	}
 }
 
 // Workers are the controller's queues and sync functions.
@@ -136,6 +191,8 @@ func (c *Controller) Workers() []controller.Worker {
 	return []controller.Worker{
 		{Name: "snapshot-controller-snapshot", Queue: c.snapshotQ, Sync: c.syncSnapshotByKey},
 		{Name: "snapshot-controller-content", Queue: c.contentQ, Sync: c.syncContentByKey},
+		{Name: "snapshot-controller-groupsnapshot", Queue: c.groupQ, Sync: c.syncGroupByKey},
+		{Name: "snapshot-controller-groupsnapshotcontent", Queue: c.groupContentQ, Sync: c.syncGroupContentByKey},
 	}
 }
 

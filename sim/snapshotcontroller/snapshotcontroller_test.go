@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	groupsnapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapfake "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/fake"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
@@ -28,6 +29,8 @@ type harness struct {
 	kube   *fake.Clientset
 	snaps  *snapfake.Clientset
 	events *record.FakeRecorder
+	f      informers.SharedInformerFactory
+	sf     snapinformers.SharedInformerFactory
 }
 
 // newHarness makes a controller whose caches hold objs and whose clients
@@ -37,7 +40,8 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 	var core, snap []runtime.Object
 	for _, o := range objs {
 		switch o.(type) {
-		case *snapv1.VolumeSnapshot, *snapv1.VolumeSnapshotContent, *snapv1.VolumeSnapshotClass:
+		case *snapv1.VolumeSnapshot, *snapv1.VolumeSnapshotContent, *snapv1.VolumeSnapshotClass,
+			*groupsnapv1.VolumeGroupSnapshot, *groupsnapv1.VolumeGroupSnapshotContent, *groupsnapv1.VolumeGroupSnapshotClass:
 			snap = append(snap, o)
 		default:
 			core = append(core, o)
@@ -52,9 +56,29 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 	f := informers.NewSharedInformerFactory(h.kube, 0)
 	sf := snapinformers.NewSharedInformerFactory(h.snaps, 0)
 	h.c = New(h.kube, h.snaps, f, sf, rt)
+	h.f, h.sf = f, sf
 	for _, o := range objs {
-		var err error
+		if err := h.cache(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+// cache puts an object into the controller's informer caches.
+func (h *harness) cache(o runtime.Object) error {
+	f, sf := h.f, h.sf
+	var err error
+	{
 		switch o.(type) {
+		case *groupsnapv1.VolumeGroupSnapshot:
+			err = sf.Groupsnapshot().V1().VolumeGroupSnapshots().Informer().GetIndexer().Update(o)
+		case *groupsnapv1.VolumeGroupSnapshotContent:
+			err = sf.Groupsnapshot().V1().VolumeGroupSnapshotContents().Informer().GetIndexer().Update(o)
+		case *groupsnapv1.VolumeGroupSnapshotClass:
+			err = sf.Groupsnapshot().V1().VolumeGroupSnapshotClasses().Informer().GetIndexer().Update(o)
+		case *corev1.PersistentVolume:
+			err = f.Core().V1().PersistentVolumes().Informer().GetIndexer().Update(o)
 		case *snapv1.VolumeSnapshot:
 			err = sf.Snapshot().V1().VolumeSnapshots().Informer().GetIndexer().Add(o)
 		case *snapv1.VolumeSnapshotContent:
@@ -64,11 +88,8 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 		case *corev1.PersistentVolumeClaim:
 			err = f.Core().V1().PersistentVolumeClaims().Informer().GetIndexer().Add(o)
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
-	return h
+	return err
 }
 
 func (h *harness) recorded() []string {

@@ -20,6 +20,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapclientset "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	grouplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumegroupsnapshot/v1"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -74,6 +75,11 @@ type Snapshotter struct {
 	contents snaplisters.VolumeSnapshotContentLister
 	classes  snaplisters.VolumeSnapshotClassLister
 	queue    controller.Queue
+	// The group path's (group.go).
+	group         csi.GroupControllerClient
+	groupContents grouplisters.VolumeGroupSnapshotContentLister
+	groupClasses  grouplisters.VolumeGroupSnapshotClassLister
+	groupQueue    controller.Queue
 }
 
 // New wires a csi-snapshotter to its informers and the controller plugin.
@@ -105,6 +111,13 @@ func New(cfg Config, client kubernetes.Interface, snaps snapclientset.Interface,
 	return s
 }
 
+// WithGroupController adds the group path, for a driver's GroupController
+// service (group.go).
+func (s *Snapshotter) WithGroupController(group csi.GroupControllerClient, snapFactory snapinformers.SharedInformerFactory, rt controller.Runtime) *Snapshotter {
+	s.watchGroupContents(group, snapFactory, rt)
+	return s
+}
+
 func (s *Snapshotter) enqueue(obj any) {
 	if content, ok := controller.Unwrap(obj).(*snapv1.VolumeSnapshotContent); ok {
 		s.queue.Add(content.Name)
@@ -121,11 +134,16 @@ func (s *Snapshotter) Resync(context.Context) {
 	for _, content := range contents {
 		s.enqueue(content)
 	}
+	s.resyncGroups()
 }
 
 // Workers are the sidecar's queue and sync function.
 func (s *Snapshotter) Workers() []controller.Worker {
-	return []controller.Worker{{Name: "csi-snapshotter-content", Queue: s.queue, Sync: s.syncByKey}}
+	workers := []controller.Worker{{Name: "csi-snapshotter-content", Queue: s.queue, Sync: s.syncByKey}}
+	if s.groupQueue != nil {
+		workers = append(workers, controller.Worker{Name: "csi-snapshotter-groupsnapshotcontent", Queue: s.groupQueue, Sync: s.syncGroupByKey})
+	}
+	return workers
 }
 
 // Check is the sidecar's start-up check (controller.Check): the controller
@@ -150,6 +168,9 @@ func Check(ctx context.Context, d *controller.Driver) error {
 // ResyncPeriod.
 func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
 	s := New(Config{DriverName: d.Driver.Name}, d.Client, d.Snapshots, d.SnapshotInformers, d.Driver.Controller, d.Runtime)
+	if d.Driver.GroupController != nil {
+		s.WithGroupController(d.Driver.GroupController, d.SnapshotInformers, d.Runtime)
+	}
 	return controller.Component{Workers: s.Workers(), Periodic: []controller.Periodic{{Every: ResyncPeriod, Run: s.Resync}}}, nil
 }
 
@@ -199,7 +220,10 @@ func (s *Snapshotter) isDriverMatch(content *snapv1.VolumeSnapshotContent) bool 
 // whether to look again.
 func (s *Snapshotter) syncContent(ctx context.Context, content *snapv1.VolumeSnapshotContent) (bool, error) {
 	if shouldDelete(content) {
-		if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete && content.Status != nil && content.Status.SnapshotHandle != nil {
+		// A group's member is deleted with its group
+		// (DeleteVolumeGroupSnapshot, group.go), never on its own.
+		if content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete && content.Status != nil && content.Status.SnapshotHandle != nil &&
+			content.Status.VolumeGroupSnapshotHandle == nil {
 			var err error
 			if content, err = s.deleteSnapshot(ctx, content); err != nil {
 				return true, err
@@ -207,7 +231,8 @@ func (s *Snapshotter) syncContent(ctx context.Context, content *snapv1.VolumeSna
 		}
 		return false, s.removeContentFinalizer(ctx, content)
 	}
-	if content.Spec.Source.VolumeHandle != nil && content.Status == nil {
+	// A group's member was cut with its group: never CreateSnapshot.
+	if _, member := content.Annotations[groupMemberAnnotation]; content.Spec.Source.VolumeHandle != nil && content.Status == nil && !member {
 		return s.createSnapshot(ctx, content)
 	}
 	if isReady(content) {
@@ -260,8 +285,15 @@ func (s *Snapshotter) checkAndUpdateContentStatus(ctx context.Context, content *
 // pre-provisioned snapshot (ListSnapshots), or creates the snapshot again
 // (CreateSnapshot is idempotent) until it is ready.
 func (s *Snapshotter) checkAndUpdateContentStatusOperation(ctx context.Context, content *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
-	if content.Spec.Source.SnapshotHandle == nil {
+	handle := ""
+	if h := content.Spec.Source.SnapshotHandle; h != nil {
+		handle = *h
+	} else if _, member := content.Annotations[groupMemberAnnotation]; !member {
 		return s.createSnapshotWrapper(ctx, content)
+	} else if st := content.Status; st != nil && st.SnapshotHandle != nil && st.VolumeGroupSnapshotHandle != nil {
+		handle = *st.SnapshotHandle // a group's member: asked about, never cut alone
+	} else {
+		return content, nil
 	}
 	var credentials map[string]string
 	if name := content.Spec.VolumeSnapshotClassName; name != nil {
@@ -277,7 +309,6 @@ func (s *Snapshotter) checkAndUpdateContentStatusOperation(ctx context.Context, 
 			return content, fmt.Errorf("failed to get credentials for snapshot content %s: %v", content.Name, err)
 		}
 	}
-	handle := *content.Spec.Source.SnapshotHandle
 	ready, created, size, err := s.snapshotStatus(ctx, content, handle, credentials)
 	if err != nil {
 		return content, err

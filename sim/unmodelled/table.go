@@ -178,8 +178,6 @@ var Kinds = []Kind{
 		Changes: "the pods that name it: their overhead and node selector", Why: "csisim serves no RuntimeClasses"},
 	{Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler", Needs: RealControlPlane,
 		Changes: "a workload's replicas, from its pods' metrics", Why: "csisim has no metrics and no autoscaler"},
-	{Group: "groupsnapshot.storage.k8s.io", Version: "v1beta2", Kind: "VolumeGroupSnapshot", Needs: RealControlPlane,
-		Changes: "the claims' snapshots: the snapshot controller takes them together (CreateVolumeGroupSnapshot)", Why: "csisim serves no group snapshot kinds"},
 }
 
 // set: a value that says something — not null, false, 0, "" or empty.

@@ -6,9 +6,11 @@ import (
 	"os"
 	"slices"
 
+	groupsnapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -133,17 +135,21 @@ func expand(template string, vars map[string]string) (string, error) {
 // carry none, and the recorder's scheme (client-go's) does not know the
 // snapshot kinds, so it could not name the event's object otherwise.
 func WithKind(obj runtime.Object) runtime.Object {
-	kind := ""
+	var gvk schema.GroupVersionKind
 	switch obj.(type) {
 	case *snapv1.VolumeSnapshot:
-		kind = "VolumeSnapshot"
+		gvk = snapv1.SchemeGroupVersion.WithKind("VolumeSnapshot")
 	case *snapv1.VolumeSnapshotContent:
-		kind = "VolumeSnapshotContent"
+		gvk = snapv1.SchemeGroupVersion.WithKind("VolumeSnapshotContent")
+	case *groupsnapv1.VolumeGroupSnapshot:
+		gvk = groupsnapv1.SchemeGroupVersion.WithKind("VolumeGroupSnapshot")
+	case *groupsnapv1.VolumeGroupSnapshotContent:
+		gvk = groupsnapv1.SchemeGroupVersion.WithKind("VolumeGroupSnapshotContent")
 	default:
 		return obj
 	}
 	c := obj.DeepCopyObject()
-	c.GetObjectKind().SetGroupVersionKind(snapv1.SchemeGroupVersion.WithKind(kind))
+	c.GetObjectKind().SetGroupVersionKind(gvk)
 	return c
 }
 
