@@ -184,19 +184,29 @@ var asked = map[Capability]answer{
 	}, saying("VOLUME_ACCESSIBILITY_CONSTRAINTS (GetPluginCapabilities)")},
 	StageUnstage: {func(i driverinfo.Info) bool { return i.Node[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] },
 		saying("STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)")},
+	NodeExpansion: {func(i driverinfo.Info) bool { return i.Node[csi.NodeServiceCapability_RPC_EXPAND_VOLUME] },
+		saying("EXPAND_VOLUME (NodeGetCapabilities)")},
 }
 
-// nodeExpands is how a running driver answers for NodeExpansion, unless
-// its profile declares it false (Profile.nodeExpansionAsked).
-var nodeExpands = answer{func(i driverinfo.Info) bool { return i.Node[csi.NodeServiceCapability_RPC_EXPAND_VOLUME] },
-	saying("EXPAND_VOLUME (NodeGetCapabilities)")}
+// mayDeclareFalse are the asked capabilities a profile may still declare
+// false although the driver reports them, and then the profile decides:
+// NodeExpansion, for a node that grows other volumes than the library's
+// class's (csisim-file's directories grow in ControllerExpandVolume
+// alone). Declared true, the driver's answer still decides.
+var mayDeclareFalse = map[Capability]bool{NodeExpansion: true}
 
-// nodeExpansionAsked says whether the running driver's answer decides
-// NodeExpansion: unless the profile declares it false, which no answer
-// contradicts (a node that grows other volumes than the class's).
-func (p *Profile) nodeExpansionAsked() bool {
-	declared, ok := p.Capabilities[NodeExpansion]
-	return !ok || declared
+// askedOf is how the running driver's answer decides c: not at all (ok
+// false) when csisim does not ask it, or when the profile declares false
+// a capability it may (mayDeclareFalse).
+func (p *Profile) askedOf(c Capability) (answer, bool) {
+	a, ok := asked[c]
+	if !ok {
+		return answer{}, false
+	}
+	if declared, set := p.Capabilities[c]; mayDeclareFalse[c] && set && !declared {
+		return answer{}, false
+	}
+	return a, true
 }
 
 func controllerAnswer(rpc csi.ControllerServiceCapability_RPC_Type) answer {
@@ -205,12 +215,12 @@ func controllerAnswer(rpc csi.ControllerServiceCapability_RPC_Type) answer {
 
 // Asked lists the capabilities a profile need not declare: csisim asks the
 // running driver (GetPluginCapabilities, ControllerGetCapabilities,
-// NodeGetCapabilities), as the sidecars and the kubelet do. NodeExpansion
-// is among them, though a profile may declare it false.
+// NodeGetCapabilities), as the sidecars and the kubelet do (some of them,
+// such as NodeExpansion, a profile may still declare false).
 func Asked() []Capability {
 	var out []Capability
 	for _, c := range Capabilities {
-		if _, ok := asked[c]; ok || c == NodeExpansion {
+		if _, ok := asked[c]; ok {
 			out = append(out, c)
 		}
 	}
@@ -230,7 +240,7 @@ func (p *Profile) Has(c Capability) bool {
 // declares it; any other is what the profile declares, false if it does
 // not.
 func (p *Profile) Known(c Capability) (has, known bool) {
-	if a, ok := asked[c]; ok && p.Reported != nil {
+	if a, ok := p.askedOf(c); ok && p.Reported != nil {
 		return a.has(*p.Reported), true
 	}
 	switch c {
@@ -238,12 +248,6 @@ func (p *Profile) Known(c Capability) (has, known bool) {
 		return p.Capabilities[c] || p.CSIDriver.PodInfoOnMount, true
 	case Ephemeral:
 		return p.Capabilities[c] || slices.Contains(p.CSIDriver.VolumeLifecycleModes, "Ephemeral"), true
-	case NodeExpansion:
-		if p.Reported != nil && p.nodeExpansionAsked() {
-			return nodeExpands.has(*p.Reported), true
-		}
-		declared, ok := p.Capabilities[c]
-		return declared, ok
 	case FSGroup:
 		if p.fsGroupPolicy() == "File" || p.Capabilities[c] {
 			return true, true
@@ -277,10 +281,7 @@ func (p *Profile) Missing(needs []Capability) []Capability {
 // (NodeGetCapabilities)"; "" when the profile, not the driver, says it
 // (a capability csisim does not ask, or a driver not asked yet).
 func (p *Profile) Unreported(c Capability) string {
-	a, ok := asked[c]
-	if c == NodeExpansion && p.nodeExpansionAsked() {
-		a, ok = nodeExpands, true
-	}
+	a, ok := p.askedOf(c)
 	if !ok || p.Reported == nil || a.has(*p.Reported) {
 		return ""
 	}
@@ -316,7 +317,7 @@ func (p *Profile) Contradictions(info driverinfo.Info) []string {
 		if !ok {
 			continue
 		}
-		if a, isAsked := asked[c]; isAsked {
+		if a, isAsked := asked[c]; isAsked && (declared || !mayDeclareFalse[c]) {
 			if has := a.has(info); has != declared {
 				out = append(out, contradiction(c, declared, has, info.Name, a.says(info)))
 			}
@@ -327,9 +328,6 @@ func (p *Profile) Contradictions(info driverinfo.Info) []string {
 		if p.Capabilities[c] && !expands {
 			out = append(out, contradiction(c, true, false, info.Name, "EXPAND_VOLUME (ControllerGetCapabilities or NodeGetCapabilities)"))
 		}
-	}
-	if p.Capabilities[NodeExpansion] && !nodeExpands.has(info) {
-		out = append(out, contradiction(NodeExpansion, true, false, info.Name, nodeExpands.says(info)))
 	}
 	if p.Capabilities[ExpansionOnline] && info.Expansion == csi.PluginCapability_VolumeExpansion_OFFLINE {
 		out = append(out, fmt.Sprintf("capabilities.%s: the profile says true, but %s reports VolumeExpansion OFFLINE (GetPluginCapabilities): "+

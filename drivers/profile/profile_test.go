@@ -162,10 +162,10 @@ capabilities: {attach: false, stageUnstage: true, topology: true, block: true, e
 	}
 	want := []string{
 		"capabilities.attach: the profile says false, but nfs.example.com reports PUBLISH_UNPUBLISH_VOLUME (ControllerGetCapabilities): leave the key out, the driver is asked",
+		"capabilities.nodeExpansion: the profile says true, but nfs.example.com does not report EXPAND_VOLUME (NodeGetCapabilities)",
 		"capabilities.topology: the profile says true, but nfs.example.com does not report VOLUME_ACCESSIBILITY_CONSTRAINTS (GetPluginCapabilities)",
 		"capabilities.stageUnstage: the profile says true, but nfs.example.com does not report STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)",
 		"capabilities.expansionOnline: the profile says true, but nfs.example.com does not report EXPAND_VOLUME (ControllerGetCapabilities or NodeGetCapabilities)",
-		"capabilities.nodeExpansion: the profile says true, but nfs.example.com does not report EXPAND_VOLUME (NodeGetCapabilities)",
 		"capabilities.fsGroup: the profile says true, but nfs.example.com does not report VOLUME_MOUNT_GROUP (NodeGetCapabilities) and csiDriver.fsGroupPolicy is ReadWriteOnceWithFSType, not File",
 	}
 	if got := p.Contradictions(reported); strings.Join(got, "\n") != strings.Join(want, "\n") {
