@@ -1,22 +1,28 @@
 package clusterprofile
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/csisim/csisim/internal/cachedir"
 )
 
 // Build returns the driver binary built from pkg, a Go package as `go
 // install` takes it. A versioned one (path@version) is fetched through the
-// module proxy and built once, then kept under the user's cache directory
-// (~/.cache/csisim/drivers/<path@version>/); an unversioned one is built
-// from the module of the working directory (its go.mod decides the
-// version) each time, Go's build cache making that cheap, and kept there
-// under its path alone.
+// module proxy and built once, then kept under csisim's cache directory
+// (${CSISIM_CACHE:-~/.cache/csisim}/drivers/<path@version>/); an
+// unversioned one is built from the module of the working directory (its
+// go.mod decides the version) each time, Go's build cache making that
+// cheap, and kept there under its path and that module's go.mod, so that
+// two checkouts building the same package at once each run their own.
 func Build(ctx context.Context, pkg string, log io.Writer) (string, error) {
 	if log == nil {
 		log = io.Discard
@@ -25,12 +31,16 @@ func Build(ctx context.Context, pkg string, log io.Writer) (string, error) {
 	if path == "" || (versioned && version == "") {
 		return "", fmt.Errorf("start.build %q: want a Go package path, optionally with @version", pkg)
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("building %s: %w", pkg, err)
+	base := filepath.Join(cachedir.Root(), "drivers")
+	key := cacheKey(pkg)
+	if !versioned {
+		mod, err := moduleKey(ctx)
+		if err != nil {
+			return "", fmt.Errorf("building %s: %w", pkg, err)
+		}
+		key += "@" + mod
 	}
-	base := filepath.Join(cache, "csisim", "drivers")
-	dir := filepath.Join(base, cacheKey(pkg))
+	dir := filepath.Join(base, key)
 	if versioned {
 		if bin, ok := builtBinary(dir); ok {
 			return bin, nil
@@ -97,6 +107,17 @@ func goCommand(ctx context.Context, dir string, log io.Writer, args ...string) e
 		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out.String())
 	}
 	return nil
+}
+
+// moduleKey names the module of the working directory, which an
+// unversioned build is made from: a hash of its go.mod's path.
+func moduleKey(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	sum := sha256.Sum256(bytes.TrimSpace(out))
+	return "module-" + hex.EncodeToString(sum[:8]), nil
 }
 
 // cacheKey is the directory name a package's binary is kept under.
