@@ -62,7 +62,8 @@ func lifecycleCalls(entries []trace.Entry) []string {
 func runOnSimulator(sc *scenarios.Scenario) (*scenarios.Result, *trace.Recorder, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName, DriverBinary: csisimBinary, Seed: 1, DriverLog: GinkgoWriter}
+	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName, DriverBinary: csisimBinary, Seed: 1, DriverLog: GinkgoWriter,
+		HealthMonitor: sc.Cluster.HealthMonitor}
 	Expect(clusterprofile.AddDrivers(ctx, &cfg, sc.Drivers, sc.Cluster.Request(), clusterprofile.Options{})).To(Succeed())
 	if sc.Cluster.Deploy != "" {
 		// The driver's own deployment, as csisim run applies it.
