@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -115,7 +116,7 @@ func forgotten(v orderViolation, entries []trace.Entry) bool {
 // fault) between timeline entries after and before.
 func kubeletRestarted(entries []trace.Entry, node string, after, before int) bool {
 	for _, e := range entries[after:min(before-1, len(entries))] {
-		if e.Kind == trace.Fault && e.Verb == "kubelet-restart" && e.Object == "Node "+node {
+		if e.Kind == trace.Fault && e.Verb == string(fault.KubeletRestart) && e.Object == "Node "+node {
 			return true
 		}
 	}

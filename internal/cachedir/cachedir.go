@@ -5,7 +5,12 @@
 package cachedir
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 )
 
@@ -20,4 +25,16 @@ func Root() string {
 		home = os.TempDir()
 	}
 	return filepath.Join(home, ".cache", "csisim")
+}
+
+// ModuleKey names the Go module of the working directory by a hash of its
+// go.mod's path (go env GOMOD), for what is cached per checkout: two
+// checkouts of one module on a machine get two keys.
+func ModuleKey() (string, error) {
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	sum := sha256.Sum256(bytes.TrimSpace(gomod))
+	return hex.EncodeToString(sum[:8]), nil
 }

@@ -11,9 +11,6 @@
 package testenv
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -69,12 +66,11 @@ func BuildCsisim() (string, error) {
 // ${CSISIM_CACHE:-$HOME/.cache/csisim}/test-bin/<hash of the module's
 // directory>, so that two checkouts on one machine keep a build each.
 func sharedDir() (string, error) {
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	key, err := cachedir.ModuleKey()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		return "", err
 	}
-	sum := sha256.Sum256(bytes.TrimSpace(gomod))
-	return filepath.Join(cachedir.Root(), "test-bin", hex.EncodeToString(sum[:8])), nil
+	return filepath.Join(cachedir.Root(), "test-bin", key), nil
 }
 
 // linkShared brings the shared build up to date and links it into a

@@ -1,10 +1,7 @@
 package clusterprofile
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -34,11 +31,11 @@ func Build(ctx context.Context, pkg string, log io.Writer) (string, error) {
 	base := filepath.Join(cachedir.Root(), "drivers")
 	key := cacheKey(pkg)
 	if !versioned {
-		mod, err := moduleKey(ctx)
+		mod, err := cachedir.ModuleKey()
 		if err != nil {
 			return "", fmt.Errorf("building %s: %w", pkg, err)
 		}
-		key += "@" + mod
+		key += "@module-" + mod
 	}
 	dir := filepath.Join(base, key)
 	if versioned {
@@ -107,17 +104,6 @@ func goCommand(ctx context.Context, dir string, log io.Writer, args ...string) e
 		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out.String())
 	}
 	return nil
-}
-
-// moduleKey names the module of the working directory, which an
-// unversioned build is made from: a hash of its go.mod's path.
-func moduleKey(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	sum := sha256.Sum256(bytes.TrimSpace(out))
-	return "module-" + hex.EncodeToString(sum[:8]), nil
 }
 
 // cacheKey is the directory name a package's binary is kept under.
