@@ -88,9 +88,9 @@ func (h *hangingNode) NodeStageVolume(ctx context.Context, _ *csi.NodeStageVolum
 	return &csi.NodeStageVolumeResponse{}, nil
 }
 
-// TestCallInFlight: a call is known from when it is sent (InFlight), with
-// its request's data, and is no entry until it returns.
-func TestCallInFlight(t *testing.T) {
+// serveHangingNode serves a hangingNode and connects to it as node-1's
+// kubelet, recording the calls.
+func serveHangingNode(t *testing.T) (*hangingNode, *Conn, *trace.Recorder) {
 	path := filepath.Join(t.TempDir(), "csi.sock")
 	lis, err := net.Listen("unix", path)
 	if err != nil {
@@ -100,13 +100,20 @@ func TestCallInFlight(t *testing.T) {
 	srv := grpc.NewServer()
 	csi.RegisterNodeServer(srv, node)
 	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
+	t.Cleanup(srv.Stop)
 	rec := trace.New(clock.RealClock{})
 	conn, err := Dial("unix://"+path, "kubelet:node-1", rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
+	return node, conn, rec
+}
+
+// TestCallInFlight: a call is known from when it is sent (InFlight), with
+// its request's data, and is no entry until it returns.
+func TestCallInFlight(t *testing.T) {
+	node, conn, rec := serveHangingNode(t)
 	done := make(chan error, 1)
 	go func() {
 		_, err := conn.Node.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: "/staging"})
@@ -135,22 +142,7 @@ func TestCallInFlight(t *testing.T) {
 // flight is recorded cut off (Canceled), whatever the driver answered, and
 // the ended process makes no call any more (WithProcess).
 func TestCallOfAnEndedProcess(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "csi.sock")
-	lis, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := &hangingNode{started: make(chan struct{}), release: make(chan struct{})}
-	srv := grpc.NewServer()
-	csi.RegisterNodeServer(srv, node)
-	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
-	rec := trace.New(clock.RealClock{})
-	conn, err := Dial("unix://"+path, "kubelet:node-1", rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	node, conn, rec := serveHangingNode(t)
 	var ended atomic.Bool
 	ctx := WithProcess(context.Background(), "kubelet:node-1#0", func() bool { return !ended.Load() })
 	done := make(chan error, 1)
