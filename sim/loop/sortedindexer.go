@@ -11,21 +11,20 @@ import (
 // sortedIndexer is an Indexer whose lists come in key order instead of map
 // order, so that controllers iterate deterministically.
 //
-// It keeps each sorted list until the next change to the cache: a kubelet
-// lists its node's pods, and controllers look up an index, many times
-// between two writes, and sorting every time cost more than the lookups
-// (each List made every object's key and sorted them). Every change goes
-// through Add, Update, Delete, Replace or Resync here, which drop what is
-// kept; a caller gets a copy of the kept slice, which it may modify.
+// It keeps its sorted List until the next change to the cache: a kubelet
+// lists its node's pods many times between two writes, and sorting every
+// time cost more than the lookups (each List made every object's key and
+// sorted them). Every change goes through Add, Update, Delete, Replace or
+// Resync here, which drop what is kept; a caller gets a copy of the kept
+// slice, which it may modify.
 type sortedIndexer struct {
 	cache.Indexer
 	kept *sortedLists
 }
 
 type sortedLists struct {
-	mu      sync.Mutex
-	all     []any // nil when not kept
-	byIndex map[string][]any
+	mu  sync.Mutex
+	all []any // nil when not kept
 }
 
 func newSortedIndexer() cache.Indexer {
@@ -35,10 +34,10 @@ func newSortedIndexer() cache.Indexer {
 	}
 }
 
-// changed forgets the kept lists.
+// changed forgets the kept list.
 func (s sortedIndexer) changed() {
 	s.kept.mu.Lock()
-	s.kept.all, s.kept.byIndex = nil, nil
+	s.kept.all = nil
 	s.kept.mu.Unlock()
 }
 
@@ -85,30 +84,13 @@ func (s sortedIndexer) List() []any {
 // only the set of objects.
 func (s sortedIndexer) ListAnyOrder() []any { return s.Indexer.List() }
 
+// ByIndex is not kept: most lookups are for a value that changes with
+// every write (each of a hundred kubelets asks for the pods of every claim
+// that changes), so keeping them cost more than it saved. Nearly all find
+// no object or one, which need no sorting.
 func (s sortedIndexer) ByIndex(indexName, indexedValue string) ([]any, error) {
-	s.kept.mu.Lock()
-	defer s.kept.mu.Unlock()
-	// An index name holds no NUL (client-go's and csisim's are words).
-	k := indexName + "\x00" + indexedValue
-	if objs, ok := s.kept.byIndex[k]; ok {
-		return slices.Clone(objs), nil
-	}
 	objs, err := s.Indexer.ByIndex(indexName, indexedValue)
-	if err != nil {
-		return nil, err
-	}
-	if len(objs) == 0 {
-		// Most lookups find nothing (each of a hundred kubelets asks
-		// for the pods of every claim that changes); keeping those
-		// would only grow the map.
-		return objs, nil
-	}
-	objs = sortByKey(objs)
-	if s.kept.byIndex == nil {
-		s.kept.byIndex = map[string][]any{}
-	}
-	s.kept.byIndex[k] = objs
-	return slices.Clone(objs), nil
+	return sortByKey(objs), err
 }
 
 func (s sortedIndexer) Index(indexName string, obj any) ([]any, error) {
@@ -117,6 +99,9 @@ func (s sortedIndexer) Index(indexName string, obj any) ([]any, error) {
 }
 
 func sortByKey(objs []any) []any {
+	if len(objs) < 2 {
+		return objs
+	}
 	type keyed struct {
 		key string
 		obj any
