@@ -29,6 +29,9 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	if !c.volumeVersions.fresh(name, pv.ResourceVersion) {
 		return nil // the informer is behind the binder's own writes
 	}
+	if pv, err = c.annealVolume(ctx, pv); err != nil {
+		return err
+	}
 	ref := pv.Spec.ClaimRef
 	if ref == nil || ref.UID == "" {
 		// Unused, or reserved for a claim (by an admin) that the claim's
