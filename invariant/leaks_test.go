@@ -36,6 +36,22 @@ func TestNothingLeaked(t *testing.T) {
 		{"staged, no pod uses it", func(h *hist) {
 			h.call("NodeStageVolume", stage)
 		}, "no pod there uses it"},
+		{"staged, forgotten by a restarted kubelet", func(h *hist) {
+			h.call("NodeStageVolume", stage)
+			h.write(nodeUsing("node-1", "v1"), false)
+			h.add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: "kubelet-restart", Object: "Node node-1"})
+			h.write(node("node-1", true), false) // the restarted kubelet reports nothing in use
+		}, ""},
+		{"staged, a restarted kubelet still reports it in use", func(h *hist) {
+			h.call("NodeStageVolume", stage)
+			h.add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: "kubelet-restart", Object: "Node node-1"})
+			h.write(nodeUsing("node-1", "v1"), false)
+		}, "no pod there uses it"},
+		{"staged after the kubelet restarted", func(h *hist) {
+			h.add(trace.Entry{Kind: trace.Fault, Actor: "scenario", Verb: "kubelet-restart", Object: "Node node-1"})
+			h.call("NodeStageVolume", stage)
+			h.write(node("node-1", true), false)
+		}, "no pod there uses it"},
 		{"staged on a node that is down", func(h *hist) {
 			h.call("NodeStageVolume", stage)
 			h.end.Nodes[0] = *node("node-1", false)

@@ -28,13 +28,27 @@ func Root() string {
 }
 
 // ModuleKey names the Go module of the working directory by a hash of its
-// go.mod's path (go env GOMOD), for what is cached per checkout: two
-// checkouts of one module on a machine get two keys.
+// go.mod's path (GoMod), for what is cached per checkout: two checkouts of
+// one module on a machine get two keys.
 func ModuleKey() (string, error) {
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	gomod, err := GoMod()
+	if err != nil {
+		return "", err
+	}
+	return KeyOf(gomod), nil
+}
+
+// KeyOf is the key ModuleKey gives the module whose go.mod is at this path.
+func KeyOf(gomod string) string {
+	sum := sha256.Sum256([]byte(gomod))
+	return hex.EncodeToString(sum[:8])
+}
+
+// GoMod is the path of the working directory's go.mod (go env GOMOD).
+func GoMod() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
-	sum := sha256.Sum256(bytes.TrimSpace(gomod))
-	return hex.EncodeToString(sum[:8]), nil
+	return string(bytes.TrimSpace(out)), nil
 }

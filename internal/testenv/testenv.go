@@ -65,22 +65,60 @@ func BuildCsisim() (string, error) {
 // sharedDir is where the shared build of this checkout is kept:
 // ${CSISIM_CACHE:-$HOME/.cache/csisim}/test-bin/<hash of the module's
 // directory>, so that two checkouts on one machine keep a build each.
-func sharedDir() (string, error) {
-	key, err := cachedir.ModuleKey()
+func sharedDir() (string, string, error) {
+	gomod, err := cachedir.GoMod()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return filepath.Join(cachedir.Root(), "test-bin", key), nil
+	return filepath.Join(cachedir.Root(), "test-bin", cachedir.KeyOf(gomod)), gomod, nil
+}
+
+// checkoutFile, in a shared build's directory, holds the path of the
+// go.mod of the checkout it was built from.
+const checkoutFile = "checkout"
+
+// removeGoneCheckouts removes the shared builds (130 MB each) of checkouts
+// that are no longer there — a worktree or a clone that was deleted —
+// except one a test process still uses or another checkout is building.
+// A build from before the checkout was recorded goes too: its checkout,
+// if it still exists, builds again once.
+func removeGoneCheckouts(testBin, self string) {
+	dirs, _ := filepath.Glob(filepath.Join(testBin, "*"))
+	for _, dir := range dirs {
+		if dir == self {
+			continue
+		}
+		if gomod, err := os.ReadFile(filepath.Join(dir, checkoutFile)); err == nil {
+			if _, err := os.Stat(string(gomod)); err == nil {
+				continue
+			}
+		}
+		removeStale(dir)
+		if live, _ := filepath.Glob(filepath.Join(dir, "process-*")); len(live) > 0 {
+			continue
+		}
+		lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR, 0)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			os.RemoveAll(dir)
+		}
+		lock.Close()
+	}
 }
 
 // linkShared brings the shared build up to date and links it into a
 // directory of this process's own, returning the directory and the path.
 func linkShared() (string, string, error) {
-	shared, err := sharedDir()
+	shared, gomod, err := sharedDir()
 	if err != nil {
 		return "", "", err
 	}
 	if err := os.MkdirAll(shared, 0o755); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(filepath.Join(shared, checkoutFile), []byte(gomod), 0o644); err != nil {
 		return "", "", err
 	}
 	lock, err := os.OpenFile(filepath.Join(shared, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
@@ -96,6 +134,7 @@ func linkShared() (string, string, error) {
 		return "", "", fmt.Errorf("%v\n%s", err, out)
 	}
 	removeStale(shared)
+	removeGoneCheckouts(filepath.Dir(shared), shared)
 	dir, err := os.MkdirTemp(shared, fmt.Sprintf("process-%d-", os.Getpid()))
 	if err != nil {
 		return "", "", err

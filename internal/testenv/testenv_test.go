@@ -62,3 +62,59 @@ func TestRemoveStale(t *testing.T) {
 		}
 	}
 }
+
+// The shared build of a checkout that is gone is removed by the next
+// build of another checkout, unless a test process still uses it or its
+// lock is held (a build under way).
+func TestRemoveGoneCheckouts(t *testing.T) {
+	testBin := t.TempDir()
+	gomod := filepath.Join(t.TempDir(), "go.mod")
+	if err := os.WriteFile(gomod, []byte("module example.com/here\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]struct {
+		checkout string // recorded go.mod, "" for none
+		process  bool   // a process directory of this (live) process
+		locked   bool
+		want     bool
+	}{
+		"self":     {want: true},
+		"kept":     {checkout: gomod, want: true},
+		"gone":     {checkout: "/nonexistent/go.mod", want: false},
+		"legacy":   {want: false},
+		"in-use":   {checkout: "/nonexistent/go.mod", process: true, want: true},
+		"building": {checkout: "/nonexistent/go.mod", locked: true, want: true},
+	}
+	for name, d := range dirs {
+		dir := filepath.Join(testBin, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		lock, err := os.Create(filepath.Join(dir, "lock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Close()
+		if d.locked {
+			if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d.checkout != "" {
+			if err := os.WriteFile(filepath.Join(dir, checkoutFile), []byte(d.checkout), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d.process {
+			if err := os.MkdirAll(filepath.Join(dir, fmt.Sprintf("process-%d-1", os.Getpid())), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	removeGoneCheckouts(testBin, filepath.Join(testBin, "self"))
+	for name, d := range dirs {
+		if _, err := os.Stat(filepath.Join(testBin, name)); (err == nil) != d.want {
+			t.Errorf("%s: exists %v, want %v", name, err == nil, d.want)
+		}
+	}
+}

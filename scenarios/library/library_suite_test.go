@@ -15,7 +15,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/csisim/csisim/drivers/manifests"
 	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/internal/testenv"
 	"github.com/csisim/csisim/scenarios"
@@ -62,15 +61,17 @@ func lifecycleCalls(entries []trace.Entry) []string {
 func runOnSimulator(sc *scenarios.Scenario) (*scenarios.Result, *trace.Recorder, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cfg := cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName, DriverBinary: csisimBinary, Seed: 1, DriverLog: GinkgoWriter,
-		HealthMonitor: sc.Cluster.HealthMonitor}
+	// The cluster csisim run would start for the scenario with csisim's
+	// own driver: the profile's configuration, the scenario's other drivers
+	// and the driver's own manifests (cluster.deploy).
+	prof := profiles.MustDefault()
+	cfg, err := clusterprofile.Config(ctx, prof, sc.Cluster.Request(), clusterprofile.Options{DriverName: sc.Cluster.DriverName})
+	Expect(err).NotTo(HaveOccurred())
 	Expect(clusterprofile.AddDrivers(ctx, &cfg, sc.Drivers, sc.Cluster.Request(), clusterprofile.Options{})).To(Succeed())
 	if sc.Cluster.Deploy != "" {
-		// The driver's own deployment, as csisim run applies it.
-		set, err := manifests.Load(sc.Cluster.Deploy)
-		Expect(err).NotTo(HaveOccurred())
-		cfg.Deploy = set
+		Expect(clusterprofile.Deploy(&cfg, prof, sc.Cluster.Deploy, GinkgoWriter)).To(Succeed())
 	}
+	cfg.DriverBinary, cfg.Seed, cfg.DriverLog = csisimBinary, 1, GinkgoWriter
 	c, err := cluster.Start(ctx, cfg)
 	Expect(err).NotTo(HaveOccurred())
 	root := c.Root()

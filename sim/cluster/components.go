@@ -444,3 +444,8 @@ func (r *registry) restartable(process string) []*runningComponent {
 func (r *registry) isRunning(name string) bool {
 	return slices.ContainsFunc(r.running, func(rc *runningComponent) bool { return rc.name == name })
 }
+
+// RunsHealthMonitor says whether the cluster was started with the
+// external-health-monitor sidecar, the opt-in row of controlPlane
+// (Config.HealthMonitor); it implements scenarios.HealthMonitored.
+func (c *Cluster) RunsHealthMonitor() bool { return c.cfg.HealthMonitor }

@@ -154,7 +154,3 @@ func (c *Cluster) DeployedFrom() string {
 	}
 	return c.cfg.Deploy.Path
 }
-
-// RunsHealthMonitor says whether the cluster was started with the
-// external-health-monitor sidecar (Config.HealthMonitor).
-func (c *Cluster) RunsHealthMonitor() bool { return c.cfg.HealthMonitor }

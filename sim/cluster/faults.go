@@ -185,5 +185,12 @@ func (c *Cluster) restartKubelet(ctx context.Context, parts *nodeParts, node str
 	if parts.kubelet == nil {
 		return fmt.Errorf("node %s has no kubelet", node)
 	}
-	return parts.kubelet.Restart(ctx)
+	old := parts.kubelet.ProcessID()
+	err := parts.kubelet.Restart(ctx)
+	// The calls the old process left waiting in the node's proxies end
+	// with it, as the sidecars' do (restartComponent).
+	for _, pl := range parts.all() {
+		pl.proxy.InterruptParkedOf(old)
+	}
+	return err
 }

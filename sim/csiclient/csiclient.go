@@ -80,7 +80,7 @@ func recordCalls(actor, driver string, rec *trace.Recorder, exited func() bool) 
 		exited = func() bool { return false }
 	}
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if exited() {
+		if exited() || processEnded(ctx) {
 			return status.Errorf(codes.Unavailable, "%s has exited", actor)
 		}
 		if rec == nil {
@@ -106,7 +106,7 @@ func recordCalls(actor, driver string, rec *trace.Recorder, exited func() bool) 
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: path.Base(method), Object: VolumeOf(req, reply),
 			Driver: driver, Wall: time.Since(start).Round(time.Microsecond)}
-		if exited() {
+		if exited() || processEnded(ctx) {
 			// What the proxy in front of a real sidecar records when
 			// the sidecar dies during a call.
 			err = status.Error(codes.Canceled, "context canceled")

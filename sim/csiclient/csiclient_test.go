@@ -5,11 +5,13 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/drivers/mock"
@@ -86,9 +88,9 @@ func (h *hangingNode) NodeStageVolume(ctx context.Context, _ *csi.NodeStageVolum
 	return &csi.NodeStageVolumeResponse{}, nil
 }
 
-// TestCallInFlight: a call is known from when it is sent (InFlight), with
-// its request's data, and is no entry until it returns.
-func TestCallInFlight(t *testing.T) {
+// serveHangingNode serves a hangingNode and connects to it as node-1's
+// kubelet, recording the calls.
+func serveHangingNode(t *testing.T) (*hangingNode, *Conn, *trace.Recorder) {
 	path := filepath.Join(t.TempDir(), "csi.sock")
 	lis, err := net.Listen("unix", path)
 	if err != nil {
@@ -98,13 +100,20 @@ func TestCallInFlight(t *testing.T) {
 	srv := grpc.NewServer()
 	csi.RegisterNodeServer(srv, node)
 	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
+	t.Cleanup(srv.Stop)
 	rec := trace.New(clock.RealClock{})
 	conn, err := Dial("unix://"+path, "kubelet:node-1", rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
+	return node, conn, rec
+}
+
+// TestCallInFlight: a call is known from when it is sent (InFlight), with
+// its request's data, and is no entry until it returns.
+func TestCallInFlight(t *testing.T) {
+	node, conn, rec := serveHangingNode(t)
 	done := make(chan error, 1)
 	go func() {
 		_, err := conn.Node.NodeStageVolume(context.Background(), &csi.NodeStageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: "/staging"})
@@ -126,5 +135,30 @@ func TestCallInFlight(t *testing.T) {
 	entries, inFlight = rec.Snapshot()
 	if len(entries) != 1 || len(inFlight) != 0 || entries[0].Detail != "OK" {
 		t.Errorf("after the answer: entries %+v, in flight %+v; want the call's entry only", entries, inFlight)
+	}
+}
+
+// TestCallOfAnEndedProcess: a call whose process ended while it was in
+// flight is recorded cut off (Canceled), whatever the driver answered, and
+// the ended process makes no call any more (WithProcess).
+func TestCallOfAnEndedProcess(t *testing.T) {
+	node, conn, rec := serveHangingNode(t)
+	var ended atomic.Bool
+	ctx := WithProcess(context.Background(), "kubelet:node-1#0", func() bool { return !ended.Load() })
+	done := make(chan error, 1)
+	go func() {
+		_, err := conn.Node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: "/staging"})
+		done <- err
+	}()
+	<-node.started
+	ended.Store(true) // the kubelet restarts
+	close(node.release)
+	<-done
+	if _, err := conn.Node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: "/staging"}); status.Code(err) != codes.Unavailable {
+		t.Errorf("a call of the ended process: %v, want Unavailable", err)
+	}
+	entries := rec.Entries()
+	if len(entries) != 1 || entries[0].Verb != "NodeStageVolume" || entries[0].Detail != "Canceled" {
+		t.Fatalf("entries %+v, want the NodeStageVolume only, Canceled", entries)
 	}
 }

@@ -41,6 +41,28 @@ func Driver(name string) Option { return func(o *options) { o.driver = name } }
 // answers, as the answer reaches no one.
 func Exited(exited func() bool) Option { return func(o *options) { o.exited = exited } }
 
+// WithProcess marks the calls made with ctx as made by one run of a
+// caller whose connection outlives it (a kubelet restarted in place keeps
+// its node's connection): id names the run to the fault proxy
+// (faultproxy.CallerHeader), which can cut off the calls it holds for it,
+// and running says whether the run still goes on. A call whose run ended
+// before the answer came is recorded cut off (Canceled), as Exited does
+// for a connection's caller.
+func WithProcess(ctx context.Context, id string, running func() bool) context.Context {
+	ctx = metadata.AppendToOutgoingContext(ctx, faultproxy.CallerHeader, id)
+	return context.WithValue(ctx, processKey{}, running)
+}
+
+// processKey is the context key of WithProcess's running.
+type processKey struct{}
+
+// processEnded says whether the run that made a call with ctx has ended
+// (WithProcess).
+func processEnded(ctx context.Context) bool {
+	running, ok := ctx.Value(processKey{}).(func() bool)
+	return ok && !running()
+}
+
 // Caller names the caller to the fault proxy (faultproxy.CallerHeader),
 // which can then cut off the calls it holds for it when it exits.
 func Caller(id string) Option { return func(o *options) { o.caller = id } }

@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csisim/csisim/sim/attachdetach"
-	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // mapBlock is the kubelet's block volume mapper (volumeMode: Block):
@@ -70,7 +69,7 @@ func (k *Kubelet) mapBlock(ctx context.Context, pod *corev1.Pod, v volumeToMount
 	if err := os.MkdirAll(filepath.Dir(publish), 0o750); err != nil {
 		return fmt.Errorf("creating block publish dir: %w", err)
 	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := k.csiCallContext(ctx)
 	_, err = k.nodeClient(src.Driver).NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: publish,
 		VolumeCapability: capability, Readonly: v.readOnly, VolumeContext: src.VolumeAttributes, Secrets: secrets,
@@ -118,7 +117,7 @@ func (k *Kubelet) setUpDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return false, fmt.Errorf("creating block staging dir: %w", err)
 	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := k.csiCallContext(ctx)
 	defer cancel()
 	_, err = k.nodeClient(src.Driver).NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging,
@@ -191,7 +190,7 @@ func (k *Kubelet) unmapBlock(ctx context.Context, uid types.UID, m *mountedVolum
 	if err := os.Remove(global); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("removing %s: %w", global, err)
 	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := k.csiCallContext(ctx)
 	defer cancel()
 	if _, err := k.nodeClient(m.driverName()).NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target}); err != nil {
 		return fmt.Errorf("NodeUnpublishVolume %s: %w", m.pvName, err)
@@ -204,7 +203,7 @@ func (k *Kubelet) unmapBlock(ctx context.Context, uid types.UID, m *mountedVolum
 // go.
 func (k *Kubelet) tearDownBlockDevice(ctx context.Context, driver string, st *stagedVolume) error {
 	if _, err := os.Stat(st.path); err == nil {
-		callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+		callCtx, cancel := k.csiCallContext(ctx)
 		_, err := k.nodeClient(driver).NodeUnstageVolume(callCtx, &csi.NodeUnstageVolumeRequest{VolumeId: st.handle, StagingTargetPath: st.path})
 		cancel()
 		if err != nil {

@@ -23,7 +23,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/csisim/csisim/sim/controller"
-	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // csiNodeUpdaterKey is the pod worker queue's key of the periodic update.
@@ -120,7 +119,7 @@ func (k *Kubelet) tickCSINodeUpdater(ctx context.Context) error {
 // NodeGetInfo, and the driver's CSINode entry written if it changed (only
 // the CSINode: the Node's annotation and labels are registration's).
 func (k *Kubelet) updateCSIDriver(ctx context.Context) error {
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := k.csiCallContext(ctx)
 	info, err := k.nodeClient(k.cfg.DriverName).NodeGetInfo(callCtx, &csi.NodeGetInfoRequest{})
 	cancel()
 	if err != nil {

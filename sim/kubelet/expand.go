@@ -50,7 +50,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/csisim/csisim/sim/controller"
-	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
@@ -505,7 +504,7 @@ func (k *Kubelet) nodeExpand(ctx context.Context, op expandOp) error {
 			AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{FsType: src.FSType, MountFlags: op.v.pv.Spec.MountOptions}},
 		}
 	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := k.csiCallContext(ctx)
 	defer cancel()
 	_, err = k.nodeClient(src.Driver).NodeExpandVolume(callCtx, &csi.NodeExpandVolumeRequest{
 		VolumeId: src.VolumeHandle, VolumePath: op.volumePath, StagingTargetPath: op.staging,

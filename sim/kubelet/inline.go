@@ -14,7 +14,6 @@ import (
 
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/controller"
-	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
@@ -172,7 +171,7 @@ func (k *Kubelet) mountInlineOnce(ctx context.Context, pod *corev1.Pod, iv inlin
 	}); err != nil {
 		return k.setUpFailed(pod, iv, csiLog("mounter.SetUpAt failed to save volume info data: %v", err))
 	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := k.csiCallContext(ctx)
 	_, err = k.nodeClient(driver).NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
 		VolumeId: iv.handle, TargetPath: target, VolumeCapability: capability, Readonly: readOnly,
 		VolumeContext: volumeContext, Secrets: secrets,

@@ -51,6 +51,7 @@ import (
 	"net/netip"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -137,6 +138,9 @@ type Kubelet struct {
 	client   kubernetes.Interface
 	events   record.EventRecorder
 	stopRecs func()
+	// runs counts the kubelet's processes: Restart starts the next one,
+	// and a CSI call of an earlier one is cut off (process.go).
+	runs atomic.Int64
 	// newEvents makes the event recorder of a (re)started kubelet process.
 	newEvents func() (record.EventRecorder, func())
 

@@ -25,7 +25,6 @@ import (
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/controller"
-	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // nodeCaps are the node plugin's capabilities (NodeGetCapabilities).
@@ -35,7 +34,7 @@ type nodeCaps map[csi.NodeServiceCapability_RPC_Type]bool
 // cluster asked it at start (driverinfo.AskNode); the real kubelet asks
 // before each operation.
 func (k *Kubelet) nodeCapabilities(ctx context.Context, driver string) (nodeCaps, error) {
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := k.csiCallContext(ctx)
 	defer cancel()
 	return driverinfo.AskNode(callCtx, k.nodeClient(driver))
 }
@@ -254,7 +253,7 @@ func (k *Kubelet) mountFilesystem(ctx context.Context, pod *corev1.Pod, v volume
 		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q : %v", v.pv.Name, err)
 		return fmt.Errorf("volume %s of pod %s: %w", v.pv.Name, pod.Name, err)
 	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := k.csiCallContext(ctx)
 	_, err = k.nodeClient(src.Driver).NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
 		VolumeCapability: volumeCapability(v.pv, caps, mountGroup), Readonly: v.readOnly,
@@ -337,7 +336,7 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 	if err := saveVolumeData(filepath.Dir(staging), map[string]string{volDataHandle: src.VolumeHandle, volDataDriver: src.Driver}); err != nil {
 		return err
 	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := k.csiCallContext(ctx)
 	defer cancel()
 	_, err = k.nodeClient(src.Driver).NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging,
@@ -365,7 +364,7 @@ func (k *Kubelet) unpublish(ctx context.Context, uid types.UID, m *mountedVolume
 		return fmt.Errorf("error cleaning subPath mounts for volume %q (UniqueName: %q) pod %q (UID: %q) : %w",
 			m.outerName(), m.unique, uid, uid, err)
 	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := k.csiCallContext(ctx)
 	_, err := k.nodeClient(m.driverName()).NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target})
 	cancel()
 	if err != nil {
@@ -377,7 +376,7 @@ func (k *Kubelet) unpublish(ctx context.Context, uid types.UID, m *mountedVolume
 // unmountDevice is UnmountDevice: NodeUnstageVolume on driver's plugin,
 // then the staging directory and its vol_data.json go.
 func (k *Kubelet) unmountDevice(ctx context.Context, driver string, st *stagedVolume) error {
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := k.csiCallContext(ctx)
 	_, err := k.nodeClient(driver).NodeUnstageVolume(callCtx, &csi.NodeUnstageVolumeRequest{VolumeId: st.handle, StagingTargetPath: st.path})
 	cancel()
 	if err != nil {

@@ -13,8 +13,6 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // SyncFrequency is how often the kubelet syncs each running pod
@@ -110,7 +108,7 @@ func (k *Kubelet) collectVolumeStats(ctx context.Context, driver string) {
 		return
 	}
 	for _, t := range targets {
-		callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+		callCtx, cancel := k.csiCallContext(ctx)
 		_, _ = k.nodeClient(driver).NodeGetVolumeStats(callCtx, &csi.NodeGetVolumeStatsRequest{VolumeId: t.handle, VolumePath: t.path})
 		cancel()
 	}

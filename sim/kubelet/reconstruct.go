@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csisim/csisim/sim/attachdetach"
-	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // orphansKey is the queue key of the clean-up of volumes a restarted
@@ -42,6 +41,9 @@ const orphansKey = "#orphaned-pod-volumes"
 // again (NodeGetInfo). Restart must not run concurrently with the kubelet's
 // workers: the simulation calls it from its loop.
 func (k *Kubelet) Restart(ctx context.Context) error {
+	// The old process ends: its CSI calls in flight are cut off
+	// (process.go), and what it was doing makes no call any more.
+	k.runs.Add(1)
 	k.desired.reset()
 	k.actual.reset()
 	k.backoff.clear()
@@ -62,7 +64,7 @@ func (k *Kubelet) Restart(ctx context.Context) error {
 	// Each node plugin registers again, and says whether it stages.
 	stages := map[string]bool{}
 	for _, driver := range k.driverNames() {
-		callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+		callCtx, cancel := k.csiCallContext(ctx)
 		_, err := k.nodeClient(driver).NodeGetInfo(callCtx, &csi.NodeGetInfoRequest{})
 		cancel()
 		if err != nil {

@@ -18,8 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
-
-	"github.com/csisim/csisim/sim/csiclient"
 )
 
 // annNodeID is the Node annotation with each registered driver's node ID
@@ -88,7 +86,7 @@ func (k *Kubelet) RegisterDriver(ctx context.Context, driver string, identity cs
 	if p == nil {
 		return fmt.Errorf("node %s: no node plugin of driver %s", k.cfg.NodeName, driver)
 	}
-	callCtx, cancel := csiclient.WithTimeout(ctx, k.cfg.Timeout)
+	callCtx, cancel := k.csiCallContext(ctx)
 	defer cancel()
 	info, err := identity.GetPluginInfo(callCtx, &csi.GetPluginInfoRequest{})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-helpers/storage/ephemeral"
 
 	"github.com/csisim/csisim/sim/volumeutil"
 )
@@ -58,9 +59,13 @@ func (c *Controller) syncVolumeProtection(ctx context.Context, name string) erro
 }
 
 // releaseClaimProtection removes kubernetes.io/pvc-protection from a
-// deleted claim once no scheduled pod that may still run uses it. A pod
-// that was never scheduled does not hold the claim: the kubelet will not
-// start a pod whose claim is being deleted.
+// deleted claim once no scheduled pod holds it. A pod that was never
+// scheduled does not hold the claim: the kubelet will not start a pod whose
+// claim is being deleted. A pod that has ended (Succeeded, Failed) still
+// does, until its object is gone: its kubelet may not have unmounted the
+// volume yet, and releasing the claim then lets the volume be deleted
+// under a mount (found with csisim diff against v1.37.2; the real
+// controller's podUsesPVC does not look at the phase).
 func (c *Controller) releaseClaimProtection(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
 	if !slices.Contains(claim.Finalizers, volumeutil.PVCProtectionFinalizer) {
 		return nil
@@ -70,10 +75,7 @@ func (c *Controller) releaseClaimProtection(ctx context.Context, claim *corev1.P
 		return err
 	}
 	for _, pod := range pods {
-		if pod.Spec.NodeName == "" || terminated(pod) || shutDown(pod) {
-			continue
-		}
-		if usesClaim(pod, claim) {
+		if pod.Spec.NodeName != "" && holdsClaim(pod, claim) {
 			return nil // in use; the pod's deletion enqueues the claim again
 		}
 	}
@@ -84,6 +86,28 @@ func (c *Controller) releaseClaimProtection(ctx context.Context, claim *corev1.P
 		return nil
 	}
 	return err
+}
+
+// holdsClaim: the pod keeps a deleted claim from going. A
+// persistentVolumeClaim volume holds it as long as the pod exists; a
+// generic ephemeral volume's claim, owned by the pod, is let go once the
+// pod is shut down, so that a pod finalizer waiting for the claim and the
+// claim waiting for the pod cannot hold each other forever.
+func holdsClaim(pod *corev1.Pod, claim *corev1.PersistentVolumeClaim) bool {
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			if v.PersistentVolumeClaim.ClaimName == claim.Name {
+				return true
+			}
+		case v.Ephemeral != nil:
+			if name, _ := volumeutil.ClaimName(pod, v); name == claim.Name && !shutDown(pod) && ephemeral.VolumeIsForPod(pod, claim) == nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // shutDown: the kubelet is done with the pod (deleted with grace period 0)

@@ -50,3 +50,47 @@ func TestUnusedCondition(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldsClaim: which pods keep a deleted claim's pvc-protection
+// finalizer, as v1.37.2's controller decides (judged with csisim diff: a
+// Succeeded pod whose volume is not yet unpublished keeps the claim).
+func TestHoldsClaim(t *testing.T) {
+	zero := int64(0)
+	isTrue := true
+	now := metav1.Now()
+	pod := func(phase corev1.PodPhase, shutDown bool, src corev1.VolumeSource) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "ns", UID: "pod-uid"},
+			Spec:   corev1.PodSpec{NodeName: "node-1", Volumes: []corev1.Volume{{Name: "v", VolumeSource: src}}},
+			Status: corev1.PodStatus{Phase: phase}}
+		if shutDown {
+			p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &zero
+		}
+		return p
+	}
+	named := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}
+	other := corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "logs"}}
+	generic := corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "ns"}}
+	owned := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "app-v", Namespace: "ns",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "app", UID: "pod-uid", Controller: &isTrue}}}}
+	tests := []struct {
+		name  string
+		pod   *corev1.Pod
+		claim *corev1.PersistentVolumeClaim
+		want  bool
+	}{
+		{"a running pod", pod(corev1.PodRunning, false, named), claim, true},
+		{"a Succeeded pod not yet gone", pod(corev1.PodSucceeded, false, named), claim, true},
+		{"a Failed pod not yet gone", pod(corev1.PodFailed, false, named), claim, true},
+		{"a shut-down pod naming the claim", pod(corev1.PodSucceeded, true, named), claim, true},
+		{"a pod naming another claim", pod(corev1.PodRunning, false, other), claim, false},
+		{"a pod's own ephemeral claim", pod(corev1.PodRunning, false, generic), owned, true},
+		{"a Succeeded pod's own ephemeral claim", pod(corev1.PodSucceeded, false, generic), owned, true},
+		{"a shut-down pod's own ephemeral claim", pod(corev1.PodSucceeded, true, generic), owned, false},
+	}
+	for _, tt := range tests {
+		if got := holdsClaim(tt.pod, tt.claim); got != tt.want {
+			t.Errorf("%s: holdsClaim = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+}
