@@ -97,6 +97,8 @@ func (s *Server) resourceList(gv schema.GroupVersion) (*metav1.APIResourceList, 
 				ar.Group, ar.Version, ar.Kind = "authentication.k8s.io", "v1", "TokenRequest"
 			case "log":
 				ar.Kind, ar.Verbs = r.kind, metav1.Verbs{"get"}
+			case "proxy":
+				ar.Kind, ar.Verbs = "NodeProxyOptions", metav1.Verbs{"create", "delete", "get", "patch", "update"}
 			}
 			list.APIResources = append(list.APIResources, ar)
 		}

@@ -21,7 +21,10 @@ type request struct {
 	namespace   string
 	name        string
 	subresource string
-	actor       string
+	// proxyPath is what follows nodes/{name}/proxy/: the path on the
+	// node's kubelet (nodeproxy.go).
+	proxyPath string
+	actor     string
 }
 
 // serverContextKey carries the Server in a request's context, for the
@@ -123,6 +126,10 @@ func (s *Server) parseResourcePath(gv schema.GroupVersion, segs []string) (reque
 	if len(segs) > 1 {
 		req.subresource = segs[1]
 	}
+	if resName == "nodes" && gv.Group == "" && len(segs) > 2 && segs[1] == "proxy" {
+		req.proxyPath = strings.Join(segs[2:], "/")
+		segs = segs[:2]
+	}
 	if len(segs) > 2 {
 		return req, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: resName}, strings.Join(segs, "/"))
 	}
@@ -221,6 +228,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, req reque
 		} else {
 			s.serveList(w, r, req)
 		}
+	case req.subresource == "proxy":
+		s.serveNodeProxy(w, r, req)
 	case r.Method == http.MethodGet && req.subresource == "log":
 		s.serveLog(w, r, req)
 	case req.subresource == "log":

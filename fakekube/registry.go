@@ -120,7 +120,7 @@ func defaultResources() []*resource {
 			fields: func(o runtime.Object) fields.Set {
 				return fields.Set{"status.phase": string(o.(*corev1.Namespace).Status.Phase)}
 			}},
-		{gvr: coreV1.WithResource("nodes"), kind: "Node", shortNames: []string{"no"}, hasStatus: true,
+		{gvr: coreV1.WithResource("nodes"), kind: "Node", shortNames: []string{"no"}, hasStatus: true, subresources: []string{"proxy"},
 			fields: func(o runtime.Object) fields.Set {
 				return fields.Set{"spec.unschedulable": fmt.Sprint(o.(*corev1.Node).Spec.Unschedulable)}
 			}},

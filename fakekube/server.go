@@ -67,6 +67,9 @@ type Options struct {
 	// ContainerLogs, if set, is the kubelets' side of pods/log: what a
 	// pod's container has printed. Unset: every container's log is empty.
 	ContainerLogs ContainerLogs
+	// NodeProxy, if set, is the kubelets' side of nodes/{name}/proxy:
+	// what the node's kubelet serves at a path. Unset: no node answers.
+	NodeProxy NodeProxy
 	// Wait, if set, lets d pass for the request being served, on the
 	// clock of whoever runs the clients: slow writes (SlowWrites) and a
 	// client's wait before it retries a 429 (Throttle) take it. Unset:
@@ -97,6 +100,8 @@ type Server struct {
 	clock clock.PassiveClock
 	// containerLogs is Options.ContainerLogs (podlog.go).
 	containerLogs ContainerLogs
+	// nodeProxy is Options.NodeProxy (nodeproxy.go).
+	nodeProxy NodeProxy
 	// openAPI builds the OpenAPI documents on first use (openapi.go).
 	openAPI func() (*openAPIServices, error)
 	// faults, wait and harnessActors are the request faults and what
@@ -118,7 +123,7 @@ func New(opts Options) *Server {
 		opts.EventTTL = DefaultEventTTL
 	}
 	reg := newRegistry(defaultResources())
-	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts), containerLogs: opts.ContainerLogs,
+	s := &Server{reg: reg, clock: opts.Clock, store: newStore(reg, opts), containerLogs: opts.ContainerLogs, nodeProxy: opts.NodeProxy,
 		wait: opts.Wait, harnessActors: opts.Harness,
 		openAPI: sync.OnceValues(func() (*openAPIServices, error) { return newOpenAPIServices(reg) })}
 	nsRes := reg.byGVR[coreV1.WithResource("namespaces")]

@@ -185,7 +185,13 @@ func (ex *executor) waitSimulated(ctx context.Context, sim Simulated, w *Wait) (
 	)
 	cond := func() (bool, error) {
 		v, o, err := ex.look(ctx, &w.Check)
-		last, obj = v, o
+		last = v
+		// The object is kept only for what the check saves from it: a
+		// wait for a list of 10,000 objects would otherwise hold the last
+		// list while the next one is read.
+		if len(w.Check.Save) > 0 {
+			obj = o
+		}
 		return err == nil && v.held, nil
 	}
 	err := ex.runSplit(ctx, w.Timeout, func(d time.Duration) error { return sim.RunUntil(ctx, d, cond) })

@@ -58,7 +58,7 @@ func readManifests(text string, file string, firstLine int) ([]Manifest, []*Pars
 			fail(line, "%s", msg)
 			continue
 		}
-		objects = append(objects, Manifest{File: file, Line: line, Object: obj, node: &syntax, lineBase: firstLine + doc.start - 1})
+		objects = append(objects, Manifest{File: file, Line: line, Object: obj, doc: doc.text, lineBase: firstLine + doc.start - 1})
 	}
 	if len(objects) == 0 && len(errs) == 0 {
 		errs = append(errs, &ParseError{File: file, Line: firstLine, Msg: "manifest holds no objects"})
@@ -133,10 +133,11 @@ func isDocumentSeparator(line string) bool {
 // spec.containers[0].lifecycle) — its key's line — or of the deepest part
 // of it the document holds; m.Line when m was not read from YAML.
 func (m Manifest) FieldLine(path string) int {
-	if m.node == nil || len(m.node.Content) == 0 {
+	var root yaml3.Node
+	if m.doc == "" || yaml3.Unmarshal([]byte(m.doc), &root) != nil || len(root.Content) == 0 {
 		return m.Line
 	}
-	n := m.node.Content[0]
+	n := root.Content[0]
 	line := n.Line
 	for _, part := range strings.Split(path, ".") {
 		name, rest, _ := strings.Cut(part, "[")

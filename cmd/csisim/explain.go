@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -144,12 +143,11 @@ func printExplanation(snap *explain.Snapshot, target explain.Ref, stdout, stderr
 	return 0
 }
 
-// explainFlag is `csisim run --explain KIND/NAME`: it collects the run's
-// history and, at the end, explains the object from it.
+// explainFlag is `csisim run --explain KIND/NAME`: at the end of the run,
+// it explains the object from the run's history (the outcome's timeline;
+// it keeps no copy of its own, which cost as much memory as the timeline).
 type explainFlag struct {
 	target string
-	mu     sync.Mutex
-	seen   []trace.Entry
 }
 
 const explainUsage = "at the end of the run, say why this object (KIND/NAME, e.g. pvc/data; namespace default) is where it is,\n" +
@@ -162,19 +160,6 @@ func (x *explainFlag) check() error {
 	}
 	_, err := explain.ParseTarget(x.target, "")
 	return err
-}
-
-// observe chains the collector onto a cluster's OnEntry. It collects
-// also without a target: a failed wait is explained from the history too.
-func (x *explainFlag) observe(next func(trace.Entry)) func(trace.Entry) {
-	return func(e trace.Entry) {
-		x.mu.Lock()
-		x.seen = append(x.seen, e)
-		x.mu.Unlock()
-		if next != nil {
-			next(e)
-		}
-	}
 }
 
 // print writes the explanation from what the run recorded: of the
@@ -191,9 +176,7 @@ func (x *explainFlag) print(sc *scenarios.Scenario, out runOutcome, stdout, stde
 		fmt.Fprintf(stderr, "csisim: --explain: %v\n", err)
 		return
 	}
-	x.mu.Lock()
-	entries := append([]trace.Entry(nil), x.seen...)
-	x.mu.Unlock()
+	entries := out.entries
 	fmt.Fprintf(stdout, "\nWhy %s is where it is, at the end of the run:\n", target)
 	n, at := explain.EndOfSteps(entries)
 	printExplanation(explain.SnapshotAt(entries, n, at), target, stdout, stderr)
@@ -220,9 +203,7 @@ func (x *explainFlag) printFailedWait(sc *scenarios.Scenario, out runOutcome, w 
 	if err != nil {
 		return // not a kind Explain knows, or a name the run never saved
 	}
-	x.mu.Lock()
-	entries := append([]trace.Entry(nil), x.seen...)
-	x.mu.Unlock()
+	entries := out.entries
 	// As it was when the wait gave up: not after, when the cluster's
 	// shutdown cut off what was in flight.
 	n := slices.IndexFunc(entries, func(e trace.Entry) bool {

@@ -370,7 +370,7 @@ func readTrial(path string) (nemesis.Trial, bool, error) {
 // cluster: those set, without the nemesis's own and the outputs.
 func clusterFlags(fs *flag.FlagSet) []string {
 	skip := map[string]bool{"nemesis": true, "liveness": true, "shrink": true, "shrink-out": true, "nemesis-trial": true,
-		"nemesis-verdict": true, "trace": true, "quiet": true, "cpuprofile": true, "driver-log": true,
+		"nemesis-verdict": true, "trace": true, "quiet": true, "cpuprofile": true, "memprofile": true, "driver-log": true,
 		// A seed of a sweep has --json-result: the result is its run's,
 		// which a trial must not write over.
 		"json-result": true}

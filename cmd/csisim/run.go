@@ -50,6 +50,7 @@ type runCmd struct {
 	traceFile     string
 	backend       string
 	cpuProfile    string
+	memProfile    string
 	seeds         string
 	parallel      int
 	shardSpec     string
@@ -80,6 +81,7 @@ func (c *runCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.backend, "backend", "sim", "where to run: sim, the simulator, or realkube, a real control plane (make realkube-bins)\n"+
 		"with csisim's simulated kubelets joining it; realkube runs on wall time and ignores --seed")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile of the run to this file: what is in use at the run's largest heap, and every allocation (go tool pprof -sample_index=alloc_space)")
 	fs.StringVar(&c.seeds, "seeds", "", seedsUsage)
 	fs.IntVar(&c.parallel, "parallel", 1, "with --seeds, how many seeds run at once, each in a csisim process and on a cluster of its own\n"+
 		"(the output and each seed's result are the same whatever it is)")
@@ -130,6 +132,13 @@ func (c *runCmd) Run(ctx context.Context) error {
 	}
 	if c.cpuProfile != "" {
 		stopProfile, err := startCPUProfile(c.cpuProfile)
+		if err != nil {
+			return usageError(err)
+		}
+		defer stopProfile()
+	}
+	if c.memProfile != "" {
+		stopProfile, err := startHeapProfile(c.memProfile)
 		if err != nil {
 			return usageError(err)
 		}
@@ -237,7 +246,6 @@ func (c *runCmd) runOnce(ctx context.Context, sc *scenarios.Scenario, cfg cluste
 	if !c.quiet {
 		sim.cluster.OnEntry = c.timeline.onEntry(c.stdout)
 	}
-	sim.cluster.OnEntry = c.explainAt.observe(sim.cluster.OnEntry)
 	info := c.timeline.info(c.stdout, c.stderr)
 	title := fmt.Sprintf("scenario %s, seed %d", sc.Name, c.seed)
 	var out runOutcome

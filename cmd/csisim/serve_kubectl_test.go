@@ -202,6 +202,21 @@ var _ = Describe("kubectl against csisim serve", Ordered, func() {
 		Expect(quiet("get", "events", "--field-selector", "involvedObject.kind=DaemonSet", "-o", "jsonpath={.items[0].reason}")).
 			To(Equal("SuccessfulCreate"))
 	})
+
+	// The kubelet gathers volume stats every minute (of the cluster's
+	// time, which serve runs at wall speed): the claim's gauges appear
+	// within a minute of its pod's start.
+	It("serves a node's kubelet_volume_stats metrics through the API server's node proxy", func() {
+		Eventually(func() string {
+			return quiet("get", "--raw", "/api/v1/nodes/node-1/proxy/metrics")
+		}, 90*time.Second, 2*time.Second).Should(MatchRegexp(
+			`(?m)^kubelet_volume_stats_capacity_bytes\{namespace="default",persistentvolumeclaim="data"\} [0-9.e+]+$`))
+		Expect(quiet("get", "--raw", "/api/v1/nodes/node-1/proxy/metrics")).To(
+			ContainSubstring("# HELP kubelet_volume_stats_used_bytes [ALPHA] Number of used bytes in the volume"))
+		s := kubectlRun("get", "--raw", "/api/v1/nodes/node-1/proxy/stats/summary")
+		Expect(s.ExitCode()).NotTo(Equal(0))
+		Expect(string(s.Err.Contents())).To(ContainSubstring("nodes/node-1/proxy/stats/summary is not supported by csisim serve"))
+	})
 })
 
 const daemonSet = `apiVersion: apps/v1

@@ -271,7 +271,7 @@ func childArgs(flags []string, traceFile, driverLog string) func(seed uint64) []
 // without: which seeds, how many at once, and where output goes.
 func leftOutOfReplay(name string) bool {
 	switch name {
-	case "seed", "seeds", "shard", "parallel", "junit", "quiet", "trace", "driver-log", "cpuprofile", "json-result":
+	case "seed", "seeds", "shard", "parallel", "junit", "quiet", "trace", "driver-log", "cpuprofile", "memprofile", "json-result":
 		return true
 	}
 	return false

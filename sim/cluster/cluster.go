@@ -47,6 +47,9 @@ type Cluster struct {
 	clients    *clients
 	components registry
 	nodes      map[string]*nodeParts // what makes up each node, for faults
+	// nodesMu guards nodes against the API server's node proxy, which
+	// reads it from its own goroutines (nodeproxy.go).
+	nodesMu sync.Mutex
 	// faultBy is who injects the fault being injected, the actor of its
 	// FAULT entry: the scenario, or a person with csisim fault
 	// (InjectFaultLive).
@@ -142,7 +145,7 @@ func (c *Cluster) startLoop() {
 			c.loop.Observe(w)
 		}
 	}, OnRefused: func(w fakekube.Write, err error) { c.rec.Add(describeRefused(w, err)) },
-		ContainerLogs: c.containerLogs,
+		ContainerLogs: c.containerLogs, NodeProxy: c.nodeProxy,
 		// Slow writes and a client's wait for Retry-After cost virtual
 		// time: the job that made the request parks on the loop's clock.
 		Wait: func(d time.Duration) {

@@ -121,7 +121,9 @@ func (c *Cluster) loseNode(parts *nodeParts, node string) error {
 	if parts.lost {
 		return fmt.Errorf("node %s is already lost", node)
 	}
+	c.nodesMu.Lock()
 	parts.lost = true
+	c.nodesMu.Unlock()
 	if parts.kubelet != nil {
 		parts.kubelet.Stop(true)
 	}
@@ -148,7 +150,9 @@ func (c *Cluster) returnNode(ctx context.Context, parts *nodeParts, node string)
 			}
 		}
 	}
+	c.nodesMu.Lock()
 	parts.lost = false
+	c.nodesMu.Unlock()
 	if parts.kubelet != nil {
 		parts.kubelet.Stop(false)
 		parts.kubelet.Heartbeat(ctx)

@@ -20,7 +20,9 @@ func (c *Cluster) startNode(ctx context.Context, node string) error {
 		return err
 	}
 	parts := &nodeParts{plugin: pl}
+	c.nodesMu.Lock()
 	c.nodes[node] = parts
+	c.nodesMu.Unlock()
 	agent := fault.KubeletComponent(node)
 	conn, err := c.clients.dial(pl.proxy.Endpoint(), agent, c.traceName(c.driver))
 	if err != nil {
@@ -43,7 +45,9 @@ func (c *Cluster) startNode(ctx context.Context, node string) error {
 	if err := k.Register(ctx, conn.Identity); err != nil {
 		return err
 	}
+	c.nodesMu.Lock()
 	parts.kubelet = k
+	c.nodesMu.Unlock()
 	parts.identity = conn.Identity
 	if err := c.startExtraNodePlugins(ctx, node, parts); err != nil {
 		return err

@@ -138,6 +138,9 @@ type Kubelet struct {
 	client   kubernetes.Interface
 	events   record.EventRecorder
 	stopRecs func()
+	// volumeStats is what the last volume stats collection found, for
+	// the metrics endpoint (volumestats.go).
+	volumeStats volumeStats
 	// runs counts the kubelet's processes: Restart starts the next one,
 	// and a CSI call of an earlier one is cut off (process.go).
 	runs atomic.Int64

@@ -70,25 +70,27 @@ func (k *Kubelet) hasRepublishVolume(pod *corev1.Pod) bool {
 
 // CollectVolumeStats asks the node plugin for the usage of every volume
 // published here, as the kubelet's volume stats calculators do, when the
-// plugin has GET_VOLUME_STATS. The numbers go nowhere: the calls are what
-// a driver sees.
+// plugin has GET_VOLUME_STATS. The answers of the claims' volumes are the
+// kubelet_volume_stats metrics (volumestats.go).
 func (k *Kubelet) CollectVolumeStats(ctx context.Context) {
 	if k.Stopped() {
 		return
 	}
+	fresh := map[claimRef]volumeUsage{}
 	for _, driver := range k.driverNames() {
-		k.collectVolumeStats(ctx, driver)
+		k.collectVolumeStats(ctx, driver, fresh)
 	}
+	k.volumeStats.replace(fresh)
 }
 
 // collectVolumeStats is CollectVolumeStats for the volumes of one driver,
 // from its node plugin.
-func (k *Kubelet) collectVolumeStats(ctx context.Context, driver string) {
-	type target struct{ handle, path string }
+func (k *Kubelet) collectVolumeStats(ctx context.Context, driver string, fresh map[claimRef]volumeUsage) {
+	type target struct{ handle, path, pvName string }
 	var targets []target
 	for _, m := range k.actual.allMounted() {
 		if !m.uncertain && m.driverName() == driver {
-			targets = append(targets, target{m.handle, m.target})
+			targets = append(targets, target{m.handle, m.target, m.pvName})
 		}
 	}
 	if len(targets) == 0 {
@@ -109,8 +111,11 @@ func (k *Kubelet) collectVolumeStats(ctx context.Context, driver string) {
 	}
 	for _, t := range targets {
 		callCtx, cancel := k.csiCallContext(ctx)
-		_, _ = k.nodeClient(driver).NodeGetVolumeStats(callCtx, &csi.NodeGetVolumeStatsRequest{VolumeId: t.handle, VolumePath: t.path})
+		resp, err := k.nodeClient(driver).NodeGetVolumeStats(callCtx, &csi.NodeGetVolumeStatsRequest{VolumeId: t.handle, VolumePath: t.path})
 		cancel()
+		if err == nil {
+			k.noteVolumeStats(fresh, t.pvName, resp)
+		}
 	}
 }
 

@@ -42,7 +42,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -416,9 +415,16 @@ func (k *Kubelet) tearDown(ctx context.Context, uid types.UID, key string) error
 // no longer here or being deleted, and what the status manager keeps of
 // pods no longer here (a new pod under an old name has a UID of its own),
 // and returns the node's pods.
+//
+// It runs on every pending pod's sync, so it reads the node's pods in the
+// cache's own order: what it keeps and drops, and what its callers do with
+// the pods (sets of UIDs, the addresses taken), do not depend on the
+// order, and sorting the node's pods on every sync made it cost as the
+// square of the pods per node (5.7% of a run of 3,000 lifecycles on 100
+// nodes).
 func (k *Kubelet) forgetGonePods() []*corev1.Pod {
-	pods, _ := k.pods.List(labels.Everything())
-	here, live := map[types.UID]bool{}, map[types.UID]bool{}
+	pods := k.nodePodsAnyOrder()
+	here, live := make(map[types.UID]bool, len(pods)), make(map[types.UID]bool, len(pods))
 	for _, p := range pods {
 		here[p.UID] = true
 		if p.DeletionTimestamp == nil {
@@ -429,6 +435,25 @@ func (k *Kubelet) forgetGonePods() []*corev1.Pod {
 	k.podWorkers.containers.forget(here)
 	k.statuses.forget(here)
 	k.sandboxIPs.forget(live)
+	return pods
+}
+
+// nodePodsAnyOrder is the node's pods from the kubelet's cache, in no
+// particular order: the simulator's caches sort every list, which callers
+// that want only the set need not pay for.
+func (k *Kubelet) nodePodsAnyOrder() []*corev1.Pod {
+	var objs []any
+	if u, ok := k.podIndex.(interface{ ListAnyOrder() []any }); ok {
+		objs = u.ListAnyOrder()
+	} else {
+		objs = k.podIndex.List()
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			pods = append(pods, p)
+		}
+	}
 	return pods
 }
 

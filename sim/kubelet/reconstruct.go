@@ -50,6 +50,7 @@ func (k *Kubelet) Restart(ctx context.Context) error {
 	k.unmountBackoff.clear()
 	k.tokens.clear()
 	k.expandBackoff.clear()
+	k.volumeStats.replace(nil) // until the new process gathers them
 	k.pending.clear()
 	// A new process has new pod workers and an empty status cache; the
 	// sandboxes outlive it, and their addresses are in the pods' status.

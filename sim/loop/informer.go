@@ -3,7 +3,6 @@ package loop
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -189,42 +188,4 @@ func (i *Informer) fill() error {
 	}
 	i.rv = rv
 	return nil
-}
-
-// sortedIndexer is an Indexer whose lists come in key order instead of map
-// order, so that a controller walking a lister does the same thing in the
-// same order on every run.
-type sortedIndexer struct{ cache.Indexer }
-
-func newSortedIndexer() cache.Indexer {
-	return sortedIndexer{cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})}
-}
-
-func (s sortedIndexer) List() []any { return sortByKey(s.Indexer.List()) }
-
-func (s sortedIndexer) ByIndex(indexName, indexedValue string) ([]any, error) {
-	objs, err := s.Indexer.ByIndex(indexName, indexedValue)
-	return sortByKey(objs), err
-}
-
-func (s sortedIndexer) Index(indexName string, obj any) ([]any, error) {
-	objs, err := s.Indexer.Index(indexName, obj)
-	return sortByKey(objs), err
-}
-
-func sortByKey(objs []any) []any {
-	type keyed struct {
-		key string
-		obj any
-	}
-	ks := make([]keyed, len(objs))
-	for i, o := range objs {
-		k, _ := cache.MetaNamespaceKeyFunc(o)
-		ks[i] = keyed{k, o}
-	}
-	sort.Slice(ks, func(i, j int) bool { return ks[i].key < ks[j].key })
-	for i := range ks {
-		objs[i] = ks[i].obj
-	}
-	return objs
 }
