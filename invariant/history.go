@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	"github.com/csisim/csisim/sim/migration"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -52,6 +53,11 @@ func (o *objects) apply(e trace.Entry) {
 		if w.Removed {
 			delete(o.pvs, obj.Name)
 			return
+		}
+		// An in-tree volume whose plugin migrated is judged as the CSI
+		// volume the components treat it as.
+		if csiPV := migration.CSIPV(obj); csiPV != nil {
+			obj = csiPV
 		}
 		o.pvs[obj.Name] = obj
 		if obj.Spec.CSI != nil {

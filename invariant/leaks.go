@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/csisim/csisim/sim/migration"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -192,6 +193,9 @@ func newEndIndex(s *EndState) *endIndex {
 		claims: map[string]*corev1.PersistentVolumeClaim{}, pods: map[string]*corev1.Pod{}, nodes: map[string]*corev1.Node{}, end: s}
 	for i := range s.PersistentVolumes {
 		pv := &s.PersistentVolumes[i]
+		if csiPV := migration.CSIPV(pv); csiPV != nil {
+			pv = csiPV // as the components see an in-tree volume that migrated
+		}
 		x.pvs[pv.Name] = pv
 		if pv.Spec.CSI != nil {
 			x.pvByHandle[pv.Spec.CSI.VolumeHandle] = pv

@@ -36,6 +36,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/migration"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
@@ -377,7 +378,10 @@ func (c *Controller) boundVolume(namespace, claimName string) *corev1.Persistent
 	if err != nil {
 		return nil
 	}
-	return pv
+	// An in-tree volume whose plugin migrated is its CSI driver's
+	// (CreateVolumeSpec's translateInTreeSpecToCSIOnNodeIfNeeded: v1.37's
+	// migrations are all complete, so the node is not asked).
+	return migration.CSIPV(pv)
 }
 
 // attachRequired follows the CSIDriver object; a driver without one is

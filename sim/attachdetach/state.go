@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/csisim/csisim/sim/migration"
 )
 
 // attachment is one entry of the controller's actual state of the world:
@@ -84,7 +86,10 @@ func (c *Controller) populate() {
 			continue
 		}
 		pv, err := c.volumes.Get(*va.Spec.Source.PersistentVolumeName)
-		if err != nil || pv.Spec.CSI == nil {
+		if err == nil {
+			pv = migration.CSIPV(pv) // as the real one's createVolumeSpec
+		}
+		if err != nil || pv == nil || pv.Spec.CSI == nil {
 			continue // the real controller skips attachments it cannot resolve
 		}
 		c.putActual(&attachment{name: va.Name, node: va.Spec.NodeName,

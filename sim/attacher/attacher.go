@@ -29,6 +29,7 @@ import (
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/migration"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
@@ -388,6 +389,14 @@ func (a *Attacher) volumeOf(va *storagev1.VolumeAttachment) (*corev1.PersistentV
 	pv, err := a.volumes.Get(*va.Spec.Source.PersistentVolumeName)
 	if err != nil {
 		return nil, err // persistentvolume "pvc-…" not found, as the sidecar reports it
+	}
+	// An in-tree volume whose plugin migrated is attached as its CSI
+	// driver's volume (csi_handler.go: IsPVMigratable, then
+	// TranslateInTreePVToCSI); its finalizer still goes on the PV as
+	// written.
+	pv, _, err = migration.PV(pv)
+	if err != nil {
+		return nil, fmt.Errorf("failed to translate in tree pv to CSI: %v", err)
 	}
 	if pv.Spec.CSI == nil {
 		return nil, fmt.Errorf("persistentvolume %q is not a CSI volume", pv.Name)

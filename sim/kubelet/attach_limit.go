@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/csisim/csisim/sim/attachdetach"
+	"github.com/csisim/csisim/sim/migration"
 )
 
 // reasonAttachLimitExceeded is the event's and the pod status's reason
@@ -47,7 +48,10 @@ func (k *Kubelet) attachLimitExceeded(ctx context.Context, p processed, unattach
 	for _, name := range unattached {
 		v := p.volumes[name]
 		pv, err := k.volumes.Get(v.pvName)
-		if err != nil || pv.Spec.CSI == nil {
+		if err == nil {
+			pv = migration.CSIPV(pv)
+		}
+		if err != nil || pv == nil || pv.Spec.CSI == nil {
 			continue
 		}
 		driver := pv.Spec.CSI.Driver

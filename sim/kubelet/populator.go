@@ -27,8 +27,13 @@ import (
 	"k8s.io/component-helpers/storage/ephemeral"
 
 	"github.com/csisim/csisim/sim/attachdetach"
+	"github.com/csisim/csisim/sim/migration"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
+
+// errNoPluginMatched is the volume plugin manager's answer for a spec no
+// plugin supports (kubernetes pkg/volume/plugins.go: ErrNoPluginMatched).
+var errNoPluginMatched = errors.New("no volume plugin matched")
 
 // volumeToMount is one CSI volume of a pod, resolved through its claim.
 type volumeToMount struct {
@@ -73,6 +78,9 @@ func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
 		pv, err := k.volumes.Get(claim.Spec.VolumeName)
 		if err != nil {
 			return nil, errNotReady
+		}
+		if pv, _, err = migration.PV(pv); err != nil {
+			return nil, err
 		}
 		if pv.Spec.CSI == nil {
 			return nil, fmt.Errorf("volume %s of pod %s/%s is not a CSI volume", pv.Name, pod.Namespace, pod.Name)
@@ -252,6 +260,16 @@ func (k *Kubelet) processVolume(pod *corev1.Pod, v corev1.Volume, mounted, devic
 	case pv.Spec.ClaimRef.UID != claim.UID:
 		return processedVolume{}, wrap(fmt.Errorf("found PV object %s but its pv.Spec.ClaimRef.UID %s does not point to claim.UID %s",
 			pv.Name, pv.Spec.ClaimRef.UID, claim.UID))
+	}
+	// An in-tree volume whose plugin migrated is its CSI driver's, from
+	// here on (createVolumeSpec: IsMigratable, TranslateInTreeSpecToCSI);
+	// one whose plugin v1.37 removed finds no plugin (AddPodToVolume).
+	pv, _, err = migration.PV(pv)
+	if err != nil {
+		return processedVolume{}, fmt.Errorf("failed to translate in-tree pv to CSI: %v", err)
+	}
+	if migration.Removed(pv) != "" {
+		return processedVolume{}, fmt.Errorf("failed to get Plugin from volumeSpec for volume %q err=%v", pv.Name, errNoPluginMatched)
 	}
 	mode := corev1.PersistentVolumeFilesystem
 	if pv.Spec.VolumeMode != nil {

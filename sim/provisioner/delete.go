@@ -17,6 +17,7 @@ import (
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/migration"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
@@ -163,6 +164,13 @@ func (p *Provisioner) deleteVolume(ctx context.Context, pv *corev1.PersistentVol
 // attached, with the provisioner secret, then DeleteVolume. Its errors
 // are the event's message.
 func (p *Provisioner) deleteBacking(ctx context.Context, pv *corev1.PersistentVolume) error {
+	// A volume in an in-tree form whose plugin migrated here (the PV
+	// controller's migrated-to handed it over) is deleted as the CSI
+	// volume it translates to (csiProvisioner.Delete: IsPVMigratable).
+	pv, _, err := migration.PV(pv)
+	if err != nil {
+		return err
+	}
 	if pv.Spec.CSI == nil {
 		return fmt.Errorf("invalid CSI PV")
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/migration"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
@@ -180,6 +181,17 @@ func (p *Provisioner) syncClaimObject(ctx context.Context, claim *corev1.Persist
 	if err != nil {
 		return stateNoChange, fmt.Errorf("getting storage class %s: %w", className, err)
 	}
+	// A class of the in-tree plugin this driver took over is read as the
+	// driver's own (csiProvisioner.prepareProvision: translated parameters
+	// and topology); the volume is written back in the in-tree form.
+	inTree := class.Provisioner
+	if plugin, ok := migration.PluginFor(p.cfg.DriverName); ok && class.Provisioner == plugin {
+		translated, err := migration.StorageClass(plugin, class)
+		if err != nil {
+			return stateNoChange, p.failed(ctx, claim, class, fmt.Errorf("failed to translate storage class: %v", err))
+		}
+		class = translated
+	}
 	if delayed(class) && claim.Annotations[storagehelpers.AnnSelectedNode] == "" {
 		return stateFinished, nil // the scheduler has not chosen a node yet
 	}
@@ -192,6 +204,9 @@ func (p *Provisioner) syncClaimObject(ctx context.Context, claim *corev1.Persist
 		return stateFinished, nil
 	}
 	if err != nil {
+		return stateAfter(err), p.failed(ctx, claim, class, err)
+	}
+	if pv, err = p.inTreeForm(pv, inTree); err != nil {
 		return stateAfter(err), p.failed(ctx, claim, class, err)
 	}
 	p.releaseSnapshotSource(ctx, claim)
@@ -366,7 +381,26 @@ func (p *Provisioner) shouldProvision(claim *corev1.PersistentVolumeClaim) bool 
 		return false
 	}
 	return claim.Annotations[storagehelpers.AnnStorageProvisioner] == p.cfg.DriverName ||
-		claim.Annotations[storagehelpers.AnnBetaStorageProvisioner] == p.cfg.DriverName
+		claim.Annotations[storagehelpers.AnnBetaStorageProvisioner] == p.cfg.DriverName ||
+		claim.Annotations[storagehelpers.AnnMigratedTo] == p.cfg.DriverName
+}
+
+// inTreeForm is the PV the sidecar writes for a claim of an in-tree
+// class (inTree, the class's provisioner) that this driver took over:
+// the CSI volume translated back to the plugin's form
+// (TranslateCSIPVToInTree), provisioned-by the class's provisioner as the
+// library writes it; the PV controller then adds migrated-to. Any other
+// PV is returned as it is.
+func (p *Provisioner) inTreeForm(pv *corev1.PersistentVolume, inTree string) (*corev1.PersistentVolume, error) {
+	if plugin, ok := migration.PluginFor(p.cfg.DriverName); !ok || inTree != plugin {
+		return pv, nil
+	}
+	out, err := migration.ToInTree(pv)
+	if err != nil {
+		return nil, err
+	}
+	out.Annotations[storagehelpers.AnnDynamicallyProvisioned] = inTree
+	return out, nil
 }
 
 func (p *Provisioner) volumeFor(claim *corev1.PersistentVolumeClaim, reclaim *corev1.PersistentVolumeReclaimPolicy,

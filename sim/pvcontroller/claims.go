@@ -40,6 +40,9 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	if !c.claimVersions.fresh(key, claim.ResourceVersion) {
 		return nil // the informer is behind the binder's own writes
 	}
+	if claim, err = c.annealClaim(ctx, claim); err != nil {
+		return err
+	}
 	if _, done := claim.Annotations[storagehelpers.AnnBindCompleted]; done {
 		return c.syncBoundClaim(ctx, claim)
 	}
@@ -377,25 +380,28 @@ func (c *Controller) provision(ctx context.Context, claim *corev1.PersistentVolu
 	if err != nil {
 		return err
 	}
-	if strings.HasPrefix(class.Provisioner, "kubernetes.io/") {
+	// An in-tree plugin that migrated hands its claims to its CSI driver.
+	provisioner := provisionerName(class.Provisioner)
+	if strings.HasPrefix(provisioner, "kubernetes.io/") {
 		c.events.Event(claim, corev1.EventTypeWarning, "ProvisioningFailed", "no volume plugin matched name: "+class.Provisioner)
 		return nil
 	}
-	if claim.Annotations[storagehelpers.AnnStorageProvisioner] != class.Provisioner || claim.Annotations[storagehelpers.AnnBetaStorageProvisioner] != class.Provisioner {
+	if claim.Annotations[storagehelpers.AnnStorageProvisioner] != provisioner || claim.Annotations[storagehelpers.AnnBetaStorageProvisioner] != provisioner {
 		cl := claim.DeepCopy()
-		setAnnotation(&cl.ObjectMeta, storagehelpers.AnnStorageProvisioner, class.Provisioner)
-		setAnnotation(&cl.ObjectMeta, storagehelpers.AnnBetaStorageProvisioner, class.Provisioner)
+		setAnnotation(&cl.ObjectMeta, storagehelpers.AnnStorageProvisioner, provisioner)
+		setAnnotation(&cl.ObjectMeta, storagehelpers.AnnBetaStorageProvisioner, provisioner)
+		migrationAnnotations(cl.Annotations, true)
 		updated, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, cl, metav1.UpdateOptions{})
 		if err != nil {
 			c.events.Event(claim, corev1.EventTypeWarning, "ProvisioningFailed", fmt.Sprintf("Error saving claim: %v", err))
-			return fmt.Errorf("handing claim %s/%s to provisioner %s: %w", claim.Namespace, claim.Name, class.Provisioner, err)
+			return fmt.Errorf("handing claim %s/%s to provisioner %s: %w", claim.Namespace, claim.Name, provisioner, err)
 		}
 		c.wroteClaim(updated)
 		claim = updated
 	}
 	c.events.Event(claim, corev1.EventTypeNormal, "ExternalProvisioning", fmt.Sprintf(
 		"Waiting for a volume to be created either by the external provisioner '%s' or manually by the system administrator. "+
-			"If volume creation is delayed, please verify that the provisioner is running and correctly registered.", class.Provisioner))
+			"If volume creation is delayed, please verify that the provisioner is running and correctly registered.", provisioner))
 	return nil
 }
 

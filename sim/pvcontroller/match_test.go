@@ -132,6 +132,8 @@ func TestCheckRequested(t *testing.T) {
 func TestDeleteInTree(t *testing.T) {
 	nfs := pvOf("nfs", "", "1Gi", corev1.ReadWriteMany)
 	nfs.Spec.NFS = &corev1.NFSVolumeSource{Server: "10.0.0.1", Path: "/export"}
+	rbd := pvOf("rbd", "", "1Gi", corev1.ReadWriteOnce)
+	rbd.Spec.RBD = &corev1.RBDPersistentVolumeSource{CephMonitors: []string{"10.0.0.1:6789"}, RBDImage: "image"}
 	host := func(path string) *corev1.PersistentVolume {
 		pv := pvOf("host", "", "1Gi", corev1.ReadWriteOnce)
 		pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: path}
@@ -144,6 +146,7 @@ func TestDeleteInTree(t *testing.T) {
 		{nfs, `error getting deleter volume plugin for volume "nfs": no deletable volume plugin matched`},
 		{host("/srv/data"), "host_path deleter only supports /tmp/.+ but received provided /srv/data"},
 		{host("/tmp/data"), ""},
+		{rbd, `error getting deleter volume plugin for volume "rbd": no volume plugin matched`},
 	} {
 		got := ""
 		if err := deleteInTree(tc.pv); err != nil {

@@ -29,6 +29,9 @@ func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	if !c.volumeVersions.fresh(name, pv.ResourceVersion) {
 		return nil // the informer is behind the binder's own writes
 	}
+	if pv, err = c.annealVolume(ctx, pv); err != nil {
+		return err
+	}
 	ref := pv.Spec.ClaimRef
 	if ref == nil || ref.UID == "" {
 		// Unused, or reserved for a claim (by an admin) that the claim's
@@ -144,7 +147,16 @@ func deleteInTree(pv *corev1.PersistentVolume) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("error getting deleter volume plugin for volume %q: %w", pv.Name, errors.New("no deletable volume plugin matched"))
+	// kube-controller-manager's PV controller has the host-path and NFS
+	// plugins (cmd/kube-controller-manager/app/plugins.go,
+	// ProbeProvisionableRecyclableVolumePlugins): NFS supports the spec but
+	// deletes nothing; no plugin supports any other spec (the removed rbd,
+	// cephfs..., an in-tree cloud disk made by hand: FindPluginBySpec).
+	reason := "no volume plugin matched"
+	if pv.Spec.NFS != nil {
+		reason = "no deletable volume plugin matched"
+	}
+	return fmt.Errorf("error getting deleter volume plugin for volume %q: %w", pv.Name, errors.New(reason))
 }
 
 // setVolumePhase sets the volume's phase and message, if the phase is not

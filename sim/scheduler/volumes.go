@@ -18,6 +18,7 @@ import (
 	"k8s.io/component-helpers/storage/ephemeral"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
+	"github.com/csisim/csisim/sim/migration"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
@@ -229,7 +230,8 @@ func (s *Scheduler) overVolumeLimit(node *corev1.Node, wanted map[string]string)
 		if va.Spec.Source.PersistentVolumeName == nil {
 			continue
 		}
-		if pv, err := s.volumes.Get(*va.Spec.Source.PersistentVolumeName); err == nil && pv.Spec.CSI != nil {
+		if pv, err := s.volumes.Get(*va.Spec.Source.PersistentVolumeName); err == nil && csiOf(pv) != nil {
+			pv = csiOf(pv)
 			attached[pv.Spec.CSI.Driver+"/"+pv.Spec.CSI.VolumeHandle] = pv.Spec.CSI.Driver
 		}
 	}
@@ -252,14 +254,31 @@ func (s *Scheduler) podCSIVolumes(pod *corev1.Pod) map[string]string {
 			continue
 		}
 		if claim.Spec.VolumeName != "" {
-			if pv, err := s.volumes.Get(claim.Spec.VolumeName); err == nil && pv.Spec.CSI != nil {
+			if pv, err := s.volumes.Get(claim.Spec.VolumeName); err == nil && csiOf(pv) != nil {
+				pv = csiOf(pv)
 				out[pv.Spec.CSI.Driver+"/"+pv.Spec.CSI.VolumeHandle] = pv.Spec.CSI.Driver
 			}
 			continue
 		}
 		if class, err := s.classes.Get(className(claim)); err == nil && class.Provisioner != "" {
-			out[class.Provisioner+"/unbound:"+claim.Namespace+"/"+claim.Name] = class.Provisioner
+			provisioner := class.Provisioner
+			if driver, ok := migration.DriverFor(provisioner); ok {
+				provisioner = driver // getCSIDriverInfoFromSC: an in-tree class counts for its driver
+			}
+			out[provisioner+"/unbound:"+claim.Namespace+"/"+claim.Name] = provisioner
 		}
 	}
 	return out
+}
+
+// csiOf is a volume as the NodeVolumeLimits filter counts it: an in-tree
+// one whose plugin migrated as its CSI driver's (getCSIDriverInfo; every
+// simulated kubelet lists v1.37's migrated plugins on its CSINode), nil
+// for one that is no CSI volume.
+func csiOf(pv *corev1.PersistentVolume) *corev1.PersistentVolume {
+	pv = migration.CSIPV(pv)
+	if pv == nil || pv.Spec.CSI == nil {
+		return nil
+	}
+	return pv
 }

@@ -83,7 +83,7 @@ var Fields = []Row{
 		Why:     "the simulated kubelet sets up only claims, CSI inline and generic ephemeral volumes", Needs: RealNodes},
 	{PodSpec: true, Path: "volumes[*].{" + strings.Join(inTreeVolumes, ",") + "}",
 		Changes: "the pod's volumes: the kubelet's in-tree (or CSI-migrated) volume plugin mounts it on the node, attaching a disk first for the cloud disk types",
-		Why:     "the simulated kubelet sets up only claims, CSI inline and generic ephemeral volumes", Needs: RealNodes},
+		Why:     "the simulated kubelet sets up only claims (their in-tree PVs of a migrated plugin included), CSI inline and generic ephemeral volumes; it does not migrate a pod's inline in-tree volume", Needs: RealNodes},
 	{PodSpec: true, Path: "{containers,initContainers}[*].env[*].valueFrom.{configMapKeyRef,secretKeyRef}",
 		When:    "optional is not true, in a container with no subPathExpr",
 		Changes: "whether the container starts: while the ConfigMap, Secret or key is missing it waits with CreateContainerConfigError",
@@ -152,7 +152,11 @@ var Fields = []Row{
 }
 
 // inTreeVolumes are the pod volume types a real kubelet mounts with an
-// in-tree plugin (or its CSI migration), which csisim's does not.
+// in-tree plugin (or its CSI migration), which csisim's does not. A
+// PersistentVolume of these types is not refused: a claim's PV of a
+// plugin that migrated is set up as its CSI driver's volume, one of a
+// removed plugin (rbd, cephfs, ...) fails as on v1.37 (sim/migration),
+// and binding and reclaim need no plugin.
 var inTreeVolumes = []string{"hostPath", "nfs", "iscsi", "fc", "rbd", "cephfs", "glusterfs", "awsElasticBlockStore",
 	"gcePersistentDisk", "azureDisk", "azureFile", "cinder", "vsphereVolume", "portworxVolume", "flexVolume", "flocker",
 	"quobyte", "scaleIO", "storageos", "photonPersistentDisk", "gitRepo", "image"}

@@ -1,0 +1,109 @@
+// Package migration is CSI migration as v1.37's components do it: a
+// PersistentVolume or StorageClass written for an in-tree volume plugin
+// whose migration is on (all of csi-translation-lib's: aws-ebs, gce-pd,
+// azure-disk, azure-file, cinder, vsphere-volume, portworx-volume — GA and
+// locked on, their in-tree code gone) is handed to the CSI driver it
+// migrated to, translated by k8s.io/csi-translation-lib, the library the
+// real kube-controller-manager, kubelet and sidecars use
+// (kubernetes pkg/volume/csimigration/plugin_manager.go:
+// IsMigrationEnabledForPlugin and IsMigrationCompleteForPlugin are true
+// for each of them, so no component looks at the node first). The other
+// in-tree plugins a storage story meets (rbd, cephfs, glusterfs, ...) were
+// removed without a migration: no component can handle their volumes.
+//
+// It is a leaf: the simulated components import it, it imports none of
+// them.
+package migration
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	csitrans "k8s.io/csi-translation-lib"
+	"k8s.io/klog/v2"
+)
+
+var translator = csitrans.New()
+
+// PV returns pv as its migrated driver's CSI volume, and true, when it is
+// written in the form of an in-tree plugin whose migration is on; pv
+// itself, and false, otherwise. pv is not changed.
+func PV(pv *corev1.PersistentVolume) (*corev1.PersistentVolume, bool, error) {
+	if pv == nil || !translator.IsPVMigratable(pv) {
+		return pv, false, nil
+	}
+	out, err := translator.TranslateInTreePVToCSI(klog.Background(), pv) // it translates a copy
+	if err != nil {
+		return nil, true, err
+	}
+	return out, true, nil
+}
+
+// CSIPV returns pv as its migrated driver's CSI volume when it is an
+// in-tree one, else pv itself; nil when the translation fails (the
+// components that use it skip a volume they cannot resolve).
+func CSIPV(pv *corev1.PersistentVolume) *corev1.PersistentVolume {
+	out, _, err := PV(pv)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// DriverFor is the CSI driver an in-tree plugin (kubernetes.io/aws-ebs)
+// migrated to, and whether it did.
+func DriverFor(inTreePlugin string) (string, bool) {
+	if !translator.IsMigratableIntreePluginByName(inTreePlugin) {
+		return "", false
+	}
+	name, err := translator.GetCSINameFromInTreeName(inTreePlugin)
+	return name, err == nil
+}
+
+// PluginFor is the in-tree plugin a CSI driver took over (ebs.csi.aws.com:
+// kubernetes.io/aws-ebs), and whether it took one over.
+func PluginFor(driver string) (string, bool) {
+	if !translator.IsMigratedCSIDriverByName(driver) {
+		return "", false
+	}
+	name, err := translator.GetInTreeNameFromCSIName(driver)
+	return name, err == nil
+}
+
+// StorageClass is an in-tree plugin's class as its migrated driver's
+// (parameters and topology translated), as external-provisioner reads it.
+func StorageClass(plugin string, sc *storagev1.StorageClass) (*storagev1.StorageClass, error) {
+	return translator.TranslateInTreeStorageClassToCSI(klog.Background(), plugin, sc) // a copy
+}
+
+// ToInTree is a CSI volume of a migrated driver written back in its
+// in-tree plugin's form, as external-provisioner writes the volumes it
+// provisions for an in-tree class.
+func ToInTree(pv *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
+	return translator.TranslateCSIPVToInTree(pv) // a copy
+}
+
+// Removed names the in-tree plugin of a volume whose plugin v1.37 no
+// longer has and that has no migration ("" otherwise): the kubelet finds
+// no plugin for it.
+func Removed(pv *corev1.PersistentVolume) string {
+	s := pv.Spec.PersistentVolumeSource
+	switch {
+	case s.RBD != nil:
+		return "kubernetes.io/rbd"
+	case s.CephFS != nil:
+		return "kubernetes.io/cephfs"
+	case s.Glusterfs != nil:
+		return "kubernetes.io/glusterfs"
+	case s.Flocker != nil:
+		return "kubernetes.io/flocker"
+	case s.Quobyte != nil:
+		return "kubernetes.io/quobyte"
+	case s.ScaleIO != nil:
+		return "kubernetes.io/scaleio"
+	case s.StorageOS != nil:
+		return "kubernetes.io/storageos"
+	case s.PhotonPersistentDisk != nil:
+		return "kubernetes.io/photon-pd"
+	}
+	return ""
+}
