@@ -12,6 +12,7 @@ package kubelet
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 	"sync"
@@ -112,7 +113,7 @@ func (c *volumeStatsCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	for ref := range c.usage {
 		refs = append(refs, ref)
 	}
-	slices.SortFunc(refs, func(a, b claimRef) int { return cmpClaimRef(a, b) })
+	slices.SortFunc(refs, cmpClaimRef)
 	for _, ref := range refs {
 		for _, m := range c.metrics {
 			ch <- metrics.NewLazyConstMetric(m.desc, metrics.GaugeValue, float64(m.value(c.usage[ref])), ref.namespace, ref.name)
@@ -121,19 +122,7 @@ func (c *volumeStatsCollector) CollectWithStability(ch chan<- metrics.Metric) {
 }
 
 func cmpClaimRef(a, b claimRef) int {
-	if a.namespace != b.namespace {
-		if a.namespace < b.namespace {
-			return -1
-		}
-		return 1
-	}
-	switch {
-	case a.name < b.name:
-		return -1
-	case a.name > b.name:
-		return 1
-	}
-	return 0
+	return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.name, b.name))
 }
 
 // VolumeStatsMetrics renders the node's volume stats metrics in the
