@@ -157,7 +157,7 @@ var _ = Describe("csisim serve --event-ttl", func() {
 		kubectl := kubectlPath()
 		tmp := GinkgoT().TempDir()
 		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-		server := start(tmp, "serve", "--quiet", "--bare", "--event-ttl", "2s", "--kubeconfig", kubeconfig)
+		server := start(tmp, "serve", "--quiet", "--bare", "--event-ttl", "15s", "--kubeconfig", kubeconfig)
 		Eventually(server.Out, time.Minute).Should(gbytes.Say("kubeconfig " + kubeconfig))
 		DeferCleanup(func() {
 			server.Interrupt()
@@ -178,9 +178,11 @@ reason: Hello
 message: short-lived
 type: Normal
 `), 0o644)).To(Succeed())
+		// The TTL is long enough for kubectl to see the Event on a loaded
+		// machine before it expires.
 		kubectlOut("create", "-f", event)
 		Expect(kubectlOut("get", "events", "-o", "name")).To(ContainSubstring("event/hello"))
-		Eventually(func() string { return kubectlOut("get", "events", "-o", "name") }, 30*time.Second, 500*time.Millisecond).
+		Eventually(func() string { return kubectlOut("get", "events", "-o", "name") }, time.Minute, 500*time.Millisecond).
 			ShouldNot(ContainSubstring("event/hello"))
 	})
 })
