@@ -8,7 +8,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/csisim/csisim/drivers/faultproxy"
 	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
@@ -43,16 +42,12 @@ const healthMonitorActor = "external-health-monitor"
 // health capability makes it exit at start, as the real one does: the
 // cluster then runs without it.
 func (c *Cluster) startHealthMonitor(ctx context.Context, ctrlEndpoint string) error {
-	socket := c.root.Path("controller", healthMonitorBinary+".sock")
-	p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: healthMonitorBinary, Listen: "unix://" + socket,
-		Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(healthMonitorBinary, call, c.rec)) },
-		Crash: c.crashHook(driverPlugin{mode: "controller"})})
+	socket, err := c.sidecarProxy(healthMonitorBinary, ctrlEndpoint)
 	if err != nil {
-		return fmt.Errorf("proxy for %s: %w", healthMonitorBinary, err)
+		return err
 	}
-	c.proxies = append(c.proxies, p)
 	// The proxy records the calls; the connection records nothing more.
-	conn, err := csiclient.Dial(p.Endpoint(), healthMonitorActor, nil)
+	conn, err := csiclient.Dial("unix://"+socket, healthMonitorActor, nil)
 	if err != nil {
 		return err
 	}

@@ -433,14 +433,10 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 	tmpl := launch.Template{Path: filepath.Join(c.cfg.BinDir, name), Args: []string{
 		"--kubeconfig=" + c.kube.ComponentKubeconfigPath(), "--leader-election=false", "-v=2"}}
 	if ctrlEndpoint != "" {
-		socket := c.root.Path("controller", name+".sock")
-		p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: name, Listen: "unix://" + socket,
-			Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(name, call, c.rec)) },
-			Crash: c.crashHook(driverPlugin{mode: "controller"})})
+		socket, err := c.sidecarProxy(name, ctrlEndpoint)
 		if err != nil {
-			return fmt.Errorf("proxy for %s: %w", name, err)
+			return err
 		}
-		c.proxies = append(c.proxies, p)
 		tmpl.Args = append(tmpl.Args, "--csi-address="+socket)
 		// The csi-snapshotter keeps its default --timeout (1 min), as
 		// csisim's does.
@@ -473,6 +469,21 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 		return ctx.Err()
 	}
 	return nil
+}
+
+// sidecarProxy starts the recording proxy in front of the controller
+// plugin that the sidecar name calls, each of its calls in the timeline
+// under name, and returns the socket it listens on.
+func (c *Cluster) sidecarProxy(name, ctrlEndpoint string) (string, error) {
+	socket := c.root.Path("controller", name+".sock")
+	p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: name, Listen: "unix://" + socket,
+		Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(name, call, c.rec)) },
+		Crash: c.crashHook(driverPlugin{mode: "controller"})})
+	if err != nil {
+		return "", fmt.Errorf("proxy for %s: %w", name, err)
+	}
+	c.proxies = append(c.proxies, p)
+	return socket, nil
 }
 
 // callEntry is a proxied call as a timeline entry, in the words csisim's
