@@ -75,6 +75,15 @@ type Options struct {
 	// The profile (Driver) must map the node plugin's image (images:).
 	// What csisim does not honour of the manifests is logged.
 	Deploy string
+	// HealthMonitor runs the external-health-monitor sidecar beside the
+	// controller plugin, as a deployment that adds it does (a scenario's
+	// cluster.healthMonitor): every 5 minutes of virtual time it asks the
+	// driver for its volumes' health (ControllerListVolumeHealth, or
+	// ControllerGetVolumeHealth each minute) and records it in the claims'
+	// status.healthStatus, which the API server drops as v1.37's does
+	// (alpha CSIVolumeHealth gate off). A driver that reports neither
+	// health capability makes it exit at start, as the real one does.
+	HealthMonitor bool
 }
 
 // ExtraDriver is a driver to run beside the one under test: a profile

@@ -397,3 +397,39 @@ func TestAPIThrottle(t *testing.T) {
 	}
 	c.Expect(c).To(HaveNoInvariantViolations())
 }
+
+// TestHealthMonitor: asked for, the external-health-monitor runs beside
+// csisim's driver, which reports volume health: its list of every
+// volume's health comes each 5 minutes of virtual time, sees the volume
+// go DEGRADED, and writes the claim's health status — which the API
+// server drops, the alpha gate being off — while the pod keeps running.
+// Not asked for, no one asks the driver. Needs root, as csisim's driver
+// does.
+func TestHealthMonitor(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("csisim's driver mounts: needs root")
+	}
+	listed := func(c *Cluster) int {
+		n := 0
+		for _, e := range c.CSICalls() {
+			if e.Verb == "ControllerListVolumeHealth" {
+				n++
+			}
+		}
+		return n
+	}
+	for _, asked := range []bool{false, true} {
+		c := Start(t, Options{Driver: "csisim", Seed: 3, HealthMonitor: asked})
+		objs := c.Apply(claimAndPod)
+		pvc, pod := objs[0], objs[1]
+		c.Eventually(pod).Should(BeRunning())
+		c.InjectFault(fault.Fault{Kind: fault.VolumeHealth, Claim: "data",
+			Health: fault.Health{Status: "DEGRADED", Reason: "ReplicaLost", Message: "a replica is lost"}})
+		c.Consistently(pod).WithTimeout(11 * time.Minute).Should(BeRunning())
+		if got := listed(c); asked && got < 2 || !asked && got != 0 {
+			t.Errorf("HealthMonitor %v: %d ControllerListVolumeHealth calls in 11 minutes, want %s", asked, got,
+				map[bool]string{true: "at least 2 (one each 5 minutes)", false: "none"}[asked])
+		}
+		c.Expect(pvc).To(gomega.HaveField("Status.HealthStatus", gomega.BeNil()))
+	}
+}

@@ -1,6 +1,7 @@
 package diff
 
 import (
+	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -127,6 +128,12 @@ func (objs *Objects) add(o runtime.Object) {
 		objs.VolumeSnapshotContents = append(objs.VolumeSnapshotContents, *o)
 	case *snapv1.VolumeSnapshotClass:
 		objs.VolumeSnapshotClasses = append(objs.VolumeSnapshotClasses, *o)
+	case *groupv1.VolumeGroupSnapshot:
+		objs.VolumeGroupSnapshots = append(objs.VolumeGroupSnapshots, *o)
+	case *groupv1.VolumeGroupSnapshotContent:
+		objs.VolumeGroupSnapshotContents = append(objs.VolumeGroupSnapshotContents, *o)
+	case *groupv1.VolumeGroupSnapshotClass:
+		objs.VolumeGroupSnapshotClasses = append(objs.VolumeGroupSnapshotClasses, *o)
 	case *appsv1.StatefulSet:
 		objs.StatefulSets = append(objs.StatefulSets, *o)
 	case *appsv1.Deployment:

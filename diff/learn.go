@@ -43,11 +43,13 @@ func (n *Normaliser) Learn(objs Objects, calls []trace.Entry) {
 			}
 		}
 	}
+	n.learnGroupSnapshots(objs)
 	// A snapshot of a claim gets the content snapcontent-<uid>, and the
 	// csi-snapshotter asks the driver for snapshot-<uid>; the handle the
-	// driver returns is the snapshot's too.
+	// driver returns is the snapshot's too. A group's member is named
+	// after its group (groupsnapshotkinds.go).
 	for _, vs := range objs.VolumeSnapshots {
-		snap := qualified(vs.Namespace, vs.Name)
+		snap := qualified(vs.Namespace, n.name(vs.Name))
 		n.set(string(vs.UID), "<uid of volumesnapshot "+snap+">")
 		n.set("snapcontent-"+string(vs.UID), "<content of volumesnapshot "+snap+">")
 		n.set("snapshot-"+string(vs.UID), "<snapshot of volumesnapshot "+snap+">")

@@ -32,6 +32,8 @@ type Objects struct {
 	VolumeSnapshotClasses  []snapv1.VolumeSnapshotClass
 	// The workload kinds (workloadkinds.go).
 	Workloads
+	// The group snapshot kinds (groupsnapshotkinds.go).
+	GroupSnapshots
 }
 
 // Clients are what a snapshot lists objects with: the core kinds', and
@@ -118,5 +120,6 @@ func List(ctx context.Context, cl Clients, opts metav1.ListOptions) (Objects, er
 		return o, err
 	}
 	o.VolumeSnapshots, o.VolumeSnapshotContents, o.VolumeSnapshotClasses = snaps.VolumeSnapshots, snaps.VolumeSnapshotContents, snaps.VolumeSnapshotClasses
-	return o, nil
+	o.GroupSnapshots, err = listGroupSnapshots(ctx, cl, opts)
+	return o, err
 }

@@ -141,7 +141,7 @@ func startSim(ctx context.Context, sc *scenarios.Scenario, opts Options) (*clust
 		return nil, err
 	}
 	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: args, DriverName: name,
-		Seed: opts.Seed, DriverBinary: opts.DriverBinary, DriverLog: opts.ComponentLog})
+		Seed: opts.Seed, DriverBinary: opts.DriverBinary, DriverLog: opts.ComponentLog, HealthMonitor: sc.Cluster.HealthMonitor})
 	if err != nil {
 		return nil, fmt.Errorf("starting the simulator: %w", err)
 	}
@@ -171,7 +171,8 @@ func runReal(ctx context.Context, sc *scenarios.Scenario, opts Options) (RunResu
 		return RunResult{}, err
 	}
 	c, err := realcluster.Start(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: args, DriverName: name,
-		DriverBinary: opts.DriverBinary, BinDir: opts.BinDir, Log: opts.ComponentLog, RealNodes: opts.RealNodes})
+		DriverBinary: opts.DriverBinary, BinDir: opts.BinDir, Log: opts.ComponentLog, RealNodes: opts.RealNodes,
+		HealthMonitor: sc.Cluster.HealthMonitor})
 	if err != nil {
 		return RunResult{}, fmt.Errorf("starting the real control plane: %w", err)
 	}

@@ -36,6 +36,9 @@ func TestSimulatorRunsScenariosAsWritten(t *testing.T) {
 		{file: "api-conflict-provisioner.yaml"},
 		// Its finally steps run, and count, as the steps do.
 		{file: "wait-for-first-consumer.yaml"},
+		// Its cluster runs the external-health-monitor (cluster.healthMonitor),
+		// which the simulator is started with as csisim run starts it.
+		{file: "volume-health-abnormal.yaml"},
 	}
 	bin := testenv.CsisimBinary(t)
 	for _, tc := range tests {

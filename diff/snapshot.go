@@ -98,6 +98,7 @@ func (s Snapshot) Equal(o Snapshot) bool {
 // kindOrder orders a report's objects the way the lifecycle meets them.
 var kindOrder = []string{"CSIDriver", "StorageClass", "PersistentVolumeClaim", "PersistentVolume", "Pod",
 	"VolumeAttachment", "Node", "CSINode", "VolumeSnapshotClass", "VolumeSnapshot", "VolumeSnapshotContent",
+	"VolumeGroupSnapshotClass", "VolumeGroupSnapshot", "VolumeGroupSnapshotContent",
 	"StatefulSet", "ControllerRevision", "Deployment", "ReplicaSet"}
 
 // systemNamespaces hold the control plane's own objects, not the
@@ -255,6 +256,7 @@ func (n *Normaliser) normalise(objs Objects, calls []trace.Entry) Snapshot {
 	n.attachmentObjects(add, objs)
 	n.driverObjects(add, objs)
 	n.snapshotObjects(add, objs)
+	n.groupSnapshotObjects(add, objs)
 	n.workloadObjects(add, objs.Workloads)
 	n.events(s.Objects, objs.Events)
 	s.CSICalls = n.csiCalls(calls)

@@ -51,7 +51,7 @@ func (n *Normaliser) snapshotObjects(add func(Object), objs Objects) {
 	for _, c := range objs.VolumeSnapshotContents {
 		o := n.object("VolumeSnapshotContent", c.ObjectMeta)
 		ref := c.Spec.VolumeSnapshotRef
-		setField(o.Fields, "volumeSnapshotRef", qualified(ref.Namespace, ref.Name))
+		setField(o.Fields, "volumeSnapshotRef", n.name(qualified(ref.Namespace, ref.Name)))
 		if ref.UID != "" {
 			setField(o.Fields, "volumeSnapshotRef.uid", n.value(string(ref.UID)))
 		}

@@ -49,7 +49,7 @@ func hereSpecs(files, chosen []string) {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
 			c, err := realcluster.Start(ctx, realcluster.Config{Nodes: nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverFlags(profiles.MustDefault()), DriverName: sc.Cluster.DriverName,
-				RealNodes: nodes, DriverBinary: *csisimBin, Log: GinkgoWriter})
+				RealNodes: nodes, DriverBinary: *csisimBin, Log: GinkgoWriter, HealthMonitor: sc.Cluster.HealthMonitor})
 			Expect(err).NotTo(HaveOccurred())
 			defer func() { Expect(c.Close()).To(Succeed()) }()
 			runner := &scenarios.Runner{Backend: c, Recorder: c.Recorder(), Out: GinkgoWriter}

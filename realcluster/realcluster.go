@@ -1,10 +1,12 @@
 // Package realcluster is a scenario backend that is a real Kubernetes
 // control plane — etcd, kube-apiserver, kube-controller-manager with all
 // its controllers, kube-scheduler (package realkube), the upstream
-// csi-provisioner, csi-attacher and csi-resizer — with csisim's driver and csisim's
-// simulated kubelets joining it as nodes. It is the oracle the simulator
-// is measured against: the same scenario, the same driver, the real
-// controllers.
+// csi-provisioner, csi-attacher, csi-resizer, csi-snapshotter and
+// snapshot-controller — with csisim's driver and csisim's simulated
+// kubelets joining it as nodes (and, when asked, csisim's simulated
+// external-health-monitor: healthmonitor.go). It is the oracle the
+// simulator is measured against: the same scenario, the same driver, the
+// real controllers.
 //
 // Its timeline has the same kinds of entries as the simulator's: every CSI
 // call (the sidecars' through a recording proxy in front of the controller
@@ -84,6 +86,10 @@ type Config struct {
 	// StartTimeout bounds the start of the control plane (default 2
 	// minutes) and of each driver (30 s).
 	StartTimeout time.Duration
+	// HealthMonitor runs the external-health-monitor beside the
+	// controller plugin (a scenario's cluster.healthMonitor), as csisim's
+	// simulated one: the real one cannot be built (healthmonitor.go).
+	HealthMonitor bool
 }
 
 // keepHistory stops the API server from compacting etcd (by default it
@@ -101,6 +107,18 @@ var sidecars = []string{realkube.CSIProvisioner, realkube.CSIAttacher, realkube.
 // controllers are the control-plane controllers that run beside
 // kube-controller-manager, with a kubeconfig and no CSI socket.
 var controllers = []string{realkube.SnapshotController}
+
+// featureGates are the feature gates each real component is started with,
+// those csisim's simulated ones model. Volume group snapshots: in
+// external-snapshotter v8.7.0 CSIVolumeGroupSnapshot is GA and on by
+// default (pkg/features/features.go); it is named all the same, so that a
+// run has the group paths whatever the default, and both components then
+// serve them once they find the groupsnapshot.storage.k8s.io CRDs that
+// realkube installs (cmd/*/main.go turn the feature off without them).
+var featureGates = map[string][]string{
+	realkube.SnapshotController: {"--feature-gates=CSIVolumeGroupSnapshot=true"},
+	realkube.CSISnapshotter:     {"--feature-gates=CSIVolumeGroupSnapshot=true"},
+}
 
 // Cluster is a running real control plane with simulated nodes.
 type Cluster struct {
@@ -131,6 +149,7 @@ type Cluster struct {
 	stopLogs func()          // stops reading the real pods' workload logs
 
 	stopWrites   context.CancelFunc
+	stopMonitor  func()          // the health monitor, if it runs
 	kubeletCtx   context.Context // the kubelets run until it is done
 	stopKubelets context.CancelFunc
 	kubelets     sync.WaitGroup
@@ -162,7 +181,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return nil, err
 	}
 	c = &Cluster{cfg: cfg, root: root, rec: trace.New(clock.RealClock{}),
-		nodes: map[string]*simNode{}, stopWrites: func() {}, stopKubelets: func() {}, stopLogs: func() {}}
+		nodes: map[string]*simNode{}, stopWrites: func() {}, stopKubelets: func() {}, stopLogs: func() {}, stopMonitor: func() {}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Close())
@@ -215,6 +234,11 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}
 	for _, name := range sidecars {
 		if err := c.startSidecar(ctx, name, ctrlEndpoint); err != nil {
+			return c, err
+		}
+	}
+	if cfg.HealthMonitor {
+		if err := c.startHealthMonitor(ctx, ctrlEndpoint); err != nil {
 			return c, err
 		}
 	}
@@ -409,14 +433,10 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 	tmpl := launch.Template{Path: filepath.Join(c.cfg.BinDir, name), Args: []string{
 		"--kubeconfig=" + c.kube.ComponentKubeconfigPath(), "--leader-election=false", "-v=2"}}
 	if ctrlEndpoint != "" {
-		socket := c.root.Path("controller", name+".sock")
-		p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: name, Listen: "unix://" + socket,
-			Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(name, call, c.rec)) },
-			Crash: c.crashHook(driverPlugin{mode: "controller"})})
+		socket, err := c.sidecarProxy(name, ctrlEndpoint)
 		if err != nil {
-			return fmt.Errorf("proxy for %s: %w", name, err)
+			return err
 		}
-		c.proxies = append(c.proxies, p)
 		tmpl.Args = append(tmpl.Args, "--csi-address="+socket)
 		// The csi-snapshotter keeps its default --timeout (1 min), as
 		// csisim's does.
@@ -424,6 +444,7 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 			tmpl.Args = append(tmpl.Args, "--timeout=30s")
 		}
 	}
+	tmpl.Args = append(tmpl.Args, featureGates[name]...)
 	if name == "csi-provisioner" {
 		// Storage capacity tracking, as csisim's provisioner does it: the
 		// objects go to kube-system with no owner (no pod owns them here).
@@ -448,6 +469,21 @@ func (c *Cluster) startSidecar(ctx context.Context, name, ctrlEndpoint string) e
 		return ctx.Err()
 	}
 	return nil
+}
+
+// sidecarProxy starts the recording proxy in front of the controller
+// plugin that the sidecar name calls, each of its calls in the timeline
+// under name, and returns the socket it listens on.
+func (c *Cluster) sidecarProxy(name, ctrlEndpoint string) (string, error) {
+	socket := c.root.Path("controller", name+".sock")
+	p, err := faultproxy.Start(context.Background(), faultproxy.Config{Name: name, Listen: "unix://" + socket,
+		Target: ctrlEndpoint, Recorder: c.rec, OnCall: func(call faultproxy.Call) { c.rec.Add(callEntry(name, call, c.rec)) },
+		Crash: c.crashHook(driverPlugin{mode: "controller"})})
+	if err != nil {
+		return "", fmt.Errorf("proxy for %s: %w", name, err)
+	}
+	c.proxies = append(c.proxies, p)
+	return socket, nil
 }
 
 // callEntry is a proxied call as a timeline entry, in the words csisim's
@@ -608,6 +644,7 @@ func (c *Cluster) Close() error {
 		// The real kubelets, their pods and containerd; the host's
 		// sysctls, fixed paths and cgroups back as they were.
 		errs = append(errs, c.stopRealNodes())
+		c.stopMonitor()
 		for _, p := range c.procs {
 			if p.sidecar {
 				errs = append(errs, p.Stop(5*time.Second))
