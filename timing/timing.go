@@ -5,11 +5,12 @@
 // the attach/detach controller waits for a lost node to unmount before it
 // detaches anyway, and how often a kubelet renews its heartbeats.
 //
-// The zero value is v1.37's defaults. A scenario may ask for them all
-// divided by one factor (cluster.timing.speedup), so that a node-loss story
-// that takes a quarter of an hour on a real control plane is judged there
-// in a few minutes: both the simulator and the real components (through
-// their flags, realkube) then run with the same values.
+// The zero value is v1.37's defaults. `csisim diff --speedup N`
+// (scenarios.Scenario.SpeedUp), or a scenario's cluster.timing: {speedup:
+// N}, asks for them all divided by N, so that a node-loss story that takes
+// a quarter of an hour on a real control plane is judged there in a few
+// minutes: the simulator and the real components (through their flags,
+// realkube) then run with the same values.
 package timing
 
 import (
