@@ -36,7 +36,9 @@ func TestTimingFlags(t *testing.T) {
 				t.Errorf("speedup %d: kube-controller-manager lacks %s: %v", tc.timing.Speedup, f, kcm)
 			}
 		}
-		if tc.kcmAbsentFlag != "" && slices.ContainsFunc(append(api, kcm...), func(a string) bool { return strings.Contains(a, "toleration-seconds") || strings.HasPrefix(a, tc.kcmAbsentFlag) }) {
+		if tc.kcmAbsentFlag != "" && slices.ContainsFunc(append(api, kcm...), func(a string) bool {
+			return strings.Contains(a, "toleration-seconds") || strings.HasPrefix(a, tc.kcmAbsentFlag)
+		}) {
 			t.Errorf("v1.37's timing: flags %v %v", api, kcm)
 		}
 		if bins := c.cfg.Binaries(); !slices.Contains(bins, tc.kcmBinary) || len(bins) != len(ControlPlaneBinaries) {
