@@ -63,7 +63,7 @@ func (cl *clients) snapshotClientOf(userAgent string, p *process) snapclientset.
 }
 
 // dialOf connects p to the controller plugin's endpoint as its actor, with
-// a connection of its own that ends with it (csiclient.Exited); dialling
+// a connection of its own that ends with it (csiclient.Process); dialling
 // again returns it. driver is as dial's.
 func (cl *clients) dialOf(endpoint, driver string, p *process) (*csiclient.Conn, error) {
 	if p.conn != nil {
@@ -71,7 +71,7 @@ func (cl *clients) dialOf(endpoint, driver string, p *process) (*csiclient.Conn,
 	}
 	cl.processes++
 	p.id = fmt.Sprintf("%s#%d", p.name, cl.processes)
-	conn, err := csiclient.Dial(endpoint, p.name, cl.rec, csiclient.Virtual(), csiclient.Exited(p.exited.Load), csiclient.Caller(p.id),
+	conn, err := csiclient.Dial(endpoint, p.name, cl.rec, csiclient.Virtual(), csiclient.Process(p.id, func() bool { return !p.exited.Load() }),
 		csiclient.Driver(driver))
 	if err != nil {
 		return nil, err

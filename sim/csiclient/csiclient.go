@@ -39,12 +39,14 @@ func Dial(endpoint, actor string, rec *trace.Recorder, opts ...Option) (*Conn, e
 	for _, opt := range opts {
 		opt(&o)
 	}
-	interceptors := []grpc.UnaryClientInterceptor{recordCalls(actor, o.driver, rec, o.exited)}
+	var interceptors []grpc.UnaryClientInterceptor
+	if o.process != nil {
+		// First, so that the recording sees the call's process.
+		interceptors = append(interceptors, o.process)
+	}
+	interceptors = append(interceptors, recordCalls(actor, o.driver, rec))
 	if o.virtual {
 		interceptors = append(interceptors, virtualDeadlines)
-	}
-	if o.caller != "" {
-		interceptors = append(interceptors, nameCaller(o.caller))
 	}
 	cc, err := grpc.NewClient(endpoint,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -72,15 +74,12 @@ type volumeIDer interface{ GetVolumeId() string }
 // (the virtual clock stands still during a call), with the call's
 // structured data, described as the fault proxy describes the calls it
 // sees, for the invariant checker.
-func recordCalls(actor, driver string, rec *trace.Recorder, exited func() bool) grpc.UnaryClientInterceptor {
+func recordCalls(actor, driver string, rec *trace.Recorder) grpc.UnaryClientInterceptor {
 	node, _ := fault.KubeletNode(actor) // "" for the sidecars
 	var mu sync.Mutex
 	nodeID := "" // the node plugin's answer to NodeGetInfo, once seen
-	if exited == nil {
-		exited = func() bool { return false }
-	}
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if exited() || processEnded(ctx) {
+		if processEnded(ctx) {
 			return status.Errorf(codes.Unavailable, "%s has exited", actor)
 		}
 		if rec == nil {
@@ -106,7 +105,7 @@ func recordCalls(actor, driver string, rec *trace.Recorder, exited func() bool) 
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		e := trace.Entry{Kind: trace.CSI, Actor: actor, Verb: path.Base(method), Object: VolumeOf(req, reply),
 			Driver: driver, Wall: time.Since(start).Round(time.Microsecond)}
-		if exited() || processEnded(ctx) {
+		if processEnded(ctx) {
 			// What the proxy in front of a real sidecar records when
 			// the sidecar dies during a call.
 			err = status.Error(codes.Canceled, "context canceled")

@@ -25,8 +25,7 @@ type Option func(*options)
 
 type options struct {
 	virtual bool
-	exited  func() bool
-	caller  string
+	process grpc.UnaryClientInterceptor
 	driver  string
 }
 
@@ -35,19 +34,27 @@ type options struct {
 // drivers, whose timeline says which one each call went to.
 func Driver(name string) Option { return func(o *options) { o.driver = name } }
 
-// Exited says how to tell that the caller's process has exited (a
-// simulated sidecar restarted): from then on its calls are not sent, and a
-// call in flight when it exited is recorded as cut off, whatever the driver
-// answers, as the answer reaches no one.
-func Exited(exited func() bool) Option { return func(o *options) { o.exited = exited } }
+// Process says that every call of the connection is made by one run of a
+// caller whose connection ends with it (a simulated sidecar, restarted as
+// a new process with a new connection): each call is marked as
+// WithProcess marks it, so its calls are not sent once the run has ended,
+// and a call in flight when it ended is recorded as cut off, whatever the
+// driver answers, as the answer reaches no one.
+func Process(id string, running func() bool) Option {
+	return func(o *options) {
+		o.process = func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			return invoker(WithProcess(ctx, id, running), method, req, reply, cc, opts...)
+		}
+	}
+}
 
 // WithProcess marks the calls made with ctx as made by one run of a
 // caller whose connection outlives it (a kubelet restarted in place keeps
 // its node's connection): id names the run to the fault proxy
 // (faultproxy.CallerHeader), which can cut off the calls it holds for it,
 // and running says whether the run still goes on. A call whose run ended
-// before the answer came is recorded cut off (Canceled), as Exited does
-// for a connection's caller.
+// before the answer came is recorded cut off (Canceled). A connection
+// that ends with its caller's run marks all its calls so (Process).
 func WithProcess(ctx context.Context, id string, running func() bool) context.Context {
 	ctx = metadata.AppendToOutgoingContext(ctx, faultproxy.CallerHeader, id)
 	return context.WithValue(ctx, processKey{}, running)
@@ -61,17 +68,6 @@ type processKey struct{}
 func processEnded(ctx context.Context) bool {
 	running, ok := ctx.Value(processKey{}).(func() bool)
 	return ok && !running()
-}
-
-// Caller names the caller to the fault proxy (faultproxy.CallerHeader),
-// which can then cut off the calls it holds for it when it exits.
-func Caller(id string) Option { return func(o *options) { o.caller = id } }
-
-// nameCaller is the interceptor of Caller.
-func nameCaller(id string) grpc.UnaryClientInterceptor {
-	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		return invoker(metadata.AppendToOutgoingContext(ctx, faultproxy.CallerHeader, id), method, req, reply, cc, opts...)
-	}
 }
 
 // Virtual says that the caller's time is virtual (a simulation's loop):
