@@ -139,13 +139,18 @@ FIDELITY_SCENARIOS ?= basic-lifecycle multi-node static-binding wait-for-first-c
 	expansion-refused-by-admission expansion-online snapshot-and-restore snapshot-pre-provisioned \
 	statefulset-claims-and-scaling deployment-rwo-recreate inline-ephemeral-allowed generic-ephemeral-conflict \
 	readwriteoncepod-conflict node-stage-secret-missing zone-spread-statefulset
+# FIDELITY_SPED_UP are diffed with --speedup 10 when listed in FIDELITY_SCENARIOS:
+# the node-loss stories, minutes each instead of a quarter of an hour
+# (docs/fidelity.md, "Node loss in minutes").
+FIDELITY_SPED_UP ?= classic-node-loss-story node-loss-force-detach node-loss-out-of-service api-server-down-during-node-loss
 # Each report is kept as JSON in bin/fidelity/, and their table is written
 # into docs/fidelity.md ("The last measured table") and printed.
 fidelity-report: realkube-bins build
 	@rm -rf bin/fidelity && mkdir -p bin/fidelity
 	@for s in $(FIDELITY_SCENARIOS); do \
 		echo "== csisim diff scenarios/library/$$s.yaml"; \
-		./$(BIN) diff --json scenarios/library/$$s.yaml >bin/fidelity/$$s.json 2>bin/fidelity/$$s.log || true; \
+		speedup=; case " $(FIDELITY_SPED_UP) " in *" $$s "*) speedup="--speedup 10";; esac; \
+		./$(BIN) diff --json $$speedup scenarios/library/$$s.yaml >bin/fidelity/$$s.json 2>bin/fidelity/$$s.log || true; \
 	done
 	$(GO) run ./internal/cmd/fidelity-table --measured "on $$(date -u +%Y-%m-%d) at commit $$(git rev-parse --short HEAD)" bin/fidelity/*.json
 

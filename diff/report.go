@@ -9,11 +9,14 @@ import (
 
 // Report is the outcome of running one scenario on both backends.
 type Report struct {
-	Scenario string    `json:"scenario"`
-	File     string    `json:"file"`
-	Seed     uint64    `json:"seed"`
-	Sim      RunResult `json:"sim"`
-	Real     RunResult `json:"real"`
+	Scenario string `json:"scenario"`
+	File     string `json:"file"`
+	Seed     uint64 `json:"seed"`
+	// Speedup is how many times faster both sides ran the scenario's
+	// node-loss timing (Scenario.SpeedUp, cluster.timing); 0: as v1.37.
+	Speedup int       `json:"speedup,omitempty"`
+	Sim     RunResult `json:"sim"`
+	Real    RunResult `json:"real"`
 	// Differences are in the order they first appear; those that are only
 	// timing are marked so (Difference.Timing).
 	Differences []Difference `json:"differences"`
@@ -79,7 +82,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			_, err = fmt.Fprintf(w, format, args...)
 		}
 	}
-	p("scenario %s (%s), seed %d\n", r.Scenario, r.File, r.Seed)
+	p("scenario %s (%s), seed %d", r.Scenario, r.File, r.Seed)
+	if r.Speedup > 1 {
+		p(", timing sped up %d times", r.Speedup)
+	}
+	p("\n")
 	for _, run := range []RunResult{r.Sim, r.Real} {
 		p("  %-10s %s\n", run.Backend+":", run.summary())
 	}

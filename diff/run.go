@@ -77,6 +77,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 			"realcluster deploys one driver, its sidecars and its node plugins; run it on the simulator (csisim run)", sc.File)
 	}
 	rep := &Report{Scenario: sc.Name, File: sc.File, Seed: opts.Seed}
+	if sc.Cluster.Timing.Scaled() {
+		rep.Speedup = sc.Cluster.Timing.Speedup
+	}
 	var err error
 	if rep.Sim, err = runSim(ctx, sc, opts); err != nil {
 		return nil, err
@@ -141,7 +144,7 @@ func startSim(ctx context.Context, sc *scenarios.Scenario, opts Options) (*clust
 		return nil, err
 	}
 	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: args, DriverName: name,
-		Seed: opts.Seed, DriverBinary: opts.DriverBinary, DriverLog: opts.ComponentLog, HealthMonitor: sc.Cluster.HealthMonitor})
+		Seed: opts.Seed, DriverBinary: opts.DriverBinary, DriverLog: opts.ComponentLog, HealthMonitor: sc.Cluster.HealthMonitor, Timing: sc.Cluster.Timing})
 	if err != nil {
 		return nil, fmt.Errorf("starting the simulator: %w", err)
 	}
@@ -172,7 +175,7 @@ func runReal(ctx context.Context, sc *scenarios.Scenario, opts Options) (RunResu
 	}
 	c, err := realcluster.Start(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: args, DriverName: name,
 		DriverBinary: opts.DriverBinary, BinDir: opts.BinDir, Log: opts.ComponentLog, RealNodes: opts.RealNodes,
-		HealthMonitor: sc.Cluster.HealthMonitor})
+		HealthMonitor: sc.Cluster.HealthMonitor, Timing: sc.Cluster.Timing})
 	if err != nil {
 		return RunResult{}, fmt.Errorf("starting the real control plane: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/csisim/csisim/timing"
 )
 
 // The annotations that mark the StorageClass claims without one get (the
@@ -55,7 +57,7 @@ func (s *store) admitCreateLocked(res *resource, obj runtime.Object) error {
 	case *corev1.PersistentVolume:
 		addFinalizer(&o.ObjectMeta, PVProtectionFinalizer)
 	case *corev1.Pod:
-		admitTolerations(o)
+		admitTolerations(o, s.tolerationSeconds)
 		return s.admitPriorityLocked(res, o)
 	}
 	return nil
@@ -64,7 +66,7 @@ func (s *store) admitCreateLocked(res *resource, obj runtime.Object) error {
 // admitUpdate runs the mutating admission plugins of a default API server
 // on an update of a main resource: Priority keeps a pod's priority if the
 // update leaves it out; DefaultTolerationSeconds, as on create.
-func admitUpdate(obj, old runtime.Object) {
+func admitUpdate(obj, old runtime.Object, tolerationSeconds int64) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -76,7 +78,7 @@ func admitUpdate(obj, old runtime.Object) {
 	if pod.Spec.PreemptionPolicy == nil {
 		pod.Spec.PreemptionPolicy = was.Spec.PreemptionPolicy
 	}
-	admitTolerations(pod)
+	admitTolerations(pod, tolerationSeconds)
 }
 
 // admissionName is the name an admission plugin's refusal gives: before
@@ -99,25 +101,26 @@ func addFinalizer(m *metav1.ObjectMeta, f string) {
 }
 
 // Taint keys whose toleration the DefaultTolerationSeconds admission plugin
-// adds to every pod, so that pods on a lost node are evicted after 300 s.
+// adds to every pod, so that pods on a lost node are evicted after 300 s
+// (kube-apiserver's default; Options.DefaultTolerationSeconds).
 const (
-	taintNodeNotReady       = "node.kubernetes.io/not-ready"
-	taintNodeUnreachable    = "node.kubernetes.io/unreachable"
-	defaultTolerationSecond = int64(300)
+	taintNodeNotReady        = "node.kubernetes.io/not-ready"
+	taintNodeUnreachable     = "node.kubernetes.io/unreachable"
+	defaultTolerationSeconds = int64(timing.DefaultTolerationSeconds)
 )
 
 // admitTolerations is the DefaultTolerationSeconds admission plugin
 // (kubernetes plugin/pkg/admission/defaulttolerationseconds/admission.go):
 // a pod that tolerates neither taint with NoExecute (a toleration with no
-// key, or no effect, counts) gets one for 300 s.
-func admitTolerations(pod *corev1.Pod) {
+// key, or no effect, counts) gets one for seconds.
+func admitTolerations(pod *corev1.Pod, seconds int64) {
 	for _, key := range []string{taintNodeNotReady, taintNodeUnreachable} {
 		tolerated := slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool {
 			return (t.Key == key || t.Key == "") && (t.Effect == corev1.TaintEffectNoExecute || t.Effect == "")
 		})
 		if !tolerated {
 			pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists,
-				Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptrTo(defaultTolerationSecond)})
+				Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptrTo(seconds)})
 		}
 	}
 }

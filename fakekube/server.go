@@ -87,6 +87,11 @@ type Options struct {
 	// ResourceQuota). old is nil on create. sim/cluster sets it to
 	// unmodelled.CheckObject.
 	Refuse RefuseFunc
+	// DefaultTolerationSeconds is how long the DefaultTolerationSeconds
+	// admission plugin lets a pod tolerate the not-ready and unreachable
+	// taints (kube-apiserver --default-not-ready-toleration-seconds,
+	// --default-unreachable-toleration-seconds); default 300.
+	DefaultTolerationSeconds int64
 }
 
 // RefuseFunc judges an object being created (old nil) or updated: the

@@ -1,6 +1,7 @@
 package fakekube
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +56,8 @@ type store struct {
 	onRefused func(Write, error)
 	// refuse is Options.Refuse (admission.go, ownAdmissionLocked).
 	refuse RefuseFunc
+	// tolerationSeconds is Options.DefaultTolerationSeconds.
+	tolerationSeconds int64
 
 	mu        sync.Mutex
 	rv        uint64
@@ -72,18 +75,19 @@ type store struct {
 
 func newStore(reg *registry, opts Options) *store {
 	s := &store{
-		reg:       reg,
-		clock:     opts.Clock,
-		rand:      rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
-		onWrite:   opts.OnWrite,
-		onRefused: opts.OnRefused,
-		refuse:    opts.Refuse,
-		refusals:  map[string]int{},
-		objects:   map[*resource]map[string]runtime.Object{},
-		history:   history{limit: opts.HistoryLimit},
-		watchers:  map[*watcher]struct{}{},
-		gc:        newGCIndex(reg),
-		eventTTL:  max(opts.EventTTL, 0),
+		reg:               reg,
+		clock:             opts.Clock,
+		rand:              rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
+		onWrite:           opts.OnWrite,
+		onRefused:         opts.OnRefused,
+		refuse:            opts.Refuse,
+		tolerationSeconds: cmp.Or(opts.DefaultTolerationSeconds, defaultTolerationSeconds),
+		refusals:          map[string]int{},
+		objects:           map[*resource]map[string]runtime.Object{},
+		history:           history{limit: opts.HistoryLimit},
+		watchers:          map[*watcher]struct{}{},
+		gc:                newGCIndex(reg),
+		eventTTL:          max(opts.EventTTL, 0),
 
 		fieldManagers: map[fieldManagerKey]*managedfields.FieldManager{},
 	}
@@ -368,7 +372,7 @@ func (s *store) update(ctx context.Context, actor, manager, verb string, res *re
 		// The real binding storage changes the pod itself, with no
 		// strategy: serveBinding's mutate is all of it.
 	case "":
-		admitUpdate(newObj, old)
+		admitUpdate(newObj, old, s.tolerationSeconds)
 		if next, err = prepareUpdate(ctx, res, namespace, subresource, newObj, old, s.now()); err != nil {
 			return nil, err
 		}

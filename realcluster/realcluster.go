@@ -50,6 +50,7 @@ import (
 	"github.com/csisim/csisim/sim/csiclient"
 	"github.com/csisim/csisim/sim/kubelet"
 	"github.com/csisim/csisim/sim/unmodelled"
+	"github.com/csisim/csisim/timing"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -90,6 +91,10 @@ type Config struct {
 	// controller plugin (a scenario's cluster.healthMonitor), as csisim's
 	// simulated one: the real one cannot be built (healthmonitor.go).
 	HealthMonitor bool
+	// Timing is the cluster's timing of node loss (package timing), for
+	// the control plane's flags (realkube.Config.Timing) and the
+	// kubelets, simulated and real. The zero value is v1.37's.
+	Timing timing.Timing
 }
 
 // keepHistory stops the API server from compacting etcd (by default it
@@ -159,6 +164,10 @@ type Cluster struct {
 	driverInfo driverinfo.Info // what the driver said of itself (driverinfo.go)
 }
 
+// Timing is the timing of node loss the cluster was started with
+// (scenarios.Timed).
+func (c *Cluster) Timing() timing.Timing { return c.cfg.Timing }
+
 // namedProcess is a driver plugin or sidecar the cluster started.
 type namedProcess struct {
 	name    string
@@ -204,7 +213,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return c, err
 	}
 	c.kube, err = realkube.Start(ctx, realkube.Config{BinDir: cfg.BinDir, RootDir: root.Path("control-plane"),
-		ControllersFlag: "*", Log: cfg.Log, StartTimeout: cfg.StartTimeout, APIComponent: apiComponent,
+		ControllersFlag: "*", Log: cfg.Log, StartTimeout: cfg.StartTimeout, APIComponent: apiComponent, Timing: cfg.Timing,
 		ExtraArgs: map[string][]string{realkube.KubeAPIServer: append(auditArgs, keepHistory)}})
 	if err != nil {
 		return c, fmt.Errorf("starting the real control plane: %w", err)
@@ -281,7 +290,11 @@ func (cfg *Config) complete() error {
 		}
 		cfg.DriverBinary = exe
 	}
-	if err := realkube.Available(cfg.BinDir, slices.Concat(realkube.ControlPlaneBinaries, sidecars, controllers)...); err != nil {
+	if err := cfg.Timing.Validate(); err != nil {
+		return err
+	}
+	controlPlane := realkube.Config{Timing: cfg.Timing}.Binaries()
+	if err := realkube.Available(cfg.BinDir, slices.Concat(controlPlane, sidecars, controllers)...); err != nil {
 		return err
 	}
 	for _, n := range cfg.RealNodes {
@@ -538,7 +551,7 @@ func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint strin
 	}
 	nodeIP, podSubnet := kubelet.NodeNetwork(slices.Index(c.cfg.Nodes, node))
 	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"), Labels: labels, Recorder: c.rec,
-		NodeIP: nodeIP, PodSubnet: podSubnet},
+		NodeIP: nodeIP, PodSubnet: podSubnet, Timing: c.cfg.Timing},
 		cs, podFactory, factory, conn.Node, controller.RealRuntime())
 	// A restarted kubelet finds its Node and CSINode there; the plugin
 	// registers again during Restart.

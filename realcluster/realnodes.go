@@ -110,7 +110,7 @@ func (c *Cluster) startRealNode(ctx context.Context, index int, node string) err
 	rn, err := realnodes.Start(ctx, realnodes.Config{Name: node, Dir: c.root.Path("nodes", node), BinDir: c.cfg.BinDir,
 		Kubeconfig: kubeconfig, CgroupRoot: c.host.CgroupRoot + "/" + node,
 		Images: c.images, PauseImage: realnodes.PauseImage, Subnet: fmt.Sprintf("10.88.%d.0/24", index+1),
-		CSISim: c.cfg.DriverBinary, Labels: labels, Log: log,
+		CSISim: c.cfg.DriverBinary, Labels: labels, Log: log, Timing: c.cfg.Timing,
 		Started: func(pid int) { _ = c.root.RecordProcess(pid) }})
 	if err != nil {
 		return err

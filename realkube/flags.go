@@ -30,7 +30,7 @@ func (c *Cluster) etcdArgs() []string {
 
 func (c *Cluster) apiserverArgs() []string {
 	p := c.pki
-	return []string{
+	return append([]string{
 		"--etcd-servers=" + fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcdClient),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -56,7 +56,7 @@ func (c *Cluster) apiserverArgs() []string {
 		"--proxy-client-key-file=" + p.proxyClientKey,
 		"--allow-privileged=true",
 		"--profiling=false",
-	}
+	}, c.cfg.Timing.KubeAPIServerArgs()...)
 }
 
 // controlPlaneArgs are the flags kube-controller-manager and
@@ -81,7 +81,7 @@ func (c *Cluster) controlPlaneArgs(kubeconfig string, port int) []string {
 
 func (c *Cluster) kcmArgs() []string {
 	p := c.pki
-	return append(c.controlPlaneArgs("kube-controller-manager.kubeconfig", c.ports.kcm),
+	return append(append(c.controlPlaneArgs("kube-controller-manager.kubeconfig", c.ports.kcm),
 		"--controllers="+c.cfg.ControllersFlag,
 		// Each controller runs as its own service account, as with kubeadm.
 		"--use-service-account-credentials=true",
@@ -91,7 +91,7 @@ func (c *Cluster) kcmArgs() []string {
 		"--cluster-signing-key-file="+p.caKey,
 		"--cluster-name=csisim-realkube",
 		"--profiling=false",
-	)
+	), c.cfg.Timing.KubeControllerManagerArgs()...)
 }
 
 func (c *Cluster) schedulerArgs() []string {

@@ -29,7 +29,7 @@ type process struct {
 // logDir/<name>.log and (prefixed with [name]) to log. The child gets
 // SIGKILL if the thread that started it dies (Pdeathsig), and runs in its
 // own process group so a terminal's ^C does not reach it before Stop does.
-func startProcess(name, bin, dir, logDir string, args []string, log io.Writer) (*process, error) {
+func startProcess(name, bin, dir, logDir string, args, env []string, log io.Writer) (*process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -43,9 +43,9 @@ func startProcess(name, bin, dir, logDir string, args []string, log io.Writer) (
 	cmd.Dir = dir
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	fmt.Fprintf(f, "# %s %s\n", bin, strings.Join(args, " "))
+	fmt.Fprintf(f, "# %s %s %s\n", strings.Join(env, " "), bin, strings.Join(args, " "))
 	if err := startLocked(cmd); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

@@ -37,6 +37,7 @@ import (
 
 	"github.com/csisim/csisim/internal/cachedir"
 	"github.com/csisim/csisim/realkube/apiproxy"
+	"github.com/csisim/csisim/timing"
 )
 
 // KubeVersion is the Kubernetes release the binaries are built from.
@@ -53,6 +54,11 @@ const (
 	CSIResizer            = "csi-resizer"
 	SnapshotController    = "snapshot-controller"
 	CSISnapshotter        = "csi-snapshotter"
+	// KubeControllerManagerTimed is kube-controller-manager with the
+	// attach/detach controller's wait for unmount taken from the
+	// environment (realkube/build): what Start runs when Config.Timing
+	// scales that wait, which v1.37 has no flag for.
+	KubeControllerManagerTimed = "kube-controller-manager-timed"
 )
 
 // ControlPlaneBinaries are the binaries Start needs.
@@ -119,6 +125,21 @@ type Config struct {
 	// from, for the faults that strike one component; default
 	// apiproxy.FirstWord.
 	APIComponent func(apiproxy.Client) string
+	// Timing is the cluster's timing of node loss (package timing): when
+	// it is scaled, kube-apiserver and kube-controller-manager get its
+	// flags, and kube-controller-manager runs from
+	// KubeControllerManagerTimed with the attach/detach controller's wait
+	// for unmount. The zero value is v1.37's.
+	Timing timing.Timing
+}
+
+// Binaries are the binaries a control plane of cfg needs: the timed
+// controller manager instead of the plain one when its timing is scaled.
+func (cfg Config) Binaries() []string {
+	if !cfg.Timing.Scaled() {
+		return ControlPlaneBinaries
+	}
+	return []string{Etcd, KubeAPIServer, KubeControllerManagerTimed, KubeScheduler}
 }
 
 // Cluster is a running control plane.
@@ -197,7 +218,7 @@ func (cfg Config) prepared() (Config, error) {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 2 * time.Minute
 	}
-	if err := Available(cfg.BinDir); err != nil {
+	if err := Available(cfg.BinDir, cfg.Binaries()...); err != nil {
 		return cfg, err
 	}
 	root, err := filepath.Abs(cfg.RootDir)
@@ -277,7 +298,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) (*http.Client, error) {
 // startControllers starts kube-controller-manager and kube-scheduler and
 // waits until they run, while the snapshot CRDs go in.
 func (c *Cluster) startControllers(ctx context.Context, adminHTTP *http.Client, progress func(string)) error {
-	kcm, err := c.start(KubeControllerManager, c.kcmArgs())
+	kcm, err := c.startKCM()
 	if err != nil {
 		return err
 	}
@@ -339,7 +360,7 @@ func (c *Cluster) RestartControllerManager(ctx context.Context) error {
 		return fmt.Errorf("realkube: stopping kube-controller-manager: %w", err)
 	}
 	c.procs = slices.Delete(c.procs, i, i+1)
-	kcm, err := c.start(KubeControllerManager, c.kcmArgs())
+	kcm, err := c.startKCM()
 	if err != nil {
 		return err
 	}
@@ -443,8 +464,24 @@ func (c *Cluster) Stop() error {
 }
 
 func (c *Cluster) start(name string, args []string) (*process, error) {
+	return c.startFrom(name, name, nil, args)
+}
+
+// startKCM starts kube-controller-manager: from KubeControllerManagerTimed
+// with the wait for unmount in its environment when the timing is scaled.
+func (c *Cluster) startKCM() (*process, error) {
+	if !c.cfg.Timing.Scaled() {
+		return c.start(KubeControllerManager, c.kcmArgs())
+	}
+	env := []string{timing.MaxWaitForUnmountEnv + "=" + c.cfg.Timing.MaxWaitForUnmount().String()}
+	return c.startFrom(KubeControllerManager, KubeControllerManagerTimed, env, c.kcmArgs())
+}
+
+// startFrom starts the component name from binary bin, with env added to
+// this process's environment.
+func (c *Cluster) startFrom(name, bin string, env, args []string) (*process, error) {
 	args = append(args, c.cfg.ExtraArgs[name]...)
-	p, err := startProcess(name, filepath.Join(c.cfg.BinDir, name), c.cfg.RootDir, filepath.Join(c.cfg.RootDir, "logs"), args, c.cfg.Log)
+	p, err := startProcess(name, filepath.Join(c.cfg.BinDir, bin), c.cfg.RootDir, filepath.Join(c.cfg.RootDir, "logs"), args, env, c.cfg.Log)
 	if err != nil {
 		return nil, fmt.Errorf("realkube: %w", err)
 	}

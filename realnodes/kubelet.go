@@ -60,9 +60,13 @@ func kubeletConfiguration(n *Node, port, healthzPort int) ([]byte, error) {
 		ClusterDNS:          []string{"10.0.0.10"},
 		RegisterNode:        ptr.To(true),
 		SerializeImagePulls: ptr.To(false),
-		// The upstream default, written out: how soon a pod's volume
-		// changes and status reach the API server.
-		NodeStatusUpdateFrequency: metav1.Duration{Duration: 10 * time.Second},
+		// The upstream defaults, written out (or divided by the cluster's
+		// timing): how soon a pod's volume changes and status reach the
+		// API server, and the heartbeats the node lifecycle controller
+		// judges the node by.
+		NodeStatusUpdateFrequency: metav1.Duration{Duration: n.cfg.Timing.NodeStatusUpdateFrequency()},
+		NodeStatusReportFrequency: metav1.Duration{Duration: n.cfg.Timing.NodeStatusReportFrequency()},
+		NodeLeaseDurationSeconds:  n.cfg.Timing.NodeLeaseDurationSeconds(),
 		ProtectKernelDefaults:     false,
 		// Graceful node shutdown uses systemd-logind; none here.
 		ShutdownGracePeriod: metav1.Duration{},

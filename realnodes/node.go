@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/csisim/csisim/drivers/launch"
+	"github.com/csisim/csisim/timing"
 )
 
 // Kubelet is the kubelet binary's name in realkube's binary directory.
@@ -58,6 +59,9 @@ type Config struct {
 	// Started, if set, is told every process the node starts, so that a
 	// sweep after a crash can find them.
 	Started func(pid int)
+	// Timing is the cluster's timing of node loss: the kubelet's node
+	// status and lease periods come from it (zero: v1.37's defaults).
+	Timing timing.Timing
 }
 
 // Node is a running real node.

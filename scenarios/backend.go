@@ -12,6 +12,7 @@ import (
 
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/timing"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -50,6 +51,14 @@ type Deployer interface {
 // was started with it (a scenario's cluster.healthMonitor needs it).
 type HealthMonitored interface {
 	RunsHealthMonitor() bool
+}
+
+// Timed is implemented by backends whose timing of node loss can be
+// chosen at start (package timing); Timing says which this one was
+// started with. A scenario runs only on a backend with its
+// cluster.timing: one that is not Timed has v1.37's.
+type Timed interface {
+	Timing() timing.Timing
 }
 
 // CSICallSource is implemented by backends that can see CSI calls (the

@@ -169,7 +169,7 @@ func sourceLine(data []byte, n int) string {
 }
 
 func (p *parser) cluster(n *yaml.Node) Cluster {
-	f, ok := p.mapping(n, "cluster", "nodes", "zones", "driverArgs", "driverName", "capacity", "volumeLimit", "multiNode", "flags", "deploy", "healthMonitor")
+	f, ok := p.mapping(n, "cluster", "nodes", "zones", "driverArgs", "driverName", "capacity", "volumeLimit", "multiNode", "flags", "deploy", "healthMonitor", "timing")
 	driver := defaultDriverName
 	if ok && f.has("driverName") {
 		if name, named := p.text(f.vals["driverName"], "driverName"); named {

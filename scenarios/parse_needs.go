@@ -60,7 +60,7 @@ func (p *parser) stepNeeds(n *yaml.Node, st Step) []profile.Capability {
 
 // clusterAsks reads what the scenario asks of any driver: capacity,
 // volumeLimit, multiNode and flags (named flag sets of the profile), and
-// of the cluster: its deployment, the health monitor sidecar.
+// of the cluster: its deployment, the health monitor sidecar, its timing.
 func (p *parser) clusterAsks(f fields, c *Cluster) {
 	if f.has("deploy") {
 		c.Deploy = p.deployPath(f.vals["deploy"])
@@ -103,6 +103,9 @@ func (p *parser) clusterAsks(f fields, c *Cluster) {
 	}
 	if f.has("healthMonitor") {
 		c.HealthMonitor, _ = p.boolean(f.vals["healthMonitor"], "healthMonitor")
+	}
+	if f.has("timing") {
+		c.Timing = p.clusterTiming(f.vals["timing"])
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/drivers/profile"
+	"github.com/csisim/csisim/timing"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -89,6 +90,13 @@ func (r *Runner) Run(ctx context.Context, s *Scenario) (*Result, error) {
 	if h, ok := r.Backend.(HealthMonitored); s.Cluster.HealthMonitor && (!ok || !h.RunsHealthMonitor()) {
 		return nil, fmt.Errorf("run scenario %s: it asks for the external-health-monitor sidecar (cluster.healthMonitor), "+
 			"which this backend was not started with: run it on the simulator (csisim run)", s.Name)
+	}
+	var have timing.Timing
+	if t, ok := r.Backend.(Timed); ok {
+		have = t.Timing()
+	}
+	if why := timingRefusal(s.Cluster.Timing, have); why != "" {
+		return nil, fmt.Errorf("run scenario %s: %s", s.Name, why)
 	}
 	cfg := r.Backend.RESTConfig()
 	if cfg == nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/csisim/csisim/drivers/profile"
 	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/timing"
 )
 
 // Scenario is one parsed scenario file.
@@ -76,6 +77,12 @@ type Cluster struct {
 	// controller plugin (cluster.healthMonitor: true), as a deployment
 	// that adds it does; a run without it has none.
 	HealthMonitor bool
+	// Timing is the cluster's timing of node loss (cluster.timing:
+	// {speedup: N}): the node lifecycle controller's periods, the pods'
+	// default toleration of a lost node, the attach/detach controller's
+	// wait for unmount and the kubelets' heartbeats, all divided by N on
+	// whichever backend runs the scenario. The zero value is v1.37's.
+	Timing timing.Timing
 }
 
 // Step is one thing a scenario does. Exactly one of the action pointers is

@@ -10,6 +10,7 @@ import (
 	"github.com/csisim/csisim/diff"
 	"github.com/csisim/csisim/drivers/profiles"
 	"github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/timing"
 )
 
 func diffCommand() *command {
@@ -43,6 +44,7 @@ type diffCmd struct {
 	logFile   string
 	realNodes realNodesFlag
 	driver    string
+	speedup   int
 }
 
 func (c *diffCmd) flags(fs *flag.FlagSet) {
@@ -51,6 +53,9 @@ func (c *diffCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.strict, "strict", false, "exit 1 also for differences only in timing")
 	fs.StringVar(&c.logFile, "log", "", "write every process's output (drivers, control plane, sidecars) to this file")
 	fs.Var(&c.realNodes, "real-nodes", realNodesUsage)
+	fs.IntVar(&c.speedup, "speedup", 0, fmt.Sprintf("run the scenario's node-loss timing this many times faster on both sides (2 to %d): the node lifecycle controller's grace and monitor periods, "+
+		"the pods' default toleration of a lost node, the attach/detach controller's wait for unmount and the kubelets' heartbeats, and with them the scenario's sleeps "+
+		"(docs/fidelity.md, \"Node loss in minutes\")", timing.MaxSpeedup))
 	fs.StringVar(&c.driver, "driver", "", "the driver profile both sides run, by name or file: csisim's own driver as it is (default) or with flags of the profile's (csisim-file: no attach, no stage); other drivers cannot run on the real control plane")
 }
 
@@ -58,6 +63,14 @@ func (c *diffCmd) Run(ctx context.Context) error {
 	sc, err := scenarios.Load(c.args[0])
 	if err != nil {
 		return usageError(err)
+	}
+	if c.speedup != 0 {
+		if c.speedup < 2 {
+			return usagef("--speedup %d: want 2 to %d (leave it out for v1.37's timing)", c.speedup, timing.MaxSpeedup)
+		}
+		if sc, err = sc.SpeedUp(c.speedup); err != nil {
+			return usagef("--speedup: %v", err)
+		}
 	}
 	opts := diff.Options{Seed: c.seed, Progress: c.stderr}
 	if c.driver != "" {

@@ -215,6 +215,7 @@ func (c *runCmd) chooseDriver(ctx context.Context, sc *scenarios.Scenario) (clus
 	if err := clusterprofile.AddDrivers(ctx, &cfg, sc.Drivers, sc.Cluster.Request(), clusterprofile.Options{BuildLog: c.stderr}); err != nil {
 		return cfg, prof, "", usageError(err)
 	}
+	cfg.Timing = sc.Cluster.Timing
 	return cfg, prof, "", nil
 }
 
@@ -253,7 +254,7 @@ func (c *runCmd) runOnce(ctx context.Context, sc *scenarios.Scenario, cfg cluste
 		title = fmt.Sprintf("scenario %s, real control plane %s", sc.Name, realkube.KubeVersion)
 		fmt.Fprintf(info, "scenario %s (%s), real control plane %s%s\n", sc.Name, sc.File, realkube.KubeVersion, realNodesNote(realNodeNames))
 		out = runOnRealkube(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, RealNodes: realNodeNames,
-			DriverName: realkubeDriverName(sc, c.driverName), OnEntry: sim.cluster.OnEntry, HealthMonitor: sc.Cluster.HealthMonitor}, sc, withSeed(c.driverLog, c.seed), withSeed(c.traceFile, c.seed))
+			DriverName: realkubeDriverName(sc, c.driverName), OnEntry: sim.cluster.OnEntry, HealthMonitor: sc.Cluster.HealthMonitor, Timing: sc.Cluster.Timing}, sc, withSeed(c.driverLog, c.seed), withSeed(c.traceFile, c.seed))
 	} else {
 		fmt.Fprintf(info, "scenario %s (%s), seed %d\n", sc.Name, sc.File, c.seed)
 		out = sim.runSeed(ctx, c.seed)

@@ -76,6 +76,7 @@ func runWithProfile(ctx context.Context, p *profile.Profile, file string, seed u
 	if err == nil && sc.Cluster.Deploy != "" {
 		err = clusterprofile.Deploy(&cfg, p, sc.Cluster.Deploy, io.Discard)
 	}
+	cfg.Timing = sc.Cluster.Timing
 	if err != nil {
 		return runOutcome{seed: seed, startErr: err}
 	}

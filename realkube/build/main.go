@@ -20,7 +20,10 @@
 //
 //	go run ./realkube/build [--only etcd,kube-apiserver,...] [--cache DIR] [--force] [--list]
 //
-// Without --only it builds the control plane, the kubelet and the sidecars;
+// Without --only it builds the control plane (with
+// kube-controller-manager-timed, the controller manager whose attach/detach
+// wait for unmount a scenario's cluster.timing can scale), the kubelet and
+// the sidecars;
 // --only kind builds what a kind cluster made here needs besides them
 // (kubeadm, kubectl, kube-proxy, crictl, kind itself and crane, for
 // make e2e-kind-prepare).
@@ -28,6 +31,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -60,7 +65,18 @@ type component struct {
 	// what only a kind cluster made here needs (make e2e-kind-prepare),
 	// built when named with --only.
 	set string
+	// main, if set, is the source of a main package of csisim's own that
+	// the build writes into the scratch module (cmd/<name>/main.go) and
+	// builds instead of an upstream one; pkg is then that package.
+	main string
 }
+
+// kcmTimed is the source of kube-controller-manager-timed: the upstream
+// controller manager with the attach/detach controller's wait for unmount
+// taken from the environment (package timing, MaxWaitForUnmountEnv).
+//
+//go:embed kcmtimed.go.txt
+var kcmTimed string
 
 func kubeLdflags() []string {
 	v := strings.TrimPrefix(KubeVersion, "v")
@@ -81,6 +97,8 @@ var components = []component{
 	{name: "etcd", group: "etcd", module: "go.etcd.io/etcd/server/v3", version: "v3.7.3", pkg: "go.etcd.io/etcd/server/v3"},
 	{name: "kube-apiserver", group: "kubernetes", module: "k8s.io/kubernetes", version: KubeVersion, pkg: "k8s.io/kubernetes/cmd/kube-apiserver", ldflags: kubeLdflags()},
 	{name: "kube-controller-manager", group: "kubernetes", module: "k8s.io/kubernetes", version: KubeVersion, pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", ldflags: kubeLdflags()},
+	{name: "kube-controller-manager-timed", group: "kubernetes", module: "k8s.io/kubernetes", version: KubeVersion,
+		pkg: "csisim.local/realkube-build/kubernetes/cmd/kube-controller-manager-timed", ldflags: kubeLdflags(), main: kcmTimed},
 	{name: "kube-scheduler", group: "kubernetes", module: "k8s.io/kubernetes", version: KubeVersion, pkg: "k8s.io/kubernetes/cmd/kube-scheduler", ldflags: kubeLdflags()},
 	// kubelet: the real node agent of realnodes (issue 12); it shares the
 	// kubernetes scratch module with the control plane.
@@ -238,9 +256,14 @@ func run(cache, only string, force, list bool, goTool string) error {
 	return nil
 }
 
-// stamp identifies what a binary was built from.
+// stamp identifies what a binary was built from: for one of csisim's own
+// main packages, the hash of its source too.
 func stamp(c component, goVersion string) string {
-	return fmt.Sprintf("%s@%s %s ldflags=%q %s/%s\n", c.pkg, c.version, goVersion, strings.Join(c.ldflags, " "), runtime.GOOS, runtime.GOARCH)
+	s := fmt.Sprintf("%s@%s %s ldflags=%q %s/%s\n", c.pkg, c.version, goVersion, strings.Join(c.ldflags, " "), runtime.GOOS, runtime.GOARCH)
+	if c.main != "" {
+		s += fmt.Sprintf("main sha256:%x\n", sha256.Sum256([]byte(c.main)))
+	}
+	return s
 }
 
 func stampPath(binDir string, c component) string {
@@ -264,6 +287,15 @@ func build(cache, binDir string, c component, goTool, goVersion string) error {
 	srcDir := filepath.Join(cache, "src", c.group)
 	if err := writeScratchModule(srcDir, c, goTool); err != nil {
 		return fmt.Errorf("scratch module: %w", err)
+	}
+	if c.main != "" {
+		dir := filepath.Join(srcDir, "cmd", c.name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(c.main), 0o644); err != nil {
+			return err
+		}
 	}
 	tmp := filepath.Join(binDir, "."+c.name+".tmp")
 	_ = os.Remove(tmp)

@@ -71,7 +71,7 @@ func runOnSimulator(sc *scenarios.Scenario) (*scenarios.Result, *trace.Recorder,
 	if sc.Cluster.Deploy != "" {
 		Expect(clusterprofile.Deploy(&cfg, prof, sc.Cluster.Deploy, GinkgoWriter)).To(Succeed())
 	}
-	cfg.DriverBinary, cfg.Seed, cfg.DriverLog = csisimBinary, 1, GinkgoWriter
+	cfg.DriverBinary, cfg.Seed, cfg.DriverLog, cfg.Timing = csisimBinary, 1, GinkgoWriter, sc.Cluster.Timing
 	c, err := cluster.Start(ctx, cfg)
 	Expect(err).NotTo(HaveOccurred())
 	root := c.Root()
@@ -169,3 +169,23 @@ func indexOf(entries []trace.Entry, match func(trace.Entry) bool) int {
 	}
 	return -1
 }
+
+// The node-loss stories as `csisim diff --speedup 10` tells them: the
+// cluster's node-loss timing and the scenarios' sleeps ten times shorter
+// (Scenario.SpeedUp), so that a real control plane tells each in a few
+// minutes. They must still pass, in a few minutes of cluster time.
+var _ = Describe("the node-loss stories sped up ten times", func() {
+	for _, name := range []string{"node-loss-force-detach", "node-loss-out-of-service", "classic-node-loss-story", "api-server-down-during-node-loss"} {
+		It("pass in under five minutes of cluster time: "+name, func() {
+			sc, err := scenarios.Load(name + ".yaml")
+			Expect(err).NotTo(HaveOccurred())
+			fast, err := sc.SpeedUp(10)
+			Expect(err).NotTo(HaveOccurred())
+			res, _, root, runErr := runOnSimulator(fast)
+			Expect(runErr).NotTo(HaveOccurred())
+			Expect(res.Passed()).To(BeTrue())
+			Expect(res.Duration).To(BeNumerically("<", 5*time.Minute))
+			expectNothingLeft(root)
+		})
+	}
+})

@@ -38,6 +38,7 @@ import (
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/migration"
 	"github.com/csisim/csisim/sim/volumeutil"
+	"github.com/csisim/csisim/timing"
 )
 
 // AnnControllerManagedAttachDetach is set on a Node by its kubelet when the
@@ -45,8 +46,10 @@ import (
 const AnnControllerManagedAttachDetach = "volumes.kubernetes.io/controller-managed-attach-detach"
 
 // MaxWaitForUnmountDuration is how long the controller waits for an
-// unhealthy node's kubelet to unmount a volume before detaching it anyway.
-const MaxWaitForUnmountDuration = 6 * time.Minute
+// unhealthy node's kubelet to unmount a volume before detaching it anyway:
+// v1.37's, a constant of the real controller; a scenario's cluster.timing
+// divides it (Controller.SetTiming).
+const MaxWaitForUnmountDuration = timing.DefaultMaxWaitForUnmount
 
 // AttachmentName is the VolumeAttachment name the real controller uses
 // (getAttachmentName in pkg/volume/csi): csi-<sha256 of the volume
@@ -89,6 +92,9 @@ type Controller struct {
 	podIndex cache.Indexer
 
 	clock clock.PassiveClock
+	// maxWaitForUnmount is MaxWaitForUnmountDuration unless SetTiming
+	// said otherwise.
+	maxWaitForUnmount time.Duration
 
 	mu sync.Mutex
 	// The controller's memory, lost when it restarts.
@@ -107,7 +113,8 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		return rt.NewEventRecorder(client, "attachdetach-controller", "")
 	}
 	events, stop := newRecorder()
-	c := &Controller{client: client, events: events, stopRecs: stop, newRecorder: newRecorder, queue: rt.NewQueue("attachdetach"), clock: rt.Clock}
+	c := &Controller{client: client, events: events, stopRecs: stop, newRecorder: newRecorder, queue: rt.NewQueue("attachdetach"), clock: rt.Clock,
+		maxWaitForUnmount: MaxWaitForUnmountDuration}
 	c.forget()
 	podInf := factory.Core().V1().Pods()
 	nodeInf := factory.Core().V1().Nodes()
@@ -261,9 +268,13 @@ func (c *Controller) Restart() {
 // ReconcilerSyncPeriod, and Restart for a kube-controller-manager restart.
 func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
 	c := New(d.Client, d.Informers, d.Runtime)
+	c.SetTiming(d.Timing)
 	return controller.Component{Workers: c.Workers(), Periodic: []controller.Periodic{{Every: ReconcilerSyncPeriod, Run: c.SyncStates}},
 		Restart: c.Restart}, nil
 }
+
+// SetTiming sets the wait for unmount from the cluster's timing.
+func (c *Controller) SetTiming(t timing.Timing) { c.maxWaitForUnmount = t.MaxWaitForUnmount() }
 
 // wanted is one volume some pod on the node needs attached.
 type wanted struct {

@@ -38,7 +38,7 @@ func (c *Controller) detachUnneeded(ctx context.Context, nodeName string, node *
 		if a.detachRequested.IsZero() {
 			a.detachRequested = now
 		}
-		deadline := a.detachRequested.Add(MaxWaitForUnmountDuration)
+		deadline := a.detachRequested.Add(c.maxWaitForUnmount)
 		force := !healthy && !now.Before(deadline)
 		if a.mounted && !force && !outOfService {
 			if !healthy {

@@ -18,6 +18,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/timing"
 )
 
 const driver = "hostpath.csisim.io"
@@ -158,22 +159,34 @@ func TestRunningControllerLeavesUnknownAttachmentUntilRestart(t *testing.T) {
 }
 
 func TestRestartWaitsSixMinutesForAGoneNode(t *testing.T) {
-	h := newHarness(t)
-	pvc, pv := volume()
-	h.add(pvc, pv, volumeAttachment("node-gone", true))
-	h.sync("node-gone")
-	if w := h.writes(); len(w) != 0 {
-		t.Fatalf("writes = %v; a node that cannot say it unmounted must be waited for", w)
-	}
-	h.clock.Step(MaxWaitForUnmountDuration - time.Second)
-	h.sync("node-gone")
-	if w := h.writes(); len(w) != 0 {
-		t.Fatalf("writes = %v before maxWaitForUnmountDuration", w)
-	}
-	h.clock.Step(time.Second)
-	h.sync("node-gone")
-	if w := strings.Join(h.writes(), ", "); w != "delete volumeattachments" {
-		t.Fatalf("writes = %q after six minutes, want the force detach", w)
+	for _, tc := range []struct {
+		timing timing.Timing
+		wait   time.Duration
+	}{
+		{timing.Timing{}, MaxWaitForUnmountDuration},
+		// A scenario's cluster.timing: {speedup: 10}.
+		{timing.Timing{Speedup: 10}, 36 * time.Second},
+	} {
+		t.Run(tc.wait.String(), func(t *testing.T) {
+			h := newHarness(t)
+			h.c.SetTiming(tc.timing)
+			pvc, pv := volume()
+			h.add(pvc, pv, volumeAttachment("node-gone", true))
+			h.sync("node-gone")
+			if w := h.writes(); len(w) != 0 {
+				t.Fatalf("writes = %v; a node that cannot say it unmounted must be waited for", w)
+			}
+			h.clock.Step(tc.wait - time.Second)
+			h.sync("node-gone")
+			if w := h.writes(); len(w) != 0 {
+				t.Fatalf("writes = %v before maxWaitForUnmountDuration (%s)", w, tc.wait)
+			}
+			h.clock.Step(time.Second)
+			h.sync("node-gone")
+			if w := strings.Join(h.writes(), ", "); w != "delete volumeattachments" {
+				t.Fatalf("writes = %q after %s, want the force detach", w, tc.wait)
+			}
+		})
 	}
 }
 

@@ -139,7 +139,7 @@ func (c *Cluster) startLoop() {
 	if c.cfg.OnEntry != nil {
 		c.rec.Subscribe(c.cfg.OnEntry)
 	}
-	c.api = fakekube.New(fakekube.Options{Seed: c.cfg.Seed, Clock: c.clock, EventTTL: c.cfg.EventTTL, OnWrite: func(w fakekube.Write) {
+	c.api = fakekube.New(fakekube.Options{Seed: c.cfg.Seed, Clock: c.clock, EventTTL: c.cfg.EventTTL, DefaultTolerationSeconds: c.cfg.Timing.TolerationSeconds(), OnWrite: func(w fakekube.Write) {
 		c.rec.Add(DescribeWrite(w))
 		if c.loop != nil { // the server's own first writes come before the loop; informers fill from the store
 			c.loop.Observe(w)

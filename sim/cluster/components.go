@@ -30,6 +30,7 @@ import (
 	"github.com/csisim/csisim/sim/snapshotcontroller"
 	"github.com/csisim/csisim/sim/snapshotter"
 	"github.com/csisim/csisim/sim/statefulset"
+	"github.com/csisim/csisim/timing"
 )
 
 // componentSpec is a row of the table the simulated control plane is
@@ -303,7 +304,7 @@ func (c *Cluster) deps(s *componentSpec, key string, p *process) (controller.Dep
 	clientFor := func(actor string) kubernetes.Interface {
 		return c.clients.clientOf(fakekube.UserAgent(s.binaryName(), actor), p)
 	}
-	d := controller.Deps{Client: clientFor(s.name), ClientFor: clientFor, Runtime: c.rt}
+	d := controller.Deps{Client: clientFor(s.name), ClientFor: clientFor, Runtime: c.rt, Timing: c.cfg.Timing}
 	kinds := [][]informerKind{coreKinds}
 	if s.needs&appsInformers != 0 {
 		kinds = append(kinds, appsKinds)
@@ -449,3 +450,7 @@ func (r *registry) isRunning(name string) bool {
 // external-health-monitor sidecar, the opt-in row of controlPlane
 // (Config.HealthMonitor); it implements scenarios.HealthMonitored.
 func (c *Cluster) RunsHealthMonitor() bool { return c.cfg.HealthMonitor }
+
+// Timing is the timing of node loss the cluster was started with
+// (scenarios.Timed).
+func (c *Cluster) Timing() timing.Timing { return c.cfg.Timing }

@@ -11,6 +11,7 @@ import (
 	"github.com/csisim/csisim/drivers/launch"
 	"github.com/csisim/csisim/drivers/manifests"
 	"github.com/csisim/csisim/fault"
+	"github.com/csisim/csisim/timing"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -115,6 +116,11 @@ type Config struct {
 	// kubelet, and fault proxies of its own (drivers.go). Each needs a
 	// DriverName of its own.
 	ExtraDrivers []DriverConfig
+	// Timing is the cluster's timing of node loss (package timing): the
+	// node lifecycle controller's periods, the pods' default toleration of
+	// a lost node, the attach/detach controller's wait for unmount and the
+	// kubelets' heartbeats. The zero value is v1.37's.
+	Timing timing.Timing
 }
 
 // DriverConfig is how to start one CSI driver of the cluster: the fields
@@ -165,6 +171,9 @@ func (cfg *Config) complete() error {
 	}
 	if cfg.Speed != 0 && cfg.Speed != 1 && (!cfg.Realtime || len(cfg.Without) > 0) {
 		return fmt.Errorf("speed %v needs a realtime cluster with every component simulated: real ones run on wall time", cfg.Speed)
+	}
+	if err := cfg.Timing.Validate(); err != nil {
+		return err
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 30 * time.Second

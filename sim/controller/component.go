@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csisim/csisim/drivers/driverinfo"
+	"github.com/csisim/csisim/timing"
 )
 
 // Component is a started component as whatever runs it sees it: the
@@ -104,6 +105,10 @@ type Deps struct {
 	Driver Driver
 	// Runtime is the clock, queues and event recorders to run on.
 	Runtime Runtime
+	// Timing is the cluster's timing of node loss (package timing): the
+	// node lifecycle and attach/detach controllers take their periods
+	// and waits from it, as the real ones from their flags.
+	Timing timing.Timing
 }
 
 // Driver is the CSI driver a sidecar serves: the name it answered

@@ -7,7 +7,7 @@ import "github.com/csisim/csisim/sim/controller"
 // and its volume stats.
 func (k *Kubelet) Component() controller.Component {
 	return controller.Component{Workers: k.Workers(), Periodic: []controller.Periodic{
-		{Every: HeartbeatInterval, Run: k.Heartbeat},
+		{Every: k.cfg.Timing.NodeStatusUpdateFrequency(), Run: k.Heartbeat},
 		{Every: SyncFrequency, Run: k.Resync},
 		{Every: VolumeStatsPeriod, Run: k.CollectVolumeStats},
 	}}

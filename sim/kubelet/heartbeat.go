@@ -9,12 +9,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csisim/csisim/timing"
 )
 
 // The kubelet's heartbeats, with the real defaults: it renews its Lease in
@@ -25,10 +26,12 @@ import (
 // NodeStatusReportFrequency (--node-status-report-frequency, 5 min): that
 // periodic update is also what tells the attach/detach controller, after
 // it restarts, which volumes the node still uses.
+//
+// A scenario's cluster.timing divides them all (Config.Timing).
 const (
-	LeaseDurationSeconds      = 40
-	HeartbeatInterval         = 10 * time.Second
-	NodeStatusReportFrequency = 5 * time.Minute
+	LeaseDurationSeconds      = timing.DefaultNodeLeaseDurationSeconds
+	HeartbeatInterval         = timing.DefaultNodeStatusUpdateFrequency
+	NodeStatusReportFrequency = timing.DefaultNodeStatusReportFrequency
 	leaseNamespace            = corev1.NamespaceNodeLease
 )
 
@@ -59,7 +62,7 @@ func (k *Kubelet) renewLease(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("node %s: %w", k.cfg.NodeName, err)
 		}
-		holder, duration := k.cfg.NodeName, int32(LeaseDurationSeconds)
+		holder, duration := k.cfg.NodeName, k.cfg.Timing.NodeLeaseDurationSeconds()
 		lease = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Namespace: leaseNamespace,
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}},
@@ -109,7 +112,7 @@ func (k *Kubelet) postReady(ctx context.Context) error {
 	k.mu.Lock()
 	// A kubelet that has not posted its status yet (one that found its
 	// Node there when it started) posts it now.
-	changed := k.lastStatusReport.IsZero() || now.Sub(k.lastStatusReport) >= NodeStatusReportFrequency
+	changed := k.lastStatusReport.IsZero() || now.Sub(k.lastStatusReport) >= k.cfg.Timing.NodeStatusReportFrequency()
 	k.mu.Unlock()
 	if changed {
 		for i := range node.Status.Conditions {

@@ -72,6 +72,7 @@ import (
 	"github.com/csisim/csisim/sim/attachdetach"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/volumeutil"
+	"github.com/csisim/csisim/timing"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -129,6 +130,10 @@ type Config struct {
 	// by a DaemonSet registers when its node-driver-registrar starts;
 	// until then the CSINode lists no driver.
 	PluginFromPod bool
+	// Timing is the cluster's timing of node loss: the kubelet takes its
+	// heartbeats' periods and its Lease's duration from it (zero: v1.37's
+	// defaults).
+	Timing timing.Timing
 }
 
 // Kubelet is one simulated node agent.

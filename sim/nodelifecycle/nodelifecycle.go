@@ -34,14 +34,16 @@ import (
 	"k8s.io/kubernetes/pkg/controller/util/consistency"
 
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/timing"
 )
 
-// The real defaults (kube-controller-manager v1.37 --help).
+// The real defaults (kube-controller-manager v1.37 --help); a scenario's
+// cluster.timing divides them (Controller.SetTiming).
 const (
 	// MonitorPeriod is --node-monitor-period.
-	MonitorPeriod = 5 * time.Second
+	MonitorPeriod = timing.DefaultNodeMonitorPeriod
 	// GracePeriod is --node-monitor-grace-period.
-	GracePeriod = 50 * time.Second
+	GracePeriod = timing.DefaultNodeMonitorGracePeriod
 )
 
 // Controller watches node heartbeats and acts on lost nodes.
@@ -67,6 +69,10 @@ type Controller struct {
 	// circuit breaker's consistency store over it (leasecheck.go).
 	leaseStore    cache.Store
 	leaseVersions consistency.ConsistencyStore
+
+	// gracePeriod is --node-monitor-grace-period (GracePeriod unless
+	// SetTiming said otherwise).
+	gracePeriod time.Duration
 
 	mu           sync.Mutex
 	registered   map[string]types.UID // nodes the controller has seen, with their UIDs
@@ -97,7 +103,7 @@ func New(clients Clients, factory informers.SharedInformerFactory, rt controller
 		evictions, stopEvictions := rt.NewEventRecorder(clients.TaintEviction, "taint-eviction-controller", "")
 		return events, evictions, func() { stop(); stopEvictions() }
 	}, clock: rt.Clock, queue: rt.NewQueue("node-lifecycle"),
-		registered: map[string]types.UID{}, missingSince: map[string]time.Time{}, planned: map[string]string{},
+		gracePeriod: GracePeriod, registered: map[string]types.UID{}, missingSince: map[string]time.Time{}, planned: map[string]string{},
 		nodes: factory.Core().V1().Nodes().Lister(), pods: factory.Core().V1().Pods().Lister(),
 		leases: factory.Coordination().V1().Leases().Lister(), leaseStore: factory.Coordination().V1().Leases().Informer().GetStore()}
 	c.events, c.evictions, c.stopRecs = c.newRecorders()
@@ -184,7 +190,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 		return nil // judged again at the next monitor period
 	}
 	now := c.clock.Now()
-	if c.lastHeartbeat(node).Add(GracePeriod).Before(now) {
+	if c.lastHeartbeat(node).Add(c.gracePeriod).Before(now) {
 		if !c.heartbeatReallyLost(ctx, node) {
 			return nil
 		}
@@ -459,13 +465,20 @@ func (c *Controller) Restart() {
 	c.events, c.evictions, c.stopRecs = c.newRecorders()
 }
 
+// SetTiming sets the grace period from the cluster's timing, as
+// --node-monitor-grace-period does; the monitor period is the caller's
+// (Start runs Monitor every t.NodeMonitorPeriod()).
+func (c *Controller) SetTiming(t timing.Timing) { c.gracePeriod = t.NodeMonitorGracePeriod() }
+
 // Start starts the controller in a simulated cluster (controller.Start),
 // with the taint eviction controller and the pod garbage collector under
-// their own names: its worker, its monitor every MonitorPeriod and the pod
+// their own names: its worker, its monitor every node monitor period
+// (MonitorPeriod unless the cluster's timing says otherwise) and the pod
 // GC every PodGCPeriod, and Restart for a kube-controller-manager restart.
 func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
 	c := New(Clients{NodeLifecycle: d.Client, TaintEviction: d.ClientFor("taint-eviction-controller"), PodGC: d.ClientFor("pod-garbage-collector")},
 		d.Informers, d.Runtime)
+	c.SetTiming(d.Timing)
 	return controller.Component{Workers: c.Workers(), Restart: c.Restart, Periodic: []controller.Periodic{
-		{Every: MonitorPeriod, Run: c.Monitor}, {Every: PodGCPeriod, Run: c.CollectGarbage}}}, nil
+		{Every: d.Timing.NodeMonitorPeriod(), Run: c.Monitor}, {Every: PodGCPeriod, Run: c.CollectGarbage}}}, nil
 }
