@@ -146,6 +146,7 @@ FIDELITY_SPED_UP ?= classic-node-loss-story node-loss-force-detach node-loss-out
 # Each report is kept as JSON in bin/fidelity/, and their table is written
 # into docs/fidelity.md ("The last measured table") and printed.
 fidelity-report: realkube-bins build
+	$(GO) run ./realkube/build --only kube-controller-manager-timed
 	@rm -rf bin/fidelity && mkdir -p bin/fidelity
 	@for s in $(FIDELITY_SCENARIOS); do \
 		echo "== csisim diff scenarios/library/$$s.yaml"; \

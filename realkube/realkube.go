@@ -89,7 +89,7 @@ func Available(binDir string, names ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("realkube: %s missing in %s; build them with `make realkube-bins` (go run ./realkube/build --only %s)",
+		return fmt.Errorf("realkube: %s missing in %s; build them with `make realkube-bins REALKUBE_ONLY=%s`",
 			strings.Join(missing, ", "), binDir, strings.Join(missing, ","))
 	}
 	return nil
