@@ -40,6 +40,11 @@ func startProcess(name, bin, dir, logDir string, args, env []string, log io.Writ
 		out = io.MultiWriter(f, &prefixWriter{prefix: "[" + name + "] ", w: log})
 	}
 	cmd := exec.Command(bin, args...)
+	// argv[0] is the component's name, whatever binary runs it: client-go
+	// makes the user agent, and so the field manager the API server
+	// records, from it (kube-controller-manager-timed writes as
+	// kube-controller-manager, as the real component it stands for).
+	cmd.Args[0] = name
 	cmd.Dir = dir
 	cmd.Stdout = out
 	cmd.Stderr = out
