@@ -82,7 +82,7 @@ func (p *parser) checkVars(line int, s string) bool {
 	return true
 }
 
-var scenarioFields = []string{"name", "description", "needs", "cluster", "drivers", "expect", "steps", "finally"}
+var scenarioFields = []string{"name", "description", "needs", "cluster", "drivers", "expect", "steps", "finally", "fidelity"}
 
 func (p *parser) scenario() *Scenario {
 	dec := yaml.NewDecoder(bytes.NewReader(p.source))
@@ -141,6 +141,9 @@ func (p *parser) scenario() *Scenario {
 	s.Steps = p.steps(f.vals["steps"])
 	if f.has("finally") {
 		s.Finally = p.finally(f.vals["finally"], len(s.Steps))
+	}
+	if f.has("fidelity") {
+		s.Fidelity = p.fidelity(f.vals["fidelity"], len(s.Steps)+len(s.Finally))
 	}
 	s.DriverVars = p.driverVars
 	s.Needs = inferNeeds(s)

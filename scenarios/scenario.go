@@ -35,6 +35,10 @@ type Scenario struct {
 	// Finally are steps that run after Steps whatever happened in them,
 	// to clean up; a failure among them is reported too.
 	Finally []Step
+	// Fidelity are the differences from the real components that the file
+	// explains (fidelity:), which csisim diff marks so in its report
+	// (fidelity.go).
+	Fidelity []Explanation
 }
 
 // Cluster says what the scenario needs from the cluster it runs on. The
