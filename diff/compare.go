@@ -3,6 +3,8 @@ package diff
 import (
 	"fmt"
 	"strings"
+
+	"github.com/csisim/csisim/scenarios"
 )
 
 // Difference is one thing the two runs disagree on, from the end of Step
@@ -28,6 +30,11 @@ type Difference struct {
 	// Wrong names the run the scenario says is wrong ("simulator" or
 	// "real"): the one that failed a step the other passed.
 	Wrong string `json:"wrong,omitempty"`
+	// Explanation is the entry of the scenario's fidelity: section that
+	// explains a difference of behaviour; Unexplained says none does
+	// (explained.go).
+	Explanation *scenarios.Explanation `json:"explanation,omitempty"`
+	Unexplained bool                   `json:"unexplained,omitempty"`
 }
 
 // String renders the difference in one line:

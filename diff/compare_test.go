@@ -324,7 +324,7 @@ func TestReportManagersOneLine(t *testing.T) {
 	if !strings.Contains(text.String(), want) || strings.Contains(text.String(), "kubelet Update/status") {
 		t.Errorf("text report:\n%s\nwant the line\n%s", text.String(), want)
 	}
-	if !strings.Contains(text.String(), "\n2 differences:\n") {
+	if !strings.Contains(text.String(), "\n2 differences (0 explained by the scenario's fidelity: section, 2 unexplained):\n") {
 		t.Errorf("text report does not count both:\n%s", text.String())
 	}
 }

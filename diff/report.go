@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/csisim/csisim/scenarios"
 )
 
 // Report is the outcome of running one scenario on both backends.
@@ -14,12 +16,20 @@ type Report struct {
 	Seed     uint64 `json:"seed"`
 	// Speedup is how many times faster both sides ran the scenario's
 	// node-loss timing (Scenario.SpeedUp, cluster.timing); 0: as v1.37.
-	Speedup int       `json:"speedup,omitempty"`
-	Sim     RunResult `json:"sim"`
-	Real    RunResult `json:"real"`
+	Speedup int `json:"speedup,omitempty"`
+	// RealNodes are the nodes the real run ran as real kubelets
+	// (--real-nodes); none: all simulated.
+	RealNodes []string  `json:"realNodes,omitempty"`
+	Sim       RunResult `json:"sim"`
+	Real      RunResult `json:"real"`
 	// Differences are in the order they first appear; those that are only
-	// timing are marked so (Difference.Timing).
+	// timing are marked so (Difference.Timing), those of behaviour
+	// explained by the scenario's fidelity: section or not
+	// (Difference.Explanation, explained.go).
 	Differences []Difference `json:"differences"`
+	// Stale are the entries of the scenario's fidelity: section that
+	// apply to this diff and explain none of its differences.
+	Stale []scenarios.Explanation `json:"stale,omitempty"`
 }
 
 // RunResult is one backend's run of the scenario.
@@ -65,12 +75,13 @@ func (r *Report) Complete() bool {
 }
 
 // Agree says the runs agree: both ran every step, and they differ in no
-// behaviour; strict, not even in timing.
+// behaviour that the scenario's fidelity: section does not explain;
+// strict, not even in timing, and the section has no stale entry.
 func (r *Report) Agree(strict bool) bool {
-	if !r.Complete() || len(r.Behaviour()) > 0 {
+	if !r.Complete() || len(r.Unexplained()) > 0 {
 		return false
 	}
-	return !strict || len(r.Timing()) == 0
+	return !strict || len(r.Timing()) == 0 && len(r.Stale) == 0
 }
 
 // WriteText writes the report for a person: the two runs, each difference
@@ -91,16 +102,22 @@ func (r *Report) WriteText(w io.Writer) error {
 		p("  %-10s %s\n", run.Backend+":", run.summary())
 	}
 	behaviour, timing := r.Behaviour(), r.Timing()
-	switch n := len(behaviour); {
+	switch n, u := len(behaviour), len(r.Unexplained()); {
 	case n == 0 && r.Complete():
 		p("\nno differences\n")
 	case n == 0:
 		p("\nno differences in the steps both ran\n")
 	default:
-		p("\n%d differences:\n", n)
+		p("\n%d differences (%d explained by the scenario's fidelity: section, %d unexplained):\n", n, n-u, u)
 	}
 	for _, line := range r.lines(behaviour) {
 		p("%s\n", line)
+	}
+	if len(r.Stale) > 0 {
+		p("\nstale: %d entries of the scenario's fidelity: section explain no difference:\n", len(r.Stale))
+		for _, e := range r.Stale {
+			p("  line %d: %s\n", e.Line, e)
+		}
 	}
 	if len(timing) > 0 {
 		p("\ntiming: %d differences only in when things happened:\n", len(timing))
@@ -111,8 +128,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-// lines are the differences as a report prints them. Where one run has
-// no managedFields at all (a simulator from before fakekube kept them, a
+// lines are the differences as a report prints them, each with whether
+// the scenario explains it on the line below. Where one run has no
+// managedFields at all (a simulator from before fakekube kept them, a
 // report read back), its differences in managers say that one thing, on
 // one line in place of the first of them; the JSON report keeps each.
 func (r *Report) lines(diffs []Difference) []string {
@@ -123,7 +141,7 @@ func (r *Report) lines(diffs []Difference) []string {
 	case !hasManagers(r.Real.Snapshots) && hasManagers(r.Sim.Snapshots):
 		without = "real"
 	}
-	var out []string
+	var out, notes []string
 	managers, first := 0, -1
 	for _, d := range diffs {
 		if without != "" && d.Field == "managers" {
@@ -133,11 +151,16 @@ func (r *Report) lines(diffs []Difference) []string {
 			}
 			first = len(out)
 		}
-		out = append(out, d.String())
+		out, notes = append(out, d.String()), append(notes, d.note())
 	}
 	if managers > 1 {
 		out[first] = fmt.Sprintf("managers: the %s run's objects have no managedFields at all (%d differences, the first: %s)",
 			without, managers, out[first])
+	}
+	for k, note := range notes {
+		if note != "" {
+			out[k] += "\n" + note
+		}
 	}
 	return out
 }

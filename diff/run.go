@@ -76,7 +76,10 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 		return nil, fmt.Errorf("%s runs CSI drivers beside the one under test (drivers:), which the real control plane of a diff cannot: "+
 			"realcluster deploys one driver, its sidecars and its node plugins; run it on the simulator (csisim run)", sc.File)
 	}
-	rep := &Report{Scenario: sc.Name, File: sc.File, Seed: opts.Seed}
+	if err := CheckExplanations(sc.Fidelity); err != nil {
+		return nil, err
+	}
+	rep := &Report{Scenario: sc.Name, File: sc.File, Seed: opts.Seed, RealNodes: opts.RealNodes}
 	if sc.Cluster.Timing.Scaled() {
 		rep.Speedup = sc.Cluster.Timing.Speedup
 	}
@@ -88,6 +91,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Report, er
 		return nil, err
 	}
 	rep.Differences = Compare(rep.Sim.Snapshots, rep.Real.Snapshots, rep.Sim.History, rep.Real.History)
+	rep.explain(sc.Fidelity)
 	return rep, nil
 }
 

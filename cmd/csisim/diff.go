@@ -22,9 +22,12 @@ func diffCommand() *command {
 			"csisim's simulated kubelets, each as csisim run would, and reports how the objects, their\n" +
 			"events and the CSI calls differ at the end of each step. Differences only in when things\n" +
 			"happened (a retry count, a backoff on the other side of a step's end, the order of two\n" +
-			"nodes' calls) are listed apart, under timing.\n" +
-			"Exit status 0: no differences but in timing, 1: differences in behaviour (with --strict,\n" +
-			"also in timing), a run that stopped early, or a cluster that could not run; 2: usage.",
+			"nodes' calls) are listed apart, under timing. Each difference in behaviour is matched\n" +
+			"against the scenario's fidelity: section and marked explained (quoting its why) or\n" +
+			"unexplained; entries that match none are listed as stale.\n" +
+			"Exit status 0: no differences but in timing or explained ones, 1: unexplained differences\n" +
+			"in behaviour (with --strict, also in timing, or a stale entry), a run that stopped early,\n" +
+			"or a cluster that could not run; 2: usage.",
 		minArgs: 1, maxArgs: 1, signals: true,
 		new: func() subcommand { return &diffCmd{} },
 	}
@@ -62,6 +65,9 @@ func (c *diffCmd) flags(fs *flag.FlagSet) {
 func (c *diffCmd) Run(ctx context.Context) error {
 	sc, err := scenarios.Load(c.args[0])
 	if err != nil {
+		return usageError(err)
+	}
+	if err := diff.CheckExplanations(sc.Fidelity); err != nil {
 		return usageError(err)
 	}
 	if c.speedup != 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -29,6 +30,15 @@ var _ = Describe("csisim diff", func() {
 		s = start(GinkgoT().TempDir(), "diff", "--driver", "csisim-file", "../../scenarios/library/kubelet-block-volume.yaml")
 		Eventually(s, time.Minute).Should(gexec.Exit(2))
 		Expect(string(s.Err.Contents())).To(ContainSubstring("kubelet-block-volume is not diffed: needs block"))
+	})
+
+	It("refuses a fidelity: entry about an object no report can name, before starting anything", func() {
+		tmp := GinkgoT().TempDir()
+		file := filepath.Join(tmp, "secret.yaml")
+		Expect(os.WriteFile(file, []byte("steps:\n  - sleep: 1s\nfidelity:\n  - {object: Secret default/s, why: x}\n"), 0o644)).To(Succeed())
+		s := start(tmp, "diff", file)
+		Eventually(s, time.Minute).Should(gexec.Exit(2))
+		Expect(string(s.Err.Contents())).To(ContainSubstring(file + `:4: fidelity: object "Secret default/s": csisim diff compares no Secret`))
 	})
 
 	It("runs a scenario on the simulator and on a real control plane and reports how they differ, with each side read back at each step", func() {
