@@ -108,16 +108,30 @@ func (n *Normaliser) attachmentObjects(add func(Object), objs Objects) {
 		sort.Strings(inUse)
 		setField(o.Fields, "volumesAttached", strings.Join(attached, ", "))
 		setField(o.Fields, "volumesInUse", strings.Join(inUse, ", "))
-		var taints []string
-		for _, t := range node.Spec.Taints {
-			taints = append(taints, t.Key+":"+string(t.Effect))
-		}
-		setField(o.Fields, "taints", strings.Join(taints, ", "))
+		setField(o.Fields, "taints", nodeTaints(node.Spec.Taints))
 		for _, cond := range node.Status.Conditions {
 			o.setCondition(string(cond.Type), string(cond.Status), cond.Reason, n.value(cond.Message))
 		}
 		add(o)
 	}
+}
+
+// nodeTaints shows a node's taints as key:effect, sorted: the list is a
+// set (a key and effect at most once, API validation), and what reads it —
+// the scheduler's TaintToleration, the taint eviction controller — reads
+// it as one, so its order says nothing but which write came first. The
+// real node lifecycle controller adds the unreachable NoSchedule and
+// NoExecute taints in separate passes, in either order
+// (pkg/controller/nodelifecycle/node_lifecycle_controller.go,
+// doNoScheduleTaintingPass and doNoExecuteTaintingPass); the simulated one
+// in one write.
+func nodeTaints(taints []corev1.Taint) string {
+	out := make([]string, len(taints))
+	for i, t := range taints {
+		out[i] = t.Key + ":" + string(t.Effect)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 // driverObjects adds what describes the driver: CSINodes, storage

@@ -346,3 +346,29 @@ func TestEventSourceNormalised(t *testing.T) {
 		}
 	}
 }
+
+func TestNodeTaints(t *testing.T) {
+	noExecute := corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}
+	noSchedule := corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule}
+	outOfService := corev1.Taint{Key: "node.kubernetes.io/out-of-service", Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute}
+	both := "node.kubernetes.io/unreachable:NoExecute, node.kubernetes.io/unreachable:NoSchedule"
+	tests := []struct {
+		name   string
+		taints []corev1.Taint
+		want   string
+	}{
+		{name: "none"},
+		{name: "one", taints: []corev1.Taint{noSchedule}, want: "node.kubernetes.io/unreachable:NoSchedule"},
+		{name: "NoSchedule first", taints: []corev1.Taint{noSchedule, noExecute}, want: both},
+		{name: "NoExecute first, the same", taints: []corev1.Taint{noExecute, noSchedule}, want: both},
+		{name: "an administrator's taint among them", taints: []corev1.Taint{noExecute, outOfService, noSchedule},
+			want: "node.kubernetes.io/out-of-service:NoExecute, " + both},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nodeTaints(tc.taints); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
