@@ -43,6 +43,7 @@ func TestExplains(t *testing.T) {
 		{"only in the real run", scenarios.Explanation{Object: "Node", Side: scenarios.SideReal}, taints, true},
 		{"not only in the simulator", scenarios.Explanation{Object: "Node", Side: scenarios.SideSimulator}, taints, false},
 		{"a side where both have a value", scenarios.Explanation{Object: "Node", Side: scenarios.SideReal}, both, false},
+		{"the simulator's side where both have a value", scenarios.Explanation{Object: "Node", Side: scenarios.SideSimulator}, both, false},
 		{"only in the simulator", scenarios.Explanation{Object: "CSI calls", Side: scenarios.SideSimulator}, calls, true},
 		{"timing is the diff's to explain", scenarios.Explanation{Object: "Node"}, Difference{Object: "Node node-c", Field: "taints", Timing: true}, false},
 	}

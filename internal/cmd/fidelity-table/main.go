@@ -24,7 +24,7 @@ import (
 
 // The measured table sits between these lines of the document.
 const (
-	begin = "<!-- fidelity table: written by make fidelity-report; do not edit -->"
+	begin = "<!-- fidelity table: written by make fidelity-report or make fidelity-all; do not edit -->"
 	end   = "<!-- end of fidelity table -->"
 )
 
