@@ -286,18 +286,30 @@ func (c *Controller) markUnknown(ctx context.Context, node *corev1.Node) error {
 }
 
 // setUnreachableTaints adds or removes the NoSchedule and NoExecute
-// unreachable taints.
+// unreachable taints. It adds them in two writes, NoSchedule first, as the
+// real controller does in two passes: the NoSchedule taint in the pass a
+// node's update starts (doNoScheduleTaintingPass, its Ready condition now
+// Unknown), the NoExecute one in the rate-limited tainting pass that runs
+// every 100 ms (doNoExecuteTaintingPass;
+// pkg/controller/nodelifecycle/node_lifecycle_controller.go), so that a
+// node is seen with the NoSchedule taint alone, as on a real cluster.
 func (c *Controller) setUnreachableTaints(ctx context.Context, node *corev1.Node, add bool) error {
 	n := node.DeepCopy()
 	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnreachable })
-	if add {
-		now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
-		n.Spec.Taints = append(n.Spec.Taints,
-			corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &now},
-			corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &now})
+	if !add {
+		if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("untainting node %s: %w", node.Name, err)
+		}
+		return nil
 	}
-	if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("tainting node %s: %w", node.Name, err)
+	now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
+	for _, effect := range []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute} {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: effect, TimeAdded: &now})
+		updated, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("tainting node %s unreachable:%s: %w", node.Name, effect, err)
+		}
+		n = updated
 	}
 	return nil
 }
