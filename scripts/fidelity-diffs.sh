@@ -29,7 +29,7 @@ diff_one() {
   shift 2
   local flags=("$@")
   if listed "$s" "${FIDELITY_SPED_UP:-}"; then flags+=(--speedup 10); fi
-  echo "== csisim diff ${flags[*]} scenarios/library/$s.yaml"
+  echo "== csisim diff ${flags[*]:+${flags[*]} }scenarios/library/$s.yaml"
   local start=$SECONDS rc=0
   ./bin/csisim diff --json "${flags[@]}" "scenarios/library/$s.yaml" >"$out/$s$suffix.json" 2>"$out/$s$suffix.log" || rc=$?
   echo "   rc=$rc in $((SECONDS - start)) s"
