@@ -2,6 +2,8 @@ package diff
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
@@ -10,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/trace"
 )
 
@@ -103,5 +106,37 @@ func TestGroupSnapshotKindsNormalise(t *testing.T) {
 	}
 	if got := sim.CSICalls["<group snapshot of volumegroupsnapshot default/web-snaps>"]; len(got) != 1 {
 		t.Errorf("CSI calls %v", sim.CSICalls)
+	}
+}
+
+// A member content made before its status names its group (as a fast
+// snapshot-controller has it by the end of the group's step) shows under
+// the placeholder the later steps teach, not its generated name.
+func TestSnapshotsLearnFromLaterSteps(t *testing.T) {
+	early := simGroup.objects()
+	for i := range early.VolumeSnapshotContents {
+		early.VolumeSnapshotContents[i].Status = nil
+	}
+	early.VolumeSnapshots = nil
+	snaps := snapshotsOf(NewNormaliser(), []markedState{
+		{mark: stepMark{step: scenarios.StepResult{Step: 1, Name: "the group"}}, objects: early, calls: simGroup.calls()},
+		{mark: stepMark{step: scenarios.StepResult{Step: 2, Name: "wait"}}, objects: simGroup.objects(), calls: simGroup.calls()},
+	})
+	contents := func(s Snapshot) []string {
+		var out []string
+		for key := range s.Objects {
+			if strings.HasPrefix(key, "VolumeSnapshotContent ") {
+				out = append(out, key)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	first, second := contents(snaps[0]), contents(snaps[1])
+	if len(first) != 2 || !slices.Equal(first, second) {
+		t.Errorf("member contents at step 1 %q, at step 2 %q: want the same placeholders", first, second)
+	}
+	if snaps[0].Step != 1 || snaps[1].StepName != "wait" {
+		t.Errorf("steps %d %q, %d %q", snaps[0].Step, snaps[0].StepName, snaps[1].Step, snaps[1].StepName)
 	}
 }

@@ -274,19 +274,15 @@ func (s side) snapshots(ctx context.Context, cl Clients, marks []stepMark, run *
 	hostname, _ := os.Hostname()
 	norm := NewNormaliser(hostname, controller.SimulatedHost)
 	calls := s.b.CSICalls()
+	var states []markedState
 	for _, m := range marks {
 		objs, err := s.read(ctx, cl, m)
 		if err != nil {
 			return fmt.Errorf("reading the cluster as it was at the end of step %d: %w", m.step.Step, err)
 		}
-		snap := norm.Snapshot(objs, calls[:min(m.calls, len(calls))])
-		// A step's name may hold a generated name (assert pv/${pv}).
-		snap.Step, snap.StepName, snap.Outcome, snap.At = m.step.Step, norm.value(m.step.Name), string(m.step.Outcome), m.at
-		if m.step.Outcome == scenarios.Failed {
-			snap.Detail = norm.value(m.step.Detail)
-		}
-		run.Snapshots = append(run.Snapshots, snap)
+		states = append(states, markedState{mark: m, objects: objs, calls: calls[:min(m.calls, len(calls))]})
 	}
+	run.Snapshots = snapshotsOf(norm, states)
 	if len(marks) == 0 {
 		return nil
 	}
@@ -294,6 +290,37 @@ func (s side) snapshots(ctx context.Context, cl Clients, marks []stepMark, run *
 	norm.Learn(Objects{}, calls)
 	run.History = norm.History(historyUntil(s.b.Recorder().Entries(), last.seq, last.revision))
 	return nil
+}
+
+// markedState is what a cluster held at the end of a step.
+type markedState struct {
+	mark    stepMark
+	objects Objects
+	calls   []trace.Entry
+}
+
+// snapshotsOf normalises each step's state into its snapshot. The names of
+// every step are learnt first, in order, so that an object shows under its
+// placeholder also at a step before the one whose state tells its name: a
+// group snapshot's member content, made before its status names the group
+// (learnGroupSnapshots), which a fast real snapshot-controller has made by
+// the end of the step that makes the group.
+func snapshotsOf(norm *Normaliser, states []markedState) []Snapshot {
+	for _, st := range states {
+		norm.Learn(st.objects, st.calls)
+	}
+	var out []Snapshot
+	for _, st := range states {
+		m := st.mark
+		snap := norm.normalise(st.objects, st.calls)
+		// A step's name may hold a generated name (assert pv/${pv}).
+		snap.Step, snap.StepName, snap.Outcome, snap.At = m.step.Step, norm.value(m.step.Name), string(m.step.Outcome), m.at
+		if m.step.Outcome == scenarios.Failed {
+			snap.Detail = norm.value(m.step.Detail)
+		}
+		out = append(out, snap)
+	}
+	return out
 }
 
 // historyUntil is the timeline up to a step's mark: the entries before
