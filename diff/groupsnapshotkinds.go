@@ -84,6 +84,12 @@ func (n *Normaliser) learnGroupSnapshots(objs Objects) {
 			continue
 		}
 		ref := c.Spec.VolumeSnapshotRef
+		if _, member := n.names[ref.Name]; !member {
+			// Its member is not known as one yet (its status does not
+			// name the group): named from a later step's state, not
+			// after the member's generated name for good.
+			continue
+		}
 		n.set(c.Name, "<content of "+qualified(ref.Namespace, n.name(ref.Name))+">")
 	}
 }

@@ -110,18 +110,26 @@ func TestGroupSnapshotKindsNormalise(t *testing.T) {
 }
 
 // A member content made before its status names its group (as a fast
-// snapshot-controller has it by the end of the group's step) shows under
-// the placeholder the later steps teach, not its generated name.
+// snapshot-controller has it by the end of the group's step), or before its
+// member's status does, shows under the placeholder the later steps teach,
+// not its generated name nor one made of its member's.
 func TestSnapshotsLearnFromLaterSteps(t *testing.T) {
-	early := simGroup.objects()
-	for i := range early.VolumeSnapshotContents {
-		early.VolumeSnapshotContents[i].Status = nil
+	tests := []struct {
+		name  string
+		early func(o *Objects)
+	}{
+		{"the content without a status, no members yet", func(o *Objects) {
+			for i := range o.VolumeSnapshotContents {
+				o.VolumeSnapshotContents[i].Status = nil
+			}
+			o.VolumeSnapshots = nil
+		}},
+		{"the members' status without the group", func(o *Objects) {
+			for i := range o.VolumeSnapshots {
+				o.VolumeSnapshots[i].Status.VolumeGroupSnapshotName = nil
+			}
+		}},
 	}
-	early.VolumeSnapshots = nil
-	snaps := snapshotsOf(NewNormaliser(), []markedState{
-		{mark: stepMark{step: scenarios.StepResult{Step: 1, Name: "the group"}}, objects: early, calls: simGroup.calls()},
-		{mark: stepMark{step: scenarios.StepResult{Step: 2, Name: "wait"}}, objects: simGroup.objects(), calls: simGroup.calls()},
-	})
 	contents := func(s Snapshot) []string {
 		var out []string
 		for key := range s.Objects {
@@ -132,11 +140,21 @@ func TestSnapshotsLearnFromLaterSteps(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	first, second := contents(snaps[0]), contents(snaps[1])
-	if len(first) != 2 || !slices.Equal(first, second) {
-		t.Errorf("member contents at step 1 %q, at step 2 %q: want the same placeholders", first, second)
-	}
-	if snaps[0].Step != 1 || snaps[1].StepName != "wait" {
-		t.Errorf("steps %d %q, %d %q", snaps[0].Step, snaps[0].StepName, snaps[1].Step, snaps[1].StepName)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			early := simGroup.objects()
+			tc.early(&early)
+			snaps := snapshotsOf(NewNormaliser(), []markedState{
+				{mark: stepMark{step: scenarios.StepResult{Step: 1, Name: "the group"}}, objects: early, calls: simGroup.calls()},
+				{mark: stepMark{step: scenarios.StepResult{Step: 2, Name: "wait"}}, objects: simGroup.objects(), calls: simGroup.calls()},
+			})
+			first, second := contents(snaps[0]), contents(snaps[1])
+			if len(first) != 2 || !slices.Equal(first, second) || strings.Contains(strings.Join(second, " "), "snapshot-aaa") {
+				t.Errorf("member contents at step 1 %q, at step 2 %q: want the same placeholders, after the members'", first, second)
+			}
+			if snaps[0].Step != 1 || snaps[1].StepName != "wait" {
+				t.Errorf("steps %d %q, %d %q", snaps[0].Step, snaps[0].StepName, snaps[1].Step, snaps[1].StepName)
+			}
+		})
 	}
 }
