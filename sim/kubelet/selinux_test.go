@@ -264,17 +264,8 @@ func TestSELinuxRestageForNewLabel(t *testing.T) {
 	e := newEnv(t, envOptions{caps: stageCaps(), seLinux: true, driver: storagev1.CSIDriverSpec{SELinuxMount: ptr(true)},
 		podSecurity: podLevel("s0:c1,c2", nil)})
 	e.runningPod()
-	if err := e.client.CoreV1().Pods("default").Delete(context.Background(), "app", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.waitFor("the pod to leave the informer", func() bool {
-		_, err := e.k.pods.Pods("default").Get("app")
-		return err != nil
-	})
-	if err := e.sync("default/app"); err != nil {
-		t.Fatal(err)
-	}
 	// The unstaging is queued, not done yet, when the second pod comes.
+	e.deletePodKeepDevices()
 	e.addSecondPod(podLevel("s0:c3,c4", nil))
 	e.syncSecond(1)
 	if got := e.node.lifecycle(); !slices.Equal(got, []string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume"}) {
