@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,6 +35,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/csisim/csisim/internal/cachedir"
+	"github.com/csisim/csisim/internal/freeport"
 	"github.com/csisim/csisim/realkube/apiproxy"
 	"github.com/csisim/csisim/timing"
 )
@@ -254,7 +254,7 @@ func (c *Cluster) prepareAccess() error {
 	if c.pki, err = newPKI(filepath.Join(c.cfg.RootDir, "pki")); err != nil {
 		return fmt.Errorf("realkube: certificates: %w", err)
 	}
-	p, err := freePorts(5)
+	p, err := freeport.Loopback(5)
 	if err != nil {
 		return fmt.Errorf("realkube: free ports: %w", err)
 	}
@@ -528,27 +528,4 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
-}
-
-// freePorts reserves n distinct free loopback TCP ports. They are released
-// before the components bind them, so another process could take one in
-// between; start-up then fails with the component's "address already in
-// use" in the error.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }

@@ -2,7 +2,6 @@ package realnodes
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,16 +94,6 @@ func kubeletArgs(n *Node, configFile string) []string {
 		args = append(args, "--node-labels="+labels)
 	}
 	return args
-}
-
-// freePort asks the kernel for a free port on 127.0.0.1.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // writeFile writes data to path, creating its directory.

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/csisim/csisim/drivers/launch"
+	"github.com/csisim/csisim/internal/freeport"
 	"github.com/csisim/csisim/timing"
 )
 
@@ -223,15 +224,11 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 	if n.kubelet != nil && !exited(n.kubelet) {
 		return fmt.Errorf("node %s: the kubelet is running", n.cfg.Name)
 	}
-	port, err := freePort()
+	ports, err := freeport.Loopback(2)
 	if err != nil {
-		return err
+		return fmt.Errorf("node %s: the kubelet's ports: %w", n.cfg.Name, err)
 	}
-	healthz, err := freePort()
-	if err != nil {
-		return err
-	}
-	data, err := kubeletConfiguration(n, port, healthz)
+	data, err := kubeletConfiguration(n, ports[0], ports[1])
 	if err != nil {
 		return fmt.Errorf("node %s: kubelet configuration: %w", n.cfg.Name, err)
 	}

@@ -455,17 +455,23 @@ func recordTime(cache string, c component, goVersion string, d time.Duration, bu
 	fmt.Fprintf(f, "%s %-24s %-7s %6.0fs %s@%s %s\n", time.Now().UTC().Format(time.RFC3339), c.name, result, d.Seconds(), c.module, c.version, goVersion)
 }
 
+// lock takes the build lock of the cache. Another build holding it (a
+// second checkout's, a helper's on-demand binary) is waited for, not
+// failed on: each component is checked again once the lock is ours, so
+// what the other build made is not made twice.
 func lock(path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		fmt.Printf("realkube build: waiting for another build, which holds %s\n", path)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	}
+	if err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another build holds %s", path)
-		}
-		return nil, err
+		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
 	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
