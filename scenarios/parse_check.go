@@ -169,13 +169,16 @@ func (p *parser) save(n *yaml.Node) []SaveVar {
 }
 
 func (p *parser) csiCalls(n *yaml.Node) *CSICallCheck {
-	f, ok := p.mapping(n, "csiCalls", "sequence", "contains", "volume", "driver")
+	f, ok := p.mapping(n, "csiCalls", "sequence", "contains", "volume", "driver", "mountFlag")
 	if !ok {
 		return nil
 	}
 	c := &CSICallCheck{}
 	if f.has("volume") {
 		c.Volume, _ = p.nonEmpty(f.vals["volume"], "volume")
+	}
+	if f.has("mountFlag") {
+		c.MountFlag, _ = p.nonEmpty(f.vals["mountFlag"], "mountFlag")
 	}
 	if f.has("driver") {
 		c.Driver, c.OtherDriver = p.checkDriver(f.vals["driver"])

@@ -45,6 +45,11 @@ type Cluster struct {
 	// Zones gives nodes a zone (their topology.kubernetes.io/zone label,
 	// and the zone their CSI node plugin reports). Nodes not named have none.
 	Zones map[string]string
+	// SELinux names the nodes whose kernel has SELinux enabled
+	// (cluster.seLinux); the others have it disabled. On an enabled node a
+	// pod's seLinuxOptions make the kubelet mount the volumes of a driver
+	// whose CSIDriver says seLinuxMount: true with -o context=... .
+	SELinux []string
 	// DriverArgs are flags for the simulator's own driver (csisim driver
 	// --help lists them), e.g. --capacity=10Gi for a storage pool per zone.
 	DriverArgs []string
@@ -286,6 +291,10 @@ type CSICallCheck struct {
 	Contains []string
 	// Volume, if set, keeps only the calls on that volume ID.
 	Volume string
+	// MountFlag, if set, keeps only the calls whose volume capability
+	// has that mount flag, e.g. the kubelet's SELinux option
+	// context="system_u:object_r:container_file_t:s0:c1,c2".
+	MountFlag string
 	// Driver, if set, keeps only the calls to that driver, one of the
 	// scenario's drivers: or ${driver.name}. OtherDriver says it is one
 	// of drivers:, whose calls are not fitted to the driver under test.

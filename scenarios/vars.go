@@ -206,6 +206,7 @@ func (x *expander) check(c Check) Check {
 		cc := *c.CSICalls
 		cc.Volume = x.str(cc.Volume)
 		cc.Driver = x.str(cc.Driver)
+		cc.MountFlag = x.str(cc.MountFlag)
 		out.CSICalls = &cc
 	}
 	return out
