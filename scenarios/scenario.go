@@ -259,9 +259,11 @@ type Check struct {
 	LabelSelector string
 	// JSONPath is evaluated on the object (or, for a kind without a name, on
 	// the list with its items). With Equals the output must equal it;
-	// without, it must be non-empty.
-	JSONPath string
-	Equals   *string
+	// with StartsWith begin with it (an error's code, where the words
+	// after it are each driver's own); with neither, be non-empty.
+	JSONPath   string
+	Equals     *string
+	StartsWith *string
 	// Gone holds when the named object does not exist.
 	Gone bool
 	// Count, for a kind without a name, is the number of items to expect.

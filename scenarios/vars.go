@@ -195,6 +195,10 @@ func (x *expander) check(c Check) Check {
 		e := x.str(*c.Equals)
 		out.Equals = &e
 	}
+	if c.StartsWith != nil {
+		e := x.str(*c.StartsWith)
+		out.StartsWith = &e
+	}
 	out.Save = make([]SaveVar, len(c.Save))
 	for i, sv := range c.Save {
 		out.Save[i] = SaveVar{Name: sv.Name, JSONPath: x.str(sv.JSONPath)}
