@@ -49,6 +49,12 @@ type Options struct {
 	// Nodes is how many nodes the cluster has, named node-1, node-2, ...;
 	// default 1.
 	Nodes int
+	// SELinuxNodes names the nodes (of node-1, node-2, ...) whose kernel
+	// has SELinux enabled; the others have it disabled. On an enabled
+	// node a pod's seLinuxOptions make the kubelet mount the volumes of a
+	// driver whose CSIDriver says seLinuxMount: true with -o context=...,
+	// as a v1.37 kubelet does (a scenario's cluster.seLinux).
+	SELinuxNodes []string
 	// Seed makes the run reproducible: the same seed, the same timeline.
 	Seed uint64
 	// Timeout is how long Eventually waits, and Consistently watches, in

@@ -40,7 +40,7 @@ func clusterConfig(ctx context.Context, p *profile.Profile, opts Options, dir st
 	if n <= 0 {
 		n = 1
 	}
-	r := profile.Request{HealthMonitor: opts.HealthMonitor}
+	r := profile.Request{HealthMonitor: opts.HealthMonitor, SELinux: opts.SELinuxNodes}
 	for i := 1; i <= n; i++ {
 		r.Nodes = append(r.Nodes, fmt.Sprintf("node-%d", i))
 	}

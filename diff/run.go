@@ -147,7 +147,7 @@ func startSim(ctx context.Context, sc *scenarios.Scenario, opts Options) (*clust
 	if err != nil {
 		return nil, err
 	}
-	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: args, DriverName: name,
+	c, err := cluster.Start(ctx, cluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, SELinux: sc.Cluster.SELinux, DriverArgs: args, DriverName: name,
 		Seed: opts.Seed, DriverBinary: opts.DriverBinary, DriverLog: opts.ComponentLog, HealthMonitor: sc.Cluster.HealthMonitor, Timing: sc.Cluster.Timing})
 	if err != nil {
 		return nil, fmt.Errorf("starting the simulator: %w", err)
@@ -177,7 +177,7 @@ func runReal(ctx context.Context, sc *scenarios.Scenario, opts Options) (RunResu
 	if err != nil {
 		return RunResult{}, err
 	}
-	c, err := realcluster.Start(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: args, DriverName: name,
+	c, err := realcluster.Start(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, SELinux: sc.Cluster.SELinux, DriverArgs: args, DriverName: name,
 		DriverBinary: opts.DriverBinary, BinDir: opts.BinDir, Log: opts.ComponentLog, RealNodes: opts.RealNodes,
 		HealthMonitor: sc.Cluster.HealthMonitor, Timing: sc.Cluster.Timing})
 	if err != nil {

@@ -63,6 +63,13 @@ type Config struct {
 	// topology.kubernetes.io/zone label of the Node and the zone the node
 	// plugin reports.
 	Zones map[string]string
+	// SELinux names the nodes with SELinux enabled, as the simulator's
+	// Config.SELinux does, for the simulated kubelets. A real node (of
+	// RealNodes) runs on this machine's kernel and its containerd with
+	// enable_selinux = false: its kubelet finds SELinux disabled whatever
+	// this says, and a scenario's checks of the context mount option show
+	// the difference.
+	SELinux []string
 	// DriverName is the CSI driver's name; default hostpath.csisim.io.
 	DriverName string
 	// DriverArgs are added to the driver plugins' command lines.
@@ -551,7 +558,7 @@ func (c *Cluster) startKubelet(ctx, runCtx context.Context, node, endpoint strin
 	}
 	nodeIP, podSubnet := kubelet.NodeNetwork(slices.Index(c.cfg.Nodes, node))
 	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"), Labels: labels, Recorder: c.rec,
-		NodeIP: nodeIP, PodSubnet: podSubnet, Timing: c.cfg.Timing},
+		NodeIP: nodeIP, PodSubnet: podSubnet, Timing: c.cfg.Timing, SELinuxEnabled: slices.Contains(c.cfg.SELinux, node)},
 		cs, podFactory, factory, conn.Node, controller.RealRuntime())
 	// A restarted kubelet finds its Node and CSINode there; the plugin
 	// registers again during Restart.

@@ -95,6 +95,9 @@ func (c *Check) evaluate(obj map[string]any) verdict {
 	if c.Equals != nil {
 		return verdict{held: out == *c.Equals, seen: seen}
 	}
+	if c.StartsWith != nil {
+		return verdict{held: strings.HasPrefix(out, *c.StartsWith), seen: seen}
+	}
 	return verdict{held: strings.TrimSpace(out) != "", seen: seen}
 }
 
@@ -117,6 +120,8 @@ func (c *Check) expectation() string {
 		parts = append(parts, c.Object.String()+" to be gone")
 	case c.JSONPath != "" && c.Equals != nil:
 		parts = append(parts, fmt.Sprintf("%s %s == %s", c.Object, c.JSONPath, quoteIfBlank(*c.Equals)))
+	case c.JSONPath != "" && c.StartsWith != nil:
+		parts = append(parts, fmt.Sprintf("%s %s to start with %s", c.Object, c.JSONPath, *c.StartsWith))
 	case c.JSONPath != "":
 		parts = append(parts, fmt.Sprintf("%s %s to be non-empty", c.Object, c.JSONPath))
 	case c.Match != nil:

@@ -74,6 +74,8 @@ func TestCheckEvaluate(t *testing.T) {
 		{"equals, field missing", Check{Object: pvc, JSONPath: "{.status.nope}", Equals: ptr("x")}, pvcObject(), false, "<empty>", "pvc/data {.status.nope} == x"},
 		{"equals empty string", Check{Object: pvc, JSONPath: "{.status.nope}", Equals: ptr("")}, pvcObject(), true, "<empty>", `pvc/data {.status.nope} == ""`},
 		{"equals, object missing", Check{Object: pvc, JSONPath: "{.status.phase}", Equals: ptr("Bound")}, nil, false, "<not found>", "pvc/data {.status.phase} == Bound"},
+		{"starts with", Check{Object: pvc, JSONPath: "{.status.phase}", StartsWith: ptr("Bo")}, pvcObject(), true, "Bound", "pvc/data {.status.phase} to start with Bo"},
+		{"starts otherwise", Check{Object: pvc, JSONPath: "{.status.phase}", StartsWith: ptr("ound")}, pvcObject(), false, "Bound", "pvc/data {.status.phase} to start with ound"},
 		{"jsonpath non-empty", Check{Object: pvc, JSONPath: "{.spec.volumeName}"}, pvcObject(), true, "pvc-123", "pvc/data {.spec.volumeName} to be non-empty"},
 		{"jsonpath empty", Check{Object: pvc, JSONPath: "{.spec.nope}"}, pvcObject(), false, "<empty>", "pvc/data {.spec.nope} to be non-empty"},
 		{"gone holds", Check{Object: pvc, Gone: true}, nil, true, "<not found>", "pvc/data to be gone"},

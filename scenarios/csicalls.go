@@ -88,6 +88,9 @@ func (c *CSICallCheck) expectation() string {
 	if c.Driver != "" {
 		on += " to driver " + c.Driver
 	}
+	if c.MountFlag != "" {
+		on += " with mount flag " + c.MountFlag
+	}
 	var want string
 	switch {
 	case c.Contains != nil && len(c.Contains) == 0:
@@ -108,6 +111,11 @@ func (c *CSICallCheck) expectation() string {
 // evaluate compares the calls recorded so far with the check.
 func (c *CSICallCheck) evaluate(all []trace.Entry) verdict {
 	calls := relevantCSICalls(all, c.Volume, c.Driver)
+	if c.MountFlag != "" {
+		calls = slices.DeleteFunc(slices.Clone(calls), func(e trace.Entry) bool {
+			return e.Call == nil || !slices.Contains(e.Call.MountFlags, c.MountFlag)
+		})
+	}
 	if c.Contains == nil {
 		calls = WithoutSidecarRepeats(calls)
 	}

@@ -28,6 +28,15 @@ func TestCSICallCheck(t *testing.T) {
 		"NodeGetVolumeStats@v1", "NodeUnpublishVolume@v1", "NodeUnstageVolume@v1",
 		"ControllerUnpublishVolume@v1", "GetCapacity", "DeleteVolume@v1", "ListVolumes")
 	twoVolumes := csiLog("CreateVolume@v1", "CreateVolume@v2", "DeleteVolume@v2", "DeleteVolume@v1")
+	// Two volumes staged and published, v1 with the SELinux option.
+	const seLinuxFlag = `context="system_u:object_r:container_file_t:s0:c1,c2"`
+	withFlags := csiLog("NodeStageVolume@v1", "NodePublishVolume@v1", "NodeStageVolume@v2", "NodePublishVolume@v2", "NodeUnpublishVolume@v1")
+	for i := range withFlags {
+		withFlags[i].Call = &trace.CSICall{Volume: withFlags[i].Object}
+		if i < 2 {
+			withFlags[i].Call.MountFlags = []string{"noatime", seLinuxFlag}
+		}
+	}
 
 	tests := []struct {
 		name        string
@@ -103,6 +112,12 @@ func TestCSICallCheck(t *testing.T) {
 		{name: "empty sequence, no calls", check: CSICallCheck{Sequence: []string{}}, calls: csiLog("Probe"), wantHeld: true, wantSeen: "no calls"},
 		{name: "empty sequence, some calls", check: CSICallCheck{Sequence: []string{}}, calls: csiLog("CreateVolume"), wantSeen: "CreateVolume", wantExplain: []string{"1 unexpected call(s)"}},
 		{name: "volume filter", check: CSICallCheck{Sequence: []string{"CreateVolume", "DeleteVolume"}, Volume: "v2"}, calls: twoVolumes, wantHeld: true, wantSeen: "CreateVolume, DeleteVolume"},
+		{name: "mount flag filter", check: CSICallCheck{Sequence: []string{"NodeStageVolume", "NodePublishVolume"}, MountFlag: seLinuxFlag},
+			calls: withFlags, wantHeld: true, wantSeen: "NodeStageVolume, NodePublishVolume"},
+		{name: "mount flag filter, on a volume without it", check: CSICallCheck{Sequence: []string{}, MountFlag: seLinuxFlag, Volume: "v2"},
+			calls: withFlags, wantHeld: true, wantSeen: "no calls"},
+		{name: "mount flag filter, another flag", check: CSICallCheck{Sequence: []string{}, MountFlag: `context="other"`},
+			calls: withFlags, wantHeld: true, wantSeen: "no calls"},
 		{name: "contains in order", check: CSICallCheck{Contains: []string{"CreateVolume", "NodePublishVolume", "DeleteVolume"}}, calls: full, wantHeld: true},
 		{
 			name:        "contains out of order",
@@ -148,6 +163,7 @@ func TestCSICallExpectation(t *testing.T) {
 		{CSICallCheck{Sequence: []string{"CreateVolume", "DeleteVolume"}}, "CSI calls to be exactly: CreateVolume, DeleteVolume"},
 		{CSICallCheck{Sequence: []string{}}, "no CSI calls"},
 		{CSICallCheck{Contains: []string{"DeleteVolume"}, Volume: "v1"}, "CSI calls on volume v1 to include, in order: DeleteVolume"},
+		{CSICallCheck{Sequence: []string{}, MountFlag: "ro"}, "no CSI calls with mount flag ro"},
 	}
 	for _, tt := range tests {
 		if got := tt.check.expectation(); got != tt.want {

@@ -246,7 +246,7 @@ func capabilityNames(cs []profile.Capability) []string {
 // driver profile: the nodes and zones, and the capacity, volume limit,
 // multi-node access and named flag sets the driver is started for.
 func (c Cluster) Request() profile.Request {
-	return profile.Request{Nodes: c.Nodes, Zones: c.Zones, Capacity: c.Capacity, VolumeLimit: c.VolumeLimit,
+	return profile.Request{Nodes: c.Nodes, Zones: c.Zones, SELinux: c.SELinux, Capacity: c.Capacity, VolumeLimit: c.VolumeLimit,
 		MultiNode: c.MultiNode, Extra: c.Flags, DriverArgs: c.DriverArgs, HealthMonitor: c.HealthMonitor}
 }
 

@@ -51,6 +51,12 @@ func (r *Runner) nodeNames(ctx context.Context, s *Scenario) (names map[string]s
 		return nil, fmt.Sprintf("needs %d worker nodes (%s); the cluster has %d (%s)",
 			len(want), strings.Join(want, ", "), len(workers), workerNames(workers)), nil
 	}
+	if len(s.Cluster.SELinux) > 0 {
+		// Whether a worker's kernel has SELinux is the cluster's, and
+		// csisim cannot set it.
+		return nil, fmt.Sprintf("needs SELinux enabled on %s (cluster.seLinux); csisim cannot make the cluster's workers so",
+			strings.Join(s.Cluster.SELinux, ", ")), nil
+	}
 	names = make(map[string]string, len(want))
 	for i, n := range want {
 		w := workers[i]

@@ -87,6 +87,8 @@ func TestRunSkipsWhatTheBackendsNodesCannotBe(t *testing.T) {
 		{"no worker", "{}", nil, "needs 1 worker nodes (node-1); the cluster has 0 ()"},
 		{"zone", "{nodes: [node-1, node-2], zones: {node-2: zone-c}}", []Worker{{Name: "w1", Zone: "zone-a"}, {Name: "w2", Zone: "zone-b"}},
 			`needs node-2 in zone zone-c; the cluster's worker 2, w2, is in zone "zone-b"`},
+		{"SELinux", "{nodes: [node-1, node-2], seLinux: [node-2]}", []Worker{{Name: "w1"}, {Name: "w2"}},
+			"needs SELinux enabled on node-2 (cluster.seLinux); csisim cannot make the cluster's workers so"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -172,7 +172,7 @@ func sourceLine(data []byte, n int) string {
 }
 
 func (p *parser) cluster(n *yaml.Node) Cluster {
-	f, ok := p.mapping(n, "cluster", "nodes", "zones", "driverArgs", "driverName", "capacity", "volumeLimit", "multiNode", "flags", "deploy", "healthMonitor", "timing")
+	f, ok := p.mapping(n, "cluster", "nodes", "zones", "seLinux", "driverArgs", "driverName", "capacity", "volumeLimit", "multiNode", "flags", "deploy", "healthMonitor", "timing")
 	driver := defaultDriverName
 	if ok && f.has("driverName") {
 		if name, named := p.text(f.vals["driverName"], "driverName"); named {
@@ -191,6 +191,9 @@ func (p *parser) cluster(n *yaml.Node) Cluster {
 	if !ok || !f.has("nodes") {
 		if ok && f.has("zones") {
 			p.fail(f.keys["zones"], "zones needs nodes: list the nodes the zones are for")
+		}
+		if ok && f.has("seLinux") {
+			p.fail(f.keys["seLinux"], "seLinux needs nodes: list the nodes, then those of them with SELinux enabled")
 		}
 		var c Cluster
 		if ok && f.has("driverName") && driver != defaultDriverName {
@@ -224,6 +227,9 @@ func (p *parser) cluster(n *yaml.Node) Cluster {
 	}
 	if f.has("zones") {
 		c.Zones = p.zones(f.vals["zones"], seen)
+	}
+	if f.has("seLinux") {
+		c.SELinux = p.seLinuxNodes(f.vals["seLinux"], seen)
 	}
 	if f.has("driverArgs") {
 		c.DriverArgs, _ = p.textList(f.vals["driverArgs"], "driverArgs", func(item *yaml.Node, arg string) bool {
@@ -268,6 +274,25 @@ func (p *parser) zones(n *yaml.Node, nodes map[string]bool) map[string]string {
 		}
 		out[k.Value] = zone
 	}
+	return out
+}
+
+// seLinuxNodes reads the nodes with SELinux enabled: each must be listed
+// in nodes, once.
+func (p *parser) seLinuxNodes(n *yaml.Node, nodes map[string]bool) []string {
+	listed := map[string]bool{}
+	out, _ := p.textList(n, "seLinux", func(item *yaml.Node, name string) bool {
+		switch {
+		case !nodes[name]:
+			p.fail(item, "seLinux names node %q, which is not in nodes", name)
+			return false
+		case listed[name]:
+			p.fail(item, "seLinux lists node %q twice", name)
+			return false
+		}
+		listed[name] = true
+		return true
+	})
 	return out
 }
 

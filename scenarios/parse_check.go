@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-var checkFields = []string{"object", "namespace", "labelSelector", "jsonPath", "equals", "match", "gone", "count", "save", "csiCalls"}
+var checkFields = []string{"object", "namespace", "labelSelector", "jsonPath", "equals", "startsWith", "match", "gone", "count", "save", "csiCalls"}
 
 func (p *parser) wait(n *yaml.Node) *Wait {
 	f, ok := p.mapping(n, "wait", append(checkFields, "timeout")...)
@@ -84,6 +84,17 @@ func (p *parser) check(n *yaml.Node, f fields) Check {
 			p.fail(f.keys["equals"], "equals needs jsonPath: (the value to compare)")
 		}
 	}
+	if f.has("startsWith") {
+		if s, ok := p.nonEmpty(f.vals["startsWith"], "startsWith"); ok {
+			c.StartsWith = &s
+		}
+		switch {
+		case !f.has("jsonPath"):
+			p.fail(f.keys["startsWith"], "startsWith needs jsonPath: (the value whose beginning to compare)")
+		case f.has("equals"):
+			p.fail(f.keys["startsWith"], "equals and startsWith can't be combined: equals compares the whole value")
+		}
+	}
 	if f.has("match") {
 		c.Match = p.match(f, f.vals["match"])
 	}
@@ -100,7 +111,7 @@ func (p *parser) check(n *yaml.Node, f fields) Check {
 	}
 
 	if c.Gone {
-		for _, k := range []string{"jsonPath", "equals", "match", "count", "save"} {
+		for _, k := range []string{"jsonPath", "equals", "startsWith", "match", "count", "save"} {
 			if f.has(k) {
 				p.fail(f.keys[k], "gone: true can't be combined with %s (a gone object has no fields)", k)
 			}
@@ -169,13 +180,16 @@ func (p *parser) save(n *yaml.Node) []SaveVar {
 }
 
 func (p *parser) csiCalls(n *yaml.Node) *CSICallCheck {
-	f, ok := p.mapping(n, "csiCalls", "sequence", "contains", "volume", "driver")
+	f, ok := p.mapping(n, "csiCalls", "sequence", "contains", "volume", "driver", "mountFlag")
 	if !ok {
 		return nil
 	}
 	c := &CSICallCheck{}
 	if f.has("volume") {
 		c.Volume, _ = p.nonEmpty(f.vals["volume"], "volume")
+	}
+	if f.has("mountFlag") {
+		c.MountFlag, _ = p.nonEmpty(f.vals["mountFlag"], "mountFlag")
 	}
 	if f.has("driver") {
 		c.Driver, c.OtherDriver = p.checkDriver(f.vals["driver"])

@@ -248,6 +248,26 @@ steps:
 			want: []string{"x.yaml:4:", "step 1 (wait): equals needs jsonPath"},
 		},
 		{
+			name: "startsWith without jsonpath",
+			src: `steps:
+  - wait:
+      object: pvc/data
+      startsWith: Bo
+`,
+			want: []string{"x.yaml:4:", "step 1 (wait): startsWith needs jsonPath"},
+		},
+		{
+			name: "startsWith with equals",
+			src: `steps:
+  - assert:
+      object: pvc/data
+      jsonPath: '{.status.phase}'
+      equals: Bound
+      startsWith: Bo
+`,
+			want: []string{"x.yaml:6:", "equals and startsWith can't be combined"},
+		},
+		{
 			name: "equals left empty",
 			src: `steps:
   - assert:

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,6 +287,29 @@ func TestParseClusterZones(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want it to contain %q", err, tc.want)
 		}
+	}
+}
+
+func TestParseClusterSELinux(t *testing.T) {
+	s, err := Parse("s.yaml", []byte("cluster:\n  nodes: [a, b]\n  seLinux: [b]\nsteps:\n  - sleep: 1s\n"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Cluster.SELinux, []string{"b"}) || !slices.Equal(s.Cluster.Request().SELinux, []string{"b"}) {
+		t.Errorf("seLinux = %v, request %v", s.Cluster.SELinux, s.Cluster.Request().SELinux)
+	}
+	for _, tc := range []struct{ name, src, want string }{
+		{"not a node", "cluster:\n  nodes: [a]\n  seLinux: [a, c]\nsteps:\n  - sleep: 1s\n", `s.yaml:3: seLinux names node "c", which is not in nodes`},
+		{"twice", "cluster:\n  nodes: [a]\n  seLinux:\n    - a\n    - a\nsteps:\n  - sleep: 1s\n", `s.yaml:5: seLinux lists node "a" twice`},
+		{"not a list", "cluster:\n  nodes: [a]\n  seLinux: a\nsteps:\n  - sleep: 1s\n", `s.yaml:3: seLinux must be a list`},
+		{"without nodes", "cluster:\n  seLinux: [a]\nsteps:\n  - sleep: 1s\n", `s.yaml:2: seLinux needs nodes`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("s.yaml", []byte(tc.src), ".")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
 	}
 }
 

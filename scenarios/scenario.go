@@ -49,6 +49,11 @@ type Cluster struct {
 	// Zones gives nodes a zone (their topology.kubernetes.io/zone label,
 	// and the zone their CSI node plugin reports). Nodes not named have none.
 	Zones map[string]string
+	// SELinux names the nodes whose kernel has SELinux enabled
+	// (cluster.seLinux); the others have it disabled. On an enabled node a
+	// pod's seLinuxOptions make the kubelet mount the volumes of a driver
+	// whose CSIDriver says seLinuxMount: true with -o context=... .
+	SELinux []string
 	// DriverArgs are flags for the simulator's own driver (csisim driver
 	// --help lists them), e.g. --capacity=10Gi for a storage pool per zone.
 	DriverArgs []string
@@ -258,9 +263,11 @@ type Check struct {
 	LabelSelector string
 	// JSONPath is evaluated on the object (or, for a kind without a name, on
 	// the list with its items). With Equals the output must equal it;
-	// without, it must be non-empty.
-	JSONPath string
-	Equals   *string
+	// with StartsWith begin with it (an error's code, where the words
+	// after it are each driver's own); with neither, be non-empty.
+	JSONPath   string
+	Equals     *string
+	StartsWith *string
 	// Gone holds when the named object does not exist.
 	Gone bool
 	// Count, for a kind without a name, is the number of items to expect.
@@ -290,6 +297,10 @@ type CSICallCheck struct {
 	Contains []string
 	// Volume, if set, keeps only the calls on that volume ID.
 	Volume string
+	// MountFlag, if set, keeps only the calls whose volume capability
+	// has that mount flag, e.g. the kubelet's SELinux option
+	// context="system_u:object_r:container_file_t:s0:c1,c2".
+	MountFlag string
 	// Driver, if set, keeps only the calls to that driver, one of the
 	// scenario's drivers: or ${driver.name}. OtherDriver says it is one
 	// of drivers:, whose calls are not fitted to the driver under test.

@@ -195,6 +195,10 @@ func (x *expander) check(c Check) Check {
 		e := x.str(*c.Equals)
 		out.Equals = &e
 	}
+	if c.StartsWith != nil {
+		e := x.str(*c.StartsWith)
+		out.StartsWith = &e
+	}
 	out.Save = make([]SaveVar, len(c.Save))
 	for i, sv := range c.Save {
 		out.Save[i] = SaveVar{Name: sv.Name, JSONPath: x.str(sv.JSONPath)}
@@ -206,6 +210,7 @@ func (x *expander) check(c Check) Check {
 		cc := *c.CSICalls
 		cc.Volume = x.str(cc.Volume)
 		cc.Driver = x.str(cc.Driver)
+		cc.MountFlag = x.str(cc.MountFlag)
 		out.CSICalls = &cc
 	}
 	return out

@@ -34,6 +34,9 @@ type CSICall struct {
 	// Ephemeral: a NodePublishVolume of a CSI inline ephemeral volume
 	// (its volume context says so), which is never staged nor attached.
 	Ephemeral bool
+	// MountFlags are the mount flags of the request's volume capability,
+	// e.g. the kubelet's SELinux context="..." option.
+	MountFlags []string
 	// Code is the status the caller got.
 	Code codes.Code
 	// Capabilities lists the RPC capabilities a successful

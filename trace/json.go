@@ -56,6 +56,7 @@ type jsonCSICall struct {
 	Block         bool     `json:"block,omitempty"`
 	ReadOnly      bool     `json:"readOnly,omitempty"`
 	Ephemeral     bool     `json:"ephemeral,omitempty"`
+	MountFlags    []string `json:"mountFlags,omitempty"`
 	Code          string   `json:"code"` // the gRPC status code's name: "OK", "NotFound"
 	Capabilities  []string `json:"capabilities,omitempty"`
 	StartedAfter  int      `json:"startedAfter"`
@@ -144,7 +145,7 @@ func (tl Timeline) entryJSON(e Entry) ([]byte, error) {
 	if c := e.Call; c != nil {
 		l.CSI = &jsonCSICall{Node: c.Node, NodeID: c.NodeID, Volume: c.Volume, Name: c.Name, Snapshot: c.Snapshot, StagingPath: c.StagingPath,
 			TargetPath: c.TargetPath, AccessMode: c.AccessMode, Block: c.Block, ReadOnly: c.ReadOnly, Ephemeral: c.Ephemeral,
-			Code: c.Code.String(), Capabilities: c.Capabilities, StartedAfter: c.StartedAfter, StartedAt: int64(c.Started),
+			MountFlags: c.MountFlags, Code: c.Code.String(), Capabilities: c.Capabilities, StartedAfter: c.StartedAfter, StartedAt: int64(c.Started),
 			StartedAtText: formatOffset(c.Started)}
 	}
 	if wr := e.Write; wr != nil {
@@ -269,7 +270,7 @@ func (tl *Timeline) addJSONLine(line []byte) error {
 		}
 		e.Call = &CSICall{Node: c.Node, NodeID: c.NodeID, Volume: c.Volume, Name: c.Name, Snapshot: c.Snapshot, StagingPath: c.StagingPath,
 			TargetPath: c.TargetPath, AccessMode: c.AccessMode, Block: c.Block, ReadOnly: c.ReadOnly, Ephemeral: c.Ephemeral,
-			Code: code, Capabilities: c.Capabilities, StartedAfter: c.StartedAfter, Started: time.Duration(c.StartedAt)}
+			MountFlags: c.MountFlags, Code: code, Capabilities: c.Capabilities, StartedAfter: c.StartedAfter, Started: time.Duration(c.StartedAt)}
 	}
 	if wr := l.Write; wr != nil {
 		e.Write = &APIWrite{Verb: wr.Verb, Subresource: wr.Subresource, Kind: wr.Kind, Namespace: wr.Namespace,

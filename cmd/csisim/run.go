@@ -253,7 +253,7 @@ func (c *runCmd) runOnce(ctx context.Context, sc *scenarios.Scenario, cfg cluste
 	if c.backend == "realkube" {
 		title = fmt.Sprintf("scenario %s, real control plane %s", sc.Name, realkube.KubeVersion)
 		fmt.Fprintf(info, "scenario %s (%s), real control plane %s%s\n", sc.Name, sc.File, realkube.KubeVersion, realNodesNote(realNodeNames))
-		out = runOnRealkube(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, DriverArgs: sc.Cluster.DriverArgs, RealNodes: realNodeNames,
+		out = runOnRealkube(ctx, realcluster.Config{Nodes: sc.Cluster.Nodes, Zones: sc.Cluster.Zones, SELinux: sc.Cluster.SELinux, DriverArgs: sc.Cluster.DriverArgs, RealNodes: realNodeNames,
 			DriverName: realkubeDriverName(sc, c.driverName), OnEntry: sim.cluster.OnEntry, HealthMonitor: sc.Cluster.HealthMonitor, Timing: sc.Cluster.Timing}, sc, withSeed(c.driverLog, c.seed), withSeed(c.traceFile, c.seed))
 	} else {
 		fmt.Fprintf(info, "scenario %s (%s), seed %d\n", sc.Name, sc.File, c.seed)

@@ -40,6 +40,10 @@ type Call struct {
 	// Block whether its capability is raw block, ReadOnly its readonly.
 	AccessMode      string
 	Block, ReadOnly bool
+	// MountFlags are the mount flags of the request's volume capability
+	// (of its first, for CreateVolume), e.g. the kubelet's SELinux
+	// context="..." option.
+	MountFlags []string
 	// Ephemeral: a NodePublishVolume of a CSI inline ephemeral volume, by
 	// its volume context (csi.storage.k8s.io/ephemeral "true", which the
 	// kubelet adds for podInfoOnMount drivers): never staged nor attached.
@@ -239,6 +243,7 @@ func describeMessage(c *Call, full string, msg proto.Message, nodeID string) {
 	}
 	if vc != nil {
 		c.AccessMode, c.Block = vc.GetAccessMode().GetMode().String(), vc.GetBlock() != nil
+		c.MountFlags = vc.GetMount().GetMountFlags()
 		add("access", capabilityString(vc))
 	}
 	if r, ok := msg.(readonlyer); ok && r.GetReadonly() {

@@ -6,5 +6,5 @@ import "github.com/csisim/csisim/trace"
 // Call), which the invariant checker reads.
 func (c Call) Trace() *trace.CSICall {
 	return &trace.CSICall{NodeID: c.NodeID, Volume: c.VolumeID, Name: c.Name, Snapshot: c.SnapshotID, StagingPath: c.StagingPath, TargetPath: c.TargetPath,
-		AccessMode: c.AccessMode, Block: c.Block, ReadOnly: c.ReadOnly, Ephemeral: c.Ephemeral, Code: c.Code, Capabilities: c.Capabilities}
+		AccessMode: c.AccessMode, Block: c.Block, ReadOnly: c.ReadOnly, MountFlags: c.MountFlags, Ephemeral: c.Ephemeral, Code: c.Code, Capabilities: c.Capabilities}
 }

@@ -23,6 +23,7 @@ const preservedFlags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS
 // bindMount bind-mounts source (a directory, or a device node onto a file)
 // on target, read-only if readonly, with mount flags in mount(8) syntax.
 func (d *Driver) bindMount(source, target string, readonly bool, mountFlags []string) error {
+	mountFlags = hostMountOptions(mountFlags, d.seLinux)
 	if len(mountFlags) > 0 {
 		options := []string{"bind"}
 		if readonly {

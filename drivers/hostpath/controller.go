@@ -306,6 +306,16 @@ func (s *controllerServer) DeleteVolume(_ context.Context, req *csi.DeleteVolume
 	if err := d.detachIfUnused("DeleteVolume", id); err != nil {
 		return nil, err
 	}
+	// A directory volume still staged or published on a node is in use,
+	// whether or not it was ever controller-published (a CSIDriver with
+	// attachRequired: false has no VolumeAttachment to hold its deletion
+	// back): the CSI spec's answer is FAILED_PRECONDITION, and the
+	// provisioner tries again.
+	if at, err := d.dirMountedAt(id); err != nil {
+		return nil, status.Errorf(codes.Internal, "DeleteVolume: %v", err)
+	} else if at != "" {
+		return nil, status.Errorf(codes.FailedPrecondition, "DeleteVolume: volume %s is still mounted at %s (NodeUnpublishVolume and NodeUnstageVolume must come first)", id, at)
+	}
 	// Backing first, record second, so that a crash in between leaves a
 	// record whose retried delete finishes the job. Both kinds are removed:
 	// without a record the kind is not known.

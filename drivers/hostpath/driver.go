@@ -167,6 +167,9 @@ type Driver struct {
 	// onlineExtResize: the process may grow a mounted ext file system
 	// (CAP_SYS_RESOURCE); see resize.go.
 	onlineExtResize bool
+	// seLinux: the kernel has SELinux enabled, and mounts take its
+	// context options (selinux.go).
+	seLinux bool
 
 	// mu serialises every state-changing call; the plugin is a test
 	// double, so simplicity beats parallelism.
@@ -237,6 +240,7 @@ func New(cfg Config) (*Driver, error) {
 		formatter:       &mount.SafeFormatAndMount{Interface: mounter, Exec: exec},
 		resizer:         mount.NewResizeFs(exec),
 		onlineExtResize: hasCapability(unix.CAP_SYS_RESOURCE),
+		seLinux:         hostSELinuxEnabled(),
 		store:           &stateStore{path: filepath.Join(cfg.StateDir, stateFileName)},
 	}
 	if d.state, err = d.store.load(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -144,4 +145,34 @@ func (d *Driver) unmountVolume(method, path string, ident volumeIdentity, record
 		}
 	}
 	return status.Errorf(codes.Internal, "%s: %s is still mounted after %d unmounts", method, path, maxStackedMounts)
+}
+
+// dirMountedAt is a mount point that shows directory volume id (a node
+// plugin's staging or publishing bind mount of it), or "" if none does.
+// Every plugin of a run mounts in this machine's mount table, so the
+// controller plugin sees the node plugins' mounts there: a bind mount's
+// root is its source directory's path within its file system, whose last
+// element is the volume's ID, and its mount point has the directory's
+// device and inode.
+func (d *Driver) dirMountedAt(id string) (string, error) {
+	ident, err := d.identify(id, kindDirectory, "")
+	if err != nil || (ident.dirDev == 0 && ident.dirIno == 0) {
+		return "", err
+	}
+	infos, err := mountinfo.GetMounts(func(i *mountinfo.Info) (skip, stop bool) {
+		return filepath.Base(i.Root) != id, false
+	})
+	if err != nil {
+		return "", fmt.Errorf("read mount table: %w", err)
+	}
+	for _, info := range infos {
+		var st unix.Stat_t
+		if unix.Stat(info.Mountpoint, &st) != nil {
+			continue // gone meanwhile, or not ours to look at
+		}
+		if ident.matches(&st) {
+			return info.Mountpoint, nil
+		}
+	}
+	return "", nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // mountEntries returns the /proc/self/mountinfo entries for exactly path.
@@ -361,5 +362,45 @@ func TestNodeLeavesForeignMountsAlone(t *testing.T) {
 	wantCode(t, l.publish(busy, false), codes.AlreadyExists)
 	if n := len(mountEntries(t, busy)); n != 1 {
 		t.Fatalf("foreign mount point now has %d mounts, want 1", n)
+	}
+}
+
+// TestDeleteVolumeRefusedWhileMounted: a directory volume still staged, or
+// only published, on a node is in use, though never controller-published
+// (attachRequired: false): DeleteVolume answers FailedPrecondition until
+// the node has unmounted it, then deletes it.
+func TestDeleteVolumeRefusedWhileMounted(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.start(t, Config{})
+	l := newLifecycle(t, env, r, "pvc-in-use")
+	ctx := context.Background()
+	del := func() error {
+		_, err := r.ctrl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: l.id})
+		return err
+	}
+	if err := l.stage(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.publish(l.target, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		name   string
+		before func() error
+		code   codes.Code
+	}{
+		{"staged and published", func() error { return nil }, codes.FailedPrecondition},
+		{"staged", func() error { return l.unpublish(l.target) }, codes.FailedPrecondition},
+		{"unstaged", l.unstage, codes.OK},
+	} {
+		if err := step.before(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if got := status.Code(del()); got != step.code {
+			t.Errorf("DeleteVolume of a volume %s: %s, want %s", step.name, got, step.code)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(env.root, "volumes", l.id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("volume directory after the delete: %v, want gone", err)
 	}
 }

@@ -126,7 +126,7 @@ func (d *Driver) formatAndMount(st *stageRecord) error {
 			return err
 		}
 	}
-	if err := d.formatter.FormatAndMount(st.Device, st.StagingPath, fsType, stageMountOptions(st)); err != nil {
+	if err := d.formatter.FormatAndMount(st.Device, st.StagingPath, fsType, d.stageMountOptions(st)); err != nil {
 		return fmt.Errorf("format and mount %s on %s: %w", st.Device, st.StagingPath, err)
 	}
 	if !st.Readonly && fsType == "xfs" {

@@ -178,7 +178,7 @@ func (d *Driver) remount(id, path string, st *stageRecord) error {
 		if fsType == "" {
 			fsType = defaultFsType
 		}
-		if err := d.mounter.Mount(st.Device, path, fsType, stageMountOptions(st)); err != nil {
+		if err := d.mounter.Mount(st.Device, path, fsType, d.stageMountOptions(st)); err != nil {
 			return fmt.Errorf("mount %s on %s again: %w", st.Device, path, err)
 		}
 		return nil
@@ -192,8 +192,8 @@ func (d *Driver) remount(id, path string, st *stageRecord) error {
 
 // stageMountOptions are the options a block volume's file system is
 // mounted with on the staging path.
-func stageMountOptions(st *stageRecord) []string {
-	options := append([]string(nil), st.MountFlags...)
+func (d *Driver) stageMountOptions(st *stageRecord) []string {
+	options := append([]string(nil), hostMountOptions(st.MountFlags, d.seLinux)...)
 	if st.Readonly {
 		options = append(options, "ro")
 	}

@@ -18,6 +18,9 @@ type Request struct {
 	// which flags.zone tells the node plugin if the profile has it (a
 	// driver without zones is not told, as on a real cluster).
 	Zones map[string]string
+	// SELinux names the nodes whose kernel has SELinux enabled (the
+	// simulated kubelet's; it asks nothing of the driver's flags).
+	SELinux []string
 	// Capacity is the storage capacity to report, e.g. "3Gi" (flags.capacity).
 	Capacity string
 	// VolumeLimit is the per-node volume limit, 0 for none (flags.volumeLimit).

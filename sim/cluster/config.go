@@ -23,6 +23,13 @@ type Config struct {
 	// Zones gives nodes a zone: the topology.kubernetes.io/zone label of
 	// the Node, and the zone csisim's driver reports for the node.
 	Zones map[string]string
+	// SELinux names the nodes whose kernel has SELinux enabled, as the
+	// kubelet finds it (selinux.GetEnabled()); the others have it
+	// disabled, as most nodes and every node of this machine's real-node
+	// runs (containerd with enable_selinux = false). On an enabled node a
+	// pod's seLinuxOptions make the kubelet mount the volumes of a driver
+	// whose CSIDriver says seLinuxMount: true with -o context=...
+	SELinux []string
 	// DriverArgs are added to the command line of csisim's own driver, for
 	// the controller and every node (e.g. --capacity=10Gi).
 	DriverArgs []string
@@ -160,6 +167,11 @@ func (cfg *Config) complete() error {
 	}
 	if cfg.Deploy != nil {
 		cfg.DaemonSets = true
+	}
+	for _, n := range cfg.SELinux {
+		if !slices.Contains(cfg.Nodes, n) {
+			return fmt.Errorf("SELinux names node %q, which is not one of the nodes %v", n, cfg.Nodes)
+		}
 	}
 	for _, w := range cfg.Without {
 		if !slices.Contains(Components, w) {

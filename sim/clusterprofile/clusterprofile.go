@@ -42,7 +42,7 @@ func Config(ctx context.Context, p *profile.Profile, r profile.Request, opts Opt
 	if err := p.Check(r); err != nil {
 		return cluster.Config{}, err
 	}
-	cfg := cluster.Config{Nodes: r.Nodes, Zones: r.Zones, DriverName: p.Name, Mock: p.Start.Mock,
+	cfg := cluster.Config{Nodes: r.Nodes, Zones: r.Zones, SELinux: r.SELinux, DriverName: p.Name, Mock: p.Start.Mock,
 		NoMounts: !p.Start.Mock && !p.Has(profile.RealMounts), HealthMonitor: r.HealthMonitor}
 	if opts.DriverName != "" && opts.DriverName != p.Name {
 		if !p.Start.Mock && !usesPlaceholder(p, "{driverName}") {

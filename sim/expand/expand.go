@@ -2,17 +2,23 @@
 // kube-controller-manager (kubernetes pkg/controller/volume/expand). In
 // v1.37 it expands no volume itself: for a CSI volume (and any volume no
 // in-tree plugin expands) it only says, with an ExternalExpanding event on
-// the claim, that an external resizer is expected to.
+// the claim, that an external resizer is expected to; for a volume of a
+// migrated in-tree plugin it also names the plugin's CSI driver as the
+// claim's resizer.
 package expand
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -20,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/migration"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
@@ -132,9 +139,48 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if request.Cmp(capacity) <= 0 && !grown && !metav1.HasAnnotation(pv.ObjectMeta, volumeutil.AnnPreResizeCapacity) {
 		return nil
 	}
+	// A volume of a migrated in-tree plugin is the CSI driver's to expand:
+	// the claim names it as its resizer, which the external-resizer of that
+	// driver looks for.
+	if plugin, driver, ok := migration.PluginOf(pv); ok {
+		c.events.Event(claim, corev1.EventTypeNormal, EventExternalExpanding,
+			fmt.Sprintf("CSI migration enabled for %s; waiting for external resizer to expand the pvc", plugin))
+		if err := c.setResizer(ctx, claim, driver); err != nil {
+			msg := fmt.Sprintf("error setting resizer annotation to pvc %s, with error %v", key, err)
+			c.events.Event(claim, corev1.EventTypeWarning, EventExternalExpanding, msg)
+			return errors.New(msg)
+		}
+		return nil
+	}
 	// No in-tree plugin expands a CSI volume, nor any other volume of the
 	// kinds csisim runs: an external controller is expected to; the
 	// claim is not queued again.
 	c.events.Event(claim, corev1.EventTypeNormal, EventExternalExpanding, ExternalExpandingMsg)
 	return nil
+}
+
+// setResizer names the claim's resizer (AnnResizer) with a strategic
+// merge patch of its status subresource, as the real controller's
+// SetClaimResizer does (kubernetes pkg/volume/util/resize_util.go); a
+// claim that names it already is left alone.
+func (c *Controller) setResizer(ctx context.Context, claim *corev1.PersistentVolumeClaim, driver string) error {
+	if claim.Annotations[volumeutil.AnnResizer] == driver {
+		return nil
+	}
+	next := claim.DeepCopy()
+	metav1.SetMetaDataAnnotation(&next.ObjectMeta, volumeutil.AnnResizer, driver)
+	from, err := json.Marshal(claim)
+	if err != nil {
+		return err
+	}
+	to, err := json.Marshal(next)
+	if err != nil {
+		return err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(from, to, corev1.PersistentVolumeClaim{})
+	if err != nil {
+		return err
+	}
+	_, err = c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
 }

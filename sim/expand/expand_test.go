@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/volumeutil"
 )
 
 func TestExternalExpanding(t *testing.T) {
@@ -76,5 +77,56 @@ func TestExternalExpanding(t *testing.T) {
 				t.Errorf("events %q, want %q", got, tt.events)
 			}
 		})
+	}
+}
+
+// TestMigratedVolumeHandedToItsDriver: a claim of an in-tree aws-ebs PV
+// that grows is handed to ebs.csi.aws.com, the driver the plugin migrated
+// to, with the real controller's event, and once only.
+func TestMigratedVolumeHandedToItsDriver(t *testing.T) {
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"},
+		Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: "default", Name: "data", UID: "uid-1"},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-1", FSType: "ext4"}}}}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default", UID: "uid-1"},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1", Resources: corev1.VolumeResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")}}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}
+	cs := fake.NewClientset(pv, claim)
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	events := record.NewFakeRecorder(10)
+	rt := controller.Runtime{Clock: clock.RealClock{}, NewQueue: controller.NewQueue,
+		NewEventRecorder: func(kubernetes.Interface, string, string) (record.EventRecorder, func()) { return events, func() {} }}
+	c := New(cs, factory, rt)
+	indexer := factory.Core().V1().PersistentVolumeClaims().Informer().GetIndexer()
+	if err := indexer.Add(claim); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		if err := c.sync(context.Background(), "default/data"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := cs.CoreV1().PersistentVolumeClaims("default").Get(context.Background(), "data", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := got.Annotations[volumeutil.AnnResizer]; r != "ebs.csi.aws.com" {
+			t.Errorf("round %d: resizer %q, want ebs.csi.aws.com", round, r)
+		}
+		if err := indexer.Update(got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patches := 0
+	for _, a := range cs.Actions() {
+		if a.GetVerb() == "patch" && a.GetSubresource() == "status" {
+			patches++
+		}
+	}
+	if patches != 1 {
+		t.Errorf("%d status patches, want 1 (the second sync finds the resizer named)", patches)
+	}
+	want := "Normal ExternalExpanding CSI migration enabled for kubernetes.io/aws-ebs; waiting for external resizer to expand the pvc"
+	if got := <-events.Events; got != want {
+		t.Errorf("event %q, want %q", got, want)
 	}
 }

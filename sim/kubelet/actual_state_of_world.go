@@ -50,6 +50,9 @@ type stagedVolume struct {
 	// final answer, or found on disk by a restarted kubelet): staged
 	// again before use, as the real one's DeviceMountUncertain.
 	uncertain bool
+	// seLinux is the SELinux label it was staged with ("" for none): the
+	// attached volume's seLinuxMountContext.
+	seLinux string
 }
 
 // mountedVolume is a volume published for one pod.

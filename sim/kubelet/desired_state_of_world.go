@@ -31,6 +31,11 @@ type desiredState struct {
 	// reportedInUse: the volumesInUse the node's status last reported,
 	// sorted; an attachable volume is mounted only once it is among them.
 	reportedInUse []corev1.UniqueVolumeName
+	// seLinux: the SELinux label each volume some pod is to have is to be
+	// mounted with ("" for none; selinux.go), the label of the pod that
+	// took it in first: the real one's effectiveSELinuxMountFileLabel,
+	// which for a persistent volume in v1.37 is its originalSELinuxLabel.
+	seLinux map[corev1.UniqueVolumeName]string
 }
 
 // reset empties the state, as a new kubelet process starts.
@@ -40,14 +45,22 @@ func (d *desiredState) reset() {
 	d.podVolumes = map[types.UID][]corev1.UniqueVolumeName{}
 	d.sizes = map[corev1.UniqueVolumeName]resource.Quantity{}
 	d.reportedInUse = nil
+	d.seLinux = map[corev1.UniqueVolumeName]string{}
 }
 
 // setPodVolumes says which volumes the pod is to have (AddPodToVolume for
-// each), replacing what it was to have.
-func (d *desiredState) setPodVolumes(uid types.UID, volumes []corev1.UniqueVolumeName) {
+// each), replacing what it was to have; seLinux gives the label each is
+// to be mounted with, which a volume takes only if no pod had it yet.
+func (d *desiredState) setPodVolumes(uid types.UID, volumes []corev1.UniqueVolumeName, seLinux map[corev1.UniqueVolumeName]string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for _, u := range volumes {
+		if !d.hasVolumeLocked(u) {
+			d.seLinux[u] = seLinux[u]
+		}
+	}
 	d.podVolumes[uid] = volumes
+	d.forgetLabelsLocked()
 }
 
 // deletePod says the pod is to have no volumes (DeletePodFromVolume for
@@ -56,6 +69,48 @@ func (d *desiredState) deletePod(uid types.UID) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.podVolumes, uid)
+	d.forgetLabelsLocked()
+}
+
+// hasVolumeLocked says whether some pod is to have the volume.
+func (d *desiredState) hasVolumeLocked(u corev1.UniqueVolumeName) bool {
+	for _, vols := range d.podVolumes {
+		if slices.Contains(vols, u) {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetLabelsLocked drops the label of each volume no pod is to have any
+// more: the volume is gone from the desired state.
+func (d *desiredState) forgetLabelsLocked() {
+	for u := range d.seLinux {
+		if !d.hasVolumeLocked(u) {
+			delete(d.seLinux, u)
+		}
+	}
+}
+
+// seLinuxLabel is the label the volume is to be mounted with, "" if none
+// or if no pod is to have it.
+func (d *desiredState) seLinuxLabel(u corev1.UniqueVolumeName) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.seLinux[u]
+}
+
+// seLinuxConflict is AddPodToVolume's check for a pod that is not yet
+// among the volume's pods: if other pods have the volume with another
+// label, it returns that label and true.
+func (d *desiredState) seLinuxConflict(uid types.UID, u corev1.UniqueVolumeName, label string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.hasVolumeLocked(u) || slices.Contains(d.podVolumes[uid], u) {
+		return "", false
+	}
+	existing := d.seLinux[u]
+	return existing, existing != label
 }
 
 // volumes are the volumes some pod is to have (VolumeExists for each).

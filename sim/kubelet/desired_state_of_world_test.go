@@ -1,10 +1,13 @@
 package kubelet
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestDesiredStateSizes(t *testing.T) {
@@ -41,9 +44,9 @@ func TestDesiredStateVolumesAndReports(t *testing.T) {
 	a, b, c := corev1.UniqueVolumeName("a"), corev1.UniqueVolumeName("b"), corev1.UniqueVolumeName("c")
 	var d desiredState
 	d.reset()
-	d.setPodVolumes("pod-1", []corev1.UniqueVolumeName{a, b})
-	d.setPodVolumes("pod-2", []corev1.UniqueVolumeName{b, c})
-	d.setPodVolumes("pod-2", []corev1.UniqueVolumeName{c}) // replaces
+	d.setPodVolumes("pod-1", []corev1.UniqueVolumeName{a, b}, nil)
+	d.setPodVolumes("pod-2", []corev1.UniqueVolumeName{b, c}, nil)
+	d.setPodVolumes("pod-2", []corev1.UniqueVolumeName{c}, nil) // replaces
 	d.deletePod("pod-1")
 	if got := d.volumes(); len(got) != 1 || !got[c] {
 		t.Errorf("volumes %v, want only %s", got, c)
@@ -60,5 +63,49 @@ func TestDesiredStateVolumesAndReports(t *testing.T) {
 	d.reset()
 	if d.isReportedInUse(a) || len(d.volumes()) != 0 {
 		t.Error("a reset state still has something")
+	}
+}
+
+// A volume's SELinux label is the first pod's; a pod not yet among its
+// pods conflicts if it wants another, one already among them does not;
+// the label goes with the volume's last pod.
+func TestDesiredStateSELinuxLabels(t *testing.T) {
+	const u = corev1.UniqueVolumeName("u")
+	tests := []struct {
+		name     string
+		pods     map[types.UID]string // pods that have u, with their labels, added in name order
+		uid      types.UID
+		label    string
+		conflict bool
+		existing string
+	}{
+		{name: "no pod has it", uid: "b", label: "x"},
+		{name: "same label", pods: map[types.UID]string{"a": "x"}, uid: "b", label: "x", existing: "x"},
+		{name: "other label", pods: map[types.UID]string{"a": "x"}, uid: "b", label: "y", conflict: true, existing: "x"},
+		{name: "no label against one", pods: map[types.UID]string{"a": "x"}, uid: "b", label: "", conflict: true, existing: "x"},
+		{name: "the first pod's label", pods: map[types.UID]string{"a": "x", "b": "y"}, uid: "c", label: "y", conflict: true, existing: "x"},
+		{name: "a pod already among them", pods: map[types.UID]string{"a": "x", "b": "y"}, uid: "b", label: "y", existing: "x"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var d desiredState
+			d.reset()
+			for _, uid := range slices.Sorted(maps.Keys(tc.pods)) {
+				d.setPodVolumes(uid, []corev1.UniqueVolumeName{u}, map[corev1.UniqueVolumeName]string{u: tc.pods[uid]})
+			}
+			existing, conflict := d.seLinuxConflict(tc.uid, u, tc.label)
+			if conflict != tc.conflict || (conflict && existing != tc.existing) {
+				t.Errorf("conflict %v with %q, want %v with %q", conflict, existing, tc.conflict, tc.existing)
+			}
+			if len(tc.pods) > 0 && d.seLinuxLabel(u) != tc.existing {
+				t.Errorf("label %q, want %q", d.seLinuxLabel(u), tc.existing)
+			}
+			for uid := range tc.pods {
+				d.deletePod(uid)
+			}
+			if d.seLinuxLabel(u) != "" || len(d.seLinux) != 0 {
+				t.Errorf("labels %v left when no pod has the volume", d.seLinux)
+			}
+		})
 	}
 }

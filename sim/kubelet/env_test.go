@@ -186,6 +186,12 @@ type envOptions struct {
 	// ephemeral makes the pod's volume "data" a generic ephemeral one,
 	// whose claim is app-data, owned by the pod unless foreignClaim.
 	ephemeral, foreignClaim bool
+	// seLinux: the node has SELinux enabled; podSecurity, if set, is the
+	// pod's security context (fsGroup then comes from it); mountOptions
+	// are the PV's.
+	seLinux      bool
+	podSecurity  *corev1.PodSecurityContext
+	mountOptions []string
 }
 
 func stageCaps() []csi.NodeServiceCapability_RPC_Type {
@@ -246,6 +252,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.container != nil {
 		pod.Spec.Containers = []corev1.Container{*o.container}
 	}
+	if o.podSecurity != nil {
+		pod.Spec.SecurityContext = o.podSecurity
+	}
+	pv.Spec.MountOptions = o.mountOptions
 	if o.inline != nil {
 		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{CSI: o.inline}}}
 	}
@@ -270,7 +280,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		}}
 	fn := &fakeNode{caps: o.caps}
 	dir := t.TempDir()
-	k := New(Config{NodeName: testNode, DriverName: testDriver, Dir: dir, SkipMountCheck: !o.mountCheck}, client, factory, factory, fn, rt)
+	k := New(Config{NodeName: testNode, DriverName: testDriver, Dir: dir, SkipMountCheck: !o.mountCheck, SELinuxEnabled: o.seLinux}, client, factory, factory, fn, rt)
 	k.desired.markReportedInUse([]corev1.UniqueVolumeName{unique})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -134,6 +134,12 @@ type Config struct {
 	// heartbeats' periods and its Lease's duration from it (zero: v1.37's
 	// defaults).
 	Timing timing.Timing
+	// SELinuxEnabled: the node's kernel has SELinux enabled, which the
+	// real kubelet asks the host (selinux.GetEnabled()). Then the pods'
+	// seLinuxOptions give the volumes of drivers whose CSIDriver says
+	// seLinuxMount: true a context mount option (selinux.go); without it
+	// they change nothing.
+	SELinuxEnabled bool
 }
 
 // Kubelet is one simulated node agent.

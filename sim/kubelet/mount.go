@@ -70,9 +70,11 @@ func accessMode(pv *corev1.PersistentVolume, caps nodeCaps) csi.VolumeCapability
 }
 
 // volumeCapability is the capability for a filesystem volume, with
-// volume_mount_group when the fsGroup is delegated to the driver.
-func volumeCapability(pv *corev1.PersistentVolume, caps nodeCaps, mountGroup *int64) *csi.VolumeCapability {
-	mnt := &csi.VolumeCapability_MountVolume{FsType: pv.Spec.CSI.FSType, MountFlags: pv.Spec.MountOptions}
+// volume_mount_group when the fsGroup is delegated to the driver, and the
+// PV's mount options followed by the SELinux context option when the
+// volume has a label (selinux.go).
+func volumeCapability(pv *corev1.PersistentVolume, caps nodeCaps, mountGroup *int64, seLinux string) *csi.VolumeCapability {
+	mnt := &csi.VolumeCapability_MountVolume{FsType: pv.Spec.CSI.FSType, MountFlags: withSELinuxMountOption(pv.Spec.MountOptions, seLinux)}
 	if mountGroup != nil {
 		mnt.VolumeMountGroup = strconv.FormatInt(*mountGroup, 10)
 	}
@@ -183,6 +185,16 @@ func (k *Kubelet) mountVolumeOnce(ctx context.Context, pod *corev1.Pod, v volume
 	if k.pending.underWay(v.unique) {
 		return errNotReady
 	}
+	if k.stagedWithOtherLabel(v) {
+		// The device is mounted with another pod's SELinux label: it is
+		// unstaged first (the reconciler's unmountDetachDevices, as the
+		// desired state no longer has it with that label), then staged
+		// again with this one (actual_state_of_world.go PodExistsInVolume:
+		// "waiting for unmount of volume ..., because it is already
+		// mounted to a different pod with a different SELinux label").
+		k.queueUnusedDevices()
+		return errNotReady
+	}
 	if err := k.readWriteOncePodInUse(pod, v); err != nil {
 		return err
 	}
@@ -236,11 +248,15 @@ func (k *Kubelet) mountFilesystem(ctx context.Context, pod *corev1.Pod, v volume
 	dir := podVolumeDir(k.cfg.Dir, pod.UID, v.pv.Name)
 	target := filepath.Join(dir, "mount")
 	// What a restarted kubelet reads to know what this directory holds.
-	if err := saveVolumeData(dir, map[string]string{
+	data := map[string]string{
 		volDataSpecName: v.pv.Name, volDataHandle: src.VolumeHandle, volDataDriver: src.Driver, volDataNode: k.cfg.NodeName,
 		volDataAttachment: attachdetach.AttachmentName(src.VolumeHandle, src.Driver, k.cfg.NodeName),
 		volDataLifecycle:  string(storagev1.VolumeLifecyclePersistent),
-	}); err != nil {
+	}
+	if v.seLinux != "" {
+		data[volDataSELinux] = v.seLinux
+	}
+	if err := saveVolumeData(dir, data); err != nil {
 		return fmt.Errorf("volume %s of pod %s/%s: %w", v.pv.Name, pod.Namespace, pod.Name, err)
 	}
 	secrets, err := k.nodePublishSecrets(ctx, v.pv, false)
@@ -256,7 +272,7 @@ func (k *Kubelet) mountFilesystem(ctx context.Context, pod *corev1.Pod, v volume
 	callCtx, cancel := k.csiCallContext(ctx)
 	_, err = k.nodeClient(src.Driver).NodePublishVolume(callCtx, &csi.NodePublishVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
-		VolumeCapability: volumeCapability(v.pv, caps, mountGroup), Readonly: v.readOnly,
+		VolumeCapability: volumeCapability(v.pv, caps, mountGroup, v.seLinux), Readonly: v.readOnly,
 		VolumeContext: volumeContext, Secrets: secrets,
 	})
 	cancel()
@@ -333,25 +349,29 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 		return fmt.Errorf("creating staging dir: %w", err)
 	}
 	// Kept for UnmountDevice, also after a restart.
-	if err := saveVolumeData(filepath.Dir(staging), map[string]string{volDataHandle: src.VolumeHandle, volDataDriver: src.Driver}); err != nil {
+	data := map[string]string{volDataHandle: src.VolumeHandle, volDataDriver: src.Driver}
+	if v.seLinux != "" {
+		data[volDataSELinux] = v.seLinux
+	}
+	if err := saveVolumeData(filepath.Dir(staging), data); err != nil {
 		return err
 	}
 	callCtx, cancel := k.csiCallContext(ctx)
 	defer cancel()
 	_, err = k.nodeClient(src.Driver).NodeStageVolume(callCtx, &csi.NodeStageVolumeRequest{
 		VolumeId: src.VolumeHandle, PublishContext: publishContext, StagingTargetPath: staging,
-		VolumeCapability: volumeCapability(v.pv, caps, mountGroup), VolumeContext: src.VolumeAttributes, Secrets: secrets,
+		VolumeCapability: volumeCapability(v.pv, caps, mountGroup, v.seLinux), VolumeContext: src.VolumeAttributes, Secrets: secrets,
 	})
 	if err != nil {
 		k.events.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.MountDevice failed for volume %q : %v", v.pv.Name, err)
 		if !isFinalError(err) && !staged {
 			// The driver may be staging it still: the device is
 			// uncertain, to be staged again or unstaged when unused.
-			k.actual.markStaged(v.unique, &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name, uncertain: true})
+			k.actual.markStaged(v.unique, &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name, uncertain: true, seLinux: v.seLinux})
 		}
 		return fmt.Errorf("NodeStageVolume %s: %w", v.pv.Name, err)
 	}
-	k.actual.markStaged(v.unique, &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name})
+	k.actual.markStaged(v.unique, &stagedVolume{path: staging, handle: src.VolumeHandle, pvName: v.pv.Name, seLinux: v.seLinux})
 	return nil
 }
 

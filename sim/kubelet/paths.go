@@ -32,6 +32,9 @@ const (
 	volDataNode       = "nodeName"
 	volDataAttachment = "attachmentID"
 	volDataLifecycle  = "volumeLifecycleMode"
+	// volDataSELinux is the SELinux label a volume was mounted with, kept
+	// only when it has one (csi_attacher.go and csi_mounter.go).
+	volDataSELinux = "seLinuxMountContext"
 )
 
 // RealDir is the real kubelet's root directory. Messages name paths as they

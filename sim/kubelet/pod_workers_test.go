@@ -199,16 +199,7 @@ func TestNewPodWaitsForUnstaging(t *testing.T) {
 	e.runningPod()
 	held := heldNode{fakeNode: e.node, started: make(chan struct{}), release: make(chan struct{})}
 	e.k.plugins[0].csi = held
-	if err := e.client.CoreV1().Pods("default").Delete(context.Background(), "app", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.waitFor("the pod to leave the informer", func() bool {
-		_, err := e.k.pods.Pods("default").Get("app")
-		return err != nil
-	})
-	if err := e.sync("default/app"); err != nil {
-		t.Fatal(err)
-	}
+	e.deletePodKeepDevices()
 	unique := attachdetach.UniqueVolumeName(testDriver, testHandle)
 	done := make(chan error)
 	go func() { done <- e.sync(deviceKeyPrefix + string(unique)) }()

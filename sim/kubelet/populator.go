@@ -46,6 +46,9 @@ type volumeToMount struct {
 	block    bool
 	// claimSize is the claim's status.capacity.
 	claimSize resource.Quantity
+	// seLinux is the SELinux label the volume is mounted with, "" for
+	// none (selinux.go).
+	seLinux string
 }
 
 // resolveVolumes finds each PVC volume's PV. A claim that is not bound yet
@@ -85,10 +88,17 @@ func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
 		if pv.Spec.CSI == nil {
 			return nil, fmt.Errorf("volume %s of pod %s/%s is not a CSI volume", pv.Name, pod.Namespace, pod.Name)
 		}
-		out = append(out, volumeToMount{name: v.Name, pv: pv, unique: attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle),
+		unique := attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)
+		label, err := k.volumeSELinuxLabel(pod, v.Name, pv, unique)
+		if err != nil {
+			// Not taken into the desired state: the populator's error
+			// (processVolumes) is what the pod worker reports.
+			continue
+		}
+		out = append(out, volumeToMount{name: v.Name, pv: pv, unique: unique,
 			readOnly:  readOnly,
 			block:     pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock,
-			claimSize: claim.Status.Capacity.Storage().DeepCopy()})
+			claimSize: claim.Status.Capacity.Storage().DeepCopy(), seLinux: label})
 	}
 	return out, nil
 }
@@ -104,10 +114,12 @@ func (k *Kubelet) populatePod(pod *corev1.Pod) ([]volumeToMount, error) {
 		return nil, err
 	}
 	var uniques []corev1.UniqueVolumeName
+	labels := map[corev1.UniqueVolumeName]string{}
 	for _, v := range vols {
 		uniques = append(uniques, v.unique)
+		labels[v.unique] = v.seLinux
 	}
-	k.desired.setPodVolumes(pod.UID, uniques)
+	k.desired.setPodVolumes(pod.UID, uniques, labels)
 	for _, v := range vols {
 		k.noteSizes(v)
 	}
@@ -285,6 +297,10 @@ func (k *Kubelet) processVolume(pod *corev1.Pod, v corev1.Volume, mounted, devic
 	if pv.Spec.CSI != nil {
 		out.unique = attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)
 		out.attach = k.attachRequired(pv.Spec.CSI.Driver)
+		// AddPodToVolume's SELinux checks (selinux.go).
+		if _, err := k.volumeSELinuxLabel(pod, v.Name, pv, out.unique); err != nil {
+			return processedVolume{}, err
+		}
 	}
 	return out, nil
 }

@@ -135,13 +135,28 @@ func unmountOp(u corev1.UniqueVolumeName, uid types.UID) corev1.UniqueVolumeName
 // it.
 const deviceKeyPrefix = "#unmount-device/"
 
-// usedVolumes are the volumes some pod is to have, or has published.
+// usedVolumes are the volumes some pod is to have, or has published. A
+// volume staged with another SELinux label than the one the desired state
+// has for it counts only while published: the desired state wants it
+// mounted otherwise (VolumeExists with the staged label).
 func (k *Kubelet) usedVolumes() map[corev1.UniqueVolumeName]bool {
 	used := k.desired.volumes()
+	for u := range used {
+		if st := k.actual.stagedVolume(u); st != nil && !st.uncertain && st.seLinux != k.desired.seLinuxLabel(u) {
+			delete(used, u)
+		}
+	}
 	for _, m := range k.actual.allMounted() {
 		used[m.unique] = true
 	}
 	return used
+}
+
+// stagedWithOtherLabel says whether the volume is staged, for certain,
+// with another SELinux label than v's.
+func (k *Kubelet) stagedWithOtherLabel(v volumeToMount) bool {
+	st := k.actual.stagedVolume(v.unique)
+	return st != nil && !st.uncertain && !st.block && st.seLinux != v.seLinux
 }
 
 // queueUnusedDevices has the reconciler unstage, each in a sync of its

@@ -197,6 +197,14 @@ func TestBlockVolumePaths(t *testing.T) {
 // key, then the unstagings that queued.
 func (e *env) deletePod() {
 	e.t.Helper()
+	e.deletePodKeepDevices()
+	e.syncDevices()
+}
+
+// deletePodKeepDevices is deletePod without the unstagings: they stay
+// queued.
+func (e *env) deletePodKeepDevices() {
+	e.t.Helper()
 	if err := e.client.CoreV1().Pods("default").Delete(context.Background(), "app", metav1.DeleteOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -207,7 +215,6 @@ func (e *env) deletePod() {
 	if err := e.sync("default/app"); err != nil {
 		e.t.Fatalf("sync after delete: %v", err)
 	}
-	e.syncDevices()
 }
 
 // syncDevices runs the reconciler's unstagings in the kubelet's queue

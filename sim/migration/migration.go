@@ -49,6 +49,22 @@ func CSIPV(pv *corev1.PersistentVolume) *corev1.PersistentVolume {
 	return out
 }
 
+// PluginOf names the in-tree plugin of a PV written in the form of a
+// plugin whose migration is on (kubernetes.io/aws-ebs) and the CSI driver
+// it migrated to, as the expand controller asks before handing the claim
+// to an external resizer; ok is false for any other PV.
+func PluginOf(pv *corev1.PersistentVolume) (plugin, driver string, ok bool) {
+	if pv == nil || !translator.IsPVMigratable(pv) {
+		return "", "", false
+	}
+	plugin, err := translator.GetInTreePluginNameFromSpec(pv, nil)
+	if err != nil {
+		return "", "", false
+	}
+	driver, ok = DriverFor(plugin)
+	return plugin, driver, ok
+}
+
 // DriverFor is the CSI driver an in-tree plugin (kubernetes.io/aws-ebs)
 // migrated to, and whether it did.
 func DriverFor(inTreePlugin string) (string, bool) {

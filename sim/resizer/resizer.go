@@ -35,6 +35,7 @@ import (
 	"github.com/csisim/csisim/drivers/driverinfo"
 	"github.com/csisim/csisim/sim/controller"
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/migration"
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
@@ -42,9 +43,6 @@ import (
 // pkg/util/util.go and events.go); the annotations it shares with the
 // kubelet and the expand controller are in volumeutil.
 const (
-	// AnnResizer names the resizer of a migrated in-tree claim.
-	AnnResizer = "volume.kubernetes.io/storage-resizer"
-
 	EventResizing                 = "Resizing"
 	EventResizeFailed             = "VolumeResizeFailed"
 	EventResizeSuccessful         = "VolumeResizeSuccessful"
@@ -239,7 +237,7 @@ func (r *Resizer) claimUpdated(oldObj, newObj any) {
 	newReq, oldReq := claim.Spec.Resources.Requests[corev1.ResourceStorage], was.Spec.Resources.Requests[corev1.ResourceStorage]
 	newCap, oldCap := claim.Status.Capacity[corev1.ResourceStorage], was.Status.Capacity[corev1.ResourceStorage]
 	switch {
-	case newReq.Cmp(oldReq) != 0, claim.Annotations[AnnResizer] != was.Annotations[AnnResizer],
+	case newReq.Cmp(oldReq) != 0, claim.Annotations[volumeutil.AnnResizer] != was.Annotations[volumeutil.AnnResizer],
 		claim.ResourceVersion == was.ResourceVersion, newCap.Cmp(oldCap) > 0,
 		claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage] != was.Status.AllocatedResourceStatuses[corev1.ResourceStorage]:
 		r.enqueue(claim)
@@ -292,9 +290,14 @@ func nodeExpandComplete(claim *corev1.PersistentVolumeClaim, pv *corev1.Persiste
 	return c.Cmp(p) >= 0
 }
 
-// supports: a CSI volume of this driver, bound to this very claim.
+// supports: a CSI volume of this driver, or a volume of the in-tree
+// plugin this driver took over whose claim the expand controller handed
+// to it (AnnResizer; external-resizer pkg/resizer/csi_resizer.go
+// CanSupport), bound to this very claim.
 func (r *Resizer) supports(claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) bool {
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != r.cfg.DriverName {
+	_, migrated := migration.PluginFor(r.cfg.DriverName)
+	handed := migrated && claim.Annotations[volumeutil.AnnResizer] == r.cfg.DriverName
+	if !handed && (pv.Spec.CSI == nil || pv.Spec.CSI.Driver != r.cfg.DriverName) {
 		return false
 	}
 	ref := pv.Spec.ClaimRef
@@ -434,7 +437,17 @@ func (r *Resizer) expand(ctx context.Context, pv *corev1.PersistentVolume, size 
 	if !r.controllerExpand {
 		return size, true, nil
 	}
-	src := pv.Spec.CSI
+	// A volume of a migrated in-tree plugin is expanded as the CSI volume
+	// csi-translation-lib makes of it; its capacity is then written to
+	// the PV as it is, in its in-tree form.
+	csiPV, _, err := migration.PV(pv)
+	if err != nil {
+		return old, false, fmt.Errorf("failed to translate persistent volume: %v", err)
+	}
+	src := csiPV.Spec.CSI
+	if src == nil {
+		return old, false, fmt.Errorf("volume %v is not migrated to CSI", pv.Name)
+	}
 	if src.VolumeHandle == "" {
 		return old, false, errors.New("empty volume handle")
 	}
@@ -450,7 +463,7 @@ func (r *Resizer) expand(ctx context.Context, pv *corev1.PersistentVolume, size 
 	if err != nil {
 		return old, false, fmt.Errorf("failed to get capabilities of volume %s with %v", pv.Name, err)
 	}
-	capability, err := csiclient.CapabilityOf(pv, caps[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER])
+	capability, err := csiclient.CapabilityOf(csiPV, caps[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER])
 	if err != nil {
 		return old, false, fmt.Errorf("failed to get capabilities of volume %s with %v", pv.Name, err)
 	}

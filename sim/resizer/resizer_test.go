@@ -82,6 +82,12 @@ type setup struct {
 
 func newSetup(t *testing.T, pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, plugin *fakeCSI) *setup {
 	t.Helper()
+	return newSetupFor(t, driver, pvc, pv, plugin)
+}
+
+// newSetupFor is newSetup with the resizer of the driver named.
+func newSetupFor(t *testing.T, driverName string, pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, plugin *fakeCSI) *setup {
+	t.Helper()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "expand", Namespace: "default"}, Data: map[string][]byte{"key": []byte("s3cret")}}
 	cs := fake.NewClientset(pvc, pv, secret)
 	factory := informers.NewSharedInformerFactory(cs, 0)
@@ -89,7 +95,7 @@ func newSetup(t *testing.T, pvc *corev1.PersistentVolumeClaim, pv *corev1.Persis
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rt := controller.Runtime{Clock: clk, NewQueue: controller.NewQueue, NewQueueWithBackoff: controller.NewQueueWithBackoff,
 		NewEventRecorder: func(kubernetes.Interface, string, string) (record.EventRecorder, func()) { return events, func() {} }}
-	r := newResizer(Config{DriverName: driver}, cs, factory, plugin, rt)
+	r := newResizer(Config{DriverName: driverName}, cs, factory, plugin, rt)
 	r.controllerExpand = true
 	if err := r.claims.Add(pvc); err != nil {
 		t.Fatal(err)

@@ -42,10 +42,6 @@ var refusedCases = []struct {
 		"spec.initContainers[0].lifecycle", RealNodes},
 	{"Bidirectional propagation", pod(container + "      volumeMounts: [{name: v, mountPath: /v, mountPropagation: Bidirectional}]\n"),
 		"spec.containers[0].volumeMounts[0].mountPropagation", RealNodes},
-	{"pod SELinux label", pod(container + "  securityContext: {seLinuxOptions: {level: 's0:c1,c2'}}\n"), "spec.securityContext.seLinuxOptions", RealNodes},
-	{"SELinux change policy", pod(container + "  securityContext: {seLinuxChangePolicy: Recursive}\n"), "spec.securityContext.seLinuxChangePolicy", RealNodes},
-	{"container SELinux label", pod(container + "      securityContext: {seLinuxOptions: {type: spc_t}}\n"),
-		"spec.containers[0].securityContext.seLinuxOptions", RealNodes},
 	{"user namespace", pod(container + "  hostUsers: false\n"), "spec.hostUsers", RealNodes},
 	{"ConfigMap volume", pod(container + "  volumes: [{name: c, configMap: {name: conf}}]\n"), "spec.volumes[0].configMap", RealNodes},
 	{"Secret volume", pod(container + "  volumes: [{name: s, secret: {secretName: s}}]\n"), "spec.volumes[0].secret", RealNodes},
@@ -214,9 +210,13 @@ spec:
 		"a static NFS volume, Retain":   "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\nspec: {nfs: {server: s, path: /}, persistentVolumeReclaimPolicy: Retain}\n",
 		"a host path volume, Delete":    "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\nspec: {hostPath: {path: /tmp/x}, persistentVolumeReclaimPolicy: Delete}\n",
 		"a CSIDriver with seLinuxMount": "apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: d}\nspec: {seLinuxMount: true, attachRequired: false}\n",
-		"a claim from a populator":      "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\nspec: {dataSourceRef: {apiGroup: x.io, kind: Backup, name: b}}\n",
-		"a value still to be expanded":  pod(container + "      volumeMounts: [{name: v, mountPath: /v, mountPropagation: '${mode}'}]\n"),
-		"a pod volume of another kind":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {hostPath: /x}\n",
+		// The simulated kubelet honours them (sim/kubelet/selinux.go).
+		"a pod SELinux label":          pod(container + "  securityContext: {seLinuxOptions: {level: 's0:c1,c2'}}\n"),
+		"an SELinux change policy":     pod(container + "  securityContext: {seLinuxChangePolicy: Recursive}\n"),
+		"a container SELinux label":    pod(container + "      securityContext: {seLinuxOptions: {type: spc_t}}\n"),
+		"a claim from a populator":     "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\nspec: {dataSourceRef: {apiGroup: x.io, kind: Backup, name: b}}\n",
+		"a value still to be expanded": pod(container + "      volumeMounts: [{name: v, mountPath: /v, mountPropagation: '${mode}'}]\n"),
+		"a pod volume of another kind": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {hostPath: /x}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := Check(object(t, manifest), nil); len(got) > 0 {

@@ -35,6 +35,10 @@ const (
 	// pkg/util/util.go; feature AnnotateFsResize, beta, on). The
 	// expand controller leaves claims alone while it is set.
 	AnnPreResizeCapacity = "volume.alpha.kubernetes.io/pre-resize-capacity"
+	// AnnResizer names, on a claim whose volume is of a migrated in-tree
+	// plugin, the CSI driver whose external-resizer expands it: the expand
+	// controller writes it (volumetypes.VolumeResizerKey).
+	AnnResizer = "volume.kubernetes.io/storage-resizer"
 	// AnnModifySecretName and AnnModifySecretNamespace name on the PV the
 	// secret of ControllerModifyVolume, which the external-provisioner
 	// writes when the class names one (its controller-modify secret, or
