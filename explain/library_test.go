@@ -88,7 +88,7 @@ func TestLibraryStuckStates(t *testing.T) {
 			want: []string{"Pod default/app-0: Running on node node-a (node not Ready)", "Its node node-a is not Ready (Ready=Unknown since 0s ago)",
 				"marked the pod not Ready", "node.kubernetes.io/unreachable:NoExecute (added 0s ago), which the pod tolerates for 300 s",
 				"the taint eviction controller deletes the pod in 5m0s", "Next: Once deleted, the pod stays Terminating", "Node node-a: Ready=Unknown"}},
-		{file: "stale-volumeattachment", through: 13, stepIs: "assert pod/app", realDriver: true, target: "pod/app",
+		{file: "stale-volumeattachment", through: 15, stepIs: "assert pod/app", realDriver: true, target: "pod/app",
 			want: []string{"Pod default/app: Pending", "not attached to node-b", "is published to node node-a",
 				"attached to node-a", "unless it does not know this attachment", "Restart kube-controller-manager"}},
 	}

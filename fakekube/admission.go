@@ -44,9 +44,12 @@ const (
 // server on an object being created: StorageObjectInUseProtection adds
 // its finalizer to claims and volumes, DefaultStorageClass gives a claim
 // that names no class the default one, Priority gives a pod its priority,
-// DefaultTolerationSeconds its tolerations.
+// DefaultTolerationSeconds its tolerations, TaintNodesByCondition a new
+// Node the not-ready taint.
 func (s *store) admitCreateLocked(res *resource, obj runtime.Object) error {
 	switch o := obj.(type) {
+	case *corev1.Node:
+		admitNodeTaints(o)
 	case *corev1.PersistentVolumeClaim:
 		addFinalizer(&o.ObjectMeta, PVCProtectionFinalizer)
 		if o.Spec.StorageClassName == nil {
@@ -108,6 +111,21 @@ const (
 	taintNodeUnreachable     = "node.kubernetes.io/unreachable"
 	defaultTolerationSeconds = int64(timing.DefaultTolerationSeconds)
 )
+
+// admitNodeTaints is the TaintNodesByCondition admission plugin
+// (kubernetes plugin/pkg/admission/nodetaint/admission.go, on by
+// default): a Node is created with the node.kubernetes.io/not-ready
+// NoSchedule taint, unless it has one of that key and effect already, so
+// that nothing is scheduled to it before the node lifecycle controller has
+// seen it Ready and taken the taint off.
+func admitNodeTaints(node *corev1.Node) {
+	if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Key == taintNodeNotReady && t.Effect == corev1.TaintEffectNoSchedule
+	}) {
+		return
+	}
+	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: taintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
+}
 
 // admitTolerations is the DefaultTolerationSeconds admission plugin
 // (kubernetes plugin/pkg/admission/defaulttolerationseconds/admission.go):

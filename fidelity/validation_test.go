@@ -342,13 +342,6 @@ var knownDifferences = []struct {
 	applies func(c testCase, real, fake outcome) bool
 }{
 	{
-		why: "the real server's TaintNodesByCondition admission gives a new Node the node.kubernetes.io/not-ready:NoSchedule taint, " +
-			"so a taint added by an update comes second; fakekube leaves it out, as no simulated node lifecycle controller would take it off",
-		applies: func(c testCase, real, fake outcome) bool {
-			return c.kind.kind == "Node" && c.op == opUpdate && compare(shifted(real, "metadata.taints"), fake) == ""
-		},
-	},
-	{
 		why: "the real server's StorageObjectInUseProtection admission gives a new VolumeAttributesClass the kubernetes.io/vac-protection " +
 			"finalizer, so a finalizer added by an update comes second; fakekube leaves it out, as no simulated controller would remove it",
 		applies: func(c testCase, real, fake outcome) bool {

@@ -183,7 +183,7 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 		}
 		return nil // the update brings the node back
 	}
-	if updated, err := c.taintUnschedulable(ctx, node); err != nil || updated {
+	if updated, err := c.taintNoSchedule(ctx, node); err != nil || updated {
 		return err // the update brings the node back
 	}
 	if !c.leasesReady(node) {
@@ -232,24 +232,61 @@ func ready(node *corev1.Node) corev1.ConditionStatus {
 	return corev1.ConditionUnknown
 }
 
-// taintUnschedulable keeps the node.kubernetes.io/unschedulable:NoSchedule
-// taint in step with spec.unschedulable (kubectl cordon and uncordon), as
-// the real controller's taint-by-condition pass does. It reports whether it
-// updated the node.
-func (c *Controller) taintUnschedulable(ctx context.Context, node *corev1.Node) (bool, error) {
-	if node.Spec.Unschedulable == hasTaint(node, corev1.TaintNodeUnschedulable) {
-		return false, nil
+// noScheduleKeys are the NoSchedule taints the no-schedule pass keeps in
+// step with the node: not-ready while its Ready condition is False,
+// unschedulable while it is cordoned. (The unreachable taint of a Ready
+// condition Unknown comes with its NoExecute twin: markUnknown.)
+var noScheduleKeys = []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnschedulable}
+
+// taintNoSchedule is the real controller's no-schedule pass
+// (doNoScheduleTaintingPass,
+// pkg/controller/nodelifecycle/node_lifecycle_controller.go) for the
+// taints of noScheduleKeys: it adds those the node's state calls for, with
+// the time they are added, and removes the others — the
+// node.kubernetes.io/not-ready:NoSchedule taint the API server puts on
+// every new Node (TaintNodesByCondition) included, once the node is Ready
+// or has never reported. It adds in one write and removes in another, as
+// SwapNodeControllerTaint does, and reports whether it wrote.
+func (c *Controller) taintNoSchedule(ctx context.Context, node *corev1.Node) (bool, error) {
+	want := map[string]bool{
+		corev1.TaintNodeNotReady:      hasCondition(node, corev1.NodeReady, corev1.ConditionFalse),
+		corev1.TaintNodeUnschedulable: node.Spec.Unschedulable,
 	}
+	has := func(n *corev1.Node, key string) bool {
+		return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key && t.Effect == corev1.TaintEffectNoSchedule })
+	}
+	wrote := false
 	n := node.DeepCopy()
-	if n.Spec.Unschedulable {
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule})
-	} else {
-		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnschedulable })
+	now := metav1.NewTime(c.clock.Now()).Rfc3339Copy()
+	for _, key := range noScheduleKeys {
+		if want[key] && !has(n, key) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &now})
+			wrote = true
+		}
 	}
-	if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		return false, fmt.Errorf("tainting node %s unschedulable: %w", node.Name, err)
+	if wrote {
+		updated, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if err != nil {
+			return false, fmt.Errorf("tainting node %s: %w", node.Name, err)
+		}
+		n = updated.DeepCopy()
 	}
-	return true, nil
+	unwanted := func(t corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule && slices.Contains(noScheduleKeys, t.Key) && !want[t.Key]
+	}
+	if slices.ContainsFunc(n.Spec.Taints, unwanted) {
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, unwanted)
+		if _, err := c.client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			return wrote, fmt.Errorf("untainting node %s: %w", node.Name, err)
+		}
+		wrote = true
+	}
+	return wrote, nil
+}
+
+// hasCondition says whether the node has the condition with the status.
+func hasCondition(node *corev1.Node, t corev1.NodeConditionType, status corev1.ConditionStatus) bool {
+	return slices.ContainsFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == t && c.Status == status })
 }
 
 func hasTaint(node *corev1.Node, key string) bool {
