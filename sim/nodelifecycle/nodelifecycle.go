@@ -235,7 +235,8 @@ func ready(node *corev1.Node) corev1.ConditionStatus {
 // noScheduleKeys are the NoSchedule taints the no-schedule pass keeps in
 // step with the node: not-ready while its Ready condition is False,
 // unschedulable while it is cordoned. (The unreachable taint of a Ready
-// condition Unknown comes with its NoExecute twin: markUnknown.)
+// condition Unknown is written a write before its NoExecute twin:
+// markUnknown, setUnreachableTaints.)
 var noScheduleKeys = []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnschedulable}
 
 // taintNoSchedule is the real controller's no-schedule pass
