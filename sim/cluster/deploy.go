@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -74,18 +75,19 @@ func (c *Cluster) DeployNotApplied() []string { return c.deployNotApplied }
 // DaemonSet's pod there is Running, and unregisters it when it no longer
 // is.
 type pluginWatcher struct {
-	c          *Cluster
-	namespace  string
-	daemonSet  string
-	pods       corelisters.PodLister
-	queue      controller.Queue
-	registered map[string]bool
+	c         *Cluster
+	namespace string
+	daemonSet string
+	pods      corelisters.PodLister
+	queue     controller.Queue
+	// registered is, by node, the pod whose plugin is registered there.
+	registered map[string]types.UID
 }
 
 // startPluginWatcher runs the plugin watcher in the loop, keyed by node.
 func (c *Cluster) startPluginWatcher() error {
 	ds := c.cfg.Deploy.Node.DaemonSet
-	w := &pluginWatcher{c: c, namespace: ds.Namespace, daemonSet: ds.Name, registered: map[string]bool{},
+	w := &pluginWatcher{c: c, namespace: ds.Namespace, daemonSet: ds.Name, registered: map[string]types.UID{},
 		queue: c.rt.NewQueue(pluginWatcherComponent)}
 	client := c.clients.client(pluginWatcherComponent)
 	f, err := c.clients.informers(pluginWatcherComponent, client, []informerKind{
@@ -114,7 +116,11 @@ func (w *pluginWatcher) ours(p *corev1.Pod) bool {
 }
 
 // sync registers or unregisters the driver on node as its DaemonSet pod
-// runs or not.
+// runs or not. A pod that replaced the one whose plugin is registered (a
+// rolling update, seen only once both changed) is a new plugin process: the
+// old one's socket went with its pod, so the kubelet unregisters the
+// driver before the new one registers it, as a real kubelet's plugin
+// watcher sees the old socket go before the new one appears.
 func (w *pluginWatcher) sync(ctx context.Context, node string) error {
 	parts := w.c.nodes[node]
 	if parts == nil || parts.kubelet == nil {
@@ -124,25 +130,38 @@ func (w *pluginWatcher) sync(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
-	running := false
+	var running types.UID
 	for _, p := range pods {
 		if w.ours(p) && p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-			running = true
+			running = p.UID
 		}
 	}
-	if running == w.registered[node] {
-		return nil
-	}
+	unregister, register := pluginChanges(w.registered[node], running)
 	driver := w.c.driver.name()
-	if running {
+	if unregister {
+		if err := parts.kubelet.UnregisterDriver(ctx, driver); err != nil {
+			return err
+		}
+		delete(w.registered, node)
+	}
+	if register {
 		if err := parts.kubelet.RegisterDriver(ctx, driver, parts.identity); err != nil {
 			return err
 		}
-	} else if err := parts.kubelet.UnregisterDriver(ctx, driver); err != nil {
-		return err
+		w.registered[node] = running
 	}
-	w.registered[node] = running
 	return nil
+}
+
+// pluginChanges says what a node's kubelet does when the DaemonSet pod
+// whose plugin it has registered is registered (none: "") and the pod
+// running there now is running (none: ""): unregister the old plugin,
+// register the new one, or both when one pod replaced the other.
+func pluginChanges(registered, running types.UID) (unregister, register bool) {
+	if registered == running {
+		return false, false
+	}
+	return registered != "", running != ""
 }
 
 // DeployedFrom is the file or directory of the driver's manifests the
