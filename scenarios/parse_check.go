@@ -76,25 +76,7 @@ func (p *parser) check(n *yaml.Node, f fields) Check {
 	if f.has("jsonPath") {
 		c.JSONPath = p.jsonPath(f.vals["jsonPath"], "jsonPath")
 	}
-	if f.has("equals") {
-		if s, ok := p.str(f.vals["equals"], "equals"); ok {
-			c.Equals = &s
-		}
-		if !f.has("jsonPath") {
-			p.fail(f.keys["equals"], "equals needs jsonPath: (the value to compare)")
-		}
-	}
-	if f.has("startsWith") {
-		if s, ok := p.nonEmpty(f.vals["startsWith"], "startsWith"); ok {
-			c.StartsWith = &s
-		}
-		switch {
-		case !f.has("jsonPath"):
-			p.fail(f.keys["startsWith"], "startsWith needs jsonPath: (the value whose beginning to compare)")
-		case f.has("equals"):
-			p.fail(f.keys["startsWith"], "equals and startsWith can't be combined: equals compares the whole value")
-		}
-	}
+	c.Equals, c.StartsWith = p.comparedText(f)
 	if f.has("match") {
 		c.Match = p.match(f, f.vals["match"])
 	}
@@ -135,6 +117,31 @@ func (p *parser) check(n *yaml.Node, f fields) Check {
 		}
 	}
 	return c
+}
+
+// comparedText reads equals and startsWith, what a check's jsonpath output
+// is compared with: the whole of it, or its beginning.
+func (p *parser) comparedText(f fields) (equals, startsWith *string) {
+	if f.has("equals") {
+		if s, ok := p.str(f.vals["equals"], "equals"); ok {
+			equals = &s
+		}
+		if !f.has("jsonPath") {
+			p.fail(f.keys["equals"], "equals needs jsonPath: (the value to compare)")
+		}
+	}
+	if f.has("startsWith") {
+		if s, ok := p.nonEmpty(f.vals["startsWith"], "startsWith"); ok {
+			startsWith = &s
+		}
+		switch {
+		case !f.has("jsonPath"):
+			p.fail(f.keys["startsWith"], "startsWith needs jsonPath: (the value whose beginning to compare)")
+		case f.has("equals"):
+			p.fail(f.keys["startsWith"], "equals and startsWith can't be combined: equals compares the whole value")
+		}
+	}
+	return equals, startsWith
 }
 
 // jsonPath reads and compiles a jsonpath template, unless it uses variables,
