@@ -2,6 +2,7 @@ package nodelifecycle
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 )
 
 // readyNode is node-a as its kubelet last reported it at heartbeat:
@@ -55,4 +57,23 @@ func syncedReady(t *testing.T, c *Controller, client *fake.Clientset, factory in
 		t.Fatal(err)
 	}
 	return ready(got)
+}
+
+// nodeWrites are the Nodes the client's updates wrote, in order, and
+// their taints as "key:effect, ...", one string a write.
+func nodeWrites(client *fake.Clientset) (taints []string, nodes []*corev1.Node) {
+	for _, a := range client.Actions() {
+		u, ok := a.(clienttesting.UpdateAction)
+		if !ok {
+			continue
+		}
+		node := u.GetObject().(*corev1.Node)
+		var keys []string
+		for _, t := range node.Spec.Taints {
+			keys = append(keys, t.Key+":"+string(t.Effect))
+		}
+		taints = append(taints, strings.Join(keys, ", "))
+		nodes = append(nodes, node)
+	}
+	return taints, nodes
 }

@@ -3,12 +3,10 @@ package nodelifecycle
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clienttesting "k8s.io/client-go/testing"
 )
 
 // TestNoScheduleTaints: the no-schedule pass takes off the not-ready taint
@@ -57,20 +55,10 @@ func TestNoScheduleTaints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var writes []string
-			for i, a := range client.Actions() {
-				u, ok := a.(clienttesting.UpdateAction)
-				if !ok {
-					continue
-				}
-				taints := u.GetObject().(*corev1.Node).Spec.Taints
-				var keys []string
-				for _, taint := range taints {
-					keys = append(keys, taint.Key+":"+string(taint.Effect))
-				}
-				writes = append(writes, strings.Join(keys, ", "))
-				if i+1 == tc.timeAddedAt && taints[len(taints)-1].TimeAdded == nil {
-					t.Errorf("write %d: the added taint has no timeAdded", i+1)
+			writes, nodes := nodeWrites(client)
+			if i := tc.timeAddedAt; i > 0 && i <= len(nodes) {
+				if taints := nodes[i-1].Spec.Taints; taints[len(taints)-1].TimeAdded == nil {
+					t.Errorf("write %d: the added taint has no timeAdded", i)
 				}
 			}
 			if !slices.Equal(writes, tc.writes) {

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clienttesting "k8s.io/client-go/testing"
 )
 
 // A node is tainted unreachable in two writes, NoSchedule and then
@@ -47,16 +46,7 @@ func TestUnreachableTaintsWrites(t *testing.T) {
 			if err := c.setUnreachableTaints(ctx, node, tc.add); err != nil {
 				t.Fatal(err)
 			}
-			var writes []string
-			for _, a := range client.Actions() {
-				if u, ok := a.(clienttesting.UpdateAction); ok {
-					var taints []string
-					for _, t := range u.GetObject().(*corev1.Node).Spec.Taints {
-						taints = append(taints, t.Key+":"+string(t.Effect))
-					}
-					writes = append(writes, strings.Join(taints, ", "))
-				}
-			}
+			writes, _ := nodeWrites(client)
 			if !slices.Equal(writes, tc.writes) {
 				t.Errorf("writes\n  %s\nwant\n  %s", strings.Join(writes, "\n  "), strings.Join(tc.writes, "\n  "))
 			}
