@@ -174,6 +174,9 @@ func (s *Scenario) SkipReason(p *profile.Profile) string {
 	if missing := p.Missing(s.Needs); len(missing) > 0 {
 		return fmt.Sprintf("needs %s: %s", listWords(capabilityNames(missing), ""), whyMissing(p, missing))
 	}
+	if has := hasAsStarted(p, s.Lacks, s.Cluster.Request()); len(has) > 0 {
+		return fmt.Sprintf("is about a driver without %s: %s", listWords(capabilityNames(has), ""), whyHas(p, has))
+	}
 	c := s.Cluster
 	switch {
 	case p.MaxNodes > 0 && len(c.Nodes) > p.MaxNodes:
@@ -230,6 +233,44 @@ func whyMissing(p *profile.Profile, missing []profile.Capability) string {
 			it = listWords(undeclared, "")
 		}
 		whys = append(whys, fmt.Sprintf("driver profile %s lacks %s", profileLabel(p), it))
+	}
+	return strings.Join(whys, "; ")
+}
+
+// hasAsStarted returns the capabilities of lacks that the driver of p has
+// as it is started for the request r: one a flag set turns on (multiNode)
+// only when r asks for it. One still to be asked is not had yet.
+func hasAsStarted(p *profile.Profile, lacks []profile.Capability, r profile.Request) []profile.Capability {
+	var out []profile.Capability
+	for _, c := range lacks {
+		has, known := p.Known(c)
+		if c == profile.MultiNode && len(p.Flags.MultiNode) > 0 && !r.MultiNode {
+			has = false // started without flags.multiNode
+		}
+		if known && has {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// whyHas says how the driver has the capabilities has: what it reports, or
+// what the profile declares.
+func whyHas(p *profile.Profile, has []profile.Capability) string {
+	var reported, declared []string
+	for _, c := range has {
+		if what := p.Reports(c); what != "" {
+			reported = append(reported, what)
+		} else {
+			declared = append(declared, "capabilities."+string(c))
+		}
+	}
+	var whys []string
+	if len(reported) > 0 {
+		whys = append(whys, fmt.Sprintf("%s reports %s", p.Name, strings.Join(reported, ", ")))
+	}
+	if len(declared) > 0 {
+		whys = append(whys, fmt.Sprintf("driver profile %s declares %s", profileLabel(p), strings.Join(declared, ", ")))
 	}
 	return strings.Join(whys, "; ")
 }

@@ -87,6 +87,14 @@ func TestSkipReason(t *testing.T) {
 		{"node expansion without a flag set, before the driver is asked", "needs: [nodeExpansion]\ncluster: {flags: [nodeExpansion]}\nsteps:\n  - sleep: 1s\n", "csisim", ""},
 		{"node expansion the driver reports", "needs: [nodeExpansion]\ncluster: {flags: [nodeExpansion]}\nsteps:\n  - sleep: 1s\n", "csisim node-expanding", ""},
 		{"node expansion turned on by a flag set", "needs: [nodeExpansion]\ncluster: {flags: [nodeExpansion]}\nsteps:\n  - sleep: 1s\n", "csi-test-mock", ""},
+		// lacks: a scenario about a driver without something.
+		{"a driver that lacks what the scenario is about its lack of", "lacks: [multiNode]\nsteps:\n  - sleep: 1s\n", "mock", ""},
+		{"multi-node turned on only by a flag set the scenario does not ask", "lacks: [multiNode]\nsteps:\n  - sleep: 1s\n", "csisim", ""},
+		{"multi-node the cluster asks for", "lacks: [multiNode]\ncluster: {multiNode: true}\nsteps:\n  - sleep: 1s\n", "csisim",
+			"is about a driver without multiNode: driver profile csisim declares capabilities.multiNode"},
+		{"a capability the driver reports", "lacks: [attach]\nsteps:\n  - sleep: 1s\n", "mock asked",
+			"is about a driver without attach: hostpath.csisim.io reports PUBLISH_UNPUBLISH_VOLUME (ControllerGetCapabilities)"},
+		{"a capability the driver is still to be asked for", "lacks: [attach]\nsteps:\n  - sleep: 1s\n", "mock", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -229,6 +237,8 @@ func TestParseNeedsAndClusterAsks(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"needs: [snapshot]\nsteps:\n  - sleep: 1s\n", `x.yaml:1: needs: unknown capability "snapshot" (did you mean "snapshots"?)`},
 		{"needs: [teleport]\nsteps:\n  - sleep: 1s\n", `x.yaml:1: needs: unknown capability "teleport"; the capabilities are attach, block`},
+		{"lacks: [multinode]\nsteps:\n  - sleep: 1s\n", `x.yaml:1: lacks: unknown capability "multinode" (did you mean "multiNode"?)`},
+		{"needs: [attach]\nlacks: [attach]\nsteps:\n  - sleep: 1s\n", `x.yaml:2: lacks: attach is also under needs:`},
 		{"needs: [block, block]\nsteps:\n  - sleep: 1s\n", "x.yaml:1: needs: block is listed twice"},
 		{"needs: block\nsteps:\n  - sleep: 1s\n", "x.yaml:1: needs must be a list"},
 		{"cluster:\n  capacity: lots\nsteps:\n  - sleep: 1s\n", `x.yaml:2: capacity "lots" must be a positive quantity such as 2Gi`},

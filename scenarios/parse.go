@@ -82,7 +82,7 @@ func (p *parser) checkVars(line int, s string) bool {
 	return true
 }
 
-var scenarioFields = []string{"name", "description", "needs", "cluster", "drivers", "expect", "steps", "finally", "fidelity"}
+var scenarioFields = []string{"name", "description", "needs", "lacks", "cluster", "drivers", "expect", "steps", "finally", "fidelity"}
 
 func (p *parser) scenario() *Scenario {
 	dec := yaml.NewDecoder(bytes.NewReader(p.source))
@@ -130,6 +130,14 @@ func (p *parser) scenario() *Scenario {
 	}
 	if f.has("needs") {
 		s.Needs = p.needs(f.vals["needs"])
+	}
+	if f.has("lacks") {
+		s.Lacks = p.capabilities(f.vals["lacks"], "lacks")
+		for _, c := range s.Lacks {
+			if slices.Contains(s.Needs, c) {
+				p.fail(f.vals["lacks"], "lacks: %s is also under needs:", c)
+			}
+		}
 	}
 	if f.has("expect") {
 		s.Expect = p.expect(f.vals["expect"])

@@ -15,22 +15,28 @@ import (
 
 // needs reads needs: a list of driver capabilities (profile.Capabilities).
 func (p *parser) needs(n *yaml.Node) []profile.Capability {
+	return p.capabilities(n, "needs")
+}
+
+// capabilities reads a list of driver capabilities under key (needs:,
+// lacks:).
+func (p *parser) capabilities(n *yaml.Node, key string) []profile.Capability {
 	known := make([]string, len(profile.Capabilities))
 	for i, c := range profile.Capabilities {
 		known[i] = string(c)
 	}
 	var out []profile.Capability
-	names, _ := p.textList(n, "needs", func(item *yaml.Node, name string) bool {
+	names, _ := p.textList(n, key, func(item *yaml.Node, name string) bool {
 		switch {
 		case !slices.Contains(known, name):
 			hint := didYouMean(name, known)
 			if hint == "" {
 				hint = "; the capabilities are " + strings.Join(known, ", ")
 			}
-			p.fail(item, "needs: unknown capability %q%s", name, hint)
+			p.fail(item, "%s: unknown capability %q%s", key, name, hint)
 			return false
 		case slices.Contains(out, profile.Capability(name)):
-			p.fail(item, "needs: %s is listed twice", name)
+			p.fail(item, "%s: %s is listed twice", key, name)
 			return false
 		}
 		out = append(out, profile.Capability(name))

@@ -26,6 +26,11 @@ type Scenario struct {
 	// (topology). A run with a driver profile that lacks one skips it
 	// (SkipReason).
 	Needs []profile.Capability
+	// Lacks are the capabilities the scenario is about a driver not
+	// having (lacks:): a driver that refuses the MULTI_NODE access modes
+	// (readwritemany-unsupported). A run with a driver that has one, as it
+	// is started for the scenario, skips it (SkipReason).
+	Lacks []profile.Capability
 	// DriverVars are the driver variables (driver.name, ...) the scenario
 	// uses, for SkipReason to check that the profile sets them.
 	DriverVars []string

@@ -68,6 +68,9 @@ func libraryTable(t *testing.T) string {
 		for _, n := range sc.Needs {
 			needs = append(needs, "`"+string(n)+"`")
 		}
+		for _, n := range sc.Lacks {
+			needs = append(needs, "no `"+string(n)+"`")
+		}
 		for _, s := range slices.Concat(sc.Steps, sc.Finally) {
 			if s.Fault != nil && !slices.Contains(faults, "`"+string(s.Fault.Kind)+"`") {
 				faults = append(faults, "`"+string(s.Fault.Kind)+"`")

@@ -288,6 +288,17 @@ func (p *Profile) Unreported(c Capability) string {
 	return a.says(*p.Reported)
 }
 
+// Reports says, for an asked capability the running driver has, what it
+// reports, e.g. "STAGE_UNSTAGE_VOLUME (NodeGetCapabilities)"; "" when the
+// profile, not the driver, says it.
+func (p *Profile) Reports(c Capability) string {
+	a, ok := p.askedOf(c)
+	if !ok || p.Reported == nil || !a.has(*p.Reported) {
+		return ""
+	}
+	return a.says(*p.Reported)
+}
+
 // Complete returns a copy of the profile with the answers of its running
 // driver: the asked capabilities are the driver's (Has, Missing), its name
 // is the one it answered GetPluginInfo with, and, if the profile names no
