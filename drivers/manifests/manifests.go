@@ -41,6 +41,9 @@ type Set struct {
 	Objects []Object
 	// Node is the node plugin: its DaemonSet and containers.
 	Node NodePlugin
+	// Sidecars are the known sidecar containers of every workload, with
+	// their flags parsed as their binaries parse them (sidecars.go).
+	Sidecars []Sidecar
 }
 
 // NodePlugin is the driver's node DaemonSet and what csisim reads of it.
@@ -55,6 +58,9 @@ type NodePlugin struct {
 	// CSIAddress and RegistrationPath are the registrar's --csi-address
 	// and --kubelet-registration-path.
 	CSIAddress, RegistrationPath string
+	// Unregistered says why the kubelet never registers the driver the
+	// registrar hands it (its flags: registrationProblem), "" if it can.
+	Unregistered string
 }
 
 // Key is the DaemonSet's namespace/name.
@@ -82,6 +88,7 @@ func Load(path string) (*Set, error) {
 	if err := s.findNodePlugin(); err != nil {
 		return nil, fmt.Errorf("deploy %s: %w", path, err)
 	}
+	s.findSidecars()
 	return s, nil
 }
 
@@ -189,11 +196,11 @@ func nodePluginOf(ds *appsv1.DaemonSet) (np NodePlugin, ok bool, err error) {
 		return np, false, nil
 	}
 	np = NodePlugin{DaemonSet: ds, Registrar: reg.Name}
-	np.CSIAddress = flagValue(reg.Args, "csi-address")
-	np.RegistrationPath = flagValue(reg.Args, "kubelet-registration-path")
-	if np.CSIAddress == "" {
-		np.CSIAddress = "/run/csi/socket" // node-driver-registrar's default --csi-address
-	}
+	flags := Sidecar{Image: "csi-node-driver-registrar", Args: expandArgs(reg.Args, envOf(reg, ds.Namespace))}
+	flags.values, flags.set, flags.Err = parseFlags(flags.Image, flags.Args)
+	// Refused args (flags.Err) leave the values parsed before the refused
+	// one, and the defaults: enough to tell the driver container.
+	np.CSIAddress, np.RegistrationPath = flags.Value("csi-address"), flags.Value("kubelet-registration-path")
 	vol := volumeAt(reg, strings.TrimPrefix(np.CSIAddress, "unix://"))
 	if vol == "" {
 		return np, true, fmt.Errorf("container %s: no volume mount holds its --csi-address %s", reg.Name, np.CSIAddress)
@@ -207,6 +214,7 @@ func nodePluginOf(ds *appsv1.DaemonSet) (np NodePlugin, ok bool, err error) {
 		drivers = append(drivers, c.Name)
 		np.Driver, np.Image = c.Name, c.Image
 	}
+	np.Unregistered = registrationProblem(spec, &flags, reg)
 	switch len(drivers) {
 	case 0:
 		return np, true, fmt.Errorf("no container but sidecars mounts volume %s, the registrar's socket directory: where is the driver?", vol)
@@ -241,21 +249,6 @@ func Repository(image string) string {
 		image = image[:i]
 	}
 	return image
-}
-
-// flagValue is the value of --name=V or --name V among args, "" if absent.
-func flagValue(args []string, name string) string {
-	for i, a := range args {
-		for _, p := range []string{"--" + name, "-" + name} {
-			if v, ok := strings.CutPrefix(a, p+"="); ok {
-				return v
-			}
-			if a == p && i+1 < len(args) {
-				return args[i+1]
-			}
-		}
-	}
-	return ""
 }
 
 // volumeAt is the volume c mounts at the directory holding socket.

@@ -136,6 +136,11 @@ func (w *pluginWatcher) sync(ctx context.Context, node string) error {
 			running = p.UID
 		}
 	}
+	if w.c.cfg.Deploy.Node.Unregistered != "" {
+		// The registrar's flags keep the kubelet from reaching the
+		// driver (manifests.NodePlugin.Unregistered): it never registers.
+		running = ""
+	}
 	unregister, register := pluginChanges(w.registered[node], running)
 	driver := w.c.driver.name()
 	if unregister {

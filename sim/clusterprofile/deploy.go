@@ -17,7 +17,9 @@ import (
 // run, serve, test and the Go API (csisimtest.Options.Deploy) take a
 // deployment. The node plugin's image must map, by the profile's images:,
 // to the command the profile runs the node plugin with: the manifest's
-// own args and env are not used yet.
+// own args and env are not used yet. The sidecar containers' flags
+// configure the simulated sidecars (sim/cluster sidecarflags.go); a
+// sidecar its flags stop is named on a "fails:" line and not run.
 func Deploy(cfg *cluster.Config, prof *profile.Profile, path string, w io.Writer) error {
 	set, err := manifests.Load(path)
 	if err != nil {
@@ -56,6 +58,9 @@ func Deploy(cfg *cluster.Config, prof *profile.Profile, path string, w io.Writer
 	}
 	for _, n := range notHonoured {
 		fmt.Fprintf(w, "  not honoured: %s\n", n)
+	}
+	for _, f := range set.Failures() {
+		fmt.Fprintf(w, "  fails: %s\n", f)
 	}
 	return nil
 }
