@@ -196,8 +196,7 @@ func nodePluginOf(ds *appsv1.DaemonSet) (np NodePlugin, ok bool, err error) {
 		return np, false, nil
 	}
 	np = NodePlugin{DaemonSet: ds, Registrar: reg.Name}
-	flags := Sidecar{Image: "csi-node-driver-registrar", Args: expandArgs(reg.Args, envOf(reg, ds.Namespace))}
-	flags.values, flags.set, flags.Err = parseFlags(flags.Image, flags.Args)
+	flags := registrarFlags(reg, ds.Namespace)
 	// Refused args (flags.Err) leave the values parsed before the refused
 	// one, and the defaults: enough to tell the driver container.
 	np.CSIAddress, np.RegistrationPath = flags.Value("csi-address"), flags.Value("kubelet-registration-path")
@@ -214,7 +213,7 @@ func nodePluginOf(ds *appsv1.DaemonSet) (np NodePlugin, ok bool, err error) {
 		drivers = append(drivers, c.Name)
 		np.Driver, np.Image = c.Name, c.Image
 	}
-	np.Unregistered = registrationProblem(spec, &flags, reg)
+	np.Unregistered = Unregistered(spec, ds.Namespace)
 	switch len(drivers) {
 	case 0:
 		return np, true, fmt.Errorf("no container but sidecars mounts volume %s, the registrar's socket directory: where is the driver?", vol)

@@ -101,11 +101,6 @@ func (s *Set) findSidecars() {
 			if sc.Err == nil && image != "snapshot-controller" {
 				sc.Unconnected = unconnected(spec, c, sc.values["csi-address"])
 			}
-			if workload == "DaemonSet "+s.Node.Key() && c.Name == s.Node.Registrar && s.Node.Unregistered == "" {
-				// A registrar that never reaches the driver never
-				// registers it.
-				s.Node.Unregistered = sc.Unconnected
-			}
 			s.Sidecars = append(s.Sidecars, sc)
 		}
 	}
@@ -175,6 +170,37 @@ func socketsOf(c *corev1.Container) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// registrarFlags parses the args of a node-driver-registrar container.
+func registrarFlags(reg *corev1.Container, namespace string) *Sidecar {
+	sc := &Sidecar{Image: "csi-node-driver-registrar", Container: reg.Name, Args: expandArgs(reg.Args, envOf(reg, namespace))}
+	sc.values, sc.set, sc.Err = parseFlags(sc.Image, sc.Args)
+	return sc
+}
+
+// Unregistered says why the kubelet of a node never registers the driver
+// of a node plugin pod with this spec ("" if it does, or the pod runs no
+// registrar): its registrar exits at start, never reaches the driver, or
+// hands the kubelet a path where the driver is not. The node plugin's pods
+// are judged each by its own spec, so that an edit of the DaemonSet's
+// registrar takes effect as its pods are replaced.
+func Unregistered(spec *corev1.PodSpec, namespace string) string {
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		if sidecarOf(c.Image) != "csi-node-driver-registrar" {
+			continue
+		}
+		flags := registrarFlags(c, namespace)
+		if flags.Err == nil {
+			flags.Unconnected = unconnected(spec, c, flags.Value("csi-address"))
+		}
+		if flags.Unconnected != "" {
+			return flags.Unconnected
+		}
+		return registrationProblem(spec, flags, c)
+	}
+	return ""
 }
 
 // registrationProblem says why the kubelet cannot reach the driver the

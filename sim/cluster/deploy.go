@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/csisim/csisim/drivers/manifests"
 	"github.com/csisim/csisim/sim/controller"
 )
 
@@ -132,14 +133,12 @@ func (w *pluginWatcher) sync(ctx context.Context, node string) error {
 	}
 	var running types.UID
 	for _, p := range pods {
-		if w.ours(p) && p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+		// A pod whose registrar's flags keep the kubelet from reaching
+		// the driver (manifests.Unregistered) never registers it.
+		if w.ours(p) && p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil &&
+			manifests.Unregistered(&p.Spec, p.Namespace) == "" {
 			running = p.UID
 		}
-	}
-	if w.c.cfg.Deploy.Node.Unregistered != "" {
-		// The registrar's flags keep the kubelet from reaching the
-		// driver (manifests.NodePlugin.Unregistered): it never registers.
-		running = ""
 	}
 	unregister, register := pluginChanges(w.registered[node], running)
 	driver := w.c.driver.name()
