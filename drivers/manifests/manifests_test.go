@@ -92,7 +92,7 @@ func TestLoadRefuses(t *testing.T) {
 		name, text, want string
 	}{
 		{"no registrar", "apiVersion: v1\nkind: Namespace\nmetadata: {name: csi}\n",
-			"no DaemonSet runs a node-driver-registrar container"},
+			"no DaemonSet or StatefulSet runs a node-driver-registrar container"},
 		{"no driver beside the registrar", strings.Replace(nodeDS, "%s", "", 1),
 			"no container but sidecars mounts volume socket"},
 		{"two drivers", strings.Replace(nodeDS, "%s", driver("a")+"\n"+driver("b"), 1),

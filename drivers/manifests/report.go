@@ -3,6 +3,7 @@ package manifests
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -47,8 +48,7 @@ var honouredEverywhere = map[string]string{
 // notModelled says why some flags csisim parses have no effect.
 var notModelled = map[string]string{
 	"worker-threads": "csisim's sidecars sync one item of a queue at a time", "workers": "csisim's sidecars sync one item of a queue at a time",
-	"feature-gates": "csisim runs every gate at its default; a gate the binary does not know is not checked",
-	"v":             "csisim's simulated sidecars keep no log",
+	"v": "csisim's simulated sidecars keep no log",
 }
 
 // Containers says what csisim does with each container of the manifests'
@@ -59,12 +59,12 @@ var notModelled = map[string]string{
 func (s *Set) Containers(command string) (honoured, notHonoured []string) {
 	np := s.Node
 	honoured = append(honoured,
-		fmt.Sprintf("DaemonSet %s: its pods are placed by the DaemonSet controller (nodeSelector, node affinity, tolerations); "+
-			"the driver is registered with a node's kubelet only while its pod there is Running", np.Key()),
+		fmt.Sprintf("%s: its pods are placed by the %s controller (nodeSelector, node affinity, tolerations); "+
+			"the driver is registered with a node's kubelet only while its pod there is Running", np.Workload(), np.Kind),
 		fmt.Sprintf("container %s (image %s): the node plugin, run as %s", np.Driver, np.Image, command))
 	notHonoured = append(notHonoured,
-		fmt.Sprintf("container %s of DaemonSet %s: args, env, volumeMounts and securityContext (the profile's node command and arguments run instead)",
-			np.Driver, np.Key()))
+		fmt.Sprintf("container %s of %s: args, env, volumeMounts and securityContext (the profile's node command and arguments run instead)",
+			np.Driver, np.Workload()))
 	for i := range s.Sidecars {
 		h, n := s.Sidecars[i].report()
 		honoured, notHonoured = append(honoured, h...), append(notHonoured, n...)
@@ -86,6 +86,9 @@ func (sc *Sidecar) report() (honoured, notHonoured []string) {
 	for _, name := range sc.set {
 		flag := fmt.Sprintf("--%s=%s", name, sc.Value(name))
 		switch {
+		case name == "feature-gates":
+			gh, gn := gatesReport(sc.Image, sc.Value(name))
+			h, n = append(h, gh...), append(n, gn...)
 		case modelled[sc.Image][name] != "":
 			h = append(h, fmt.Sprintf("%s (%s)", flag, modelled[sc.Image][name]))
 		case honouredEverywhere[name] != "" && sc.Image != "livenessprobe":
@@ -124,8 +127,8 @@ func (s *Set) Failures() []string {
 		out = append(out, fmt.Sprintf("container %s (%s) of %s (%s): %s", sc.Container, sc.Image, sc.Workload, sc.Source, down))
 	}
 	if s.Node.Unregistered != "" {
-		out = append(out, fmt.Sprintf("DaemonSet %s (%s): the driver is never registered with a node's kubelet: container %s: %s",
-			s.Node.Key(), s.Node.Source, s.Node.Registrar, s.Node.Unregistered))
+		out = append(out, fmt.Sprintf("%s (%s): the driver is never registered with a node's kubelet: container %s: %s",
+			s.Node.Workload(), s.Node.Source, s.Node.Registrar, s.Node.Unregistered))
 	}
 	return out
 }
@@ -143,9 +146,10 @@ func (s *Set) notRun() []string {
 		key := o.Obj.GetKind() + " " + o.Obj.GetNamespace() + "/" + o.Obj.GetName()
 		var others []string
 		for _, c := range template.Spec.Containers {
-			node := o.Obj.GetKind() == "DaemonSet" && o.Obj.GetName() == np.DaemonSet.Name
+			node := key == np.Workload()
 			if node && c.Name == np.Driver || slices.ContainsFunc(SimulatedSidecars, func(x struct{ Image, Component string }) bool {
-				return x.Image == sidecarOf(c.Image) && !node
+				return x.Image == sidecarOf(c.Image) && s.Sidecar(x.Image) != nil && s.Sidecar(x.Image).Container == c.Name &&
+					s.Sidecar(x.Image).Workload == key
 			}) {
 				continue
 			}
@@ -185,4 +189,36 @@ func podTemplate(o Object) (corev1.PodTemplateSpec, bool) {
 		return t, false
 	}
 	return t, err == nil
+}
+
+// gateDefaults are each sidecar's feature gates and their defaults (each
+// one's pkg/features/features.go at realkube's version): csisim's
+// simulated sidecar behaves as the real one with every gate at its
+// default.
+var gateDefaults = map[string]map[string]bool{
+	"csi-provisioner": {"Topology": true, "CrossNamespaceVolumeDataSource": false, "VolumeAttributesClass": true,
+		"ReleaseLeaderElectionOnExit": false},
+	"csi-attacher":    {"MutableCSINodeAllocatableCount": true, "ReleaseLeaderElectionOnExit": false},
+	"csi-resizer":     {"AnnotateFsResize": true, "VolumeAttributesClass": true, "ReleaseLeaderElectionOnExit": false},
+	"csi-snapshotter": {"CSIVolumeGroupSnapshot": true, "ReleaseLeaderElectionOnExit": false},
+}
+
+// gatesReport says of each gate of a --feature-gates value whether csisim
+// runs the sidecar as it asks: a gate set to its default is honoured, any
+// other is not (csisim keeps the default; a gate the binary does not know,
+// which stops it, is not checked).
+func gatesReport(image, value string) (honoured, notHonoured []string) {
+	for _, pair := range strings.Split(value, ",") {
+		k, v, _ := strings.Cut(pair, "=")
+		def, known := gateDefaults[image][k]
+		switch {
+		case known && strconv.FormatBool(def) == v:
+			honoured = append(honoured, fmt.Sprintf("--feature-gates %s (its default, as csisim runs it)", pair))
+		case known:
+			notHonoured = append(notHonoured, fmt.Sprintf("--feature-gates %s (csisim runs it at its default, %t)", pair, def))
+		default:
+			notHonoured = append(notHonoured, fmt.Sprintf("--feature-gates %s (not a gate csisim knows of %s; not checked)", pair, image))
+		}
+	}
+	return honoured, notHonoured
 }

@@ -66,17 +66,23 @@ func (s *Sidecar) Duration(name string) time.Duration {
 // Bool is a bool flag's value.
 func (s *Sidecar) Bool(name string) bool { return s.values[name] == "true" }
 
-// Sidecar is the first controller-side sidecar (not of the node DaemonSet)
-// of that image, or nil: the one csisim configures its simulated sidecar
-// from.
+// Sidecar is the sidecar container of that image csisim configures its
+// simulated sidecar from, or nil: the first of a workload other than the
+// node plugin's, else the node plugin's own (csi-driver-host-path runs
+// its sidecars in its node plugin's StatefulSet).
 func (s *Set) Sidecar(image string) *Sidecar {
+	var ofNode *Sidecar
 	for i := range s.Sidecars {
 		sc := &s.Sidecars[i]
-		if sc.Image == image && sc.Workload != "DaemonSet "+s.Node.Key() {
+		switch {
+		case sc.Image != image:
+		case sc.Workload != s.Node.Workload():
 			return sc
+		case ofNode == nil:
+			ofNode = sc
 		}
 	}
-	return nil
+	return ofNode
 }
 
 // findSidecars parses the args of every known sidecar container of the

@@ -181,3 +181,74 @@ func TestRegistration(t *testing.T) {
 		})
 	}
 }
+
+// csi-driver-host-path runs its whole driver — plugin, registrar and the
+// controller sidecars — in one StatefulSet: that is the node plugin, and
+// its sidecars configure the simulated ones.
+func TestStatefulSetNodePlugin(t *testing.T) {
+	text := strings.Replace(nodeDS, "kind: DaemonSet", "kind: StatefulSet", 1)
+	text = strings.Replace(text, "args: [--csi-address=/csi/csi.sock]", "args: ["+goodRegistrar+"]", 1)
+	text = strings.Replace(text, "%s", "        - name: plugin\n          image: example/driver:1\n          args: [--endpoint=unix:///csi/csi.sock]\n"+
+		"          volumeMounts: [{name: socket, mountPath: /csi}]\n        - name: csi-provisioner\n"+
+		"          image: registry.k8s.io/sig-storage/csi-provisioner:v6.4.0\n          args: [--csi-address=/csi/csi.sock, --timeout=1m]\n"+
+		"          volumeMounts: [{name: socket, mountPath: /csi}]", 1)
+	file := filepath.Join(t.TempDir(), "plugin.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Node.Workload() != "StatefulSet csi/node" || s.Node.Driver != "plugin" || s.Node.Unregistered != "" {
+		t.Errorf("node plugin %s, driver %s, unregistered %q", s.Node.Workload(), s.Node.Driver, s.Node.Unregistered)
+	}
+	sc := s.Sidecar("csi-provisioner")
+	if sc == nil || sc.Workload != "StatefulSet csi/node" || sc.Duration("timeout").String() != "1m0s" || sc.Down() != "" {
+		t.Fatalf("provisioner %+v", sc)
+	}
+	_, not := s.Containers("driver")
+	if all := strings.Join(not, "\n"); !strings.Contains(all, "StatefulSet csi/node: containers registrar, liveness are not run") {
+		t.Errorf("not honoured %q", not)
+	}
+}
+
+// The upstream csi-driver-host-path deployment (its repository's
+// deploy/kubernetes-*/hostpath directory, taken from its source outside
+// this repository, never committed) loads: its StatefulSet is the node
+// plugin, and none of its sidecars fails as its flags stand.
+func TestUpstreamHostPathDeployment(t *testing.T) {
+	dir := os.Getenv("CSISIM_HOSTPATH_DEPLOY")
+	if dir == "" {
+		t.Skip("CSISIM_HOSTPATH_DEPLOY is unset: set it to a csi-driver-host-path checkout's deploy/kubernetes-1.34/hostpath to run this test")
+	}
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Node.Workload() != "StatefulSet default/csi-hostpathplugin" || s.Node.Driver != "hostpath" {
+		t.Errorf("node plugin %s, driver container %s", s.Node.Workload(), s.Node.Driver)
+	}
+	if f := s.Failures(); len(f) != 0 {
+		t.Errorf("failures %q", f)
+	}
+	for _, image := range []string{"csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter", "csi-external-health-monitor-controller"} {
+		if s.Sidecar(image) == nil {
+			t.Errorf("no %s found", image)
+		}
+	}
+	honoured, notHonoured := s.Containers("hostpathplugin")
+	t.Logf("honoured:\n%s\nnot honoured:\n%s", strings.Join(honoured, "\n"), strings.Join(notHonoured, "\n"))
+}
+
+// A feature gate at its default is honoured; one set otherwise is not.
+func TestGatesReport(t *testing.T) {
+	h, n := gatesReport("csi-provisioner", "Topology=true,CrossNamespaceVolumeDataSource=true,Nope=false")
+	if len(h) != 1 || !strings.Contains(h[0], "Topology=true (its default") {
+		t.Errorf("honoured %q", h)
+	}
+	if len(n) != 2 || !strings.Contains(n[0], "CrossNamespaceVolumeDataSource=true (csisim runs it at its default, false)") ||
+		!strings.Contains(n[1], "Nope=false (not a gate csisim knows of csi-provisioner") {
+		t.Errorf("not honoured %q", n)
+	}
+}

@@ -78,17 +78,19 @@ func (c *Cluster) DeployNotApplied() []string { return c.deployNotApplied }
 type pluginWatcher struct {
 	c         *Cluster
 	namespace string
-	daemonSet string
-	pods      corelisters.PodLister
-	queue     controller.Queue
+	// kind and name are the node plugin's workload: a DaemonSet, or a
+	// StatefulSet (csi-driver-host-path's).
+	kind, name string
+	pods       corelisters.PodLister
+	queue      controller.Queue
 	// registered is, by node, the pod whose plugin is registered there.
 	registered map[string]types.UID
 }
 
 // startPluginWatcher runs the plugin watcher in the loop, keyed by node.
 func (c *Cluster) startPluginWatcher() error {
-	ds := c.cfg.Deploy.Node.DaemonSet
-	w := &pluginWatcher{c: c, namespace: ds.Namespace, daemonSet: ds.Name, registered: map[string]types.UID{},
+	np := c.cfg.Deploy.Node
+	w := &pluginWatcher{c: c, namespace: np.Namespace, kind: np.Kind, name: np.Name, registered: map[string]types.UID{},
 		queue: c.rt.NewQueue(pluginWatcherComponent)}
 	client := c.clients.client(pluginWatcherComponent)
 	f, err := c.clients.informers(pluginWatcherComponent, client, []informerKind{
@@ -110,10 +112,10 @@ func (c *Cluster) startPluginWatcher() error {
 	return nil
 }
 
-// ours: the pod is the node DaemonSet's.
+// ours: the pod is the node plugin's workload's.
 func (w *pluginWatcher) ours(p *corev1.Pod) bool {
 	ref := metav1.GetControllerOf(p)
-	return p.Namespace == w.namespace && ref != nil && ref.Kind == "DaemonSet" && ref.Name == w.daemonSet
+	return p.Namespace == w.namespace && ref != nil && ref.Kind == w.kind && ref.Name == w.name
 }
 
 // sync registers or unregisters the driver on node as its DaemonSet pod

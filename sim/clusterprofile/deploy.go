@@ -52,7 +52,7 @@ func Deploy(cfg *cluster.Config, prof *profile.Profile, path string, w io.Writer
 	}
 	cfg.Deploy = set
 	honoured, notHonoured := set.Containers(command)
-	fmt.Fprintf(w, "deploy %s: node DaemonSet %s (%s), driver container %s\n", path, set.Node.Key(), set.Node.Source, set.Node.Driver)
+	fmt.Fprintf(w, "deploy %s: node %s (%s), driver container %s\n", path, set.Node.Workload(), set.Node.Source, set.Node.Driver)
 	for _, h := range honoured {
 		fmt.Fprintf(w, "  honoured: %s\n", h)
 	}
