@@ -58,9 +58,13 @@ var notModelled = map[string]string{
 // and the containers csisim does not run.
 func (s *Set) Containers(command string) (honoured, notHonoured []string) {
 	np := s.Node
+	placed := "placed by the DaemonSet controller"
+	if np.Kind == "StatefulSet" {
+		placed = "made by the StatefulSet controller and placed by the scheduler"
+	}
 	honoured = append(honoured,
-		fmt.Sprintf("%s: its pods are placed by the %s controller (nodeSelector, node affinity, tolerations); "+
-			"the driver is registered with a node's kubelet only while its pod there is Running", np.Workload(), np.Kind),
+		fmt.Sprintf("%s: its pods are %s (nodeSelector, node affinity, tolerations); "+
+			"the driver is registered with a node's kubelet only while its pod there is Running", np.Workload(), placed),
 		fmt.Sprintf("container %s (image %s): the node plugin, run as %s", np.Driver, np.Image, command))
 	notHonoured = append(notHonoured,
 		fmt.Sprintf("container %s of %s: args, env, volumeMounts and securityContext (the profile's node command and arguments run instead)",
