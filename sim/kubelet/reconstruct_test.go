@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -75,5 +77,58 @@ func TestRestartUnpublishesFailedVolumeOfDeletedPod(t *testing.T) {
 				t.Errorf("unpublished %s, want %s", got, target)
 			}
 		})
+	}
+}
+
+// A raw block volume whose NodeUnpublishVolume is not confirmed when the
+// kubelet restarts (the driver crashed before it answered) is forgotten,
+// as a real v1.37 kubelet forgets it: UnmapVolume removes the pod's device
+// link (UnmapBlockVolume) before it calls NodeUnpublishVolume
+// (UnmapPodDevice; kubernetes pkg/volume/util/operationexecutor/
+// operation_generator.go, GenerateUnmapVolumeFunc), and reconstruction
+// finds a block volume only through that link (reconstruct_common.go,
+// getVolumesFromPodDir and reconstructVolume's check of the link); nothing
+// finds the staging through the plugin's directory before
+// CSIGlobalMountReconstruction (KEP-6058, alpha in v1.38). So the new
+// kubelet neither unpublishes nor unstages it, lets the pod go, and stops
+// reporting the volume in use: the attach/detach controller detaches it,
+// still staged (expansion-block, nemesis seed 63). Kubernetes leaves it;
+// csi-call-order and nothing-leaked report it, naming the restart.
+func TestRestartForgetsBlockVolumeWhoseUnpublishWasLost(t *testing.T) {
+	e := newEnv(t, envOptions{caps: stageCaps(), block: true})
+	e.runningPod()
+	link := filepath.Join(e.dir, "pods/uid-1/volumeDevices/kubernetes.io~csi", testPV)
+	e.node.unpubErr = status.Error(codes.Unavailable, "error reading from server: EOF")
+	e.markDeleted()
+	_ = e.sync("default/app") // terminating: the containers stop
+	if err := e.sync("default/app"); err == nil {
+		t.Fatal("the unmap succeeded although NodeUnpublishVolume failed")
+	}
+	if _, err := os.Lstat(link); !os.IsNotExist(err) {
+		t.Fatalf("the pod's device link is still there after the unmap began: %v", err)
+	}
+	calls := len(e.node.lifecycle())
+
+	if err := e.k.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if pods, staged := e.k.actual.pods(), e.k.actual.stagedVolumes(); len(pods) != 0 || len(staged) != 0 {
+		t.Fatalf("reconstructed pods %v, staged %v: the real kubelet finds neither", pods, staged)
+	}
+	e.node.unpubErr = nil
+	for _, key := range []string{"default/app", "default/app", orphansKey} {
+		if err := e.sync(key); err != nil {
+			t.Fatalf("sync %s: %v", key, err)
+		}
+	}
+	e.syncDevices()
+	if got := e.node.lifecycle()[calls:]; len(got) != 0 {
+		t.Errorf("CSI calls after the restart: %v, want none", got)
+	}
+	if _, err := e.client.CoreV1().Pods("default").Get(context.Background(), "app", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the pod is still in the API: %v", err)
+	}
+	if got := e.k.volumesInUse(); len(got) != 0 {
+		t.Errorf("volumesInUse %v, want none", got)
 	}
 }
