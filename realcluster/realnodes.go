@@ -37,9 +37,10 @@ const realNodeStartTimeout = 3 * time.Minute
 // isReal says whether node runs a real kubelet.
 func (c *Cluster) isReal(node string) bool { return slices.Contains(c.cfg.RealNodes, node) }
 
-// prepareRealNodes records the host's state and writes the images, once,
-// before the first real node starts.
-func (c *Cluster) prepareRealNodes() error {
+// prepareRealNodes takes the host (one run with real nodes at a time on a
+// machine: realnodes/hostlock.go), records its state and writes the
+// images, once, before the first real node starts.
+func (c *Cluster) prepareRealNodes(ctx context.Context) error {
 	if c.host != nil {
 		return nil
 	}
@@ -48,7 +49,7 @@ func (c *Cluster) prepareRealNodes() error {
 	}
 	// A cgroup name of the run's own, in every hierarchy, below which each
 	// node's kubelet has its cgroup root.
-	host, err := realnodes.CaptureHost(c.root.Path(), "/csisim-"+filepath.Base(c.root.Path()))
+	host, err := realnodes.CaptureHost(ctx, c.root.Path(), "/csisim-"+filepath.Base(c.root.Path()), c.hostLog)
 	if err != nil {
 		return err
 	}
@@ -67,11 +68,21 @@ func (c *Cluster) prepareRealNodes() error {
 	return nil
 }
 
+// hostLog says what the host lock waits for: on the cluster's log, else
+// on stderr, so that a run waiting for another is not taken for hung.
+func (c *Cluster) hostLog(format string, args ...any) {
+	w := c.cfg.Log
+	if w == nil {
+		w = os.Stderr
+	}
+	fmt.Fprintf(w, "realcluster: "+format+"\n", args...)
+}
+
 // startRealNode starts node's plugin, its containerd and kubelet, and the
 // registrar, and waits until the Node is Ready with the driver on its
 // CSINode.
 func (c *Cluster) startRealNode(ctx context.Context, index int, node string) error {
-	if err := c.prepareRealNodes(); err != nil {
+	if err := c.prepareRealNodes(ctx); err != nil {
 		return err
 	}
 	endpoint, err := c.startDriver(ctx, "node", node)

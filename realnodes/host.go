@@ -1,6 +1,7 @@
 package realnodes
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,29 +52,60 @@ type Host struct {
 	// the run's.
 	Since   time.Time `json:"since"`
 	RunRoot string    `json:"runRoot"`
+	// LockDir is where the host lock and the holder's record are
+	// (hostlock.go); DefaultHostLockDir when empty.
+	LockDir string `json:"lockDir,omitempty"`
+	// Adopted is the run root of a run that died holding the host, whose
+	// record of the machine this one took over.
+	Adopted string `json:"adopted,omitempty"`
+
+	lock    *hostLock // held from CaptureHost to Restore
+	procSys string    // /proc/sys; a test's directory in tests
+}
+
+// sysctlPath is where the kernel setting k is read and written.
+func (h *Host) sysctlPath(k string) string {
+	if h.procSys == "" {
+		return filepath.Join("/proc/sys", k)
+	}
+	return filepath.Join(h.procSys, k)
 }
 
 // hostStateFile is where CaptureHost records the host in the run root.
 const hostStateFile = "host-state.json"
 
-// CaptureHost records the host's state before real nodes start below
-// runRoot and creates the run's cgroup root in every cgroup hierarchy.
-func CaptureHost(runRoot, cgroupRoot string) (*Host, error) {
-	h := &Host{Sysctls: map[string]string{}, CgroupRoot: cgroupRoot, Since: time.Now(), RunRoot: runRoot}
-	for _, k := range kubeletSysctls {
-		b, err := os.ReadFile(filepath.Join("/proc/sys", k))
-		if err != nil {
-			return nil, fmt.Errorf("reading sysctl %s: %w", k, err)
-		}
-		h.Sysctls[k] = strings.TrimSpace(string(b))
+// CaptureHost takes the host (hostlock.go: waiting, with a line to logf,
+// while another run with real nodes holds it, until ctx ends), records the
+// host's state before real nodes start below runRoot and creates the run's
+// cgroup root in every cgroup hierarchy. Restore puts the host back and
+// lets go of it.
+func CaptureHost(ctx context.Context, runRoot, cgroupRoot string, logf func(string, ...any)) (*Host, error) {
+	lock, err := lockHost(ctx, DefaultHostLockDir, runRoot, logf)
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range fixedPaths {
-		if _, err := os.Lstat(p); err == nil {
-			h.Existed = append(h.Existed, p)
-		}
+	h, err := recordHost(lock, runRoot, cgroupRoot, logf)
+	if err != nil {
+		return nil, errors.Join(err, lock.release(false))
+	}
+	return h, nil
+}
+
+// recordHost records the machine as found (machineAsFound) in the run
+// root and beside the lock, and makes the run's cgroups.
+func recordHost(lock *hostLock, runRoot, cgroupRoot string, logf func(string, ...any)) (*Host, error) {
+	h := &Host{CgroupRoot: cgroupRoot, Since: time.Now(), RunRoot: runRoot, LockDir: lock.dir, lock: lock}
+	if err := h.machineAsFound(lock); err != nil {
+		return nil, err
+	}
+	if h.Adopted != "" && logf != nil {
+		logf("a run with real nodes (root %s) died before putting the host back; this run puts it back as that run found it", h.Adopted)
 	}
 	data, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
+		return nil, err
+	}
+	if err := lock.keepRecord(data); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(runRoot, hostStateFile), data, 0o600); err != nil {
@@ -91,6 +123,31 @@ func CaptureHost(runRoot, cgroupRoot string) (*Host, error) {
 	return h, nil
 }
 
+// machineAsFound fills in the sysctls and fixed paths as they are — or,
+// when the run that held the host before died without putting it back, as
+// that run found them.
+func (h *Host) machineAsFound(lock *hostLock) error {
+	h.Sysctls, h.Existed = map[string]string{}, nil
+	for _, k := range kubeletSysctls {
+		b, err := os.ReadFile(h.sysctlPath(k))
+		if err != nil {
+			return fmt.Errorf("reading sysctl %s: %w", k, err)
+		}
+		h.Sysctls[k] = strings.TrimSpace(string(b))
+	}
+	for _, p := range fixedPaths {
+		if _, err := os.Lstat(p); err == nil {
+			h.Existed = append(h.Existed, p)
+		}
+	}
+	left, err := lock.leftRecord()
+	if err != nil || left == nil {
+		return err
+	}
+	h.Sysctls, h.Existed, h.Adopted = left.Sysctls, left.Existed, left.RunRoot
+	return nil
+}
+
 // LoadHost reads what CaptureHost recorded in runRoot, for a clean-up
 // after the run that made it is gone.
 func LoadHost(runRoot string) (*Host, error) {
@@ -106,8 +163,11 @@ func LoadHost(runRoot string) (*Host, error) {
 }
 
 // Restore kills what is left in the run's cgroups and removes them, puts
-// the sysctls back and removes from the fixed paths what the run made.
-// Call it when every kubelet and containerd of the run has stopped.
+// the sysctls back and removes from the fixed paths what the run made, and
+// lets go of the host. Call it when every kubelet and containerd of the
+// run has stopped. For a dead run's record (LoadHost) while another live
+// run holds the host, it does only what is the dead run's own: that run
+// took over its record and puts the machine back at its end.
 func (h *Host) Restore() error {
 	var errs []error
 	// A dead run's shims outlive it (each is in a session of its own).
@@ -115,25 +175,48 @@ func (h *Host) Restore() error {
 		killShims(func(address string) bool { return strings.HasPrefix(address, h.RunRoot+"/") })
 	}
 	errs = append(errs, h.removeCgroups())
+	lock := h.lock
+	if lock == nil {
+		dir := h.LockDir
+		if dir == "" {
+			dir = DefaultHostLockDir
+		}
+		l, free, err := tryLockHost(dir)
+		if err != nil || !free {
+			for _, p := range fixedPaths {
+				errs = append(errs, h.removeOwnEntries(p, false))
+			}
+			return errors.Join(append(errs, err)...)
+		}
+		lock = l
+		// The last holder's record, if it died too, knows the machine
+		// as found best: it may have adopted this run's.
+		if left, err := l.leftRecord(); err == nil && left != nil {
+			h.Sysctls, h.Existed = left.Sysctls, left.Existed
+		}
+	}
+	h.lock = nil
 	for k, v := range h.Sysctls {
-		if err := os.WriteFile(filepath.Join("/proc/sys", k), []byte(v), 0o644); err != nil {
+		if err := os.WriteFile(h.sysctlPath(k), []byte(v), 0o644); err != nil {
 			errs = append(errs, fmt.Errorf("restoring sysctl %s=%s: %w", k, v, err))
 		}
 	}
 	for _, p := range fixedPaths {
 		if slices.Contains(h.Existed, p) {
-			errs = append(errs, h.removeOwnEntries(p))
+			errs = append(errs, h.removeOwnEntries(p, true))
 			continue
 		}
 		errs = append(errs, removeTree(p))
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	return errors.Join(err, lock.release(err == nil))
 }
 
 // removeOwnEntries removes from dir, a fixed path that existed before the
 // run, the entries the run made: symlinks into the run root, and network
-// namespaces and files made since the run started.
-func (h *Host) removeOwnEntries(dir string) error {
+// namespaces and files made since the run started (newer: only while the
+// run holds the host, when nothing newer can be another run's).
+func (h *Host) removeOwnEntries(dir string, newer bool) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -152,7 +235,7 @@ func (h *Host) removeOwnEntries(dir string) error {
 		// Where names say nothing of their owner (a network namespace, a
 		// shim's socket, the kubelet's device-plugin socket), what is newer
 		// than the run is the run's; elsewhere only links into its root.
-		if fi.ModTime().After(h.Since) && !slices.Contains(fixedPaths, p) && dir != "/var/lib/kubelet" && dir != "/var/log/pods" && dir != "/var/log/containers" {
+		if newer && fi.ModTime().After(h.Since) && !slices.Contains(fixedPaths, p) && dir != "/var/lib/kubelet" && dir != "/var/log/pods" && dir != "/var/log/containers" {
 			errs = append(errs, removeTree(p))
 		}
 	}

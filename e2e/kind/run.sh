@@ -100,6 +100,23 @@ missing() {
 }
 log() { kind_log "$@"; }
 
+# take_host_lock: one run at a time changes this machine's kernel settings
+# and kubelet paths — the kind nodes' kubelets set the sysctls real nodes'
+# do — so an own-daemon run takes the lock real-node runs take
+# (realnodes/hostlock.go), waiting while another run holds it. Fd 9 keeps
+# it to the end of the run (the daemon it starts inherits it, and holds the
+# host as long as it lives).
+take_host_lock() {
+	local dir=/run/csisim-real-nodes
+	mkdir -p "$dir"
+	exec 9<>"$dir/lock"
+	if ! flock -n 9; then
+		log "waiting for the host: another run with real nodes holds it ($(cat "$dir/lock" 2>/dev/null))"
+		flock 9
+	fi
+	printf 'pid %d, kind run %s\n' $$ "$workdir" >"$dir/lock"
+}
+
 choose_mode
 check_prerequisites
 if [ "$SUITE" = clean ]; then
@@ -127,6 +144,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 if [ "$MODE" = own ]; then
+	take_host_lock
 	"$GO" -C "$root" run ./e2e/kind/footprint save "$workdir/footprint.json" --owned "$workdir" --owned "$KIND_CACHE"
 	own_dockerd_start "$workdir" || die "the Docker daemon did not start; its log: $workdir/dockerd.log"
 	create_network
