@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/csisim/csisim/sim/migration"
@@ -36,7 +37,8 @@ var nothingLeaked = Invariant{
 			if !end.nodeUp(k.node) || (pod != "" && end.pods[pod] != nil) {
 				continue
 			}
-			add([]int{seq}, "volume %s is still published at %s on node %s (NodePublishVolume #%d), but its pod %s is gone", k.volume, k.path, k.node, seq, pod)
+			add([]int{seq}, "volume %s is still published at %s on node %s (NodePublishVolume #%d), but its pod %s is gone%s%s",
+				k.volume, k.path, k.node, seq, pod, lostUnpublish(h.Entries, k, seq), forgottenNote(h.Entries, []int{seq}, len(h.Entries)+1))
 		}
 		for _, k := range slices.SortedFunc(maps.Keys(l.staged), compareKeys) {
 			seq := l.staged[k]
@@ -91,6 +93,20 @@ var nothingLeaked = Invariant{
 // lets its detach pass for the same reason (forgotten).
 func forgottenStage(entries []trace.Entry, k useKey, seq int) bool {
 	return kubeletRestarted(entries, k.node, seq, len(entries)+1) && !reportedInUse(entries, k.node, k.volume, len(entries)+1)
+}
+
+// lostUnpublish says, of a publish left, that a NodeUnpublishVolume of its
+// target after it reached the driver, which answered OK, but its answer
+// was lost (a FAULT entry carrying the driver's answer): the driver has
+// undone it, its caller never heard so. "" if none did.
+func lostUnpublish(entries []trace.Entry, k useKey, seq int) string {
+	for _, e := range entries[min(seq, len(entries)):] {
+		c := e.Call
+		if e.Kind == trace.Fault && e.Verb == "NodeUnpublishVolume" && c != nil && c.Code == codes.OK && c.TargetPath == k.path && c.Volume == k.volume {
+			return fmt.Sprintf(" (the driver answered OK to a NodeUnpublishVolume of it, #%d, but the answer was lost: the caller never heard)", e.Seq)
+		}
+	}
+	return ""
 }
 
 // useKey is one use of a volume: where (node, path) and which volume.

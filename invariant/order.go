@@ -29,7 +29,11 @@ var callOrder = Invariant{
 			if forced(v, h.Entries, down) || forgotten(v, h.Entries) {
 				continue
 			}
-			found = append(found, Violation{Message: string(v.kind) + ": " + v.message, Entries: append([]int{v.call}, v.related...)})
+			msg := string(v.kind) + ": " + v.message
+			if v.kind == deleteInUse {
+				msg += forgottenNote(h.Entries, v.related, v.call)
+			}
+			found = append(found, Violation{Message: msg, Entries: append([]int{v.call}, v.related...)})
 		}
 		return found
 	},
@@ -100,27 +104,63 @@ func forced(v orderViolation, entries []trace.Entry, down func(node string, seq 
 // detaches it. Kubernetes breaks the order itself here; a detach of a
 // volume the node still reported in use is judged as any other.
 func forgotten(v orderViolation, entries []trace.Entry) bool {
-	if v.kind != detachInUse {
-		return false
-	}
-	for _, seq := range v.related {
+	return v.kind == detachInUse && allForgotten(entries, v.related, v.call)
+}
+
+// allForgotten says whether each of the node uses (NodeStageVolume,
+// NodePublishVolume entries) was forgotten by its node's kubelet before
+// timeline entry before: the kubelet restarted after the use and the
+// node's last status before it no longer lists the volume in use.
+func allForgotten(entries []trace.Entry, uses []int, before int) bool {
+	for _, seq := range uses {
 		c := entries[seq-1].Call
-		if c == nil || c.Node == "" || !kubeletRestarted(entries, c.Node, seq, v.call) || reportedInUse(entries, c.Node, c.Volume, v.call) {
+		if c == nil || c.Node == "" || !kubeletRestarted(entries, c.Node, seq, before) || reportedInUse(entries, c.Node, c.Volume, before) {
 			return false
 		}
 	}
-	return len(v.related) > 0
+	return len(uses) > 0
+}
+
+// forgottenNote says, for a DeleteVolume (or a use left at the end) that
+// only uses a restarted kubelet forgot make wrong, that Kubernetes did it:
+// the violation stands — the driver was asked to delete a volume still
+// staged on a node, and nothing on the node will ever undo that stage —
+// but the report names its cause. A v1.37 kubelet rebuilds its state only
+// from the pods' directories (kubernetes pkg/kubelet/volumemanager/
+// reconciler/reconstruct_common.go, getVolumesFromPodDir), so a volume no
+// pod directory names any more — a pod's block device link goes before its
+// NodeUnpublishVolume (operation_generator.go, GenerateUnmapVolumeFunc:
+// UnmapBlockVolume, then UnmapPodDevice), a pod's directory goes before
+// its volume's NodeUnstageVolume — is neither unpublished nor unstaged, and
+// leaves volumesInUse (kubernetes#121937; KEP-6058's
+// CSIGlobalMountReconstruction, alpha in v1.38, finds such stagings). ""
+// when some use was not forgotten so.
+func forgottenNote(entries []trace.Entry, uses []int, before int) string {
+	if !allForgotten(entries, uses, before) {
+		return ""
+	}
+	c := entries[uses[0]-1].Call
+	return fmt.Sprintf(" — Kubernetes left it so, not the driver: the kubelet of node %s restarted (#%d) after it used the volume and no longer reports it in volumesInUse; "+
+		"a v1.37 kubelet rebuilds its state only from its pods' directories, where nothing names the volume any more (kubernetes#121937)",
+		c.Node, restartSeq(entries, c.Node, uses[0], before))
 }
 
 // kubeletRestarted says whether node's kubelet restarted (a kubelet-restart
 // fault) between timeline entries after and before.
 func kubeletRestarted(entries []trace.Entry, node string, after, before int) bool {
+	return restartSeq(entries, node, after, before) != 0
+}
+
+// restartSeq is the Seq of the first restart of node's kubelet (a
+// kubelet-restart fault) between timeline entries after and before, 0 if
+// none.
+func restartSeq(entries []trace.Entry, node string, after, before int) int {
 	for _, e := range entries[after:min(before-1, len(entries))] {
 		if e.Kind == trace.Fault && e.Verb == string(fault.KubeletRestart) && e.Object == "Node "+node {
-			return true
+			return e.Seq
 		}
 	}
-	return false
+	return 0
 }
 
 // reportedInUse says whether the last write of node before timeline entry

@@ -203,9 +203,12 @@ func (k *Kubelet) cleanUpOrphans(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	live := map[types.UID]bool{}
+	live, wanted := map[types.UID]bool{}, map[types.UID]bool{}
 	for _, p := range pods {
 		live[p.UID] = true
+		if k.populatorWants(p) {
+			wanted[p.UID] = true
+		}
 	}
 	for _, uid := range k.podWorkers.knownUIDs() {
 		live[uid] = true
@@ -225,11 +228,17 @@ func (k *Kubelet) cleanUpOrphans(ctx context.Context) error {
 			return err
 		}
 	}
-	// What could not be reconstructed is torn down if no pod wants it
-	// (NodeUnpublishVolume on the target, which the driver must take even
-	// if nothing is mounted there), once, as the real kubelet does.
+	// What could not be reconstructed is torn down unless the desired
+	// state wants it (NodeUnpublishVolume on the target, which the driver
+	// must take even if nothing is mounted there), once, as the real
+	// kubelet's cleanOrphanVolumes does (reconstruct.go): it asks the
+	// desired state, fully populated by then, not whether the pod exists.
+	// A pod being deleted is not in it: its pod worker finds none of its
+	// volumes in the actual state and lets it go, so without this nothing
+	// would unpublish a volume whose NodeUnpublishVolume the restart (or a
+	// crash of the driver before it answered) left unconfirmed.
 	for _, f := range failed {
-		if live[f.uid] {
+		if wanted[f.uid] {
 			continue
 		}
 		if err := k.unpublish(ctx, f.uid, f.mountedVolume); err != nil {
@@ -243,4 +252,22 @@ func (k *Kubelet) cleanUpOrphans(ctx context.Context) error {
 	}
 	k.queueUnusedDevices()
 	return nil
+}
+
+// populatorWants says whether the desired state of world, once populated,
+// has the pod's volumes: the populator adds those of every pod of the node
+// but the pods whose containers are to be terminating — deleted, in a
+// terminal phase, or whose termination the pod workers have begun
+// (kubernetes pkg/kubelet/volumemanager/populator/
+// desired_state_of_world_populator.go, findAndAddNewPods with
+// ShouldPodContainersBeTerminating). The real populator's first pass
+// after a restart, before its sources are ready, also adds a deleted pod
+// the pod workers have not yet seen terminate; its reconciler then
+// publishes the volume again and unpublishes it once the pod is gone: one
+// NodeUnpublishVolume all the same, a moment later.
+func (k *Kubelet) populatorWants(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	return k.podWorkers.terminationOf(pod.UID) == 0
 }
