@@ -2,10 +2,13 @@ package cluster
 
 // The driver's own deployment (Config.Deploy, csisim run --deploy): its
 // manifests are applied as `kubectl apply -f` would on a fresh cluster, and
-// the node plugin follows the node DaemonSet: on each node the driver is
-// registered with the kubelet only while the DaemonSet's pod there is
-// Running, as node-driver-registrar in that pod registers it through the
-// kubelet's plugin watcher and its registration goes when the pod does.
+// the node plugin follows the node DaemonSet (or StatefulSet): on each node
+// the driver is registered with the kubelet only while the workload's pod
+// there is Running and its registrar's flags let the kubelet reach the
+// driver (manifests.Unregistered), as node-driver-registrar in that pod
+// registers it through the kubelet's plugin watcher and its registration
+// goes when the pod does. The sidecar containers' flags configure the
+// simulated sidecars (sidecarflags.go).
 
 import (
 	"context"
