@@ -21,6 +21,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -216,4 +217,22 @@ func cleanSubPathMount(path string) error {
 		return fmt.Errorf("error cleaning subpath mount %s: %w", path, err)
 	}
 	return nil
+}
+
+// VolumeMountPath is where the pod's containers see its filesystem volume
+// named volume (as spec.volumes names it) on the node: the subPath bind
+// mount of the first container that mounts it with a subPath, else the
+// volume's publish target, as the built-in workload uses it
+// (workloadDir); subPath says which. It fails when the volume is not
+// published for the pod, or when the mount has no directory here (a block
+// volume, a driver that mounts nothing). The mount-busy fault holds this
+// path busy.
+func (k *Kubelet) VolumeMountPath(pod *corev1.Pod, volume string) (path string, subPath bool, err error) {
+	m, ok := k.volumeDir(pod, volume)
+	if !ok {
+		return "", false, fmt.Errorf("volume %q of pod %s/%s is not mounted on node %s as a directory (a published filesystem volume of a driver that mounts)",
+			volume, pod.Namespace, pod.Name, k.cfg.NodeName)
+	}
+	path = workloadDir(k.cfg.Dir, pod, volume, m)
+	return path, path != m.target, nil
 }
