@@ -210,7 +210,7 @@ func cleanSubPathMount(path string) error {
 		return fmt.Errorf("error cleaning subpath mount %s: %w", path, err)
 	} else if mounted {
 		if err := unix.Unmount(path, 0); err != nil {
-			return fmt.Errorf("error cleaning subpath mount %s: unmount failed: %w", path, err)
+			return fmt.Errorf("error cleaning subpath mount %s: %w", path, &umountError{target: path, err: err})
 		}
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -218,6 +218,27 @@ func cleanSubPathMount(path string) error {
 	}
 	return nil
 }
+
+// umountError is a failed unmount in the words of the kubelet's mounter,
+// which runs umount(8) and quotes it (k8s.io/mount-utils mount_linux.go,
+// Unmount and checkUmountError): umount's exit status is 32 (mount
+// failure) and, for EBUSY, it says "target is busy."; for another errno it
+// says the error's text (umount's own wording of it may differ). The errno
+// stays in the chain.
+type umountError struct {
+	target string
+	err    error
+}
+
+func (e *umountError) Error() string {
+	why := e.err.Error()
+	if errors.Is(e.err, unix.EBUSY) {
+		why = "target is busy."
+	}
+	return fmt.Sprintf("unmount failed: exit status 32\nUnmounting arguments: %s\nOutput: umount: %s: %s\n", e.target, e.target, why)
+}
+
+func (e *umountError) Unwrap() error { return e.err }
 
 // VolumeMountPath is where the pod's containers see its filesystem volume
 // named volume (as spec.volumes names it) on the node: the subPath bind
