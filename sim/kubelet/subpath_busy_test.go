@@ -117,6 +117,15 @@ func TestSubPathBusyTeardown(t *testing.T) {
 func TestTearDownFailedWords(t *testing.T) {
 	e := newEnv(t, envOptions{caps: stageCaps()})
 	e.runningPod()
+	// Without a subPath the mount the container sees is the publish
+	// target; without real mounts there is none to hold.
+	if path, isSub, err := e.k.VolumeMountPath(e.apiPod(), "data"); err == nil || path != "" || isSub {
+		t.Errorf("VolumeMountPath without real mounts = %q, %v, %v; want an error", path, isSub, err)
+	}
+	e.k.cfg.SkipMountCheck = false
+	if path, isSub, err := e.k.VolumeMountPath(e.apiPod(), "data"); err != nil || path != PublishPath(e.dir, e.pod.UID, testPV) || isSub {
+		t.Errorf("VolumeMountPath = %q, %v, %v; want the publish target", path, isSub, err)
+	}
 	e.node.unpubErr = status.Error(codes.Internal, "unmount: device or resource busy")
 	e.terminate()
 	err := e.sync("default/app")
