@@ -16,6 +16,8 @@
 package migration
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	csitrans "k8s.io/csi-translation-lib"
@@ -122,4 +124,27 @@ func Removed(pv *corev1.PersistentVolume) string {
 		return "kubernetes.io/photon-pd"
 	}
 	return ""
+}
+
+// Inline returns a pod's inline volume as its migrated driver's CSI
+// volume, and true, when it is written in the form of an in-tree plugin
+// whose migration is on: a PV that no API server holds, named
+// <driver>-<volume ID> by csi-translation-lib (the name the kubelet's
+// volume directories and the attach/detach controller's events use), with
+// the access mode and the Filesystem volume mode the library gives an
+// inline volume. It is nil, and false, for any other volume; v is not
+// changed. As the real populators do (kubernetes
+// pkg/kubelet/volumemanager/populator/desired_state_of_world_populator.go
+// createVolumeSpec, pkg/controller/volume/attachdetach/util/util.go
+// CreateVolumeSpec; pkg/volume/csimigration TranslateInTreeSpecToCSI):
+// every such plugin's migration is complete in v1.37, so no node is asked.
+func Inline(v *corev1.Volume, namespace string) (*corev1.PersistentVolume, bool, error) {
+	if v == nil || !translator.IsInlineMigratable(v) {
+		return nil, false, nil
+	}
+	pv, err := translator.TranslateInTreeInlineVolumeToCSI(klog.Background(), v.DeepCopy(), namespace)
+	if err != nil {
+		return nil, true, fmt.Errorf("failed to translate in-tree pv to CSI: %v", err)
+	}
+	return pv, true, nil
 }
