@@ -58,3 +58,21 @@ func TestInlineInTreeVolumeOfMigratedPlugin(t *testing.T) {
 		t.Errorf("calls after the pod went: %s", got)
 	}
 }
+
+// TestInlineVolumeOfRemovedPlugin: a pod's inline rbd volume finds no
+// plugin in v1.37 (rbd was removed without a migration): the populator
+// fails it with AddPodToVolume's words, naming the pod volume, and
+// nothing is staged or published.
+func TestInlineVolumeOfRemovedPlugin(t *testing.T) {
+	e := newEnv(t, envOptions{caps: stageCaps(),
+		inTree: &corev1.VolumeSource{RBD: &corev1.RBDVolumeSource{CephMonitors: []string{"10.0.0.1:6789"}, RBDImage: "img", RBDPool: "rbd"}}})
+	p := e.k.processVolumes(e.pod)
+	want := `failed to get Plugin from volumeSpec for volume "data" err=no volume plugin matched`
+	if !slices.Equal(p.failed, []string{"data"}) || !slices.Equal(p.errs, []string{want}) {
+		t.Errorf("failed %v, errors %q; want [data], %q", p.failed, p.errs, want)
+	}
+	_ = e.sync("default/app") // the pod waits: what it returns is how long
+	if got := e.node.lifecycle(); len(got) != 0 {
+		t.Errorf("calls = %v", got)
+	}
+}

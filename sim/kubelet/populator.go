@@ -269,6 +269,10 @@ func (k *Kubelet) processVolume(pod *corev1.Pod, v corev1.Volume, mounted, devic
 	case v.CSI != nil:
 		// Inline: mounted under its own name, never attached (inline.go).
 		return processedVolume{pvName: v.Name, unique: inlineUniqueName(pod.UID, v.Name)}, nil
+	case migration.RemovedInline(&v) != "":
+		// A plugin v1.37 removed: AddPodToVolume finds none for the
+		// spec, named by the pod volume.
+		return processedVolume{}, fmt.Errorf("failed to get Plugin from volumeSpec for volume %q err=%v", v.Name, errNoPluginMatched)
 	default:
 		return processedVolume{}, nil
 	}

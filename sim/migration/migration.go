@@ -126,6 +126,33 @@ func Removed(pv *corev1.PersistentVolume) string {
 	return ""
 }
 
+// RemovedInline is Removed for a pod's inline volume: the in-tree plugin
+// of an inline volume whose plugin v1.37 no longer has and that has no
+// migration ("" otherwise); the kubelet finds no plugin for it, and the
+// attach/detach controller no attachable one.
+func RemovedInline(v *corev1.Volume) string {
+	s := v.VolumeSource
+	switch {
+	case s.RBD != nil:
+		return "kubernetes.io/rbd"
+	case s.CephFS != nil:
+		return "kubernetes.io/cephfs"
+	case s.Glusterfs != nil:
+		return "kubernetes.io/glusterfs"
+	case s.Flocker != nil:
+		return "kubernetes.io/flocker"
+	case s.Quobyte != nil:
+		return "kubernetes.io/quobyte"
+	case s.ScaleIO != nil:
+		return "kubernetes.io/scaleio"
+	case s.StorageOS != nil:
+		return "kubernetes.io/storageos"
+	case s.PhotonPersistentDisk != nil:
+		return "kubernetes.io/photon-pd"
+	}
+	return ""
+}
+
 // Inline returns a pod's inline volume as its migrated driver's CSI
 // volume, and true, when it is written in the form of an in-tree plugin
 // whose migration is on: a PV that no API server holds, named

@@ -92,6 +92,11 @@ func TestInline(t *testing.T) {
 			t.Errorf("Inline(%s) = %v, %v, %v", v.Name, pv, migrated, err)
 		}
 	}
+	if RemovedInline(&corev1.Volume{Name: "r", VolumeSource: corev1.VolumeSource{RBD: &corev1.RBDVolumeSource{}}}) != "kubernetes.io/rbd" ||
+		RemovedInline(&corev1.Volume{Name: "c", VolumeSource: corev1.VolumeSource{CephFS: &corev1.CephFSVolumeSource{}}}) != "kubernetes.io/cephfs" ||
+		RemovedInline(ebs) != "" {
+		t.Error("RemovedInline names the wrong plugins")
+	}
 	if _, migrated, err := Inline(&corev1.Volume{Name: "bad", VolumeSource: corev1.VolumeSource{
 		AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws://"}}}, "default"); !migrated || err == nil {
 		t.Errorf("a volume ID the library cannot read: %v, %v", migrated, err)

@@ -1,6 +1,10 @@
 package scheduler
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // reasonDiskConflict is the VolumeRestrictions plugin's reason for a node
 // where a pod already uses the same in-tree disk (v1.37.2
@@ -10,16 +14,17 @@ const reasonDiskConflict = "node(s) had no available disk"
 
 // diskConflict is the VolumeRestrictions filter's volume conflict check
 // (satisfyVolumeConflicts, isVolumeConflict): an inline GCE PD of the pod
-// that a pod on the node also has, unless both mount it read-only, or an
-// inline AWS EBS volume of the same volume ID. The filter looks at the pod
-// volumes as written, before any CSI migration, so it holds for the
-// inline volumes of these migrated plugins that csisim runs. (Its iSCSI
-// and RBD checks concern inline volumes csisim refuses at load,
-// sim/unmodelled.)
+// that a pod on the node also has, unless both mount it read-only; an
+// inline AWS EBS volume of the same volume ID; an inline RBD image of the
+// same pool and image on a shared monitor, unless both mount it read-only.
+// The filter looks at the pod volumes as written, before any CSI
+// migration or plugin lookup, so it holds for the inline volumes of the
+// migrated plugins and of the removed rbd plugin alike. (Its iSCSI check
+// concerns inline volumes csisim refuses at load, sim/unmodelled.)
 func diskConflict(pod *corev1.Pod, running []*corev1.Pod) bool {
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		if v.GCEPersistentDisk == nil && v.AWSElasticBlockStore == nil {
+		if v.GCEPersistentDisk == nil && v.AWSElasticBlockStore == nil && v.RBD == nil {
 			continue
 		}
 		for _, other := range running {
@@ -38,6 +43,11 @@ func sameDisk(v, existing *corev1.Volume) bool {
 		pd.PDName == e.PDName && !(pd.ReadOnly && e.ReadOnly) {
 		return true
 	}
-	ebs, e := v.AWSElasticBlockStore, existing.AWSElasticBlockStore
-	return ebs != nil && e != nil && ebs.VolumeID == e.VolumeID
+	if ebs, e := v.AWSElasticBlockStore, existing.AWSElasticBlockStore; ebs != nil && e != nil && ebs.VolumeID == e.VolumeID {
+		return true
+	}
+	rbd, e := v.RBD, existing.RBD
+	return rbd != nil && e != nil && rbd.RBDPool == e.RBDPool && rbd.RBDImage == e.RBDImage &&
+		slices.ContainsFunc(rbd.CephMonitors, func(m string) bool { return slices.Contains(e.CephMonitors, m) }) &&
+		!(rbd.ReadOnly && e.ReadOnly)
 }

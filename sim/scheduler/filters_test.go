@@ -37,6 +37,11 @@ func pdPod(name string, readOnly bool) *corev1.Pod {
 		GCEPersistentDisk: &corev1.GCEPersistentDiskVolumeSource{PDName: name, ReadOnly: readOnly}}}}}}
 }
 
+func rbdPod(monitor, image string, more ...string) *corev1.Pod {
+	return &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{
+		RBD: &corev1.RBDVolumeSource{CephMonitors: append([]string{monitor}, more...), RBDImage: image, RBDPool: "rbd"}}}}}}
+}
+
 func TestFits(t *testing.T) {
 	noLimit := func(*corev1.Node) bool { return false }
 	full := func(*corev1.Node) bool { return true }
@@ -81,11 +86,14 @@ func TestFits(t *testing.T) {
 		{"another EBS disk", ebsPod("vol-2"), node("n", nil), podVolumes{}, noLimit, ""},
 		{"a GCE PD a pod on the node has", pdPod("pd-1", false), node("n", nil), podVolumes{}, noLimit, reasonDiskConflict},
 		{"a GCE PD both mount read-only", pdPod("pd-1", true), node("n", nil), podVolumes{}, noLimit, ""},
+		{"an RBD image a pod on the node has, through another monitor", rbdPod("m2", "img"), node("n", nil), podVolumes{}, noLimit, reasonDiskConflict},
+		{"another RBD image", rbdPod("m1", "other"), node("n", nil), podVolumes{}, noLimit, ""},
+		{"an RBD image on no shared monitor", rbdPod("m3", "img"), node("n", nil), podVolumes{}, noLimit, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// On the node: a pod with EBS volume vol-1 and GCE PD pd-1
-			// read-only.
-			running := []*corev1.Pod{ebsPod("vol-1"), pdPod("pd-1", true)}
+			// On the node: pods with EBS volume vol-1, GCE PD pd-1
+			// read-only, RBD image img through monitors m1 and m2.
+			running := []*corev1.Pod{ebsPod("vol-1"), pdPod("pd-1", true), rbdPod("m1", "img", "m2")}
 			got := fits(tc.pod, tc.node, running, tc.vols, tc.limit)
 			if reasons := strings.Join(got.reasons, ","); reasons != tc.want {
 				t.Errorf("fits = %q, want %q", reasons, tc.want)
