@@ -241,9 +241,37 @@ var _ = Describe("csisim run --deploy", func() {
 		Expect(out).To(And(
 			ContainSubstring("node DaemonSet csisim/csisim-node (../../deploy/kubernetes/31-node.yaml#1), driver container csisim-plugin"),
 			ContainSubstring("honoured: container csisim-plugin (image csisim:e2e): the node plugin, run as {csisim}"),
-			ContainSubstring("not honoured: container node-driver-registrar of DaemonSet csisim/csisim-node: its flags"),
+			ContainSubstring("honoured: container node-driver-registrar (csi-node-driver-registrar) of DaemonSet csisim/csisim-node: "+
+				"--csi-address=/csi/csi.sock (must name the driver container's socket"),
+			ContainSubstring("honoured: container csi-provisioner (csi-provisioner) of Deployment csisim/csisim-controller: "+
+				"--csi-address=/csi/csi.sock (must name the driver container's socket through a shared volume, else the sidecar never connects), "+
+				"--leader-election=true (accepted: csisim runs one replica, which leads at once)"),
+			ContainSubstring("not honoured: container csi-provisioner (csi-provisioner) of Deployment csisim/csisim-controller: --v=2"),
 			ContainSubstring("not honoured: ClusterRole csisim-provisioner (../../deploy/kubernetes/20-rbac-controller.yaml#2): not applied"),
 			ContainSubstring("PASSED")))
+		expectNothingLeftIn(tmp)
+	})
+
+	It("names a sidecar whose flag its binary does not define, as the binary words it, and runs without that sidecar", func() {
+		tmp := GinkgoT().TempDir()
+		dir := GinkgoT().TempDir()
+		entries, err := os.ReadDir("../../deploy/kubernetes")
+		Expect(err).NotTo(HaveOccurred())
+		for _, e := range entries {
+			if e.IsDir() {
+				continue
+			}
+			text, err := os.ReadFile(filepath.Join("../../deploy/kubernetes", e.Name()))
+			Expect(err).NotTo(HaveOccurred())
+			edited := strings.Replace(string(text), "csi-provisioner:v6.4.0\n          args:\n", "csi-provisioner:v6.4.0\n          args:\n            - --foo\n", 1)
+			Expect(os.WriteFile(filepath.Join(dir, e.Name()), []byte(edited), 0o644)).To(Succeed())
+		}
+		s := start(tmp, "run", "--quiet", "--deploy", dir, "../../scenarios/library/basic-lifecycle.yaml")
+		Eventually(s, 2*time.Minute).Should(gexec.Exit(1))
+		Expect(string(s.Out.Contents()) + string(s.Err.Contents())).To(And(
+			ContainSubstring("fails: container csi-provisioner (csi-provisioner) of Deployment csisim/csisim-controller ("+
+				filepath.Join(dir, "30-controller.yaml")+"#1): unknown flag: --foo; the real csi-provisioner exits at start with status 2"),
+			ContainSubstring(`FAILED: step 3 "wait pvc/data"`)))
 		expectNothingLeftIn(tmp)
 	})
 

@@ -1,7 +1,8 @@
 // Package manifests reads a CSI driver's own deployment manifests (what
 // `csisim run --deploy` applies): plain multi-document YAML, one file or
 // every .yaml, .yml and .json file of a directory in name order. It finds
-// the driver's node DaemonSet — the one whose pods run a
+// the driver's node plugin — the DaemonSet (or StatefulSet, as
+// csi-driver-host-path runs its whole driver in one) whose pods run a
 // node-driver-registrar — and, in it, the driver's container: the one
 // beside the registrar on the volume of the registrar's --csi-address,
 // that is no known sidecar. It maps that container's image to a local
@@ -20,10 +21,8 @@ import (
 	"slices"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -41,12 +40,17 @@ type Set struct {
 	Objects []Object
 	// Node is the node plugin: its DaemonSet and containers.
 	Node NodePlugin
+	// Sidecars are the known sidecar containers of every workload, with
+	// their flags parsed as their binaries parse them (sidecars.go).
+	Sidecars []Sidecar
 }
 
-// NodePlugin is the driver's node DaemonSet and what csisim reads of it.
+// NodePlugin is the driver's node DaemonSet (or StatefulSet) and what
+// csisim reads of it.
 type NodePlugin struct {
-	DaemonSet *appsv1.DaemonSet
-	Source    string
+	// Kind is DaemonSet or StatefulSet; Namespace and Name the workload's.
+	Kind, Namespace, Name string
+	Source                string
 	// Registrar and Driver are the names of the node-driver-registrar's
 	// container and the driver's.
 	Registrar, Driver string
@@ -55,10 +59,16 @@ type NodePlugin struct {
 	// CSIAddress and RegistrationPath are the registrar's --csi-address
 	// and --kubelet-registration-path.
 	CSIAddress, RegistrationPath string
+	// Unregistered says why the kubelet never registers the driver the
+	// registrar hands it (its flags: registrationProblem), "" if it can.
+	Unregistered string
 }
 
-// Key is the DaemonSet's namespace/name.
-func (n NodePlugin) Key() string { return n.DaemonSet.Namespace + "/" + n.DaemonSet.Name }
+// Key is the workload's namespace/name.
+func (n NodePlugin) Key() string { return n.Namespace + "/" + n.Name }
+
+// Workload is the workload's kind and namespace/name.
+func (n NodePlugin) Workload() string { return n.Kind + " " + n.Key() }
 
 // Load reads the manifests at path and finds the node plugin; a set
 // without a DaemonSet running a node-driver-registrar, or whose driver
@@ -82,6 +92,7 @@ func Load(path string) (*Set, error) {
 	if err := s.findNodePlugin(); err != nil {
 		return nil, fmt.Errorf("deploy %s: %w", path, err)
 	}
+	s.findSidecars()
 	return s, nil
 }
 
@@ -142,42 +153,42 @@ func readFile(file string) ([]Object, error) {
 	}
 }
 
-// findNodePlugin picks the DaemonSet whose pods run a
+// findNodePlugin picks the DaemonSet or StatefulSet whose pods run a
 // node-driver-registrar, and its driver container.
 func (s *Set) findNodePlugin() error {
 	var found []NodePlugin
 	for _, o := range s.Objects {
-		if o.Obj.GetKind() != "DaemonSet" || !strings.HasPrefix(o.Obj.GetAPIVersion(), "apps/") {
+		kind := o.Obj.GetKind()
+		if kind != "DaemonSet" && kind != "StatefulSet" || !strings.HasPrefix(o.Obj.GetAPIVersion(), "apps/") {
 			continue
 		}
-		ds := &appsv1.DaemonSet{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Obj.Object, ds); err != nil {
-			return fmt.Errorf("%s: %w", o.Source, err)
+		template, ok := podTemplate(o)
+		if !ok {
+			return fmt.Errorf("%s: %s %s is not a valid %s", o.Source, kind, o.Obj.GetName(), kind)
 		}
-		np, ok, err := nodePluginOf(ds)
+		np, ok, err := nodePluginOf(&template.Spec, o.Obj.GetNamespace())
 		if err != nil {
-			return fmt.Errorf("%s: DaemonSet %s: %w", o.Source, ds.Name, err)
+			return fmt.Errorf("%s: %s %s: %w", o.Source, kind, o.Obj.GetName(), err)
 		}
 		if ok {
-			np.Source = o.Source
+			np.Kind, np.Namespace, np.Name, np.Source = kind, o.Obj.GetNamespace(), o.Obj.GetName(), o.Source
 			found = append(found, np)
 		}
 	}
 	switch len(found) {
 	case 0:
-		return errors.New("no DaemonSet runs a node-driver-registrar container: csisim cannot tell the driver's node plugin")
+		return errors.New("no DaemonSet or StatefulSet runs a node-driver-registrar container: csisim cannot tell the driver's node plugin")
 	case 1:
 		s.Node = found[0]
 		return nil
 	}
-	return fmt.Errorf("%d DaemonSets run a node-driver-registrar (%s, %s): csisim deploys one driver", len(found),
-		found[0].DaemonSet.Name, found[1].DaemonSet.Name)
+	return fmt.Errorf("%d workloads run a node-driver-registrar (%s, %s): csisim deploys one driver", len(found),
+		found[0].Workload(), found[1].Workload())
 }
 
-// nodePluginOf finds the registrar and the driver container of a
-// DaemonSet; ok false if it runs no registrar.
-func nodePluginOf(ds *appsv1.DaemonSet) (np NodePlugin, ok bool, err error) {
-	spec := &ds.Spec.Template.Spec
+// nodePluginOf finds the registrar and the driver container of a node
+// plugin's pod spec; ok false if it runs no registrar.
+func nodePluginOf(spec *corev1.PodSpec, namespace string) (np NodePlugin, ok bool, err error) {
 	var reg *corev1.Container
 	for i := range spec.Containers {
 		if sidecarOf(spec.Containers[i].Image) == "csi-node-driver-registrar" {
@@ -188,12 +199,11 @@ func nodePluginOf(ds *appsv1.DaemonSet) (np NodePlugin, ok bool, err error) {
 	if reg == nil {
 		return np, false, nil
 	}
-	np = NodePlugin{DaemonSet: ds, Registrar: reg.Name}
-	np.CSIAddress = flagValue(reg.Args, "csi-address")
-	np.RegistrationPath = flagValue(reg.Args, "kubelet-registration-path")
-	if np.CSIAddress == "" {
-		np.CSIAddress = "/run/csi/socket" // node-driver-registrar's default --csi-address
-	}
+	np = NodePlugin{Registrar: reg.Name}
+	flags := registrarFlags(reg, namespace)
+	// Refused args (flags.Err) leave the values parsed before the refused
+	// one, and the defaults: enough to tell the driver container.
+	np.CSIAddress, np.RegistrationPath = flags.Value("csi-address"), flags.Value("kubelet-registration-path")
 	vol := volumeAt(reg, strings.TrimPrefix(np.CSIAddress, "unix://"))
 	if vol == "" {
 		return np, true, fmt.Errorf("container %s: no volume mount holds its --csi-address %s", reg.Name, np.CSIAddress)
@@ -207,6 +217,7 @@ func nodePluginOf(ds *appsv1.DaemonSet) (np NodePlugin, ok bool, err error) {
 		drivers = append(drivers, c.Name)
 		np.Driver, np.Image = c.Name, c.Image
 	}
+	np.Unregistered = Unregistered(spec, namespace)
 	switch len(drivers) {
 	case 0:
 		return np, true, fmt.Errorf("no container but sidecars mounts volume %s, the registrar's socket directory: where is the driver?", vol)
@@ -243,21 +254,6 @@ func Repository(image string) string {
 	return image
 }
 
-// flagValue is the value of --name=V or --name V among args, "" if absent.
-func flagValue(args []string, name string) string {
-	for i, a := range args {
-		for _, p := range []string{"--" + name, "-" + name} {
-			if v, ok := strings.CutPrefix(a, p+"="); ok {
-				return v
-			}
-			if a == p && i+1 < len(args) {
-				return args[i+1]
-			}
-		}
-	}
-	return ""
-}
-
 // volumeAt is the volume c mounts at the directory holding socket.
 func volumeAt(c *corev1.Container, socket string) string {
 	dir := filepath.Dir(socket)
@@ -288,8 +284,8 @@ func (n NodePlugin) Command(images map[string]string, profile string) (string, e
 		known = append(known, k)
 	}
 	slices.Sort(known)
-	return "", fmt.Errorf("deploy: the node plugin's image %s (container %s of DaemonSet %s) is not in the images: of driver profile %s "+
-		"(it maps %s); add `images: {%q: <local command>}` to the profile", n.Image, n.Driver, n.Key(), profile,
+	return "", fmt.Errorf("deploy: the node plugin's image %s (container %s of %s) is not in the images: of driver profile %s "+
+		"(it maps %s); add `images: {%q: <local command>}` to the profile", n.Image, n.Driver, n.Workload(), profile,
 		orNone(known), Repository(n.Image))
 }
 

@@ -92,7 +92,7 @@ func TestLoadRefuses(t *testing.T) {
 		name, text, want string
 	}{
 		{"no registrar", "apiVersion: v1\nkind: Namespace\nmetadata: {name: csi}\n",
-			"no DaemonSet runs a node-driver-registrar container"},
+			"no DaemonSet or StatefulSet runs a node-driver-registrar container"},
 		{"no driver beside the registrar", strings.Replace(nodeDS, "%s", "", 1),
 			"no container but sidecars mounts volume socket"},
 		{"two drivers", strings.Replace(nodeDS, "%s", driver("a")+"\n"+driver("b"), 1),
@@ -127,13 +127,24 @@ func TestContainersNamesWhatIsNotHonoured(t *testing.T) {
 	}
 	honoured, not := s.Containers("{csisim}")
 	all := strings.Join(not, "\n")
-	for _, part := range []string{"node-driver-registrar", "Deployment csisim/csisim-controller: containers csisim-plugin, csi-provisioner",
-		"DaemonSet csisim/csisim-node: containers livenessprobe"} {
+	for _, part := range []string{"Deployment csisim/csisim-controller: containers csisim-plugin, livenessprobe are not run",
+		"DaemonSet csisim/csisim-node: containers node-driver-registrar, livenessprobe are not run",
+		"container csi-provisioner (csi-provisioner) of Deployment csisim/csisim-controller: --v=2 (csisim's simulated sidecars keep no log)",
+		"container node-driver-registrar (csi-node-driver-registrar) of DaemonSet csisim/csisim-node: --http-endpoint=:9809 (not modelled)",
+		"no Deployment or StatefulSet runs snapshot-controller"} {
 		if !strings.Contains(all, part) {
 			t.Errorf("not honoured %q lacks %q", not, part)
 		}
 	}
-	if len(honoured) != 2 || !strings.Contains(honoured[1], "run as {csisim}") {
-		t.Errorf("honoured %q", honoured)
+	yes := strings.Join(honoured, "\n")
+	for _, part := range []string{"run as {csisim}", "container csi-attacher (csi-attacher) of Deployment csisim/csisim-controller: " +
+		"--csi-address=/csi/csi.sock (must name the driver container's socket", "--leader-election=true (accepted",
+		"--kubelet-registration-path=/var/lib/kubelet/plugins/hostpath.csisim.io/csi.sock (must be the driver's socket on the node"} {
+		if !strings.Contains(yes, part) {
+			t.Errorf("honoured %q lacks %q", honoured, part)
+		}
+	}
+	if f := s.Failures(); len(f) != 0 {
+		t.Errorf("csisim's own deployment fails: %q", f)
 	}
 }

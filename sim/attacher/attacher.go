@@ -49,6 +49,9 @@ type Config struct {
 	DriverName string
 	// Timeout bounds every CSI call, like the sidecar's --timeout (15 s).
 	Timeout time.Duration
+	// RetryIntervalStart and RetryIntervalMax are --retry-interval-start
+	// and --retry-interval-max; default the package's constants.
+	RetryIntervalStart, RetryIntervalMax time.Duration
 	// Capabilities are the driver's, as Check asked them at start: a
 	// driver without CONTROLLER_SERVICE or PUBLISH_UNPUBLISH_VOLUME gets
 	// the trivial handler (trivial.go).
@@ -80,11 +83,10 @@ type Attacher struct {
 
 // New wires an attacher to the factory's informers and a CSI controller client.
 func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Attacher {
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
+	cfg.Timeout = controller.Or(cfg.Timeout, DefaultTimeout)
+	start, most := controller.Or(cfg.RetryIntervalStart, RetryIntervalStart), controller.Or(cfg.RetryIntervalMax, RetryIntervalMax)
 	a := &Attacher{cfg: cfg, finalizer: volumeutil.AttacherFinalizer(cfg.DriverName), client: client, csi: ctrl,
-		clock: rt.Clock, vaQ: rt.NewQueueWithBackoff("attacher-va", RetryIntervalStart, RetryIntervalMax), pvQ: rt.NewQueueWithBackoff("attacher-pv", RetryIntervalStart, RetryIntervalMax)}
+		clock: rt.Clock, vaQ: rt.NewQueueWithBackoff("attacher-va", start, most), pvQ: rt.NewQueueWithBackoff("attacher-pv", start, most)}
 	vaInf := factory.Storage().V1().VolumeAttachments()
 	pvInf := factory.Core().V1().PersistentVolumes()
 	nodeInf := factory.Storage().V1().CSINodes()
@@ -161,7 +163,8 @@ func Check(ctx context.Context, d *controller.Driver) error {
 // reconciler every ReconcileInterval for a driver that lists the nodes
 // its volumes are published to.
 func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
-	a := New(Config{DriverName: d.Driver.Name, Capabilities: d.Driver.Capabilities}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
+	a := New(Config{DriverName: d.Driver.Name, Capabilities: d.Driver.Capabilities, Timeout: d.Flags.Timeout,
+		RetryIntervalStart: d.Flags.RetryIntervalStart, RetryIntervalMax: d.Flags.RetryIntervalMax}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
 	comp := controller.Component{Workers: a.Workers()}
 	if a.reconciles() {
 		comp.Periodic = []controller.Periodic{{Every: ReconcileInterval, Run: a.Reconcile}}

@@ -104,7 +104,9 @@ var controlPlane = []componentSpec{
 	{name: snapshotcontroller.Component, binary: "snapshot-controller", needs: snapshotClient | snapshotInformers, start: snapshotcontroller.Start},
 	{name: "csi-snapshotter", binary: "csi-snapshotter", needs: driverConn | snapshotClient | snapshotInformers, check: snapshotter.Check, start: snapshotter.Start},
 	{name: "external-health-monitor", binary: "csi-external-health-monitor-controller", needs: driverConn, check: healthmonitor.Check, start: healthmonitor.Start,
-		optIn: func(cfg Config) bool { return cfg.HealthMonitor }},
+		optIn: func(cfg Config) bool {
+			return cfg.HealthMonitor || cfg.Deploy != nil && cfg.Deploy.Sidecar("csi-external-health-monitor-controller") != nil
+		}},
 }
 
 // checkOrder is the order in which the sidecars with a start-up check ask
@@ -135,7 +137,7 @@ func (c *Cluster) startControlPlane() error {
 	}
 	c.cfg.DriverName = c.driver.name()
 	if err := c.startComponents(c.driver, func(s *componentSpec) bool {
-		return !slices.Contains(c.cfg.Without, s.name) && (s.optIn == nil || s.optIn(c.cfg))
+		return !slices.Contains(c.cfg.Without, s.name) && (s.optIn == nil || s.optIn(c.cfg)) && c.sidecarDown(s, c.driver) == ""
 	}); err != nil {
 		return err
 	}
@@ -179,7 +181,7 @@ func (c *Cluster) startComponents(d *driver, run func(*componentSpec) bool) erro
 				return err
 			}
 		}
-		if err := c.startComponent(s, c.componentKey(s.name, d), p, drv); err != nil {
+		if err := c.startComponent(s, c.componentKey(s.name, d), p, drv, c.sidecarFlags(s, d)); err != nil {
 			return err
 		}
 	}
@@ -277,7 +279,7 @@ func (c *Cluster) askName(conn *csiclient.Conn) (string, error) {
 // driver, or one that exits at start: that one is left out): the clients
 // and informers it needs, under its name, then its Start; the loop then
 // runs it.
-func (c *Cluster) startComponent(s *componentSpec, key string, p *process, drv *controller.Driver) error {
+func (c *Cluster) startComponent(s *componentSpec, key string, p *process, drv *controller.Driver, flags controller.SidecarFlags) error {
 	if s.check != nil && drv == nil {
 		return nil
 	}
@@ -288,6 +290,7 @@ func (c *Cluster) startComponent(s *componentSpec, key string, p *process, drv *
 	if drv != nil {
 		d.Driver = *drv
 	}
+	d.Flags = flags
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
 	defer cancel()
 	comp, err := s.start(ctx, d)
@@ -342,6 +345,9 @@ func (c *Cluster) restartComponent(name string, d *driver) error {
 	if s == nil || slices.Contains(c.cfg.Without, name) || s.optIn != nil && !s.optIn(c.cfg) || d.extra() && s.needs&driverConn == 0 {
 		return fmt.Errorf("there is no simulated component %q%s to restart", name, d.of())
 	}
+	if down := c.sidecarDown(s, d); down != "" {
+		return fmt.Errorf("simulated component %q%s is not running, as its container's flags stop the real one: %s", name, d.of(), down)
+	}
 	key := c.componentKey(name, d)
 	old := c.components.stop(key)
 	// What the old run waits for in the proxies ends with it: its sync
@@ -380,7 +386,7 @@ func (c *Cluster) restartComponent(name string, d *driver) error {
 	if err != nil {
 		return err
 	}
-	return c.startComponent(s, key, p, drv)
+	return c.startComponent(s, key, p, drv, c.sidecarFlags(s, d))
 }
 
 // registry keeps the components the loop runs, so that each can be
@@ -448,8 +454,9 @@ func (r *registry) isRunning(name string) bool {
 
 // RunsHealthMonitor says whether the cluster was started with the
 // external-health-monitor sidecar, the opt-in row of controlPlane
-// (Config.HealthMonitor); it implements scenarios.HealthMonitored.
-func (c *Cluster) RunsHealthMonitor() bool { return c.cfg.HealthMonitor }
+// (Config.HealthMonitor, or a container of it in the driver's own
+// manifests); it implements scenarios.HealthMonitored.
+func (c *Cluster) RunsHealthMonitor() bool { return spec("external-health-monitor").optIn(c.cfg) }
 
 // Timing is the timing of node loss the cluster was started with
 // (scenarios.Timed).

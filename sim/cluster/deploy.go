@@ -2,10 +2,13 @@ package cluster
 
 // The driver's own deployment (Config.Deploy, csisim run --deploy): its
 // manifests are applied as `kubectl apply -f` would on a fresh cluster, and
-// the node plugin follows the node DaemonSet: on each node the driver is
-// registered with the kubelet only while the DaemonSet's pod there is
-// Running, as node-driver-registrar in that pod registers it through the
-// kubelet's plugin watcher and its registration goes when the pod does.
+// the node plugin follows the node DaemonSet (or StatefulSet): on each node
+// the driver is registered with the kubelet only while the workload's pod
+// there is Running and its registrar's flags let the kubelet reach the
+// driver (manifests.Unregistered), as node-driver-registrar in that pod
+// registers it through the kubelet's plugin watcher and its registration
+// goes when the pod does. The sidecar containers' flags configure the
+// simulated sidecars (sidecarflags.go).
 
 import (
 	"context"
@@ -23,6 +26,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/csisim/csisim/drivers/manifests"
 	"github.com/csisim/csisim/sim/controller"
 )
 
@@ -77,17 +81,19 @@ func (c *Cluster) DeployNotApplied() []string { return c.deployNotApplied }
 type pluginWatcher struct {
 	c         *Cluster
 	namespace string
-	daemonSet string
-	pods      corelisters.PodLister
-	queue     controller.Queue
+	// kind and name are the node plugin's workload: a DaemonSet, or a
+	// StatefulSet (csi-driver-host-path's).
+	kind, name string
+	pods       corelisters.PodLister
+	queue      controller.Queue
 	// registered is, by node, the pod whose plugin is registered there.
 	registered map[string]types.UID
 }
 
 // startPluginWatcher runs the plugin watcher in the loop, keyed by node.
 func (c *Cluster) startPluginWatcher() error {
-	ds := c.cfg.Deploy.Node.DaemonSet
-	w := &pluginWatcher{c: c, namespace: ds.Namespace, daemonSet: ds.Name, registered: map[string]types.UID{},
+	np := c.cfg.Deploy.Node
+	w := &pluginWatcher{c: c, namespace: np.Namespace, kind: np.Kind, name: np.Name, registered: map[string]types.UID{},
 		queue: c.rt.NewQueue(pluginWatcherComponent)}
 	client := c.clients.client(pluginWatcherComponent)
 	f, err := c.clients.informers(pluginWatcherComponent, client, []informerKind{
@@ -109,10 +115,10 @@ func (c *Cluster) startPluginWatcher() error {
 	return nil
 }
 
-// ours: the pod is the node DaemonSet's.
+// ours: the pod is the node plugin's workload's.
 func (w *pluginWatcher) ours(p *corev1.Pod) bool {
 	ref := metav1.GetControllerOf(p)
-	return p.Namespace == w.namespace && ref != nil && ref.Kind == "DaemonSet" && ref.Name == w.daemonSet
+	return p.Namespace == w.namespace && ref != nil && ref.Kind == w.kind && ref.Name == w.name
 }
 
 // sync registers or unregisters the driver on node as its DaemonSet pod
@@ -132,7 +138,10 @@ func (w *pluginWatcher) sync(ctx context.Context, node string) error {
 	}
 	var running types.UID
 	for _, p := range pods {
-		if w.ours(p) && p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+		// A pod whose registrar's flags keep the kubelet from reaching
+		// the driver (manifests.Unregistered) never registers it.
+		if w.ours(p) && p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil &&
+			manifests.Unregistered(&p.Spec, p.Namespace) == "" {
 			running = p.UID
 		}
 	}

@@ -17,7 +17,9 @@ import (
 // run, serve, test and the Go API (csisimtest.Options.Deploy) take a
 // deployment. The node plugin's image must map, by the profile's images:,
 // to the command the profile runs the node plugin with: the manifest's
-// own args and env are not used yet.
+// own args and env are not used yet. The sidecar containers' flags
+// configure the simulated sidecars (sim/cluster sidecarflags.go); a
+// sidecar its flags stop is named on a "fails:" line and not run.
 func Deploy(cfg *cluster.Config, prof *profile.Profile, path string, w io.Writer) error {
 	set, err := manifests.Load(path)
 	if err != nil {
@@ -50,12 +52,15 @@ func Deploy(cfg *cluster.Config, prof *profile.Profile, path string, w io.Writer
 	}
 	cfg.Deploy = set
 	honoured, notHonoured := set.Containers(command)
-	fmt.Fprintf(w, "deploy %s: node DaemonSet %s (%s), driver container %s\n", path, set.Node.Key(), set.Node.Source, set.Node.Driver)
+	fmt.Fprintf(w, "deploy %s: node %s (%s), driver container %s\n", path, set.Node.Workload(), set.Node.Source, set.Node.Driver)
 	for _, h := range honoured {
 		fmt.Fprintf(w, "  honoured: %s\n", h)
 	}
 	for _, n := range notHonoured {
 		fmt.Fprintf(w, "  not honoured: %s\n", n)
+	}
+	for _, f := range set.Failures() {
+		fmt.Fprintf(w, "  fails: %s\n", f)
 	}
 	return nil
 }

@@ -103,6 +103,9 @@ type Deps struct {
 	ClientFor func(userAgent string) kubernetes.Interface
 	// Driver is the CSI driver a sidecar serves; zero for the others.
 	Driver Driver
+	// Flags are a sidecar's settings from its container's flags in the
+	// driver's own manifests; zero (the real defaults) without them.
+	Flags SidecarFlags
 	// Runtime is the clock, queues and event recorders to run on.
 	Runtime Runtime
 	// Timing is the cluster's timing of node loss (package timing): the

@@ -42,8 +42,8 @@ func driverParameters(params map[string]string) (map[string]string, error) {
 
 // fsTypeOf is the file system type the class asks for: the
 // csi.storage.k8s.io/fstype parameter, or the deprecated fstype (in any
-// case), but not both. The sidecar's --default-fstype is empty: without
-// either, no type is asked for.
+// case), but not both. Without either, the sidecar's --default-fstype
+// (Config.DefaultFSType; empty by default: no type asked for).
 func fsTypeOf(params map[string]string) (string, error) {
 	fsType, found := "", 0
 	for k, v := range params {

@@ -66,6 +66,15 @@ type Config struct {
 	// Snapshots reads the VolumeSnapshots claims are restored from; nil
 	// fails every restore.
 	Snapshots snapclientset.Interface
+	// RetryIntervalStart and RetryIntervalMax are --retry-interval-start
+	// and --retry-interval-max; default the package's constants.
+	RetryIntervalStart, RetryIntervalMax time.Duration
+	// ExtraCreateMetadata is --extra-create-metadata: CreateVolume's
+	// parameters name the claim and the PV (pkg/controller/controller.go).
+	ExtraCreateMetadata bool
+	// DefaultFSType is --default-fstype: the file system of a volume whose
+	// class names none.
+	DefaultFSType string
 }
 
 // Provisioner is one external-provisioner for one driver.
@@ -97,18 +106,22 @@ type Provisioner struct {
 // New wires a provisioner to the factory's informers and a CSI controller
 // client.
 func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Provisioner {
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
+	cfg.Timeout = controller.Or(cfg.Timeout, DefaultTimeout)
+	cfg.RetryIntervalStart = controller.Or(cfg.RetryIntervalStart, RetryIntervalStart)
+	cfg.RetryIntervalMax = controller.Or(cfg.RetryIntervalMax, RetryIntervalMax)
+	start, most := cfg.RetryIntervalStart, cfg.RetryIntervalMax
 	events, stop := rt.NewEventRecorder(client, eventSource(cfg.DriverName), "")
 	p := &Provisioner{
 		cfg: cfg, client: client, csi: ctrl, events: events, stopRecs: stop,
 		// The sidecar's identity: start time, a number and the driver name.
 		identity: fmt.Sprintf("%d-%d-%s", rt.Clock.Now().UnixMilli(), 1, cfg.DriverName),
-		claimQ:   rt.NewQueueWithBackoff("provisioner-claims", RetryIntervalStart, RetryIntervalMax),
-		volumeQ:  rt.NewQueueWithBackoff("provisioner-volumes", RetryIntervalStart, RetryIntervalMax),
-		cloneQ:   rt.NewQueueWithBackoff("provisioner-cloning-protection", RetryIntervalStart, RetryIntervalMax),
-		slow:     newSlowRetries(rt.Clock),
+		claimQ:   rt.NewQueueWithBackoff("provisioner-claims", start, most),
+		volumeQ:  rt.NewQueueWithBackoff("provisioner-volumes", start, most),
+		cloneQ:   rt.NewQueueWithBackoff("provisioner-cloning-protection", start, most),
+		// Not --retry-interval-max: sig-storage-lib-external-provisioner
+		// v13 NewProvisionController makes its slow set with the default
+		// before it applies the RetryIntervalMax option.
+		slow: newSlowRetries(rt.Clock),
 	}
 	pvcInf := factory.Core().V1().PersistentVolumeClaims()
 	pvInf := factory.Core().V1().PersistentVolumes()
@@ -119,7 +132,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 	p.vaIndex = vaInf.Informer().GetIndexer()
 	p.nodes, p.csiNodes = factory.Core().V1().Nodes().Lister(), factory.Storage().V1().CSINodes().Lister()
 	p.drivers, p.capacities = factory.Storage().V1().CSIDrivers().Lister(), factory.Storage().V1().CSIStorageCapacities().Lister()
-	p.capacityQ = rt.NewQueueWithBackoff("provisioner-capacity", RetryIntervalStart, RetryIntervalMax)
+	p.capacityQ = rt.NewQueueWithBackoff("provisioner-capacity", start, most)
 	// Capacity is published again when what it depends on changes.
 	refreshCapacity := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { p.capacityQ.Add(capacityKey) },
@@ -248,7 +261,10 @@ func Check(ctx context.Context, d *controller.Driver) error {
 // CapacityPollInterval. It reads the snapshots claims are restored from
 // with d.Snapshots.
 func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
-	p := New(Config{DriverName: d.Driver.Name, Capabilities: d.Driver.Capabilities, Snapshots: d.Snapshots}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
+	f := d.Flags
+	p := New(Config{DriverName: d.Driver.Name, Capabilities: d.Driver.Capabilities, Snapshots: d.Snapshots, Timeout: f.Timeout,
+		RetryIntervalStart: f.RetryIntervalStart, RetryIntervalMax: f.RetryIntervalMax, ExtraCreateMetadata: f.ExtraCreateMetadata,
+		DefaultFSType: f.DefaultFSType}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
 	return controller.Component{Workers: p.Workers(), Periodic: []controller.Periodic{{Every: CapacityPollInterval * time.Second, Run: p.PollCapacity}}}, nil
 }
 
@@ -295,6 +311,9 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 	fsType, err := fsTypeOf(class.Parameters)
 	if err != nil {
 		return nil, err
+	}
+	if fsType == "" {
+		fsType = p.cfg.DefaultFSType // pkg/controller/controller.go ProvisionExt
 	}
 	volumeCaps, err := capabilities(claim.Spec.AccessModes, claim.Spec.VolumeMode, fsType, class.MountOptions,
 		p.cfg.Capabilities.Controller[csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER])
@@ -344,6 +363,12 @@ func (p *Provisioner) provision(ctx context.Context, claim *corev1.PersistentVol
 	}
 	if req.Parameters, err = driverParameters(class.Parameters); err != nil {
 		return nil, err
+	}
+	if p.cfg.ExtraCreateMetadata {
+		// pkg/controller/controller.go's pvcNameKey, pvcNamespaceKey, pvNameKey
+		req.Parameters[csiParameterPrefix+"pvc/name"] = claim.Name
+		req.Parameters[csiParameterPrefix+"pvc/namespace"] = claim.Namespace
+		req.Parameters[csiParameterPrefix+"pv/name"] = pvName
 	}
 	if req.MutableParameters, err = p.mutableParameters(ctx, claim); err != nil {
 		return nil, err

@@ -73,10 +73,13 @@ type Modifier struct {
 
 // newModifier wires a modify controller to the factory's informers: the
 // claims, the volumes and the VolumeAttributesClasses.
-func newModifier(driver string, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Modifier {
-	m := &Modifier{driver: driver, client: client, csi: ctrl, timeout: DefaultModifyTimeout, clock: rt.Clock,
-		queue: rt.NewQueueWithBackoff(driver+"-pvc-modify", RetryIntervalStart, RetryIntervalMax),
-		slow:  newSlowSet(rt.Clock, RetryIntervalMax)}
+// cfg.Timeout is --modify-timeout.
+func newModifier(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Modifier {
+	driver := cfg.DriverName
+	start, most := controller.Or(cfg.RetryIntervalStart, RetryIntervalStart), controller.Or(cfg.RetryIntervalMax, RetryIntervalMax)
+	m := &Modifier{driver: driver, client: client, csi: ctrl, timeout: controller.Or(cfg.Timeout, DefaultModifyTimeout), clock: rt.Clock,
+		queue: rt.NewQueueWithBackoff(driver+"-pvc-modify", start, most),
+		slow:  newSlowSet(rt.Clock, most)}
 	// Its own recorder, under the sidecar's name, as the real controller
 	// makes one.
 	m.events, _ = rt.NewEventRecorder(client, "external-resizer "+driver, "")

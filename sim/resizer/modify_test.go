@@ -60,7 +60,7 @@ func modifySetup(t *testing.T, want, current string, st *corev1.ModifyVolumeStat
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rt := controller.Runtime{Clock: clk, NewQueue: controller.NewQueue, NewQueueWithBackoff: controller.NewQueueWithBackoff,
 		NewEventRecorder: func(kubernetes.Interface, string, string) (record.EventRecorder, func()) { return events, func() {} }}
-	m := newModifier(driver, cs, factory, plugin, rt)
+	m := newModifier(Config{DriverName: driver}, cs, factory, plugin, rt)
 	vacs := factory.Storage().V1().VolumeAttributesClasses().Informer().GetIndexer()
 	for _, c := range classes {
 		if err := vacs.Add(c); err != nil {

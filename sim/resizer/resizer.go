@@ -76,6 +76,10 @@ type Config struct {
 	DriverName string
 	// Timeout bounds every CSI call, like the sidecar's --resize-timeout.
 	Timeout time.Duration
+	// RetryIntervalStart and RetryIntervalMax are --retry-interval-start
+	// and --retry-interval-max (also the wait of an infeasible claim);
+	// default the package's constants.
+	RetryIntervalStart, RetryIntervalMax time.Duration
 }
 
 // Resizer is one external-resizer for one driver.
@@ -127,13 +131,15 @@ func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
 	var comp controller.Component
 	caps := d.Driver.Capabilities
 	if expands(caps) {
-		r := newResizer(Config{DriverName: d.Driver.Name}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
+		r := newResizer(Config{DriverName: d.Driver.Name, Timeout: d.Flags.Timeout, RetryIntervalStart: d.Flags.RetryIntervalStart,
+			RetryIntervalMax: d.Flags.RetryIntervalMax}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
 		r.controllerExpand = caps.Controller[csi.ControllerServiceCapability_RPC_EXPAND_VOLUME]
 		comp.Workers = r.Workers()
 		comp.Periodic = []controller.Periodic{{Every: ResyncPeriod, Run: r.Resync}}
 	}
 	if caps.Controller[csi.ControllerServiceCapability_RPC_MODIFY_VOLUME] {
-		m := newModifier(d.Driver.Name, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
+		m := newModifier(Config{DriverName: d.Driver.Name, Timeout: d.Flags.ModifyTimeout, RetryIntervalStart: d.Flags.RetryIntervalStart,
+			RetryIntervalMax: d.Flags.RetryIntervalMax}, d.Client, d.Informers, d.Driver.Controller, d.Runtime)
 		comp.Workers = append(comp.Workers, m.Workers()...)
 		comp.Periodic = append(comp.Periodic, controller.Periodic{Every: ResyncPeriod, Run: m.Resync})
 	}
@@ -149,12 +155,11 @@ func expands(caps driverinfo.Capabilities) bool {
 // newResizer wires a resizer to the factory's informers; whether the
 // controller expands is for Start to say, from what Check asked.
 func newResizer(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, ctrl csi.ControllerClient, rt controller.Runtime) *Resizer {
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
+	cfg.Timeout = controller.Or(cfg.Timeout, DefaultTimeout)
+	start, most := controller.Or(cfg.RetryIntervalStart, RetryIntervalStart), controller.Or(cfg.RetryIntervalMax, RetryIntervalMax)
 	r := &Resizer{cfg: cfg, client: client, csi: ctrl, clock: rt.Clock,
-		queue: rt.NewQueueWithBackoff(cfg.DriverName+"-pvc", RetryIntervalStart, RetryIntervalMax),
-		slow:  newSlowSet(rt.Clock, RetryIntervalMax)}
+		queue: rt.NewQueueWithBackoff(cfg.DriverName+"-pvc", start, most),
+		slow:  newSlowSet(rt.Clock, most)}
 	r.events, _ = rt.NewEventRecorder(client, "external-resizer "+cfg.DriverName, "")
 	pvcInf := factory.Core().V1().PersistentVolumeClaims().Informer()
 	pvInf := factory.Core().V1().PersistentVolumes().Informer()

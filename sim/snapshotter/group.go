@@ -43,7 +43,7 @@ const (
 
 func (s *Snapshotter) watchGroupContents(group csi.GroupControllerClient, snapFactory snapinformers.SharedInformerFactory, rt controller.Runtime) {
 	s.group = group
-	s.groupQueue = rt.NewQueueWithBackoff("csi-snapshotter-groupsnapshotcontent", RetryIntervalStart, RetryIntervalMax)
+	s.groupQueue = rt.NewQueueWithBackoff("csi-snapshotter-groupsnapshotcontent", s.cfg.RetryIntervalStart, s.cfg.RetryIntervalMax)
 	inf := snapFactory.Groupsnapshot().V1().VolumeGroupSnapshotContents()
 	s.groupContents = inf.Lister()
 	s.groupClasses = snapFactory.Groupsnapshot().V1().VolumeGroupSnapshotClasses().Lister()

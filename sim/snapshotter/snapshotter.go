@@ -56,6 +56,9 @@ type Config struct {
 	DriverName string
 	// Timeout bounds every CSI call; default DefaultTimeout.
 	Timeout time.Duration
+	// RetryIntervalStart and RetryIntervalMax are --retry-interval-start
+	// and --retry-interval-max; default the package's constants.
+	RetryIntervalStart, RetryIntervalMax time.Duration
 	// NamePrefix starts the names of the snapshots asked for; default
 	// DefaultNamePrefix.
 	NamePrefix string
@@ -85,9 +88,9 @@ type Snapshotter struct {
 // New wires a csi-snapshotter to its informers and the controller plugin.
 func New(cfg Config, client kubernetes.Interface, snaps snapclientset.Interface, snapFactory snapinformers.SharedInformerFactory,
 	ctrl csi.ControllerClient, rt controller.Runtime) *Snapshotter {
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
+	cfg.Timeout = controller.Or(cfg.Timeout, DefaultTimeout)
+	cfg.RetryIntervalStart = controller.Or(cfg.RetryIntervalStart, RetryIntervalStart)
+	cfg.RetryIntervalMax = controller.Or(cfg.RetryIntervalMax, RetryIntervalMax)
 	if cfg.NamePrefix == "" {
 		cfg.NamePrefix = DefaultNamePrefix
 	}
@@ -95,7 +98,7 @@ func New(cfg Config, client kubernetes.Interface, snaps snapclientset.Interface,
 	// (sidecar-controller/snapshot_controller_base.go).
 	events, _ := rt.NewEventRecorder(client, "csi-snapshotter "+cfg.DriverName, "")
 	s := &Snapshotter{cfg: cfg, client: client, snaps: snaps, csi: ctrl, clock: rt.Clock, events: events,
-		queue: rt.NewQueueWithBackoff("csi-snapshotter-content", RetryIntervalStart, RetryIntervalMax)}
+		queue: rt.NewQueueWithBackoff("csi-snapshotter-content", cfg.RetryIntervalStart, cfg.RetryIntervalMax)}
 	contentInf := snapFactory.Snapshot().V1().VolumeSnapshotContents()
 	s.contents = contentInf.Lister()
 	s.classes = snapFactory.Snapshot().V1().VolumeSnapshotClasses().Lister()
@@ -167,7 +170,8 @@ func Check(ctx context.Context, d *controller.Driver) error {
 // d's driver, once Check has passed: its worker, and its resync every
 // ResyncPeriod.
 func Start(_ context.Context, d controller.Deps) (controller.Component, error) {
-	s := New(Config{DriverName: d.Driver.Name}, d.Client, d.Snapshots, d.SnapshotInformers, d.Driver.Controller, d.Runtime)
+	s := New(Config{DriverName: d.Driver.Name, Timeout: d.Flags.Timeout, RetryIntervalStart: d.Flags.RetryIntervalStart,
+		RetryIntervalMax: d.Flags.RetryIntervalMax}, d.Client, d.Snapshots, d.SnapshotInformers, d.Driver.Controller, d.Runtime)
 	if d.Driver.GroupController != nil {
 		s.WithGroupController(d.Driver.GroupController, d.SnapshotInformers, d.Runtime)
 	}
