@@ -63,6 +63,13 @@ var nothingLeaked = Invariant{
 			if va.DeletionTimestamp != nil || !end.nodeUp(va.Spec.NodeName) || end.pvUsedOn(va.Spec.NodeName, pvName) {
 				continue
 			}
+			// A pod's migrated inline volume: the attachment names no PV.
+			if spec := va.Spec.Source.InlineVolumeSpec; spec != nil && spec.CSI != nil {
+				if end.inlineUsedOn(va.Spec.NodeName, spec.CSI.VolumeHandle) {
+					continue
+				}
+				pvName = spec.CSI.VolumeHandle
+			}
 			add(nil, "VolumeAttachment %s (volume %s, node %s) is left, but no pod on the node uses the volume and the node does not report it in use", va.Name, pvName, va.Spec.NodeName)
 		}
 		if h.End.MountsKnown {
@@ -277,10 +284,35 @@ func (x *endIndex) pvUsedOn(node, pvName string) bool {
 	return false
 }
 
-// usedOn is pvUsedOn for a CSI volume handle.
+// usedOn is pvUsedOn for a CSI volume handle, or inlineUsedOn.
 func (x *endIndex) usedOn(node, handle string) bool {
-	pv := x.pvByHandle[handle]
-	return pv != nil && x.pvUsedOn(node, pv.Name)
+	if pv := x.pvByHandle[handle]; pv != nil && x.pvUsedOn(node, pv.Name) {
+		return true
+	}
+	return x.inlineUsedOn(node, handle)
+}
+
+// inlineUsedOn: a pod on the node has an inline in-tree volume of a
+// migrated plugin whose translated volume is handle, or the node reports
+// that volume in use.
+func (x *endIndex) inlineUsedOn(node, handle string) bool {
+	if n := x.nodes[node]; n != nil && slices.ContainsFunc(n.Status.VolumesInUse, func(u corev1.UniqueVolumeName) bool {
+		return strings.HasSuffix(string(u), "^"+handle)
+	}) {
+		return true
+	}
+	for _, p := range x.pods {
+		if p.Spec.NodeName != node {
+			continue
+		}
+		for i := range p.Spec.Volumes {
+			pv, migrated, err := migration.Inline(&p.Spec.Volumes[i], p.Namespace)
+			if migrated && err == nil && pv.Spec.CSI.VolumeHandle == handle {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // attachmentFor: a VolumeAttachment in the end state is for the volume

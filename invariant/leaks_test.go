@@ -81,6 +81,17 @@ func TestNothingLeaked(t *testing.T) {
 			h.end.VolumeAttachments = append(h.end.VolumeAttachments, *va("va1", "pv1", "node-1"))
 			h.end.Nodes[0].Status.VolumesInUse = []corev1.UniqueVolumeName{"kubernetes.io/csi/d^v1"}
 		}, ""},
+		{"a migrated inline volume's VolumeAttachment, its pod there", func(h *hist) {
+			h.end.Pods = append(h.end.Pods, *pod("app", "a", "node-1", corev1.PodRunning, ebsVolume("data", "vol-1")))
+			h.end.VolumeAttachments = append(h.end.VolumeAttachments, *inlineVA("va1", "vol-1", "node-1"))
+		}, ""},
+		{"a migrated inline volume's VolumeAttachment, its pod gone", func(h *hist) {
+			h.end.VolumeAttachments = append(h.end.VolumeAttachments, *inlineVA("va1", "vol-1", "node-1"))
+		}, "VolumeAttachment va1 (volume vol-1, node node-1) is left"},
+		{"a migrated inline volume staged, its pod there", func(h *hist) {
+			h.call("NodeStageVolume", trace.CSICall{Node: "node-1", Volume: "vol-1", StagingPath: staging("node-1", "vol-1")})
+			h.end.Pods = append(h.end.Pods, *pod("app", "a", "node-1", corev1.PodRunning, ebsVolume("data", "vol-1")))
+		}, ""},
 		{"a mount left after NodeUnstageVolume said OK", func(h *hist) {
 			h.call("NodeStageVolume", stage)
 			h.call("NodeUnstageVolume", stage)
@@ -134,4 +145,17 @@ func TestNothingLeakedNeedsTheEndState(t *testing.T) {
 	h.call("CreateVolume", trace.CSICall{Volume: "v1"})
 	h.end.VolumeAttachments = []storagev1.VolumeAttachment{*va("va1", "pv1", "node-1")}
 	expectViolations(t, h.check(t, nothingLeaked), 0)
+}
+
+// ebsVolume is a pod's inline in-tree EBS volume; inlineVA the
+// VolumeAttachment of its translated volume.
+func ebsVolume(name, volumeID string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+		AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws://us-east-1a/" + volumeID}}}
+}
+
+func inlineVA(name, handle, node string) *storagev1.VolumeAttachment {
+	return &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.VolumeAttachmentSpec{
+		Attacher: "ebs.csi.aws.com", NodeName: node, Source: storagev1.VolumeAttachmentSource{InlineVolumeSpec: &corev1.PersistentVolumeSpec{
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: handle}}}}}}
 }

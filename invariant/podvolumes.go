@@ -9,17 +9,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/csisim/csisim/sim/migration"
 	"github.com/csisim/csisim/trace"
 )
 
 // podVolumesSetUp: when a pod is reported Running, every volume of its spec
 // that a CSI driver must set up (a claim bound to a CSI volume, an inline
-// csi: volume, a generic ephemeral volume) is published for it. A pod that
+// csi: volume, a generic ephemeral volume, an inline in-tree volume of a
+// migrated plugin) is published for it. A pod that
 // runs without its volume is a silent green: its container would write to
 // an empty directory.
 var podVolumesSetUp = Invariant{
 	Name: "pod-volumes-set-up",
-	Doc:  "a pod is Running only when every CSI volume of its spec (claim, inline csi:, generic ephemeral) is published for it",
+	Doc:  "a pod is Running only when every CSI volume of its spec (claim, inline csi:, generic ephemeral, in-tree inline of a migrated plugin) is published for it",
 	Check: func(h *History) []Violation {
 		objs := newObjects()
 		// pod UID -> target -> the NodePublishVolume's Seq.
@@ -99,6 +101,11 @@ func csiVolumeName(objs *objects, pod *corev1.Pod, v corev1.Volume) (name, what 
 	case v.PersistentVolumeClaim != nil:
 		claim, what = v.PersistentVolumeClaim.ClaimName, "persistentVolumeClaim"
 	default:
+		// An in-tree volume of a migrated plugin: published under the
+		// translated volume's name (sim/migration Inline).
+		if pv := migratedInline(pod, v); pv != nil {
+			return pv.Name, "migrated in-tree inline"
+		}
 		return "", ""
 	}
 	c := objs.claims[pod.Namespace+"/"+claim]
@@ -116,6 +123,9 @@ func volumeDriver(objs *objects, pod *corev1.Pod, v corev1.Volume) string {
 	if v.CSI != nil {
 		return v.CSI.Driver
 	}
+	if pv := migratedInline(pod, v); pv != nil {
+		return pv.Spec.CSI.Driver
+	}
 	name, _ := csiVolumeName(objs, pod, v)
 	if pv := objs.pvs[name]; name != "" && pv != nil && pv.Spec.CSI != nil {
 		return pv.Spec.CSI.Driver
@@ -132,4 +142,15 @@ func setUpFor(targets map[string]int, name string) bool {
 		}
 	}
 	return false
+}
+
+// migratedInline is a pod's inline in-tree volume of a migrated plugin as
+// its CSI driver's volume, nil for any other volume (or one that cannot be
+// translated).
+func migratedInline(pod *corev1.Pod, v corev1.Volume) *corev1.PersistentVolume {
+	pv, migrated, err := migration.Inline(&v, pod.Namespace)
+	if !migrated || err != nil {
+		return nil
+	}
+	return pv
 }

@@ -45,6 +45,13 @@ func TestPodVolumesSetUp(t *testing.T) {
 			h.write(pvc("app-tmp", "pv2"), false)
 			return h.write(pod("app", "a", "node-1", corev1.PodRunning, ephemeral), false)
 		}, 1},
+		{"a migrated in-tree inline volume never published", func(h *hist) int {
+			return h.write(pod("app", "a", "node-1", corev1.PodRunning, ebsVolume("disk", "vol-9")), false)
+		}, 1},
+		{"a migrated in-tree inline volume published under its translated name", func(h *hist) int {
+			h.call("NodePublishVolume", trace.CSICall{Node: "node-1", Volume: "vol-9", TargetPath: target("node-1", "a", "ebs.csi.aws.com-vol-9")})
+			return h.write(pod("app", "a", "node-1", corev1.PodRunning, ebsVolume("disk", "vol-9")), false)
+		}, 0},
 		{"only volumes no CSI driver sets up", func(h *hist) int {
 			return h.write(pod("app", "a", "node-1", corev1.PodRunning, empty), false)
 		}, 0},

@@ -72,14 +72,24 @@ func (c *Controller) attach(ctx context.Context, name string, w *wanted, nodeNam
 	return nil
 }
 
+// createAttachment makes the VolumeAttachment of the CSI attacher's Attach
+// (kubernetes pkg/volume/csi/csi_attacher.go): for a PV by its name, for a
+// pod's inline in-tree volume of a plugin that migrated by the translated
+// volume's spec (inlineVolumeSpec), there being no PV to name.
 func (c *Controller) createAttachment(ctx context.Context, name string, w *wanted, nodeName string) error {
-	pvName := w.pv.Name
+	source := storagev1.VolumeAttachmentSource{}
+	if w.inline {
+		source.InlineVolumeSpec = w.pv.Spec.DeepCopy()
+	} else {
+		pvName := w.pv.Name
+		source.PersistentVolumeName = &pvName
+	}
 	va := &storagev1.VolumeAttachment{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: storagev1.VolumeAttachmentSpec{
 			Attacher: w.driver,
 			NodeName: nodeName,
-			Source:   storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName},
+			Source:   source,
 		},
 	}
 	_, err := c.client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})

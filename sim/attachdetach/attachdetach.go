@@ -280,6 +280,9 @@ func (c *Controller) SetTiming(t timing.Timing) { c.maxWaitForUnmount = t.MaxWai
 type wanted struct {
 	pv     *corev1.PersistentVolume
 	driver string
+	// inline: pv is a pod's inline in-tree volume translated to its
+	// migrated driver's, which no API server holds.
+	inline bool
 	pods   []*corev1.Pod
 }
 
@@ -348,13 +351,14 @@ func (c *Controller) desiredAttachments(nodeName string) (map[string]*wanted, er
 		for i := range pod.Spec.Volumes {
 			// Inline csi: volumes are never attached: the CSI plugin's
 			// CanAttach says no for the Ephemeral lifecycle mode.
-			pv := c.podVolume(pod, &pod.Spec.Volumes[i])
+			v := &pod.Spec.Volumes[i]
+			pv := c.podVolume(pod, v)
 			if pv == nil || pv.Spec.CSI == nil || !c.attachRequired(pv.Spec.CSI.Driver) {
 				continue
 			}
 			name := AttachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, nodeName)
 			if desired[name] == nil {
-				desired[name] = &wanted{pv: pv, driver: pv.Spec.CSI.Driver}
+				desired[name] = &wanted{pv: pv, driver: pv.Spec.CSI.Driver, inline: v.PersistentVolumeClaim == nil && v.Ephemeral == nil}
 			}
 			desired[name].pods = append(desired[name].pods, pod)
 		}
@@ -365,8 +369,16 @@ func (c *Controller) desiredAttachments(nodeName string) (map[string]*wanted, er
 // podVolume is the PV a pod volume's claim is bound to: a
 // persistentVolumeClaim's, or a generic ephemeral volume's claim if it was
 // made for this pod (the controller's CreateVolumeSpec refuses one the pod
-// does not own); nil for other volumes.
+// does not own); an inline in-tree volume of a plugin that migrated as its
+// CSI driver's (CreateVolumeSpec translates it; one it cannot translate is
+// skipped, as the real ProcessPodVolumes skips it); nil for other volumes.
 func (c *Controller) podVolume(pod *corev1.Pod, v *corev1.Volume) *corev1.PersistentVolume {
+	if pv, migrated, err := migration.Inline(v, pod.Namespace); migrated {
+		if err != nil {
+			return nil
+		}
+		return pv
+	}
 	name, ok := volumeutil.ClaimName(pod, v)
 	if !ok {
 		return nil

@@ -6,6 +6,7 @@ package attacher
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -208,11 +209,14 @@ func (a *Attacher) attach(ctx context.Context, va *storagev1.VolumeAttachment) e
 	if err != nil {
 		return a.attachFailed(ctx, va, err)
 	}
-	if pv.DeletionTimestamp != nil {
-		return a.attachFailed(ctx, va, fmt.Errorf("PersistentVolume %q is marked for deletion", pv.Name))
-	}
-	if err := a.protectVolume(ctx, pv); err != nil {
-		return a.attachFailed(ctx, va, fmt.Errorf("could not add PersistentVolume finalizer: %s", err))
+	// An inline volume has no PV to hold (csi_handler.go csiAttach).
+	if va.Spec.Source.PersistentVolumeName != nil {
+		if pv.DeletionTimestamp != nil {
+			return a.attachFailed(ctx, va, fmt.Errorf("PersistentVolume %q is marked for deletion", pv.Name))
+		}
+		if err := a.protectVolume(ctx, pv); err != nil {
+			return a.attachFailed(ctx, va, fmt.Errorf("could not add PersistentVolume finalizer: %s", err))
+		}
 	}
 	nodeID, err := a.nodeID(va.Spec.NodeName)
 	if err != nil {
@@ -385,11 +389,26 @@ func (a *Attacher) patchStatus(ctx context.Context, name string, status map[stri
 	return nil
 }
 
+// volumeOf is the CSI volume an attachment is for: its PV's, translated
+// if it is an in-tree volume of a plugin that migrated, or the
+// inlineVolumeSpec the attach/detach controller wrote for a pod's inline
+// in-tree volume (already translated: the sidecar takes its CSI source as
+// it is), in a PV of no name. The errors are the sidecar's
+// (external-attacher v4.13.0 pkg/controller/csi_handler.go csiAttach,
+// csiDetach).
 func (a *Attacher) volumeOf(va *storagev1.VolumeAttachment) (*corev1.PersistentVolume, error) {
-	if va.Spec.Source.PersistentVolumeName == nil {
-		return nil, fmt.Errorf("VolumeAttachment %s has no persistentVolumeName (inline volumes are not supported yet)", va.Name)
+	src := va.Spec.Source
+	switch {
+	case src.PersistentVolumeName != nil && src.InlineVolumeSpec != nil:
+		return nil, errors.New("both InlineCSIVolumeSource and PersistentVolumeName specified in VA source")
+	case src.InlineVolumeSpec != nil && src.InlineVolumeSpec.CSI == nil:
+		return nil, errors.New("inline volume spec contains nil CSI source")
+	case src.InlineVolumeSpec != nil:
+		return &corev1.PersistentVolume{Spec: *src.InlineVolumeSpec.DeepCopy()}, nil
+	case src.PersistentVolumeName == nil:
+		return nil, errors.New("neither InlineCSIVolumeSource nor PersistentVolumeName specified in VA source")
 	}
-	pv, err := a.volumes.Get(*va.Spec.Source.PersistentVolumeName)
+	pv, err := a.volumes.Get(*src.PersistentVolumeName)
 	if err != nil {
 		return nil, err // persistentvolume "pvc-…" not found, as the sidecar reports it
 	}

@@ -179,6 +179,11 @@ type envOptions struct {
 	// instead of the claim (inline_test.go); extra are more objects.
 	inline *corev1.CSIVolumeSource
 	extra  []runtime.Object
+	// inTree makes the pod's volume "data" this inline in-tree volume
+	// instead of the claim; driverName is the kubelet's driver (and its
+	// CSIDriver's) name if it is not testDriver.
+	inTree     *corev1.VolumeSource
+	driverName string
 	// noCSIDriver leaves the CSIDriver object out.
 	noCSIDriver bool
 	// container, if set, is the pod's container instead of usesData's.
@@ -248,7 +253,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 		Status: corev1.NodeStatus{VolumesAttached: []corev1.AttachedVolume{{Name: unique}}, VolumesInUse: []corev1.UniqueVolumeName{unique}}}
 	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: attachdetach.AttachmentName(testHandle, o.pvDriver, testNode)},
 		Status: storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"devicePath": "/dev/loop9"}}}
-	drv := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: testDriver}, Spec: o.driver}
+	kubeletDriver := testDriver
+	if o.driverName != "" {
+		kubeletDriver = o.driverName
+	}
+	drv := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: kubeletDriver}, Spec: o.driver}
 	if o.container != nil {
 		pod.Spec.Containers = []corev1.Container{*o.container}
 	}
@@ -258,6 +267,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 	pv.Spec.MountOptions = o.mountOptions
 	if o.inline != nil {
 		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{CSI: o.inline}}}
+	}
+	if o.inTree != nil {
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: *o.inTree}}
 	}
 	if o.ephemeral {
 		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
@@ -280,7 +292,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		}}
 	fn := &fakeNode{caps: o.caps}
 	dir := t.TempDir()
-	k := New(Config{NodeName: testNode, DriverName: testDriver, Dir: dir, SkipMountCheck: !o.mountCheck, SELinuxEnabled: o.seLinux}, client, factory, factory, fn, rt)
+	k := New(Config{NodeName: testNode, DriverName: kubeletDriver, Dir: dir, SkipMountCheck: !o.mountCheck, SELinuxEnabled: o.seLinux}, client, factory, factory, fn, rt)
 	k.desired.markReportedInUse([]corev1.UniqueVolumeName{unique})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

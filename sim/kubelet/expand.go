@@ -177,6 +177,11 @@ func (k *Kubelet) nodeExpandVolume(ctx context.Context, pod *corev1.Pod, v volum
 // result without an error means nothing was done yet (the claim does not
 // allow it): the mount stands.
 func (k *Kubelet) expandDuringMount(ctx context.Context, pod *corev1.Pod, v volumeToMount, volumePath, staging string) (bool, error) {
+	if v.inline {
+		// A migrated inline volume is not resizable (operation_generator.go
+		// checkIfSupportsNodeExpansion).
+		return true, nil
+	}
 	pvc, err := k.getClaim(ctx, v)
 	if err != nil {
 		return false, fmt.Errorf("mountVolume.NodeExpandVolume get PVC failed : %v", err)

@@ -49,6 +49,10 @@ type volumeToMount struct {
 	// seLinux is the SELinux label the volume is mounted with, "" for
 	// none (selinux.go).
 	seLinux string
+	// inline: a pod's inline in-tree volume translated to its migrated
+	// driver's (InlineVolumeSpecForCSIMigration): it has no claim, and
+	// the kubelet never expands it.
+	inline bool
 }
 
 // resolveVolumes finds each PVC volume's PV. A claim that is not bound yet
@@ -58,6 +62,18 @@ func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
 	for _, v := range pod.Spec.Volumes {
 		// A volume no container uses is not set up (nor waited for).
 		if !volumeutil.UsedByContainers(pod, v.Name) {
+			continue
+		}
+		// An inline in-tree volume of a plugin that migrated is its CSI
+		// driver's volume, with no claim (createVolumeSpec).
+		if pv, migrated, err := migration.Inline(&v, pod.Namespace); migrated {
+			if err != nil {
+				return nil, err
+			}
+			if m, ok := k.toMount(pod, v.Name, pv, false, resource.Quantity{}); ok {
+				m.inline = true
+				out = append(out, m)
+			}
 			continue
 		}
 		// A generic ephemeral volume is its claim <pod>-<volume>, once
@@ -88,19 +104,28 @@ func (k *Kubelet) resolveVolumes(pod *corev1.Pod) ([]volumeToMount, error) {
 		if pv.Spec.CSI == nil {
 			return nil, fmt.Errorf("volume %s of pod %s/%s is not a CSI volume", pv.Name, pod.Namespace, pod.Name)
 		}
-		unique := attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)
-		label, err := k.volumeSELinuxLabel(pod, v.Name, pv, unique)
-		if err != nil {
-			// Not taken into the desired state: the populator's error
-			// (processVolumes) is what the pod worker reports.
-			continue
+		if m, ok := k.toMount(pod, v.Name, pv, readOnly, claim.Status.Capacity.Storage().DeepCopy()); ok {
+			out = append(out, m)
 		}
-		out = append(out, volumeToMount{name: v.Name, pv: pv, unique: unique,
-			readOnly:  readOnly,
-			block:     pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock,
-			claimSize: claim.Status.Capacity.Storage().DeepCopy(), seLinux: label})
 	}
 	return out, nil
+}
+
+// toMount is a pod's CSI volume pv (a claim's, or an inline in-tree
+// volume translated) to be mounted for the pod volume name; ok is false
+// for one the desired state does not take in (its SELinux label
+// conflicts: the populator's error, processVolumes, is what the pod
+// worker reports).
+func (k *Kubelet) toMount(pod *corev1.Pod, name string, pv *corev1.PersistentVolume, readOnly bool, claimSize resource.Quantity) (volumeToMount, bool) {
+	unique := attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)
+	label, err := k.volumeSELinuxLabel(pod, name, pv, unique)
+	if err != nil {
+		return volumeToMount{}, false
+	}
+	return volumeToMount{name: name, pv: pv, unique: unique,
+		readOnly:  readOnly,
+		block:     pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock,
+		claimSize: claimSize, seLinux: label}, true
 }
 
 // populatePod takes the pod's claim volumes into the desired state, with
@@ -140,6 +165,9 @@ func (k *Kubelet) removePod(uid types.UID) {
 // capacity, for a writable claim) and the claim's size as the size the
 // volume has if the node knows none yet.
 func (k *Kubelet) noteSizes(v volumeToMount) {
+	if v.inline {
+		return // only a claim's volume is resized (UpdatePersistentVolumeSize)
+	}
 	k.desired.updateSize(v.unique, v.pv.Spec.Capacity.Storage().DeepCopy(), v.readOnly)
 	k.actual.initializeClaimSize(v.unique, v.claimSize)
 }
@@ -223,6 +251,15 @@ func (k *Kubelet) processVolumes(pod *corev1.Pod) processed {
 }
 
 func (k *Kubelet) processVolume(pod *corev1.Pod, v corev1.Volume, mounted, device bool) (processedVolume, error) {
+	// An inline in-tree volume of a plugin that migrated: its CSI driver's
+	// volume from here on, under the translated volume's name; no volume
+	// mode to check (createVolumeSpec checks a claim's only).
+	if pv, migrated, err := migration.Inline(&v, pod.Namespace); migrated {
+		if err != nil {
+			return processedVolume{}, err
+		}
+		return k.processedCSI(pod, v.Name, pv)
+	}
 	claimName := ""
 	switch {
 	case v.PersistentVolumeClaim != nil:
@@ -232,6 +269,10 @@ func (k *Kubelet) processVolume(pod *corev1.Pod, v corev1.Volume, mounted, devic
 	case v.CSI != nil:
 		// Inline: mounted under its own name, never attached (inline.go).
 		return processedVolume{pvName: v.Name, unique: inlineUniqueName(pod.UID, v.Name)}, nil
+	case migration.RemovedInline(&v) != "":
+		// A plugin v1.37 removed: AddPodToVolume finds none for the
+		// spec, named by the pod volume.
+		return processedVolume{}, fmt.Errorf("failed to get Plugin from volumeSpec for volume %q err=%v", v.Name, errNoPluginMatched)
 	default:
 		return processedVolume{}, nil
 	}
@@ -293,12 +334,18 @@ func (k *Kubelet) processVolume(pod *corev1.Pod, v corev1.Volume, mounted, devic
 	if device && mode != corev1.PersistentVolumeBlock {
 		return processedVolume{}, fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeDevices", v.Name, mode)
 	}
+	return k.processedCSI(pod, v.Name, pv)
+}
+
+// processedCSI is AddPodToVolume of a pod's volume pv (a claim's, or an
+// inline in-tree volume translated).
+func (k *Kubelet) processedCSI(pod *corev1.Pod, name string, pv *corev1.PersistentVolume) (processedVolume, error) {
 	out := processedVolume{pvName: pv.Name}
 	if pv.Spec.CSI != nil {
 		out.unique = attachdetach.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)
 		out.attach = k.attachRequired(pv.Spec.CSI.Driver)
 		// AddPodToVolume's SELinux checks (selinux.go).
-		if _, err := k.volumeSELinuxLabel(pod, v.Name, pv, out.unique); err != nil {
+		if _, err := k.volumeSELinuxLabel(pod, name, pv, out.unique); err != nil {
 			return processedVolume{}, err
 		}
 	}

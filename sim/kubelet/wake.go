@@ -50,7 +50,11 @@ func (k *Kubelet) addWakeHandlers(claims, volumes, nodes, drivers, attachments c
 	on(drivers, func(any) { k.enqueuePending() })
 	on(attachments, func(obj any) {
 		va, ok := obj.(*storagev1.VolumeAttachment)
-		if !ok || va.Spec.NodeName != k.cfg.NodeName || va.Spec.Source.PersistentVolumeName == nil {
+		if !ok || va.Spec.NodeName != k.cfg.NodeName {
+			return
+		}
+		if va.Spec.Source.PersistentVolumeName == nil {
+			k.enqueuePending() // a pod's inline volume: no claim says whose
 			return
 		}
 		if pv, err := k.volumes.Get(*va.Spec.Source.PersistentVolumeName); err == nil {

@@ -16,6 +16,8 @@
 package migration
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	csitrans "k8s.io/csi-translation-lib"
@@ -98,28 +100,57 @@ func ToInTree(pv *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
 	return translator.TranslateCSIPVToInTree(pv) // a copy
 }
 
+// Inline returns a pod's inline volume as its migrated driver's CSI
+// volume, and true, when it is written in the form of an in-tree plugin
+// whose migration is on: a PV that no API server holds, named
+// <driver>-<volume ID> by csi-translation-lib (the name the kubelet's
+// volume directories and the attach/detach controller's events use), with
+// the access mode and the Filesystem volume mode the library gives an
+// inline volume. It is nil, and false, for any other volume; v is not
+// changed. As the real populators do (kubernetes
+// pkg/kubelet/volumemanager/populator/desired_state_of_world_populator.go
+// createVolumeSpec, pkg/controller/volume/attachdetach/util/util.go
+// CreateVolumeSpec; pkg/volume/csimigration TranslateInTreeSpecToCSI):
+// every such plugin's migration is complete in v1.37, so no node is asked.
+func Inline(v *corev1.Volume, namespace string) (*corev1.PersistentVolume, bool, error) {
+	if v == nil || !translator.IsInlineMigratable(v) {
+		return nil, false, nil
+	}
+	pv, err := translator.TranslateInTreeInlineVolumeToCSI(klog.Background(), v.DeepCopy(), namespace)
+	if err != nil {
+		return nil, true, fmt.Errorf("failed to translate in-tree pv to CSI: %v", err)
+	}
+	return pv, true, nil
+}
+
+// removedPlugins are the in-tree plugins v1.37 no longer has and that had
+// no migration, in the order removed takes their volume sources.
+var removedPlugins = [...]string{"kubernetes.io/rbd", "kubernetes.io/cephfs", "kubernetes.io/glusterfs", "kubernetes.io/flocker",
+	"kubernetes.io/quobyte", "kubernetes.io/scaleio", "kubernetes.io/storageos", "kubernetes.io/photon-pd"}
+
+// removed names the plugin of the first source that is set, "" if none.
+func removed(set ...bool) string {
+	for i, ok := range set {
+		if ok {
+			return removedPlugins[i]
+		}
+	}
+	return ""
+}
+
 // Removed names the in-tree plugin of a volume whose plugin v1.37 no
 // longer has and that has no migration ("" otherwise): the kubelet finds
 // no plugin for it.
 func Removed(pv *corev1.PersistentVolume) string {
 	s := pv.Spec.PersistentVolumeSource
-	switch {
-	case s.RBD != nil:
-		return "kubernetes.io/rbd"
-	case s.CephFS != nil:
-		return "kubernetes.io/cephfs"
-	case s.Glusterfs != nil:
-		return "kubernetes.io/glusterfs"
-	case s.Flocker != nil:
-		return "kubernetes.io/flocker"
-	case s.Quobyte != nil:
-		return "kubernetes.io/quobyte"
-	case s.ScaleIO != nil:
-		return "kubernetes.io/scaleio"
-	case s.StorageOS != nil:
-		return "kubernetes.io/storageos"
-	case s.PhotonPersistentDisk != nil:
-		return "kubernetes.io/photon-pd"
-	}
-	return ""
+	return removed(s.RBD != nil, s.CephFS != nil, s.Glusterfs != nil, s.Flocker != nil,
+		s.Quobyte != nil, s.ScaleIO != nil, s.StorageOS != nil, s.PhotonPersistentDisk != nil)
+}
+
+// RemovedInline is Removed for a pod's inline volume: the kubelet finds no
+// plugin for it, and the attach/detach controller no attachable one.
+func RemovedInline(v *corev1.Volume) string {
+	s := v.VolumeSource
+	return removed(s.RBD != nil, s.CephFS != nil, s.Glusterfs != nil, s.Flocker != nil,
+		s.Quobyte != nil, s.ScaleIO != nil, s.StorageOS != nil, s.PhotonPersistentDisk != nil)
 }

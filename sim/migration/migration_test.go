@@ -58,3 +58,47 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+// TestInline: a pod's inline EBS volume is its driver's CSI volume named
+// <driver>-<volume ID>, with the bare volume ID, the partition as a
+// volume attribute, ReadWriteOnce and the Filesystem mode; the volume
+// given is not changed; a claim volume, an inline CSI volume and an rbd
+// volume are not translated.
+func TestInline(t *testing.T) {
+	ebs := &corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+		AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws://us-east-1a/vol-1", FSType: "ext4"}}}
+	got, migrated, err := Inline(ebs, "default")
+	if err != nil || !migrated {
+		t.Fatalf("Inline(ebs) = %v, %v", migrated, err)
+	}
+	c := got.Spec.CSI
+	if c == nil || got.Name != "ebs.csi.aws.com-vol-1" || c.Driver != "ebs.csi.aws.com" || c.VolumeHandle != "vol-1" || c.FSType != "ext4" ||
+		c.VolumeAttributes["partition"] != "0" {
+		t.Errorf("translated: %s %+v", got.Name, got.Spec.PersistentVolumeSource)
+	}
+	if len(got.Spec.AccessModes) != 1 || got.Spec.AccessModes[0] != corev1.ReadWriteOnce ||
+		got.Spec.VolumeMode == nil || *got.Spec.VolumeMode != corev1.PersistentVolumeFilesystem {
+		t.Errorf("access modes %v, volume mode %v", got.Spec.AccessModes, got.Spec.VolumeMode)
+	}
+	if ebs.AWSElasticBlockStore.VolumeID != "aws://us-east-1a/vol-1" || ebs.CSI != nil {
+		t.Errorf("the volume given was changed: %+v", ebs.VolumeSource)
+	}
+	for _, v := range []corev1.Volume{
+		{Name: "c", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
+		{Name: "i", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "ebs.csi.aws.com"}}},
+		{Name: "r", VolumeSource: corev1.VolumeSource{RBD: &corev1.RBDVolumeSource{CephMonitors: []string{"m"}, RBDImage: "i"}}},
+	} {
+		if pv, migrated, err := Inline(&v, "default"); migrated || pv != nil || err != nil {
+			t.Errorf("Inline(%s) = %v, %v, %v", v.Name, pv, migrated, err)
+		}
+	}
+	if RemovedInline(&corev1.Volume{Name: "r", VolumeSource: corev1.VolumeSource{RBD: &corev1.RBDVolumeSource{}}}) != "kubernetes.io/rbd" ||
+		RemovedInline(&corev1.Volume{Name: "c", VolumeSource: corev1.VolumeSource{CephFS: &corev1.CephFSVolumeSource{}}}) != "kubernetes.io/cephfs" ||
+		RemovedInline(ebs) != "" {
+		t.Error("RemovedInline names the wrong plugins")
+	}
+	if _, migrated, err := Inline(&corev1.Volume{Name: "bad", VolumeSource: corev1.VolumeSource{
+		AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws://"}}}, "default"); !migrated || err == nil {
+		t.Errorf("a volume ID the library cannot read: %v, %v", migrated, err)
+	}
+}

@@ -88,11 +88,14 @@ func fits(pod *corev1.Pod, node *corev1.Node, running []*corev1.Pod, vols podVol
 	if reasons, unresolvable := insufficientResources(pod, node, running); len(reasons) > 0 {
 		return verdict{reasons: reasons, preemptible: !unresolvable, plugin: "NodeResourcesFit"}
 	}
-	// VolumeRestrictions: its ReadWriteOncePod check does not depend on
-	// the node (its PreFilter counted the scheduled pods using the
-	// pod's ReadWriteOncePod claims); Unschedulable, so that preemption
-	// may help where the pod using the claim runs. (Its disk conflicts
-	// are of in-tree volume types csisim does not model.)
+	// VolumeRestrictions: first a disk of the pod's that a pod on the node
+	// has (diskconflict.go), then its ReadWriteOncePod check, which does
+	// not depend on the node (its PreFilter counted the scheduled pods
+	// using the pod's ReadWriteOncePod claims); both Unschedulable, so
+	// that preemption may help where the other pod runs.
+	if diskConflict(pod, running) {
+		return verdict{reasons: []string{reasonDiskConflict}, preemptible: true, plugin: "VolumeRestrictions"}
+	}
 	if vols.readWriteOncePodInUse {
 		return verdict{reasons: []string{reasonReadWriteOncePodConflict}, preemptible: true, plugin: "VolumeRestrictions"}
 	}

@@ -26,6 +26,22 @@ func zoneVolume(zone string) *corev1.PersistentVolume {
 			{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}}}}}}}
 }
 
+// ebsPod and pdPod are pods with an inline in-tree disk.
+func ebsPod(volumeID string) *corev1.Pod {
+	return &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{
+		AWSElasticBlockStore: &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "aws://us-east-1a/" + volumeID}}}}}}
+}
+
+func pdPod(name string, readOnly bool) *corev1.Pod {
+	return &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{
+		GCEPersistentDisk: &corev1.GCEPersistentDiskVolumeSource{PDName: name, ReadOnly: readOnly}}}}}}
+}
+
+func rbdPod(monitor, image string, more ...string) *corev1.Pod {
+	return &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{
+		RBD: &corev1.RBDVolumeSource{CephMonitors: append([]string{monitor}, more...), RBDImage: image, RBDPool: "rbd"}}}}}}
+}
+
 func TestFits(t *testing.T) {
 	noLimit := func(*corev1.Node) bool { return false }
 	full := func(*corev1.Node) bool { return true }
@@ -65,13 +81,24 @@ func TestFits(t *testing.T) {
 		{"ReadWriteOncePod claim in use", plain, node("n", nil), podVolumes{readWriteOncePodInUse: true}, noLimit, reasonReadWriteOncePodConflict},
 		{"ReadWriteOncePod before volume limits", plain, node("n", nil), podVolumes{readWriteOncePodInUse: true}, full, reasonReadWriteOncePodConflict},
 		{"node affinity before ReadWriteOncePod", pinned, node("n", map[string]string{"zone": "b"}), podVolumes{readWriteOncePodInUse: true}, noLimit, reasonNodeAffinity},
+		{"an EBS disk a pod on the node has", ebsPod("vol-1"), node("n", nil), podVolumes{}, noLimit, reasonDiskConflict},
+		{"disk conflict before ReadWriteOncePod", ebsPod("vol-1"), node("n", nil), podVolumes{readWriteOncePodInUse: true}, noLimit, reasonDiskConflict},
+		{"another EBS disk", ebsPod("vol-2"), node("n", nil), podVolumes{}, noLimit, ""},
+		{"a GCE PD a pod on the node has", pdPod("pd-1", false), node("n", nil), podVolumes{}, noLimit, reasonDiskConflict},
+		{"a GCE PD both mount read-only", pdPod("pd-1", true), node("n", nil), podVolumes{}, noLimit, ""},
+		{"an RBD image a pod on the node has, through another monitor", rbdPod("m2", "img"), node("n", nil), podVolumes{}, noLimit, reasonDiskConflict},
+		{"another RBD image", rbdPod("m1", "other"), node("n", nil), podVolumes{}, noLimit, ""},
+		{"an RBD image on no shared monitor", rbdPod("m3", "img"), node("n", nil), podVolumes{}, noLimit, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := fits(tc.pod, tc.node, nil, tc.vols, tc.limit)
+			// On the node: pods with EBS volume vol-1, GCE PD pd-1
+			// read-only, RBD image img through monitors m1 and m2.
+			running := []*corev1.Pod{ebsPod("vol-1"), pdPod("pd-1", true), rbdPod("m1", "img", "m2")}
+			got := fits(tc.pod, tc.node, running, tc.vols, tc.limit)
 			if reasons := strings.Join(got.reasons, ","); reasons != tc.want {
 				t.Errorf("fits = %q, want %q", reasons, tc.want)
 			}
-			if want := tc.want == reasonMaxVolumeCount || tc.want == reasonReadWriteOncePodConflict; got.preemptible != want {
+			if want := tc.want == reasonMaxVolumeCount || tc.want == reasonReadWriteOncePodConflict || tc.want == reasonDiskConflict; got.preemptible != want {
 				t.Errorf("preemptible = %v, want %v", got.preemptible, want)
 			}
 		})
@@ -412,5 +439,15 @@ func TestWithNominated(t *testing.T) {
 	}
 	if fits(incoming, node("a", nil), on, vols, func(*corev1.Node) bool { return false }).fits() {
 		t.Error("fits beside a nominated pod holding its ReadWriteOncePod claim")
+	}
+}
+
+// TestInlineMigratedVolumeCounts: NodeVolumeLimits counts a pod's inline
+// in-tree EBS volume for the driver it migrated to, by its translated
+// volume ID.
+func TestInlineMigratedVolumeCounts(t *testing.T) {
+	got := (&Scheduler{}).podCSIVolumes(ebsPod("vol-1"))
+	if len(got) != 1 || got["ebs.csi.aws.com/vol-1"] != "ebs.csi.aws.com" {
+		t.Errorf("podCSIVolumes = %v", got)
 	}
 }

@@ -240,11 +240,21 @@ func (s *Scheduler) overVolumeLimit(node *corev1.Node, wanted map[string]string)
 
 // podCSIVolumes are the CSI volumes a pod's claims stand for, by unique
 // name to driver: a bound claim's volume by driver and handle, an unbound
-// one by claim under its class's provisioner. Claims that cannot be
-// looked up are not counted.
+// one by claim under its class's provisioner, a migrated inline volume by
+// its driver and translated handle. Claims that cannot be looked up are
+// not counted.
 func (s *Scheduler) podCSIVolumes(pod *corev1.Pod) map[string]string {
 	out := map[string]string{}
 	for i := range pod.Spec.Volumes {
+		// An inline in-tree volume of a plugin that migrated counts for
+		// its CSI driver (csi.go checkAttachableInlineVolume); one the
+		// library cannot translate is not counted.
+		if pv, migrated, err := migration.Inline(&pod.Spec.Volumes[i], pod.Namespace); migrated {
+			if err == nil {
+				out[pv.Spec.CSI.Driver+"/"+pv.Spec.CSI.VolumeHandle] = pv.Spec.CSI.Driver
+			}
+			continue
+		}
 		name, ok := volumeutil.ClaimName(pod, &pod.Spec.Volumes[i])
 		if !ok {
 			continue

@@ -76,8 +76,8 @@ var Fields = []Row{
 		Changes: "whether the pod starts: the kubelet waits for the trust bundle or the pod's certificate before it mounts the volume",
 		Why:     "the simulated kubelet sets up only claims, CSI inline and generic ephemeral volumes", Needs: RealNodes},
 	{PodSpec: true, Path: "volumes[*].{" + strings.Join(inTreeVolumes, ",") + "}",
-		Changes: "the pod's volumes: the kubelet's in-tree (or CSI-migrated) volume plugin mounts it on the node, attaching a disk first for the cloud disk types",
-		Why:     "the simulated kubelet sets up only claims (their in-tree PVs of a migrated plugin included), CSI inline and generic ephemeral volumes; it does not migrate a pod's inline in-tree volume", Needs: RealNodes},
+		Changes: "the pod's volumes: the kubelet's in-tree volume plugin mounts it on the node",
+		Why:     "the simulated kubelet has no in-tree volume plugin: it sets up only claims (their in-tree PVs of a migrated plugin included), CSI inline and generic ephemeral volumes and the inline volumes of the in-tree plugins that migrated to CSI", Needs: RealNodes},
 	{PodSpec: true, Path: "{containers,initContainers}[*].env[*].valueFrom.{configMapKeyRef,secretKeyRef}",
 		When:    "optional is not true, in a container with no subPathExpr",
 		Changes: "whether the container starts: while the ConfigMap, Secret or key is missing it waits with CreateContainerConfigError",
@@ -146,14 +146,20 @@ var Fields = []Row{
 }
 
 // inTreeVolumes are the pod volume types a real kubelet mounts with an
-// in-tree plugin (or its CSI migration), which csisim's does not. A
-// PersistentVolume of these types is not refused: a claim's PV of a
-// plugin that migrated is set up as its CSI driver's volume, one of a
-// removed plugin (rbd, cephfs, ...) fails as on v1.37 (sim/migration),
-// and binding and reclaim need no plugin.
-var inTreeVolumes = []string{"hostPath", "nfs", "iscsi", "fc", "rbd", "cephfs", "glusterfs", "awsElasticBlockStore",
-	"gcePersistentDisk", "azureDisk", "azureFile", "cinder", "vsphereVolume", "portworxVolume", "flexVolume", "flocker",
-	"quobyte", "scaleIO", "storageos", "photonPersistentDisk", "gitRepo", "image"}
+// in-tree plugin, which csisim's does not. Not among them: the inline
+// volumes of the plugins that migrated to CSI (awsElasticBlockStore,
+// gcePersistentDisk, azureDisk, azureFile, cinder, vsphereVolume,
+// portworxVolume), which the simulated attach/detach controller,
+// external-attacher and kubelet translate to their CSI driver's volume as
+// v1.37's do (sim/migration Inline), and those of the plugins v1.37
+// removed without a migration (rbd, cephfs, glusterfs, flocker, quobyte,
+// scaleIO, storageos, photonPersistentDisk), for which the simulated
+// kubelet finds no plugin as the real one does (sim/migration
+// RemovedInline). A PersistentVolume of these types is not refused: a
+// claim's PV of a plugin that migrated is set up as its CSI driver's
+// volume, one of a removed plugin fails as on v1.37 (sim/migration), and
+// binding and reclaim need no plugin.
+var inTreeVolumes = []string{"hostPath", "nfs", "iscsi", "fc", "flexVolume", "gitRepo", "image"}
 
 // Kinds are the kinds a real cluster runs that csisim does not serve,
 // those a storage story meets.

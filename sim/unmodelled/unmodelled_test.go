@@ -51,6 +51,7 @@ var refusedCases = []struct {
 		"spec.volumes[0].projected.sources[0].clusterTrustBundle", RealNodes},
 	{"hostPath volume", pod(container + "  volumes: [{name: logs, hostPath: {path: /var/log}}]\n"), "spec.volumes[0].hostPath", RealNodes},
 	{"NFS volume", pod(container + "  volumes: [{name: share, nfs: {server: nfs, path: /x}}]\n"), "spec.volumes[0].nfs", RealNodes},
+	{"iSCSI volume", pod(container + "  volumes: [{name: i, iscsi: {targetPortal: p, iqn: q, lun: 0}}]\n"), "spec.volumes[0].iscsi", RealNodes},
 	{"env from a Secret key", pod(container + "      env: [{name: P, valueFrom: {secretKeyRef: {name: db, key: password}}}]\n"),
 		"spec.containers[0].env[0].valueFrom.secretKeyRef", RealNodes},
 	{"envFrom a ConfigMap", pod(container + "      envFrom: [{configMapRef: {name: conf}}]\n"), "spec.containers[0].envFrom[0].configMapRef", RealNodes},
@@ -217,6 +218,22 @@ spec:
 		"a claim from a populator":     "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\nspec: {dataSourceRef: {apiGroup: x.io, kind: Backup, name: b}}\n",
 		"a value still to be expanded": pod(container + "      volumeMounts: [{name: v, mountPath: /v, mountPropagation: '${mode}'}]\n"),
 		"a pod volume of another kind": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {hostPath: /x}\n",
+		// Of plugins v1.37 removed: no plugin (sim/migration RemovedInline).
+		"inline volumes of removed plugins": pod(container + `  volumes:
+    - {name: r, rbd: {monitors: [m], image: i}}
+    - {name: c, cephfs: {monitors: [m]}}
+    - {name: g, glusterfs: {endpoints: e, path: p}}
+`),
+		// Translated to their CSI driver's volumes (sim/migration Inline).
+		"inline volumes of migrated plugins": pod(container + `  volumes:
+    - {name: ebs, awsElasticBlockStore: {volumeID: 'aws://us-east-1a/vol-1', fsType: ext4}}
+    - {name: pd, gcePersistentDisk: {pdName: disk-1}}
+    - {name: ad, azureDisk: {diskName: d, diskURI: /subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/disks/d}}
+    - {name: af, azureFile: {secretName: s, shareName: share}}
+    - {name: os, cinder: {volumeID: v}}
+    - {name: vs, vsphereVolume: {volumePath: '[ds] v.vmdk'}}
+    - {name: px, portworxVolume: {volumeID: v}}
+`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := Check(object(t, manifest), nil); len(got) > 0 {
