@@ -69,10 +69,13 @@ var _ = Describe("csisim test with upstream csi-driver-nfs", func() {
 		passed, _ := strconv.Atoi(m[1])
 		Expect(passed).To(BeNumerically(">=", 45))
 		// A skip names a capability the driver does not report or the
-		// profile does not give it, a flag set it has none of, or that the
-		// scenario runs csisim's own driver.
+		// profile does not give it, one the scenario is about a driver
+		// without, a flag set it has none of, or that the scenario runs
+		// csisim's own driver or deployment manifests.
 		why := regexp.MustCompile(`^skipped: (needs .+: (nfs\.csi\.k8s\.io does not report|driver profile csi-driver-nfs lacks)|` +
-			`cluster\.flags \w+: driver profile csi-driver-nfs has no flags\.extra|cluster\.driverName .* starts csisim's own driver)`)
+			`is about a driver without \w+: driver profile csi-driver-nfs declares capabilities\.|` +
+			`cluster\.flags \w+: driver profile csi-driver-nfs has no flags\.extra|cluster\.driverName .* starts csisim's own driver|` +
+			`deploy: the node plugin's image csisim:e2e .* is not in the images: of driver profile)`)
 		for name, result := range testReport(report)["scenarios"] {
 			if strings.HasPrefix(result, "skipped: ") {
 				Expect(result).To(MatchRegexp(why.String()), "scenario %s", name)
