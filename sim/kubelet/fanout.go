@@ -24,9 +24,12 @@ import (
 )
 
 // Fanout hands the shared informers' writes to the kubelets they concern.
-// Make one per cluster (NewFanout) and give it to every kubelet in
-// Config.Fanout; all of them must share its claim, volume and attachment
-// informers (a kubelet with other informers gets a Fanout of its own).
+// Make one per simulated cluster (NewFanout) and give it to every kubelet
+// in Config.Fanout; all of them must share its claim, volume and
+// attachment informers (a kubelet with other informers gets a Fanout of
+// its own). Only for informers that deliver synchronously, in write order,
+// as the loop's do (sim/loop): the users index must be up to date when a
+// claim's write is handed out.
 type Fanout struct {
 	mu sync.Mutex
 	// The informers the handlers are registered on, nil until the first
@@ -39,10 +42,11 @@ type Fanout struct {
 	// users: claim "namespace/name" -> member -> how many of its cached
 	// pods use the claim.
 	users map[string]map[int]int
-	// unindexed: members whose pod cache has no PodsByClaim index; every
-	// claim and volume wakes them, as their own handler would have
-	// (enqueuePendingUsing falls back to all waiting pods).
-	unindexed []int
+	// always: members every claim and volume is handed to, which then
+	// look in their own pod index as their own handler did: those whose
+	// pod cache has no PodsByClaim index (enqueuePendingUsing falls back to
+	// all waiting pods), and those of a Fanout of their own (see join).
+	always []int
 }
 
 // podsByClaim is the index the kubelets' pod caches keep (New).
@@ -60,9 +64,12 @@ func (f *Fanout) shares(claims, volumes, attachments cache.SharedIndexInformer) 
 	return f.claims == nil || (f.claims == claims && f.volumes == volumes && f.attachments == attachments)
 }
 
-// join adds k. indexed says whether k's pod cache has the PodsByClaim
-// index; pods is k's own pod informer, whose writes keep the users index.
-func (f *Fanout) join(k *Kubelet, pods cache.SharedIndexInformer, indexed bool, claims, volumes, attachments cache.SharedIndexInformer) {
+// join adds k. pods is k's own pod informer, whose writes keep the users
+// index; always: hand k every claim and volume (its pod cache has no
+// PodsByClaim index, or its informers are client-go's, whose handlers run
+// on goroutines of their own: a claim's handler could run before the pod
+// handler that keeps the index, where k's own index is up to date).
+func (f *Fanout) join(k *Kubelet, pods cache.SharedIndexInformer, always bool, claims, volumes, attachments cache.SharedIndexInformer) {
 	f.mu.Lock()
 	first := f.claims == nil
 	if first {
@@ -71,8 +78,8 @@ func (f *Fanout) join(k *Kubelet, pods cache.SharedIndexInformer, indexed bool, 
 	m := len(f.members)
 	f.members = append(f.members, k)
 	f.byNode[k.cfg.NodeName] = append(f.byNode[k.cfg.NodeName], m)
-	if !indexed {
-		f.unindexed = append(f.unindexed, m)
+	if always {
+		f.always = append(f.always, m)
 	}
 	f.mu.Unlock()
 	_, _ = pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -121,12 +128,12 @@ func (f *Fanout) count(m int, obj any, n int) {
 	}
 }
 
-// usersOf are the members whose pods use the claim, and the unindexed
-// ones, in the order they joined.
+// usersOf are the members whose pods use the claim, and those always
+// handed every claim, in the order they joined.
 func (f *Fanout) usersOf(claim string) []*Kubelet {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ms := slices.Clone(f.unindexed)
+	ms := slices.Clone(f.always)
 	for m := range f.users[claim] {
 		ms = append(ms, m)
 	}

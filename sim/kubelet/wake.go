@@ -29,16 +29,17 @@ import (
 // which calls wakeClaim, enqueuePendingOfVolume and wakeAttachment of the
 // kubelets a write concerns. pods is the kubelet's own pod informer.
 func (k *Kubelet) addWakeHandlers(fan *Fanout, pods, claims, volumes, nodes, drivers, attachments cache.SharedIndexInformer, indexed bool) {
+	own := fan == nil || !fan.shares(claims, volumes, attachments)
 	on := func(inf cache.SharedIndexInformer, wake func(obj any)) {
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    wake,
 			UpdateFunc: func(_, obj any) { wake(obj) },
 		})
 	}
-	if fan == nil || !fan.shares(claims, volumes, attachments) {
+	if own {
 		fan = NewFanout()
 	}
-	fan.join(k, pods, indexed, claims, volumes, attachments)
+	fan.join(k, pods, own || !indexed, claims, volumes, attachments)
 	// What is cached already, in the order of the handlers it replaces.
 	replay(claims, func(obj any) {
 		if c, ok := obj.(*corev1.PersistentVolumeClaim); ok {
