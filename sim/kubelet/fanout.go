@@ -165,20 +165,23 @@ func (f *Fanout) wakeVolume(obj any) {
 }
 
 func (f *Fanout) wakeAttachment(obj any) {
-	va, ok := obj.(*storagev1.VolumeAttachment)
-	if !ok {
-		return
+	if va, ok := obj.(*storagev1.VolumeAttachment); ok {
+		for _, k := range f.byNodeKubelets(va.Spec.NodeName) {
+			k.wakeAttachment(va)
+		}
 	}
+}
+
+// byNodeKubelets are the node's kubelets (one, unless a test makes more).
+func (f *Fanout) byNodeKubelets(node string) []*Kubelet {
 	f.mu.Lock()
-	ms := f.byNode[va.Spec.NodeName]
+	defer f.mu.Unlock()
+	ms := f.byNode[node]
 	ks := make([]*Kubelet, len(ms))
 	for i, m := range ms {
 		ks[i] = f.members[m]
 	}
-	f.mu.Unlock()
-	for _, k := range ks {
-		k.wakeAttachment(va)
-	}
+	return ks
 }
 
 // replay tells a kubelet that joins of the objects already cached, in the
