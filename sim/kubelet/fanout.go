@@ -13,6 +13,7 @@ package kubelet
 // queued, and a run's trace, are the same.
 
 import (
+	"reflect"
 	"slices"
 	"sync"
 
@@ -61,7 +62,19 @@ func NewFanout() *Fanout {
 func (f *Fanout) shares(claims, volumes, attachments cache.SharedIndexInformer) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.claims == nil || (f.claims == claims && f.volumes == volumes && f.attachments == attachments)
+	return f.claims == nil || (sameCache(f.claims, claims) && sameCache(f.volumes, volumes) && sameCache(f.attachments, attachments))
+}
+
+// sameCache reports whether two informers hold one cache: an informer
+// factory hands out the loop's informer in a typed wrapper of its own
+// (client-go's typedSharedIndexInformer), a different value for each
+// kubelet's factory, around the one cache.
+func sameCache(a, b cache.SharedIndexInformer) bool {
+	ia, ib := a.GetIndexer(), b.GetIndexer()
+	if ia == nil || ib == nil || !reflect.TypeOf(ia).Comparable() || reflect.TypeOf(ia) != reflect.TypeOf(ib) {
+		return false
+	}
+	return ia == ib
 }
 
 // join adds k. pods is k's own pod informer, whose writes keep the users
