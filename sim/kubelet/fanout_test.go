@@ -3,9 +3,13 @@ package kubelet
 import (
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -108,5 +112,28 @@ func TestFanoutHandsWritesToTheKubeletsTheyConcern(t *testing.T) {
 	}
 	if got := f.byNodeKubelets("node-9"); len(got) != 0 {
 		t.Errorf("an attachment to a node with no kubelet goes to %v", name(got))
+	}
+}
+
+// Each kubelet's informer factory hands out the one shared informer in a
+// typed wrapper of its own: the Fanout must see one cache through them, or
+// every kubelet but the first would get a Fanout of its own.
+func TestFanoutSeesOneCacheThroughEachFactorysWrapper(t *testing.T) {
+	client := fake.NewClientset()
+	shared := cache.NewSharedIndexInformer(&cache.ListWatch{}, &corev1.PersistentVolumeClaim{}, 0, cache.Indexers{})
+	other := cache.NewSharedIndexInformer(&cache.ListWatch{}, &corev1.PersistentVolumeClaim{}, 0, cache.Indexers{})
+	claimsOf := func(inf cache.SharedIndexInformer) cache.SharedIndexInformer {
+		f := informers.NewSharedInformerFactory(client, 0)
+		f.InformerFor(&corev1.PersistentVolumeClaim{}, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer { return inf })
+		return f.Core().V1().PersistentVolumeClaims().Informer()
+	}
+	a, b, c := claimsOf(shared), claimsOf(shared), claimsOf(other)
+	f := NewFanout()
+	f.join(&Kubelet{cfg: Config{NodeName: "node-1"}}, newHandlerInformer(), false, a, a, a)
+	if !f.shares(b, b, b) {
+		t.Errorf("two factories' wrappers of one informer are not seen as one cache")
+	}
+	if f.shares(c, c, c) {
+		t.Errorf("another informer is seen as the same cache")
 	}
 }
