@@ -107,6 +107,16 @@ const (
 	// listing everything anew. Component names it (Sidecars).
 	SidecarRestart Kind = "sidecar-restart"
 
+	// MountBusy keeps a pod's mount of one of its volumes busy for a while,
+	// as a process on the node whose working directory or open file is
+	// inside it does (a shell left in the directory, a backup agent, a
+	// log shipper): an open directory inside the path where the container
+	// sees the volume — its subPath bind mount when the container mounts
+	// the volume with a subPath, else the volume's publish target. An
+	// unmount of it fails with EBUSY ("target is busy") until the holder
+	// goes, MountBusy.For later.
+	MountBusy Kind = "mount-busy"
+
 	// APIConflict answers the component's next writes with 409 Conflict.
 	APIConflict Kind = "api-conflict"
 	// WatchDrop makes the component's informers of one resource miss
@@ -134,7 +144,7 @@ var Kinds = []Kind{NodeLoss, NodeReturn, OutOfService, MissingMountPropagation, 
 	StaleVolumeAttachment, ControllerManagerRestart,
 	CSIError, CSIDelay, CSIHang, CSILostAnswer, CSIHeal,
 	DriverCrash, DriverCrashMidCall, DriverRestart, NodePluginMissing, NodeVolumeLimit, VolumeHealth,
-	SidecarRestart,
+	SidecarRestart, MountBusy,
 	APIConflict, WatchDrop, APIServerDown, APISlowWrites, APIThrottle}
 
 // Sidecars are the components sidecar-restart restarts, by the user agent
@@ -164,7 +174,8 @@ type Fault struct {
 	// fault can apply to.
 	Node string
 	// Claim and Namespace name the claim of a stale-volumeattachment and
-	// of volume-health; Namespace defaults to "default".
+	// of volume-health; Namespace is also mount-busy's pod's. It defaults
+	// to "default".
 	Claim     string
 	Namespace string
 	// CSI is what csi-error, csi-delay, csi-hang, csi-lost-answer,
@@ -200,6 +211,19 @@ type Fault struct {
 	Times int
 	// API is what api-server-down, api-slow-writes and api-throttle do.
 	API API
+	// Busy is what mount-busy holds and for how long.
+	Busy Busy
+}
+
+// Busy names the pod (Fault.Namespace, "default" if empty) and the volume
+// whose mount mount-busy holds, and for how long.
+type Busy struct {
+	// Pod is the pod's name.
+	Pod string
+	// Volume is the pod volume's name, as spec.volumes names it.
+	Volume string
+	// For is how long the mount stays busy.
+	For time.Duration
 }
 
 // Healthy is the Health.Status of a volume-health that clears what an
@@ -294,6 +318,8 @@ func (f Fault) Describe() string {
 		}
 	case APIServerDown, APISlowWrites, APIThrottle:
 		parts = append(parts, f.describeAPI()...)
+	case MountBusy:
+		parts = append(parts, "volume "+f.Busy.Volume, "of pod "+f.Busy.Pod, "for "+f.Busy.For.String())
 	}
 	if f.Driver != "" {
 		parts = append(parts, "of driver "+f.Driver)

@@ -74,6 +74,9 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 		return fault.Unsupported(f.Kind, backendName, "the components are real processes talking to a real API server, which csisim cannot make answer 409 or drop watch events for one of them")
 	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
 		return c.canInjectAPIServer(f)
+	case fault.MountBusy:
+		return fault.Unsupported(f.Kind, backendName, "holding a pod's mount busy is built only into the simulator, "+
+			"which finds the mount through its own kubelet and lets it go on its virtual clock; run the scenario on the simulator")
 	}
 	return fault.Unsupported(f.Kind, backendName, "it is not a fault csisim knows")
 }

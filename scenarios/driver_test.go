@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/csisim/csisim/drivers/driverinfo"
@@ -252,6 +253,25 @@ func TestParseNeedsAndClusterAsks(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: error %v, want %q", tt.src, err, tt.want)
 		}
+	}
+}
+
+// A mountBusy step is read whole, and needs a driver that mounts for real.
+func TestMountBusyStep(t *testing.T) {
+	src := "steps:\n  - mountBusy: {pod: app, namespace: apps, volume: data, for: 30s}\n"
+	s, err := Parse("x.yaml", []byte(src), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fault.Fault{Kind: fault.MountBusy, Namespace: "apps", Busy: fault.Busy{Pod: "app", Volume: "data", For: 30 * time.Second}}
+	if got := s.Steps[0].Fault; got == nil || *got != want {
+		t.Errorf("fault %+v, want %+v", got, want)
+	}
+	if !slices.Contains(s.Needs, profile.RealMounts) {
+		t.Errorf("needs %v, want realMounts among them", s.Needs)
+	}
+	if got := want.Describe(); got != "mount-busy volume data of pod app for 30s" {
+		t.Errorf("Describe() = %q", got)
 	}
 }
 

@@ -70,14 +70,14 @@ steps:
         {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
     wait: {object: pvc/a}
 `,
-			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, nodeVolumeLimit, volumeHealth, sidecarRestart, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found apply and wait"},
+			want: []string{"x.yaml:6:", "step 2: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, nodeVolumeLimit, volumeHealth, sidecarRestart, mountBusy, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found apply and wait"},
 		},
 		{
 			name: "no action in a step",
 			src: `steps:
   - name: nothing
 `,
-			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, nodeVolumeLimit, volumeHealth, sidecarRestart, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found none"},
+			want: []string{"x.yaml:2:", "step 1: a step needs exactly one of apply, wait, consistently, assert, delete, patch, sleep, nodeLoss, nodeReturn, outOfService, missingMountPropagation, kubeletRestart, staleVolumeAttachment, controllerManagerRestart, csiError, csiDelay, csiHang, csiLostAnswer, csiHeal, driverCrash, driverCrashMidCall, driverRestart, nodePluginMissing, nodeVolumeLimit, volumeHealth, sidecarRestart, mountBusy, apiConflict, watchDrop, apiServerDown, apiSlowWrites, apiThrottle; found none"},
 		},
 		{
 			name: "kubelet-restart without a node",
@@ -114,6 +114,27 @@ steps:
   - volumeHealth: {claim: data, status: Sick, reason: Flu}
 `,
 			want: []string{"x.yaml:2:", `volumeHealth: status "Sick" is none of DEGRADED, INACCESSIBLE, DATA_LOSS, Healthy`},
+		},
+		{
+			name: "mountBusy without for",
+			src: `steps:
+  - mountBusy: {pod: app, volume: data}
+`,
+			want: []string{"x.yaml:2:", "step 1 (mountBusy): mountBusy needs for"},
+		},
+		{
+			name: "mountBusy for too long",
+			src: `steps:
+  - mountBusy: {pod: app, volume: data, for: 2h}
+`,
+			want: []string{"x.yaml:2:", "for must be at most 1h0m0s, not 2h0m0s"},
+		},
+		{
+			name: "mountBusy with an unknown field",
+			src: `steps:
+  - mountBusy: {pod: app, volume: data, for: 10s, node: node-1}
+`,
+			want: []string{"x.yaml:2:", "node"},
 		},
 		{
 			name: "volumeHealth adverse without a reason",

@@ -37,6 +37,8 @@ func (p *parser) faultStep(kind fault.Kind, n *yaml.Node) *fault.Fault {
 		return p.apiFault(kind, n)
 	case fault.SidecarRestart:
 		return p.sidecarRestart(n)
+	case fault.MountBusy:
+		return p.mountBusy(n)
 	case fault.APIServerDown, fault.APISlowWrites, fault.APIThrottle:
 		return p.apiServerFault(kind, n)
 	}

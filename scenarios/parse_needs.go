@@ -158,13 +158,14 @@ func inferNeeds(s *Scenario) []profile.Capability {
 			}
 		}
 		// Faults that act on what the driver keeps: a private mount
-		// namespace changes nothing for a driver that mounts nothing;
+		// namespace changes nothing for a driver that mounts nothing,
+		// nor can a mount it never made be held busy;
 		// only a driver that keeps its records in {stateDir} can be
 		// restarted without them, and one that keeps them in its
 		// process's memory loses them in any crash.
 		switch f := st.Fault; {
 		case f == nil:
-		case f.Kind == fault.MissingMountPropagation:
+		case f.Kind == fault.MissingMountPropagation, f.Kind == fault.MountBusy:
 			add(profile.RealMounts)
 		case f.Kind == fault.DriverRestart && f.LoseState:
 			add(profile.StateDir)

@@ -53,6 +53,10 @@ func spedUpSteps(steps []Step, n int) []Step {
 			f := *st.Fault
 			f.API.Duration = div(f.API.Duration)
 			st.Fault = &f
+		case st.Fault != nil && st.Fault.Busy.For > 0:
+			f := *st.Fault
+			f.Busy.For = div(f.Busy.For)
+			st.Fault = &f
 		}
 		out[i] = st
 	}

@@ -152,9 +152,13 @@ func (r *Runner) recordTimed(tf TimedFault, step int) {
 
 // lasting is how long f goes on acting once it fires: an API server
 // outage, slowing or throttling ends Duration after it fired, and a write
-// slowed just before then lands Latency later. Other faults act at once
-// (or until a step heals them), so 0.
+// slowed just before then lands Latency later; a mount-busy lets its
+// mount go For after it fired. Other faults act at once (or until a step
+// heals them), so 0.
 func lasting(f fault.Fault) time.Duration {
+	if f.Kind == fault.MountBusy {
+		return f.Busy.For
+	}
 	if f.API.Duration <= 0 {
 		return 0
 	}

@@ -46,6 +46,7 @@ scenarios (scenarios/README.md) with their fields as FIELD=VALUE, e.g.
   csisim fault sidecar-restart component=external-provisioner
   csisim fault stale-volumeattachment node=node-1 claim=data
   csisim fault volume-health claim=data status=DEGRADED reason=ReplicaLost
+  csisim fault mount-busy pod=app volume=data for=30s
   csisim fault controller-manager-restart
   csisim fault api-server-down duration=30s
   csisim fault api-slow-writes latency=2s duration=1m

@@ -36,6 +36,9 @@ func TestFaultStepIsParsedAsInAScenario(t *testing.T) {
 			want: fault.Fault{Kind: fault.APISlowWrites, API: fault.API{Latency: 2 * time.Second, Duration: time.Minute}}},
 		{args: []string{"api-throttle", "times=20", "retryAfter=2s", "component=external-attacher"},
 			want: fault.Fault{Kind: fault.APIThrottle, Times: 20, Component: "external-attacher", API: fault.API{RetryAfter: 2 * time.Second}}},
+		{args: []string{"mount-busy", "pod=app", "volume=data", "for=30s"},
+			want: fault.Fault{Kind: fault.MountBusy, Busy: fault.Busy{Pod: "app", Volume: "data", For: 30 * time.Second}}},
+		{args: []string{"mount-busy", "pod=app", "volume=data"}, wantErr: "mountBusy needs for"},
 		{args: []string{"api-server-down", "duration=2h"}, wantErr: "duration must be at most 1h0m0s"},
 		{args: []string{"node-loss", "node=node-c"}, wantErr: `there is no node "node-c"`},
 		{args: []string{"node-loss"}, wantErr: "nodeLoss needs node:"},
@@ -59,7 +62,7 @@ func TestFaultStepIsParsedAsInAScenario(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f.Describe() != tt.want.Describe() || f.Claim != tt.want.Claim || f.LoseState != tt.want.LoseState || f.Times != tt.want.Times || f.API != tt.want.API {
+			if f.Describe() != tt.want.Describe() || f.Claim != tt.want.Claim || f.LoseState != tt.want.LoseState || f.Times != tt.want.Times || f.API != tt.want.API || f.Busy != tt.want.Busy {
 				t.Errorf("fault = %+v, want %+v", f, tt.want)
 			}
 		})

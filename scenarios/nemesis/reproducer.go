@@ -226,6 +226,11 @@ func faultFields(f fault.Fault) (*yaml.Node, error) {
 		add("status", f.Health.Status)
 		add("reason", f.Health.Reason)
 		add("message", f.Health.Message)
+	case fault.MountBusy:
+		add("pod", f.Busy.Pod)
+		add("namespace", f.Namespace)
+		add("volume", f.Busy.Volume)
+		add("for", f.Busy.For.String())
 	case fault.APIConflict, fault.WatchDrop:
 		add("component", f.Component)
 		times()

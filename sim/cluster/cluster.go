@@ -58,6 +58,9 @@ type Cluster struct {
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 	closed     bool
+	// busy are the mounts mount-busy holds, let go at the latest by
+	// Close (faults_mountbusy.go).
+	busy mountHolders
 	// refusals is the API server's admission step of what the cluster
 	// does not act on (refuse.go).
 	refusals *refusals
@@ -246,7 +249,9 @@ func (c *Cluster) Close() error {
 	c.wg.Wait()
 	// Parked calls are let go first, so nothing waits for the loop.
 	c.loop.Stop()
-	errs := []error{c.clients.close()}
+	// The mounts a mount-busy holds go before the drivers and the run's
+	// root unmount them.
+	errs := []error{c.busy.closeAll(), c.clients.close()}
 	for _, d := range c.drivers {
 		errs = append(errs, d.stop())
 	}

@@ -64,6 +64,8 @@ func (c *Cluster) CanInject(f fault.Fault) error {
 		return c.canInjectBackend(f)
 	case fault.VolumeHealth:
 		return c.canSetVolumeHealth(f)
+	case fault.MountBusy:
+		return c.canHoldMount(f)
 	}
 	return fault.Unsupported(f.Kind, backendName, "it is not a fault the simulator knows")
 }
@@ -90,6 +92,8 @@ func (c *Cluster) InjectFault(ctx context.Context, f fault.Fault) error {
 		return c.setNodeVolumeLimit(f)
 	case fault.VolumeHealth:
 		return c.setVolumeHealth(ctx, f)
+	case fault.MountBusy:
+		return c.holdMount(ctx, f)
 	}
 	parts := c.nodes[f.Node]
 	if parts == nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/csisim/csisim/fault"
 )
@@ -28,6 +29,10 @@ func TestCanInjectNodeAndControlPlaneFaults(t *testing.T) {
 		{"volume health", Config{}, fault.Fault{Kind: fault.VolumeHealth, Claim: "data", Health: fault.Health{Status: fault.Healthy}}, ""},
 		{"volume health with the mock", Config{Mock: true}, fault.Fault{Kind: fault.VolumeHealth, Claim: "data", Health: fault.Health{Status: fault.Healthy}},
 			"the mock keeps no storage backend"},
+		{"mount busy", Config{}, fault.Fault{Kind: fault.MountBusy, Busy: fault.Busy{Pod: "app", Volume: "data", For: time.Minute}}, ""},
+		{"mount busy with the mock", Config{Mock: true}, fault.Fault{Kind: fault.MountBusy, Busy: fault.Busy{Pod: "app", Volume: "data", For: time.Minute}},
+			"the mock driver mounts nothing"},
+		{"mount busy for no time", Config{}, fault.Fault{Kind: fault.MountBusy, Busy: fault.Busy{Pod: "app", Volume: "data"}}, "a duration above 0"},
 		{"unknown kind", Config{}, fault.Fault{Kind: "meteor-strike"}, "not a fault the simulator knows"},
 	}
 	for _, tt := range tests {

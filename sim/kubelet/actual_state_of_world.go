@@ -203,6 +203,17 @@ func (a *actualState) allMounted() []mountedVolume {
 	return out
 }
 
+// markMountUncertain marks the pod's publish of volume name maybe
+// published, after a TearDown that failed: the driver may have unmounted
+// it or not (MarkVolumeMountAsUncertain).
+func (a *actualState) markMountUncertain(uid types.UID, name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if m := a.mounted[uid][name]; m != nil {
+		m.uncertain = true
+	}
+}
+
 // hasUncertain reports whether the pod has a volume maybe published: one a
 // restarted kubelet found on disk, or whose publish did not end with a
 // final answer, and that has not been set up since.

@@ -378,19 +378,33 @@ func (k *Kubelet) mountDevice(ctx context.Context, pod *corev1.Pod, v volumeToMo
 // unpublish is the unmount operation: the volume's subpath bind mounts
 // are cleaned first (CleanSubPaths), then TearDown: NodeUnpublishVolume,
 // and the pod's volume directory goes if nothing is mounted there any more.
+// A failed clean-up leaves the volume published and NodeUnpublishVolume
+// not called; a failed TearDown leaves it maybe published
+// (MarkVolumeMountAsUncertain). Either error is the operation generator's,
+// in its words (GenerateUnmountVolumeFunc, kubernetes
+// pkg/volume/util/operationexecutor/operation_generator.go), which the
+// real kubelet only logs: the unmount operation records no event.
 func (k *Kubelet) unpublish(ctx context.Context, uid types.UID, m *mountedVolume) error {
 	if err := cleanSubPaths(k.cfg.Dir, uid, m.pvName); err != nil {
-		// The operation generator's words.
-		return fmt.Errorf("error cleaning subPath mounts for volume %q (UniqueName: %q) pod %q (UID: %q) : %w",
-			m.outerName(), m.unique, uid, uid, err)
+		return unmountError("error cleaning subPath mounts", uid, m, err)
 	}
 	callCtx, cancel := k.csiCallContext(ctx)
 	_, err := k.nodeClient(m.driverName()).NodeUnpublishVolume(callCtx, &csi.NodeUnpublishVolumeRequest{VolumeId: m.handle, TargetPath: m.target})
 	cancel()
 	if err != nil {
-		return fmt.Errorf("NodeUnpublishVolume %s: %w", m.pvName, err)
+		k.actual.markMountUncertain(uid, m.pvName)
+		// The CSI plugin's TearDownAt words (pkg/volume/csi/csi_mounter.go).
+		return unmountError("UnmountVolume.TearDown failed", uid, m, fmt.Errorf("kubernetes.io/csi: Unmounter.TearDownAt failed: %w", err))
 	}
 	return removeMountDir(m.target)
+}
+
+// unmountError is a mounted volume's error as the operation executor words
+// it for the log (MountedVolume.GenerateError's detailed message, kubernetes
+// pkg/volume/util/operationexecutor/operation_executor.go): the volume by
+// its unique name, the pod by its UID (its unique pod name).
+func unmountError(prefix string, uid types.UID, m *mountedVolume, err error) error {
+	return fmt.Errorf("%s for volume %q (UniqueName: %q) pod %q (UID: %q) : %w", prefix, m.unique, m.unique, uid, uid, err)
 }
 
 // unmountDevice is UnmountDevice: NodeUnstageVolume on driver's plugin,

@@ -21,6 +21,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -209,11 +210,50 @@ func cleanSubPathMount(path string) error {
 		return fmt.Errorf("error cleaning subpath mount %s: %w", path, err)
 	} else if mounted {
 		if err := unix.Unmount(path, 0); err != nil {
-			return fmt.Errorf("error cleaning subpath mount %s: unmount failed: %w", path, err)
+			return fmt.Errorf("error cleaning subpath mount %s: %w", path, &umountError{target: path, err: err})
 		}
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("error cleaning subpath mount %s: %w", path, err)
 	}
 	return nil
+}
+
+// umountError is a failed unmount in the words of the kubelet's mounter,
+// which runs umount(8) and quotes it (k8s.io/mount-utils mount_linux.go,
+// Unmount and checkUmountError): umount's exit status is 32 (mount
+// failure) and, for EBUSY, it says "target is busy."; for another errno it
+// says the error's text (umount's own wording of it may differ). The errno
+// stays in the chain.
+type umountError struct {
+	target string
+	err    error
+}
+
+func (e *umountError) Error() string {
+	why := e.err.Error()
+	if errors.Is(e.err, unix.EBUSY) {
+		why = "target is busy."
+	}
+	return fmt.Sprintf("unmount failed: exit status 32\nUnmounting arguments: %s\nOutput: umount: %s: %s\n", e.target, e.target, why)
+}
+
+func (e *umountError) Unwrap() error { return e.err }
+
+// VolumeMountPath is where the pod's containers see its filesystem volume
+// named volume (as spec.volumes names it) on the node: the subPath bind
+// mount of the first container that mounts it with a subPath, else the
+// volume's publish target, as the built-in workload uses it
+// (workloadDir); subPath says which. It fails when the volume is not
+// published for the pod, or when the mount has no directory here (a block
+// volume, a driver that mounts nothing). The mount-busy fault holds this
+// path busy.
+func (k *Kubelet) VolumeMountPath(pod *corev1.Pod, volume string) (path string, subPath bool, err error) {
+	m, ok := k.volumeDir(pod, volume)
+	if !ok {
+		return "", false, fmt.Errorf("volume %q of pod %s/%s is not mounted on node %s as a directory (a published filesystem volume of a driver that mounts)",
+			volume, pod.Namespace, pod.Name, k.cfg.NodeName)
+	}
+	path = workloadDir(k.cfg.Dir, pod, volume, m)
+	return path, path != m.target, nil
 }

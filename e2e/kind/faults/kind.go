@@ -162,6 +162,9 @@ func (k *Kind) Plan(f fault.Fault) ([]Action, error) {
 		return nil, fault.Unsupported(f.Kind, backendName, "the node plugin DaemonSet of deploy/kubernetes runs on every node; keeping it off one node means changing the deployment")
 	case fault.NodeVolumeLimit, fault.VolumeHealth:
 		return nil, fault.Unsupported(f.Kind, backendName, "the driver's storage backend lives in the plugin pods' host paths, which csisim does not reach into on kind")
+	case fault.MountBusy:
+		return nil, fault.Unsupported(f.Kind, backendName, "the pod's mounts are inside the kind node's container, where csisim runs no process to hold one; "+
+			"run the scenario on the simulator")
 	case fault.MissingMountPropagation:
 		return nil, fault.Unsupported(f.Kind, backendName, "the mount propagation of the node plugin is the DaemonSet's, the same on every node; "+
 			"deploy/kubernetes/"+deploy.NoMountPropagationVariant+" changes it for all of them")
