@@ -88,6 +88,22 @@ func (f *Fanout) join(k *Kubelet, pods cache.SharedIndexInformer, always bool, c
 	if first {
 		f.claims, f.volumes, f.attachments = claims, volumes, attachments
 	}
+	f.mu.Unlock()
+	if first {
+		// Registered before any member: the objects already cached, which
+		// AddEventHandler hands to a new handler, reach nobody here; a
+		// kubelet that joins is told of them by addWakeHandlers, once.
+		on := func(inf cache.SharedIndexInformer, wake func(obj any)) {
+			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc:    wake,
+				UpdateFunc: func(_, obj any) { wake(obj) },
+			})
+		}
+		on(claims, f.wakeClaim)
+		on(volumes, f.wakeVolume)
+		on(attachments, f.wakeAttachment)
+	}
+	f.mu.Lock()
 	m := len(f.members)
 	f.members = append(f.members, k)
 	f.byNode[k.cfg.NodeName] = append(f.byNode[k.cfg.NodeName], m)
@@ -100,17 +116,6 @@ func (f *Fanout) join(k *Kubelet, pods cache.SharedIndexInformer, always bool, c
 		UpdateFunc: func(old, cur any) { f.count(m, old, -1); f.count(m, cur, 1) },
 		DeleteFunc: func(obj any) { f.count(m, obj, -1) },
 	})
-	if first {
-		on := func(inf cache.SharedIndexInformer, wake func(obj any)) {
-			_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-				AddFunc:    wake,
-				UpdateFunc: func(_, obj any) { wake(obj) },
-			})
-		}
-		on(claims, f.wakeClaim)
-		on(volumes, f.wakeVolume)
-		on(attachments, f.wakeAttachment)
-	}
 }
 
 // count adds n for each claim the pod uses to member m's users.
