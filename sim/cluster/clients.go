@@ -21,6 +21,7 @@ import (
 	"github.com/csisim/csisim/fakekube"
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/sim/csiclient"
+	"github.com/csisim/csisim/sim/kubelet"
 	"github.com/csisim/csisim/sim/loop"
 	"github.com/csisim/csisim/trace"
 )
@@ -35,6 +36,9 @@ type clients struct {
 	rec  *trace.Recorder
 	// nodeCaches are the informers the kubelets share (kubeletInformers).
 	nodeCaches map[schema.GroupVersionResource]*loop.Informer
+	// fanout hands the writes of those caches to the kubelets they
+	// concern, with one handler each (kubelet.Fanout).
+	fanout *kubelet.Fanout
 	// conns are the CSI connections by endpoint and actor (dial).
 	conns map[[2]string]*csiclient.Conn
 	// processConns are the components' own connections (dialOf), and
@@ -45,7 +49,7 @@ type clients struct {
 
 func newClients(api *fakekube.Server, l *loop.Loop, rec *trace.Recorder) *clients {
 	return &clients{api: api, loop: l, rec: rec, nodeCaches: map[schema.GroupVersionResource]*loop.Informer{},
-		conns: map[[2]string]*csiclient.Conn{}}
+		fanout: kubelet.NewFanout(), conns: map[[2]string]*csiclient.Conn{}}
 }
 
 // client returns a clientset that names itself userAgent to the API server,

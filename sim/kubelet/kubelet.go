@@ -140,6 +140,10 @@ type Config struct {
 	// seLinuxMount: true a context mount option (selinux.go); without it
 	// they change nothing.
 	SELinuxEnabled bool
+	// Fanout, if set, is the cluster's one registration on the claim,
+	// volume and attachment informers the kubelets share (fanout.go);
+	// without it the kubelet registers its own.
+	Fanout *Fanout
 }
 
 // Kubelet is one simulated node agent.
@@ -221,13 +225,13 @@ func New(cfg Config, client kubernetes.Interface, podFactory, factory informers.
 	k.podWorkers.reset()
 	podInf := podFactory.Core().V1().Pods()
 	k.pods = podInf.Lister()
-	_ = volumeutil.AddIndexes(podInf.Informer(), volumeutil.PodsByClaim) // wake.go copes without
+	indexErr := volumeutil.AddIndexes(podInf.Informer(), volumeutil.PodsByClaim) // wake.go copes without
 	k.podIndex = podInf.Informer().GetIndexer()
 	_, _ = podInf.Informer().AddEventHandler(controller.EnqueueHandler(k.queue))
 	pvcInf, pvInf := factory.Core().V1().PersistentVolumeClaims(), factory.Core().V1().PersistentVolumes()
 	nodeInf, drvInf, vaInf := factory.Core().V1().Nodes(), factory.Storage().V1().CSIDrivers(), factory.Storage().V1().VolumeAttachments()
 	k.claims, k.volumes, k.nodes, k.drivers, k.vas = pvcInf.Lister(), pvInf.Lister(), nodeInf.Lister(), drvInf.Lister(), vaInf.Lister()
-	k.addWakeHandlers(pvcInf.Informer(), pvInf.Informer(), nodeInf.Informer(), drvInf.Informer(), vaInf.Informer())
+	k.addWakeHandlers(cfg.Fanout, podInf.Informer(), pvcInf.Informer(), pvInf.Informer(), nodeInf.Informer(), drvInf.Informer(), vaInf.Informer(), indexErr == nil)
 	k.addCSINodeUpdaterHandlers(drvInf.Informer())
 	k.synced = []cache.InformerSynced{podInf.Informer().HasSynced, pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced,
 		nodeInf.Informer().HasSynced, drvInf.Informer().HasSynced, vaInf.Informer().HasSynced}

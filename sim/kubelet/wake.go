@@ -23,21 +23,30 @@ import (
 	"github.com/csisim/csisim/sim/volumeutil"
 )
 
-// addWakeHandlers registers what wakes waiting pods on the informers of
-// claims, volumes, nodes, CSIDrivers and attachments.
-func (k *Kubelet) addWakeHandlers(claims, volumes, nodes, drivers, attachments cache.SharedIndexInformer) {
+// addWakeHandlers registers what wakes waiting pods: on the informers of
+// nodes and CSIDrivers its own handlers; for claims, volumes and
+// attachments, which all kubelets share, it joins the Fanout (fanout.go),
+// which calls wakeClaim, enqueuePendingOfVolume and wakeAttachment of the
+// kubelets a write concerns. pods is the kubelet's own pod informer.
+func (k *Kubelet) addWakeHandlers(fan *Fanout, pods, claims, volumes, nodes, drivers, attachments cache.SharedIndexInformer, indexed bool) {
+	own := fan == nil || !fan.shares(claims, volumes, attachments)
 	on := func(inf cache.SharedIndexInformer, wake func(obj any)) {
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    wake,
 			UpdateFunc: func(_, obj any) { wake(obj) },
 		})
 	}
-	on(claims, func(obj any) {
+	if own {
+		fan = NewFanout()
+	}
+	fan.join(k, pods, own || !indexed, claims, volumes, attachments)
+	// What is cached already, in the order of the handlers it replaces.
+	replay(claims, func(obj any) {
 		if c, ok := obj.(*corev1.PersistentVolumeClaim); ok {
-			k.enqueuePendingUsing(c.Namespace + "/" + c.Name)
+			k.wakeClaim(c)
 		}
 	})
-	on(volumes, func(obj any) {
+	replay(volumes, func(obj any) {
 		if pv, ok := obj.(*corev1.PersistentVolume); ok {
 			k.enqueuePendingOfVolume(pv)
 		}
@@ -48,19 +57,31 @@ func (k *Kubelet) addWakeHandlers(claims, volumes, nodes, drivers, attachments c
 		}
 	})
 	on(drivers, func(any) { k.enqueuePending() })
-	on(attachments, func(obj any) {
-		va, ok := obj.(*storagev1.VolumeAttachment)
-		if !ok || va.Spec.NodeName != k.cfg.NodeName {
-			return
-		}
-		if va.Spec.Source.PersistentVolumeName == nil {
-			k.enqueuePending() // a pod's inline volume: no claim says whose
-			return
-		}
-		if pv, err := k.volumes.Get(*va.Spec.Source.PersistentVolumeName); err == nil {
-			k.enqueuePendingOfVolume(pv)
+	replay(attachments, func(obj any) {
+		if va, ok := obj.(*storagev1.VolumeAttachment); ok {
+			k.wakeAttachment(va)
 		}
 	})
+}
+
+// wakeClaim queues the waiting pods that use the claim.
+func (k *Kubelet) wakeClaim(c *corev1.PersistentVolumeClaim) {
+	k.enqueuePendingUsing(c.Namespace + "/" + c.Name)
+}
+
+// wakeAttachment queues the waiting pods whose volume the attachment
+// attaches to this node.
+func (k *Kubelet) wakeAttachment(va *storagev1.VolumeAttachment) {
+	if va.Spec.NodeName != k.cfg.NodeName {
+		return
+	}
+	if va.Spec.Source.PersistentVolumeName == nil {
+		k.enqueuePending() // a pod's inline volume: no claim says whose
+		return
+	}
+	if pv, err := k.volumes.Get(*va.Spec.Source.PersistentVolumeName); err == nil {
+		k.enqueuePendingOfVolume(pv)
+	}
 }
 
 // enqueuePendingOfVolume queues the waiting pods whose claim the volume is
