@@ -20,11 +20,23 @@ import (
 const defaultPodSubnet = "10.88.0.0/16"
 
 // NodeNetwork is the network of a cluster's node by its index: its
-// InternalIP, in the way of kind's nodes (172.18.0.2 and on), and the
+// InternalIP, in the way of kind's nodes (172.18.0.2 and on, counting on
+// into 172.18.1.0 past 172.18.0.255 for a thousand-node cluster), and the
 // subnet its pods get their addresses from, the one csisim's real nodes'
-// CNI plugin gives the same node (10.88.1.0/24 and on, realnodes).
+// CNI plugin gives the same node (10.88.1.0/24 and on, realnodes; then
+// 10.89.0.0/24 and on).
 func NodeNetwork(index int) (nodeIP, podSubnet string) {
-	return fmt.Sprintf("172.18.0.%d", index+2), fmt.Sprintf("10.88.%d.0/24", index+1)
+	node := ipv4Plus(netip.AddrFrom4([4]byte{172, 18, 0, 2}), uint32(index))
+	pods := ipv4Plus(netip.AddrFrom4([4]byte{10, 88, 1, 0}), uint32(index)<<8)
+	return node.String(), netip.PrefixFrom(pods, 24).String()
+}
+
+// ipv4Plus is the IPv4 address n after a.
+func ipv4Plus(a netip.Addr, n uint32) netip.Addr {
+	b := a.As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v += n
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
 // nodeAddresses are the addresses the Node reports: the InternalIP, then

@@ -62,3 +62,32 @@ func TestSandboxIP(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeNetwork: kind's addresses for the first nodes, and distinct
+// valid ones past 254 nodes, where a thousand-node scale run goes.
+func TestNodeNetwork(t *testing.T) {
+	for _, tt := range []struct {
+		index          int
+		nodeIP, subnet string
+	}{
+		{0, "172.18.0.2", "10.88.1.0/24"},
+		{1, "172.18.0.3", "10.88.2.0/24"},
+		{253, "172.18.0.255", "10.88.254.0/24"},
+		{254, "172.18.1.0", "10.88.255.0/24"},
+		{255, "172.18.1.1", "10.89.0.0/24"},
+		{999, "172.18.3.233", "10.91.232.0/24"},
+	} {
+		nodeIP, subnet := NodeNetwork(tt.index)
+		if nodeIP != tt.nodeIP || subnet != tt.subnet {
+			t.Errorf("NodeNetwork(%d) = %s, %s; want %s, %s", tt.index, nodeIP, subnet, tt.nodeIP, tt.subnet)
+		}
+	}
+	seen := map[string]bool{}
+	for i := range 1000 {
+		nodeIP, subnet := NodeNetwork(i)
+		if seen[nodeIP] || seen[subnet] {
+			t.Fatalf("node %d: %s or %s given twice", i, nodeIP, subnet)
+		}
+		seen[nodeIP], seen[subnet] = true, true
+	}
+}
