@@ -77,8 +77,8 @@ func TestExpand(t *testing.T) {
 		"--leader-election-namespace=$(NS)": "--leader-election-namespace=kube-system", "$(NODE)": "$(NODE)",
 		"$(UNDEFINED)": "$(UNDEFINED)", "$$(ADDRESS)": "$(ADDRESS)", "a$b": "a$b", "$(ADDRESS": "$(ADDRESS", "end$": "end$",
 	} {
-		if got := expand(in, env); got != want {
-			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		if got := expandArgs([]string{in}, env)[0]; got != want {
+			t.Errorf("expandArgs(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

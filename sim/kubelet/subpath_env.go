@@ -18,41 +18,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubernetes/third_party/forked/golang/expansion"
 )
-
-// expandVars replaces each $(NAME) in s by lookup(NAME); $$ is a $, and a
-// $ that starts neither stays as it is.
-func expandVars(s string, lookup func(string) string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			b.WriteString(lookup(s[i+2 : i+2+end]))
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-		}
-	}
-	return b.String()
-}
 
 // expandSubPathExpr is ExpandContainerVolumeMounts: every variable the
 // expression names must have a value that is not empty.
 func expandSubPathExpr(expr string, env map[string]string) (string, error) {
 	var missing []string
-	out := expandVars(expr, func(name string) string {
+	out := expansion.Expand(expr, func(name string) string {
 		v := env[name]
 		if v == "" && !slices.Contains(missing, name) {
 			missing = append(missing, name)
@@ -80,12 +53,7 @@ func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
-			env[e.Name] = expandVars(e.Value, func(name string) string {
-				if v, ok := env[name]; ok {
-					return v
-				}
-				return "$(" + name + ")" // an unknown reference stays as written
-			})
+			env[e.Name] = expansion.Expand(e.Value, expansion.MappingFuncFor(env)) // an unknown reference stays as written
 			continue
 		}
 		v, ok, err := k.envValueFrom(ctx, pod, e.ValueFrom, podIP)
