@@ -375,7 +375,7 @@ func TestRunShSuccess(t *testing.T) {
 		kubectl + `-n csisim rollout status deployment/csisim-controller --timeout=5m$`,
 		kubectl + `-n csisim wait --for=condition=Ready pod -l app.kubernetes.io/part-of=csisim --timeout=5m$`,
 		`^go test -count=1 -run TestServerSideDryRun ./deploy/$`,
-		`^go test -count=1 -timeout 150m -tags e2e ./e2e/ -args -kubeconfig=\S+/kubeconfig -kind-report=\S+$`,
+		`^go test -count=1 -timeout 150m -tags e2e ./e2e/ -args -ginkgo.timeout=150m -kubeconfig=\S+/kubeconfig -kind-report=\S+$`,
 		`^go test -count=1 -p 1 -timeout 30m -tags e2e ./e2e/kind/ ./e2e/kind/faults/ -args -kubeconfig=\S+/kubeconfig$`,
 		kubectl + `-n csisim wait --for=condition=Complete --timeout=60m job/csisim-seed-sweep$`,
 		`^go -C ` + q + ` run ./e2e/kind/sweepcheck --seeds 1..400 `,
