@@ -49,65 +49,64 @@ type hostLock struct {
 // lockHost takes the host lock in dir, waiting while another live run
 // holds it (logf says once whose), until ctx ends.
 func lockHost(ctx context.Context, dir, runRoot string, logf func(string, ...any)) (*hostLock, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("the real-node host lock: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, hostLockFile), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("the real-node host lock: %w", err)
-	}
 	said := false
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
+		l, free, err := tryLockHost(dir)
+		if err != nil {
+			return nil, err
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("taking the real-node host lock %s: %w", f.Name(), err)
+		if free {
+			// Whose the lock is, for the message of a run that waits.
+			if err := l.file.Truncate(0); err == nil {
+				_, _ = l.file.WriteAt([]byte(fmt.Sprintf("pid %d, run root %s\n", os.Getpid(), runRoot)), 0)
+			}
+			return l, nil
 		}
-		holder := lockHolder(f.Name())
+		holder := lockHolder(filepath.Join(dir, hostLockFile))
 		if !said && logf != nil {
 			logf("waiting for the host: another run with real nodes holds it (%s)", holder)
 			said = true
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
 			return nil, fmt.Errorf("waiting for the host, held by another run with real nodes (%s): %w", holder, ctx.Err())
 		case <-time.After(lockPoll):
 		}
 	}
-	// Whose the lock is, for the message of a run that waits for it.
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(fmt.Sprintf("pid %d, run root %s\n", os.Getpid(), runRoot)), 0)
-	}
-	return &hostLock{dir: dir, file: f}, nil
 }
 
-// tryLockHost takes the host lock in dir if no live run holds it; ok is
-// false when one does.
-func tryLockHost(dir string) (l *hostLock, ok bool, err error) {
-	f, err := os.OpenFile(filepath.Join(dir, hostLockFile), os.O_RDWR|os.O_CREATE, 0o644)
-	if errors.Is(err, os.ErrNotExist) {
-		// No run has taken it since the machine's /run was made: none
-		// holds it.
+// tryLockHost takes the host lock in dir if no live run holds it; free is
+// false when one does. The holder removes the lock file when it lets go
+// (release: nothing of the machine's is left behind), so a lock taken on
+// a file that is no longer the one at the path — a run that opened it
+// before its holder removed it — is no lock: it is let go and tried again.
+func tryLockHost(dir string) (l *hostLock, free bool, err error) {
+	path := filepath.Join(dir, hostLockFile)
+	for {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, false, fmt.Errorf("the real-node host lock: %w", err)
 		}
-		f, err = os.OpenFile(filepath.Join(dir, hostLockFile), os.O_RDWR|os.O_CREATE, 0o644)
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("the real-node host lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, false, nil
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the directory went with a holder's release
 		}
-		return nil, false, fmt.Errorf("taking the real-node host lock: %w", err)
+		if err != nil {
+			return nil, false, fmt.Errorf("the real-node host lock: %w", err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, false, nil
+			}
+			return nil, false, fmt.Errorf("taking the real-node host lock %s: %w", path, err)
+		}
+		held, herr := f.Stat()
+		now, perr := os.Stat(path)
+		if herr == nil && perr == nil && os.SameFile(held, now) {
+			return &hostLock{dir: dir, file: f}, true, nil
+		}
+		f.Close()
 	}
-	return &hostLock{dir: dir, file: f}, true, nil
 }
 
 // lockHolder says who holds the lock file, as its holder wrote it.
@@ -144,15 +143,23 @@ func (l *hostLock) keepRecord(data []byte) error {
 	return nil
 }
 
-// release removes the record (the machine is as found again) when
-// restored, and lets go of the lock.
+// release lets go of the lock. Restored (the machine is as found again),
+// it removes the record, the lock file and their directory while it still
+// holds the lock, so that nothing of csisim's stays on the machine; a run
+// that waits on the removed file finds it is no longer the lock and takes
+// the new one (tryLockHost). Not restored, the record stays for the next
+// run or `csisim clean` to adopt.
 func (l *hostLock) release(restored bool) error {
 	var err error
 	if restored {
-		if rerr := os.Remove(filepath.Join(l.dir, hostRecordFile)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-			err = fmt.Errorf("removing the host record: %w", rerr)
+		for _, name := range []string{hostRecordFile, hostLockFile} {
+			if rerr := os.Remove(filepath.Join(l.dir, name)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				err = errors.Join(err, fmt.Errorf("removing %s: %w", filepath.Join(l.dir, name), rerr))
+			}
 		}
+		_ = os.Remove(l.dir) // only if empty: another run may be making its lock there
+	} else {
+		_ = l.file.Truncate(0)
 	}
-	_ = l.file.Truncate(0)
 	return errors.Join(err, l.file.Close())
 }

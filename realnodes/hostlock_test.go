@@ -146,3 +146,36 @@ func TestRestoringADeadRunLeavesALiveHoldersHostAlone(t *testing.T) {
 		t.Errorf("vm.overcommit_memory after the clean-up with the host free: %s, want 0", got)
 	}
 }
+
+// A run that put the host back leaves nothing of the lock on the machine,
+// and the next run takes it afresh.
+func TestReleaseLeavesNothingBehind(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "csisim-real-nodes")
+	l, err := lockHost(context.Background(), dir, "/tmp/a-run", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.keepRecord([]byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.release(true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("after the release: %s is still there (%v)", dir, err)
+	}
+	next, err := lockHost(context.Background(), dir, "/tmp/next-run", nil)
+	if err != nil {
+		t.Fatalf("the next run: %v", err)
+	}
+	// A run that died holding it leaves its record for the next one.
+	if err := next.keepRecord([]byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.release(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, hostRecordFile)); err != nil {
+		t.Errorf("a release that did not restore removed the record: %v", err)
+	}
+}

@@ -106,15 +106,38 @@ log() { kind_log "$@"; }
 # (realnodes/hostlock.go), waiting while another run holds it. Fd 9 keeps
 # it to the end of the run (the daemon it starts inherits it, and holds the
 # host as long as it lives).
+#
+# The lock file goes when the run lets go of it (release_host_lock), so a
+# lock taken on a file that is no longer the one at the path (opened before
+# its holder removed it) is no lock: it is tried again.
+HOST_LOCK_DIR=/run/csisim-real-nodes
 take_host_lock() {
-	local dir=/run/csisim-real-nodes
-	mkdir -p "$dir"
-	exec 9<>"$dir/lock"
-	if ! flock -n 9; then
-		log "waiting for the host: another run with real nodes holds it ($(cat "$dir/lock" 2>/dev/null))"
-		flock 9
-	fi
-	printf 'pid %d, kind run %s\n' $$ "$workdir" >"$dir/lock"
+	local said=0
+	while :; do
+		mkdir -p "$HOST_LOCK_DIR"
+		exec 9<>"$HOST_LOCK_DIR/lock"
+		if ! flock -n 9; then
+			[ "$said" = 1 ] || log "waiting for the host: another run with real nodes holds it ($(cat "$HOST_LOCK_DIR/lock" 2>/dev/null))"
+			said=1
+			flock 9
+		fi
+		if [ "$(stat -L -c %d:%i /proc/$$/fd/9)" = "$(stat -c %d:%i "$HOST_LOCK_DIR/lock" 2>/dev/null)" ]; then
+			break
+		fi
+		exec 9>&-
+	done
+	printf 'pid %d, kind run %s\n' $$ "$workdir" >"$HOST_LOCK_DIR/lock"
+	host_locked=1
+}
+
+# release_host_lock removes the lock file (and its directory when empty)
+# while it still holds it, then lets go: nothing of the run's stays.
+release_host_lock() {
+	[ "${host_locked:-0}" = 1 ] || return 0
+	rm -f "$HOST_LOCK_DIR/lock"
+	rmdir "$HOST_LOCK_DIR" 2>/dev/null || true
+	exec 9>&-
+	host_locked=0
 }
 
 choose_mode

@@ -460,6 +460,7 @@ own_teardown() {
 	if [ -f "$workdir/footprint.json" ]; then
 		"$GO" -C "$root" run ./e2e/kind/footprint check "$workdir/footprint.json" --restore-sysctls || rc=1
 	fi
+	release_host_lock
 	return "$rc"
 }
 
