@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -161,8 +162,8 @@ func socketsOf(c *corev1.Container) []string {
 	env := envOf(c, "")
 	words := expandArgs(c.Args, env)
 	words = append(words, expandArgs(c.Command, env)...)
-	for _, v := range env {
-		words = append(words, v)
+	for _, name := range slices.Sorted(maps.Keys(env)) { // in one order: the paths go into messages
+		words = append(words, env[name])
 	}
 	var out []string
 	for _, w := range words {

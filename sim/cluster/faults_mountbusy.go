@@ -18,7 +18,6 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/csisim/csisim/fault"
 	"github.com/csisim/csisim/trace"
@@ -90,11 +89,7 @@ func (c *Cluster) holdMount(ctx context.Context, f fault.Fault) error {
 	if ns == "" {
 		ns = "default"
 	}
-	cs, err := kubernetes.NewForConfig(c.RESTConfig())
-	if err != nil {
-		return err
-	}
-	pod, err := cs.CoreV1().Pods(ns).Get(ctx, f.Busy.Pod, metav1.GetOptions{})
+	pod, err := c.clients.client("csisim").CoreV1().Pods(ns).Get(ctx, f.Busy.Pod, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("pod %s/%s: %w", ns, f.Busy.Pod, err)
 	}
