@@ -241,20 +241,24 @@ var _ = Describe("runs that end badly", func() {
 	It("names a driver that dies during the run, in the timeline and in the failure", func() {
 		tmp := GinkgoT().TempDir()
 		dir := GinkgoT().TempDir()
-		// The cluster's node plugin dies on its own two seconds after its
-		// socket appeared (not a fixed time after it started, which a
-		// loaded machine can reach before the plugin is ready); the
-		// controller plugin and the node plugin csisim asks about itself
-		// before the run (its endpoint under asked/) live on.
+		// The cluster's node plugin dies on its own once it has mounted
+		// the pod's volume, while the scenario's last wait (10h of
+		// cluster time, two wall seconds of an idle cluster) is still
+		// waiting: not a fixed wall time after it started, which a
+		// loaded machine can reach before the plugin is ready or after
+		// the wait has timed out. The controller plugin and the node
+		// plugin csisim asks about itself before the run (its endpoint
+		// under asked/) live on.
 		wrapper := filepath.Join(dir, "dying-driver")
 		Expect(os.WriteFile(wrapper, []byte(`#!/bin/sh
 case "$*" in
 *--node-id=controller*|*/asked/*) exec "$CSISIM" "$@" ;;
 esac
 sock=$(echo "$*" | sed -n 's|.*--endpoint=\(unix://\)*\([^ ]*\).*|\2|p')
+runroot=${sock%%/nodes/*}
 "$CSISIM" "$@" & pid=$!
-while [ ! -S "$sock" ]; do sleep 0.1; done
-sleep 2; kill -9 $pid; exit 3
+until grep -q " $runroot/.*kubernetes.io~csi/.*/mount " /proc/self/mountinfo; do sleep 0.02; done
+kill -9 $pid; exit 3
 `), 0o755)).To(Succeed())
 		scenarioFile := filepath.Join(dir, "long.yaml")
 		Expect(os.WriteFile(scenarioFile, []byte(longScenario+"  - wait: {object: pod/never, jsonPath: '{.status.phase}', equals: Running, timeout: 10h}\n"), 0o644)).To(Succeed())
