@@ -11,14 +11,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csisim/csisim/scenarios"
@@ -62,18 +59,22 @@ func clusterSpecs(files, chosen []string) {
 			continue
 		}
 		It("passes on the cluster: "+filepath.Base(file), func() {
-			before, err := clusterState(backend)
+			before, err := snapshotCluster(backend)
 			Expect(err).NotTo(HaveOccurred())
 			sc, err := scenarios.Load(file)
 			Expect(err).NotTo(HaveOccurred())
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), specTimeout(sc))
 			defer cancel()
 			runner := &scenarios.Runner{Backend: backend, Profile: deployed, Out: GinkgoWriter, SkipUnsupported: true, Restore: true}
 			res, err := runner.Run(ctx, sc)
 			report.add(name, outcomeOf(res, err))
+			// Whatever the outcome, what the scenario left is found and
+			// taken away here, so that one failed spec does not fail the
+			// specs after it on the shared cluster.
+			left := leftBehind(before)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Failed()).To(BeFalse())
-			if left := leftBehind(before); len(left) > 0 {
+			if len(left) > 0 {
 				report.add(name, "failed: left the cluster changed: "+strings.Join(left, "; "))
 				Fail("the scenario left the cluster changed:\n" + strings.Join(left, "\n"))
 			}
@@ -87,27 +88,6 @@ func clusterSpecs(files, chosen []string) {
 			Expect(report.write(*kindReport)).To(Succeed())
 		}
 	})
-}
-
-// leftBehindTimeout bounds the wait for what a scenario made to go once
-// it ended: its claims' volumes are deleted after the claims.
-const leftBehindTimeout = 3 * time.Minute
-
-// leftBehind is how the cluster differs from before, once what the
-// scenario made had leftBehindTimeout to go; nil when it does not.
-func leftBehind(before []string) []string {
-	deadline := time.Now().Add(leftBehindTimeout)
-	for {
-		after, err := clusterState(backend)
-		if err != nil {
-			return []string{err.Error()}
-		}
-		d := diffState(before, after)
-		if len(d) == 0 || time.Now().After(deadline) {
-			return d
-		}
-		time.Sleep(2 * time.Second)
-	}
 }
 
 // outcomes are the scenarios' outcomes, for -kind-report.
@@ -159,61 +139,4 @@ func outcomeOf(res *scenarios.Result, err error) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-// stateKinds are the cluster-scoped objects a scenario may make and must
-// remove: what is left of them outlives its namespace.
-var stateKinds = []schema.GroupVersionResource{
-	{Version: "v1", Resource: "nodes"},
-	{Version: "v1", Resource: "persistentvolumes"},
-	{Version: "v1", Resource: "namespaces"},
-	{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"},
-	{Group: "storage.k8s.io", Version: "v1", Resource: "csidrivers"},
-	{Group: "storage.k8s.io", Version: "v1", Resource: "volumeattachments"},
-	{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotclasses"},
-	{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotcontents"},
-}
-
-// clusterState is one line per cluster-scoped object of stateKinds: its
-// kind and name, and for a node its taints and whether it is cordoned
-// (what a scenario changes on the nodes it borrows).
-func clusterState(b scenarios.Backend) ([]string, error) {
-	client, err := dynamic.NewForConfig(b.RESTConfig())
-	if err != nil {
-		return nil, err
-	}
-	var state []string
-	for _, gvr := range stateKinds {
-		list, err := client.Resource(gvr).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", gvr.Resource, err)
-		}
-		for _, o := range list.Items {
-			line := gvr.Resource + "/" + o.GetName()
-			if gvr.Resource == "nodes" {
-				spec, _ := o.Object["spec"].(map[string]any)
-				line += fmt.Sprintf(" taints=%v unschedulable=%v", spec["taints"], spec["unschedulable"])
-			}
-			state = append(state, line)
-		}
-	}
-	sort.Strings(state)
-	return state, nil
-}
-
-// diffState lists what after has that before had not (+) and the reverse
-// (-).
-func diffState(before, after []string) []string {
-	var d []string
-	for _, a := range after {
-		if !slices.Contains(before, a) {
-			d = append(d, "+ "+a)
-		}
-	}
-	for _, b := range before {
-		if !slices.Contains(after, b) {
-			d = append(d, "- "+b)
-		}
-	}
-	return d
 }

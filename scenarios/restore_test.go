@@ -2,7 +2,10 @@ package scenarios
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -72,5 +75,50 @@ func TestRunRestorePutsBackWhatItChanged(t *testing.T) {
 		if pvcErr != nil {
 			t.Errorf("restore=%v: the claim in the run's namespace was touched: %v", restore, pvcErr)
 		}
+	}
+}
+
+// undoRecorder is a shared-cluster backend that records the context its
+// faults are undone with.
+type undoRecorder struct {
+	fakeBackend
+	err *error
+}
+
+func (b undoRecorder) UndoFaults(ctx context.Context) error {
+	*b.err = ctx.Err()
+	return nil
+}
+
+// A run whose context ends (the e2e suite's per-scenario deadline) still
+// puts the cluster back: a node it stopped, left down, would fail every
+// run after it on the shared cluster.
+func TestRunPutsBackAfterItsContextEnded(t *testing.T) {
+	s := mustParse(t, `steps:
+  - sleep: 1h
+`)
+	cluster := newFakeCluster(clock.RealClock{})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	undoErr := errors.New("not called")
+	_, err := (&Runner{Backend: undoRecorder{err: &undoErr}, Namespace: "default", Restore: true}).run(ctx, s, cluster.objects)
+	if err == nil {
+		t.Fatal("a sleep past the run's deadline passed")
+	}
+	if undoErr != nil {
+		t.Errorf("the faults were undone with a context that had ended: %v", undoErr)
+	}
+}
+
+// On a shared cluster (SkipUnsupported) a scenario deployed from its own
+// manifests is skipped, saying why, not an error of the suite.
+func TestRunSkipsDeployElsewhereWhenSkippingUnsupported(t *testing.T) {
+	sc := &Scenario{Name: "s", Cluster: Cluster{Deploy: "lib/deploy-x"}, Steps: []Step{{}}}
+	res, err := (&Runner{Backend: noDeployBackend{}, SkipUnsupported: true}).Run(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Skipped, "its cluster is deployed from lib/deploy-x (cluster.deploy)") {
+		t.Errorf("skipped: %q", res.Skipped)
 	}
 }

@@ -80,16 +80,14 @@ func (r *Runner) Run(ctx context.Context, s *Scenario) (*Result, error) {
 	if r.Backend == nil {
 		return nil, errors.New("run scenario: Runner.Backend is nil")
 	}
-	if s.Cluster.Deploy != "" {
-		d, ok := r.Backend.(Deployer)
-		if !ok || filepath.Clean(d.DeployedFrom()) != filepath.Clean(s.Cluster.Deploy) {
-			return nil, fmt.Errorf("run scenario %s: its cluster is deployed from %s (cluster.deploy), and this backend was not started "+
-				"with those manifests: run it on the simulator (csisim run), which applies them", s.Name, s.Cluster.Deploy)
+	if why := r.unstartedCluster(s); why != "" {
+		// On a shared cluster (SkipUnsupported) a scenario that needs the
+		// cluster started otherwise is a capability the cluster lacks:
+		// skipped before it starts, as a fault it cannot inject is.
+		if r.SkipUnsupported {
+			return r.skipped(s, why), nil
 		}
-	}
-	if h, ok := r.Backend.(HealthMonitored); s.Cluster.HealthMonitor && (!ok || !h.RunsHealthMonitor()) {
-		return nil, fmt.Errorf("run scenario %s: it asks for the external-health-monitor sidecar (cluster.healthMonitor), "+
-			"which this backend was not started with: run it on the simulator (csisim run)", s.Name)
+		return nil, fmt.Errorf("run scenario %s: %s", s.Name, why)
 	}
 	var have timing.Timing
 	if t, ok := r.Backend.(Timed); ok {
@@ -202,12 +200,45 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		}
 	}
 	outlastErr := ex.outlastTimed(ctx)
-	cleanupErr := errors.Join(outlastErr, r.undoFaults(ctx), ns.close(ctx, ex), ex.giveBack(ctx))
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	cleanupErr := errors.Join(outlastErr, r.undoFaults(cctx), ns.close(cctx, ex), ex.giveBack(cctx))
 	res.Duration = clk.Since(started)
 	if err := runFailure(s, failed, finallyFailed, cleanupErr); err != nil {
 		return res, err
 	}
 	return res, r.checkInvariants(ctx, s, res)
+}
+
+// unstartedCluster says what s asks of how the cluster was started that
+// the backend was not started with; "" when nothing.
+func (r *Runner) unstartedCluster(s *Scenario) string {
+	if s.Cluster.Deploy != "" {
+		d, ok := r.Backend.(Deployer)
+		if !ok || filepath.Clean(d.DeployedFrom()) != filepath.Clean(s.Cluster.Deploy) {
+			return fmt.Sprintf("its cluster is deployed from %s (cluster.deploy), and this backend was not started "+
+				"with those manifests: run it on the simulator (csisim run), which applies them", s.Cluster.Deploy)
+		}
+	}
+	if h, ok := r.Backend.(HealthMonitored); s.Cluster.HealthMonitor && (!ok || !h.RunsHealthMonitor()) {
+		return "it asks for the external-health-monitor sidecar (cluster.healthMonitor), " +
+			"which this backend was not started with: run it on the simulator (csisim run)"
+	}
+	return ""
+}
+
+// cleanupTimeout bounds putting the cluster back at the end of a run:
+// a node its faults stopped coming back (up to 5 minutes), the run's
+// namespace going (namespaceCleanupTimeout), what it changed written back.
+const cleanupTimeout = 10 * time.Minute
+
+// cleanupContext is the context the end of a run puts the cluster back
+// with: ctx's values without its deadline or cancellation, bounded by
+// cleanupTimeout of its own. A run that timed out (ctx's deadline) must
+// still start the node it stopped and delete its namespace, or the next
+// run on the shared cluster inherits them.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }
 
 // undoFaults has a FaultUndoer backend put back what the run's faults
