@@ -33,5 +33,24 @@ func DeployedProfile() *profile.Profile {
 		}
 	}
 	p.Flags = profile.Flags{Zone: p.Flags.Zone, Extra: extra}
+	p.NotSupported = maps.Clone(p.NotSupported)
+	if p.NotSupported == nil {
+		p.NotSupported = map[string]string{}
+	}
+	for name, why := range deployedNotSupported {
+		p.NotSupported[name] = why
+	}
 	return &p
+}
+
+// deployedNotSupported are the library scenarios that need what
+// deploy/kubernetes does not give the driver, and why.
+var deployedNotSupported = map[string]string{
+	// The controller's ServiceAccount may not read Secrets
+	// (20-rbac-controller.yaml; upstream external-provisioner's
+	// deploy/kubernetes/rbac.yaml leaves that rule commented out too):
+	// the provisioner secret of the scenario's class is "forbidden", not
+	// "not found" and then found.
+	"provisioning-secrets-and-clones": "deploy/kubernetes grants the controller's ServiceAccount no access to Secrets " +
+		"(20-rbac-controller.yaml), so the external-provisioner cannot read the class's provisioner secret",
 }

@@ -52,6 +52,7 @@ func TestDeployedProfileSkips(t *testing.T) {
 		{"readwritemany-two-nodes", "multiNode"},
 		{"scheduling-volume-limits", "volumeLimit"},
 		{"storage-capacity", "capacity"},
+		{"provisioning-secrets-and-clones", "no access to Secrets"},
 	} {
 		s, err := scenarios.Load(filepath.Join("..", "scenarios", "library", tt.scenario+".yaml"))
 		if err != nil {
