@@ -31,6 +31,9 @@ type executor struct {
 	// borrowed are what the run changed outside its namespace, to be put
 	// back (Runner.Restore); nil when it is not.
 	borrowed *borrowed
+	// others are the UIDs of volume objects on the shared cluster that
+	// are not the run's (othersObjects); lists leave them out.
+	others map[string]bool
 }
 
 // firstOf is the first of values that is not empty.
@@ -111,6 +114,7 @@ func (ex *executor) look(ctx context.Context, c *Check) (verdict, map[string]any
 	var err error
 	if c.Object.Name == "" {
 		obj, err = ex.objects.list(ctx, c.Object.Kind, c.Namespace, c.LabelSelector)
+		obj = ownList(obj, ex.others)
 	} else {
 		obj, err = ex.objects.get(ctx, c.Object, c.Namespace)
 	}

@@ -122,3 +122,26 @@ func TestRunSkipsDeployElsewhereWhenSkippingUnsupported(t *testing.T) {
 		t.Errorf("skipped: %q", res.Skipped)
 	}
 }
+
+// On a shared cluster a step that counts a volume kind counts the run's
+// own: a volume another run left (still being deleted) is not the run's.
+func TestRunCountsOnlyItsOwnVolumesOnASharedCluster(t *testing.T) {
+	s := mustParse(t, `steps:
+  - wait: {object: persistentvolumes, count: 0, timeout: 1s}
+`)
+	for _, restore := range []bool{false, true} {
+		cluster := newFakeCluster(clock.RealClock{})
+		ctx := context.Background()
+		pv := map[string]any{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": map[string]any{"name": "pvc-other", "uid": "u-other"}}
+		if _, err := cluster.client.Resource(pvsGVR).Create(ctx, &unstructured.Unstructured{Object: pv}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := (&Runner{Backend: fakeBackend{}, Namespace: "default", Restore: restore}).run(ctx, s, cluster.objects)
+		if restore && (err != nil || !r.Passed()) {
+			t.Errorf("shared cluster: another run's volume was counted: %v", err)
+		}
+		if !restore && err == nil {
+			t.Error("a cluster of the run's own: its one volume was not counted")
+		}
+	}
+}

@@ -163,6 +163,13 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		res.Duration = clk.Since(started)
 		return res, fmt.Errorf("run scenario %s: %w", s.Name, err)
 	}
+	var others map[string]bool
+	if _, simulated := r.Backend.(Simulated); r.Restore && !simulated {
+		if others, err = othersObjects(ctx, objects); err != nil {
+			res.Duration = clk.Since(started)
+			return res, fmt.Errorf("run scenario %s: %w", s.Name, err)
+		}
+	}
 	ns, err := r.openNamespace(ctx, s, objects)
 	if err != nil {
 		res.Duration = clk.Since(started)
@@ -171,6 +178,7 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	res.Namespace = ns.name
 	ex := r.newExecutor(s, objects, clk, ns.name)
 	defer func() { res.Fired = ex.timed.fired }()
+	ex.others = others
 	prof := r.profileFor(s)
 	scope := stepScope{builtin: builtinVars(prof, ns.name), namespace: ns.name, nodes: nodes, unasked: unaskedCallsOf(prof)}
 	for i := range all {
