@@ -34,6 +34,9 @@ type executor struct {
 	// others are the UIDs of volume objects on the shared cluster that
 	// are not the run's (othersObjects); lists leave them out.
 	others map[string]bool
+	// confine are the workers the run's pods may run on (confinePods);
+	// nil for any.
+	confine []string
 }
 
 // firstOf is the first of values that is not empty.
@@ -89,6 +92,14 @@ func (ex *executor) apply(ctx context.Context, a *Apply) (stepOutcome, error) {
 		if adapter != nil {
 			obj = obj.DeepCopy() // the scenario may run again, elsewhere
 			if err := adapter.AdaptManifest(obj); err != nil {
+				return stepOutcome{}, fmt.Errorf("%s:%d: apply %s: %w", m.File, m.Line, m.Describe(), err)
+			}
+		}
+		if len(ex.confine) > 0 {
+			if adapter == nil {
+				obj = obj.DeepCopy()
+			}
+			if err := confinePods(obj, ex.confine); err != nil {
 				return stepOutcome{}, fmt.Errorf("%s:%d: apply %s: %w", m.File, m.Line, m.Describe(), err)
 			}
 		}

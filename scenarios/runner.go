@@ -163,12 +163,10 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 		res.Duration = clk.Since(started)
 		return res, fmt.Errorf("run scenario %s: %w", s.Name, err)
 	}
-	var others map[string]bool
-	if _, simulated := r.Backend.(Simulated); r.Restore && !simulated {
-		if others, err = othersObjects(ctx, objects); err != nil {
-			res.Duration = clk.Since(started)
-			return res, fmt.Errorf("run scenario %s: %w", s.Name, err)
-		}
+	view, err := r.sharedClusterView(ctx, s, objects, nodes)
+	if err != nil {
+		res.Duration = clk.Since(started)
+		return res, fmt.Errorf("run scenario %s: %w", s.Name, err)
 	}
 	ns, err := r.openNamespace(ctx, s, objects)
 	if err != nil {
@@ -178,7 +176,7 @@ func (r *Runner) run(ctx context.Context, s *Scenario, objects objectStore) (*Re
 	res.Namespace = ns.name
 	ex := r.newExecutor(s, objects, clk, ns.name)
 	defer func() { res.Fired = ex.timed.fired }()
-	ex.others = others
+	ex.others, ex.confine = view.others, view.confine
 	prof := r.profileFor(s)
 	scope := stepScope{builtin: builtinVars(prof, ns.name), namespace: ns.name, nodes: nodes, unasked: unaskedCallsOf(prof)}
 	for i := range all {
