@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // touches matches the calls of an own-daemon run that change something:
@@ -144,5 +147,38 @@ func TestPrepareShNoWayToInstallDocker(t *testing.T) {
 	}
 	if _, err := os.Stat(cache); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the cache was touched: %v", err)
+	}
+}
+
+// An own-daemon run of the tests' takes the host lock where
+// E2E_KIND_HOST_LOCK_DIR says, not the machine's: run inside a real run
+// (whose e2e/kind step runs these tests) it waited for that run's lock
+// until its timeout. Held here, the run waits for it and goes on once it
+// is let go.
+func TestRunShHostLockWhereTheTestsSay(t *testing.T) {
+	dir := t.TempDir()
+	lockDir := filepath.Join(dir, "held")
+	if err := os.MkdirAll(lockDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(lockDir, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(3 * time.Second)
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	}()
+	ownCache(t, dir)
+	res := runScript(t, nil, "FAKE_DOCKER_INFO_RC=1", "CSISIM_CACHE="+filepath.Join(dir, "cache"), "E2E_KIND_HOST_LOCK_DIR="+lockDir)
+	if !strings.Contains(res.stderr, "waiting for the host") {
+		t.Errorf("the run did not wait for the lock held in E2E_KIND_HOST_LOCK_DIR; output:\n%s", res.stderr)
+	}
+	if index(res.calls, `^go .*/footprint save `) < 0 {
+		t.Errorf("the run did not go on once the lock was let go; output:\n%s", res.stderr)
 	}
 }

@@ -279,6 +279,7 @@ func runScript(t *testing.T, without []string, env ...string) runResult {
 		"PATH=" + path, "HOME=" + dir, "TMPDIR=" + tmp,
 		"FAKE_LOG=" + logFile, "FAKE_DIR=" + dir,
 		"E2E_KIND_FIGURES=" + filepath.Join(dir, "kind.md"), "CSISIM_CACHE=" + filepath.Join(dir, "cache"),
+		"E2E_KIND_HOST_LOCK_DIR=" + filepath.Join(dir, "hostlock"),
 	}, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
