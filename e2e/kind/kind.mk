@@ -14,9 +14,8 @@
 #   make e2e-kind-smoke    cluster, driver, E2E_KIND_SMOKE library specs, the
 #                          Indexed Job of 2 completions (run.sh smoke)
 #   make e2e-kind-ci       the smoke with E2E_KIND_CI's specs, sized for CI's
-#                          budget (about 16 minutes here); not in .ci/run
-#                          until it passes twice in a row (10 of 11 on
-#                          2026-12-07, the one failure a race since fixed)
+#                          budget (about 16 minutes here); .ci/run's kind
+#                          stage, when the cache is prepared
 #   make e2e-kind-lint     bash -n and shellcheck on the scripts (shellcheck
 #                          must be installed: apt-get install shellcheck)
 #   make e2e-kind-check    what can be checked without Docker: the manifest,
