@@ -53,7 +53,7 @@ type kubeObjects struct {
 	client dynamic.Interface
 	// core reads pods/log (podlogs.go), which is text, not an object;
 	// nil in tests built from fakes.
-	core kubernetes.Interface
+	core   kubernetes.Interface
 	mapper meta.RESTMapper
 	clock  clock.PassiveClock
 
