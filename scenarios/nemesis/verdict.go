@@ -111,7 +111,14 @@ func Classify(res *scenarios.Result, runErr error, problems []string, entries []
 	}
 	k.Invariants, k.Upstream = uniqueSorted(k.Invariants), uniqueSorted(k.Upstream)
 	if v.Class == Liveness {
-		k.Message += "\nmeanwhile a step failed: " + v.Message
+		// The step's own message names the KNOWN lines again.
+		var lines []string
+		for _, l := range strings.Split(v.Message, "\n") {
+			if !strings.HasPrefix(l, "  meanwhile: KNOWN  ") {
+				lines = append(lines, l)
+			}
+		}
+		k.Message += "\nmeanwhile a step failed: " + strings.Join(lines, "\n")
 	}
 	return k
 }
