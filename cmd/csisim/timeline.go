@@ -143,7 +143,7 @@ func violationsOf(out runOutcome) []trace.Violation {
 	}
 	vs := make([]trace.Violation, 0, len(found))
 	for _, v := range found {
-		vs = append(vs, trace.Violation{Invariant: v.Invariant, Message: v.Message, Entries: v.Entries})
+		vs = append(vs, trace.Violation{Invariant: v.Invariant, Message: v.Message, Entries: v.Entries, KnownUpstream: v.KnownUpstream})
 	}
 	return vs
 }
