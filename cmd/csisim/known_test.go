@@ -106,3 +106,26 @@ func TestSweepCountsKnownUpstreamApart(t *testing.T) {
 		}
 	}
 }
+
+// csisim test counts a known-upstream scenario apart and prints its KNOWN
+// lines; it fails nothing.
+func TestDriverTestCountsKnownUpstreamApart(t *testing.T) {
+	knownLine := "KNOWN  kubernetes#121937: INVARIANT csi-call-order violated: ..."
+	results := []scenarioResult{
+		{name: "basic-lifecycle", seedResult: seedResult{Steps: "13 steps"}},
+		{name: "expansion-block", seedResult: seedResult{Steps: "16 steps", KnownUpstream: []string{knownLine}}},
+	}
+	var out bytes.Buffer
+	for _, r := range results {
+		printScenario(&out, r)
+	}
+	if failed := printTotals(&out, nil, results, time.Second); failed {
+		t.Errorf("a known-upstream scenario failed the test:\n%s", out.String())
+	}
+	for _, want := range []string{"  KNOWN expansion-block", "        " + knownLine + "\n",
+		"scenarios: 1 passed, 0 failed, 0 skipped, 1 known-upstream\n", "total: 1 passed, 0 failed, 0 skipped, 1 known-upstream\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

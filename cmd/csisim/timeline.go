@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/csisim/csisim/invariant"
@@ -139,7 +140,7 @@ func violationsOf(out runOutcome) []trace.Violation {
 	case out.result != nil && out.result.Invariants != nil:
 		found = out.result.Invariants.Violations
 	case errors.As(out.runErr, &stepErr):
-		found = stepErr.Broken
+		found = append(slices.Clone(stepErr.Broken), stepErr.KnownUpstream...)
 	}
 	vs := make([]trace.Violation, 0, len(found))
 	for _, v := range found {
