@@ -100,16 +100,27 @@ func Classify(res *scenarios.Result, runErr error, problems []string, entries []
 	case runErr == nil && res != nil && res.Invariants != nil:
 		known = res.Invariants.KnownUpstream
 	}
-	if len(known) == 0 || (v.Class != Pass && v.Class != Liveness) {
+	if len(known) == 0 {
 		return v
 	}
-	k := Verdict{Class: KnownUpstream, Step: v.Step, Message: scenarios.KnownReport(known, entries)}
+	// Whatever the verdict, it names them: a failure for another reason
+	// still shows what the known bug did.
+	var invariants []string
 	for _, kv := range known {
-		k.Invariants = append(k.Invariants, kv.Invariant)
-		k.Upstream = append(k.Upstream, kv.KnownUpstream)
-		k.Known = append(k.Known, kv.KnownLine())
+		invariants = append(invariants, kv.Invariant)
+		v.Upstream = append(v.Upstream, kv.KnownUpstream)
+		v.Known = append(v.Known, kv.KnownLine())
 	}
-	k.Invariants, k.Upstream = uniqueSorted(k.Invariants), uniqueSorted(k.Upstream)
+	v.Upstream = uniqueSorted(v.Upstream)
+	switch v.Class {
+	case Error:
+		v.Message += "\n" + scenarios.KnownReport(known, entries)
+		return v
+	case Safety: // its message (the step's, the invariants') has the KNOWN lines
+		return v
+	}
+	k := Verdict{Class: KnownUpstream, Step: v.Step, Message: scenarios.KnownReport(known, entries),
+		Invariants: uniqueSorted(invariants), Upstream: v.Upstream, Known: v.Known}
 	if v.Class == Liveness {
 		// The step's own message names the KNOWN lines again.
 		var lines []string

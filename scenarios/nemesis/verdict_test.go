@@ -106,3 +106,20 @@ func TestClassifyKnownUpstream(t *testing.T) {
 		}
 	}
 }
+
+// A verdict that fails for another reason still names the known bug's
+// violations, for the JSON result and the report.
+func TestAFailingVerdictNamesTheKnownUpstreamViolations(t *testing.T) {
+	known := invariant.Violation{Invariant: "csi-call-order", Message: "m", KnownUpstream: "kubernetes#121937"}
+	step := &scenarios.StepError{Step: 2, Name: "wait", Err: errors.New("timed out"), KnownUpstream: []invariant.Violation{known}}
+	for _, v := range []Verdict{Classify(nil, step, []string{"node plugin on n exited"}, nil),
+		Classify(nil, &scenarios.StepError{Step: 2, Name: "wait", Err: errors.New("x"), Broken: []invariant.Violation{{Invariant: "rwo-single-node"}},
+			KnownUpstream: []invariant.Violation{known}}, nil, nil)} {
+		if len(v.Known) != 1 || !slices.Equal(v.Upstream, []string{"kubernetes#121937"}) {
+			t.Errorf("%s: Known %q, Upstream %q; want the known violation", v.Signature(), v.Known, v.Upstream)
+		}
+		if v.Class == Error && !strings.Contains(v.Message, "KNOWN  kubernetes#121937: INVARIANT csi-call-order violated: m") {
+			t.Errorf("%s: message %q lacks the KNOWN line", v.Signature(), v.Message)
+		}
+	}
+}
