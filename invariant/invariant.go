@@ -69,22 +69,10 @@ type Violation struct {
 	// ("kubernetes#121937") when the violation is Kubernetes' doing, not
 	// the driver's: the message says how. "" for any other violation.
 	// Such a violation is a verdict of its own — reported on every run
-	// that has it, never counted as a failure (SplitKnown) — so that a
-	// sweep can be green while the bug is there and still show it.
+	// that has it, never counted as a failure (scenarios.InvariantResult
+	// keeps it apart) — so that a sweep can be green while the bug is
+	// there and still show it.
 	KnownUpstream string
-}
-
-// SplitKnown parts violations into those that count (ordinary) and those a
-// known upstream bug caused (known), each in the order given.
-func SplitKnown(vs []Violation) (ordinary, known []Violation) {
-	for _, v := range vs {
-		if v.KnownUpstream != "" {
-			known = append(known, v)
-		} else {
-			ordinary = append(ordinary, v)
-		}
-	}
-	return ordinary, known
 }
 
 // KnownLine is how a known-upstream violation is printed, on every run
