@@ -16,6 +16,7 @@ func TestContainerExit(t *testing.T) {
 		name  string
 		c     corev1.Container
 		code  int32
+		after time.Duration
 		lines []string // nil: it runs
 	}{
 		{name: "Go flag: the error, then the usage", c: corev1.Container{Image: "registry.k8s.io/sig-storage/csi-attacher:v4.13.0",
@@ -28,19 +29,39 @@ func TestContainerExit(t *testing.T) {
 			Args: []string{"--csi-address=/csi/csi.sock"}}, code: 1,
 			lines: []string{`E1207 10:54:08.123456       1 main.go:135] "kubelet-registration-path is a required parameter"`}},
 		{name: "flags it knows", c: corev1.Container{Image: "registry.k8s.io/sig-storage/csi-attacher:v4.13.0",
-			Args: []string{"--csi-address=/csi/csi.sock", "--leader-election"}}},
+			Args: []string{"--csi-address=/csi/csi.sock", "--leader-election"}, VolumeMounts: []corev1.VolumeMount{{Name: "socket-dir", MountPath: "/csi"}}}},
 		{name: "no sidecar", c: corev1.Container{Image: "busybox", Args: []string{"--anything"}}},
+		{name: "provisioner beside no driver", c: corev1.Container{Image: "registry.k8s.io/sig-storage/csi-provisioner:v6.4.0",
+			Args: []string{"--csi-address=/run/csi.sock"}, VolumeMounts: []corev1.VolumeMount{{Name: "run", MountPath: "/run"}}},
+			code: 1, after: 30 * time.Second, lines: []string{
+				`I1207 10:54:18.123456       1 connection.go:253] "Still connecting" address="unix:///run/csi.sock"`,
+				`I1207 10:54:28.123456       1 connection.go:253] "Still connecting" address="unix:///run/csi.sock"`,
+				`E1207 10:54:38.123456       1 csi-provisioner.go:231] context deadline exceeded`}},
+		{name: "attacher beside no driver", c: corev1.Container{Image: "registry.k8s.io/sig-storage/csi-attacher:v4.13.0",
+			Args: []string{"--csi-address=/run/csi.sock"}, VolumeMounts: []corev1.VolumeMount{{Name: "run", MountPath: "/run"}}},
+			code: 1, after: 30 * time.Second, lines: []string{
+				`I1207 10:54:18.123456       1 connection.go:253] "Still connecting" address="unix:///run/csi.sock"`,
+				`I1207 10:54:28.123456       1 connection.go:253] "Still connecting" address="unix:///run/csi.sock"`,
+				`E1207 10:54:38.123456       1 main.go:153] "Failed to connect to the CSI driver" err="context deadline exceeded" csiAddress="/run/csi.sock"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			exit := ContainerExit(&tc.c, "default", now)
+			// The driver's container serves its socket on volume
+			// socket-dir: a sidecar on another reaches no driver.
+			spec := &corev1.PodSpec{Containers: []corev1.Container{tc.c, {Name: "driver", Image: "example.com/driver:v1",
+				VolumeMounts: []corev1.VolumeMount{{Name: "socket-dir", MountPath: "/csi"}}}}}
+			exit := ContainerExit(spec, &spec.Containers[0], "default", now)
 			if tc.lines == nil {
 				if exit != nil {
 					t.Fatalf("exit %+v, want none", exit)
 				}
 				return
 			}
-			if exit == nil || exit.Code != tc.code || !slices.Equal(exit.Stderr, tc.lines) {
-				t.Fatalf("exit %+v, want code %d, lines %q", exit, tc.code, tc.lines)
+			var lines []string
+			for _, l := range exit.Stderr {
+				lines = append(lines, l.Text)
+			}
+			if exit.Code != tc.code || exit.After != tc.after || !slices.Equal(lines, tc.lines) {
+				t.Fatalf("exit %+v, want code %d after %s, lines %q", exit, tc.code, tc.after, tc.lines)
 			}
 		})
 	}

@@ -18,19 +18,23 @@ import (
 )
 
 // containerExits is how the kubelets learn that a sidecar container's
-// binary exits at start for its flags (manifests.ContainerExit), so that
-// its container crash-loops as the real one does; nil (every container
+// binary exits soon after it starts for its flags (manifests.ContainerExit),
+// so that its container crash-loops as the real one does; nil (every container
 // runs) without a deployment.
 func (c *Cluster) containerExits() func(*corev1.Pod, *corev1.Container, time.Time) *kubelet.ContainerExit {
 	if c.cfg.Deploy == nil {
 		return nil
 	}
 	return func(pod *corev1.Pod, ctr *corev1.Container, now time.Time) *kubelet.ContainerExit {
-		exit := manifests.ContainerExit(ctr, pod.Namespace, now)
+		exit := manifests.ContainerExit(&pod.Spec, ctr, pod.Namespace, now)
 		if exit == nil {
 			return nil
 		}
-		return &kubelet.ContainerExit{Code: exit.Code, Stderr: exit.Stderr}
+		out := &kubelet.ContainerExit{Code: exit.Code, After: exit.After}
+		for _, l := range exit.Stderr {
+			out.Stderr = append(out.Stderr, kubelet.OutputLine{After: l.After, Text: l.Text})
+		}
+		return out
 	}
 }
 

@@ -1,14 +1,15 @@
 package kubelet
 
-// Containers whose process exits at start (Config.ContainerExits: a
-// sidecar of a driver's deployment whose flags stop its binary) and their
+// Containers whose process exits soon after it starts (Config.ContainerExits:
+// a sidecar of a driver's deployment whose flags stop its binary) and their
 // restarts — models kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go
 // doBackOff with the kubelet's crash-loop backoff (pkg/kubelet/kubelet.go
 // newCrashLoopBackOff: 10s doubling to MaxContainerBackOff, 5m, with
 // KubeletCrashLoopBackOffMax at its default; client-go
 // util/flowcontrol/backoff.go) and the statuses of
 // pkg/kubelet/kubelet_pods.go convertToAPIContainerStatuses. A container
-// exits the moment it starts; PLEG's next relist (1s on) sees it exited and
+// runs until its process exits (at once, for a refused flag); PLEG's next
+// relist (1s on) sees it exited and
 // the pod is synced: the first time it is started again at once, after that
 // it waits its backoff from when it exited, shown as waiting
 // CrashLoopBackOff with the BackOff event, and is started again when the
@@ -45,11 +46,19 @@ const (
 	reasonError            = "Error"
 )
 
-// ContainerExit is how a container's process ends the moment it starts.
+// ContainerExit is how a container's process ends once started.
 type ContainerExit struct {
-	Code int32
+	// Code is its exit status, After how long it runs before it exits.
+	Code  int32
+	After time.Duration
 	// Stderr are the lines it writes before it exits: its log.
-	Stderr []string
+	Stderr []OutputLine
+}
+
+// OutputLine is a line a process writes, After its start.
+type OutputLine struct {
+	After time.Duration
+	Text  string
 }
 
 // crashLoop is a container whose process exits at start, with what the
@@ -67,10 +76,13 @@ type crashLoop struct {
 	// (its delay and lastUpdate); none while backoff is 0.
 	backoff   time.Duration
 	backoffAt time.Time
+	// running: its run started at started and has not exited yet.
+	running bool
+	started time.Time
 	// waiting: in its backoff, shown as CrashLoopBackOff until next.
 	waiting bool
-	// next is when the pod worker looks at it again: the relist after it
-	// exited, or the end of its backoff.
+	// next is when the pod worker looks at it again: its run's exit, the
+	// relist after it exited, or the end of its backoff.
 	next time.Time
 }
 
@@ -79,6 +91,8 @@ type crashView struct {
 	state, last corev1.ContainerState
 	restarts    int32
 	id          string
+	// running: ready and started, as a container without probes is.
+	running bool
 }
 
 // containerExit asks Config.ContainerExits how container c of pod ends at
@@ -92,23 +106,34 @@ func (k *Kubelet) containerExit(pod *corev1.Pod, c *corev1.Container) *Container
 }
 
 // runExiting records the start of container c (its first run) whose
-// process exits at once.
+// process exits after a while, or at once.
 func (k *Kubelet) runExiting(pod *corev1.Pod, pc *podContainers, c *corev1.Container, exit *ContainerExit) error {
 	if pc.crashing == nil {
 		pc.crashing = map[string]*crashLoop{}
 	}
 	cl := &crashLoop{exit: *exit}
 	pc.crashing[c.Name] = cl
-	return k.ran(pod, c, cl)
+	return k.run(pod, c, cl)
 }
 
-// ran is one run of a crash-looping container: it starts and exits now,
-// writing its output to the log of that run.
-func (k *Kubelet) ran(pod *corev1.Pod, c *corev1.Container, cl *crashLoop) error {
+// run starts a run of a crash-looping container now; one that exits at
+// once exits here.
+func (k *Kubelet) run(pod *corev1.Pod, c *corev1.Container, cl *crashLoop) error {
 	now := k.clock.Now()
-	at := metav1.NewTime(now).Rfc3339Copy()
+	cl.running, cl.started, cl.waiting, cl.next = true, now, false, now.Add(cl.exit.After)
+	if cl.exit.After > 0 {
+		return nil
+	}
+	return k.exited(pod, c, cl)
+}
+
+// exited ends the container's run: it has written its output (the log of
+// that run) and exited now.
+func (k *Kubelet) exited(pod *corev1.Pod, c *corev1.Container, cl *crashLoop) error {
+	now := k.clock.Now()
 	id := runContainerID(pod.UID, c.Name, cl.restarts)
-	t := &corev1.ContainerStateTerminated{ExitCode: cl.exit.Code, StartedAt: at, FinishedAt: at, ContainerID: id}
+	t := &corev1.ContainerStateTerminated{ExitCode: cl.exit.Code, StartedAt: metav1.NewTime(cl.started).Rfc3339Copy(),
+		FinishedAt: metav1.NewTime(now).Rfc3339Copy(), ContainerID: id}
 	if cl.exit.Code != 0 {
 		t.Reason = reasonError
 	}
@@ -116,16 +141,20 @@ func (k *Kubelet) ran(pod *corev1.Pod, c *corev1.Container, cl *crashLoop) error
 		t.Message = fallbackMessage(cl.exit.Stderr)
 	}
 	cl.before, cl.last, cl.exited = cl.last, t, now
-	cl.waiting, cl.next = false, now.Add(plegRelistPeriod)
-	return k.writeRunLog(pod, c.Name, cl.restarts, "stderr", cl.exit.Stderr)
+	cl.running, cl.next = false, now.Add(plegRelistPeriod)
+	return k.writeRunLog(pod, c.Name, cl.restarts, cl.started, cl.exit.Stderr)
 }
 
 // fallbackMessage is the termination message of FallbackToLogsOnError:
 // the log's last lines, at most 80 of them and 2048 bytes (kubernetes
 // pkg/kubelet/kuberuntime/kuberuntime_container.go kubeContainerStatus).
-func fallbackMessage(lines []string) string {
-	if len(lines) > 80 {
-		lines = lines[len(lines)-80:]
+func fallbackMessage(out []OutputLine) string {
+	if len(out) > 80 {
+		out = out[len(out)-80:]
+	}
+	lines := make([]string, len(out))
+	for i, l := range out {
+		lines[i] = l.Text
 	}
 	msg := strings.Join(lines, "\n") + "\n"
 	if len(msg) > 2048 {
@@ -135,9 +164,9 @@ func fallbackMessage(lines []string) string {
 }
 
 // stepCrashLoops moves each crash-looping container of the pod whose time
-// has come: in its backoff it waits (CrashLoopBackOff, the BackOff event),
-// past it (or at its first exit) it runs again. The pod's status is posted
-// if one moved.
+// has come: a run exits; in its backoff it waits (CrashLoopBackOff, the
+// BackOff event), past it (or at its first exit) it runs again. The pod's
+// status is posted if one moved.
 func (k *Kubelet) stepCrashLoops(ctx context.Context, pod *corev1.Pod) error {
 	pc, ok := k.podWorkers.containers.get(pod.UID)
 	if !ok || len(pc.crashing) == 0 {
@@ -152,6 +181,12 @@ func (k *Kubelet) stepCrashLoops(ctx context.Context, pod *corev1.Pod) error {
 			continue
 		}
 		moved = true
+		if cl.running {
+			if err := k.exited(pod, c, cl); err != nil {
+				return err
+			}
+			continue
+		}
 		finished := cl.exited
 		if cl.inBackOff(finished, now) {
 			cl.waiting, cl.next = true, finished.Add(cl.backoff)
@@ -161,7 +196,7 @@ func (k *Kubelet) stepCrashLoops(ctx context.Context, pod *corev1.Pod) error {
 		}
 		cl.nextBackOff(finished, now)
 		cl.restarts++
-		if err := k.ran(pod, c, cl); err != nil {
+		if err := k.run(pod, c, cl); err != nil {
 			return err
 		}
 		k.containerEvents(pod, containerStart{field: "spec.containers", c: c})
@@ -236,11 +271,21 @@ func (k *Kubelet) withCrashLoops(pod *corev1.Pod, err error) error {
 	return err
 }
 
-// view is what the status shows of the container now: waiting in its
-// backoff with the last run as its last state, or the last run
-// terminated with the one before as its last state.
+// view is what the status shows of the container now: running, with the
+// last run as its last state; waiting in its backoff, with the last run
+// as its last state; or the last run terminated, with the one before as
+// its last state.
 func (cl *crashLoop) view(pod *corev1.Pod, name string) crashView {
-	v := crashView{restarts: cl.restarts, id: cl.last.ContainerID}
+	v := crashView{restarts: cl.restarts}
+	if cl.running {
+		v.running, v.id = true, runContainerID(pod.UID, name, cl.restarts)
+		v.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(cl.started).Rfc3339Copy()}}
+		if cl.last != nil {
+			v.last = corev1.ContainerState{Terminated: cl.last.DeepCopy()}
+		}
+		return v
+	}
+	v.id = cl.last.ContainerID
 	if cl.waiting {
 		v.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reasonCrashLoopBackOff,
 			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", cl.backoff, name, podDescription(pod))}}

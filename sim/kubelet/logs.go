@@ -51,17 +51,16 @@ func runLogPath(kubeletDir, namespace, name string, uid types.UID, container str
 	return filepath.Join(podLogsDir(kubeletDir, namespace, name, uid), container, fmt.Sprintf("%d.log", restarts))
 }
 
-// writeRunLog writes what a container's run printed on stream (stdout,
-// stderr) to its log, stamped now.
-func (k *Kubelet) writeRunLog(pod *corev1.Pod, container string, restarts int32, stream string, lines []string) error {
+// writeRunLog writes what a container's run, started at started, wrote
+// to stderr to its log, each line stamped when it was written.
+func (k *Kubelet) writeRunLog(pod *corev1.Pod, container string, restarts int32, started time.Time, lines []OutputLine) error {
 	logPath := runLogPath(k.cfg.Dir, pod.Namespace, pod.Name, pod.UID, container, restarts)
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return fmt.Errorf("writing the log of container %s: %w", container, err)
 	}
-	stamp := k.clock.Now().UTC().Format(time.RFC3339Nano)
 	var b strings.Builder
 	for _, l := range lines {
-		fmt.Fprintf(&b, "%s %s F %s\n", stamp, stream, l)
+		fmt.Fprintf(&b, "%s stderr F %s\n", started.Add(l.After).UTC().Format(time.RFC3339Nano), l.Text)
 	}
 	if err := os.WriteFile(logPath, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("writing the log of container %s: %w", container, err)

@@ -139,6 +139,7 @@ func crashedStatus(st *corev1.ContainerStatus, pod *corev1.Pod, c corev1.Contain
 	st.Resources = c.Resources.DeepCopy()
 	st.AllocatedResources = nonEmpty(c.Resources.Requests)
 	st.State, st.LastTerminationState, st.RestartCount = v.state, v.last, v.restarts
+	st.Ready, st.Started = v.running, ptrTo(v.running)
 }
 
 // noneRunning: no regular container of the pod started in the sandbox.
