@@ -278,26 +278,6 @@ steps:
 			want: []string{"x.yaml:4:", "step 1 (wait): startsWith needs jsonPath"},
 		},
 		{
-			name: "log of something else than a pod",
-			src: `steps:
-  - wait:
-      object: pvc/data
-      log: app
-`,
-			want: []string{"x.yaml:4:", "step 1 (wait): log: applies to a pod (object: pod/NAME)"},
-		},
-		{
-			name: "log of a list of pods",
-			src: `steps:
-  - wait:
-      object: pod/app
-      jsonPath: '{.lines[0]}'
-      log: app
-      count: 1
-`,
-			want: []string{"x.yaml:6:", "step 1 (wait): count does not apply to a log"},
-		},
-		{
 			name: "startsWith with equals",
 			src: `steps:
   - assert:

@@ -39,3 +39,29 @@ func TestLogCheck(t *testing.T) {
 		})
 	}
 }
+
+// log: names a container of a pod; what does not apply to a log is
+// refused where it is written.
+func TestLogCheckParseErrors(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"log of something else than a pod", `steps:
+  - wait:
+      object: pvc/data
+      log: app
+`, "x.yaml:4: step 1 (wait): log: applies to a pod (object: pod/NAME)"},
+		{"count on a log", `steps:
+  - wait:
+      object: pod/app
+      jsonPath: '{.lines[0]}'
+      log: app
+      count: 1
+`, "x.yaml:6: step 1 (wait): count does not apply to a log"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte(tc.src), t.TempDir())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
