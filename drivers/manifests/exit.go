@@ -43,7 +43,9 @@ const (
 // pflag exit 2 on a parse error, flag.CommandLine and pflag.CommandLine
 // being ExitOnError); a node-driver-registrar without
 // --kubelet-registration-path logs an error and exits 1
-// (node-driver-registrar v2.17.0 cmd/csi-node-driver-registrar/main.go);
+// (node-driver-registrar v2.17.0 cmd/csi-node-driver-registrar/main.go),
+// and one whose registration path the kubelet cannot reach exits 1 a
+// second later (registrationFailedExit);
 // an external-provisioner or external-attacher whose --csi-address no
 // driver beside it serves gives up connecting after 30s and exits 1
 // (unconnectedExit).
@@ -63,8 +65,37 @@ func ContainerExit(spec *corev1.PodSpec, c *corev1.Container, namespace string, 
 		if unconnected(spec, c, values["csi-address"]) != "" {
 			return unconnectedExit(image, values["csi-address"], start)
 		}
+	case image == "csi-node-driver-registrar":
+		reg := registrarFlags(c, namespace)
+		if unconnected(spec, c, reg.Value("csi-address")) == "" && registrationProblem(spec, reg, c) != "" {
+			return registrationFailedExit(reg.Value("kubelet-registration-path"), start)
+		}
 	}
 	return nil
+}
+
+// registrationFailedAfter is how long after its start a registrar whose
+// registration fails exits: the kubelet's plugin watcher sees its
+// registration socket and its reconciler, which runs every second,
+// registers the plugin (kubernetes pkg/kubelet/pluginmanager
+// reconciler.go).
+const registrationFailedAfter = time.Second
+
+// registrationFailedExit is how a node-driver-registrar ends when the
+// kubelet cannot reach the driver at its --kubelet-registration-path: the
+// kubelet's NodeGetInfo there fails (no socket: the gRPC dial's "no such
+// file or directory", pkg/volume/csi/csi_plugin.go RegisterPlugin), it
+// tells the registrar so (pkg/kubelet/pluginmanager/operationexecutor
+// operation_generator.go, "RegisterPlugin error -- plugin registration
+// failed with err: ..."), and the registrar logs it and exits 1
+// (node-driver-registrar v2.17.0 cmd/csi-node-driver-registrar/main.go
+// NotifyRegistrationStatus). csisim leaves out the lines it logs before.
+func registrationFailedExit(path string, start time.Time) *Exit {
+	err := "RegisterPlugin error -- plugin registration failed with err: rpc error: code = Unavailable desc = connection error: " +
+		fmt.Sprintf("desc = %q", fmt.Sprintf("transport: Error while dialing: dial unix %s: connect: no such file or directory", path))
+	line := klogLine('E', start.Add(registrationFailedAfter), "main.go:104",
+		fmt.Sprintf("%q err=%q", "Registration process failed with error, restarting registration container", err))
+	return &Exit{Code: 1, After: registrationFailedAfter, Stderr: []Line{{After: registrationFailedAfter, Text: line}}}
 }
 
 // atStart are lines written the moment the process starts.

@@ -31,6 +31,17 @@ func TestContainerExit(t *testing.T) {
 		{name: "flags it knows", c: corev1.Container{Image: "registry.k8s.io/sig-storage/csi-attacher:v4.13.0",
 			Args: []string{"--csi-address=/csi/csi.sock", "--leader-election"}, VolumeMounts: []corev1.VolumeMount{{Name: "socket-dir", MountPath: "/csi"}}}},
 		{name: "no sidecar", c: corev1.Container{Image: "busybox", Args: []string{"--anything"}}},
+		{name: "registrar handing the kubelet a path where no driver is", c: corev1.Container{
+			Image:        "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.17.0",
+			Args:         []string{"--csi-address=/csi/csi.sock", "--kubelet-registration-path=/var/lib/kubelet/plugins/other/csi.sock"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "socket-dir", MountPath: "/csi"}}}, code: 1, after: time.Second, lines: []string{
+			`E1207 10:54:09.123456       1 main.go:104] "Registration process failed with error, restarting registration container" ` +
+				`err="RegisterPlugin error -- plugin registration failed with err: rpc error: code = Unavailable desc = connection error: ` +
+				`desc = \"transport: Error while dialing: dial unix /var/lib/kubelet/plugins/other/csi.sock: connect: no such file or directory\""`}},
+		{name: "registrar handing the kubelet the driver's socket", c: corev1.Container{
+			Image:        "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.17.0",
+			Args:         []string{"--csi-address=/csi/csi.sock", "--kubelet-registration-path=/var/lib/kubelet/plugins/driver/csi.sock"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "socket-dir", MountPath: "/csi"}}}},
 		{name: "provisioner beside no driver", c: corev1.Container{Image: "registry.k8s.io/sig-storage/csi-provisioner:v6.4.0",
 			Args: []string{"--csi-address=/run/csi.sock"}, VolumeMounts: []corev1.VolumeMount{{Name: "run", MountPath: "/run"}}},
 			code: 1, after: 30 * time.Second, lines: []string{
@@ -48,7 +59,9 @@ func TestContainerExit(t *testing.T) {
 			// The driver's container serves its socket on volume
 			// socket-dir: a sidecar on another reaches no driver.
 			spec := &corev1.PodSpec{Containers: []corev1.Container{tc.c, {Name: "driver", Image: "example.com/driver:v1",
-				VolumeMounts: []corev1.VolumeMount{{Name: "socket-dir", MountPath: "/csi"}}}}}
+				VolumeMounts: []corev1.VolumeMount{{Name: "socket-dir", MountPath: "/csi"}}}},
+				Volumes: []corev1.Volume{{Name: "socket-dir", VolumeSource: corev1.VolumeSource{
+					HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/kubelet/plugins/driver"}}}}}
 			exit := ContainerExit(spec, &spec.Containers[0], "default", now)
 			if tc.lines == nil {
 				if exit != nil {
