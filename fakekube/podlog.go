@@ -27,8 +27,10 @@ type LogLine struct {
 	Text string
 }
 
-// ContainerLogs gives what a container of a pod has printed so far.
-type ContainerLogs func(pod *corev1.Pod, container string) ([]LogLine, error)
+// ContainerLogs gives what a container of a pod has printed so far in its
+// run of that container ID (from the pod's status; "" for a container
+// without one).
+type ContainerLogs func(pod *corev1.Pod, container, containerID string) ([]LogLine, error)
 
 // followPoll is how often a followed log is looked at for new lines.
 const followPoll = 200 * time.Millisecond
@@ -61,17 +63,12 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, req request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	if err := containerLogStatus(pod, container, opts.Previous); err != nil {
+	id, err := containerLogStatus(pod, container, opts.Previous)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if opts.Previous {
-		// The simulated containers never restart, so no previous one
-		// passes containerLogStatus.
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	lines, err := s.containerLines(pod, container)
+	lines, err := s.containerLines(pod, container, id)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -86,7 +83,7 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, req request) {
 	// container stops.
 	seen := len(lines)
 	if opts.TailLines != nil {
-		all, _ := s.containerLines(pod, container)
+		all, _ := s.containerLines(pod, container, id)
 		seen = len(all)
 	}
 	if f, ok := w.(http.Flusher); ok {
@@ -104,7 +101,7 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, req request) {
 		if err != nil || obj.(*corev1.Pod).UID != pod.UID {
 			return
 		}
-		all, err := s.containerLines(pod, container)
+		all, err := s.containerLines(pod, container, id)
 		if err != nil {
 			return
 		}
@@ -120,11 +117,11 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, req request) {
 	}
 }
 
-func (s *Server) containerLines(pod *corev1.Pod, container string) ([]LogLine, error) {
+func (s *Server) containerLines(pod *corev1.Pod, container, id string) ([]LogLine, error) {
 	if s.containerLogs == nil {
 		return nil, nil
 	}
-	lines, err := s.containerLogs(pod, container)
+	lines, err := s.containerLogs(pod, container, id)
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("reading the log of container %q in pod %q: %w", container, pod.Name, err))
 	}
@@ -280,11 +277,13 @@ func logContainer(container string, pod *corev1.Pod) (string, error) {
 }
 
 // containerLogStatus is the kubelet's check that the container has a log
-// to show, with its errors, which the API server passes on as a Bad
-// Request (validateContainerLogStatus, kubernetes
-// pkg/kubelet/kubelet_pods.go; GenericHttpResponseChecker, k8s.io/apiserver
+// to show, and the ID of the container whose log it shows — the running
+// one, the one that terminated last, or with previous the one before —
+// with its errors, which the API server passes on as a Bad Request
+// (validateContainerLogStatus, kubernetes pkg/kubelet/kubelet_pods.go;
+// GenericHttpResponseChecker, k8s.io/apiserver
 // pkg/registry/generic/rest/response_checker.go).
-func containerLogStatus(pod *corev1.Pod, container string, previous bool) error {
+func containerLogStatus(pod *corev1.Pod, container string, previous bool) (string, error) {
 	var status *corev1.ContainerStatus
 	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses} {
 		for i := range list {
@@ -293,7 +292,9 @@ func containerLogStatus(pod *corev1.Pod, container string, previous bool) error 
 			}
 		}
 	}
-	bad := func(format string, a ...any) error { return apierrors.NewBadRequest(fmt.Sprintf(format, a...)) }
+	bad := func(format string, a ...any) (string, error) {
+		return "", apierrors.NewBadRequest(fmt.Sprintf(format, a...))
+	}
 	if status == nil {
 		return bad("container %q in pod %q is not available", container, pod.Name)
 	}
@@ -303,15 +304,22 @@ func containerLogStatus(pod *corev1.Pod, container string, previous bool) error 
 		if last == nil || last.ContainerID == "" {
 			return bad("previous terminated container %q in pod %q not found", container, pod.Name)
 		}
+		return last.ContainerID, nil
 	case st.Running != nil:
+		return status.ContainerID, nil
 	case st.Terminated != nil:
-		if st.Terminated.ContainerID == "" && (last == nil || last.ContainerID == "") {
+		if st.Terminated.ContainerID != "" {
+			return st.Terminated.ContainerID, nil
+		}
+		if last == nil || last.ContainerID == "" {
 			return bad("container %q in pod %q is terminated", container, pod.Name)
 		}
+		return last.ContainerID, nil
 	case last != nil:
 		if last.ContainerID == "" {
 			return bad("container %q in pod %q is terminated", container, pod.Name)
 		}
+		return last.ContainerID, nil
 	case st.Waiting != nil:
 		switch st.Waiting.Reason {
 		case "ErrImagePull":
@@ -320,8 +328,6 @@ func containerLogStatus(pod *corev1.Pod, container string, previous bool) error 
 			return bad("container %q in pod %q is waiting to start: trying and failing to pull image", container, pod.Name)
 		}
 		return bad("container %q in pod %q is waiting to start: %v", container, pod.Name, st.Waiting.Reason)
-	default:
-		return bad("container %q in pod %q is waiting to start - no logs yet", container, pod.Name)
 	}
-	return nil
+	return bad("container %q in pod %q is waiting to start - no logs yet", container, pod.Name)
 }

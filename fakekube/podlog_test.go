@@ -20,10 +20,13 @@ func TestPodLogs(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := testingclock.NewFakeClock(start.Add(time.Hour))
 	logs := map[string][]LogLine{
-		"running/app": {{Time: start, Text: "first"}, {Time: start.Add(30 * time.Minute), Text: "second"}, {Time: start.Add(50 * time.Minute), Text: "third"}},
+		"running/app/":        {{Time: start, Text: "first"}, {Time: start.Add(30 * time.Minute), Text: "second"}, {Time: start.Add(50 * time.Minute), Text: "third"}},
+		"crashing/app/run-1":  {{Time: start, Text: "flag provided but not defined: -leader-elect"}},
+		"restarted/app/run-0": {{Time: start, Text: "the run before"}},
+		"restarted/app/run-1": {{Time: start, Text: "the run now"}},
 	}
-	srv := New(Options{Clock: clk, ContainerLogs: func(pod *corev1.Pod, container string) ([]LogLine, error) {
-		return logs[pod.Name+"/"+container], nil
+	srv := New(Options{Clock: clk, ContainerLogs: func(pod *corev1.Pod, container, id string) ([]LogLine, error) {
+		return logs[pod.Name+"/"+container+"/"+id], nil
 	}})
 	cs := kubernetes.NewForConfigOrDie(srv.RESTConfig("test"))
 	ctx := context.Background()
@@ -41,6 +44,14 @@ func TestPodLogs(t *testing.T) {
 		{"nostatus", "node-1", []string{"app"}, nil},
 		{"unscheduled", "", []string{"app"}, nil},
 		{"two", "node-1", []string{"app", "side"}, nil},
+		// Waiting in its backoff: its last run's log, also as --previous.
+		{"crashing", "node-1", []string{"app"}, []corev1.ContainerStatus{{Name: "app", RestartCount: 1, ContainerID: "run-1",
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, ContainerID: "run-1"}}}}},
+		// Running again: its run now, and --previous the one before.
+		{"restarted", "node-1", []string{"app"}, []corev1.ContainerStatus{{Name: "app", RestartCount: 1, ContainerID: "run-1",
+			State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, ContainerID: "run-0"}}}}},
 	} {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: "default"}, Spec: corev1.PodSpec{NodeName: p.node}}
 		for _, c := range p.containers {
@@ -68,6 +79,10 @@ func TestPodLogs(t *testing.T) {
 		{"timestamps", "running", corev1.PodLogOptions{Timestamps: true, TailLines: i64(1)}, "2026-01-01T00:50:00Z third\n", false},
 		{"limit", "running", corev1.PodLogOptions{LimitBytes: i64(8)}, "first\nse", false},
 		{"previous", "running", corev1.PodLogOptions{Previous: true}, `previous terminated container "app" in pod "running" not found`, true},
+		{"crash loop", "crashing", corev1.PodLogOptions{}, "flag provided but not defined: -leader-elect\n", false},
+		{"crash loop, previous", "crashing", corev1.PodLogOptions{Previous: true}, "flag provided but not defined: -leader-elect\n", false},
+		{"restarted", "restarted", corev1.PodLogOptions{}, "the run now\n", false},
+		{"restarted, previous", "restarted", corev1.PodLogOptions{Previous: true}, "the run before\n", false},
 		{"waiting", "creating", corev1.PodLogOptions{}, `container "app" in pod "creating" is waiting to start: ContainerCreating`, true},
 		{"image pull", "pulling", corev1.PodLogOptions{}, `container "app" in pod "pulling" is waiting to start: trying and failing to pull image`, true},
 		{"no status", "nostatus", corev1.PodLogOptions{}, `container "app" in pod "nostatus" is not available`, true},

@@ -65,6 +65,21 @@ type Violation struct {
 	Message string
 	// Entries are the Seqs of the timeline entries that break it.
 	Entries []int
+	// KnownUpstream names the known Kubernetes bug that left things so
+	// ("kubernetes#121937") when the violation is Kubernetes' doing, not
+	// the driver's: the message says how. "" for any other violation.
+	// Such a violation is a verdict of its own — reported on every run
+	// that has it, never counted as a failure (scenarios.InvariantResult
+	// keeps it apart) — so that a sweep can be green while the bug is
+	// there and still show it.
+	KnownUpstream string
+}
+
+// KnownLine is how a known-upstream violation is printed, on every run
+// that has it: "KNOWN  kubernetes#121937: INVARIANT csi-call-order
+// violated: ...".
+func (v Violation) KnownLine() string {
+	return fmt.Sprintf("KNOWN  %s: INVARIANT %s violated: %s", v.KnownUpstream, v.Invariant, v.Message)
 }
 
 // Invariant is one property every run must have.

@@ -37,8 +37,10 @@ var nothingLeaked = Invariant{
 			if !end.nodeUp(k.node) || (pod != "" && end.pods[pod] != nil) {
 				continue
 			}
+			note, upstream := forgottenNote(h.Entries, []int{seq}, len(h.Entries)+1)
 			add([]int{seq}, "volume %s is still published at %s on node %s (NodePublishVolume #%d), but its pod %s is gone%s%s",
-				k.volume, k.path, k.node, seq, pod, lostUnpublish(h.Entries, k, seq), forgottenNote(h.Entries, []int{seq}, len(h.Entries)+1))
+				k.volume, k.path, k.node, seq, pod, lostUnpublish(h.Entries, k, seq), note)
+			found[len(found)-1].KnownUpstream = upstream
 		}
 		for _, k := range slices.SortedFunc(maps.Keys(l.staged), compareKeys) {
 			seq := l.staged[k]

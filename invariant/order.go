@@ -29,11 +29,13 @@ var callOrder = Invariant{
 			if forced(v, h.Entries, down) || forgotten(v, h.Entries) {
 				continue
 			}
-			msg := string(v.kind) + ": " + v.message
+			viol := Violation{Message: string(v.kind) + ": " + v.message, Entries: append([]int{v.call}, v.related...)}
 			if v.kind == deleteInUse {
-				msg += forgottenNote(h.Entries, v.related, v.call)
+				note, upstream := forgottenNote(h.Entries, v.related, v.call)
+				viol.Message += note
+				viol.KnownUpstream = upstream
 			}
-			found = append(found, Violation{Message: msg, Entries: append([]int{v.call}, v.related...)})
+			found = append(found, viol)
 		}
 		return found
 	},
@@ -133,17 +135,24 @@ func allForgotten(entries []trace.Entry, uses []int, before int) bool {
 // UnmapBlockVolume, then UnmapPodDevice), a pod's directory goes before
 // its volume's NodeUnstageVolume — is neither unpublished nor unstaged, and
 // leaves volumesInUse (kubernetes#121937; KEP-6058's
-// CSIGlobalMountReconstruction, alpha in v1.38, finds such stagings). ""
-// when some use was not forgotten so.
-func forgottenNote(entries []trace.Entry, uses []int, before int) string {
+// CSIGlobalMountReconstruction, alpha in v1.38, finds such stagings). The
+// note comes with the bug's name for the violation's KnownUpstream, so
+// that the run is not failed for it; "", "" when some use was not
+// forgotten so.
+func forgottenNote(entries []trace.Entry, uses []int, before int) (note, upstream string) {
 	if !allForgotten(entries, uses, before) {
-		return ""
+		return "", ""
 	}
 	c := entries[uses[0]-1].Call
 	return fmt.Sprintf(" — Kubernetes left it so, not the driver: the kubelet of node %s restarted (#%d) after it used the volume and no longer reports it in volumesInUse; "+
-		"a v1.37 kubelet rebuilds its state only from its pods' directories, where nothing names the volume any more (kubernetes#121937)",
-		c.Node, restartSeq(entries, c.Node, uses[0], before))
+		"a v1.37 kubelet rebuilds its state only from its pods' directories, where nothing names the volume any more (%s)",
+		c.Node, restartSeq(entries, c.Node, uses[0], before), kubeletForgets), kubeletForgets
 }
+
+// kubeletForgets is the upstream bug behind forgottenNote: a kubelet
+// restarted after a lost NodeUnpublishVolume or during a NodeUnstageVolume
+// of a raw block volume no longer knows the volume (kubernetes#121937).
+const kubeletForgets = "kubernetes#121937"
 
 // kubeletRestarted says whether node's kubelet restarted (a kubelet-restart
 // fault) between timeline entries after and before.

@@ -107,6 +107,18 @@ func (c *Check) expectation() string {
 	if c.CSICalls != nil {
 		return c.CSICalls.expectation()
 	}
+	if c.Log != "" {
+		what := fmt.Sprintf("the log of container %s of %s", c.Log, c.Object)
+		switch {
+		case c.JSONPath != "" && c.Equals != nil:
+			return fmt.Sprintf("%s %s == %s", what, c.JSONPath, quoteIfBlank(*c.Equals))
+		case c.JSONPath != "" && c.StartsWith != nil:
+			return fmt.Sprintf("%s %s to start with %s", what, c.JSONPath, *c.StartsWith)
+		case c.JSONPath != "":
+			return fmt.Sprintf("%s %s to be non-empty", what, c.JSONPath)
+		}
+		return what + " to be non-empty"
+	}
 	var parts []string
 	if c.Count != nil {
 		what := c.Object.Kind

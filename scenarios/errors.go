@@ -73,6 +73,10 @@ type StepError struct {
 	// (all but nothing-leaked and no-leaked-volume, which judge the end) that the scenario
 	// does not expect; Problems names them too.
 	Broken []invariant.Violation
+	// KnownUpstream are the violations by then that a known Kubernetes
+	// bug caused (not in Broken); Problems names them too, as "KNOWN
+	// kubernetes#...: INVARIANT ... violated: ...".
+	KnownUpstream []invariant.Violation
 }
 
 func (e *StepError) Error() string {

@@ -121,6 +121,9 @@ func (ex *executor) look(ctx context.Context, c *Check) (verdict, map[string]any
 	if c.CSICalls != nil {
 		return c.CSICalls.evaluate(ex.csiCalls()), nil, nil
 	}
+	if c.Log != "" {
+		return ex.lookLog(ctx, c)
+	}
 	var obj map[string]any
 	var err error
 	if c.Object.Name == "" {

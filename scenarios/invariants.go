@@ -51,9 +51,15 @@ type InvariantResult struct {
 	// Violations are all the violations found, expected or not.
 	Violations []invariant.Violation
 	// Unexpected are the violations of invariants the scenario does not
-	// expect to be violated; Missing the expected ones that held.
+	// expect to be violated, but those a known upstream bug caused;
+	// Missing the expected ones that held.
 	Unexpected []invariant.Violation
 	Missing    []string
+	// KnownUpstream are the violations of invariants the scenario does not
+	// expect that a known Kubernetes bug caused (their KnownUpstream names
+	// it): not a failure, a verdict of its own, printed on every run that
+	// has them ("KNOWN  kubernetes#121937: INVARIANT ... violated: ...").
+	KnownUpstream []invariant.Violation
 }
 
 // InvariantError is a run whose steps passed but whose history breaks an
@@ -69,16 +75,12 @@ type InvariantError struct {
 
 func (e *InvariantError) Error() string {
 	var b strings.Builder
-	for i, v := range e.Result.Unexpected {
-		if i > 0 {
+	for _, v := range e.Result.Unexpected {
+		if b.Len() > 0 {
 			b.WriteByte('\n')
 		}
 		fmt.Fprintf(&b, "INVARIANT %s violated: %s", v.Invariant, v.Message)
-		for _, seq := range v.Entries {
-			if seq >= 1 && seq <= len(e.Entries) {
-				fmt.Fprintf(&b, "\n    #%-5d %s", seq, e.Entries[seq-1].Canonical())
-			}
-		}
+		writeEntries(&b, v.Entries, e.Entries)
 	}
 	for _, name := range e.Result.Missing {
 		if b.Len() > 0 {
@@ -86,7 +88,38 @@ func (e *InvariantError) Error() string {
 		}
 		fmt.Fprintf(&b, "INVARIANT %s held, but %s:%d expects it to be violated (expect: violations)", name, e.File, e.ExpectLine)
 	}
+	// A failure for other reasons still shows what a known bug did.
+	if known := KnownReport(e.Result.KnownUpstream, e.Entries); known != "" {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(known)
+	}
 	return b.String()
+}
+
+// KnownReport is the lines of violations a known upstream bug caused, each
+// with the timeline entries it names (from entries): "KNOWN
+// kubernetes#121937: INVARIANT csi-call-order violated: ...". "" for none.
+func KnownReport(known []invariant.Violation, entries []trace.Entry) string {
+	var b strings.Builder
+	for _, v := range known {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(v.KnownLine())
+		writeEntries(&b, v.Entries, entries)
+	}
+	return b.String()
+}
+
+// writeEntries quotes the timeline entries seqs names, one a line.
+func writeEntries(b *strings.Builder, seqs []int, entries []trace.Entry) {
+	for _, seq := range seqs {
+		if seq >= 1 && seq <= len(entries) {
+			fmt.Fprintf(b, "\n    #%-5d %s", seq, entries[seq-1].Canonical())
+		}
+	}
 }
 
 // checkInvariants checks the run's history and end state, if the backend
@@ -118,26 +151,39 @@ func (r *Runner) checkInvariants(ctx context.Context, s *Scenario, res *Result) 
 
 // brokenSoFar are the invariants the history broke by the time a step
 // failed, unless the scenario expects them broken: often they are the
-// cause of the failure. The end state is not judged: the run never
-// reached its end.
-func (r *Runner) brokenSoFar(s *Scenario) []invariant.Violation {
+// cause of the failure; and apart, those a known upstream bug broke. The
+// end state is not judged: the run never reached its end.
+func (r *Runner) brokenSoFar(s *Scenario) (broken, known []invariant.Violation) {
 	src, ok := r.Backend.(HistorySource)
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	return judge(s, r.history(src, invariant.EndState{})).Unexpected
+	ir := judge(s, r.history(src, invariant.EndState{}))
+	return ir.Unexpected, ir.KnownUpstream
 }
 
 // judge checks every invariant over h and sorts the violations into those
-// the scenario expects and those it does not.
+// the scenario expects, those a known upstream bug caused, and the others.
+// A scenario's expect: takes a known one as any other: it reproduces the
+// bug on purpose.
 func judge(s *Scenario, h *invariant.History) *InvariantResult {
-	ir := &InvariantResult{Checked: len(invariant.All()), Violations: invariant.Check(h)}
+	return sortViolations(s.Expect.Violations, invariant.Check(h))
+}
+
+// sortViolations is judge's sorting of the violations found, vs, by the
+// invariants the scenario expects violated.
+func sortViolations(expected []string, vs []invariant.Violation) *InvariantResult {
+	ir := &InvariantResult{Checked: len(invariant.All()), Violations: vs}
 	for _, v := range ir.Violations {
-		if !slices.Contains(s.Expect.Violations, v.Invariant) {
+		switch {
+		case slices.Contains(expected, v.Invariant):
+		case v.KnownUpstream != "":
+			ir.KnownUpstream = append(ir.KnownUpstream, v)
+		default:
 			ir.Unexpected = append(ir.Unexpected, v)
 		}
 	}
-	for _, name := range s.Expect.Violations {
+	for _, name := range expected {
 		if !slices.ContainsFunc(ir.Violations, func(v invariant.Violation) bool { return v.Invariant == name }) {
 			ir.Missing = append(ir.Missing, name)
 		}

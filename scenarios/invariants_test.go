@@ -126,3 +126,36 @@ func TestAFailedStepNamesTheInvariantsBrokenSoFar(t *testing.T) {
 		})
 	}
 }
+
+// A violation a known upstream bug caused is sorted apart from the ones
+// that fail the run, unless the scenario expects its invariant (a
+// reproduction of the bug); the failure's report still shows it.
+func TestSortViolationsKeepsKnownUpstreamApart(t *testing.T) {
+	known := invariant.Violation{Invariant: "csi-call-order", Message: "DeleteVolumeWhileInUse", KnownUpstream: "kubernetes#121937", Entries: []int{1}}
+	ordinary := invariant.Violation{Invariant: "rwo-single-node", Message: "two nodes"}
+	tests := []struct {
+		name                   string
+		expected               []string
+		found                  []invariant.Violation
+		unexpected, knownCount int
+		fails                  bool
+	}{
+		{"only known-upstream", nil, []invariant.Violation{known}, 0, 1, false},
+		{"known-upstream and an ordinary one", nil, []invariant.Violation{known, ordinary}, 1, 1, true},
+		{"only an ordinary one", nil, []invariant.Violation{ordinary}, 1, 0, true},
+		{"known-upstream, its invariant expected", []string{"csi-call-order"}, []invariant.Violation{known}, 0, 0, false},
+	}
+	for _, tt := range tests {
+		ir := sortViolations(tt.expected, tt.found)
+		if len(ir.Unexpected) != tt.unexpected || len(ir.KnownUpstream) != tt.knownCount {
+			t.Errorf("%s: %d unexpected, %d known-upstream; want %d, %d", tt.name, len(ir.Unexpected), len(ir.KnownUpstream), tt.unexpected, tt.knownCount)
+		}
+		if fails := len(ir.Unexpected) > 0 || len(ir.Missing) > 0; fails != tt.fails {
+			t.Errorf("%s: fails %v, want %v", tt.name, fails, tt.fails)
+		}
+		msg := (&InvariantError{Result: ir, Entries: []trace.Entry{{Seq: 1, Kind: trace.CSI, Verb: "DeleteVolume"}}}).Error()
+		if want := "KNOWN  kubernetes#121937: INVARIANT csi-call-order violated: DeleteVolumeWhileInUse\n    #1 "; tt.knownCount > 0 && !strings.Contains(msg, want) {
+			t.Errorf("%s: report %q, want it to hold %q", tt.name, msg, want)
+		}
+	}
+}

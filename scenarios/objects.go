@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/util/retry"
@@ -50,6 +51,9 @@ const discoveryRefreshInterval = time.Second
 // with kinds resolved through discovery.
 type kubeObjects struct {
 	client dynamic.Interface
+	// core reads pods/log (podlogs.go), which is text, not an object;
+	// nil in tests built from fakes.
+	core   kubernetes.Interface
 	mapper meta.RESTMapper
 	clock  clock.PassiveClock
 
@@ -68,7 +72,13 @@ func newKubeObjects(cfg *rest.Config, clk clock.PassiveClock) (*kubeObjects, err
 	if err != nil {
 		return nil, fmt.Errorf("create discovery client: %w", err)
 	}
-	return newKubeObjectsFrom(client, disco, clk), nil
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create client: %w", err)
+	}
+	k := newKubeObjectsFrom(client, disco, clk)
+	k.core = core
+	return k, nil
 }
 
 // newKubeObjectsFrom builds the store from clients, so tests can pass fakes.

@@ -4,13 +4,14 @@
 package scenarios
 
 import (
+	"slices"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-var checkFields = []string{"object", "namespace", "labelSelector", "jsonPath", "equals", "startsWith", "match", "gone", "count", "save", "csiCalls"}
+var checkFields = []string{"object", "namespace", "labelSelector", "jsonPath", "equals", "startsWith", "match", "gone", "count", "save", "csiCalls", "log"}
 
 func (p *parser) wait(n *yaml.Node) *Wait {
 	f, ok := p.mapping(n, "wait", append(checkFields, "timeout")...)
@@ -90,6 +91,9 @@ func (p *parser) check(n *yaml.Node, f fields) Check {
 	}
 	if f.has("save") {
 		c.Save = p.save(f.vals["save"])
+	}
+	if f.has("log") {
+		c.Log = p.logCheck(f, c)
 	}
 
 	if c.Gone {
@@ -231,4 +235,23 @@ func (p *parser) checkCSIMethod(n *yaml.Node, name string) bool {
 		return false
 	}
 	return true
+}
+
+// logCheck reads log: the container of the pod object: whose log (as
+// {lines: [...]}) the check looks at. Only jsonPath, equals, startsWith
+// and save apply to a log.
+func (p *parser) logCheck(f fields, c Check) string {
+	container, ok := p.nonEmpty(f.vals["log"], "log")
+	if !ok {
+		return ""
+	}
+	if r := c.Object; r.Name == "" || !slices.Contains([]string{"pod", "pods", "po", "Pod"}, r.Kind) {
+		p.fail(f.keys["log"], "log: applies to a pod (object: pod/NAME), the container whose log to look at")
+	}
+	for _, k := range []string{"labelSelector", "match", "gone", "count"} {
+		if f.has(k) {
+			p.fail(f.keys[k], "%s does not apply to a log (log: looks at {lines: [...]})", k)
+		}
+	}
+	return container
 }

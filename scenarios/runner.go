@@ -394,9 +394,12 @@ func (r *Runner) stepError(s *Scenario, st Step, err error) *StepError {
 	if ps, ok := r.Backend.(ProblemSource); ok {
 		serr.Problems = ps.Problems()
 	}
-	serr.Broken = r.brokenSoFar(s)
+	serr.Broken, serr.KnownUpstream = r.brokenSoFar(s)
 	for _, v := range serr.Broken {
 		serr.Problems = append(serr.Problems, fmt.Sprintf("INVARIANT %s violated: %s", v.Invariant, v.Message))
+	}
+	for _, v := range serr.KnownUpstream {
+		serr.Problems = append(serr.Problems, v.KnownLine())
 	}
 	return serr
 }

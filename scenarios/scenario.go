@@ -281,6 +281,10 @@ type Check struct {
 	// matchObject): mappings match as subsets, lists element by element,
 	// scalars as text.
 	Match any
+	// Log, if set, is a container of the pod Object: the check looks at
+	// its log (what kubectl logs shows) as {lines: [...]} instead of the
+	// pod.
+	Log string
 	// Save captures values from the object once the check holds.
 	Save     []SaveVar
 	CSICalls *CSICallCheck

@@ -191,6 +191,7 @@ func (x *expander) check(c Check) Check {
 	out.Namespace = x.str(c.Namespace)
 	out.LabelSelector = x.str(c.LabelSelector)
 	out.JSONPath = x.str(c.JSONPath)
+	out.Log = x.str(c.Log)
 	if c.Equals != nil {
 		e := x.str(*c.Equals)
 		out.Equals = &e

@@ -158,7 +158,7 @@ func pageDataJSON(tl Timeline, after int, opts HTMLOptions, live bool) ([]byte, 
 				return err
 			}
 			pd.Records = append(pd.Records, pageRecord{AtText: formatOffset(tl.violationAt(v).At), Kind: ViolationKind,
-				Label: tl.scrub(fmt.Sprintf("INVARIANT %s violated: %s", v.Invariant, v.Message)), Failed: true, Line: line})
+				Label: tl.scrub(v.Label()), Failed: v.KnownUpstream == "", Line: line})
 		}
 		return nil
 	}

@@ -95,6 +95,8 @@ type jsonViolation struct {
 	Invariant string `json:"invariant"`
 	Message   string `json:"message"`
 	Entries   []int  `json:"entries,omitempty"`
+	// KnownUpstream: a known Kubernetes bug caused it (no failure).
+	KnownUpstream string `json:"knownUpstream,omitempty"`
 }
 
 // objectScheme knows every type csisim's API server serves, to give a
@@ -184,7 +186,7 @@ func (tl Timeline) scrubJSON(line []byte) []byte {
 func (tl Timeline) violationJSON(v Violation) ([]byte, error) {
 	at := tl.violationAt(v).At
 	out, err := json.Marshal(jsonLine{At: int64(at), AtText: formatOffset(at), Kind: ViolationKind,
-		Violation: &jsonViolation{Invariant: v.Invariant, Message: v.Message, Entries: v.Entries}})
+		Violation: &jsonViolation{Invariant: v.Invariant, Message: v.Message, Entries: v.Entries, KnownUpstream: v.KnownUpstream}})
 	if err != nil {
 		return nil, fmt.Errorf("violation of %s as JSON: %w", v.Invariant, err)
 	}
@@ -258,7 +260,7 @@ func (tl *Timeline) addJSONLine(line []byte) error {
 			return fmt.Errorf("an %s line without its violation", ViolationKind)
 		}
 		tl.Violations = append(tl.Violations, Violation{Invariant: l.Violation.Invariant, Message: l.Violation.Message,
-			Entries: l.Violation.Entries})
+			Entries: l.Violation.Entries, KnownUpstream: l.Violation.KnownUpstream})
 		return nil
 	}
 	e := Entry{Seq: l.Seq, At: time.Duration(l.At), Kind: l.Kind, Actor: l.Actor, Verb: l.Verb, Object: l.Object,

@@ -36,7 +36,7 @@ func WriteMermaid(w io.Writer, tl Timeline) error {
 	}
 	writeViolations := func(seq int) {
 		for _, v := range after[seq] {
-			text := tl.scrub(fmt.Sprintf("INVARIANT %s violated: %s", v.Invariant, v.Message))
+			text := tl.scrub(v.Label())
 			fmt.Fprintf(bw, "    Note over %s: %s\n", span, mermaidText(text))
 		}
 	}

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -83,6 +84,19 @@ type Violation struct {
 	Invariant string // the invariant's kebab-case name
 	Message   string // what happened, naming entries by their Seq (#n)
 	Entries   []int  // the Seqs of the entries that break it
+	// KnownUpstream names the known Kubernetes bug that caused it
+	// ("kubernetes#121937"): no failure, and the formats say so.
+	KnownUpstream string
+}
+
+// Label is how the formats title a violation: "INVARIANT name violated:
+// message", or for a known upstream bug's, "KNOWN  bug: INVARIANT ...".
+func (v Violation) Label() string {
+	label := fmt.Sprintf("INVARIANT %s violated: %s", v.Invariant, v.Message)
+	if v.KnownUpstream != "" {
+		label = "KNOWN  " + v.KnownUpstream + ": " + label
+	}
+	return label
 }
 
 // ViolationKind is the kind the formats give a violation's line: it is no

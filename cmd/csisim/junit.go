@@ -66,7 +66,15 @@ type junitTestcase struct {
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
 	Skipped   *junitProblem `xml:"skipped,omitempty"`
-	SystemOut *junitText    `xml:"system-out,omitempty"`
+	// Properties carry a seed's known upstream bugs (known-upstream):
+	// a case that passes, as far as CI counts, but says so.
+	Properties *junitProperties `xml:"properties,omitempty"`
+	SystemOut  *junitText       `xml:"system-out,omitempty"`
+}
+
+// junitProperties is a case's <properties>, written only when it has some.
+type junitProperties struct {
+	Property []junitProperty `xml:"property"`
 }
 
 // junitProblem is a <failure>, <error> or <skipped>: a one-line message
@@ -115,6 +123,18 @@ func junitCase(scenarioName string, r seedResult, replay func(uint64) string) ju
 		} else {
 			tc.Error = p
 		}
+	}
+	// Violations a known Kubernetes bug caused are no failure; CI shows
+	// them as a property of the case and in its output.
+	if len(r.KnownUpstream) > 0 && !r.Interrupted {
+		tc.Properties = &junitProperties{}
+		for _, bug := range knownBugs(r.KnownUpstream) {
+			tc.Properties.Property = append(tc.Properties.Property, junitProperty{Name: "known-upstream", Value: bug})
+		}
+		if tc.SystemOut == nil {
+			tc.SystemOut = &junitText{}
+		}
+		tc.SystemOut.Text = strings.Join(r.KnownUpstream, "\n") + "\n" + tc.SystemOut.Text
 	}
 	return tc
 }

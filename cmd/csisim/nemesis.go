@@ -32,6 +32,9 @@ type nemesisFlags struct {
 	// failed is how the last run failed, for a sweep's --json-result
 	// (nil: it passed, or only liveness suffered).
 	failed *failure
+	// known are the KNOWN lines of the last run's known-upstream
+	// violations (nemesis.KnownUpstream), for --json-result.
+	known []string
 	// clusterTime is the virtual time the last run's steps took.
 	clusterTime time.Duration
 }
@@ -105,10 +108,15 @@ func (n *nemesisFlags) run(ctx context.Context, fs *flag.FlagSet, sc *scenarios.
 		return nemesisFailed(ctx, "running the scenario", err, stderr)
 	}
 	firedNote := fmt.Sprintf("%d of %d timed faults fired", fired, len(sched.Timed()))
+	n.known = verdict.Known
 	switch {
 	case verdict.Failed(n.liveness):
 		n.failed = &failure{Kind: "failure", Cause: "nemesis", Summary: verdict.Signature() + " (" + firedNote + ")", Detail: verdict.Message}
 		fmt.Fprintf(stderr, "\nFAILED under nemesis seed %d (%s; %s):\n%s\nschedule:\n%s", cfg.Seed, verdict.Signature(), firedNote, verdict.Message, indent(sched.Lines()))
+	case verdict.Class == nemesis.KnownUpstream:
+		fmt.Fprintf(stdout, "\nKNOWN UPSTREAM under nemesis seed %d (%s; %s; not a failure: Kubernetes left it so, not the driver):\n%s\n",
+			cfg.Seed, verdict.Signature(), firedNote, verdict.Message)
+		return 0
 	case verdict.Class == nemesis.Liveness:
 		fmt.Fprintf(stdout, "\nLIVENESS under nemesis seed %d (%s; %s; not a failure without --liveness):\n%s\n", cfg.Seed, verdict.Signature(), firedNote, verdict.Message)
 		return 0

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/csisim/csisim/drivers/profile"
+	"github.com/csisim/csisim/invariant"
 	"github.com/csisim/csisim/scenarios"
 	"github.com/csisim/csisim/sim/cluster"
 	"github.com/csisim/csisim/sim/clusterprofile"
@@ -230,6 +231,16 @@ type seedResult struct {
 	Interrupted bool          `json:"interrupted,omitempty"`
 	Skipped     string        `json:"skipped,omitempty"` // why the scenario did not run: the driver lacks what it needs
 	Failure     *failure      `json:"failure,omitempty"` // nil: passed (or interrupted)
+	// KnownUpstream are the KNOWN lines of the violations a known
+	// Kubernetes bug caused (invariant.Violation.KnownLine): a run that
+	// has them and no Failure is known-upstream, not failed.
+	KnownUpstream []string `json:"knownUpstream,omitempty"`
+}
+
+// known says whether the seed's only violations were a known upstream
+// bug's: counted apart, not failed.
+func (r seedResult) known() bool {
+	return !r.Interrupted && r.Failure == nil && len(r.KnownUpstream) > 0
 }
 
 // seedResult sums the outcome up for a sweep.
@@ -242,7 +253,26 @@ func (o runOutcome) seedResult() seedResult {
 		// The driver, asked at the start, lacks what the scenario needs.
 		r.Skipped = o.result.Skipped
 	}
+	for _, v := range o.knownUpstream() {
+		r.KnownUpstream = append(r.KnownUpstream, v.KnownLine())
+	}
 	return r
+}
+
+// knownUpstream are the violations of the run that a known Kubernetes bug
+// caused: by the end if the run got there, else by the failed step.
+func (o runOutcome) knownUpstream() []invariant.Violation {
+	var stepErr *scenarios.StepError
+	var invErr *scenarios.InvariantError
+	switch {
+	case errors.As(o.runErr, &stepErr):
+		return stepErr.KnownUpstream
+	case errors.As(o.runErr, &invErr):
+		return invErr.Result.KnownUpstream
+	case o.result != nil && o.result.Invariants != nil:
+		return o.result.Invariants.KnownUpstream
+	}
+	return nil
 }
 
 // writeSeedResult writes r as JSON to path.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,31 +157,86 @@ func (p *seedPrinter) print(r seedResult) {
 		verdict = "INTR"
 	case r.Failure != nil:
 		verdict = "FAIL"
+	case r.known():
+		verdict = "KNOWN"
 	}
 	fmt.Fprintf(p.stdout, "seed %-*d  %s  %-10s  %s of cluster time in %s\n", p.seedWidth, r.Seed, verdict, r.Steps,
 		r.ClusterTime.Round(time.Millisecond), r.Wall.Round(time.Millisecond))
-	if r.Failure != nil && !r.Interrupted {
-		fmt.Fprintf(p.stdout, "    %s\n    replay: %s\n", r.Failure.Summary, p.sw.replay(r.Seed))
+	if r.Interrupted {
+		return
+	}
+	if r.Failure != nil {
+		fmt.Fprintf(p.stdout, "    %s\n", r.Failure.Summary)
+	}
+	// Printed whenever the run has them, also beside a failure.
+	for _, k := range r.KnownUpstream {
+		fmt.Fprintf(p.stdout, "    %s\n", k)
+	}
+	if r.Failure != nil || r.known() {
+		fmt.Fprintf(p.stdout, "    replay: %s\n", p.sw.replay(r.Seed))
 	}
 }
 
-// summary is the sweep's last line.
+// summary is the sweep's last line. Seeds whose only violations a known
+// upstream bug caused are counted apart: not failed, not passed either.
 func (p *seedPrinter) summary(outcomes []seedResult, wall time.Duration, interrupted bool) {
-	failed := failedSeeds(outcomes)
+	failed, known := failedSeeds(outcomes), knownSeeds(outcomes)
 	rate := ""
 	if secs := wall.Seconds(); secs > 0 && len(outcomes) > 0 {
 		rate = fmt.Sprintf(" (%.1f seeds/s)", float64(len(outcomes))/secs)
 	}
+	knownNote := ""
+	if len(known) > 0 {
+		knownNote = fmt.Sprintf("; %d known-upstream (%s: %s), not failures", len(known), seedList(known), strings.Join(upstreamBugs(outcomes), ", "))
+	}
 	switch {
 	case interrupted:
-		fmt.Fprintf(p.stdout, "\nINTERRUPTED: %d of %s ran, %d failed, in %s; every cluster was torn down\n",
-			len(outcomes), plural(len(p.sw.seeds), "seed"), len(failed), wall.Round(time.Millisecond))
+		fmt.Fprintf(p.stdout, "\nINTERRUPTED: %d of %s ran, %d failed%s, in %s; every cluster was torn down\n",
+			len(outcomes), plural(len(p.sw.seeds), "seed"), len(failed), knownNote, wall.Round(time.Millisecond))
 	case len(failed) > 0:
-		fmt.Fprintf(p.stdout, "\nFAILED: %d of %s (%s), in %s of wall time%s\n", len(failed), plural(len(outcomes), "seed"),
-			seedList(failed), wall.Round(time.Millisecond), rate)
+		fmt.Fprintf(p.stdout, "\nFAILED: %d of %s (%s)%s, in %s of wall time%s\n", len(failed), plural(len(outcomes), "seed"),
+			seedList(failed), knownNote, wall.Round(time.Millisecond), rate)
+	case len(known) > 0:
+		fmt.Fprintf(p.stdout, "\nKNOWN UPSTREAM: %s: %d passed, 0 failed, %d known-upstream (%s: %s; not failures), in %s of wall time%s\n",
+			plural(len(outcomes), "seed"), len(outcomes)-len(known), len(known), seedList(known), strings.Join(upstreamBugs(outcomes), ", "),
+			wall.Round(time.Millisecond), rate)
 	default:
 		fmt.Fprintf(p.stdout, "\nPASSED: %s, in %s of wall time%s\n", plural(len(outcomes), "seed"), wall.Round(time.Millisecond), rate)
 	}
+}
+
+// knownSeeds are the seeds whose only violations a known upstream bug
+// caused (seedResult.known).
+func knownSeeds(outcomes []seedResult) []uint64 {
+	var known []uint64
+	for _, r := range outcomes {
+		if r.known() {
+			known = append(known, r.Seed)
+		}
+	}
+	return known
+}
+
+// upstreamBugs are the known upstream bugs the known-upstream seeds name
+// ("kubernetes#121937"), sorted.
+func upstreamBugs(outcomes []seedResult) []string {
+	var lines []string
+	for _, r := range outcomes {
+		if r.known() {
+			lines = append(lines, r.KnownUpstream...)
+		}
+	}
+	return knownBugs(lines)
+}
+
+// knownBugs are the bugs KNOWN lines name, sorted, each once.
+func knownBugs(lines []string) []string {
+	var bugs []string
+	for _, line := range lines {
+		bug, _, _ := strings.Cut(strings.TrimPrefix(line, "KNOWN  "), ":")
+		bugs = append(bugs, bug)
+	}
+	return slices.Compact(slices.Sorted(slices.Values(bugs)))
 }
 
 // failedSeeds are the seeds whose runs failed (not those interrupted).

@@ -26,7 +26,7 @@ const (
 )
 
 // seedLine matches a sweep's line for one seed: the seed and its verdict.
-var seedLine = regexp.MustCompile(`(?m)^seed (\d+) +(PASS|FAIL|INTR) `)
+var seedLine = regexp.MustCompile(`(?m)^seed (\d+) +(PASS|FAIL|INTR|KNOWN) `)
 
 // verdicts are the seeds of a sweep's output with their verdicts, in the
 // order printed.

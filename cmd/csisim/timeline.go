@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/csisim/csisim/invariant"
@@ -139,11 +140,11 @@ func violationsOf(out runOutcome) []trace.Violation {
 	case out.result != nil && out.result.Invariants != nil:
 		found = out.result.Invariants.Violations
 	case errors.As(out.runErr, &stepErr):
-		found = stepErr.Broken
+		found = append(slices.Clone(stepErr.Broken), stepErr.KnownUpstream...)
 	}
 	vs := make([]trace.Violation, 0, len(found))
 	for _, v := range found {
-		vs = append(vs, trace.Violation{Invariant: v.Invariant, Message: v.Message, Entries: v.Entries})
+		vs = append(vs, trace.Violation{Invariant: v.Invariant, Message: v.Message, Entries: v.Entries, KnownUpstream: v.KnownUpstream})
 	}
 	return vs
 }

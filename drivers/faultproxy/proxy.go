@@ -267,6 +267,25 @@ func (p *Proxy) WaitConnected(ctx context.Context) error {
 	}
 }
 
+// WaitDisconnected waits until the proxy's connection to the driver has
+// seen the driver go, after it was killed: its state is no longer Ready.
+// A call forwarded before that can go out on the dead connection and fail
+// with "error reading from server: EOF", one after it dials again and
+// finds no socket; which of the two a caller sees must not depend on how
+// soon the proxy read the end of the connection (late, on a loaded
+// machine), or the same seed would write a different timeline.
+func (p *Proxy) WaitDisconnected(ctx context.Context) error {
+	for {
+		state := p.target.GetState()
+		if state != connectivity.Ready {
+			return nil
+		}
+		if !p.target.WaitForStateChange(ctx, state) {
+			return fmt.Errorf("faultproxy %s: the connection to %s stays up after the driver went: %w", p.cfg.Name, p.cfg.Target, ctx.Err())
+		}
+	}
+}
+
 // currentNodeID is the node of node service calls.
 func (p *Proxy) currentNodeID() string { return *p.nodeID.Load() }
 

@@ -43,6 +43,8 @@ func (s *Sidecar) Down() string {
 	switch {
 	case s.Err != nil:
 		return fmt.Sprintf("%s; the real %s exits at start with status 2 and its container goes to CrashLoopBackOff", s.Err, s.Image)
+	case s.Unconnected != "" && (s.Image == "csi-provisioner" || s.Image == "csi-attacher"):
+		return s.Unconnected + "; after 30s it gives up, exits 1 and its container goes to CrashLoopBackOff (exit.go)"
 	case s.Unconnected != "":
 		return s.Unconnected
 	}
@@ -122,7 +124,7 @@ func (s *Set) findSidecars() {
 func unconnected(spec *corev1.PodSpec, sidecar *corev1.Container, address string) string {
 	path := strings.TrimPrefix(address, "unix://")
 	vol := volumeAt(sidecar, path)
-	still := fmt.Sprintf("the real one logs \"Still connecting\" address=%q and never connects", address)
+	still := fmt.Sprintf("the real one logs \"Still connecting\" address=%q and never reaches the driver", address)
 	if vol == "" {
 		return fmt.Sprintf("its --csi-address %s is on no volume it mounts: %s", address, still)
 	}

@@ -138,7 +138,8 @@ func (h *Harness) run(ctx context.Context, sc *scenarios.Scenario, timed []scena
 	if ps, ok := c.(scenarios.ProblemSource); ok {
 		problems = ps.Problems()
 	}
-	r := &Run{Result: res, Err: runErr, Verdict: Classify(runErr, problems), Entries: c.Recorder().Entries(), Root: c.Root()}
+	entries := c.Recorder().Entries()
+	r := &Run{Result: res, Err: runErr, Verdict: Classify(res, runErr, problems, entries), Entries: entries, Root: c.Root()}
 	r.Verdict = withChecks(r.Verdict, h.Checks, r.Entries)
 	if err := c.Close(); err != nil {
 		return r, fmt.Errorf("cleaning up after the run: %w", err)

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/csisim/csisim/invariant"
 	"github.com/csisim/csisim/scenarios"
+	"github.com/csisim/csisim/trace"
 )
 
 // Class is what a run under the nemesis came to; see the package doc for
@@ -24,6 +26,11 @@ const (
 	// Error: the run itself went wrong: a fault could not be injected, a
 	// driver died on its own, the cluster could not be asked.
 	Error Class = "error"
+	// KnownUpstream: the only invariants violated were violated by a known
+	// Kubernetes bug (invariant.Violation.KnownUpstream names it), not by
+	// the driver: reported on every such run, never a failure (but with
+	// --liveness, a step that failed meanwhile still fails the run).
+	KnownUpstream Class = "known-upstream"
 )
 
 // Verdict is the classified outcome of one run.
@@ -36,14 +43,21 @@ type Verdict struct {
 	// Crash says how the process running the scenario died (a panic's
 	// message and where), when it did: an Error.
 	Crash string
-	// Message is the failure as the runner reported it.
+	// Message is the failure as the runner reported it; for a
+	// KnownUpstream verdict, the KNOWN lines and, if a step failed, the
+	// step's failure.
 	Message string
+	// Upstream are the known upstream bugs behind the violations of a
+	// KnownUpstream verdict ("kubernetes#121937"), sorted; Known their
+	// violations' KNOWN lines (invariant.Violation.KnownLine), in order.
+	Upstream []string `json:",omitempty"`
+	Known    []string `json:",omitempty"`
 }
 
 // Failed says whether the verdict counts as a failure; liveness counts
 // only when asked to.
 func (v Verdict) Failed(liveness bool) bool {
-	return v.Class == Safety || v.Class == Error || (liveness && v.Class == Liveness)
+	return v.Class == Safety || v.Class == Error || (liveness && (v.Class == Liveness || (v.Class == KnownUpstream && v.Step != "")))
 }
 
 // Signature is what two runs must share to fail "in the same way", for the
@@ -61,13 +75,67 @@ func (v Verdict) Signature() string {
 		return "error: step " + v.Step
 	case Liveness:
 		return "liveness: step " + v.Step
+	case KnownUpstream:
+		return "known-upstream: " + strings.Join(v.Upstream, ", ") + " (" + strings.Join(v.Invariants, ", ") + ")"
 	}
 	return string(v.Class)
 }
 
-// Classify turns a run's error (from scenarios.Runner.Run) and the
-// backend's problems (drivers that died on their own) into a verdict.
-func Classify(runErr error, problems []string) Verdict {
+// Classify turns a run's result and error (from scenarios.Runner.Run) and
+// the backend's problems (drivers that died on their own) into a verdict.
+// Violations a known upstream bug caused fail nothing: a run that has them
+// and no other violation, error or problem is KnownUpstream, whether a step
+// failed meanwhile or not (without them, that step's failure would have
+// been Liveness). entries are the timeline, to quote in the KNOWN lines.
+func Classify(res *scenarios.Result, runErr error, problems []string, entries []trace.Entry) Verdict {
+	v := classifyErr(runErr, problems)
+	var known []invariant.Violation
+	var stepErr *scenarios.StepError
+	var invErr *scenarios.InvariantError
+	switch {
+	case errors.As(runErr, &stepErr):
+		known = stepErr.KnownUpstream
+	case errors.As(runErr, &invErr):
+		known = invErr.Result.KnownUpstream
+	case runErr == nil && res != nil && res.Invariants != nil:
+		known = res.Invariants.KnownUpstream
+	}
+	if len(known) == 0 {
+		return v
+	}
+	// Whatever the verdict, it names them: a failure for another reason
+	// still shows what the known bug did.
+	var invariants []string
+	for _, kv := range known {
+		invariants = append(invariants, kv.Invariant)
+		v.Upstream = append(v.Upstream, kv.KnownUpstream)
+		v.Known = append(v.Known, kv.KnownLine())
+	}
+	v.Upstream = uniqueSorted(v.Upstream)
+	switch v.Class {
+	case Error:
+		v.Message += "\n" + scenarios.KnownReport(known, entries)
+		return v
+	case Safety: // its message (the step's, the invariants') has the KNOWN lines
+		return v
+	}
+	k := Verdict{Class: KnownUpstream, Step: v.Step, Message: scenarios.KnownReport(known, entries),
+		Invariants: uniqueSorted(invariants), Upstream: v.Upstream, Known: v.Known}
+	if v.Class == Liveness {
+		// The step's own message names the KNOWN lines again.
+		var lines []string
+		for _, l := range strings.Split(v.Message, "\n") {
+			if !strings.HasPrefix(l, "  meanwhile: KNOWN  ") {
+				lines = append(lines, l)
+			}
+		}
+		k.Message += "\nmeanwhile a step failed: " + strings.Join(lines, "\n")
+	}
+	return k
+}
+
+// classifyErr is Classify leaving known upstream violations out.
+func classifyErr(runErr error, problems []string) Verdict {
 	var (
 		stepErr  *scenarios.StepError
 		invErr   *scenarios.InvariantError

@@ -189,7 +189,10 @@ func (c *Cluster) crashPlugin(pl *plugin) error {
 	pl.crashed = true
 	defer pl.proxy.InterruptParked()
 	if pl.mockServer != nil {
-		return pl.mockServer.Stop()
+		if err := pl.mockServer.Stop(); err != nil {
+			return err
+		}
+		return c.waitProxiesDisconnected(pl)
 	}
 	if pl.process == nil {
 		return fmt.Errorf("%s has no driver process", pl.name)
@@ -203,6 +206,25 @@ func (c *Cluster) crashPlugin(pl *plugin) error {
 	}
 	if err := os.Remove(socket); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("crashing %s: removing its socket: %w", pl.name, err)
+	}
+	return c.waitProxiesDisconnected(pl)
+}
+
+// waitProxiesDisconnected waits until every proxy in front of the crashed
+// driver (its own, and in the combined layout those of the plugins it
+// hosts) has seen its connection to the driver end, so that the next call
+// through any of them fails as a call to a dead driver does — it finds no
+// socket — however late this machine let the proxy read the end.
+func (c *Cluster) waitProxiesDisconnected(driver *plugin) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StartTimeout)
+	defer cancel()
+	for _, pl := range append([]*plugin{driver}, driver.drv.plugins...) {
+		if (pl != driver && pl.host != driver) || pl.proxy == nil {
+			continue
+		}
+		if err := pl.proxy.WaitDisconnected(ctx); err != nil {
+			return fmt.Errorf("crashing %s: %w", driver.name, err)
+		}
 	}
 	return nil
 }

@@ -40,7 +40,8 @@ func (c *Cluster) startNode(ctx context.Context, node string) error {
 	nodeIP, podSubnet := kubelet.NodeNetwork(slices.Index(c.cfg.Nodes, node))
 	k := kubelet.New(kubelet.Config{NodeName: node, DriverName: c.cfg.DriverName, Dir: c.root.Path("nodes", node, "kubelet"),
 		SkipMountCheck: c.mountsNothing(), Labels: labels, Recorder: c.rec, NodeIP: nodeIP, PodSubnet: podSubnet,
-		PluginFromPod: c.cfg.Deploy != nil, Timing: c.cfg.Timing, SELinuxEnabled: slices.Contains(c.cfg.SELinux, node), Fanout: c.clients.fanout},
+		PluginFromPod: c.cfg.Deploy != nil, Timing: c.cfg.Timing, SELinuxEnabled: slices.Contains(c.cfg.SELinux, node), Fanout: c.clients.fanout,
+		ContainerExits: c.containerExits()},
 		cs, f, f, conn.Node, c.rt)
 	if err := k.Register(ctx, conn.Identity); err != nil {
 		return err

@@ -13,11 +13,11 @@ import (
 // log the pod's node's kubelet wrote for the container. It reads the
 // node's files, not a kubelet's memory, so it serves the logs across a
 // kubelet restart as a real node's /var/log/pods does.
-func (c *Cluster) containerLogs(pod *corev1.Pod, container string) ([]fakekube.LogLine, error) {
+func (c *Cluster) containerLogs(pod *corev1.Pod, container, containerID string) ([]fakekube.LogLine, error) {
 	if !slices.Contains(c.cfg.Nodes, pod.Spec.NodeName) {
 		return nil, nil // a node without a simulated kubelet (or a real one's): no log here
 	}
-	lines, err := kubelet.ReadContainerLog(c.root.Path("nodes", pod.Spec.NodeName, "kubelet"), pod, container)
+	lines, err := kubelet.ReadContainerLog(c.root.Path("nodes", pod.Spec.NodeName, "kubelet"), pod, container, containerID)
 	if err != nil {
 		return nil, err
 	}

@@ -8,9 +8,35 @@ package cluster
 // simulated sidecar runs with the real defaults, as without --deploy.
 
 import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/csisim/csisim/drivers/manifests"
 	"github.com/csisim/csisim/sim/controller"
+	"github.com/csisim/csisim/sim/kubelet"
 )
+
+// containerExits is how the kubelets learn that a sidecar container's
+// binary exits soon after it starts for its flags (manifests.ContainerExit),
+// so that its container crash-loops as the real one does; nil (every container
+// runs) without a deployment.
+func (c *Cluster) containerExits() func(*corev1.Pod, *corev1.Container, time.Time) *kubelet.ContainerExit {
+	if c.cfg.Deploy == nil {
+		return nil
+	}
+	return func(pod *corev1.Pod, ctr *corev1.Container, now time.Time) *kubelet.ContainerExit {
+		exit := manifests.ContainerExit(&pod.Spec, ctr, pod.Namespace, now)
+		if exit == nil {
+			return nil
+		}
+		out := &kubelet.ContainerExit{Code: exit.Code, After: exit.After}
+		for _, l := range exit.Stderr {
+			out.Stderr = append(out.Stderr, kubelet.OutputLine{After: l.After, Text: l.Text})
+		}
+		return out
+	}
+}
 
 // deploySidecar is the sidecar container of the deployment that s, a
 // component of the first driver, stands for; nil without one.

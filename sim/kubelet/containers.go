@@ -14,7 +14,9 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +41,21 @@ type podContainers struct {
 	// retryAt: when the pod worker tries the waiting containers again;
 	// a sync before (the pod's own status update) starts nothing.
 	retryAt time.Time
+	// crashing: the containers whose process exits at start, by name
+	// (crashloop.go).
+	crashing map[string]*crashLoop
+}
+
+// sandbox is the pod's sandbox at ip with its containers as they stand.
+func (pc *podContainers) sandbox(ip netip.Addr) *sandbox {
+	sb := &sandbox{ip: ip, started: pc.started, waiting: pc.waiting}
+	for name, cl := range pc.crashing {
+		if sb.crashed == nil {
+			sb.crashed = map[string]*crashLoop{}
+		}
+		sb.crashed[name] = cl
+	}
+	return sb
 }
 
 // startContainers starts the pod's containers that have not started
@@ -62,6 +79,7 @@ func (k *Kubelet) startContainers(ctx context.Context, pod *corev1.Pod) error {
 	before := pc.waiting
 	pc.waiting = map[string]corev1.ContainerStateWaiting{}
 	var tried []containerStart
+	var runErr error
 	try := func(field string, c *corev1.Container) bool {
 		if again && !hasWaiting(before, c.Name) {
 			return true // running already
@@ -70,6 +88,8 @@ func (k *Kubelet) startContainers(ctx context.Context, pod *corev1.Pod) error {
 		if err := k.makeContainerMounts(ctx, pod, c, ip.String()); err != nil {
 			t.failed = err.Error()
 			pc.waiting[c.Name] = corev1.ContainerStateWaiting{Reason: reasonCreateContainerConfigError, Message: t.failed}
+		} else if exit := k.containerExit(pod, c); exit != nil && field == "spec.containers" {
+			runErr = errors.Join(runErr, k.runExiting(pod, pc, c, exit))
 		}
 		tried = append(tried, t)
 		return t.failed == ""
@@ -86,6 +106,9 @@ func (k *Kubelet) startContainers(ctx context.Context, pod *corev1.Pod) error {
 			try("spec.containers", &pod.Spec.Containers[i])
 		}
 	}
+	if runErr != nil {
+		return runErr
+	}
 	if !pc.workloadRan && initialized && len(pc.waiting) < len(pod.Spec.Containers) {
 		k.runWorkload(pod)
 		pc.workloadRan = true
@@ -97,7 +120,7 @@ func (k *Kubelet) startContainers(ctx context.Context, pod *corev1.Pod) error {
 		pc.retryAt = now.Add(retryContainersAfter(again))
 	}
 	k.podWorkers.containers.set(pod.UID, pc)
-	if err := k.reportStarted(ctx, pod, &sandbox{ip: ip, started: pc.started, waiting: pc.waiting}); err != nil {
+	if err := k.reportStarted(ctx, pod, pc.sandbox(ip)); err != nil {
 		return err
 	}
 	if len(pc.waiting) > 0 {

@@ -47,8 +47,8 @@ func containerRef(pod *corev1.Pod, field, name string) *corev1.ObjectReference {
 // container of a pod being deleted.
 func (k *Kubelet) containersStopping(pod *corev1.Pod, sb *sandbox) {
 	for _, c := range pod.Spec.Containers {
-		if _, notStarted := sb.waitingFor(c.Name); notStarted {
-			continue
+		if _, notStarted := sb.waitingFor(c.Name); notStarted || sb.crashed[c.Name] != nil && !sb.crashed[c.Name].running {
+			continue // nothing runs to stop
 		}
 		k.events.Eventf(containerRef(pod, "spec.containers", c.Name), corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
 	}

@@ -144,6 +144,10 @@ type Config struct {
 	// volume and attachment informers the kubelets share (fanout.go);
 	// without it the kubelet registers its own.
 	Fanout *Fanout
+	// ContainerExits, if set, says how a container's process ends the
+	// moment it starts (now), nil if it runs: the container is restarted
+	// with the kubelet's crash-loop backoff (crashloop.go).
+	ContainerExits func(pod *corev1.Pod, c *corev1.Container, now time.Time) *ContainerExit
 }
 
 // Kubelet is one simulated node agent.

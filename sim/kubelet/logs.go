@@ -39,10 +39,33 @@ func podLogsDir(kubeletDir, namespace, name string, uid types.UID) string {
 	return filepath.Join(containerLogsDir(kubeletDir), namespace+"_"+name+"_"+string(uid))
 }
 
-// containerLogPath is a container's log; the simulated containers never
-// restart, so it is the first (0.log).
+// containerLogPath is the log of a container's first run (0.log): the
+// built-in workload's containers never restart.
 func containerLogPath(kubeletDir, namespace, name string, uid types.UID, container string) string {
-	return filepath.Join(podLogsDir(kubeletDir, namespace, name, uid), container, "0.log")
+	return runLogPath(kubeletDir, namespace, name, uid, container, 0)
+}
+
+// runLogPath is the log of a container's run after restarts restarts,
+// <restarts>.log as the runtime names it.
+func runLogPath(kubeletDir, namespace, name string, uid types.UID, container string, restarts int32) string {
+	return filepath.Join(podLogsDir(kubeletDir, namespace, name, uid), container, fmt.Sprintf("%d.log", restarts))
+}
+
+// writeRunLog writes what a container's run, started at started, wrote
+// to stderr to its log, each line stamped when it was written.
+func (k *Kubelet) writeRunLog(pod *corev1.Pod, container string, restarts int32, started time.Time, lines []OutputLine) error {
+	logPath := runLogPath(k.cfg.Dir, pod.Namespace, pod.Name, pod.UID, container, restarts)
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return fmt.Errorf("writing the log of container %s: %w", container, err)
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%s stderr F %s\n", started.Add(l.After).UTC().Format(time.RFC3339Nano), l.Text)
+	}
+	if err := os.WriteFile(logPath, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("writing the log of container %s: %w", container, err)
+	}
+	return nil
 }
 
 // appendContainerLog adds a line to the log of each container of pod that
@@ -89,11 +112,16 @@ func (k *Kubelet) removePodLogs(namespace, name string, uid types.UID) error {
 	return nil
 }
 
-// ReadContainerLog reads what container of pod has printed on the node
-// whose kubelet directory is kubeletDir: nothing (and no error) if it has
-// printed nothing.
-func ReadContainerLog(kubeletDir string, pod *corev1.Pod, container string) ([]LogLine, error) {
-	f, err := os.Open(containerLogPath(kubeletDir, pod.Namespace, pod.Name, pod.UID, container))
+// ReadContainerLog reads what the run of container of pod with that
+// container ID has printed on the node whose kubelet directory is
+// kubeletDir: nothing (and no error) if it has printed nothing, or if no
+// run of it has that ID ("": its first run).
+func ReadContainerLog(kubeletDir string, pod *corev1.Pod, container, containerID string) ([]LogLine, error) {
+	restarts := runOf(pod, container, containerID)
+	if restarts < 0 {
+		return nil, nil
+	}
+	f, err := os.Open(runLogPath(kubeletDir, pod.Namespace, pod.Name, pod.UID, container, restarts))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -118,4 +146,25 @@ func ReadContainerLog(kubeletDir string, pod *corev1.Pod, container string) ([]L
 		return nil, fmt.Errorf("reading the log of container %s: %w", container, err)
 	}
 	return lines, nil
+}
+
+// runOf is the run of the container the ID names, by its restarts: one
+// of those the pod's status counts; -1 if none has it.
+func runOf(pod *corev1.Pod, container, containerID string) int32 {
+	if containerID == "" {
+		return 0
+	}
+	var count int32
+	for _, s := range append(append([]corev1.ContainerStatus{}, pod.Status.ContainerStatuses...), pod.Status.InitContainerStatuses...) {
+		if s.Name == container {
+			count = s.RestartCount
+			break
+		}
+	}
+	for n := range count + 1 {
+		if runContainerID(pod.UID, container, n) == containerID {
+			return n
+		}
+	}
+	return -1
 }

@@ -255,6 +255,15 @@ func (k *Kubelet) forgetPod(ctx context.Context, uid types.UID, key string) erro
 // mounted volumes that have grown (expand.go); a failure does not stop the
 // pod.
 func (k *Kubelet) syncLivePod(ctx context.Context, pod *corev1.Pod, key string) error {
+	if err := k.stepCrashLoops(ctx, pod); err != nil {
+		return err
+	}
+	return k.withCrashLoops(pod, k.syncLivePodVolumes(ctx, pod, key))
+}
+
+// syncLivePodVolumes is syncLivePod's work on the pod's containers'
+// start and its volumes.
+func (k *Kubelet) syncLivePodVolumes(ctx context.Context, pod *corev1.Pod, key string) error {
 	now := k.clock.Now()
 	resync := k.podWorkers.takeSyncDue(key, now)
 	switch pod.Status.Phase {

@@ -46,6 +46,9 @@ type sandbox struct {
 	// waiting: the containers that could not start (containers.go), by
 	// name, and why; the pod stays Pending while there are some.
 	waiting map[string]corev1.ContainerStateWaiting
+	// crashed: the containers whose process exits at start, by name
+	// (crashloop.go); the pod runs, restarting them.
+	crashed map[string]*crashLoop
 }
 
 // generatePodStatus is the status the real kubelet generates for a pod
@@ -114,6 +117,29 @@ func (sb *sandbox) waitingFor(name string) (corev1.ContainerStateWaiting, bool) 
 	}
 	w, ok := sb.waiting[name]
 	return w, ok
+}
+
+// crashLoopOf is the crash loop of a regular container, nil if it has
+// none.
+func (sb *sandbox) crashLoopOf(name string, init bool) *crashLoop {
+	if sb == nil || init {
+		return nil
+	}
+	return sb.crashed[name]
+}
+
+// crashedStatus is the status of a crash-looping container: its image and
+// its last run's ID as the runtime reports them, its state, last state
+// and restarts; not ready, not started.
+func crashedStatus(st *corev1.ContainerStatus, pod *corev1.Pod, c corev1.Container, cl *crashLoop) {
+	v := cl.view(pod, c.Name)
+	image := normalizedImage(c.Image)
+	st.Image, st.ImageID, st.ContainerID = image, imageID(image), v.id
+	st.User = containerUser(pod, c)
+	st.Resources = c.Resources.DeepCopy()
+	st.AllocatedResources = nonEmpty(c.Resources.Requests)
+	st.State, st.LastTerminationState, st.RestartCount = v.state, v.last, v.restarts
+	st.Ready, st.Started = v.running, ptrTo(v.running)
 }
 
 // noneRunning: no regular container of the pod started in the sandbox.
@@ -246,6 +272,8 @@ func containerStatuses(pod *corev1.Pod, containers []corev1.Container, init, has
 		}
 		if w, ok := sb.waitingFor(c.Name); ok {
 			st.State = corev1.ContainerState{Waiting: &w}
+		} else if cl := sb.crashLoopOf(c.Name, init); cl != nil {
+			crashedStatus(&st, pod, c, cl)
 		} else if sb != nil {
 			image := normalizedImage(c.Image)
 			st.Image, st.ImageID, st.ContainerID = image, imageID(image), containerID(pod.UID, c.Name)
@@ -308,6 +336,15 @@ func imageID(image string) string {
 func containerID(uid types.UID, name string) string {
 	sum := sha256.Sum256([]byte(string(uid) + "/" + name))
 	return "containerd://" + hex.EncodeToString(sum[:])
+}
+
+// runContainerID is the ID of a container's run after restarts restarts:
+// the first run's is containerID's.
+func runContainerID(uid types.UID, name string, restarts int32) string {
+	if restarts == 0 {
+		return containerID(uid, name)
+	}
+	return containerID(uid, fmt.Sprintf("%s/%d", name, restarts))
 }
 
 // containerUser is the user the runtime reports a container runs as

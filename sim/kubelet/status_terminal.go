@@ -52,6 +52,9 @@ func (k *Kubelet) runningSandbox(pod *corev1.Pod) *sandbox {
 	if sb.ip, err = netip.ParseAddr(old.PodIP); err != nil {
 		return nil
 	}
+	if pc != nil {
+		sb.crashed = pc.sandbox(sb.ip).crashed
+	}
 	if waiting {
 		sb.started, sb.waiting = pc.started, pc.waiting
 		return sb
