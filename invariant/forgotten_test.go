@@ -7,6 +7,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csisim/csisim/trace"
 )
@@ -20,9 +22,7 @@ import (
 // driver did answer the lost unpublish. A use the kubelet still reports
 // gets no such note.
 func TestForgottenUsesAreReportedAsKubernetes(t *testing.T) {
-	stage := trace.CSICall{Node: "node-1", Volume: "v1", StagingPath: staging("node-1", "v1")}
-	publish := trace.CSICall{Node: "node-1", Volume: "v1", StagingPath: stage.StagingPath,
-		TargetPath: "/run/nodes/node-1/kubelet/plugins/kubernetes.io/csi/volumeDevices/publish/pv1/a"}
+	stage, publish := stageAndPublish("/run/nodes/node-1/kubelet/plugins/kubernetes.io/csi/volumeDevices/publish/pv1/a")
 	attach := trace.CSICall{Volume: "v1", NodeID: "node-1"}
 	for _, forgot := range []bool{true, false} {
 		var h hist
@@ -79,5 +79,68 @@ func TestForgottenUsesAreReportedAsKubernetes(t *testing.T) {
 		if !strings.Contains(published, "the driver answered OK to a NodeUnpublishVolume of it, #"+strconv.Itoa(lostSeq)+", but the answer was lost") {
 			t.Errorf("publish left: %q, want the lost answer named", published)
 		}
+	}
+}
+
+// stageAndPublish are node-1's NodeStageVolume and NodePublishVolume of
+// volume v1, published at target.
+func stageAndPublish(target string) (stage, publish trace.CSICall) {
+	stage = trace.CSICall{Node: "node-1", Volume: "v1", StagingPath: staging("node-1", "v1")}
+	publish = trace.CSICall{Node: "node-1", Volume: "v1", StagingPath: stage.StagingPath, TargetPath: target}
+	return stage, publish
+}
+
+// A DeleteVolume that comes while the volume is only staged, on a cluster
+// whose driver needs no attach, is what v1.37 does when a NodeUnstageVolume
+// is slow (attach-not-required, nemesis seed 172: an unstage answer lost
+// after a hang): still a csi-call-order violation, but a known Kubernetes
+// one. A volume still published, or one that needs attaching, gets no such
+// verdict: there Kubernetes holds the deletion.
+func TestDeleteBeforeUnstageWithoutAttachIsKubernetes(t *testing.T) {
+	stage, publish := stageAndPublish("/run/nodes/node-1/kubelet/pods/a/volumes/kubernetes.io~csi/pv1/mount")
+	tests := []struct {
+		name           string
+		attachRequired bool
+		unpublished    bool
+		want           string
+	}{
+		{name: "no attach, only staged", unpublished: true, want: "kubernetes#94108"},
+		{name: "no attach, still published"},
+		{name: "attach required", attachRequired: true, unpublished: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var h hist
+			h.end = EndState{Observed: true, Nodes: []corev1.Node{*node("node-1", true)}}
+			h.write(&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "hostpath.csisim.io"},
+				Spec: storagev1.CSIDriverSpec{AttachRequired: &tc.attachRequired}}, false)
+			h.call("NodeGetCapabilities", trace.CSICall{Node: "node-1", Capabilities: []string{"STAGE_UNSTAGE_VOLUME"}})
+			if tc.attachRequired {
+				h.call("ControllerGetCapabilities", trace.CSICall{Capabilities: []string{"PUBLISH_UNPUBLISH_VOLUME"}})
+				h.call("ControllerPublishVolume", trace.CSICall{Volume: "v1", NodeID: "node-1"})
+			}
+			h.call("NodeStageVolume", stage)
+			h.call("NodePublishVolume", publish)
+			if tc.unpublished {
+				h.call("NodeUnpublishVolume", publish)
+			}
+			h.call("DeleteVolume", trace.CSICall{Volume: "v1"})
+			var found bool
+			for _, v := range h.check(t, callOrder) {
+				if !strings.HasPrefix(v.Message, "DeleteVolumeWhileInUse") {
+					continue
+				}
+				found = true
+				if v.KnownUpstream != tc.want {
+					t.Errorf("%s: KnownUpstream %q, want %q", v.Message, v.KnownUpstream, tc.want)
+				}
+				if hasNote := strings.Contains(v.Message, "the volume needs no attach"); hasNote != (tc.want != "") {
+					t.Errorf("%s: the note is there: %v, want %v", v.Message, hasNote, tc.want != "")
+				}
+			}
+			if !found {
+				t.Fatal("no DeleteVolumeWhileInUse")
+			}
+		})
 	}
 }

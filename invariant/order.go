@@ -25,13 +25,17 @@ var callOrder = Invariant{
 	Check: func(h *History) []Violation {
 		var found []Violation
 		down := nodesDown(h.Entries)
-		for _, v := range checkOrder(h.Entries, attachNotRequired(h)) {
+		noAttach := attachNotRequired(h)
+		for _, v := range checkOrder(h.Entries, noAttach) {
 			if forced(v, h.Entries, down) || forgotten(v, h.Entries) {
 				continue
 			}
 			viol := Violation{Message: string(v.kind) + ": " + v.message, Entries: append([]int{v.call}, v.related...)}
 			if v.kind == deleteInUse {
 				note, upstream := forgottenNote(h.Entries, v.related, v.call)
+				if upstream == "" && noAttach {
+					note, upstream = unstageRaceNote(h.Entries, v.related)
+				}
 				viol.Message += note
 				viol.KnownUpstream = upstream
 			}
@@ -153,6 +157,35 @@ func forgottenNote(entries []trace.Entry, uses []int, before int) (note, upstrea
 // restarted after a lost NodeUnpublishVolume or during a NodeUnstageVolume
 // of a raw block volume no longer knows the volume (kubernetes#121937).
 const kubeletForgets = "kubernetes#121937"
+
+// unstageRaceNote says, for a DeleteVolume that came while the volume was
+// only staged somewhere (published nowhere) on a cluster whose drivers need
+// no attach, that Kubernetes did it: nothing holds such a volume's deletion
+// until its NodeUnstageVolume. The kubelet deletes a pod once its volumes
+// are unpublished (podVolumesExist looks at the pod's own mounts, not at
+// the device's staging), the PVC protection controller then lets the claim
+// go, and the external-provisioner deletes the released volume — it waits
+// only for VolumeAttachments, which such a volume never has. A slow or lost
+// NodeUnstageVolume then comes after the DeleteVolume (kubernetes#94108,
+// kubernetes#94745: closed without a fix; the fix proposed in #94737 was
+// not merged). The violation stands, as a driver must cope with it (refuse
+// the deletion with FAILED_PRECONDITION, or unstage a deleted volume), but
+// the run is not failed for it. "", "" when some use is not a staging.
+func unstageRaceNote(entries []trace.Entry, uses []int) (note, upstream string) {
+	for _, seq := range uses {
+		if e := entries[seq-1]; e.Call == nil || e.Verb != "NodeStageVolume" {
+			return "", ""
+		}
+	}
+	if len(uses) == 0 {
+		return "", ""
+	}
+	return " — Kubernetes left it so, not the driver: the volume needs no attach, so nothing holds its deletion until the kubelet has unstaged it; " +
+		"the pod went once unpublished, then its claim and volume, and DeleteVolume came before NodeUnstageVolume (" + unstageRace + ")", unstageRace
+}
+
+// unstageRace is the upstream bug behind unstageRaceNote.
+const unstageRace = "kubernetes#94108"
 
 // kubeletRestarted says whether node's kubelet restarted (a kubelet-restart
 // fault) between timeline entries after and before.

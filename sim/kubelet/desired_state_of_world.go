@@ -60,7 +60,7 @@ func (d *desiredState) setPodVolumes(uid types.UID, volumes []corev1.UniqueVolum
 		}
 	}
 	d.podVolumes[uid] = volumes
-	d.forgetLabelsLocked()
+	d.forgetGoneLocked()
 }
 
 // deletePod says the pod is to have no volumes (DeletePodFromVolume for
@@ -69,7 +69,7 @@ func (d *desiredState) deletePod(uid types.UID) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.podVolumes, uid)
-	d.forgetLabelsLocked()
+	d.forgetGoneLocked()
 }
 
 // hasVolumeLocked says whether some pod is to have the volume.
@@ -82,14 +82,20 @@ func (d *desiredState) hasVolumeLocked(u corev1.UniqueVolumeName) bool {
 	return false
 }
 
-// forgetLabelsLocked drops the label of each volume no pod is to have any
-// more: the volume is gone from the desired state.
-func (d *desiredState) forgetLabelsLocked() {
+// forgetGoneLocked drops the label and the reported-in-use mark of each
+// volume no pod is to have any more: the volume is gone from the desired
+// state, and a pod that wants it later adds it anew, unreported
+// (desired_state_of_world.go, AddPodToVolume: reportedInUse false), so it
+// is not mounted before a node status has reported it in use again — a
+// mark kept from the last pod would let the attach/detach controller,
+// reading a status that left the volume out, detach it under the new pod.
+func (d *desiredState) forgetGoneLocked() {
 	for u := range d.seLinux {
 		if !d.hasVolumeLocked(u) {
 			delete(d.seLinux, u)
 		}
 	}
+	d.reportedInUse = slices.DeleteFunc(d.reportedInUse, func(u corev1.UniqueVolumeName) bool { return !d.hasVolumeLocked(u) })
 }
 
 // seLinuxLabel is the label the volume is to be mounted with, "" if none
@@ -158,7 +164,7 @@ func (d *desiredState) markReportedInUse(inUse []corev1.UniqueVolumeName) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	changed := !slices.Equal(d.reportedInUse, inUse)
-	d.reportedInUse = inUse
+	d.reportedInUse = slices.Clone(inUse)
 	return changed
 }
 

@@ -109,3 +109,32 @@ func TestDesiredStateSELinuxLabels(t *testing.T) {
 		})
 	}
 }
+
+// A volume that leaves the desired state (its last pod went) and comes
+// back with another pod is a new entry, as in the real one's
+// AddPodToVolume: not reported in use until a node status says so again,
+// so it is not mounted on the strength of the last pod's report — which a
+// slow status write may already have contradicted (nemesis seed 151 of
+// kubelet-selinux-mount: the volume staged for the second pod while the
+// node's status said it was not in use, and the attach/detach controller
+// detached it under the pod).
+func TestAVolumeBackInTheDesiredStateIsNotReported(t *testing.T) {
+	a, b := corev1.UniqueVolumeName("a"), corev1.UniqueVolumeName("b")
+	var d desiredState
+	d.reset()
+	d.setPodVolumes("pod-1", []corev1.UniqueVolumeName{a, b}, nil)
+	d.setPodVolumes("pod-2", []corev1.UniqueVolumeName{b}, nil)
+	d.markReportedInUse([]corev1.UniqueVolumeName{a, b})
+	d.deletePod("pod-1")
+	if !d.isReportedInUse(b) {
+		t.Error("b, still wanted by pod-2, lost its report")
+	}
+	d.setPodVolumes("pod-3", []corev1.UniqueVolumeName{a}, nil)
+	if d.isReportedInUse(a) {
+		t.Error("a came back with pod-3 and is reported in use from pod-1's time")
+	}
+	d.markReportedInUse([]corev1.UniqueVolumeName{a, b})
+	if !d.isReportedInUse(a) {
+		t.Error("a status that reports a does not mark it")
+	}
+}

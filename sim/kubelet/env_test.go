@@ -302,6 +302,16 @@ func newEnv(t *testing.T, o envOptions) *env {
 }
 
 // sync runs the kubelet's sync of the pod (or another key) once.
+// reportStatus posts the node's status, as the kubelet's status loop does
+// every 10 s: the volumes its pods want are reported in use, and only then
+// mounted.
+func (e *env) reportStatus() {
+	e.t.Helper()
+	if err := e.k.postReady(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 func (e *env) sync(key string) error {
 	e.t.Helper()
 	return e.k.syncPod(context.Background(), key)

@@ -222,6 +222,9 @@ func TestNewPodWaitsForUnstaging(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	// The volume left the desired state with the first pod and came back
+	// with the second: it is mounted once a node status reported it.
+	e.reportStatus()
 	if d, ok := requeuedAfter(e.sync("default/second")); ok {
 		e.clock.Step(d)
 		_ = e.sync("default/second")

@@ -156,6 +156,9 @@ func (e *env) syncSecond(n int) {
 			return
 		}
 		e.clock.Step(d)
+		// The status loop runs meanwhile: a volume that came back to the
+		// desired state with the second pod is mounted only once reported.
+		e.reportStatus()
 	}
 }
 
